@@ -1,0 +1,245 @@
+// Package gen makes selective-scan problems for tests: a Spec (shape, flags
+// and input distribution) plus a seed gives the same Problem on every
+// machine, and Specs draws Specs with rapid so that a failing case shrinks
+// to the smallest shape, the fewest features and seed 0.
+//
+// Two input distributions:
+//
+//   - Realistic is Mamba's: S4D-real A[d][n] = −(n+1) or S4D-lin complex
+//     A[d][n] = −1/2 + iπn; the step from softplus(delta + delta_bias) with
+//     delta_bias the inverse softplus of a log-uniform dt in [1e-3, 1e-1]
+//     and a small delta (or, without softplus, that dt directly); u, B, C, z
+//     standard normal, D near 1.
+//   - Stress widens everything the kernels must survive: A near 0 (foh's
+//     0/0), large negative A·Δ (exp underflow to 0), positive A (unstable,
+//     bounded so that the state stays finite in float32 over the sequence),
+//     log-uniform magnitudes over six decades with random signs, and Δ up to
+//     10 with large biases that cross softplus's threshold at 20.
+package gen
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"ssmverify/reference"
+)
+
+// Dist is an input distribution.
+type Dist int
+
+const (
+	Realistic Dist = iota
+	Stress
+)
+
+func (d Dist) String() string {
+	if d == Stress {
+		return "stress"
+	}
+	return "realistic"
+}
+
+// Spec describes a problem without its data.
+type Spec struct {
+	Batch, Dim, Seqlen, Dstate, Groups int
+
+	Method               reference.Method
+	Complex              bool
+	VariableB, VariableC bool
+	Softplus             bool
+	HasD, HasZ, HasBias  bool
+	Dist                 Dist
+}
+
+func (s Spec) String() string {
+	kind := "real"
+	if s.Complex {
+		kind = "complex"
+	}
+	return fmt.Sprintf("%v/%s/%v b%d d%d l%d n%d g%d varB=%t varC=%t softplus=%t D=%t z=%t bias=%t",
+		s.Method, kind, s.Dist, s.Batch, s.Dim, s.Seqlen, s.Dstate, s.Groups,
+		s.VariableB, s.VariableC, s.Softplus, s.HasD, s.HasZ, s.HasBias)
+}
+
+// MambaBlock is the configuration of a Mamba block's scan: variable B and
+// C in one group, D, z, delta_bias and softplus, realistic inputs.
+func MambaBlock(m reference.Method, batch, dim, seqlen, dstate int) Spec {
+	return Spec{Batch: batch, Dim: dim, Seqlen: seqlen, Dstate: dstate, Groups: 1, Method: m,
+		VariableB: true, VariableC: true, Softplus: true, HasD: true, HasZ: true, HasBias: true}
+}
+
+// New returns the problem of spec s drawn from seed: the same on every
+// machine and Go version (PCG with a fixed stream).
+func New(s Spec, seed uint64) *reference.Problem {
+	r := rand.New(rand.NewPCG(seed, 0x5eed5ca9))
+	p := &reference.Problem{
+		Batch: s.Batch, Dim: s.Dim, Seqlen: s.Seqlen, Dstate: s.Dstate, Groups: s.Groups,
+		Method: s.Method, Complex: s.Complex, VariableB: s.VariableB, VariableC: s.VariableC,
+		Softplus: s.Softplus,
+	}
+	seq := s.Batch * s.Dim * s.Seqlen
+	cw := 1
+	if s.Complex {
+		cw = 2
+	}
+	bcLen := func(variable bool) int {
+		if variable {
+			return s.Batch * s.Groups * s.Dstate * s.Seqlen * cw
+		}
+		return s.Dim * s.Dstate * cw
+	}
+	g := drawer{r: r, dist: s.Dist}
+
+	// Δ first: A's bound for positive real parts depends on the largest step.
+	p.Delta = make([]float64, seq)
+	if s.HasBias {
+		p.DeltaBias = make([]float64, s.Dim)
+	}
+	maxDt := g.deltas(p, s)
+
+	p.A = make([]float64, s.Dim*s.Dstate*cw)
+	for d := 0; d < s.Dim; d++ {
+		for n := 0; n < s.Dstate; n++ {
+			re, im := g.a(n, s.Complex, maxDt, s.Seqlen)
+			if s.Complex {
+				p.A[2*(d*s.Dstate+n)], p.A[2*(d*s.Dstate+n)+1] = re, im
+			} else {
+				p.A[d*s.Dstate+n] = re
+			}
+		}
+	}
+	p.U = g.values(seq)
+	p.B = g.values(bcLen(s.VariableB))
+	p.C = g.values(bcLen(s.VariableC))
+	if s.HasZ {
+		p.Z = g.values(seq)
+	}
+	if s.HasD {
+		p.D = make([]float64, s.Dim)
+		for i := range p.D {
+			p.D[i] = 1 + 0.25*r.NormFloat64()
+			if s.Dist == Stress {
+				p.D[i] = g.value()
+			}
+		}
+	}
+	return p
+}
+
+type drawer struct {
+	r    *rand.Rand
+	dist Dist
+}
+
+func (g drawer) logUniform(lo, hi float64) float64 {
+	return math.Exp(math.Log(lo) + g.r.Float64()*(math.Log(hi)-math.Log(lo)))
+}
+
+func (g drawer) sign() float64 {
+	if g.r.IntN(2) == 0 {
+		return -1
+	}
+	return 1
+}
+
+// value is one entry of u, B, C, z (or D under Stress).
+func (g drawer) value() float64 {
+	if g.dist == Stress {
+		return g.sign() * g.logUniform(1e-3, 1e3)
+	}
+	return g.r.NormFloat64()
+}
+
+func (g drawer) values(n int) []float64 {
+	v := make([]float64, n)
+	for i := range v {
+		v[i] = g.value()
+	}
+	return v
+}
+
+// inverseSoftplus returns v with log1p(exp(v)) = dt.
+func inverseSoftplus(dt float64) float64 { return dt + math.Log(-math.Expm1(-dt)) }
+
+// deltas fills Delta (and DeltaBias) and returns the largest step dt the
+// problem can take after bias and softplus.
+func (g drawer) deltas(p *reference.Problem, s Spec) float64 {
+	maxDt := 0.0
+	note := func(v float64) {
+		if s.Softplus && v <= 20 {
+			v = math.Log1p(math.Exp(v))
+		}
+		maxDt = math.Max(maxDt, math.Abs(v))
+	}
+	for d := 0; d < s.Dim; d++ {
+		var bias float64
+		switch {
+		case s.Dist == Realistic && s.Softplus:
+			bias = inverseSoftplus(g.logUniform(1e-3, 1e-1))
+		case s.Dist == Stress && s.Softplus:
+			bias = g.sign() * g.logUniform(1e-2, 30) // crosses the threshold at 20
+		case s.Dist == Stress:
+			bias = g.logUniform(1e-4, 1)
+		}
+		if s.HasBias {
+			p.DeltaBias[d] = bias
+		}
+		for b := 0; b < s.Batch; b++ {
+			for t := 0; t < s.Seqlen; t++ {
+				i := (b*s.Dim+d)*s.Seqlen + t
+				var v float64
+				switch {
+				case s.Dist == Realistic && s.Softplus:
+					// Mamba's projection output around the bias.
+					v = 0.1 * g.r.NormFloat64()
+					if !s.HasBias {
+						v += inverseSoftplus(g.logUniform(1e-3, 1e-1))
+					}
+				case s.Dist == Realistic:
+					v = g.logUniform(1e-3, 1e-1)
+				case s.Softplus:
+					v = g.sign() * g.logUniform(1e-3, 10)
+				default:
+					v = g.logUniform(1e-4, 10)
+				}
+				p.Delta[i] = v
+				if s.HasBias {
+					v += bias
+				}
+				note(v)
+			}
+		}
+	}
+	return maxDt
+}
+
+// a returns A[d][n] (real part, imaginary part).
+func (g drawer) a(n int, complexA bool, maxDt float64, seqlen int) (re, im float64) {
+	if g.dist == Realistic {
+		if complexA {
+			return -0.5, math.Pi * float64(n)
+		}
+		return -float64(n + 1), 0
+	}
+	// A positive real part makes the state grow like e^{Σ dt·a}: keep that
+	// exponent below 40 so the scan stays finite in float32.
+	posMax := 40 / (math.Max(maxDt, 1e-6) * float64(seqlen))
+	switch g.r.IntN(4) {
+	case 0: // near zero: foh's 0/0 and the Δ → 0 limits
+		re = g.sign() * g.logUniform(1e-8, 1e-3)
+	case 1: // strongly stable: e^x underflows
+		re = -g.logUniform(1, 1e3)
+	case 2: // unstable
+		re = g.r.Float64() * math.Min(posMax, 2)
+	default:
+		re = -g.logUniform(1e-4, 1e2)
+	}
+	if re > posMax {
+		re = posMax
+	}
+	if complexA {
+		im = g.sign() * g.logUniform(1e-4, 1e2)
+	}
+	return re, im
+}

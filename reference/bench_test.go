@@ -1,0 +1,45 @@
+package reference_test
+
+import (
+	"fmt"
+	"testing"
+
+	"ssmverify/gen"
+	"ssmverify/reference"
+)
+
+// BenchmarkScanReference times the reference scan in the Mamba-block
+// configuration (variable B and C, D, z, delta_bias, softplus) and reports
+// nanoseconds per state update (one (b, d, t, n) step of the recurrence).
+// The README compares it with the CPU kernel's single-thread time for the
+// same problem (BenchmarkScanKernelCPU in cudalib).
+func BenchmarkScanReference(b *testing.B) {
+	for _, c := range []struct {
+		m         reference.Method
+		isComplex bool
+		prec      reference.Precision
+	}{
+		{reference.ZOH, false, reference.Float64},
+		{reference.RK4, false, reference.Float64},
+		{reference.Bilinear, false, reference.Float64},
+		{reference.ZOH, true, reference.Float64},
+		{reference.ZOH, false, reference.Float32},
+	} {
+		s := gen.MambaBlock(c.m, 1, 64, 256, 16)
+		s.Complex = c.isComplex
+		p := gen.New(s, 1)
+		kind := "real"
+		if c.isComplex {
+			kind = "complex"
+		}
+		b.Run(fmt.Sprintf("%v/%s/%v", c.m, kind, c.prec), func(b *testing.B) {
+			updates := float64(p.Batch * p.Dim * p.Seqlen * p.Dstate)
+			for b.Loop() {
+				if _, err := reference.Scan(p, c.prec); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/updates, "ns/update")
+		})
+	}
+}

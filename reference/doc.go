@@ -1,0 +1,112 @@
+// Package reference holds the float64 references that every kernel result is
+// compared against: the six discretization methods of the ssmk ABI in scalar
+// form (real and complex A) and matrix form (general real A, with gonum), the
+// selective-scan forward pass, a float32 evaluation mode, and the error scale
+// that turns a difference into a dimensionless test ratio.
+//
+// # Discretization
+//
+// A continuous state-space model h'(s) = A·h(s) + B·u(s), held over a step
+// Δ, becomes h[t] = Ā·h[t−1] + B̄·u[t]. For a diagonal A each state is
+// independent, and each method maps x = Δ·a (a a diagonal entry, real or
+// complex; Δ real) to a pair (Ā, g) with B̄ = Δ·g·B:
+//
+//	method      Ā                  g                            order of B̄
+//	zoh         e^x                1                            1
+//	foh         e^x                φ1(x) = (e^x − 1)/x          exact
+//	bilinear    (1 + x/2)/(1 − x/2) 1/(1 − x/2)                 2 (Ā too)
+//	poly        e^x                1 + x/2 + x²/6               3
+//	highorder   e^x                1 + x/2                      2
+//	rk4         e^x                1 + x/2 + x²/6 + x³/24       4
+//
+// The exact input integral of a held input is ∫₀^Δ e^{sa} ds = Δ·φ1(x), so
+// foh is exact, and each polynomial method is φ1's Taylor polynomial: its
+// local error Δ·|g(x) − φ1(x)| shrinks as Δ^(p+1), p the order above.
+// Bilinear (Tustin) is the (1,1) Padé approximant of e^x: Ā − e^x = O(x³)
+// and its B̄ = Δ/(1 − x/2) differs from Δ·φ1(x) by Δ·x²/12 + O(Δx³). The sign
+// matters: (1 − x/2)/(1 + x/2), as it circulates in some notes, is e^{−x}'s
+// approximant and has its pole at x = −2, inside the stable region.
+//
+// φ1 is evaluated as expm1(x)/x (φ1(0) = 1), which stays accurate as x → 0;
+// for complex x, Expm1Complex writes Re(e^z − 1) = expm1(a)·cos b − 2 sin²(b/2)
+// so that no term cancels. Method.Real and Method.Complex give (Ā, g);
+// Discretize gives the matrix forms for a general real A:
+// Ā = e^{ΔA}; foh's B̄ = A⁻¹(e^{ΔA} − I)B from the augmented exponential
+// exp([[ΔA, ΔB], [0, 0]]), which needs no inverse and works for singular A;
+// bilinear Ā = (I − ΔA/2)⁻¹(I + ΔA/2), B̄ = (I − ΔA/2)⁻¹ΔB by an LU solve; the
+// polynomial methods as matrix polynomials in ΔA. For diagonal A the matrix
+// forms equal the scalar forms entry by entry: that is what "bilinear is
+// exact for diagonal A" is measured against.
+//
+// # The selective scan
+//
+// Scan evaluates the ABI's forward pass. For every batch row b and channel d,
+// with h = 0, for t = 0 … seqlen−1:
+//
+//	dt   = delta[b,d,t] + delta_bias[d]              (bias optional)
+//	dt   = log1p(exp(dt)) if softplus and dt ≤ 20    (else dt unchanged)
+//	h[n] = Ā(dt·A[d,n])·h[n] + dt·g(dt·A[d,n])·B[·,n,t]·u[b,d,t]
+//	y    = Σₙ C[·,n,t]·h[n]                           (complex A: y = 2·Re Σₙ C·h)
+//	y   += D[d]·u[b,d,t]                             (D optional)
+//	y    = y·z·sigmoid(z), z = z[b,d,t]              (gate optional)
+//
+// B and C are constant ([dim][dstate]) or variable per time step
+// ([batch][groups][dstate][seqlen], channel d using group d/(dim/groups)).
+// For complex A, B and C are complex too, and the output convention
+// y = 2·Re(Σ C·h) is that of a real signal written with one state of each
+// conjugate pair (Mamba's complex mode): the conjugate states contribute the
+// complex conjugate of the sum. LastState is h after the last step.
+//
+// Scan(p, Float32) evaluates the same recurrence rounding every input,
+// intermediate and library result to float32: its distance from the Float64
+// result is the problem's natural float32 error, against which a float32
+// kernel's error is judged.
+//
+// # The error scale
+//
+// A difference between a kernel and the reference means nothing without a
+// yardstick: an error of 1e-6 is rounding for one input and a bug for
+// another. ErrorScale gives, for every output and state element, a scale S
+// such that a correct implementation with unit roundoff u (2⁻²⁴ for float32,
+// 2⁻⁵³ for float64) is within about u·S of the exact result. Tests report the
+// ratio
+//
+//	ratio = |kernel − reference| / (u · S)
+//
+// in the spirit of LAPACK's test ratios: a correct kernel keeps it O(1)
+// whatever the conditioning of the input, and a logic error shows up as a
+// ratio of 10⁶ (float32) to 10¹⁴ (float64).
+//
+// S is a first-order running error analysis (Higham, Accuracy and Stability
+// of Numerical Algorithms, §3.3) in units of u, carried along the scan as
+// absolute error bounds:
+//
+//   - dt: the bias addition errs by u·|v| (v = delta + bias, absent without a
+//     bias); softplus multiplies an error in v by σ(v) = e^v/(1+e^v) and adds
+//     a few ulp of its own.
+//   - x = dt·a: |a|·S_dt + |x| (one more for complex).
+//   - Ā and g: an error in x propagates through the derivative,
+//     |Ā'(x)|·S_x and |g'(x)|·S_x; evaluating them from an exact x adds a few
+//     ulp of |Ā| for exp, 2k·u·Σ|cᵢ||x|ⁱ for a degree-k Horner polynomial, and
+//     for bilinear u·(1+|x|/2)(1+|Ā|)/|1−x/2| (num and den each rounded, then
+//     divided): near the pole x = 2 this grows like the true conditioning.
+//   - β = dt·g·B·u: S_β = |g B u|·S_dt + |dt B u|·S_g + 3|β|.
+//   - the state: with the magnitude recurrence H' = |Ā|·H + |β| (which bounds
+//     |h| whatever cancels), S_h' = |Ā|·S_h + S_Ā·H + S_β + 2(|Ā|H + |β|).
+//   - the output: S_y = Σ|C|·S_h + N·Σ|C|·H (any summation order of N terms);
+//     D adds u·(|y| + 2|D·u|); the gate multiplies by |z·σ(z)| and adds 5u of
+//     |y|.
+//
+// Complex arithmetic doubles the evaluation constants (a complex product is
+// within √5·u). The scale is a bound, so a correct kernel's ratio is
+// usually well below 1; thresholds in the verification suite are measured
+// maxima of correct kernels with a margin. Underflow is not modelled: values
+// far below the smallest normal number of the kernel's precision need an
+// absolute floor, which the verification suite adds per dtype.
+//
+// # Speed
+//
+// The reference sits in every test's hot path. BenchmarkScanReference reports
+// nanoseconds per state update; the README compares it with the same loop in
+// C.
+package reference

@@ -1,0 +1,170 @@
+package reference
+
+import (
+	"fmt"
+	"math"
+)
+
+// Problem is one selective-scan forward problem in the ABI's memory layout:
+// dense row-major arrays, complex values as interleaved (re, im) pairs. The
+// same Problem feeds the reference and, converted to the kernel's dtype, the
+// kernel under test, so both see identical inputs.
+//
+// Shapes (outermost first; "×2" when Complex):
+//
+//	U, Delta, Z       [Batch][Dim][Seqlen]
+//	A                 [Dim][Dstate] ×2
+//	B, C constant     [Dim][Dstate] ×2
+//	B, C variable     [Batch][Groups][Dstate][Seqlen] ×2
+//	D, DeltaBias      [Dim]
+//
+// D, Z and DeltaBias are optional: nil means absent.
+type Problem struct {
+	Batch, Dim, Seqlen, Dstate int
+	Groups                     int // n_groups ≥ 1, dividing Dim; channel d uses group d / (Dim/Groups)
+
+	Method               Method
+	Complex              bool
+	VariableB, VariableC bool
+	Softplus             bool
+
+	U, Delta, A, B, C []float64
+	D, Z, DeltaBias   []float64
+}
+
+// Shape names a problem's sizes and flags without its data, for messages.
+func (p *Problem) Shape() string {
+	kind := "real"
+	if p.Complex {
+		kind = "complex"
+	}
+	return fmt.Sprintf("%v %s batch=%d dim=%d seqlen=%d dstate=%d groups=%d varB=%t varC=%t D=%t z=%t bias=%t softplus=%t",
+		p.Method, kind, p.Batch, p.Dim, p.Seqlen, p.Dstate, p.Groups, p.VariableB, p.VariableC,
+		p.D != nil, p.Z != nil, p.DeltaBias != nil, p.Softplus)
+}
+
+// cw is the number of float64 words per element of the complex-capable
+// arrays (A, B, C, last state).
+func (p *Problem) cw() int {
+	if p.Complex {
+		return 2
+	}
+	return 1
+}
+
+// Len returns the lengths, in float64 words, that each array must have.
+func (p *Problem) lens() map[string]int {
+	bc := func(variable bool) int {
+		if variable {
+			return p.Batch * p.Groups * p.Dstate * p.Seqlen * p.cw()
+		}
+		return p.Dim * p.Dstate * p.cw()
+	}
+	seq := p.Batch * p.Dim * p.Seqlen
+	return map[string]int{
+		"U": seq, "Delta": seq, "Z": seq,
+		"A": p.Dim * p.Dstate * p.cw(),
+		"B": bc(p.VariableB), "C": bc(p.VariableC),
+		"D": p.Dim, "DeltaBias": p.Dim,
+	}
+}
+
+// OutLen is the length of the output: Batch·Dim·Seqlen.
+func (p *Problem) OutLen() int { return p.Batch * p.Dim * p.Seqlen }
+
+// StateLen is the length in float64 words of the last state:
+// Batch·Dim·Dstate, twice that when Complex.
+func (p *Problem) StateLen() int { return p.Batch * p.Dim * p.Dstate * p.cw() }
+
+// Validate checks sizes, flags and array lengths. Its error names the
+// offending field, what was expected and what was given.
+func (p *Problem) Validate() error {
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"Batch", p.Batch}, {"Dim", p.Dim}, {"Seqlen", p.Seqlen}, {"Dstate", p.Dstate}, {"Groups", p.Groups}} {
+		if f.v <= 0 || f.v > math.MaxInt32 {
+			return fmt.Errorf("problem: %s = %d, want 1…%d", f.name, f.v, math.MaxInt32)
+		}
+	}
+	if p.Dim%p.Groups != 0 {
+		return fmt.Errorf("problem: Groups = %d does not divide Dim = %d", p.Groups, p.Dim)
+	}
+	if !p.Method.Valid() {
+		return fmt.Errorf("problem: Method = %d, want 0…5 (zoh foh bilinear poly highorder rk4)", int32(p.Method))
+	}
+	want := p.lens()
+	for _, f := range []struct {
+		name     string
+		s        []float64
+		optional bool
+	}{
+		{"U", p.U, false}, {"Delta", p.Delta, false}, {"A", p.A, false}, {"B", p.B, false}, {"C", p.C, false},
+		{"D", p.D, true}, {"Z", p.Z, true}, {"DeltaBias", p.DeltaBias, true},
+	} {
+		if f.optional && f.s == nil {
+			continue
+		}
+		if len(f.s) != want[f.name] {
+			return fmt.Errorf("problem: len(%s) = %d, want %d (%s)", f.name, len(f.s), want[f.name], p.layout(f.name))
+		}
+	}
+	return nil
+}
+
+func (p *Problem) layout(name string) string {
+	c := ""
+	if p.Complex {
+		c = "×2 (complex interleaved)"
+	}
+	switch name {
+	case "U", "Delta", "Z":
+		return "batch·dim·seqlen"
+	case "A":
+		return "dim·dstate" + c
+	case "B", "C":
+		variable := p.VariableB
+		if name == "C" {
+			variable = p.VariableC
+		}
+		if variable {
+			return "batch·groups·dstate·seqlen" + c
+		}
+		return "dim·dstate" + c
+	}
+	return "dim"
+}
+
+// RoundToFloat32 rounds every input to the nearest float32 in place, so a
+// float32 kernel and the float64 reference see exactly the same numbers.
+func (p *Problem) RoundToFloat32() {
+	for _, s := range [][]float64{p.U, p.Delta, p.A, p.B, p.C, p.D, p.Z, p.DeltaBias} {
+		for i, v := range s {
+			s[i] = float64(float32(v))
+		}
+	}
+}
+
+// Clone returns a deep copy.
+func (p *Problem) Clone() *Problem {
+	q := *p
+	cp := func(s []float64) []float64 {
+		if s == nil {
+			return nil
+		}
+		return append([]float64(nil), s...)
+	}
+	q.U, q.Delta, q.A, q.B, q.C = cp(p.U), cp(p.Delta), cp(p.A), cp(p.B), cp(p.C)
+	q.D, q.Z, q.DeltaBias = cp(p.D), cp(p.Z), cp(p.DeltaBias)
+	return &q
+}
+
+// bcIndex returns the word index of element n of B or C (whichever is
+// described by variable) for batch row b, channel d, time t.
+func (p *Problem) bcIndex(variable bool, b, d, n, t int) int {
+	if variable {
+		grp := d / (p.Dim / p.Groups)
+		return (((b*p.Groups+grp)*p.Dstate+n)*p.Seqlen + t) * p.cw()
+	}
+	return (d*p.Dstate + n) * p.cw()
+}

@@ -1,0 +1,228 @@
+package reference
+
+import (
+	"math"
+	"math/cmplx"
+)
+
+// Scale holds, for every output and last-state element, the error scale S
+// of the running error analysis described in the package documentation: a
+// correct implementation working with unit roundoff u has
+// |kernel − exact| ≲ u·S (first order in u). S is dimensionless in the
+// sense that it does not depend on the precision; the test ratio is
+// |kernel − reference| / (u·S).
+//
+// Out has one entry per output element ([Batch][Dim][Seqlen]); LastState
+// has one entry per state element ([Batch][Dim][Dstate]), complex elements
+// included: compare it with the modulus of the complex error.
+//
+// TinyOut and TinyState bound the absolute error that underflow can add, in
+// units of the precision's smallest normal number η (Precision.Tiny): each
+// operation may flush a result below η to zero (flush-to-zero kernels
+// included), e^x underflows for very negative x, and sigmoid(z) underflows
+// for very negative z. Use Ratio to combine both parts.
+type Scale struct {
+	Out, LastState     []float64
+	TinyOut, TinyState []float64
+}
+
+// Ratio is the test ratio |diff| / (u·scale + η·tiny) for a precision with
+// unit roundoff u and smallest normal η: ≲ 1 for a correct implementation.
+// A zero difference has ratio 0 whatever the scale.
+func Ratio(diff, scale, tiny float64, prec Precision) float64 {
+	diff = math.Abs(diff)
+	if diff == 0 {
+		return 0
+	}
+	return diff / (prec.UnitRoundoff()*scale + prec.Tiny()*tiny)
+}
+
+// coefBound is what the error analysis needs of a method at x: the
+// magnitudes of Ā and g, of their derivatives in x (how an error in x
+// propagates), and the error of evaluating each from an exact x, in units
+// of u (absolute, not relative).
+type coefBound struct {
+	abar, dabar, evalA float64
+	g, dg, evalG       float64
+}
+
+func boundCoef(m Method, x complex128, isComplex bool) coefBound {
+	// Complex arithmetic rounds more: a complex product is within √5·u, a
+	// quotient within a few u. cf doubles every evaluation constant.
+	cf := 1.0
+	if isComplex {
+		cf = 2
+	}
+	r := cmplx.Abs(x)
+	var c coefBound
+	if m == Bilinear {
+		dn := cmplx.Abs(1 - x/2)
+		c.abar = cmplx.Abs((1 + x/2) / (1 - x/2))
+		c.dabar = 1 / (dn * dn)
+		// num and den each carry u·(1 + |x|/2); the quotient adds u·|Ā|.
+		c.evalA = cf * ((1+r/2)*(1+c.abar)/dn + 2*c.abar)
+		c.g = 1 / dn
+		c.dg = 0.5 / (dn * dn)
+		c.evalG = cf * ((1+r/2)/(dn*dn) + 2/dn)
+		return c
+	}
+	e := math.Exp(real(x))
+	c.abar, c.dabar = e, e
+	c.evalA = 2 * cf * e // exp is within an ulp or two, also as exp2(x·log2e)
+	// Horner's rule for a degree-k polynomial errs by at most 2k·u·Σ|cᵢ||x|ⁱ.
+	horner := func(k int, coef ...float64) float64 {
+		s, p := 0.0, 1.0
+		for _, ci := range coef {
+			s += math.Abs(ci) * p
+			p *= r
+		}
+		return 2 * float64(k) * cf * s
+	}
+	switch m {
+	case ZOH:
+		c.g, c.dg, c.evalG = 1, 0, 0
+	case FOH:
+		phi := Phi1Complex(x)
+		c.g = cmplx.Abs(phi)
+		c.dg = cmplx.Abs(dphi1(x, phi))
+		c.evalG = 4 * cf * c.g // expm1 and a division
+	case HighOrder:
+		c.g = cmplx.Abs(1 + x/2)
+		c.dg = 0.5
+		c.evalG = horner(1, 1, 0.5)
+	case Poly:
+		c.g = cmplx.Abs(1 + x*(0.5+x/6))
+		c.dg = cmplx.Abs(0.5 + x/3)
+		c.evalG = horner(2, 1, 0.5, 1.0/6)
+	case RK4:
+		c.g = cmplx.Abs(1 + x*(0.5+x*(1.0/6+x/24)))
+		c.dg = cmplx.Abs(0.5 + x*(1.0/3+x/8))
+		c.evalG = horner(3, 1, 0.5, 1.0/6, 1.0/24)
+	}
+	return c
+}
+
+// dphi1 is φ1'(x) = (e^x − φ1(x))/x, by its Taylor series near 0 where that
+// quotient cancels. Only its magnitude is used, so the series' truncation
+// (below 0.5⁴/144 relative to 1/2) does not matter.
+func dphi1(x, phi complex128) complex128 {
+	if cmplx.Abs(x) < 0.5 {
+		return 0.5 + x*(1.0/3+x*(1.0/8+x/30))
+	}
+	return (cmplx.Exp(x) - phi) / x
+}
+
+// ErrorScale returns the error scale of every output and last-state element
+// of p, by the running error analysis of the package documentation. It
+// validates p first.
+func ErrorScale(p *Problem) (*Scale, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	N, L := p.Dstate, p.Seqlen
+	states := p.Batch * p.Dim * N
+	s := &Scale{Out: make([]float64, p.OutLen()), LastState: make([]float64, states),
+		TinyOut: make([]float64, p.OutLen()), TinyState: make([]float64, states)}
+	// Per-operation constants in units of u.
+	cBeta, cH, cSum := 3.0, 2.0, float64(N)
+	if p.Complex {
+		cBeta, cH, cSum = 5, 4, float64(N+2)
+	}
+	H := make([]float64, N)  // magnitude recurrence H' = |Ā|H + |β|
+	Sh := make([]float64, N) // error scale of h
+	Th := make([]float64, N) // underflow scale of h
+	a := make([]complex128, N)
+	for b := 0; b < p.Batch; b++ {
+		for d := 0; d < p.Dim; d++ {
+			rp := p.rowParams(b, d)
+			for n := 0; n < N; n++ {
+				H[n], Sh[n], Th[n] = 0, 0, 0
+				if p.Complex {
+					a[n] = complex(p.A[2*(d*N+n)], p.A[2*(d*N+n)+1])
+				} else {
+					a[n] = complex(p.A[d*N+n], 0)
+				}
+			}
+			for t := 0; t < L; t++ {
+				i := rp.row + t
+				u := math.Abs(p.U[i])
+				dt, sdt := deltaScale(p, p.Delta[i], d)
+				bi, ci := rp.bBase+t*rp.bStep, rp.cBase+t*rp.cStep
+				var sumCH, sumCS, sumCT float64
+				for n := 0; n < N; n++ {
+					x := complex(dt, 0) * a[n]
+					cb := boundCoef(p.Method, x, p.Complex)
+					sx := cmplx.Abs(a[n])*sdt + cmplx.Abs(x)*(1+boolf(p.Complex))
+					sA := cb.dabar*sx + cb.evalA
+					sg := cb.dg*sx + cb.evalG
+					bv, cv := p.elemAbs(p.B, bi), p.elemAbs(p.C, ci)
+					beta := math.Abs(dt) * cb.g * bv * u
+					sBeta := cb.g*bv*u*sdt + math.Abs(dt)*bv*u*sg + cBeta*beta
+					Sh[n] = cb.abar*Sh[n] + sA*H[n] + sBeta + cH*(cb.abar*H[n]+beta)
+					// Ā may flush to 0 (error ≤ η·H), and each of the update's
+					// four roundings may flush a result below η.
+					Th[n] = cb.abar*Th[n] + H[n] + 4
+					H[n] = cb.abar*H[n] + beta
+					sumCH += cv * H[n]
+					sumCS += cv * Sh[n]
+					sumCT += cv * Th[n]
+					bi += rp.bStride
+					ci += rp.cStride
+				}
+				Y, sy, ty := sumCH, sumCS+cSum*sumCH, sumCT+2*float64(N)
+				if p.Complex {
+					Y, sy, ty = 2*Y, 2*sy, 2*ty
+				}
+				if p.D != nil {
+					du := math.Abs(p.D[d]) * u
+					sy += Y + 2*du
+					ty += 2
+					Y += du
+				}
+				if p.Z != nil {
+					z := p.Z[i]
+					gate := math.Abs(z / (1 + math.Exp(-z)))
+					sy = gate * (sy + 5*Y) // sigmoid, the products: ≈ 5u relative
+					// sigmoid(z) flushes to 0 below η: an error of |y·z|·η.
+					ty = gate*ty + Y*math.Abs(z) + 3
+				}
+				s.Out[i], s.TinyOut[i] = sy, ty
+			}
+			copy(s.LastState[(b*p.Dim+d)*N:], Sh)
+			copy(s.TinyState[(b*p.Dim+d)*N:], Th)
+		}
+	}
+	return s, nil
+}
+
+// deltaScale returns the step dt and its error scale: the bias addition
+// carries u·|v|, softplus (log1p∘exp) damps it by σ(v) = e/(1+e) and adds
+// its own rounding.
+func deltaScale(p *Problem, raw float64, d int) (dt, sdt float64) {
+	v, sv := raw, 0.0
+	if p.DeltaBias != nil {
+		v += p.DeltaBias[d]
+		sv = math.Abs(v)
+	}
+	if p.Softplus && v <= 20 {
+		e := math.Exp(v)
+		dt = math.Log1p(e)
+		sigma := e / (1 + e)
+		return dt, sigma*(sv+2) + 2*dt
+	}
+	return v, sv
+}
+
+func (p *Problem) elemAbs(s []float64, i int) float64 {
+	if p.Complex {
+		return math.Hypot(s[i], s[i+1])
+	}
+	return math.Abs(s[i])
+}
+
+func boolf(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}

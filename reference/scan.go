@@ -1,0 +1,194 @@
+package reference
+
+import (
+	"fmt"
+	"math"
+)
+
+// Precision selects how the reference scan is evaluated.
+type Precision int
+
+const (
+	// Float64 is the reference proper: every operation in double precision.
+	Float64 Precision = iota
+	// Float32 rounds every input, intermediate and library-function result to
+	// single precision, as a float32 kernel without extra precision would.
+	// Its distance from the Float64 result is the problem's natural float32
+	// error, the yardstick for a float32 kernel.
+	Float32
+)
+
+func (p Precision) String() string {
+	switch p {
+	case Float64:
+		return "float64"
+	case Float32:
+		return "float32"
+	}
+	return fmt.Sprintf("precision(%d)", int(p))
+}
+
+// UnitRoundoff returns u, half the distance from 1 to the next number:
+// 2⁻⁵³ for Float64, 2⁻²⁴ for Float32.
+func (p Precision) UnitRoundoff() float64 {
+	if p == Float32 {
+		return 0x1p-24
+	}
+	return 0x1p-53
+}
+
+// Tiny returns η, the smallest positive normal number: 2⁻¹⁰²² for Float64,
+// 2⁻¹²⁶ for Float32. Underflow errors are measured in units of η.
+func (p Precision) Tiny() float64 {
+	if p == Float32 {
+		return 0x1p-126
+	}
+	return 0x1p-1022
+}
+
+// Output is the result of a forward scan: Out is [Batch][Dim][Seqlen];
+// LastState is [Batch][Dim][Dstate], interleaved (re, im) when Complex.
+type Output struct {
+	Out, LastState []float64
+}
+
+// Scan evaluates the selective-scan forward pass of the ABI (see the package
+// documentation) in the given precision. It validates p first.
+func Scan(p *Problem, prec Precision) (*Output, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	o := &Output{Out: make([]float64, p.OutLen()), LastState: make([]float64, p.StateLen())}
+	switch {
+	case prec == Float64 && !p.Complex:
+		scanReal[float64](p, o)
+	case prec == Float64 && p.Complex:
+		scanComplex[float64](p, o)
+	case prec == Float32 && !p.Complex:
+		scanReal[float32](p, o)
+	case prec == Float32 && p.Complex:
+		scanComplex[float32](p, o)
+	default:
+		return nil, fmt.Errorf("reference.Scan: precision %d, want Float64 or Float32", int(prec))
+	}
+	return o, nil
+}
+
+// rowParams holds what one (b, d) row needs besides its arrays: the
+// per-channel scalars and the offsets and strides of B and C.
+type rowParams struct {
+	row            int // offset of (b, d, 0) in U, Delta, Z, Out
+	bBase, bStride int // word offset of B element n=0 at t=0, and word stride over n
+	cBase, cStride int
+	bStep, cStep   int // word stride over t (0 when constant)
+}
+
+func (p *Problem) rowParams(b, d int) rowParams {
+	cw, L := p.cw(), p.Seqlen
+	r := rowParams{row: (b*p.Dim + d) * L}
+	r.bBase = p.bcIndex(p.VariableB, b, d, 0, 0)
+	r.cBase = p.bcIndex(p.VariableC, b, d, 0, 0)
+	r.bStride, r.cStride = cw, cw
+	if p.VariableB {
+		r.bStride, r.bStep = L*cw, cw
+	}
+	if p.VariableC {
+		r.cStride, r.cStep = L*cw, cw
+	}
+	return r
+}
+
+// stepDelta applies delta_bias and softplus (threshold 20) in T.
+func stepDelta[T float](p *Problem, raw T, d int) T {
+	dt := raw
+	if p.DeltaBias != nil {
+		dt += T(p.DeltaBias[d])
+	}
+	if p.Softplus && dt <= 20 {
+		dt = T(math.Log1p(float64(expT(dt))))
+	}
+	return dt
+}
+
+// finishOutput applies the D skip and the SiLU gate z·sigmoid(z) in T.
+func finishOutput[T float](p *Problem, y, u T, d, i int) T {
+	if p.D != nil {
+		y += T(p.D[d]) * u
+	}
+	if p.Z != nil {
+		z := T(p.Z[i])
+		y = y * z / (1 + expT(-z))
+	}
+	return y
+}
+
+func scanReal[T float](p *Problem, o *Output) {
+	N, L := p.Dstate, p.Seqlen
+	h := make([]T, N)
+	a := make([]T, N)
+	for b := 0; b < p.Batch; b++ {
+		for d := 0; d < p.Dim; d++ {
+			rp := p.rowParams(b, d)
+			for n := range h {
+				h[n] = 0
+				a[n] = T(p.A[d*N+n])
+			}
+			for t := 0; t < L; t++ {
+				i := rp.row + t
+				u := T(p.U[i])
+				dt := stepDelta(p, T(p.Delta[i]), d)
+				bi, ci := rp.bBase+t*rp.bStep, rp.cBase+t*rp.cStep
+				var y T
+				for n := 0; n < N; n++ {
+					ab, g := realCoef(p.Method, dt*a[n])
+					h[n] = ab*h[n] + (dt*g)*T(p.B[bi])*u
+					y += T(p.C[ci]) * h[n]
+					bi += rp.bStride
+					ci += rp.cStride
+				}
+				o.Out[i] = float64(finishOutput(p, y, u, d, i))
+			}
+			s := (b*p.Dim + d) * N
+			for n, v := range h {
+				o.LastState[s+n] = float64(v)
+			}
+		}
+	}
+}
+
+func scanComplex[T float](p *Problem, o *Output) {
+	N, L := p.Dstate, p.Seqlen
+	h := make([]cpx[T], N)
+	a := make([]cpx[T], N)
+	for b := 0; b < p.Batch; b++ {
+		for d := 0; d < p.Dim; d++ {
+			rp := p.rowParams(b, d)
+			for n := range h {
+				h[n] = cpx[T]{}
+				a[n] = cpx[T]{T(p.A[2*(d*N+n)]), T(p.A[2*(d*N+n)+1])}
+			}
+			for t := 0; t < L; t++ {
+				i := rp.row + t
+				u := T(p.U[i])
+				dt := stepDelta(p, T(p.Delta[i]), d)
+				bi, ci := rp.bBase+t*rp.bStep, rp.cBase+t*rp.cStep
+				var acc cpx[T]
+				for n := 0; n < N; n++ {
+					ab, g := complexCoef(p.Method, a[n].scale(dt))
+					bv := cpx[T]{T(p.B[bi]), T(p.B[bi+1])}
+					cv := cpx[T]{T(p.C[ci]), T(p.C[ci+1])}
+					h[n] = ab.mul(h[n]).add(g.scale(dt).mul(bv).scale(u))
+					acc = acc.add(cv.mul(h[n]))
+					bi += rp.bStride
+					ci += rp.cStride
+				}
+				o.Out[i] = float64(finishOutput(p, 2*acc.re, u, d, i))
+			}
+			s := 2 * (b*p.Dim + d) * N
+			for n, v := range h {
+				o.LastState[s+2*n] = float64(v.re)
+				o.LastState[s+2*n+1] = float64(v.im)
+			}
+		}
+	}
+}

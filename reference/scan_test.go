@@ -1,0 +1,255 @@
+package reference_test
+
+import (
+	"fmt"
+	"math"
+	"math/cmplx"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"pgregory.net/rapid"
+
+	"ssmverify/gen"
+	"ssmverify/reference"
+)
+
+// convolve is the LTI form of the scan for constant Δ, B and C: the impulse
+// response K[k] = Σₙ C[n]·Āₙᵏ·B̄[n] convolved with u, Āₙᵏ by Pow rather than
+// by repeated multiplication. It returns the outputs of channel (b, d) and,
+// per output, the error scale of the convolution itself: each term of the
+// double sum carries about (k + t + N + 4)·u of its magnitude (the power,
+// the products, a sum of t + 1 terms of N terms each).
+func convolve(p *reference.Problem, b, d int) (y, scale []float64) {
+	N, L := p.Dstate, p.Seqlen
+	row := (b*p.Dim + d) * L
+	dt := p.Delta[row]
+	if p.DeltaBias != nil {
+		dt += p.DeltaBias[d]
+	}
+	if p.Softplus && dt <= 20 {
+		dt = math.Log1p(math.Exp(dt))
+	}
+	abar := make([]complex128, N)
+	bbar := make([]complex128, N)
+	cvec := make([]complex128, N)
+	for n := 0; n < N; n++ {
+		var a, bv, cv complex128
+		if p.Complex {
+			i := 2 * (d*N + n)
+			a, bv, cv = complex(p.A[i], p.A[i+1]), complex(p.B[i], p.B[i+1]), complex(p.C[i], p.C[i+1])
+		} else {
+			a, bv, cv = complex(p.A[d*N+n], 0), complex(p.B[d*N+n], 0), complex(p.C[d*N+n], 0)
+		}
+		var ab, g complex128
+		if p.Complex {
+			ab, g = p.Method.Complex(complex(dt, 0) * a)
+		} else {
+			ra, rg := p.Method.Real(dt * real(a))
+			ab, g = complex(ra, 0), complex(rg, 0)
+		}
+		abar[n], bbar[n], cvec[n] = ab, complex(dt, 0)*g*bv, cv
+	}
+	K := make([]complex128, L)
+	Kmag := make([]float64, L)
+	for k := 0; k < L; k++ {
+		for n := 0; n < N; n++ {
+			pw := cmplx.Pow(abar[n], complex(float64(k), 0))
+			if k == 0 {
+				pw = 1
+			}
+			K[k] += cvec[n] * pw * bbar[n]
+			Kmag[k] += float64(k+N+4) * cmplx.Abs(cvec[n]) * math.Pow(cmplx.Abs(abar[n]), float64(k)) * cmplx.Abs(bbar[n])
+		}
+	}
+	y, scale = make([]float64, L), make([]float64, L)
+	for t := 0; t < L; t++ {
+		var acc complex128
+		var mag float64
+		for k := 0; k <= t; k++ {
+			uu := p.U[row+t-k]
+			acc += K[k] * complex(uu, 0)
+			mag += (Kmag[k] + float64(t)*Kmag[k]/float64(k+N+4)) * math.Abs(uu)
+		}
+		v := real(acc)
+		if p.Complex {
+			v, mag = 2*v, 2*mag
+		}
+		uu := p.U[row+t]
+		if p.D != nil {
+			v += p.D[d] * uu
+			mag += 2 * (math.Abs(v) + math.Abs(p.D[d]*uu))
+		}
+		if p.Z != nil {
+			z := p.Z[row+t]
+			gate := z / (1 + math.Exp(-z))
+			v *= gate
+			mag = math.Abs(gate) * (mag + 5*math.Abs(v/gate))
+		}
+		y[t], scale[t] = v, mag
+	}
+	return y, scale
+}
+
+// For constant Δ, B and C the system is LTI and the recurrence equals the
+// convolution y = Σₖ K[k]·u[t−k] — an independent algorithm. The two agree
+// within u times the sum of their error scales.
+func TestPropScanEqualsConvolution(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		s := gen.Specs(gen.Small).Draw(t, "spec")
+		s.VariableB, s.VariableC = false, false
+		seed := rapid.Uint64().Draw(t, "seed")
+		p := gen.New(s, seed)
+		for i := range p.Delta { // one Δ per channel: LTI
+			p.Delta[i] = p.Delta[i-i%p.Seqlen]
+		}
+		out, err := reference.Scan(p, reference.Float64)
+		require.NoError(t, err)
+		sc, err := reference.ErrorScale(p)
+		require.NoError(t, err)
+		for b := 0; b < p.Batch; b++ {
+			for d := 0; d < p.Dim; d++ {
+				y, cs := convolve(p, b, d)
+				for tt := range y {
+					i := (b*p.Dim+d)*p.Seqlen + tt
+					if r := reference.Ratio(out.Out[i]-y[tt], sc.Out[i]+cs[tt], sc.TinyOut[i], reference.Float64); !(r <= 1) {
+						t.Fatalf("%v seed %d: out[%d,%d,%d] = %.17g, convolution %.17g: ratio %.3g > 1",
+							s, seed, b, d, tt, out.Out[i], y[tt], r)
+					}
+				}
+			}
+		}
+	})
+}
+
+// The float32 evaluation mode stays within the error scale: the scale is a
+// bound on the error of an implementation that rounds like float32, so the
+// ratio of Scan(Float32) against Scan(Float64) must stay ≤ 1 for every
+// element, realistic and stressing inputs alike.
+func TestPropFloat32ModeWithinScale(t *testing.T) {
+	worst := 0.0
+	rapid.Check(t, func(t *rapid.T) {
+		c := gen.Problems(gen.Small).Draw(t, "case")
+		p := c.Problem
+		p.RoundToFloat32()
+		ref, err := reference.Scan(p, reference.Float64)
+		require.NoError(t, err)
+		f32, err := reference.Scan(p, reference.Float32)
+		require.NoError(t, err)
+		sc, err := reference.ErrorScale(p)
+		require.NoError(t, err)
+		for i := range ref.Out {
+			r := reference.Ratio(f32.Out[i]-ref.Out[i], sc.Out[i], sc.TinyOut[i], reference.Float32)
+			worst = math.Max(worst, r)
+			if !(r <= 1) {
+				t.Fatalf("%v: out[%d] float32 %.9g, float64 %.17g, scale %.3g: ratio %.3g > 1",
+					c, i, f32.Out[i], ref.Out[i], sc.Out[i], r)
+			}
+		}
+		cw := len(ref.LastState) / len(sc.LastState)
+		for i := range sc.LastState {
+			var d float64
+			if cw == 2 {
+				d = math.Hypot(f32.LastState[2*i]-ref.LastState[2*i], f32.LastState[2*i+1]-ref.LastState[2*i+1])
+			} else {
+				d = math.Abs(f32.LastState[i] - ref.LastState[i])
+			}
+			if r := reference.Ratio(d, sc.LastState[i], sc.TinyState[i], reference.Float32); !(r <= 1) {
+				t.Fatalf("%v: last_state[%d] error %.3g, scale %.3g: ratio %.3g > 1", c, i, d, sc.LastState[i], r)
+			}
+		}
+	})
+	t.Logf("largest float32-mode ratio: %.3g", worst)
+}
+
+// A complex problem whose imaginary parts are all 0 is the real problem
+// written with the 2·Re convention: its output is twice the real output
+// (without D, which is added after the doubling) and its state the same.
+func TestPropComplexWithZeroImagIsTwiceReal(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		s := gen.Specs(gen.Limits{MaxBatch: 2, MaxDim: 4, MaxSeqlen: 20, MaxDstate: 6, Complex: 1}).Draw(t, "spec")
+		s.HasD = false
+		p := gen.New(s, rapid.Uint64().Draw(t, "seed"))
+		q := p.Clone()
+		q.Complex = true
+		widen := func(v []float64) []float64 {
+			w := make([]float64, 2*len(v))
+			for i, x := range v {
+				w[2*i] = x
+			}
+			return w
+		}
+		q.A, q.B, q.C = widen(p.A), widen(p.B), widen(p.C)
+		rr, err := reference.Scan(p, reference.Float64)
+		require.NoError(t, err)
+		cr, err := reference.Scan(q, reference.Float64)
+		require.NoError(t, err)
+		for i := range rr.Out {
+			if d := math.Abs(cr.Out[i] - 2*rr.Out[i]); d > 1e-12*math.Max(1, math.Abs(rr.Out[i])) {
+				t.Fatalf("%v: complex out %.17g, 2·real %.17g", s, cr.Out[i], 2*rr.Out[i])
+			}
+		}
+		for i, v := range rr.LastState {
+			if d := math.Abs(cr.LastState[2*i] - v); d > 1e-12*math.Max(1, math.Abs(v)) || cr.LastState[2*i+1] != 0 {
+				t.Fatalf("%v: complex state (%g, %g), real %g", s, cr.LastState[2*i], cr.LastState[2*i+1], v)
+			}
+		}
+	})
+}
+
+// One step by hand: batch, dim, seqlen, dstate 1, every feature on.
+func TestScanOneStepByHand(t *testing.T) {
+	p := &reference.Problem{Batch: 1, Dim: 1, Seqlen: 2, Dstate: 1, Groups: 1, Method: reference.Bilinear,
+		Softplus: true, U: []float64{2, -1}, Delta: []float64{0.5, 30}, A: []float64{-1}, B: []float64{3}, C: []float64{0.5},
+		D: []float64{0.25}, Z: []float64{1, 0}, DeltaBias: []float64{-0.5}}
+	out, err := reference.Scan(p, reference.Float64)
+	require.NoError(t, err)
+	dt := math.Log(2) // softplus(0.5 − 0.5)
+	x := -dt
+	h := dt / (1 - x/2) * 3 * 2
+	y := (0.5*h + 0.25*2) * 1 / (1 + math.Exp(-1))
+	assert.InEpsilon(t, y, out.Out[0], 1e-15)
+	// Step 2: dt = 29.5 > 20 passes softplus unchanged; the gate z = 0 zeroes y.
+	dt2 := 29.5
+	x2 := -dt2
+	h2 := (1+x2/2)/(1-x2/2)*h + dt2/(1-x2/2)*3*-1
+	assert.Equal(t, 0.0, out.Out[1])
+	assert.InEpsilon(t, h2, out.LastState[0], 1e-15)
+}
+
+func TestScanValidation(t *testing.T) {
+	base := func() *reference.Problem {
+		return gen.New(gen.Spec{Batch: 2, Dim: 4, Seqlen: 3, Dstate: 2, Groups: 2, VariableB: true, HasD: true}, 1)
+	}
+	for _, tc := range []struct {
+		name string
+		edit func(p *reference.Problem)
+		want string
+	}{
+		{"zero batch", func(p *reference.Problem) { p.Batch = 0 }, "Batch = 0, want 1…"},
+		{"negative dstate", func(p *reference.Problem) { p.Dstate = -1 }, "Dstate = -1"},
+		{"groups", func(p *reference.Problem) { p.Groups = 3 }, "Groups = 3 does not divide Dim = 4"},
+		{"method", func(p *reference.Problem) { p.Method = 6 }, "Method = 6"},
+		{"short U", func(p *reference.Problem) { p.U = p.U[:5] }, "len(U) = 5, want 24 (batch·dim·seqlen)"},
+		{"short B", func(p *reference.Problem) { p.B = p.B[:1] }, "len(B) = 1, want 24 (batch·groups·dstate·seqlen)"},
+		{"long D", func(p *reference.Problem) { p.D = append(p.D, 1) }, "len(D) = 5, want 4 (dim)"},
+		{"complex A", func(p *reference.Problem) { p.Complex = true }, "len(A) = 8, want 16 (dim·dstate×2 (complex interleaved))"},
+	} {
+		p := base()
+		tc.edit(p)
+		_, err := reference.Scan(p, reference.Float64)
+		assert.ErrorContains(t, err, tc.want, tc.name)
+		_, err = reference.ErrorScale(p)
+		assert.ErrorContains(t, err, tc.want, tc.name)
+	}
+	_, err := reference.Scan(base(), reference.Precision(7))
+	assert.ErrorContains(t, err, "precision 7")
+}
+
+func ExampleScan() {
+	p := gen.New(gen.MambaBlock(reference.RK4, 1, 2, 4, 3), 42)
+	out, _ := reference.Scan(p, reference.Float64)
+	scale, _ := reference.ErrorScale(p)
+	fmt.Printf("%d outputs, %d state words, scale of out[0] %.3g\n", len(out.Out), len(out.LastState), scale.Out[0])
+	// Output: 8 outputs, 6 state words, scale of out[0] 0.503
+}
