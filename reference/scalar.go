@@ -29,8 +29,20 @@ func phi1T[T float](x T) T {
 	return expm1T(x) / x
 }
 
-// realCoef is the method table of the ABI for real x = Δ·a. The polynomials
-// are evaluated by Horner's rule in T.
+// The input coefficients g(x) of the polynomial methods and bilinear, by
+// Horner's rule in T; small enough to inline into the scan's row loops.
+func gHighOrder[T float](x T) T { return 1 + x/2 }
+func gPoly[T float](x T) T      { return 1 + x*(T(1.0/2)+x*T(1.0/6)) }
+func gRK4[T float](x T) T       { return 1 + x*(T(1.0/2)+x*(T(1.0/6)+x*T(1.0/24))) }
+
+// bilinearT is (Ā, g) = ((1 + x/2)/(1 − x/2), 1/(1 − x/2)).
+func bilinearT[T float](x T) (abar, g T) {
+	half := x / 2
+	den := 1 - half
+	return (1 + half) / den, 1 / den
+}
+
+// realCoef is the method table of the ABI for real x = Δ·a.
 func realCoef[T float](m Method, x T) (abar, g T) {
 	switch m {
 	case ZOH:
@@ -38,15 +50,13 @@ func realCoef[T float](m Method, x T) (abar, g T) {
 	case FOH:
 		return expT(x), phi1T(x)
 	case Bilinear:
-		half := x / 2
-		den := 1 - half
-		return (1 + half) / den, 1 / den
+		return bilinearT(x)
 	case Poly:
-		return expT(x), 1 + x*(T(1.0/2)+x*T(1.0/6))
+		return expT(x), gPoly(x)
 	case HighOrder:
-		return expT(x), 1 + x/2
+		return expT(x), gHighOrder(x)
 	case RK4:
-		return expT(x), 1 + x*(T(1.0/2)+x*(T(1.0/6)+x*T(1.0/24)))
+		return expT(x), gRK4(x)
 	}
 	return T(math.NaN()), T(math.NaN())
 }

@@ -122,10 +122,51 @@ func finishOutput[T float](p *Problem, y, u T, d, i int) T {
 	return y
 }
 
+// coefRow fills ab[n], bc[n] = Ā, Δ·g of method m at x = dt·a[n]: the
+// method switch sits outside the loop over states, so each method's loop is
+// straight-line code around one exp.
+func coefRow[T float](m Method, dt T, a, ab, bc []T) {
+	ab = ab[:len(a)]
+	bc = bc[:len(a)]
+	switch m {
+	case ZOH:
+		for n, an := range a {
+			ab[n], bc[n] = expT(dt*an), dt
+		}
+	case FOH:
+		for n, an := range a {
+			x := dt * an
+			ab[n], bc[n] = expT(x), dt*phi1T(x)
+		}
+	case Bilinear:
+		for n, an := range a {
+			abar, g := bilinearT(dt * an)
+			ab[n], bc[n] = abar, dt*g
+		}
+	case Poly:
+		for n, an := range a {
+			x := dt * an
+			ab[n], bc[n] = expT(x), dt*gPoly(x)
+		}
+	case HighOrder:
+		for n, an := range a {
+			x := dt * an
+			ab[n], bc[n] = expT(x), dt*gHighOrder(x)
+		}
+	case RK4:
+		for n, an := range a {
+			x := dt * an
+			ab[n], bc[n] = expT(x), dt*gRK4(x)
+		}
+	}
+}
+
 func scanReal[T float](p *Problem, o *Output) {
 	N, L := p.Dstate, p.Seqlen
 	h := make([]T, N)
 	a := make([]T, N)
+	ab := make([]T, N)
+	bc := make([]T, N)
 	for b := 0; b < p.Batch; b++ {
 		for d := 0; d < p.Dim; d++ {
 			rp := p.rowParams(b, d)
@@ -137,12 +178,17 @@ func scanReal[T float](p *Problem, o *Output) {
 				i := rp.row + t
 				u := T(p.U[i])
 				dt := stepDelta(p, T(p.Delta[i]), d)
-				bi, ci := rp.bBase+t*rp.bStep, rp.cBase+t*rp.cStep
+				coefRow(p.Method, dt, a, ab, bc)
+				// B and C of this step, from element n = 0 on: re-slicing once
+				// lets the compiler drop most bounds checks in the state loop.
+				bs := p.B[rp.bBase+t*rp.bStep : rp.bBase+t*rp.bStep+(N-1)*rp.bStride+1]
+				cs := p.C[rp.cBase+t*rp.cStep : rp.cBase+t*rp.cStep+(N-1)*rp.cStride+1]
+				ab, bc := ab[:len(h)], bc[:len(h)]
 				var y T
-				for n := 0; n < N; n++ {
-					ab, g := realCoef(p.Method, dt*a[n])
-					h[n] = ab*h[n] + (dt*g)*T(p.B[bi])*u
-					y += T(p.C[ci]) * h[n]
+				bi, ci := 0, 0
+				for n := range h {
+					h[n] = ab[n]*h[n] + bc[n]*T(bs[bi])*u
+					y += T(cs[ci]) * h[n]
 					bi += rp.bStride
 					ci += rp.cStride
 				}

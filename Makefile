@@ -1,0 +1,57 @@
+# ssmverify — see README.md. Every target does its own set-up.
+SHELL := /bin/bash
+GO      ?= go
+CXX     ?= g++
+NVCC    ?= nvcc
+# CUDA_ARCH: 90 by default; 80, 87, ... accepted (with or without "sm_").
+CUDA_ARCH ?= 90
+BUILD    := build
+SRC      := cudalib/src
+INC      := cudalib/include
+HEADERS  := $(INC)/ssmk.h $(SRC)/ssmk_methods.h $(SRC)/ssmk_host.h
+WARN     := -Wall -Wextra -Werror
+CXXFLAGS ?= -O3 -std=c++17 -fPIC -fopenmp -fvisibility=hidden $(WARN)
+
+.PHONY: all lib lib-cuda cuda-check test vet fmt-check bench-ref gpu-build clean
+
+all: lib
+
+## lib: the CPU build of the kernels, build/libssmk_cpu.so
+lib: $(BUILD)/libssmk_cpu.so
+
+$(BUILD)/libssmk_cpu.so: $(SRC)/cpu.cpp $(HEADERS) $(SRC)/ssmk.map
+	@mkdir -p $(BUILD)
+	$(CXX) $(CXXFLAGS) -I$(INC) -shared -o $@ $< -Wl,--version-script=$(SRC)/ssmk.map -Wl,--no-undefined
+
+## lib-cuda: the CUDA build, build/libssmk_cuda.so (nvcc; CUDA_ARCH=90 by default)
+lib-cuda: $(BUILD)/libssmk_cuda.so
+
+$(BUILD)/libssmk_cuda.so: $(SRC)/cuda.cu $(HEADERS) $(SRC)/ssmk.map cudalib/build-cuda.sh
+	cudalib/build-cuda.sh $@ $(CUDA_ARCH)
+
+## cuda-check: compile the CUDA sources for sm_80, sm_87 and sm_90 without running them (CI has no GPU)
+cuda-check:
+	@for a in 80 87 90; do cudalib/build-cuda.sh $(BUILD)/cuda-check/libssmk_cuda_sm_$$a.so $$a || exit 1; done
+	@echo "cuda-check: cuda.cu compiles for sm_80, sm_87 and sm_90"
+
+## test: everything CI runs (builds the CPU library first)
+test: lib
+	$(GO) test ./...
+
+## vet / fmt-check: static checks
+vet:
+	$(GO) vet ./...
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+## bench-ref: the reference scan against the CPU kernel, one thread each
+bench-ref: lib
+	$(GO) test ./reference ./cudalib -run '^$$' -bench 'ScanReference|ScanKernelCPU' -benchtime 20x
+
+## gpu-build: cross-compile the test binaries into carry/ for a GPU machine without Go (scripts/gpu.sh)
+gpu-build:
+	scripts/gpu.sh build
+
+clean:
+	rm -rf $(BUILD) carry

@@ -1,0 +1,210 @@
+/*
+ * ssmk.h — the selective-scan discretization kernel ABI, version 1.
+ *
+ * This header is the whole contract between a kernel library and the
+ * ssmverify suite. A library that exports these symbols (C linkage, prefix
+ * ssmk_) can be loaded by the suite with SSMK_LIB=/path/to/lib.so and tested:
+ * every discretization method against float64 references, the seven
+ * performance checks, the fuzzers. The project's own CUDA library
+ * (build/libssmk_cuda.so) and its CPU build (build/libssmk_cpu.so) implement
+ * it from one source of method arithmetic (ssmk_methods.h).
+ *
+ * CONVENTIONS
+ *   - Integers are int32_t unless noted; sizes of flat arrays are int64_t.
+ *   - Arrays are dense, row-major (C order), unpadded; shapes list the
+ *     outermost dimension first.
+ *   - dtype selects the element type of EVERY floating-point array of a call:
+ *     SSMK_F32 (float) or SSMK_F64 (double). The library computes in it.
+ *   - Complex arrays are interleaved (re, im) pairs: shape [..., n] is stored
+ *     as [..., n, 2].
+ *   - Every function returns a status; after a non-zero status,
+ *     ssmk_last_error() gives a NUL-terminated message for the calling thread
+ *     naming the offending argument or the device runtime's error.
+ *   - No function crashes, aborts, or writes outside the buffers it is given,
+ *     whatever the arguments: NULL where an array is required, zero or
+ *     negative sizes, n_groups not dividing dim, dstate over ssmk_max_dstate(),
+ *     an unknown method or dtype all return SSMK_EINVAL (or SSMK_EUNSUPPORTED)
+ *     with a message. Inputs are never modified.
+ *
+ * METHODS
+ *   Each method maps x = Δ·a (a one diagonal entry of A, real or complex; Δ
+ *   real) to (Ā, g), and the discrete input coefficient is B̄ = Δ·g·B:
+ *
+ *     SSMK_ZOH        Ā = e^x                   g = 1
+ *     SSMK_FOH        Ā = e^x                   g = φ1(x) = (e^x − 1)/x, φ1(0) = 1
+ *     SSMK_BILINEAR   Ā = (1 + x/2)/(1 − x/2)   g = 1/(1 − x/2)
+ *     SSMK_POLY       Ā = e^x                   g = 1 + x/2 + x²/6
+ *     SSMK_HIGHORDER  Ā = e^x                   g = 1 + x/2
+ *     SSMK_RK4        Ā = e^x                   g = 1 + x/2 + x²/6 + x³/24
+ *
+ *   For diagonal A these are exactly the matrix forms (bilinear:
+ *   Ā = (I − ΔA/2)⁻¹(I + ΔA/2), B̄ = (I − ΔA/2)⁻¹ΔB; foh: B̄ = A⁻¹(e^{ΔA} − I)B).
+ *   Floating-point exceptions follow IEEE 754 (a zero denominator gives ±Inf
+ *   or NaN); the only special value is the limit φ1(0) = 1. Textual names:
+ *   zoh foh bilinear poly highorder rk4 (case-insensitive).
+ *
+ * THE FORWARD SCAN (ssmk_scan_fwd, ssmk_plan_create)
+ *   For every batch row b and channel d, with h[n] = 0, for t = 0 … seqlen−1:
+ *
+ *     dt = delta[b][d][t] + (delta_bias ? delta_bias[d] : 0)
+ *     if delta_softplus: dt = (dt <= 20) ? log1p(exp(dt)) : dt
+ *     for each n: (Ā, g) = method(dt · A[d][n])
+ *                 Bv = is_variable_B ? B[b][grp][n][t] : B[d][n]
+ *                 h[n] = Ā · h[n] + dt · g · Bv · u[b][d][t]
+ *     y = Σ_n Cv[n] · h[n]            (complex A: y = 2 · Re(Σ_n Cv[n] · h[n]))
+ *     if D: y += D[d] · u[b][d][t]
+ *     if z: y = y · z · sigmoid(z)    (SiLU gate, z = z[b][d][t])
+ *     out[b][d][t] = y
+ *
+ *   and last_state[b][d][n] = h[n] after the last step; grp = d / (dim /
+ *   n_groups). The summation order over n and the use of fused multiply-add
+ *   are the library's choice.
+ */
+#ifndef SSMK_H
+#define SSMK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32)
+#define SSMK_API __declspec(dllexport)
+#else
+#define SSMK_API __attribute__((visibility("default")))
+#endif
+
+#define SSMK_ABI_VERSION 1
+
+/* Status codes. */
+enum {
+    SSMK_OK = 0,
+    SSMK_EINVAL = 1,      /* a bad argument; the message names it */
+    SSMK_EUNSUPPORTED = 2, /* this library does not do that method/dtype/complex combination */
+    SSMK_ENODEVICE = 3,   /* no usable GPU */
+    SSMK_EDEVICE = 4,     /* a device runtime error; the message carries the runtime's */
+    SSMK_ENOMEM = 5
+};
+
+/* Element types. */
+enum { SSMK_F32 = 0, SSMK_F64 = 1 };
+
+/* Methods. */
+enum {
+    SSMK_ZOH = 0,
+    SSMK_FOH = 1,
+    SSMK_BILINEAR = 2,
+    SSMK_POLY = 3,
+    SSMK_HIGHORDER = 4,
+    SSMK_RK4 = 5
+};
+
+/* Capability bits returned by ssmk_capabilities. */
+#define SSMK_CAP_SUPPORTED 1u
+#define SSMK_CAP_COMPLEX_ZOH_FALLBACK 2u /* with complex A this method computes zoh instead */
+
+/* 1 for this header. The suite refuses a library that returns another value. */
+SSMK_API int32_t ssmk_abi_version(void);
+
+/* "cuda" or "cpu" (a user library may return its own word). Static storage. */
+SSMK_API const char *ssmk_backend(void);
+
+/* Device description, e.g. "NVIDIA H200 (sm_90)" or the CPU model, written
+ * NUL-terminated into buf and truncated to len bytes. SSMK_EINVAL for a NULL
+ * buf or len < 1; SSMK_ENODEVICE when a GPU library finds no GPU. */
+SSMK_API int32_t ssmk_device_name(char *buf, int32_t len);
+
+/* The largest dstate ssmk_scan_fwd accepts (this project's libraries: 256). */
+SSMK_API int32_t ssmk_max_dstate(void);
+
+/* Bit 0 SSMK_CAP_SUPPORTED; bit 1 SSMK_CAP_COMPLEX_ZOH_FALLBACK (a declared
+ * fallback: with complex A the method computes the zoh result). 0 for an
+ * unknown method, dtype, or is_complex other than 0 or 1. */
+SSMK_API uint32_t ssmk_capabilities(int32_t method, int32_t dtype, int32_t is_complex);
+
+/* Host threads the library may use (the CPU build's OpenMP team). Returns the
+ * previous value; n <= 0 leaves it unchanged (so ssmk_set_num_threads(0)
+ * reads it). */
+SSMK_API int32_t ssmk_set_num_threads(int32_t n);
+
+/* The message of the calling thread's last failed call ("" if none).
+ * Valid until that thread's next call into the library. */
+SSMK_API const char *ssmk_last_error(void);
+
+/* Elementwise discretization of n pairs (Δ, a):
+ *   delta [n] real; A [n] real or complex;
+ *   Abar  [n] real or complex: Ā;  Bcoef [n] real or complex: Δ·g, so that B̄ = Bcoef·B.
+ * Synchronous, host pointers. n must be >= 1. */
+SSMK_API int32_t ssmk_discretize(int32_t method, int32_t dtype, int32_t is_complex, int64_t n,
+                                 const void *delta, const void *A, void *Abar, void *Bcoef);
+
+typedef struct ssmk_scan_args {
+    int32_t batch, dim, seqlen, dstate; /* all >= 1; dstate <= ssmk_max_dstate() */
+    int32_t n_groups;                   /* >= 1; dim % n_groups == 0 */
+    int32_t method, dtype, is_complex;  /* is_complex 0 or 1 */
+    int32_t is_variable_B, is_variable_C, delta_softplus; /* 0 or 1 */
+    const void *u;          /* [batch][dim][seqlen] real */
+    const void *delta;      /* [batch][dim][seqlen] real */
+    const void *A;          /* [dim][dstate] real or complex */
+    const void *B;          /* constant: [dim][dstate]; variable: [batch][n_groups][dstate][seqlen]; complex when is_complex */
+    const void *C;          /* as B */
+    const void *D;          /* [dim] real, or NULL */
+    const void *z;          /* [batch][dim][seqlen] real, or NULL */
+    const void *delta_bias; /* [dim] real, or NULL */
+    void *out;              /* [batch][dim][seqlen] real */
+    void *last_state;       /* [batch][dim][dstate] real or complex, or NULL */
+} ssmk_scan_args;
+
+/* Layout guard: 11 int32 fields, 4 bytes of padding, then 10 pointers. */
+#if defined(__cplusplus)
+static_assert(offsetof(ssmk_scan_args, u) == 48, "ssmk_scan_args layout");
+static_assert(sizeof(ssmk_scan_args) == 128, "ssmk_scan_args layout");
+#elif defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
+_Static_assert(offsetof(ssmk_scan_args, u) == 48, "ssmk_scan_args layout");
+_Static_assert(sizeof(ssmk_scan_args) == 128, "ssmk_scan_args layout");
+#endif
+
+/* The forward scan on host pointers; synchronous. */
+SSMK_API int32_t ssmk_scan_fwd(const ssmk_scan_args *args);
+
+/* Device-resident plans, for timing without host transfers. */
+typedef struct ssmk_plan ssmk_plan;
+
+/* Validates, allocates device buffers and uploads the inputs; keeps no host
+ * pointer after returning. *plan is set only on success. */
+SSMK_API int32_t ssmk_plan_create(const ssmk_scan_args *args, ssmk_plan **plan);
+
+/* A plan of n elementwise discretizations (ssmk_discretize's arguments). */
+SSMK_API int32_t ssmk_plan_create_discretize(int32_t method, int32_t dtype, int32_t is_complex, int64_t n,
+                                             const void *delta, const void *A, ssmk_plan **plan);
+
+/* Enqueue one run. On a GPU it returns before the work is done. */
+SSMK_API int32_t ssmk_plan_launch(ssmk_plan *plan);
+
+/* Wait for all enqueued work of the plan. */
+SSMK_API int32_t ssmk_plan_sync(ssmk_plan *plan);
+
+/* Device-timed: an event before, iters launches, an event after, sync; total
+ * milliseconds in *ms_total. The CPU build uses a monotonic clock. */
+SSMK_API int32_t ssmk_plan_time(ssmk_plan *plan, int32_t iters, double *ms_total);
+
+/* Sync, then copy the last run's results to the host: scan plans fill out
+ * (and last_state unless NULL); discretize plans fill out = Abar and
+ * last_state = Bcoef. SSMK_EINVAL before any launch. */
+SSMK_API int32_t ssmk_plan_fetch(ssmk_plan *plan, void *out, void *last_state);
+
+/* Free the plan's buffers; NULL is allowed. */
+SSMK_API void ssmk_plan_destroy(ssmk_plan *plan);
+
+/* Device-to-device copy of `bytes`, iters times; *gbytes_per_s counts bytes
+ * read plus bytes written (2·bytes per copy): the memory ceiling for
+ * roofline figures. */
+SSMK_API int32_t ssmk_copy_bandwidth(int64_t bytes, int32_t iters, double *gbytes_per_s);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SSMK_H */

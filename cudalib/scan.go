@@ -1,0 +1,376 @@
+package cudalib
+
+import (
+	"fmt"
+	"runtime"
+	"unsafe"
+
+	"ssmverify/reference"
+)
+
+// Array is a host array of one dtype, as the library reads or writes it.
+// Exactly one of its slices is non-nil for a present array; both are nil
+// for an absent optional array (passed as NULL).
+type Array struct {
+	F32 []float32
+	F64 []float64
+}
+
+// NewArray converts v to dtype dt (rounding to nearest for F32). A nil v
+// gives the absent array.
+func NewArray(v []float64, dt DType) Array {
+	if v == nil {
+		return Array{}
+	}
+	if dt == F64 {
+		return Array{F64: append(make([]float64, 0, len(v)), v...)}
+	}
+	a := Array{F32: make([]float32, len(v))}
+	for i, x := range v {
+		a.F32[i] = float32(x)
+	}
+	return a
+}
+
+func zeros(n int, dt DType) Array {
+	if dt == F64 {
+		return Array{F64: make([]float64, n)}
+	}
+	return Array{F32: make([]float32, n)}
+}
+
+// Len is the number of elements (complex values count twice).
+func (a Array) Len() int { return max(len(a.F32), len(a.F64)) }
+
+// Present reports whether the array is passed (non-NULL).
+func (a Array) Present() bool { return a.F32 != nil || a.F64 != nil }
+
+// Float64s returns the values widened to float64 (nil for an absent array).
+func (a Array) Float64s() []float64 {
+	switch {
+	case a.F64 != nil:
+		return append([]float64(nil), a.F64...)
+	case a.F32 != nil:
+		v := make([]float64, len(a.F32))
+		for i, x := range a.F32 {
+			v[i] = float64(x)
+		}
+		return v
+	}
+	return nil
+}
+
+// Bytes views the array's memory as bytes (for hashing inputs).
+func (a Array) Bytes() []byte {
+	switch {
+	case len(a.F64) > 0:
+		return unsafe.Slice((*byte)(unsafe.Pointer(&a.F64[0])), 8*len(a.F64))
+	case len(a.F32) > 0:
+		return unsafe.Slice((*byte)(unsafe.Pointer(&a.F32[0])), 4*len(a.F32))
+	}
+	return nil
+}
+
+// pin pins the array's memory for a call and returns its address (0 when
+// absent or empty).
+func (a Array) pin(p *runtime.Pinner) uintptr {
+	var ptr unsafe.Pointer
+	switch {
+	case len(a.F64) > 0:
+		ptr = unsafe.Pointer(&a.F64[0])
+	case len(a.F32) > 0:
+		ptr = unsafe.Pointer(&a.F32[0])
+	default:
+		return 0
+	}
+	p.Pin(ptr)
+	return uintptr(ptr)
+}
+
+// scanArgs mirrors struct ssmk_scan_args: 11 int32 fields, 4 bytes of
+// padding (Go aligns the pointer that follows), 10 pointers: 128 bytes.
+type scanArgs struct {
+	Batch, Dim, Seqlen, Dstate, NGroups int32
+	Method, DType, IsComplex            int32
+	IsVariableB, IsVariableC, Softplus  int32
+	U, Delta, A, B, C, D, Z, DeltaBias  uintptr
+	Out, LastState                      uintptr
+}
+
+// ScanBuffers are the host arrays of one scan call in the library's dtype:
+// the inputs converted from a Problem, and the outputs the library fills.
+// Keeping them lets a caller hash exactly what the kernel read and check
+// that it left the inputs alone.
+type ScanBuffers struct {
+	Problem *reference.Problem // shape, method and flags (its data is not read again)
+	DType   DType
+
+	U, Delta, A, B, C, D, Z, DeltaBias Array
+	Out, LastState                     Array
+}
+
+// NewScanBuffers validates p against the library (shape, lengths, method,
+// dtype, dstate ≤ MaxDstate) and converts its arrays to dt.
+func (l *Library) NewScanBuffers(p *reference.Problem, dt DType) (*ScanBuffers, error) {
+	if err := l.checkProblem(p, dt); err != nil {
+		return nil, err
+	}
+	return &ScanBuffers{
+		Problem: p, DType: dt,
+		U: NewArray(p.U, dt), Delta: NewArray(p.Delta, dt), A: NewArray(p.A, dt),
+		B: NewArray(p.B, dt), C: NewArray(p.C, dt), D: NewArray(p.D, dt), Z: NewArray(p.Z, dt),
+		DeltaBias: NewArray(p.DeltaBias, dt),
+		Out:       zeros(p.OutLen(), dt), LastState: zeros(p.StateLen(), dt),
+	}, nil
+}
+
+func (l *Library) checkProblem(p *reference.Problem, dt DType) error {
+	if p == nil {
+		return fmt.Errorf("cudalib: problem is nil")
+	}
+	if dt != F32 && dt != F64 {
+		return fmt.Errorf("cudalib: dtype = %d, want F32 (0) or F64 (1)", int32(dt))
+	}
+	if err := p.Validate(); err != nil {
+		return fmt.Errorf("cudalib: %w", err)
+	}
+	if p.Dstate > l.maxDstate {
+		return fmt.Errorf("cudalib: dstate = %d, want ≤ %d (ssmk_max_dstate of %s)", p.Dstate, l.maxDstate, l.Path)
+	}
+	return nil
+}
+
+// Inputs lists the input arrays by name, in ABI order (absent ones too).
+func (b *ScanBuffers) Inputs() []NamedArray {
+	return []NamedArray{{"u", b.U}, {"delta", b.Delta}, {"A", b.A}, {"B", b.B}, {"C", b.C},
+		{"D", b.D}, {"z", b.Z}, {"delta_bias", b.DeltaBias}}
+}
+
+// NamedArray is an array with its ABI name.
+type NamedArray struct {
+	Name string
+	Array
+}
+
+// args pins every buffer and fills the C argument struct.
+func (b *ScanBuffers) args(pin *runtime.Pinner) *scanArgs {
+	p := b.Problem
+	a := &scanArgs{
+		Batch: int32(p.Batch), Dim: int32(p.Dim), Seqlen: int32(p.Seqlen), Dstate: int32(p.Dstate),
+		NGroups: int32(p.Groups), Method: int32(p.Method), DType: int32(b.DType),
+		IsComplex: b2i(p.Complex), IsVariableB: b2i(p.VariableB), IsVariableC: b2i(p.VariableC),
+		Softplus: b2i(p.Softplus),
+		U:        b.U.pin(pin), Delta: b.Delta.pin(pin), A: b.A.pin(pin), B: b.B.pin(pin), C: b.C.pin(pin),
+		D: b.D.pin(pin), Z: b.Z.pin(pin), DeltaBias: b.DeltaBias.pin(pin),
+		Out: b.Out.pin(pin), LastState: b.LastState.pin(pin),
+	}
+	pin.Pin(a)
+	return a
+}
+
+func b2i(v bool) int32 {
+	if v {
+		return 1
+	}
+	return 0
+}
+
+// RunScan calls ssmk_scan_fwd on the buffers; Out and LastState receive
+// the results.
+func (l *Library) RunScan(b *ScanBuffers) error {
+	var pin runtime.Pinner
+	defer pin.Unpin()
+	a := b.args(&pin)
+	return l.call("ssmk_scan_fwd", func() int32 { return l.fn.scanFwd(uintptr(unsafe.Pointer(a))) })
+}
+
+// Scan runs the forward scan of p in dtype dt and returns the results
+// widened to float64.
+func (l *Library) Scan(p *reference.Problem, dt DType) (*reference.Output, error) {
+	b, err := l.NewScanBuffers(p, dt)
+	if err != nil {
+		return nil, err
+	}
+	if err := l.RunScan(b); err != nil {
+		return nil, err
+	}
+	return &reference.Output{Out: b.Out.Float64s(), LastState: b.LastState.Float64s()}, nil
+}
+
+// Capabilities returns ssmk_capabilities(m, dt, isComplex).
+func (l *Library) Capabilities(m reference.Method, dt DType, isComplex bool) Caps {
+	return Caps(l.fn.capabilities(int32(m), int32(dt), b2i(isComplex)))
+}
+
+func checkDiscretize(m reference.Method, dt DType, isComplex bool, delta, a []float64) error {
+	if !m.Valid() {
+		return fmt.Errorf("cudalib: method = %d, want 0…5 (zoh foh bilinear poly highorder rk4)", int32(m))
+	}
+	if dt != F32 && dt != F64 {
+		return fmt.Errorf("cudalib: dtype = %d, want F32 (0) or F64 (1)", int32(dt))
+	}
+	if len(delta) == 0 {
+		return fmt.Errorf("cudalib: len(delta) = 0, want ≥ 1")
+	}
+	want := len(delta)
+	if isComplex {
+		want *= 2
+	}
+	if len(a) != want {
+		return fmt.Errorf("cudalib: len(A) = %d, want %d (len(delta)%s)", len(a), want, map[bool]string{true: "×2, complex interleaved", false: ""}[isComplex])
+	}
+	return nil
+}
+
+// Discretize calls ssmk_discretize: for each i, (Ā, Δ·g) of method m at
+// x = delta[i]·A[i]. For complex A, a and the results are interleaved
+// (re, im) pairs. Inputs are converted to dt and the results widened.
+func (l *Library) Discretize(m reference.Method, dt DType, isComplex bool, delta, a []float64) (abar, bcoef []float64, err error) {
+	if err := checkDiscretize(m, dt, isComplex, delta, a); err != nil {
+		return nil, nil, err
+	}
+	d, aa := NewArray(delta, dt), NewArray(a, dt)
+	ab, bc := zeros(len(a), dt), zeros(len(a), dt)
+	var pin runtime.Pinner
+	defer pin.Unpin()
+	pd, pa, pab, pbc := d.pin(&pin), aa.pin(&pin), ab.pin(&pin), bc.pin(&pin)
+	err = l.call("ssmk_discretize", func() int32 {
+		return l.fn.discretize(int32(m), int32(dt), b2i(isComplex), int64(len(delta)), pd, pa, pab, pbc)
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return ab.Float64s(), bc.Float64s(), nil
+}
+
+// CopyBandwidth returns ssmk_copy_bandwidth(bytes, iters) in GB/s (bytes
+// read plus written): the memory ceiling for roofline figures.
+func (l *Library) CopyBandwidth(bytes int64, iters int) (float64, error) {
+	if bytes < 1 || iters < 1 {
+		return 0, fmt.Errorf("cudalib: CopyBandwidth(bytes = %d, iters = %d): want both ≥ 1", bytes, iters)
+	}
+	var gbps float64
+	err := l.call("ssmk_copy_bandwidth", func() int32 {
+		return l.fn.copyBandwidth(bytes, int32(iters), uintptr(unsafe.Pointer(&gbps)))
+	})
+	return gbps, err
+}
+
+// Plan is a device-resident plan: inputs uploaded once, then launched and
+// timed without host transfers. Close it when done.
+type Plan struct {
+	l        *Library
+	h        uintptr
+	dt       DType
+	outLen   int
+	stateLen int
+	cleanup  runtime.Cleanup
+}
+
+// NewPlan calls ssmk_plan_create with the buffers' inputs.
+func (l *Library) NewPlan(b *ScanBuffers) (*Plan, error) {
+	var pin runtime.Pinner
+	defer pin.Unpin()
+	a := b.args(&pin)
+	var h uintptr
+	err := l.call("ssmk_plan_create", func() int32 {
+		return l.fn.planCreate(uintptr(unsafe.Pointer(a)), uintptr(unsafe.Pointer(&h)))
+	})
+	if err != nil {
+		return nil, err
+	}
+	return l.newPlan(h, b.DType, b.Out.Len(), b.LastState.Len()), nil
+}
+
+// NewDiscretizePlan calls ssmk_plan_create_discretize.
+func (l *Library) NewDiscretizePlan(m reference.Method, dt DType, isComplex bool, delta, a []float64) (*Plan, error) {
+	if err := checkDiscretize(m, dt, isComplex, delta, a); err != nil {
+		return nil, err
+	}
+	d, aa := NewArray(delta, dt), NewArray(a, dt)
+	var pin runtime.Pinner
+	defer pin.Unpin()
+	pd, pa := d.pin(&pin), aa.pin(&pin)
+	var h uintptr
+	err := l.call("ssmk_plan_create_discretize", func() int32 {
+		return l.fn.planCreateDiscretize(int32(m), int32(dt), b2i(isComplex), int64(len(delta)), pd, pa, uintptr(unsafe.Pointer(&h)))
+	})
+	if err != nil {
+		return nil, err
+	}
+	return l.newPlan(h, dt, len(a), len(a)), nil
+}
+
+func (l *Library) newPlan(h uintptr, dt DType, outLen, stateLen int) *Plan {
+	p := &Plan{l: l, h: h, dt: dt, outLen: outLen, stateLen: stateLen}
+	// A plan dropped without Close still frees its device memory.
+	destroy := l.fn.planDestroy
+	p.cleanup = runtime.AddCleanup(p, func(h uintptr) { destroy(h) }, h)
+	return p
+}
+
+func (p *Plan) live(fn string) error {
+	if p == nil || p.h == 0 {
+		return fmt.Errorf("cudalib: %s on a closed plan", fn)
+	}
+	return nil
+}
+
+// Launch enqueues one run (ssmk_plan_launch); on a GPU it returns before
+// the work is done.
+func (p *Plan) Launch() error {
+	if err := p.live("Launch"); err != nil {
+		return err
+	}
+	return p.l.call("ssmk_plan_launch", func() int32 { return p.l.fn.planLaunch(p.h) })
+}
+
+// Sync waits for the plan's enqueued work (ssmk_plan_sync).
+func (p *Plan) Sync() error {
+	if err := p.live("Sync"); err != nil {
+		return err
+	}
+	return p.l.call("ssmk_plan_sync", func() int32 { return p.l.fn.planSync(p.h) })
+}
+
+// Time runs iters launches between device events (ssmk_plan_time) and
+// returns the total milliseconds.
+func (p *Plan) Time(iters int) (float64, error) {
+	if err := p.live("Time"); err != nil {
+		return 0, err
+	}
+	if iters < 1 {
+		return 0, fmt.Errorf("cudalib: Plan.Time(iters = %d): want ≥ 1", iters)
+	}
+	var ms float64
+	err := p.l.call("ssmk_plan_time", func() int32 {
+		return p.l.fn.planTime(p.h, int32(iters), uintptr(unsafe.Pointer(&ms)))
+	})
+	return ms, err
+}
+
+// Fetch syncs and returns the last run's results widened to float64: for
+// a scan plan (out, last_state), for a discretize plan (Ā, Δ·g).
+func (p *Plan) Fetch() (out, second []float64, err error) {
+	if err := p.live("Fetch"); err != nil {
+		return nil, nil, err
+	}
+	o, s := zeros(p.outLen, p.dt), zeros(p.stateLen, p.dt)
+	var pin runtime.Pinner
+	defer pin.Unpin()
+	po, ps := o.pin(&pin), s.pin(&pin)
+	if err := p.l.call("ssmk_plan_fetch", func() int32 { return p.l.fn.planFetch(p.h, po, ps) }); err != nil {
+		return nil, nil, err
+	}
+	return o.Float64s(), s.Float64s(), nil
+}
+
+// Close frees the plan (ssmk_plan_destroy). Closing twice is harmless.
+func (p *Plan) Close() {
+	if p == nil || p.h == 0 {
+		return
+	}
+	p.cleanup.Stop()
+	p.l.fn.planDestroy(p.h)
+	p.h = 0
+}

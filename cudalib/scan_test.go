@@ -1,0 +1,449 @@
+package cudalib
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"math/cmplx"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"unsafe"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"ssmverify/gen"
+	"ssmverify/reference"
+)
+
+// ratioLimit bounds the scaled error ratio of these binding tests. The
+// error scale is a first-order bound (a correct float32-rounding evaluation
+// stays below 1), and a kernel's libm adds a few ulp per call (CUDA's expf,
+// exp2f, expm1f are within 2 ulp); 16 leaves room for that while a logic
+// error shows up at 10⁶ (float32) or 10¹⁴ (float64). The verification
+// suite sets its thresholds from measured maxima.
+const ratioLimit = 16
+
+func precisionOf(dt DType) reference.Precision {
+	if dt == F32 {
+		return reference.Float32
+	}
+	return reference.Float64
+}
+
+// worstRatio compares a kernel output with the reference and returns the
+// largest ratio and where it is.
+func worstRatio(p *reference.Problem, got *reference.Output, dt DType) (float64, string) {
+	ref, err := reference.Scan(p, reference.Float64)
+	if err != nil {
+		panic(err)
+	}
+	sc, err := reference.ErrorScale(p)
+	if err != nil {
+		panic(err)
+	}
+	prec := precisionOf(dt)
+	worst, where := 0.0, ""
+	for i := range ref.Out {
+		r := reference.Ratio(got.Out[i]-ref.Out[i], sc.Out[i], sc.TinyOut[i], prec)
+		if math.IsNaN(got.Out[i]) {
+			r = math.Inf(1)
+		}
+		if r > worst || math.IsNaN(r) {
+			worst, where = r, fmt.Sprintf("out[%d] = %.9g, reference %.17g", i, got.Out[i], ref.Out[i])
+		}
+	}
+	cw := len(ref.LastState) / len(sc.LastState)
+	for i := range sc.LastState {
+		var d float64
+		if cw == 2 {
+			d = cmplx.Abs(complex(got.LastState[2*i]-ref.LastState[2*i], got.LastState[2*i+1]-ref.LastState[2*i+1]))
+		} else {
+			d = got.LastState[i] - ref.LastState[i]
+		}
+		if r := reference.Ratio(d, sc.LastState[i], sc.TinyState[i], prec); r > worst || math.IsNaN(r) {
+			worst, where = r, fmt.Sprintf("last_state[%d] error %.3g", i, d)
+		}
+	}
+	return worst, where
+}
+
+// Every method × dtype × real/complex × feature combination, on small
+// shapes that exercise groups, odd seqlen and dstate, against the reference.
+func TestScanMatchesReference(t *testing.T) {
+	l := open(t)
+	type feat struct{ varB, varC, softplus, D, z, bias bool }
+	feats := []feat{
+		{}, {varB: true, varC: true, softplus: true, D: true, z: true, bias: true},
+		{varB: true}, {varC: true}, {softplus: true, bias: true}, {D: true}, {z: true},
+	}
+	worst := map[DType]float64{}
+	for _, m := range reference.Methods() {
+		for _, dt := range DTypes() {
+			for _, isComplex := range []bool{false, true} {
+				for fi, f := range feats {
+					for _, dist := range []gen.Dist{gen.Realistic, gen.Stress} {
+						s := gen.Spec{Batch: 2, Dim: 6, Seqlen: 37, Dstate: 5, Groups: 3, Method: m, Complex: isComplex,
+							VariableB: f.varB, VariableC: f.varC, Softplus: f.softplus, HasD: f.D, HasZ: f.z, HasBias: f.bias, Dist: dist}
+						p := gen.New(s, uint64(fi+1))
+						if dt == F32 {
+							p.RoundToFloat32()
+						}
+						got, err := l.Scan(p, dt)
+						require.NoError(t, err, s.String())
+						r, where := worstRatio(p, got, dt)
+						worst[dt] = math.Max(worst[dt], r)
+						if !(r <= ratioLimit) {
+							t.Errorf("%v %v: ratio %.3g > %d at %s", s, dt, r, ratioLimit, where)
+						}
+					}
+				}
+			}
+		}
+	}
+	t.Logf("largest ratio: fp32 %.3g, fp64 %.3g (limit %d)", worst[F32], worst[F64], ratioLimit)
+}
+
+// Shapes at the edges: one element, seqlen not a multiple of any chunk, the
+// library's maximum dstate, dstate just past a power of two.
+func TestScanShapes(t *testing.T) {
+	l := open(t)
+	for _, sh := range [][5]int{{1, 1, 1, 1, 1}, {1, 1, 1, l.MaxDstate(), 1}, {2, 4, 257, 33, 2}, {1, 3, 1000, 17, 1}, {3, 2, 5, 64, 2}, {1, 1, 3, 129, 1}} {
+		for _, dt := range DTypes() {
+			s := gen.MambaBlock(reference.RK4, sh[0], sh[1], sh[2], sh[3])
+			s.Groups = sh[4]
+			p := gen.New(s, 7)
+			if dt == F32 {
+				p.RoundToFloat32()
+			}
+			got, err := l.Scan(p, dt)
+			require.NoError(t, err)
+			r, where := worstRatio(p, got, dt)
+			assert.LessOrEqual(t, r, float64(ratioLimit), "%v %v: %s", s, dt, where)
+		}
+	}
+}
+
+func TestDiscretizeMatchesReference(t *testing.T) {
+	l := open(t)
+	xs := []float64{-1e3, -50, -3, -1, -0.3, -1e-3, -1e-7, 0, 1e-7, 1e-3, 0.5, 1, 1.9, 3, 10}
+	for i, x := range xs {
+		xs[i] = float64(float32(x)) // exactly representable in both dtypes
+	}
+	for _, m := range reference.Methods() {
+		for _, dt := range DTypes() {
+			u := precisionOf(dt).UnitRoundoff()
+			// Real: delta 1, A = x.
+			delta := make([]float64, len(xs))
+			for i := range delta {
+				delta[i] = 1
+			}
+			abar, bcoef, err := l.Discretize(m, dt, false, delta, xs)
+			require.NoError(t, err)
+			for i, x := range xs {
+				ra, rg := m.Real(x)
+				// Ā's error: exp's conditioning |x| plus a few ulp.
+				tolA := (4 + 2*math.Abs(x)) * u * math.Abs(ra)
+				if m == reference.Bilinear {
+					tolA = 8 * u * (1 + math.Abs(x)) * (1 + math.Abs(ra)) / math.Abs(1-x/2)
+				}
+				assert.InDelta(t, ra, abar[i], tolA+1e-300, "%v %v Ā(%g)", m, dt, x)
+				assert.InDelta(t, rg, bcoef[i], 16*u*(1+math.Abs(x)*math.Abs(rg))+1e-300, "%v %v g(%g)", m, dt, x)
+			}
+			// Complex: the same x rotated.
+			a := make([]float64, 2*len(xs))
+			for i, x := range xs {
+				a[2*i], a[2*i+1] = float64(float32(x)), float64(float32(0.7*x+0.1))
+			}
+			cabar, cbcoef, err := l.Discretize(m, dt, true, delta, a)
+			require.NoError(t, err)
+			for i := range xs {
+				z := complex(a[2*i], a[2*i+1])
+				ra, rg := m.Complex(z)
+				ga, gg := complex(cabar[2*i], cabar[2*i+1]), complex(cbcoef[2*i], cbcoef[2*i+1])
+				tol := 32 * u * (1 + cmplx.Abs(z)) * (1 + cmplx.Abs(ra) + cmplx.Abs(rg))
+				if m == reference.Bilinear {
+					tol /= cmplx.Abs(1-z/2) * cmplx.Abs(1-z/2)
+				}
+				assert.LessOrEqual(t, cmplx.Abs(ga-ra), tol, "%v %v Ā(%v)", m, dt, z)
+				assert.LessOrEqual(t, cmplx.Abs(gg-rg), tol, "%v %v g(%v)", m, dt, z)
+			}
+		}
+	}
+}
+
+// Bad input through the Go API: a clear error naming the argument, before
+// any C call.
+func TestGoValidation(t *testing.T) {
+	l := open(t)
+	base := func() *reference.Problem { return gen.New(gen.MambaBlock(reference.ZOH, 1, 4, 8, 4), 1) }
+	for _, tc := range []struct {
+		edit func(*reference.Problem)
+		dt   DType
+		want string
+	}{
+		{func(p *reference.Problem) { p.Dstate = l.MaxDstate() + 1 }, F32, "dstate"},
+		{func(p *reference.Problem) { p.U = p.U[:3] }, F32, "len(U) = 3, want 32"},
+		{func(p *reference.Problem) { p.Groups = 3 }, F64, "Groups = 3 does not divide Dim = 4"},
+		{func(p *reference.Problem) { p.Method = 9 }, F64, "Method = 9"},
+		{func(p *reference.Problem) {}, DType(5), "dtype = 5"},
+	} {
+		p := base()
+		tc.edit(p)
+		_, err := l.Scan(p, tc.dt)
+		assert.ErrorContains(t, err, tc.want)
+	}
+	_, _, err := l.Discretize(reference.ZOH, F32, true, []float64{1, 2}, []float64{1, 2})
+	assert.ErrorContains(t, err, "len(A) = 2, want 4")
+	_, _, err = l.Discretize(reference.ZOH, F32, false, nil, nil)
+	assert.ErrorContains(t, err, "len(delta) = 0")
+	_, _, err = l.Discretize(reference.Method(7), F32, false, []float64{1}, []float64{1})
+	assert.ErrorContains(t, err, "method = 7")
+}
+
+// Bad input straight to C: NULL arrays, zero and negative sizes, n_groups not
+// dividing dim, dstate over the maximum, unknown method, dtype or flag. Each
+// returns SSMK_EINVAL with a message naming the argument, and writes nothing.
+func TestCValidation(t *testing.T) {
+	l := open(t)
+	p := gen.New(gen.MambaBlock(reference.FOH, 1, 4, 8, 4), 1)
+	good, err := l.NewScanBuffers(p, F32)
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		name string
+		edit func(a *scanArgs)
+		want string
+	}{
+		{"batch 0", func(a *scanArgs) { a.Batch = 0 }, "batch = 0"},
+		{"seqlen < 0", func(a *scanArgs) { a.Seqlen = -5 }, "seqlen = -5"},
+		{"dim < 0", func(a *scanArgs) { a.Dim = -1 }, "dim = -1"},
+		{"groups 0", func(a *scanArgs) { a.NGroups = 0 }, "n_groups = 0"},
+		{"groups 3", func(a *scanArgs) { a.NGroups = 3 }, "n_groups = 3 does not divide dim = 4"},
+		{"dstate max", func(a *scanArgs) { a.Dstate = int32(l.MaxDstate() + 1) }, "dstate"},
+		{"method", func(a *scanArgs) { a.Method = 6 }, "method = 6"},
+		{"dtype", func(a *scanArgs) { a.DType = 2 }, "dtype = 2"},
+		{"complex flag", func(a *scanArgs) { a.IsComplex = 7 }, "is_complex = 7"},
+		{"varB flag", func(a *scanArgs) { a.IsVariableB = -1 }, "is_variable_B = -1"},
+		{"softplus flag", func(a *scanArgs) { a.Softplus = 2 }, "delta_softplus = 2"},
+		{"u NULL", func(a *scanArgs) { a.U = 0 }, "u is NULL"},
+		{"delta NULL", func(a *scanArgs) { a.Delta = 0 }, "delta is NULL"},
+		{"A NULL", func(a *scanArgs) { a.A = 0 }, "A is NULL"},
+		{"B NULL", func(a *scanArgs) { a.B = 0 }, "B is NULL"},
+		{"C NULL", func(a *scanArgs) { a.C = 0 }, "C is NULL"},
+		{"out NULL", func(a *scanArgs) { a.Out = 0 }, "out is NULL"},
+		{"huge", func(a *scanArgs) { a.Batch, a.Dim, a.Seqlen = 1<<30, 1<<30, 1<<30 }, "too large"},
+	} {
+		var pin runtime.Pinner
+		a := good.args(&pin)
+		tc.edit(a)
+		before := append([]float32(nil), good.Out.F32...)
+		err := l.call("ssmk_scan_fwd", func() int32 { return l.fn.scanFwd(uintptr(unsafe.Pointer(a))) })
+		pin.Unpin()
+		require.Error(t, err, tc.name)
+		assert.ErrorIs(t, err, EInval, tc.name)
+		assert.Contains(t, err.Error(), tc.want, tc.name)
+		assert.Equal(t, before, good.Out.F32, "%s: out untouched", tc.name)
+
+		// The same arguments to plan creation.
+		pin = runtime.Pinner{}
+		a = good.args(&pin)
+		tc.edit(a)
+		var h uintptr
+		err = l.call("ssmk_plan_create", func() int32 { return l.fn.planCreate(uintptr(unsafe.Pointer(a)), uintptr(unsafe.Pointer(&h))) })
+		pin.Unpin()
+		assert.ErrorIs(t, err, EInval, tc.name)
+		assert.Zero(t, h, "%s: no plan on failure", tc.name)
+	}
+	err = l.call("ssmk_scan_fwd", func() int32 { return l.fn.scanFwd(0) })
+	assert.ErrorContains(t, err, "args is NULL")
+	err = l.call("ssmk_plan_create", func() int32 { return l.fn.planCreate(0, 0) })
+	assert.ErrorContains(t, err, "plan is NULL")
+
+	x := []float32{1, 2}
+	px := uintptr(unsafe.Pointer(&x[0]))
+	for _, tc := range []struct {
+		m, dt, c int32
+		n        int64
+		d, a     uintptr
+		want     string
+	}{
+		{0, 0, 0, 0, px, px, "n = 0"},
+		{0, 0, 0, -3, px, px, "n = -3"},
+		{9, 0, 0, 1, px, px, "method = 9"},
+		{0, 3, 0, 1, px, px, "dtype = 3"},
+		{0, 0, 5, 1, px, px, "is_complex = 5"},
+		{0, 0, 0, 1, 0, px, "delta is NULL"},
+		{0, 0, 0, 1, px, 0, "A is NULL"},
+	} {
+		err := l.call("ssmk_discretize", func() int32 { return l.fn.discretize(tc.m, tc.dt, tc.c, tc.n, tc.d, tc.a, px, px) })
+		assert.ErrorIs(t, err, EInval)
+		assert.ErrorContains(t, err, tc.want)
+	}
+	err = l.call("ssmk_discretize", func() int32 { return l.fn.discretize(0, 0, 0, 1, px, px, 0, px) })
+	assert.ErrorContains(t, err, "Abar is NULL")
+	err = l.call("ssmk_device_name", func() int32 { return l.fn.deviceName(nil, 10) })
+	assert.ErrorContains(t, err, "buf is NULL")
+	buf := []byte("xxxx")
+	err = l.call("ssmk_device_name", func() int32 { return l.fn.deviceName(&buf[0], 0) })
+	assert.ErrorContains(t, err, "len = 0")
+	// Truncated to len, NUL-terminated, nothing past it written.
+	buf = []byte("xxxxxxxx")
+	require.NoError(t, l.call("ssmk_device_name", func() int32 { return l.fn.deviceName(&buf[0], 4) }))
+	assert.Equal(t, byte(0), buf[3])
+	assert.Equal(t, "xxxx", string(buf[4:]))
+	for _, fn := range []func() int32{
+		func() int32 { return l.fn.planLaunch(0) }, func() int32 { return l.fn.planSync(0) },
+		func() int32 { return l.fn.planTime(0, 1, 0) }, func() int32 { return l.fn.planFetch(0, 0, 0) },
+		func() int32 { return l.fn.copyBandwidth(-1, 1, 0) },
+	} {
+		assert.ErrorIs(t, l.call("plan", fn), EInval)
+	}
+	l.fn.planDestroy(0) // NULL is allowed
+}
+
+// The kernel never changes its inputs.
+func TestInputsUnchanged(t *testing.T) {
+	l := open(t)
+	for _, dt := range DTypes() {
+		for _, isComplex := range []bool{false, true} {
+			s := gen.MambaBlock(reference.Bilinear, 2, 4, 19, 6)
+			s.Complex = isComplex
+			b, err := l.NewScanBuffers(gen.New(s, 3), dt)
+			require.NoError(t, err)
+			var before [][]byte
+			for _, in := range b.Inputs() {
+				before = append(before, bytes.Clone(in.Bytes()))
+			}
+			require.NoError(t, l.RunScan(b))
+			for i, in := range b.Inputs() {
+				assert.True(t, bytes.Equal(before[i], in.Bytes()), "%v complex=%t: %s changed", dt, isComplex, in.Name)
+			}
+		}
+	}
+}
+
+// Plans: the same results as ssmk_scan_fwd, device timing, discretize
+// plans, and the misuse of a plan.
+func TestPlans(t *testing.T) {
+	l := open(t)
+	p := gen.New(gen.MambaBlock(reference.Poly, 2, 8, 64, 16), 5)
+	want, err := l.Scan(p, F32)
+	require.NoError(t, err)
+	b, err := l.NewScanBuffers(p, F32)
+	require.NoError(t, err)
+	plan, err := l.NewPlan(b)
+	require.NoError(t, err)
+	defer plan.Close()
+	_, _, err = plan.Fetch()
+	assert.ErrorContains(t, err, "not been launched")
+	require.NoError(t, plan.Launch())
+	require.NoError(t, plan.Sync())
+	ms, err := plan.Time(5)
+	require.NoError(t, err)
+	assert.Greater(t, ms, 0.0)
+	out, last, err := plan.Fetch()
+	require.NoError(t, err)
+	assert.Equal(t, want.Out, out, "a plan computes what ssmk_scan_fwd computes, bit for bit")
+	assert.Equal(t, want.LastState, last)
+	_, err = plan.Time(0)
+	assert.ErrorContains(t, err, "iters = 0")
+	plan.Close()
+	plan.Close()
+	assert.ErrorContains(t, plan.Launch(), "closed plan")
+
+	delta, a := []float64{0.1, 0.2, 0.5}, []float64{-1, -2, 3}
+	wa, wb, err := l.Discretize(reference.RK4, F64, false, delta, a)
+	require.NoError(t, err)
+	dp, err := l.NewDiscretizePlan(reference.RK4, F64, false, delta, a)
+	require.NoError(t, err)
+	defer dp.Close()
+	require.NoError(t, dp.Launch())
+	ga, gb, err := dp.Fetch()
+	require.NoError(t, err)
+	assert.Equal(t, wa, ga)
+	assert.Equal(t, wb, gb)
+}
+
+// Many goroutines at once: results identical to a serial run, and each
+// failing call reads its own error message.
+func TestConcurrentCalls(t *testing.T) {
+	l := open(t)
+	p := gen.New(gen.MambaBlock(reference.HighOrder, 1, 4, 33, 8), 9)
+	want, err := l.Scan(p, F64)
+	require.NoError(t, err)
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for g := 0; g < 16; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			for i := 0; i < 10; i++ {
+				if g%2 == 0 {
+					got, err := l.Scan(p, F64)
+					if err != nil || !assert.ObjectsAreEqual(want.Out, got.Out) {
+						errs <- fmt.Errorf("goroutine %d: concurrent scan differs (err %v)", g, err)
+						return
+					}
+					continue
+				}
+				// A distinct bad n per goroutine: the message must be ours.
+				n := int64(-g*100 - i)
+				x := []float64{1}
+				px := uintptr(unsafe.Pointer(&x[0]))
+				err := l.call("ssmk_discretize", func() int32 { return l.fn.discretize(0, 1, 0, n, px, px, px, px) })
+				if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("n = %d:", n)) {
+					errs <- fmt.Errorf("goroutine %d: error %v, want one naming n = %d", g, err, n)
+					return
+				}
+			}
+		}(g)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+// BenchmarkScanKernelCPU is the comparator of BenchmarkScanReference: the
+// library's scan of the same problem, one host thread, float64.
+func BenchmarkScanKernelCPU(b *testing.B) {
+	l, err := OpenDefault()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if l.Backend != "cpu" {
+		b.Skipf("backend %s: this benchmark times the CPU build", l.Backend)
+	}
+	prev := l.SetNumThreads(1)
+	defer l.SetNumThreads(prev)
+	for _, c := range []struct {
+		m         reference.Method
+		isComplex bool
+		dt        DType
+	}{
+		{reference.ZOH, false, F64}, {reference.RK4, false, F64}, {reference.Bilinear, false, F64},
+		{reference.ZOH, true, F64}, {reference.ZOH, false, F32},
+	} {
+		s := gen.MambaBlock(c.m, 1, 64, 256, 16)
+		s.Complex = c.isComplex
+		p := gen.New(s, 1)
+		kind := map[bool]string{false: "real", true: "complex"}[c.isComplex]
+		bufs, err := l.NewScanBuffers(p, c.dt)
+		if err != nil {
+			b.Fatal(err)
+		}
+		prec := map[DType]string{F64: "float64", F32: "float32"}[c.dt]
+		b.Run(fmt.Sprintf("%v/%s/%s", c.m, kind, prec), func(b *testing.B) {
+			updates := float64(p.Batch * p.Dim * p.Seqlen * p.Dstate)
+			for b.Loop() {
+				if err := l.RunScan(bufs); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/updates, "ns/update")
+		})
+	}
+}

@@ -1,0 +1,407 @@
+/*
+ * cpu.cpp — the CPU build of the ssmk ABI (build/libssmk_cpu.so).
+ *
+ * The same method arithmetic as the CUDA kernels (ssmk_methods.h), run with
+ * OpenMP over the batch × dim rows: each row's state lives in a local array
+ * across the time loop, exactly as a GPU thread keeps it in registers.
+ * Plans run synchronously and are timed with a monotonic clock.
+ */
+#include <omp.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include <new>
+#include <vector>
+
+#include "ssmk.h"
+#include "ssmk_host.h"
+#include "ssmk_methods.h"
+
+using namespace ssmk;
+
+namespace {
+
+int g_threads = 0; /* 0: not yet read from OpenMP */
+
+int threads() {
+    int n = __atomic_load_n(&g_threads, __ATOMIC_RELAXED);
+    if (n <= 0) {
+        n = omp_get_max_threads();
+        __atomic_store_n(&g_threads, n, __ATOMIC_RELAXED);
+    }
+    return n;
+}
+
+double now_ms() {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+}
+
+template <typename T>
+void scan_row_real(const ssmk_scan_args *a, int64_t row) {
+    const int L = a->seqlen, N = a->dstate, b = (int)(row / a->dim), d = (int)(row % a->dim);
+    const int grp = group_of(d, a->dim, a->n_groups);
+    const T *u = (const T *)a->u + row * L, *delta = (const T *)a->delta + row * L;
+    const T *A = (const T *)a->A + (int64_t)d * N;
+    const T *B = (const T *)a->B, *C = (const T *)a->C;
+    /* Offsets of element (n, t) of B and C: n*ns + t*ts from base. */
+    const int64_t vbase = ((int64_t)b * a->n_groups + grp) * N * L;
+    const T *Bb = a->is_variable_B ? B + vbase : B + (int64_t)d * N;
+    const T *Cb = a->is_variable_C ? C + vbase : C + (int64_t)d * N;
+    const int64_t bns = a->is_variable_B ? L : 1, bts = a->is_variable_B ? 1 : 0;
+    const int64_t cns = a->is_variable_C ? L : 1, cts = a->is_variable_C ? 1 : 0;
+    T h[SSMK_MAX_DSTATE];
+    for (int n = 0; n < N; n++) h[n] = T(0);
+    for (int t = 0; t < L; t++) {
+        const T dt = step_dt(delta[t], (const T *)a->delta_bias, d, a->delta_softplus);
+        const T uu = u[t];
+        T y = T(0);
+        for (int n = 0; n < N; n++) {
+            T ab, g;
+            method_real(a->method, dt * A[n], ab, g);
+            const T bv = Bb[n * bns + t * bts], cv = Cb[n * cns + t * cts];
+#if SSMK_MUTANT == 11
+            y += cv * h[n]; /* the output read before the state update */
+            h[n] = ab * h[n] + (dt * g) * bv * uu;
+#else
+            h[n] = ab * h[n] + (dt * g) * bv * uu;
+            y += cv * h[n];
+#endif
+        }
+        ((T *)a->out)[row * L + t] = finish_output(y, uu, (const T *)a->D, (const T *)a->z, d, row * L + t);
+    }
+    if (a->last_state) {
+        T *s = (T *)a->last_state + row * N;
+        for (int n = 0; n < N; n++) s[n] = h[n];
+    }
+}
+
+template <typename T>
+void scan_row_complex(const ssmk_scan_args *a, int64_t row) {
+    const int L = a->seqlen, N = a->dstate, b = (int)(row / a->dim), d = (int)(row % a->dim);
+    const int grp = group_of(d, a->dim, a->n_groups);
+    const T *u = (const T *)a->u + row * L, *delta = (const T *)a->delta + row * L;
+    const cplx<T> *A = (const cplx<T> *)a->A + (int64_t)d * N;
+    const cplx<T> *B = (const cplx<T> *)a->B, *C = (const cplx<T> *)a->C;
+    const int64_t vbase = ((int64_t)b * a->n_groups + grp) * N * L;
+    const cplx<T> *Bb = a->is_variable_B ? B + vbase : B + (int64_t)d * N;
+    const cplx<T> *Cb = a->is_variable_C ? C + vbase : C + (int64_t)d * N;
+    const int64_t bns = a->is_variable_B ? L : 1, bts = a->is_variable_B ? 1 : 0;
+    const int64_t cns = a->is_variable_C ? L : 1, cts = a->is_variable_C ? 1 : 0;
+    cplx<T> h[SSMK_MAX_DSTATE];
+    for (int n = 0; n < N; n++) h[n] = cmake(T(0), T(0));
+    for (int t = 0; t < L; t++) {
+        const T dt = step_dt(delta[t], (const T *)a->delta_bias, d, a->delta_softplus);
+        const T uu = u[t];
+        cplx<T> acc = cmake(T(0), T(0));
+        for (int n = 0; n < N; n++) {
+            cplx<T> ab, g;
+            method_complex(a->method, cscale(A[n], dt), ab, g);
+            const cplx<T> bu = cscale(cmul(cscale(g, dt), Bb[n * bns + t * bts]), uu);
+            const cplx<T> cv = Cb[n * cns + t * cts];
+#if SSMK_MUTANT == 11
+            acc = cadd(acc, c_times_h(cv, h[n]));
+            h[n] = cadd(cmul(ab, h[n]), bu);
+#else
+            h[n] = cadd(cmul(ab, h[n]), bu);
+            acc = cadd(acc, c_times_h(cv, h[n]));
+#endif
+        }
+        ((T *)a->out)[row * L + t] =
+            finish_output(complex_output(acc.re), uu, (const T *)a->D, (const T *)a->z, d, row * L + t);
+    }
+    if (a->last_state) {
+        cplx<T> *s = (cplx<T> *)a->last_state + row * N;
+        for (int n = 0; n < N; n++) s[n] = h[n];
+    }
+}
+
+/* The scan proper, on validated arguments. */
+void run_scan(const ssmk_scan_args *a) {
+    const int64_t rows = (int64_t)a->batch * a->dim;
+    const int nt = threads();
+    if (a->dtype == SSMK_F64) {
+        if (a->is_complex) {
+#pragma omp parallel for num_threads(nt) schedule(static)
+            for (int64_t r = 0; r < rows; r++) scan_row_complex<double>(a, r);
+        } else {
+#pragma omp parallel for num_threads(nt) schedule(static)
+            for (int64_t r = 0; r < rows; r++) scan_row_real<double>(a, r);
+        }
+    } else {
+        if (a->is_complex) {
+#pragma omp parallel for num_threads(nt) schedule(static)
+            for (int64_t r = 0; r < rows; r++) scan_row_complex<float>(a, r);
+        } else {
+#pragma omp parallel for num_threads(nt) schedule(static)
+            for (int64_t r = 0; r < rows; r++) scan_row_real<float>(a, r);
+        }
+    }
+}
+
+template <typename T>
+void discretize_t(int32_t method, int32_t is_complex, int64_t n, const void *delta, const void *A, void *abar,
+                  void *bcoef) {
+    const T *dl = (const T *)delta;
+    const int nt = threads();
+    if (is_complex) {
+        const cplx<T> *a = (const cplx<T> *)A;
+        cplx<T> *ab = (cplx<T> *)abar, *bc = (cplx<T> *)bcoef;
+#pragma omp parallel for num_threads(nt) schedule(static) if (n > 4096)
+        for (int64_t i = 0; i < n; i++) {
+            cplx<T> g;
+            method_complex(method, cscale(a[i], dl[i]), ab[i], g);
+            bc[i] = cscale(g, dl[i]);
+        }
+    } else {
+        const T *a = (const T *)A;
+        T *ab = (T *)abar, *bc = (T *)bcoef;
+#pragma omp parallel for num_threads(nt) schedule(static) if (n > 4096)
+        for (int64_t i = 0; i < n; i++) {
+            T g;
+            method_real(method, dl[i] * a[i], ab[i], g);
+            bc[i] = dl[i] * g;
+        }
+    }
+}
+
+void run_discretize(int32_t method, int32_t dtype, int32_t is_complex, int64_t n, const void *delta, const void *A,
+                    void *abar, void *bcoef) {
+    if (dtype == SSMK_F64)
+        discretize_t<double>(method, is_complex, n, delta, A, abar, bcoef);
+    else
+        discretize_t<float>(method, is_complex, n, delta, A, abar, bcoef);
+}
+
+/* An owned copy of a host array, or nullptr for an absent one. */
+void *dup(const void *src, int64_t count, size_t elem, bool *oom) {
+    if (!src) return nullptr;
+    void *p = malloc((size_t)count * elem);
+    if (!p) {
+        *oom = true;
+        return nullptr;
+    }
+    memcpy(p, src, (size_t)count * elem);
+    return p;
+}
+
+} /* namespace */
+
+struct ssmk_plan {
+    bool is_scan = false, launched = false;
+    ssmk_scan_args args{};
+    /* discretize */
+    int32_t method = 0, dtype = 0, is_complex = 0;
+    int64_t n = 0;
+    void *delta = nullptr, *A = nullptr, *abar = nullptr, *bcoef = nullptr;
+    ScanSizes sz{};
+    std::vector<void *> owned;
+
+    ~ssmk_plan() {
+        for (void *p : owned) free(p);
+    }
+};
+
+extern "C" {
+
+SSMK_API int32_t ssmk_abi_version(void) { return SSMK_ABI_VERSION; }
+
+SSMK_API const char *ssmk_backend(void) { return "cpu"; }
+
+SSMK_API int32_t ssmk_device_name(char *buf, int32_t len) {
+    if (!buf) return fail(SSMK_EINVAL, "buf is NULL");
+    if (len < 1) return fail(SSMK_EINVAL, "len = %d: want >= 1", len);
+    char model[256] = "unknown CPU";
+    if (FILE *f = fopen("/proc/cpuinfo", "r")) {
+        char line[512];
+        while (fgets(line, sizeof line, f)) {
+            if (strncmp(line, "model name", 10) == 0) {
+                const char *c = strchr(line, ':');
+                if (c) {
+                    c++;
+                    while (*c == ' ') c++;
+                    snprintf(model, sizeof model, "%s", c);
+                    model[strcspn(model, "\n")] = 0;
+                }
+                break;
+            }
+        }
+        fclose(f);
+    }
+    snprintf(buf, (size_t)len, "%s (%d threads)", model, threads());
+    return SSMK_OK;
+}
+
+SSMK_API int32_t ssmk_max_dstate(void) { return SSMK_MAX_DSTATE; }
+
+SSMK_API uint32_t ssmk_capabilities(int32_t method, int32_t dtype, int32_t is_complex) {
+    if (method < 0 || method > 5 || (dtype != SSMK_F32 && dtype != SSMK_F64) || (is_complex != 0 && is_complex != 1))
+        return 0;
+    return SSMK_CAP_SUPPORTED;
+}
+
+SSMK_API int32_t ssmk_set_num_threads(int32_t n) {
+    int prev = threads();
+    if (n > 0) __atomic_store_n(&g_threads, n, __ATOMIC_RELAXED);
+    return prev;
+}
+
+SSMK_API const char *ssmk_last_error(void) { return error_buffer(); }
+
+SSMK_API int32_t ssmk_discretize(int32_t method, int32_t dtype, int32_t is_complex, int64_t n, const void *delta,
+                                 const void *A, void *Abar, void *Bcoef) {
+    int32_t st = validate_discretize(method, dtype, is_complex, n, delta, A, Abar, Bcoef);
+    if (st) return st;
+    run_discretize(method, dtype, is_complex, n, delta, A, Abar, Bcoef);
+    return SSMK_OK;
+}
+
+SSMK_API int32_t ssmk_scan_fwd(const ssmk_scan_args *args) {
+    int32_t st = validate_scan(args, SSMK_MAX_DSTATE);
+    if (st) return st;
+    run_scan(args);
+    return SSMK_OK;
+}
+
+SSMK_API int32_t ssmk_plan_create(const ssmk_scan_args *args, ssmk_plan **plan) {
+    if (!plan) return fail(SSMK_EINVAL, "plan is NULL");
+    int32_t st = validate_scan(args, SSMK_MAX_DSTATE);
+    if (st) return st;
+    ssmk_plan *p = new (std::nothrow) ssmk_plan;
+    if (!p) return fail(SSMK_ENOMEM, "out of host memory for the plan");
+    p->is_scan = true;
+    p->args = *args;
+    p->sz = scan_sizes(args);
+    const ScanSizes &s = p->sz;
+    bool oom = false;
+    struct {
+        const void **dst;
+        int64_t count;
+    } ins[] = {{&p->args.u, s.seq},    {&p->args.delta, s.seq}, {&p->args.A, s.a},
+               {&p->args.B, s.b},      {&p->args.C, s.c},       {&p->args.D, s.dim},
+               {&p->args.z, s.seq},    {&p->args.delta_bias, s.dim}};
+    for (auto &in : ins) {
+        *in.dst = dup(*in.dst, in.count, s.elem, &oom);
+        if (*in.dst) p->owned.push_back((void *)*in.dst);
+    }
+    p->args.out = malloc((size_t)s.seq * s.elem);
+    p->args.last_state = malloc((size_t)s.state * s.elem);
+    if (p->args.out) p->owned.push_back(p->args.out);
+    if (p->args.last_state) p->owned.push_back(p->args.last_state);
+    if (oom || !p->args.out || !p->args.last_state) {
+        delete p;
+        return fail(SSMK_ENOMEM, "out of host memory for the plan's buffers");
+    }
+    *plan = p;
+    return SSMK_OK;
+}
+
+SSMK_API int32_t ssmk_plan_create_discretize(int32_t method, int32_t dtype, int32_t is_complex, int64_t n,
+                                             const void *delta, const void *A, ssmk_plan **plan) {
+    if (!plan) return fail(SSMK_EINVAL, "plan is NULL");
+    /* Abar/Bcoef are the plan's own: validate with non-NULL stand-ins. */
+    int32_t st = validate_discretize(method, dtype, is_complex, n, delta, A, plan, plan);
+    if (st) return st;
+    ssmk_plan *p = new (std::nothrow) ssmk_plan;
+    if (!p) return fail(SSMK_ENOMEM, "out of host memory for the plan");
+    p->method = method;
+    p->dtype = dtype;
+    p->is_complex = is_complex;
+    p->n = n;
+    size_t elem = dtype == SSMK_F64 ? 8 : 4, cw = is_complex ? 2 : 1;
+    bool oom = false;
+    p->delta = dup(delta, n, elem, &oom);
+    p->A = dup(A, n * cw, elem, &oom);
+    p->abar = malloc((size_t)n * cw * elem);
+    p->bcoef = malloc((size_t)n * cw * elem);
+    for (void *q : {p->delta, p->A, p->abar, p->bcoef})
+        if (q) p->owned.push_back(q);
+    if (oom || !p->abar || !p->bcoef) {
+        delete p;
+        return fail(SSMK_ENOMEM, "out of host memory for the plan's buffers");
+    }
+    *plan = p;
+    return SSMK_OK;
+}
+
+SSMK_API int32_t ssmk_plan_launch(ssmk_plan *p) {
+    if (!p) return fail(SSMK_EINVAL, "plan is NULL");
+    if (p->is_scan)
+        run_scan(&p->args);
+    else
+        run_discretize(p->method, p->dtype, p->is_complex, p->n, p->delta, p->A, p->abar, p->bcoef);
+    p->launched = true;
+    return SSMK_OK;
+}
+
+SSMK_API int32_t ssmk_plan_sync(ssmk_plan *p) {
+    if (!p) return fail(SSMK_EINVAL, "plan is NULL");
+    return SSMK_OK; /* launches are synchronous */
+}
+
+SSMK_API int32_t ssmk_plan_time(ssmk_plan *p, int32_t iters, double *ms_total) {
+    if (!p) return fail(SSMK_EINVAL, "plan is NULL");
+    if (iters < 1) return fail(SSMK_EINVAL, "iters = %d: want >= 1", iters);
+    if (!ms_total) return fail(SSMK_EINVAL, "ms_total is NULL");
+    double t0 = now_ms();
+    for (int32_t i = 0; i < iters; i++) ssmk_plan_launch(p);
+    *ms_total = now_ms() - t0;
+    return SSMK_OK;
+}
+
+SSMK_API int32_t ssmk_plan_fetch(ssmk_plan *p, void *out, void *last_state) {
+    if (!p) return fail(SSMK_EINVAL, "plan is NULL");
+    if (!out) return fail(SSMK_EINVAL, "out is NULL");
+    if (!p->launched) return fail(SSMK_EINVAL, "plan has not been launched: nothing to fetch");
+    if (p->is_scan) {
+        memcpy(out, p->args.out, (size_t)p->sz.seq * p->sz.elem);
+        if (last_state) memcpy(last_state, p->args.last_state, (size_t)p->sz.state * p->sz.elem);
+        return SSMK_OK;
+    }
+    size_t bytes = (size_t)p->n * (p->is_complex ? 2 : 1) * (p->dtype == SSMK_F64 ? 8 : 4);
+    memcpy(out, p->abar, bytes);
+    if (last_state) memcpy(last_state, p->bcoef, bytes);
+    return SSMK_OK;
+}
+
+SSMK_API void ssmk_plan_destroy(ssmk_plan *p) { delete p; }
+
+SSMK_API int32_t ssmk_copy_bandwidth(int64_t bytes, int32_t iters, double *gbytes_per_s) {
+    if (bytes < 1) return fail(SSMK_EINVAL, "bytes = %lld: want >= 1", (long long)bytes);
+    if (iters < 1) return fail(SSMK_EINVAL, "iters = %d: want >= 1", iters);
+    if (!gbytes_per_s) return fail(SSMK_EINVAL, "gbytes_per_s is NULL");
+    char *src = (char *)malloc((size_t)bytes), *dst = (char *)malloc((size_t)bytes);
+    if (!src || !dst) {
+        free(src);
+        free(dst);
+        return fail(SSMK_ENOMEM, "cannot allocate 2 x %lld bytes", (long long)bytes);
+    }
+    const int nt = threads();
+    const int64_t chunk = (bytes + nt - 1) / nt;
+    /* First touch by the threads that will copy, then one untimed copy. */
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (int i = 0; i < nt; i++) {
+        int64_t lo = i * chunk, hi = lo + chunk < bytes ? lo + chunk : bytes;
+        if (lo < hi) {
+            memset(src + lo, i + 1, (size_t)(hi - lo));
+            memset(dst + lo, 0, (size_t)(hi - lo));
+        }
+    }
+    double t0 = 0;
+    for (int32_t it = -1; it < iters; it++) {
+        if (it == 0) t0 = now_ms();
+#pragma omp parallel for num_threads(nt) schedule(static)
+        for (int i = 0; i < nt; i++) {
+            int64_t lo = i * chunk, hi = lo + chunk < bytes ? lo + chunk : bytes;
+            if (lo < hi) memcpy(dst + lo, src + lo, (size_t)(hi - lo));
+        }
+    }
+    double ms = now_ms() - t0;
+    free(src);
+    free(dst);
+    *gbytes_per_s = ms > 0 ? 2.0 * (double)bytes * iters / (ms * 1e6) : 0;
+    return SSMK_OK;
+}
+
+} /* extern "C" */

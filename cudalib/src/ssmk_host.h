@@ -1,0 +1,132 @@
+/*
+ * ssmk_host.h — host-side code shared by the CPU and CUDA backends:
+ * argument validation, the thread-local error message, array sizes.
+ * Validation happens before any memory is touched, so that no argument
+ * value can make a backend crash or write out of bounds.
+ */
+#ifndef SSMK_HOST_H
+#define SSMK_HOST_H
+
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ssmk.h"
+
+#define SSMK_MAX_DSTATE 256
+
+namespace ssmk {
+
+/* One message per thread: the ABI promises ssmk_last_error() for the
+ * calling thread, so concurrent callers never see each other's errors. */
+inline char *error_buffer() {
+    static thread_local char buf[512];
+    return buf;
+}
+
+inline int32_t fail(int32_t code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+inline int32_t fail(int32_t code, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(error_buffer(), 512, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+inline void clear_error() { error_buffer()[0] = 0; }
+
+inline const char *method_name(int32_t m) {
+    static const char *names[] = {"zoh", "foh", "bilinear", "poly", "highorder", "rk4"};
+    return (m >= 0 && m <= 5) ? names[m] : "?";
+}
+
+inline int32_t check_common(int32_t method, int32_t dtype, int32_t is_complex) {
+    if (method < 0 || method > 5)
+        return fail(SSMK_EINVAL, "method = %d: want 0..5 (zoh foh bilinear poly highorder rk4)", method);
+    if (dtype != SSMK_F32 && dtype != SSMK_F64)
+        return fail(SSMK_EINVAL, "dtype = %d: want SSMK_F32 (0) or SSMK_F64 (1)", dtype);
+    if (is_complex != 0 && is_complex != 1) return fail(SSMK_EINVAL, "is_complex = %d: want 0 or 1", is_complex);
+    return SSMK_OK;
+}
+
+inline int32_t validate_discretize(int32_t method, int32_t dtype, int32_t is_complex, int64_t n, const void *delta,
+                                   const void *A, const void *abar, const void *bcoef) {
+    int32_t st = check_common(method, dtype, is_complex);
+    if (st) return st;
+    if (n < 1) return fail(SSMK_EINVAL, "n = %lld: want >= 1", (long long)n);
+    if (n > (int64_t)1 << 40) return fail(SSMK_EINVAL, "n = %lld: want <= 2^40", (long long)n);
+    if (!delta) return fail(SSMK_EINVAL, "delta is NULL");
+    if (!A) return fail(SSMK_EINVAL, "A is NULL");
+    if (!abar) return fail(SSMK_EINVAL, "Abar is NULL");
+    if (!bcoef) return fail(SSMK_EINVAL, "Bcoef is NULL");
+    return SSMK_OK;
+}
+
+/* Element counts (in scalars of the dtype, complex counted twice) of every
+ * array of a validated scan. */
+struct ScanSizes {
+    int64_t seq;   /* u, delta, z, out */
+    int64_t a;     /* A */
+    int64_t b, c;  /* B, C */
+    int64_t dim;   /* D, delta_bias */
+    int64_t state; /* last_state */
+    size_t elem;   /* bytes per scalar */
+};
+
+inline ScanSizes scan_sizes(const ssmk_scan_args *a) {
+    ScanSizes s;
+    int64_t cw = a->is_complex ? 2 : 1;
+    s.seq = (int64_t)a->batch * a->dim * a->seqlen;
+    s.a = (int64_t)a->dim * a->dstate * cw;
+    int64_t var = (int64_t)a->batch * a->n_groups * a->dstate * a->seqlen * cw;
+    int64_t cst = (int64_t)a->dim * a->dstate * cw;
+    s.b = a->is_variable_B ? var : cst;
+    s.c = a->is_variable_C ? var : cst;
+    s.dim = a->dim;
+    s.state = (int64_t)a->batch * a->dim * a->dstate * cw;
+    s.elem = a->dtype == SSMK_F64 ? 8 : 4;
+    return s;
+}
+
+inline int32_t validate_scan(const ssmk_scan_args *a, int32_t max_dstate) {
+    if (!a) return fail(SSMK_EINVAL, "args is NULL");
+    struct {
+        const char *name;
+        int32_t v;
+    } sizes[] = {{"batch", a->batch}, {"dim", a->dim}, {"seqlen", a->seqlen}, {"dstate", a->dstate},
+                 {"n_groups", a->n_groups}};
+    for (auto &f : sizes)
+        if (f.v < 1) return fail(SSMK_EINVAL, "%s = %d: want >= 1", f.name, f.v);
+    if (a->dstate > max_dstate) return fail(SSMK_EINVAL, "dstate = %d: want <= %d (ssmk_max_dstate)", a->dstate, max_dstate);
+    if (a->dim % a->n_groups != 0)
+        return fail(SSMK_EINVAL, "n_groups = %d does not divide dim = %d", a->n_groups, a->dim);
+    int32_t st = check_common(a->method, a->dtype, a->is_complex);
+    if (st) return st;
+    struct {
+        const char *name;
+        int32_t v;
+    } flags[] = {{"is_variable_B", a->is_variable_B}, {"is_variable_C", a->is_variable_C},
+                 {"delta_softplus", a->delta_softplus}};
+    for (auto &f : flags)
+        if (f.v != 0 && f.v != 1) return fail(SSMK_EINVAL, "%s = %d: want 0 or 1", f.name, f.v);
+    /* Keep every flat index inside int64 with room: 2^31 elements per axis
+     * product is far beyond any device, so cap the largest array at 2^40. */
+    double seq = (double)a->batch * a->dim * a->seqlen;
+    double var = (double)a->batch * a->n_groups * a->dstate * a->seqlen * 2;
+    double st_ = (double)a->batch * a->dim * a->dstate * 2;
+    if (seq > 1099511627776.0 || var > 1099511627776.0 || st_ > 1099511627776.0)
+        return fail(SSMK_EINVAL, "batch*dim*seqlen*dstate = %d*%d*%d*%d: too large (an array over 2^40 elements)",
+                    a->batch, a->dim, a->seqlen, a->dstate);
+    struct {
+        const char *name;
+        const void *p;
+    } req[] = {{"u", a->u}, {"delta", a->delta}, {"A", a->A}, {"B", a->B}, {"C", a->C}, {"out", a->out}};
+    for (auto &r : req)
+        if (!r.p) return fail(SSMK_EINVAL, "%s is NULL", r.name);
+    return SSMK_OK;
+}
+
+} /* namespace ssmk */
+
+#endif /* SSMK_HOST_H */

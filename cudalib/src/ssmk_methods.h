@@ -1,0 +1,280 @@
+/*
+ * ssmk_methods.h — the one source of the discretization arithmetic.
+ *
+ * Every function here is __host__ __device__ under nvcc and plain inline
+ * under a host compiler, so the CUDA kernels and the CPU build compute (Ā, g)
+ * with the same code, in float and double, for real and complex x = Δ·a.
+ * The formulas are the ABI's (see ssmk.h); how they are evaluated is this
+ * file's engineering, and the verification suite judges it:
+ *
+ *   - float e^x is exp2f(x·log2e), the route of Mamba's kernel (one MUFU.EX2
+ *     on the GPU after range handling); double e^x is exp().
+ *   - φ1(x) = expm1(x)/x with the guard φ1(0) = 1; for complex z = a + ib,
+ *     e^z − 1 = (expm1(a)·cos b − 2·sin²(b/2)) + i·e^a·sin b, which does not
+ *     cancel near 0.
+ *   - the polynomials by Horner's rule; complex division by Smith's
+ *     algorithm (no overflow of |d|² for large |x|).
+ *
+ * Mutation testing (make mutants) compiles this file with -DSSMK_MUTANT=k to
+ * plant one realistic bug at a time; with SSMK_MUTANT undefined (0) the code
+ * is the correct one.
+ */
+#ifndef SSMK_METHODS_H
+#define SSMK_METHODS_H
+
+#include <math.h>
+
+#ifdef __CUDACC__
+#define SSMK_HD __host__ __device__ __forceinline__
+#else
+#define SSMK_HD inline
+#endif
+
+#ifndef SSMK_MUTANT
+#define SSMK_MUTANT 0
+#endif
+
+namespace ssmk {
+
+enum Method { ZOH = 0, FOH = 1, BILINEAR = 2, POLY = 3, HIGHORDER = 4, RK4 = 5 };
+
+/* ---- precision-generic scalar functions ---- */
+
+#if SSMK_MUTANT == 4
+#define SSMK_LOG2E_F 1.4427f /* a slightly wrong log2(e) */
+#else
+#define SSMK_LOG2E_F 1.4426950408889634f
+#endif
+
+SSMK_HD float sexp(float x) { return exp2f(x * SSMK_LOG2E_F); }
+SSMK_HD double sexp(double x) { return exp(x); }
+SSMK_HD float sexpm1(float x) { return expm1f(x); }
+SSMK_HD double sexpm1(double x) { return expm1(x); }
+SSMK_HD float slog1p(float x) { return log1pf(x); }
+SSMK_HD double slog1p(double x) { return log1p(x); }
+SSMK_HD float ssin(float x) { return sinf(x); }
+SSMK_HD double ssin(double x) { return sin(x); }
+SSMK_HD float scos(float x) { return cosf(x); }
+SSMK_HD double scos(double x) { return cos(x); }
+SSMK_HD float sabs(float x) { return fabsf(x); }
+SSMK_HD double sabs(double x) { return fabs(x); }
+
+/* φ1(x) = (e^x − 1)/x, φ1(0) = 1. */
+template <typename T>
+SSMK_HD T phi1(T x) {
+#if SSMK_MUTANT == 3
+    return sexpm1(x) / x; /* no φ1(0) limit: 0/0 */
+#else
+    return x == T(0) ? T(1) : sexpm1(x) / x;
+#endif
+}
+
+/* ---- complex numbers ---- */
+
+template <typename T>
+struct cplx {
+    T re, im;
+};
+
+template <typename T>
+SSMK_HD cplx<T> cmake(T re, T im) {
+    cplx<T> c;
+    c.re = re;
+    c.im = im;
+    return c;
+}
+template <typename T>
+SSMK_HD cplx<T> cadd(cplx<T> a, cplx<T> b) { return cmake(a.re + b.re, a.im + b.im); }
+template <typename T>
+SSMK_HD cplx<T> cmul(cplx<T> a, cplx<T> b) { return cmake(a.re * b.re - a.im * b.im, a.re * b.im + a.im * b.re); }
+template <typename T>
+SSMK_HD cplx<T> cscale(cplx<T> a, T s) { return cmake(a.re * s, a.im * s); }
+
+/* Smith's algorithm: a/b without forming |b|². */
+template <typename T>
+SSMK_HD cplx<T> cdiv(cplx<T> a, cplx<T> b) {
+    if (sabs(b.re) >= sabs(b.im)) {
+        T r = b.im / b.re, d = b.re + b.im * r;
+        return cmake((a.re + a.im * r) / d, (a.im - a.re * r) / d);
+    }
+    T r = b.re / b.im, d = b.re * r + b.im;
+    return cmake((a.re * r + a.im) / d, (a.im * r - a.re) / d);
+}
+
+/* e^z; exactly the real exponential on the real axis. */
+template <typename T>
+SSMK_HD cplx<T> cexp(cplx<T> z) {
+    T e = sexp(z.re);
+    if (z.im == T(0)) return cmake(e, z.im);
+    return cmake(e * scos(z.im), e * ssin(z.im));
+}
+
+/* φ1(z) = (e^z − 1)/z with e^z − 1 written without cancellation. */
+template <typename T>
+SSMK_HD cplx<T> cphi1(cplx<T> z) {
+    if (z.re == T(0) && z.im == T(0)) return cmake(T(1), T(0));
+    if (z.im == T(0)) return cmake(phi1(z.re), z.im);
+    T s = ssin(z.im / T(2));
+    cplx<T> em1 = cmake(sexpm1(z.re) * scos(z.im) - T(2) * s * s, sexp(z.re) * ssin(z.im));
+    return cdiv(em1, z);
+}
+
+/* ---- the method table ---- */
+
+/* (Ā, g) of method m at real x. */
+template <typename T>
+SSMK_HD void method_real(int m, T x, T &abar, T &g) {
+    switch (m) {
+    case ZOH:
+        abar = sexp(x);
+        g = T(1);
+        return;
+    case FOH:
+        abar = sexp(x);
+        g = phi1(x);
+        return;
+    case BILINEAR: {
+        T half = x * T(0.5);
+#if SSMK_MUTANT == 1
+        /* the sign-flipped formula of the original notes: pole at x = −2 */
+        T den = T(1) + half;
+        abar = (T(1) - half) / den;
+#else
+        T den = T(1) - half;
+        abar = (T(1) + half) / den;
+#endif
+        g = T(1) / den;
+        return;
+    }
+    case POLY:
+        abar = sexp(x);
+#if SSMK_MUTANT == 5
+        g = T(1) + x * T(0.5); /* the x²/6 term dropped */
+#else
+        g = T(1) + x * (T(0.5) + x * T(1.0 / 6.0));
+#endif
+        return;
+    case HIGHORDER:
+        abar = sexp(x);
+        g = T(1) + x * T(0.5);
+        return;
+    case RK4:
+        abar = sexp(x);
+#if SSMK_MUTANT == 2
+        g = T(1) + x * (T(0.5) + x * (T(1.0 / 6.0) + x * T(1.0 / 12.0))); /* x³/24 lost a factor 2 */
+#else
+        g = T(1) + x * (T(0.5) + x * (T(1.0 / 6.0) + x * T(1.0 / 24.0)));
+#endif
+        return;
+    default:
+        abar = g = T(NAN);
+    }
+}
+
+/* (Ā, g) of method m at complex x. */
+template <typename T>
+SSMK_HD void method_complex(int m, cplx<T> x, cplx<T> &abar, cplx<T> &g) {
+    const cplx<T> one = cmake(T(1), T(0));
+#if SSMK_MUTANT == 6
+    if (m == RK4) m = ZOH; /* an undeclared complex fallback to zoh */
+#endif
+    switch (m) {
+    case ZOH:
+        abar = cexp(x);
+        g = one;
+        return;
+    case FOH:
+        abar = cexp(x);
+        g = cphi1(x);
+        return;
+    case BILINEAR: {
+        cplx<T> half = cscale(x, T(0.5));
+        cplx<T> den = cmake(T(1) - half.re, -half.im);
+        abar = cdiv(cmake(T(1) + half.re, half.im), den);
+        g = cdiv(one, den);
+        return;
+    }
+    case POLY:
+        abar = cexp(x);
+        g = cadd(one, cmul(x, cadd(cmake(T(0.5), T(0)), cscale(x, T(1.0 / 6.0)))));
+        return;
+    case HIGHORDER:
+        abar = cexp(x);
+        g = cadd(one, cscale(x, T(0.5)));
+        return;
+    case RK4:
+        abar = cexp(x);
+        g = cadd(one, cmul(x, cadd(cmake(T(0.5), T(0)),
+                                   cmul(x, cadd(cmake(T(1.0 / 6.0), T(0)), cscale(x, T(1.0 / 24.0)))))));
+        return;
+    default:
+        abar = g = cmake(T(NAN), T(NAN));
+    }
+}
+
+/* ---- the per-element parts of the scan ---- */
+
+/* dt from the raw delta: bias, then softplus with its threshold at 20. */
+template <typename T>
+SSMK_HD T step_dt(T delta, const T *delta_bias, int d, int softplus) {
+#if SSMK_MUTANT == 8
+    /* softplus before the bias */
+    T dt = delta;
+    if (softplus && dt <= T(20)) dt = slog1p(sexp(dt));
+    if (delta_bias) dt += delta_bias[d];
+    return dt;
+#else
+    T dt = delta + (delta_bias ? delta_bias[d] : T(0));
+    if (softplus && dt <= T(20)) dt = slog1p(sexp(dt));
+    return dt;
+#endif
+}
+
+/* y + D·u, then the SiLU gate y·z·sigmoid(z). */
+template <typename T>
+SSMK_HD T finish_output(T y, T u, const T *D, const T *z, int d, long long i) {
+#if SSMK_MUTANT != 7 /* mutant 7 drops the D term */
+    if (D) y += D[d] * u;
+#endif
+    if (z) {
+        T zz = z[i];
+#if SSMK_MUTANT == 13
+        y = y / (T(1) + sexp(-zz)); /* the gate without its z factor */
+#else
+        y = y * zz / (T(1) + sexp(-zz));
+#endif
+    }
+    return y;
+}
+
+/* The output of complex A: 2·Re(Σ C·h). */
+template <typename T>
+SSMK_HD T complex_output(T re_sum) {
+#if SSMK_MUTANT == 12
+    return re_sum; /* the factor 2 forgotten */
+#else
+    return T(2) * re_sum;
+#endif
+}
+
+/* C·h for complex A (mutant 10 conjugates C). */
+template <typename T>
+SSMK_HD cplx<T> c_times_h(cplx<T> c, cplx<T> h) {
+#if SSMK_MUTANT == 10
+    c.im = -c.im;
+#endif
+    return cmul(c, h);
+}
+
+/* The group that channel d reads variable B and C from. */
+SSMK_HD int group_of(int d, int dim, int n_groups) {
+#if SSMK_MUTANT == 9
+    return d % n_groups; /* interleaved instead of contiguous groups */
+#else
+    return d / (dim / n_groups);
+#endif
+}
+
+} /* namespace ssmk */
+
+#endif /* SSMK_METHODS_H */

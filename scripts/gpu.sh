@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Runs the suite on a GPU machine that has nvcc but no Go.
+#
+#   scripts/gpu.sh build            here (Go, no GPU): cross-compile the test
+#                                   binaries into carry/ (CGO_ENABLED=0: purego
+#                                   needs no cgo; stripped to fit a 64 MiB carry)
+#   scripts/gpu.sh run [PKG...]     there (nvcc, GPU, no Go): build
+#                                   build/libssmk_cuda.so, run every carried test
+#                                   binary against it (SSMK_BACKEND=cuda), write
+#                                   logs to $OUT (or out/gpu), print a table last
+#
+# Extra go-test flags for the binaries go in GPU_TEST_FLAGS (e.g.
+# "-test.run=Scan -test.bench=PlanMambaBlock -test.benchtime=1x").
+# With Go on the GPU machine none of this is needed:
+#   make lib-cuda && SSMK_BACKEND=cuda go test ./...
+set -uo pipefail
+cd "$(dirname "$0")/.."
+PKGS_DEFAULT="reference cudalib"
+
+build() {
+	rm -rf carry && mkdir -p carry
+	for pkg in ${PKGS:-$PKGS_DEFAULT}; do
+		echo "building carry/$pkg.test"
+		CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go test -c -ldflags='-s -w' -o "carry/$pkg.test" "./$pkg" || exit 1
+	done
+	du -ch carry/* | tail -1
+	local kb; kb=$(du -sk carry | cut -f1)
+	[ "$kb" -lt 60000 ] || { echo "carry/ is ${kb} KiB: over the 64 MiB a device call may carry" >&2; exit 1; }
+}
+
+run() {
+	local out=${OUT:-out/gpu}
+	mkdir -p "$out"
+	nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv,noheader 2>&1 | tee "$out/nvidia-smi.txt"
+	nvcc --version | tail -2
+	local t0=$SECONDS
+	cudalib/build-cuda.sh build/libssmk_cuda.so "${CUDA_ARCH:-90}" >"$out/build.log" 2>&1 || {
+		cat "$out/build.log"; echo "gpu.sh: the CUDA build failed"; exit 1; }
+	echo "built build/libssmk_cuda.so in $((SECONDS - t0)) s"
+	local pkgs=("$@")
+	[ ${#pkgs[@]} -gt 0 ] || pkgs=($(cd carry && ls *.test | sed 's/\.test$//'))
+	local rows=()
+	local fail=0
+	for pkg in "${pkgs[@]}"; do
+		local bin=carry/$pkg.test log=$out/$pkg.log
+		[ -x "$bin" ] || { echo "gpu.sh: no $bin (run scripts/gpu.sh build first)"; exit 1; }
+		local s=$SECONDS
+		(cd "$pkg" && SSMK_BACKEND=cuda "../$bin" -test.v -test.timeout=540s ${GPU_TEST_FLAGS:-}) >"$log" 2>&1
+		local rc=$?
+		[ $rc -eq 0 ] || fail=1
+		local pass nfail skip
+		pass=$(grep -c -- '^\s*--- PASS' "$log")
+		nfail=$(grep -c -- '^\s*--- FAIL' "$log")
+		skip=$(grep -c -- '^\s*--- SKIP' "$log")
+		rows+=("$(printf '%-10s %-4s %5d %5d %5d %6ds' "$pkg" "$([ $rc -eq 0 ] && echo ok || echo FAIL)" "$pass" "$nfail" "$skip" $((SECONDS - s)))")
+		grep -E -- '--- FAIL|^\s+[a-z_]+_test.go:[0-9]+: (library|selection|device|copy|largest)|^Benchmark|FAIL|panic' "$log" | head -60
+	done
+	echo
+	printf '%-10s %-4s %5s %5s %5s %7s\n' package rc pass fail skip time
+	printf '%s\n' "${rows[@]}"
+	return $fail
+}
+
+case "${1:-}" in
+build) shift; build "$@" ;;
+run) shift; run "$@" ;;
+*) sed -n '2,17p' "$0"; exit 2 ;;
+esac
