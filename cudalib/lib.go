@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"unsafe"
 
 	"github.com/ebitengine/purego"
 )
@@ -32,24 +33,29 @@ type Library struct {
 }
 
 // abi holds the library's functions, bound with purego.
+//
+// Every pointer parameter is an unsafe.Pointer, never a uintptr: purego
+// passes the arguments through reflection, and a pointer typed as such
+// makes its object escape to the heap, where it cannot move. A uintptr to a
+// stack variable would go stale if the stack grew during the call.
 type abi struct {
 	abiVersion           func() int32
 	backend              func() string
-	deviceName           func(buf *byte, n int32) int32
+	deviceName           func(buf unsafe.Pointer, n int32) int32
 	maxDstate            func() int32
 	capabilities         func(method, dtype, isComplex int32) uint32
 	setNumThreads        func(n int32) int32
 	lastError            func() string
-	discretize           func(method, dtype, isComplex int32, n int64, delta, a, abar, bcoef uintptr) int32
-	scanFwd              func(args uintptr) int32
-	planCreate           func(args uintptr, plan uintptr) int32
-	planCreateDiscretize func(method, dtype, isComplex int32, n int64, delta, a uintptr, plan uintptr) int32
+	discretize           func(method, dtype, isComplex int32, n int64, delta, a, abar, bcoef unsafe.Pointer) int32
+	scanFwd              func(args unsafe.Pointer) int32
+	planCreate           func(args, plan unsafe.Pointer) int32
+	planCreateDiscretize func(method, dtype, isComplex int32, n int64, delta, a, plan unsafe.Pointer) int32
 	planLaunch           func(plan uintptr) int32
 	planSync             func(plan uintptr) int32
-	planTime             func(plan uintptr, iters int32, ms uintptr) int32
-	planFetch            func(plan, out, lastState uintptr) int32
+	planTime             func(plan uintptr, iters int32, ms unsafe.Pointer) int32
+	planFetch            func(plan uintptr, out, lastState unsafe.Pointer) int32
 	planDestroy          func(plan uintptr)
-	copyBandwidth        func(bytes int64, iters int32, gbps uintptr) int32
+	copyBandwidth        func(bytes int64, iters int32, gbps unsafe.Pointer) int32
 }
 
 func (a *abi) symbols() map[string]any {
@@ -259,7 +265,7 @@ func (l *Library) MaxDstate() int { return l.maxDstate }
 // DeviceName returns ssmk_device_name(): "NVIDIA H200 (sm_90)", a CPU model.
 func (l *Library) DeviceName() (string, error) {
 	buf := make([]byte, 256)
-	err := l.call("ssmk_device_name", func() int32 { return l.fn.deviceName(&buf[0], int32(len(buf))) })
+	err := l.call("ssmk_device_name", func() int32 { return l.fn.deviceName(unsafe.Pointer(&buf[0]), int32(len(buf))) })
 	if err != nil {
 		return "", err
 	}

@@ -71,9 +71,9 @@ func (a Array) Bytes() []byte {
 	return nil
 }
 
-// pin pins the array's memory for a call and returns its address (0 when
+// pin pins the array's memory for a call and returns its address (nil when
 // absent or empty).
-func (a Array) pin(p *runtime.Pinner) uintptr {
+func (a Array) pin(p *runtime.Pinner) unsafe.Pointer {
 	var ptr unsafe.Pointer
 	switch {
 	case len(a.F64) > 0:
@@ -81,20 +81,21 @@ func (a Array) pin(p *runtime.Pinner) uintptr {
 	case len(a.F32) > 0:
 		ptr = unsafe.Pointer(&a.F32[0])
 	default:
-		return 0
+		return nil
 	}
 	p.Pin(ptr)
-	return uintptr(ptr)
+	return ptr
 }
 
 // scanArgs mirrors struct ssmk_scan_args: 11 int32 fields, 4 bytes of
 // padding (Go aligns the pointer that follows), 10 pointers: 128 bytes.
+// The pointers point into pinned heap slices.
 type scanArgs struct {
 	Batch, Dim, Seqlen, Dstate, NGroups int32
 	Method, DType, IsComplex            int32
 	IsVariableB, IsVariableC, Softplus  int32
-	U, Delta, A, B, C, D, Z, DeltaBias  uintptr
-	Out, LastState                      uintptr
+	U, Delta, A, B, C, D, Z, DeltaBias  unsafe.Pointer
+	Out, LastState                      unsafe.Pointer
 }
 
 // ScanBuffers are the host arrays of one scan call in the library's dtype:
@@ -181,7 +182,7 @@ func (l *Library) RunScan(b *ScanBuffers) error {
 	var pin runtime.Pinner
 	defer pin.Unpin()
 	a := b.args(&pin)
-	return l.call("ssmk_scan_fwd", func() int32 { return l.fn.scanFwd(uintptr(unsafe.Pointer(a))) })
+	return l.call("ssmk_scan_fwd", func() int32 { return l.fn.scanFwd(unsafe.Pointer(a)) })
 }
 
 // Scan runs the forward scan of p in dtype dt and returns the results
@@ -251,7 +252,7 @@ func (l *Library) CopyBandwidth(bytes int64, iters int) (float64, error) {
 	}
 	var gbps float64
 	err := l.call("ssmk_copy_bandwidth", func() int32 {
-		return l.fn.copyBandwidth(bytes, int32(iters), uintptr(unsafe.Pointer(&gbps)))
+		return l.fn.copyBandwidth(bytes, int32(iters), unsafe.Pointer(&gbps))
 	})
 	return gbps, err
 }
@@ -274,7 +275,7 @@ func (l *Library) NewPlan(b *ScanBuffers) (*Plan, error) {
 	a := b.args(&pin)
 	var h uintptr
 	err := l.call("ssmk_plan_create", func() int32 {
-		return l.fn.planCreate(uintptr(unsafe.Pointer(a)), uintptr(unsafe.Pointer(&h)))
+		return l.fn.planCreate(unsafe.Pointer(a), unsafe.Pointer(&h))
 	})
 	if err != nil {
 		return nil, err
@@ -293,7 +294,7 @@ func (l *Library) NewDiscretizePlan(m reference.Method, dt DType, isComplex bool
 	pd, pa := d.pin(&pin), aa.pin(&pin)
 	var h uintptr
 	err := l.call("ssmk_plan_create_discretize", func() int32 {
-		return l.fn.planCreateDiscretize(int32(m), int32(dt), b2i(isComplex), int64(len(delta)), pd, pa, uintptr(unsafe.Pointer(&h)))
+		return l.fn.planCreateDiscretize(int32(m), int32(dt), b2i(isComplex), int64(len(delta)), pd, pa, unsafe.Pointer(&h))
 	})
 	if err != nil {
 		return nil, err
@@ -344,7 +345,7 @@ func (p *Plan) Time(iters int) (float64, error) {
 	}
 	var ms float64
 	err := p.l.call("ssmk_plan_time", func() int32 {
-		return p.l.fn.planTime(p.h, int32(iters), uintptr(unsafe.Pointer(&ms)))
+		return p.l.fn.planTime(p.h, int32(iters), unsafe.Pointer(&ms))
 	})
 	return ms, err
 }

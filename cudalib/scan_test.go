@@ -227,19 +227,19 @@ func TestCValidation(t *testing.T) {
 		{"complex flag", func(a *scanArgs) { a.IsComplex = 7 }, "is_complex = 7"},
 		{"varB flag", func(a *scanArgs) { a.IsVariableB = -1 }, "is_variable_B = -1"},
 		{"softplus flag", func(a *scanArgs) { a.Softplus = 2 }, "delta_softplus = 2"},
-		{"u NULL", func(a *scanArgs) { a.U = 0 }, "u is NULL"},
-		{"delta NULL", func(a *scanArgs) { a.Delta = 0 }, "delta is NULL"},
-		{"A NULL", func(a *scanArgs) { a.A = 0 }, "A is NULL"},
-		{"B NULL", func(a *scanArgs) { a.B = 0 }, "B is NULL"},
-		{"C NULL", func(a *scanArgs) { a.C = 0 }, "C is NULL"},
-		{"out NULL", func(a *scanArgs) { a.Out = 0 }, "out is NULL"},
+		{"u NULL", func(a *scanArgs) { a.U = nil }, "u is NULL"},
+		{"delta NULL", func(a *scanArgs) { a.Delta = nil }, "delta is NULL"},
+		{"A NULL", func(a *scanArgs) { a.A = nil }, "A is NULL"},
+		{"B NULL", func(a *scanArgs) { a.B = nil }, "B is NULL"},
+		{"C NULL", func(a *scanArgs) { a.C = nil }, "C is NULL"},
+		{"out NULL", func(a *scanArgs) { a.Out = nil }, "out is NULL"},
 		{"huge", func(a *scanArgs) { a.Batch, a.Dim, a.Seqlen = 1<<30, 1<<30, 1<<30 }, "too large"},
 	} {
 		var pin runtime.Pinner
 		a := good.args(&pin)
 		tc.edit(a)
 		before := append([]float32(nil), good.Out.F32...)
-		err := l.call("ssmk_scan_fwd", func() int32 { return l.fn.scanFwd(uintptr(unsafe.Pointer(a))) })
+		err := l.call("ssmk_scan_fwd", func() int32 { return l.fn.scanFwd(unsafe.Pointer(a)) })
 		pin.Unpin()
 		require.Error(t, err, tc.name)
 		assert.ErrorIs(t, err, EInval, tc.name)
@@ -251,22 +251,22 @@ func TestCValidation(t *testing.T) {
 		a = good.args(&pin)
 		tc.edit(a)
 		var h uintptr
-		err = l.call("ssmk_plan_create", func() int32 { return l.fn.planCreate(uintptr(unsafe.Pointer(a)), uintptr(unsafe.Pointer(&h))) })
+		err = l.call("ssmk_plan_create", func() int32 { return l.fn.planCreate(unsafe.Pointer(a), unsafe.Pointer(&h)) })
 		pin.Unpin()
 		assert.ErrorIs(t, err, EInval, tc.name)
 		assert.Zero(t, h, "%s: no plan on failure", tc.name)
 	}
-	err = l.call("ssmk_scan_fwd", func() int32 { return l.fn.scanFwd(0) })
+	err = l.call("ssmk_scan_fwd", func() int32 { return l.fn.scanFwd(nil) })
 	assert.ErrorContains(t, err, "args is NULL")
-	err = l.call("ssmk_plan_create", func() int32 { return l.fn.planCreate(0, 0) })
+	err = l.call("ssmk_plan_create", func() int32 { return l.fn.planCreate(nil, nil) })
 	assert.ErrorContains(t, err, "plan is NULL")
 
 	x := []float32{1, 2}
-	px := uintptr(unsafe.Pointer(&x[0]))
+	px := unsafe.Pointer(&x[0])
 	for _, tc := range []struct {
 		m, dt, c int32
 		n        int64
-		d, a     uintptr
+		d, a     unsafe.Pointer
 		want     string
 	}{
 		{0, 0, 0, 0, px, px, "n = 0"},
@@ -274,29 +274,29 @@ func TestCValidation(t *testing.T) {
 		{9, 0, 0, 1, px, px, "method = 9"},
 		{0, 3, 0, 1, px, px, "dtype = 3"},
 		{0, 0, 5, 1, px, px, "is_complex = 5"},
-		{0, 0, 0, 1, 0, px, "delta is NULL"},
-		{0, 0, 0, 1, px, 0, "A is NULL"},
+		{0, 0, 0, 1, nil, px, "delta is NULL"},
+		{0, 0, 0, 1, px, nil, "A is NULL"},
 	} {
 		err := l.call("ssmk_discretize", func() int32 { return l.fn.discretize(tc.m, tc.dt, tc.c, tc.n, tc.d, tc.a, px, px) })
 		assert.ErrorIs(t, err, EInval)
 		assert.ErrorContains(t, err, tc.want)
 	}
-	err = l.call("ssmk_discretize", func() int32 { return l.fn.discretize(0, 0, 0, 1, px, px, 0, px) })
+	err = l.call("ssmk_discretize", func() int32 { return l.fn.discretize(0, 0, 0, 1, px, px, nil, px) })
 	assert.ErrorContains(t, err, "Abar is NULL")
 	err = l.call("ssmk_device_name", func() int32 { return l.fn.deviceName(nil, 10) })
 	assert.ErrorContains(t, err, "buf is NULL")
 	buf := []byte("xxxx")
-	err = l.call("ssmk_device_name", func() int32 { return l.fn.deviceName(&buf[0], 0) })
+	err = l.call("ssmk_device_name", func() int32 { return l.fn.deviceName(unsafe.Pointer(&buf[0]), 0) })
 	assert.ErrorContains(t, err, "len = 0")
 	// Truncated to len, NUL-terminated, nothing past it written.
 	buf = []byte("xxxxxxxx")
-	require.NoError(t, l.call("ssmk_device_name", func() int32 { return l.fn.deviceName(&buf[0], 4) }))
+	require.NoError(t, l.call("ssmk_device_name", func() int32 { return l.fn.deviceName(unsafe.Pointer(&buf[0]), 4) }))
 	assert.Equal(t, byte(0), buf[3])
 	assert.Equal(t, "xxxx", string(buf[4:]))
 	for _, fn := range []func() int32{
 		func() int32 { return l.fn.planLaunch(0) }, func() int32 { return l.fn.planSync(0) },
-		func() int32 { return l.fn.planTime(0, 1, 0) }, func() int32 { return l.fn.planFetch(0, 0, 0) },
-		func() int32 { return l.fn.copyBandwidth(-1, 1, 0) },
+		func() int32 { return l.fn.planTime(0, 1, nil) }, func() int32 { return l.fn.planFetch(0, nil, nil) },
+		func() int32 { return l.fn.copyBandwidth(-1, 1, nil) },
 	} {
 		assert.ErrorIs(t, l.call("plan", fn), EInval)
 	}
@@ -391,7 +391,7 @@ func TestConcurrentCalls(t *testing.T) {
 				// A distinct bad n per goroutine: the message must be ours.
 				n := int64(-g*100 - i)
 				x := []float64{1}
-				px := uintptr(unsafe.Pointer(&x[0]))
+				px := unsafe.Pointer(&x[0])
 				err := l.call("ssmk_discretize", func() int32 { return l.fn.discretize(0, 1, 0, n, px, px, px, px) })
 				if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("n = %d:", n)) {
 					errs <- fmt.Errorf("goroutine %d: error %v, want one naming n = %d", g, err, n)
@@ -445,5 +445,40 @@ func BenchmarkScanKernelCPU(b *testing.B) {
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/updates, "ns/update")
 		})
+	}
+}
+
+// grow recurses with a large frame so that the goroutine's stack must be
+// copied, then runs f at the bottom.
+func grow(depth int, f func()) {
+	var pad [1024]byte
+	pad[depth%len(pad)] = byte(depth)
+	if depth == 0 {
+		f()
+		return
+	}
+	grow(depth-1, f)
+	_ = pad[0]
+}
+
+// Out-parameters written by C (the plan handle, timings) must survive a
+// stack copy during the call: the binding passes them as pointers, which
+// puts them on the heap. Passed as uintptr, a stack variable's address goes
+// stale when purego's reflection grows the stack (seen on the H200 as
+// "Time on a closed plan").
+func TestOutParamsSurviveStackGrowth(t *testing.T) {
+	l := open(t)
+	p := gen.New(gen.MambaBlock(reference.ZOH, 1, 2, 8, 4), 1)
+	b, err := l.NewScanBuffers(p, F32)
+	require.NoError(t, err)
+	for i := 0; i < 20; i++ {
+		var plan *Plan
+		grow(i*7, func() { plan, err = l.NewPlan(b) })
+		require.NoError(t, err)
+		var ms float64
+		grow(i*5, func() { ms, err = plan.Time(1) })
+		require.NoError(t, err)
+		assert.Greater(t, ms, 0.0)
+		plan.Close()
 	}
 }

@@ -4,10 +4,13 @@
  * The scan kernel: each (batch, dim) row is handled by LPR lanes of one warp
  * (LPR = dstate rounded up to a power of two, at most 32), each lane holding
  * NPT states (n = lane + k·LPR) in registers across the whole time loop.
- * Per time step a lane computes dt once (bias, softplus), then Ā and g of its
- * states with the shared method arithmetic (ssmk_methods.h), updates them,
- * and the row's lanes sum C·h with xor shuffles; lane 0 applies D and the
- * gate and writes y. One launch per scan, any seqlen, dstate up to 256.
+ * Time runs in chunks of 8 steps: all of a chunk's loads (u, Δ, and each
+ * state's 8 contiguous B and C values) are issued before its arithmetic;
+ * dt (bias, softplus) is computed once per step per row and shared by
+ * shuffle; Ā and g come from the shared method arithmetic (ssmk_methods.h);
+ * the row's lanes sum C·h with xor shuffles and lane j applies D and the
+ * gate to step j and writes it (coalesced). One launch per scan, any seqlen,
+ * dstate up to 256. bench/NOTES.md records the variants and their timings.
  *
  * Every CUDA call and launch is checked; failures become SSMK_EDEVICE (or
  * SSMK_ENODEVICE when there is no usable GPU) with the runtime's message.
@@ -67,6 +70,10 @@ struct ScanParams {
     void *out, *last_state;
 };
 
+/* Time steps per chunk: a chunk's loads are all issued before its
+ * arithmetic, so memory latency overlaps instead of stalling every step. */
+constexpr int kChunk = 8;
+
 template <typename T, bool CPLX, int NPT>
 __global__ void __launch_bounds__(kBlock) scan_kernel(const ScanParams p) {
     typedef typename std::conditional<CPLX, cplx<T>, T>::type V;
@@ -74,6 +81,7 @@ __global__ void __launch_bounds__(kBlock) scan_kernel(const ScanParams p) {
     const long long gtid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     long long row = gtid >> p.lpr_log2;
     const int lane = (int)(gtid & (lpr - 1));
+    const int row_lane0 = (int)(threadIdx.x & 31) & ~(lpr - 1); /* warp lane of this row's lane 0 */
     const bool valid = row < p.rows;
     if (!valid) row = p.rows - 1; /* keep the whole warp in the shuffles; write nothing */
     const int L = p.seqlen, N = p.dstate;
@@ -104,31 +112,76 @@ __global__ void __launch_bounds__(kBlock) scan_kernel(const ScanParams p) {
         }
     }
 
-    for (int t = 0; t < L; t++) {
-        const T dt = step_dt(delta[t], (const T *)p.delta_bias, d, p.softplus);
-        const T uu = u[t];
-        T acc = T(0);
+    for (int t0 = 0; t0 < L; t0 += kChunk) {
+        const int steps = L - t0 < kChunk ? L - t0 : kChunk;
+        /* dt and u of the chunk. With 8 or more lanes per row, lane i
+         * computes dt of step t0+i once (bias, softplus) and the row shares
+         * it by shuffle; with fewer, each lane computes all eight. */
+        T dt[kChunk], uu[kChunk];
+        if (lpr >= kChunk) {
+            const int i = lane & (kChunk - 1);
+            const T mine = i < steps ? step_dt(delta[t0 + i], (const T *)p.delta_bias, d, p.softplus) : T(0);
+#pragma unroll
+            for (int j = 0; j < kChunk; j++) dt[j] = __shfl_sync(0xffffffffu, mine, row_lane0 + j);
+        } else {
+#pragma unroll
+            for (int j = 0; j < kChunk; j++)
+                dt[j] = j < steps ? step_dt(delta[t0 + j], (const T *)p.delta_bias, d, p.softplus) : T(0);
+        }
+#pragma unroll
+        for (int j = 0; j < kChunk; j++) uu[j] = j < steps ? u[t0 + j] : T(0);
+
+        T acc[kChunk];
+#pragma unroll
+        for (int j = 0; j < kChunk; j++) acc[j] = T(0);
 #pragma unroll
         for (int k = 0; k < NPT; k++) {
             if (!on[k]) continue;
             const int n = lane + k * lpr;
-            const V bv = Bb[n * bns + t * bts], cv = Cb[n * cns + t * cts];
-            if constexpr (CPLX) {
-                cplx<T> ab, g;
-                method_complex(p.method, cscale(a[k], dt), ab, g);
-                h[k] = cadd(cmul(ab, h[k]), cscale(cmul(cscale(g, dt), bv), uu));
-                acc += c_times_h(cv, h[k]).re;
-            } else {
-                T ab, g;
-                method_real(p.method, dt * a[k], ab, g);
-                h[k] = ab * h[k] + (dt * g) * bv * uu;
-                acc += cv * h[k];
+            const V *bp = Bb + n * bns + (long long)t0 * bts, *cp = Cb + n * cns + (long long)t0 * cts;
+            V bv[kChunk], cv[kChunk];
+#pragma unroll
+            for (int j = 0; j < kChunk; j++) {
+                const bool in = j < steps;
+                if constexpr (CPLX) {
+                    bv[j] = in ? bp[j * bts] : cmake(T(0), T(0));
+                    cv[j] = in ? cp[j * cts] : cmake(T(0), T(0));
+                } else {
+                    bv[j] = in ? bp[j * bts] : T(0);
+                    cv[j] = in ? cp[j * cts] : T(0);
+                }
+            }
+#pragma unroll
+            for (int j = 0; j < kChunk; j++) {
+                if (j >= steps) break;
+                if constexpr (CPLX) {
+                    cplx<T> ab, g;
+                    method_complex(p.method, cscale(a[k], dt[j]), ab, g);
+                    h[k] = cadd(cmul(ab, h[k]), cscale(cmul(cscale(g, dt[j]), bv[j]), uu[j]));
+                    acc[j] += c_times_h(cv[j], h[k]).re;
+                } else {
+                    T ab, g;
+                    method_real(p.method, dt[j] * a[k], ab, g);
+                    h[k] = ab * h[k] + (dt[j] * g) * bv[j] * uu[j];
+                    acc[j] += cv[j] * h[k];
+                }
             }
         }
-        for (int off = lpr >> 1; off > 0; off >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, off);
-        if (lane == 0 && valid) {
-            const T y = CPLX ? complex_output(acc) : acc;
-            ((T *)p.out)[row * L + t] = finish_output(y, uu, (const T *)p.D, (const T *)p.z, d, row * L + t);
+        /* Sum over the row's lanes; then lane j writes step t0+j (all of
+         * them from lane 0 when the row has fewer than 8 lanes). */
+#pragma unroll
+        for (int j = 0; j < kChunk; j++)
+            for (int off = lpr >> 1; off > 0; off >>= 1) acc[j] += __shfl_xor_sync(0xffffffffu, acc[j], off);
+        if (valid) {
+#pragma unroll
+            for (int j = 0; j < kChunk; j++) {
+                const bool mine = lpr >= kChunk ? lane == j : lane == 0;
+                if (mine && j < steps) {
+                    const T y = CPLX ? complex_output(acc[j]) : acc[j];
+                    const long long i = row * L + t0 + j;
+                    ((T *)p.out)[i] = finish_output(y, uu[j], (const T *)p.D, (const T *)p.z, d, i);
+                }
+            }
         }
     }
     if (valid && p.last_state) {
