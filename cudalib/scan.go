@@ -213,12 +213,12 @@ func checkDiscretize(m reference.Method, dt DType, isComplex bool, delta, a []fl
 	if len(delta) == 0 {
 		return fmt.Errorf("cudalib: len(delta) = 0, want ≥ 1")
 	}
-	want := len(delta)
+	want, layout := len(delta), "len(delta)"
 	if isComplex {
-		want *= 2
+		want, layout = 2*len(delta), "2·len(delta), complex interleaved"
 	}
 	if len(a) != want {
-		return fmt.Errorf("cudalib: len(A) = %d, want %d (len(delta)%s)", len(a), want, map[bool]string{true: "×2, complex interleaved", false: ""}[isComplex])
+		return fmt.Errorf("cudalib: len(A) = %d, want %d (%s)", len(a), want, layout)
 	}
 	return nil
 }
