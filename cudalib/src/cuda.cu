@@ -74,7 +74,8 @@ struct ScanParams {
  * arithmetic, so memory latency overlaps instead of stalling every step. */
 constexpr int kChunk = 8;
 
-template <typename T, bool CPLX, int NPT>
+/* M: the method for real A (compile time); complex kernels take p.method. */
+template <typename T, bool CPLX, int NPT, int M>
 __global__ void __launch_bounds__(kBlock) scan_kernel(const ScanParams p) {
     typedef typename std::conditional<CPLX, cplx<T>, T>::type V;
     const int lpr = 1 << p.lpr_log2;
@@ -161,7 +162,7 @@ __global__ void __launch_bounds__(kBlock) scan_kernel(const ScanParams p) {
                     acc[j] += c_times_h(cv[j], h[k]).re;
                 } else {
                     T ab, g;
-                    method_real(p.method, dt[j] * a[k], ab, g);
+                    method_real_m<M>(dt[j] * a[k], ab, g);
                     h[k] = ab * h[k] + (dt[j] * g) * bv[j] * uu[j];
                     acc[j] += cv[j] * h[k];
                 }
@@ -212,21 +213,43 @@ __global__ void discretize_kernel(int method, long long n, const T *delta, const
 
 /* ---- launchers ---- */
 
-template <typename T, bool CPLX>
-void launch_scan_t(const ScanParams &p, int npt, dim3 grid, cudaStream_t s) {
+template <typename T, bool CPLX, int M>
+void launch_scan_m(const ScanParams &p, int npt, dim3 grid, cudaStream_t s) {
     switch (npt) {
     case 1:
-        scan_kernel<T, CPLX, 1><<<grid, kBlock, 0, s>>>(p);
+        scan_kernel<T, CPLX, 1, M><<<grid, kBlock, 0, s>>>(p);
         break;
     case 2:
-        scan_kernel<T, CPLX, 2><<<grid, kBlock, 0, s>>>(p);
+        scan_kernel<T, CPLX, 2, M><<<grid, kBlock, 0, s>>>(p);
         break;
     case 4:
-        scan_kernel<T, CPLX, 4><<<grid, kBlock, 0, s>>>(p);
+        scan_kernel<T, CPLX, 4, M><<<grid, kBlock, 0, s>>>(p);
         break;
     default:
-        scan_kernel<T, CPLX, 8><<<grid, kBlock, 0, s>>>(p);
+        scan_kernel<T, CPLX, 8, M><<<grid, kBlock, 0, s>>>(p);
         break;
+    }
+}
+
+template <typename T, bool CPLX>
+void launch_scan_t(const ScanParams &p, int npt, dim3 grid, cudaStream_t s) {
+    if constexpr (CPLX) {
+        launch_scan_m<T, CPLX, -1>(p, npt, grid, s);
+        return;
+    }
+    switch (p.method) {
+    case ZOH:
+        return launch_scan_m<T, CPLX, ZOH>(p, npt, grid, s);
+    case FOH:
+        return launch_scan_m<T, CPLX, FOH>(p, npt, grid, s);
+    case BILINEAR:
+        return launch_scan_m<T, CPLX, BILINEAR>(p, npt, grid, s);
+    case POLY:
+        return launch_scan_m<T, CPLX, POLY>(p, npt, grid, s);
+    case HIGHORDER:
+        return launch_scan_m<T, CPLX, HIGHORDER>(p, npt, grid, s);
+    default:
+        return launch_scan_m<T, CPLX, RK4>(p, npt, grid, s);
     }
 }
 

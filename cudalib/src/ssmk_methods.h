@@ -126,19 +126,19 @@ SSMK_HD cplx<T> cphi1(cplx<T> z) {
 
 /* ---- the method table ---- */
 
-/* (Ā, g) of method m at real x. */
-template <typename T>
-SSMK_HD void method_real(int m, T x, T &abar, T &g) {
-    switch (m) {
-    case ZOH:
+/* (Ā, g) of method M at real x, M known at compile time: the GPU kernels
+ * are instantiated per method so that each chunk of time steps is
+ * straight-line code (a runtime switch inside the unrolled loop compiled
+ * into a jump table per step and serialised the schedule). */
+template <int M, typename T>
+SSMK_HD void method_real_m(T x, T &abar, T &g) {
+    if constexpr (M == ZOH) {
         abar = sexp(x);
         g = T(1);
-        return;
-    case FOH:
+    } else if constexpr (M == FOH) {
         abar = sexp(x);
         g = phi1(x);
-        return;
-    case BILINEAR: {
+    } else if constexpr (M == BILINEAR) {
         T half = x * T(0.5);
 #if SSMK_MUTANT == 1
         /* the sign-flipped formula of the original notes: pole at x = −2 */
@@ -149,30 +149,46 @@ SSMK_HD void method_real(int m, T x, T &abar, T &g) {
         abar = (T(1) + half) / den;
 #endif
         g = T(1) / den;
-        return;
-    }
-    case POLY:
+    } else if constexpr (M == POLY) {
         abar = sexp(x);
 #if SSMK_MUTANT == 5
         g = T(1) + x * T(0.5); /* the x²/6 term dropped */
 #else
         g = T(1) + x * (T(0.5) + x * T(1.0 / 6.0));
 #endif
-        return;
-    case HIGHORDER:
+    } else if constexpr (M == HIGHORDER) {
         abar = sexp(x);
         g = T(1) + x * T(0.5);
-        return;
-    case RK4:
+    } else if constexpr (M == RK4) {
         abar = sexp(x);
 #if SSMK_MUTANT == 2
         g = T(1) + x * (T(0.5) + x * (T(1.0 / 6.0) + x * T(1.0 / 12.0))); /* x³/24 lost a factor 2 */
 #else
         g = T(1) + x * (T(0.5) + x * (T(1.0 / 6.0) + x * T(1.0 / 24.0)));
 #endif
-        return;
-    default:
+    } else {
         abar = g = T(NAN);
+    }
+}
+
+/* (Ā, g) of method m at real x, m known at run time. */
+template <typename T>
+SSMK_HD void method_real(int m, T x, T &abar, T &g) {
+    switch (m) {
+    case ZOH:
+        return method_real_m<ZOH>(x, abar, g);
+    case FOH:
+        return method_real_m<FOH>(x, abar, g);
+    case BILINEAR:
+        return method_real_m<BILINEAR>(x, abar, g);
+    case POLY:
+        return method_real_m<POLY>(x, abar, g);
+    case HIGHORDER:
+        return method_real_m<HIGHORDER>(x, abar, g);
+    case RK4:
+        return method_real_m<RK4>(x, abar, g);
+    default:
+        return method_real_m<-1>(x, abar, g);
     }
 }
 
