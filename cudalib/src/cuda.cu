@@ -233,23 +233,25 @@ void launch_scan_m(const ScanParams &p, int npt, dim3 grid, cudaStream_t s) {
 
 template <typename T, bool CPLX>
 void launch_scan_t(const ScanParams &p, int npt, dim3 grid, cudaStream_t s) {
+    /* The switch sits in the else branch so that complex kernels are not
+     * instantiated once per method (code after an if-constexpr return is). */
     if constexpr (CPLX) {
         launch_scan_m<T, CPLX, -1>(p, npt, grid, s);
-        return;
-    }
-    switch (p.method) {
-    case ZOH:
-        return launch_scan_m<T, CPLX, ZOH>(p, npt, grid, s);
-    case FOH:
-        return launch_scan_m<T, CPLX, FOH>(p, npt, grid, s);
-    case BILINEAR:
-        return launch_scan_m<T, CPLX, BILINEAR>(p, npt, grid, s);
-    case POLY:
-        return launch_scan_m<T, CPLX, POLY>(p, npt, grid, s);
-    case HIGHORDER:
-        return launch_scan_m<T, CPLX, HIGHORDER>(p, npt, grid, s);
-    default:
-        return launch_scan_m<T, CPLX, RK4>(p, npt, grid, s);
+    } else {
+        switch (p.method) {
+        case ZOH:
+            return launch_scan_m<T, CPLX, ZOH>(p, npt, grid, s);
+        case FOH:
+            return launch_scan_m<T, CPLX, FOH>(p, npt, grid, s);
+        case BILINEAR:
+            return launch_scan_m<T, CPLX, BILINEAR>(p, npt, grid, s);
+        case POLY:
+            return launch_scan_m<T, CPLX, POLY>(p, npt, grid, s);
+        case HIGHORDER:
+            return launch_scan_m<T, CPLX, HIGHORDER>(p, npt, grid, s);
+        default:
+            return launch_scan_m<T, CPLX, RK4>(p, npt, grid, s);
+        }
     }
 }
 
