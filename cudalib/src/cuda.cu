@@ -446,9 +446,7 @@ SSMK_API int32_t ssmk_device_name(char *buf, int32_t len) {
 SSMK_API int32_t ssmk_max_dstate(void) { return SSMK_MAX_DSTATE; }
 
 SSMK_API uint32_t ssmk_capabilities(int32_t method, int32_t dtype, int32_t is_complex) {
-    if (method < 0 || method > 5 || (dtype != SSMK_F32 && dtype != SSMK_F64) || (is_complex != 0 && is_complex != 1))
-        return 0;
-    return SSMK_CAP_SUPPORTED;
+    return native_capabilities(method, dtype, is_complex);
 }
 
 /* The CUDA build uses one host thread: the value is recorded and returned,
@@ -521,12 +519,11 @@ SSMK_API int32_t ssmk_plan_sync(ssmk_plan *p) {
 }
 
 SSMK_API int32_t ssmk_plan_time(ssmk_plan *p, int32_t iters, double *ms_total) {
-    if (!p) return fail(SSMK_EINVAL, "plan is NULL");
-    if (iters < 1) return fail(SSMK_EINVAL, "iters = %d: want >= 1", iters);
-    if (!ms_total) return fail(SSMK_EINVAL, "ms_total is NULL");
+    int32_t st = validate_plan_time(p, iters, ms_total);
+    if (st) return st;
     CU(cudaEventRecord(p->ev0, p->stream));
     for (int32_t i = 0; i < iters; i++) {
-        int32_t st = launch(p);
+        st = launch(p);
         if (st) return st;
     }
     p->launched = true;

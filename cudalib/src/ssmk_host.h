@@ -50,6 +50,21 @@ inline int32_t check_common(int32_t method, int32_t dtype, int32_t is_complex) {
     return SSMK_OK;
 }
 
+/* The capabilities of a library that runs every method natively in both
+ * dtypes, real and complex (both of this project's backends). */
+inline uint32_t native_capabilities(int32_t method, int32_t dtype, int32_t is_complex) {
+    if (method < 0 || method > 5 || (dtype != SSMK_F32 && dtype != SSMK_F64) || (is_complex != 0 && is_complex != 1))
+        return 0;
+    return SSMK_CAP_SUPPORTED;
+}
+
+inline int32_t validate_plan_time(const void *plan, int32_t iters, const double *ms_total) {
+    if (!plan) return fail(SSMK_EINVAL, "plan is NULL");
+    if (iters < 1) return fail(SSMK_EINVAL, "iters = %d: want >= 1", iters);
+    if (!ms_total) return fail(SSMK_EINVAL, "ms_total is NULL");
+    return SSMK_OK;
+}
+
 inline int32_t validate_discretize(int32_t method, int32_t dtype, int32_t is_complex, int64_t n, const void *delta,
                                    const void *A, const void *abar, const void *bcoef) {
     int32_t st = check_common(method, dtype, is_complex);
