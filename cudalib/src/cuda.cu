@@ -168,19 +168,45 @@ __global__ void __launch_bounds__(kBlock) scan_kernel(const ScanParams p) {
                 }
             }
         }
-        /* Sum over the row's lanes; then lane j writes step t0+j (all of
-         * them from lane 0 when the row has fewer than 8 lanes). */
+        if (lpr >= kChunk) {
+            /* Reduce-scatter over the row: recursive halving across lane bits
+             * 4, 2, 1 leaves in lane j (mod 8) the 8-lane sum of step t0+j (7
+             * shuffles instead of 8 full reductions), then the groups of 8
+             * lanes add up. Every lane then finishes one step — no
+             * divergence — and lanes 0…7 of the row store 8 consecutive outputs. */
+            const int jl = lane & (kChunk - 1);
+            T v4[4], v2[2];
+            const bool b4 = jl & 4, b2 = jl & 2, b1 = jl & 1;
 #pragma unroll
-        for (int j = 0; j < kChunk; j++)
-            for (int off = lpr >> 1; off > 0; off >>= 1) acc[j] += __shfl_xor_sync(0xffffffffu, acc[j], off);
-        if (valid) {
+            for (int i = 0; i < 4; i++)
+                v4[i] = (b4 ? acc[i + 4] : acc[i]) + __shfl_xor_sync(0xffffffffu, b4 ? acc[i] : acc[i + 4], 4);
 #pragma unroll
-            for (int j = 0; j < kChunk; j++) {
-                const bool mine = lpr >= kChunk ? lane == j : lane == 0;
-                if (mine && j < steps) {
-                    const T y = CPLX ? complex_output(acc[j]) : acc[j];
-                    const long long i = row * L + t0 + j;
-                    ((T *)p.out)[i] = finish_output(y, uu[j], (const T *)p.D, (const T *)p.z, d, i);
+            for (int i = 0; i < 2; i++)
+                v2[i] = (b2 ? v4[i + 2] : v4[i]) + __shfl_xor_sync(0xffffffffu, b2 ? v4[i] : v4[i + 2], 2);
+            T sum = (b1 ? v2[1] : v2[0]) + __shfl_xor_sync(0xffffffffu, b1 ? v2[0] : v2[1], 1);
+            for (int off = kChunk; off < lpr; off <<= 1) sum += __shfl_xor_sync(0xffffffffu, sum, off);
+            T uj = uu[0];
+#pragma unroll
+            for (int j = 1; j < kChunk; j++)
+                if (jl == j) uj = uu[j];
+            if (valid && lane < kChunk && jl < steps) {
+                const T y = CPLX ? complex_output(sum) : sum;
+                const long long i = row * L + t0 + jl;
+                ((T *)p.out)[i] = finish_output(y, uj, (const T *)p.D, (const T *)p.z, d, i);
+            }
+        } else {
+            /* Fewer than 8 lanes per row: full sums, lane 0 writes the chunk. */
+#pragma unroll
+            for (int j = 0; j < kChunk; j++)
+                for (int off = lpr >> 1; off > 0; off >>= 1) acc[j] += __shfl_xor_sync(0xffffffffu, acc[j], off);
+            if (valid && lane == 0) {
+#pragma unroll
+                for (int j = 0; j < kChunk; j++) {
+                    if (j < steps) {
+                        const T y = CPLX ? complex_output(acc[j]) : acc[j];
+                        const long long i = row * L + t0 + j;
+                        ((T *)p.out)[i] = finish_output(y, uu[j], (const T *)p.D, (const T *)p.z, d, i);
+                    }
                 }
             }
         }
