@@ -292,8 +292,14 @@ int32_t launch_scan(const ssmk_scan_args &a, cudaStream_t s) {
     p.is_variable_B = a.is_variable_B;
     p.is_variable_C = a.is_variable_C;
     p.softplus = a.delta_softplus;
+    /* Lanes per row: dstate rounded up to a power of two, halved while that
+     * keeps at least 8 lanes (the reduce-scatter's width), at most 32. Two
+     * states per lane halve the per-chunk work (dt, gate, reduction, loads)
+     * per state and give each thread two independent recurrences. */
     int lpr_log2 = 0;
-    while ((1 << lpr_log2) < a.dstate && lpr_log2 < 5) lpr_log2++;
+    while ((1 << lpr_log2) < a.dstate && lpr_log2 < 6) lpr_log2++;
+    if (lpr_log2 > 3) lpr_log2--;
+    if (lpr_log2 > 5) lpr_log2 = 5;
     p.lpr_log2 = lpr_log2;
     const int lpr = 1 << lpr_log2;
     int npt = (a.dstate + lpr - 1) / lpr;

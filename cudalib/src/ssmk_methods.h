@@ -12,7 +12,8 @@
  *   - φ1(x) = expm1(x)/x with the guard φ1(0) = 1; for complex z = a + ib,
  *     e^z − 1 = (expm1(a)·cos b − 2·sin²(b/2)) + i·e^a·sin b, which does not
  *     cancel near 0.
- *   - the polynomials by Horner's rule; complex division by Smith's
+ *   - the polynomials by Horner's rule; bilinear with one division
+ *     (g = 1/(1 − x/2), Ā = (1 + x/2)·g); complex division by Smith's
  *     algorithm (no overflow of |d|² for large |x|).
  *
  * Mutation testing (make mutants) compiles this file with -DSSMK_MUTANT=k to
@@ -139,16 +140,17 @@ SSMK_HD void method_real_m(T x, T &abar, T &g) {
         abar = sexp(x);
         g = phi1(x);
     } else if constexpr (M == BILINEAR) {
+        /* One division: g = 1/(1 − x/2), then Ā = (1 + x/2)·g (one more
+         * rounding than a quotient, inside the error model's bound). */
         T half = x * T(0.5);
 #if SSMK_MUTANT == 1
         /* the sign-flipped formula of the original notes: pole at x = −2 */
-        T den = T(1) + half;
-        abar = (T(1) - half) / den;
+        g = T(1) / (T(1) + half);
+        abar = (T(1) - half) * g;
 #else
-        T den = T(1) - half;
-        abar = (T(1) + half) / den;
+        g = T(1) / (T(1) - half);
+        abar = (T(1) + half) * g;
 #endif
-        g = T(1) / den;
     } else if constexpr (M == POLY) {
         abar = sexp(x);
 #if SSMK_MUTANT == 5
