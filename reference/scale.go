@@ -226,3 +226,17 @@ func boolf(b bool) float64 {
 	}
 	return 0
 }
+
+// DiscretizeScale returns the error scales of ssmk_discretize's two outputs
+// at (Δ, a): Ā and Bcoef = Δ·g, in units of u, by the same model as
+// ErrorScale (x = Δ·a carries |x|·u, Ā and g propagate it through their
+// derivatives and add their evaluation error, the product Δ·g one more u).
+// For complex a compare with the modulus of the error.
+func DiscretizeScale(m Method, delta float64, a complex128, isComplex bool) (sAbar, sBcoef float64) {
+	x := complex(delta, 0) * a
+	cb := boundCoef(m, x, isComplex)
+	sx := cmplx.Abs(x) * (1 + boolf(isComplex))
+	sAbar = cb.dabar*sx + cb.evalA
+	sBcoef = math.Abs(delta)*(cb.dg*sx+cb.evalG) + math.Abs(delta)*cb.g
+	return sAbar, sBcoef
+}

@@ -13,7 +13,7 @@
  *     e^z − 1 = (expm1(a)·cos b − 2·sin²(b/2)) + i·e^a·sin b, which does not
  *     cancel near 0.
  *   - the polynomials by Horner's rule; bilinear with one division
- *     (g = 1/(1 − x/2), Ā = (1 + x/2)·g); complex division by Smith's
+ *     (g = 1/(1 − x/2), Ā = 2g − 1); complex division by Smith's
  *     algorithm (no overflow of |d|² for large |x|).
  *
  * Mutation testing (make mutants) compiles this file with -DSSMK_MUTANT=k to
@@ -140,17 +140,20 @@ SSMK_HD void method_real_m(T x, T &abar, T &g) {
         abar = sexp(x);
         g = phi1(x);
     } else if constexpr (M == BILINEAR) {
-        /* One division: g = 1/(1 − x/2), then Ā = (1 + x/2)·g (one more
-         * rounding than a quotient, inside the error model's bound). */
+        /* One division: g = 1/(1 − x/2) and Ā = (1 + x/2)/(1 − x/2) = 2g − 1.
+         * For x ≤ 0, 0 ≤ g ≤ 1, so the computed Ā stays in [−1, 1] (2g is
+         * exact): stable for every Δ, where (1 + x/2)·g can round to 1 + ulp.
+         * Near Ā = 0 (x ≈ −2) the subtraction costs an absolute u, which the
+         * error model allows. */
         T half = x * T(0.5);
 #if SSMK_MUTANT == 1
         /* the sign-flipped formula of the original notes: pole at x = −2 */
         g = T(1) / (T(1) + half);
-        abar = (T(1) - half) * g;
 #else
         g = T(1) / (T(1) - half);
-        abar = (T(1) + half) * g;
 #endif
+        /* At x = ±∞ the ABI's quotient is ∞/∞ = NaN; 2g − 1 would say −1. */
+        abar = isinf(x) ? T(NAN) : T(2) * g - T(1);
     } else if constexpr (M == POLY) {
         abar = sexp(x);
 #if SSMK_MUTANT == 5

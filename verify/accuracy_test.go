@@ -1,0 +1,86 @@
+package verify
+
+import (
+	"errors"
+	"testing"
+
+	"pgregory.net/rapid"
+
+	"ssmverify/cudalib"
+	"ssmverify/gen"
+	"ssmverify/reference"
+)
+
+// accuracyLimits are the shapes of the accuracy properties: batch 1–3, dim
+// 1–64 with groups dividing it, seqlen 1–300 (any length, not only
+// multiples of a chunk), dstate 1–64 and, now and then, the library's
+// maximum.
+func accuracyLimits(d gen.Dist) gen.Limits {
+	return gen.Limits{MaxBatch: 3, MaxDim: 64, MaxSeqlen: 300, MaxDstate: 64,
+		ExtraDstate: []int{lib.MaxDstate()}, Dists: []gen.Dist{d}}
+}
+
+// TestAccuracy: random shapes, feature toggles, every method, real and
+// complex A, fp32 and fp64, against the float64 reference. Each case's worst
+// scaled error ratio must stay within the dtype's threshold; a failure
+// prints the shrunk case (its Spec and seed reproduce it with gen.New), the
+// worst element's indices and values, the ratio and the threshold.
+func TestAccuracy(t *testing.T) {
+	track(t)
+	for _, d := range []gen.Dist{gen.Realistic, gen.Stress} {
+		t.Run(d.String(), func(t *testing.T) {
+			rapid.Check(t, func(rt *rapid.T) {
+				c := gen.Problems(accuracyLimits(d)).Draw(rt, "case")
+				dt := rapid.SampledFrom(cudalib.DTypes()).Draw(rt, "dtype")
+				if c.Problem.Complex && fallback(c.Spec.Method, dt) {
+					rt.Skip("declared complex fallback: checked by TestComplexFallback")
+				}
+				cmp, _, err := scanChecked("TestAccuracy/"+d.String(), c.Problem, dt)
+				if errors.Is(err, errUnsupported) {
+					rt.Skip("declared unsupported")
+				}
+				if err != nil {
+					rt.Fatalf("%v %v: %v", c, dt, err)
+				}
+				if !cmp.Passed(dt) {
+					rt.Fatalf("%v %v: worst %s; threshold %g (%d non-finite)\nreproduce: gen.New(%#v, %d)",
+						c, dt, cmp.Worst, Threshold(dt), cmp.NonFinite, c.Spec, c.Seed)
+				}
+			})
+		})
+	}
+}
+
+// TestAccuracyEveryCombination runs one small fixed case of every method ×
+// dtype × real/complex × feature set, so that no combination depends on
+// what rapid happens to draw.
+func TestAccuracyEveryCombination(t *testing.T) {
+	track(t)
+	type feat struct{ varB, varC, softplus, D, z, bias bool }
+	feats := []feat{{}, {true, true, true, true, true, true}, {varB: true}, {varC: true}, {softplus: true, bias: true}, {D: true, z: true}}
+	for _, m := range reference.Methods() {
+		for _, dt := range cudalib.DTypes() {
+			for _, isComplex := range []bool{false, true} {
+				if isComplex && fallback(m, dt) {
+					continue
+				}
+				for fi, f := range feats {
+					for _, d := range []gen.Dist{gen.Realistic, gen.Stress} {
+						s := gen.Spec{Batch: 2, Dim: 6, Seqlen: 45, Dstate: 7, Groups: 3, Method: m, Complex: isComplex,
+							VariableB: f.varB, VariableC: f.varC, Softplus: f.softplus, HasD: f.D, HasZ: f.z, HasBias: f.bias, Dist: d}
+						cmp, _, err := scanChecked("TestAccuracyEveryCombination", gen.New(s, uint64(fi+1)), dt)
+						if errors.Is(err, errUnsupported) {
+							continue
+						}
+						if err != nil {
+							t.Fatalf("%v %v: %v", s, dt, err)
+						}
+						if !cmp.Passed(dt) {
+							t.Errorf("%v %v seed %d: worst %s; threshold %g", s, dt, fi+1, cmp.Worst, Threshold(dt))
+						}
+					}
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,372 @@
+package verify
+
+import (
+	"fmt"
+	"math"
+	"math/cmplx"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"gonum.org/v1/gonum/mat"
+
+	"ssmverify/cudalib"
+	"ssmverify/reference"
+)
+
+// sweepGrid is x = Δ·a over log-spaced magnitudes 1e-8 … 1e3 (24 per
+// decade), both signs, and 0; Δ is drawn in [0.5, 2] and a = x/Δ, both
+// rounded to the dtype, so the kernel's own product Δ·a is exercised.
+func sweepGrid(dt cudalib.DType, isComplex bool, seed uint64) (delta, a []float64) {
+	r := rand.New(rand.NewPCG(seed, 7))
+	var xs []float64
+	for k := 0; k <= 11*24; k++ {
+		mag := math.Pow(10, -8+float64(k)/24)
+		xs = append(xs, mag, -mag)
+	}
+	xs = append(xs, 0)
+	round := func(v float64) float64 {
+		if dt == cudalib.F32 {
+			return float64(float32(v))
+		}
+		return v
+	}
+	for _, x := range xs {
+		d := round(0.5 + 1.5*r.Float64())
+		delta = append(delta, d)
+		if isComplex {
+			// The same modulus at a random angle in the left and right half-planes.
+			th := math.Pi * (2*r.Float64() - 1)
+			a = append(a, round(x/d*math.Cos(th)), round(math.Abs(x)/d*math.Sin(th)))
+		} else {
+			a = append(a, round(x/d))
+		}
+	}
+	return delta, a
+}
+
+type sweepStats struct {
+	ratios, ulps []float64
+	worst        string
+}
+
+func (s *sweepStats) add(r, ulp float64, where string) {
+	if len(s.ratios) == 0 || r > slices.Max(s.ratios) || math.IsNaN(r) {
+		s.worst = where
+	}
+	s.ratios = append(s.ratios, r)
+	s.ulps = append(s.ulps, ulp)
+}
+
+func quantile(v []float64, q float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return s[int(q*float64(len(s)-1))]
+}
+
+// TestDiscretizeSweep: ssmk_discretize over dense grids of x = Δ·a, per
+// method, dtype and real/complex, against the reference with its error
+// scale. Logs and reports the distribution (median, 99th percentile, max)
+// of the ratio and of the error in ulp; every ratio must be within the
+// threshold, except where the true value is beyond the dtype's range
+// (e^x overflowing float32), which is reported as such.
+func TestDiscretizeSweep(t *testing.T) {
+	track(t)
+	table := Table{Name: "discretize sweep: x = Δ·a, |x| in 1e-8…1e3, both signs and 0",
+		Columns: []string{"method", "dtype", "A", "points", "median ratio", "p99 ratio", "max ratio", "median ulp", "max ulp", "worst"}}
+	for _, m := range reference.Methods() {
+		for _, dt := range cudalib.DTypes() {
+			for _, isComplex := range []bool{false, true} {
+				if isComplex && fallback(m, dt) {
+					continue
+				}
+				delta, a := sweepGrid(dt, isComplex, uint64(m)+1)
+				abar, bcoef, err := lib.Discretize(m, dt, isComplex, delta, a)
+				if err != nil {
+					t.Fatalf("%v %v complex=%t: %v", m, dt, isComplex, err)
+				}
+				prec := Precision(dt)
+				limit := math.MaxFloat64
+				if dt == cudalib.F32 {
+					limit = math.MaxFloat32
+				}
+				var st sweepStats
+				failures := 0
+				for i := range delta {
+					var av complex128
+					if isComplex {
+						av = complex(a[2*i], a[2*i+1])
+					} else {
+						av = complex(a[i], 0)
+					}
+					x := complex(delta[i], 0) * av
+					var wa, wg complex128
+					if isComplex {
+						wa, wg = m.Complex(x)
+					} else {
+						ra, rg := m.Real(real(x))
+						wa, wg = complex(ra, 0), complex(rg, 0)
+					}
+					wb := complex(delta[i], 0) * wg
+					ga, gb := kernelPair(abar, bcoef, i, isComplex)
+					if cmplx.Abs(wa) > limit || cmplx.Abs(wb) > limit || cmplx.IsNaN(wa) || cmplx.IsInf(wa) {
+						continue // beyond the dtype's range: the fuzzers' non-finite policy covers it
+					}
+					sA, sB := reference.DiscretizeScale(m, delta[i], av, isComplex)
+					rA := reference.Ratio(cmplx.Abs(ga-wa), sA, 2, prec)
+					rB := reference.Ratio(cmplx.Abs(gb-wb), sB, 2, prec)
+					if cmplx.IsNaN(ga) || cmplx.IsNaN(gb) {
+						rA = math.Inf(1)
+					}
+					r := math.Max(rA, rB)
+					ulp := math.Max(ULPs(real(ga), real(wa), dt), ULPs(real(gb), real(wb), dt))
+					where := fmt.Sprintf("x = %.6g: Ā kernel %v ref %v, Δg kernel %v ref %v", x, ga, wa, gb, wb)
+					st.add(r, ulp, where)
+					if !(r <= Threshold(dt)) {
+						failures++
+						if failures <= 3 {
+							t.Errorf("%v %v %s: ratio %.3g > %g at %s", m, dt, kindOf(isComplex), r, Threshold(dt), where)
+						}
+					}
+					rep.Add("TestDiscretizeSweep", m, dt, isComplex, r, ulp, r <= Threshold(dt), where)
+				}
+				table.Rows = append(table.Rows, []string{m.String(), dt.String(), kindOf(isComplex), fmt.Sprint(len(st.ratios)),
+					fmt.Sprintf("%.3g", quantile(st.ratios, 0.5)), fmt.Sprintf("%.3g", quantile(st.ratios, 0.99)),
+					fmt.Sprintf("%.3g", slices.Max(st.ratios)), fmt.Sprintf("%.3g", quantile(st.ulps, 0.5)),
+					fmt.Sprintf("%.3g", slices.Max(st.ulps)), st.worst})
+			}
+		}
+	}
+	logTable(t, table)
+	rep.AddTable(table)
+}
+
+func kernelPair(abar, bcoef []float64, i int, isComplex bool) (complex128, complex128) {
+	if isComplex {
+		return complex(abar[2*i], abar[2*i+1]), complex(bcoef[2*i], bcoef[2*i+1])
+	}
+	return complex(abar[i], 0), complex(bcoef[i], 0)
+}
+
+// logTable logs a table with aligned columns; its last column (free text
+// such as the worst case) goes to the report only.
+func logTable(t *testing.T, tb Table) {
+	t.Helper()
+	cols := len(tb.Columns) - 1
+	w := make([]int, cols)
+	for i := 0; i < cols; i++ {
+		w[i] = len([]rune(tb.Columns[i]))
+		for _, r := range tb.Rows {
+			w[i] = max(w[i], len([]rune(r[i])))
+		}
+	}
+	line := func(cells []string) string {
+		s := ""
+		for i := 0; i < cols; i++ {
+			s += fmt.Sprintf("%-*s  ", w[i], cells[i])
+		}
+		return s + "\n"
+	}
+	s := tb.Name + "\n" + line(tb.Columns)
+	for _, r := range tb.Rows {
+		s += line(r)
+	}
+	t.Log(s)
+}
+
+// TestBilinearDiagonalExact: for diagonal A the kernel's scalar bilinear
+// equals the gonum matrix form (I − ΔA/2)⁻¹(I + ΔA/2), (I − ΔA/2)⁻¹ΔB to
+// rounding, for random A and Δ including x near 2 (the pole of unstable A):
+// the ratio against the matrix form, with the discretization error scale,
+// stays within the threshold.
+func TestBilinearDiagonalExact(t *testing.T) {
+	track(t)
+	r := rand.New(rand.NewPCG(2, 2))
+	for _, dt := range cudalib.DTypes() {
+		for trial := 0; trial < 50; trial++ {
+			n := 1 + r.IntN(8)
+			a := make([]float64, n)
+			delta := make([]float64, n)
+			dd := 0.01 + 2*r.Float64()
+			for i := range a {
+				switch {
+				case i == 0 && trial%2 == 0: // x within 1e-3 of the pole x = 2
+					a[i] = (2 + (2*r.Float64()-1)*1e-3) / dd
+				default:
+					a[i] = (2*r.Float64() - 1) * math.Pow(10, 3*r.Float64()-1)
+				}
+				if dt == cudalib.F32 {
+					a[i] = float64(float32(a[i]))
+				}
+			}
+			if dt == cudalib.F32 {
+				dd = float64(float32(dd))
+			}
+			for i := range delta {
+				delta[i] = dd
+			}
+			B := make([]float64, n)
+			for i := range B {
+				B[i] = 2*r.Float64() - 1
+			}
+			abar, bcoef, err := lib.Discretize(reference.Bilinear, dt, false, delta, a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mA, mB, err := reference.Discretize(reference.Bilinear, dd, mat.NewDiagDense(n, a), mat.NewDense(n, 1, B))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range a {
+				sA, sB := reference.DiscretizeScale(reference.Bilinear, dd, complex(a[i], 0), false)
+				// The matrix form (an LU solve of a diagonal system) errs by
+				// an ulp or two of its own: add its share to the scale.
+				sA += 2 * math.Abs(mA.At(i, i))
+				sB += 2 * math.Abs(mB.At(i, 0)/B[i])
+				rA := reference.Ratio(abar[i]-mA.At(i, i), sA, 2, Precision(dt))
+				rB := reference.Ratio(bcoef[i]*B[i]-mB.At(i, 0), sB*math.Abs(B[i]), 2, Precision(dt))
+				rat := math.Max(rA, rB)
+				rep.Add("TestBilinearDiagonalExact", reference.Bilinear, dt, false, rat, ULPs(abar[i], mA.At(i, i), dt), rat <= Threshold(dt), fmt.Sprintf("x = %.9g", dd*a[i]))
+				if !(rat <= Threshold(dt)) {
+					t.Errorf("%v: x = %.9g: kernel Ā %.9g, matrix %.17g; kernel B̄ %.9g, matrix %.17g: ratio %.3g > %g",
+						dt, dd*a[i], abar[i], mA.At(i, i), bcoef[i]*B[i], mB.At(i, 0), rat, Threshold(dt))
+				}
+			}
+		}
+	}
+}
+
+// TestBilinearScalarShortcutLimit quantifies where the scalar shortcut
+// stops being exact: for A = diag + ε·offdiag, the scalar formula applied to
+// the diagonal (the kernel's fp64 bilinear) differs from the matrix form by
+// an amount that vanishes as ε → 0 (rounding only at ε = 0) and grows with
+// ε (asserted: non-decreasing over ε, and first order — err/ε roughly
+// constant for small ε).
+func TestBilinearScalarShortcutLimit(t *testing.T) {
+	track(t)
+	const n = 8
+	r := rand.New(rand.NewPCG(3, 3))
+	diag := make([]float64, n)
+	for i := range diag {
+		diag[i] = -float64(i + 1) // S4D-real
+	}
+	off := mat.NewDense(n, n, nil)
+	for i := 0; i < n; i++ {
+		for j := 0; j < n; j++ {
+			if i != j {
+				off.Set(i, j, 2*r.Float64()-1)
+			}
+		}
+	}
+	const dd = 0.1
+	delta := make([]float64, n)
+	for i := range delta {
+		delta[i] = dd
+	}
+	abar, bcoef, err := lib.Discretize(reference.Bilinear, cudalib.F64, false, delta, diag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	B := mat.NewDense(n, 1, nil)
+	for i := 0; i < n; i++ {
+		B.Set(i, 0, 1)
+	}
+	table := Table{Name: "bilinear: scalar shortcut vs matrix form for A = diag(−1…−8) + ε·offdiag, Δ = 0.1",
+		Columns: []string{"ε", "max |ΔĀ|", "max |ΔB̄|", "max |ΔĀ|/ε"}}
+	prev := -1.0
+	var ratios []float64
+	for _, eps := range []float64{0, 1e-10, 1e-8, 1e-6, 1e-4, 1e-2, 1e-1} {
+		A := mat.NewDense(n, n, nil)
+		A.Scale(eps, off)
+		for i := 0; i < n; i++ {
+			A.Set(i, i, diag[i])
+		}
+		mA, mB, err := reference.Discretize(reference.Bilinear, dd, A, B)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var eA, eB float64
+		for i := 0; i < n; i++ {
+			for j := 0; j < n; j++ {
+				s := 0.0
+				if i == j {
+					s = abar[i]
+				}
+				eA = math.Max(eA, math.Abs(s-mA.At(i, j)))
+			}
+			eB = math.Max(eB, math.Abs(bcoef[i]-mB.At(i, 0)))
+		}
+		per := "—"
+		if eps > 0 {
+			per = fmt.Sprintf("%.3g", eA/eps)
+			if eps <= 1e-4 && eps >= 1e-8 {
+				ratios = append(ratios, eA/eps)
+			}
+		}
+		table.Rows = append(table.Rows, []string{fmt.Sprintf("%g", eps), fmt.Sprintf("%.3g", eA), fmt.Sprintf("%.3g", eB), per})
+		if eps == 0 && eA > 1e-15 {
+			t.Errorf("ε = 0: the scalar form differs from the matrix form by %.3g: want rounding only", eA)
+		}
+		if eA < prev*0.999 {
+			t.Errorf("ε = %g: error %.3g fell below the error at the smaller ε (%.3g): want growth with ε", eps, eA, prev)
+		}
+		prev = eA
+	}
+	if lo, hi := slices.Min(ratios), slices.Max(ratios); hi > 1.5*lo {
+		t.Errorf("error/ε varies from %.3g to %.3g for ε in 1e-8…1e-4: want first order in ε", lo, hi)
+	}
+	logTable(t, Table{Name: table.Name, Columns: append(table.Columns, ""), Rows: func() [][]string {
+		var rows [][]string
+		for _, r := range table.Rows {
+			rows = append(rows, append(r, ""))
+		}
+		return rows
+	}()})
+	rep.AddTable(table)
+}
+
+// TestStability: for Re(a) < 0 and Δ > 0, every method's |Ā| ≤ 1, for Δ·|a|
+// up to 1e6 (bilinear's Ā → −1 there; the exp methods' → 0). Real Ā must
+// not exceed 1 at all; a complex Ā is rounded component by component, which
+// can lift a modulus just below 1 by up to √2·u, so complex values are held
+// to |Ā| ≤ 1 + 2u (growth over a sequence of L steps at most (1 + 2u)^L).
+func TestStability(t *testing.T) {
+	track(t)
+	r := rand.New(rand.NewPCG(4, 4))
+	for _, m := range reference.Methods() {
+		for _, dt := range cudalib.DTypes() {
+			for _, isComplex := range []bool{false, true} {
+				if isComplex && fallback(m, dt) {
+					continue
+				}
+				const n = 4000
+				delta := make([]float64, n)
+				a := make([]float64, 0, 2*n)
+				for i := range delta {
+					delta[i] = math.Pow(10, 12*r.Float64()-6) // 1e-6 … 1e6
+					re := -math.Pow(10, 4*r.Float64()-2)      // −1e-2 … −1e2
+					a = append(a, re)
+					if isComplex {
+						a = append(a, (2*r.Float64()-1)*100)
+					}
+				}
+				abar, _, err := lib.Discretize(m, dt, isComplex, delta, a)
+				if err != nil {
+					t.Fatal(err)
+				}
+				bound := 1.0
+				if isComplex {
+					bound += 2 * Precision(dt).UnitRoundoff()
+				}
+				for i := range delta {
+					ab, _ := kernelPair(abar, abar, i, isComplex)
+					if !(cmplx.Abs(ab) <= bound) {
+						av, _ := kernelPair(a, a, i, isComplex)
+						t.Errorf("%v %v %s: |Ā| = %.17g > %.17g at Δ = %g, a = %v", m, dt, kindOf(isComplex), cmplx.Abs(ab), bound, delta[i], av)
+						break
+					}
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,186 @@
+package verify
+
+import (
+	"fmt"
+	"math"
+	"testing"
+
+	"ssmverify/cudalib"
+	"ssmverify/gen"
+	"ssmverify/reference"
+)
+
+// TestComplexFallback holds the library to its ssmk_capabilities word for
+// complex A: a method declared native must match the complex reference and
+// must not return zoh's output; a declared fallback must equal the
+// library's own zoh output exactly, and the report says so loudly; an
+// undeclared fallback (zoh's output from a method that claims native
+// support) fails, naming the method.
+func TestComplexFallback(t *testing.T) {
+	track(t)
+	table := Table{Name: "complex A: declared and observed behaviour", Columns: []string{"method", "dtype", "declared", "observed", "max |out − zoh out|"}}
+	for _, dt := range cudalib.DTypes() {
+		s := gen.MambaBlock(reference.ZOH, 2, 8, 64, 8)
+		s.Complex = true
+		base := gen.New(s, 11)
+		if dt == cudalib.F32 {
+			base.RoundToFloat32()
+		}
+		zoh, err := lib.Scan(base, dt)
+		if err != nil {
+			t.Fatalf("zoh %v complex: %v", dt, err)
+		}
+		for _, m := range reference.Methods() {
+			caps := lib.Capabilities(m, dt, true)
+			declared := "native"
+			switch {
+			case !caps.Supported():
+				declared = "unsupported"
+			case caps.ComplexZOHFallback():
+				declared = "zoh fallback"
+			}
+			if declared == "unsupported" {
+				table.Rows = append(table.Rows, []string{m.String(), dt.String(), declared, "—", "—"})
+				continue
+			}
+			p := base.Clone()
+			p.Method = m
+			got, err := lib.Scan(p, dt)
+			if err != nil {
+				t.Fatalf("%v %v complex: %v", m, dt, err)
+			}
+			diff := 0.0
+			for i := range got.Out {
+				diff = math.Max(diff, math.Abs(got.Out[i]-zoh.Out[i]))
+			}
+			observed := "native"
+			if diff == 0 {
+				observed = "zoh output"
+			}
+			table.Rows = append(table.Rows, []string{m.String(), dt.String(), declared, observed, fmt.Sprintf("%.3g", diff)})
+			switch {
+			case declared == "zoh fallback":
+				t.Logf("DECLARED FALLBACK: %v %v with complex A computes zoh", m, dt)
+				if diff != 0 {
+					t.Errorf("%v %v: declares a complex zoh fallback but its output differs from its zoh output by %.3g", m, dt, diff)
+				}
+			case m != reference.ZOH && diff == 0:
+				t.Errorf("UNDECLARED FALLBACK: %v %v claims native complex support but returns zoh's output", m, dt)
+				rep.Add("TestComplexFallback", m, dt, true, math.Inf(1), math.Inf(1), false, "undeclared complex fallback to zoh")
+			default:
+				c, err := CompareScan(p, got, dt, nil, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				rep.Add("TestComplexFallback", m, dt, true, c.Worst.Ratio, c.Worst.ULP, c.Passed(dt), c.Worst.String())
+				if !c.Passed(dt) {
+					t.Errorf("%v %v complex (declared native): worst %s; threshold %g", m, dt, c.Worst, Threshold(dt))
+				}
+			}
+		}
+	}
+	logTable(t, withBlank(table))
+	rep.AddTable(table)
+}
+
+// withBlank appends an empty last column for logTable (which leaves the
+// last column, a free-text one in other tables, out of the log).
+func withBlank(t Table) Table {
+	out := Table{Name: t.Name, Columns: append(append([]string(nil), t.Columns...), "")}
+	for _, r := range t.Rows {
+		out.Rows = append(out.Rows, append(append([]string(nil), r...), ""))
+	}
+	return out
+}
+
+// errorStats compares values with a reference: max absolute error, max and
+// mean relative error over the elements whose reference exceeds 1e-3 of the
+// largest (relative error means nothing near zero), and Pearson's
+// correlation.
+func errorStats(got, want []float64) (maxAbs, maxRel, meanRel, corr float64) {
+	var big float64
+	for _, w := range want {
+		big = math.Max(big, math.Abs(w))
+	}
+	var n int
+	var sg, sw, sgg, sww, sgw float64
+	for i := range want {
+		d := math.Abs(got[i] - want[i])
+		maxAbs = math.Max(maxAbs, d)
+		if math.Abs(want[i]) > 1e-3*big {
+			rel := d / math.Abs(want[i])
+			maxRel = math.Max(maxRel, rel)
+			meanRel += rel
+			n++
+		}
+		sg, sw, sgg, sww, sgw = sg+got[i], sw+want[i], sgg+got[i]*got[i], sww+want[i]*want[i], sgw+got[i]*want[i]
+	}
+	if n > 0 {
+		meanRel /= float64(n)
+	}
+	k := float64(len(want))
+	corr = (k*sgw - sg*sw) / math.Sqrt((k*sgg-sg*sg)*(k*sww-sw*sw))
+	return
+}
+
+// TestFP32VsFP64: per method, real and complex, the fp32 and fp64 kernels on
+// the same (float32-representable) Mamba-block inputs against the float64
+// reference: max abs error, max and mean relative error, correlation, max
+// scaled ratio — next to the float32 reference mode's own error, the
+// problem's natural float32 error. fp64 must be at rounding level and fp32
+// within its threshold; the table says whether the kernel's fp32 error is
+// the natural one or worse.
+func TestFP32VsFP64(t *testing.T) {
+	track(t)
+	table := Table{Name: "fp32 vs fp64 kernels against the float64 reference (Mamba block 2×16×256×16)",
+		Columns: []string{"method", "A", "dtype", "max abs err", "max rel err", "mean rel err", "1 − corr", "max ratio", "f32-mode max abs", "f32-mode max ratio"}}
+	for _, m := range reference.Methods() {
+		for _, isComplex := range []bool{false, true} {
+			s := gen.MambaBlock(m, 2, 16, 256, 16)
+			s.Complex = isComplex
+			p := gen.New(s, 5)
+			p.RoundToFloat32()
+			ref, err := reference.Scan(p, reference.Float64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sc, err := reference.ErrorScale(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mode, err := reference.Scan(p, reference.Float32)
+			if err != nil {
+				t.Fatal(err)
+			}
+			modeCmp, err := CompareScan(p, mode, cudalib.F32, ref, sc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			modeAbs, _, _, _ := errorStats(mode.Out, ref.Out)
+			for _, dt := range cudalib.DTypes() {
+				if isComplex && fallback(m, dt) {
+					continue
+				}
+				got, err := lib.Scan(p, dt)
+				if err != nil {
+					t.Fatal(err)
+				}
+				c, err := CompareScan(p, got, dt, ref, sc)
+				if err != nil {
+					t.Fatal(err)
+				}
+				rep.Add("TestFP32VsFP64", m, dt, isComplex, c.Worst.Ratio, c.Worst.ULP, c.Passed(dt), c.Worst.String())
+				maxAbs, maxRel, meanRel, corr := errorStats(got.Out, ref.Out)
+				table.Rows = append(table.Rows, []string{m.String(), kindOf(isComplex), dt.String(),
+					fmt.Sprintf("%.3g", maxAbs), fmt.Sprintf("%.3g", maxRel), fmt.Sprintf("%.3g", meanRel),
+					fmt.Sprintf("%.3g", 1-corr), fmt.Sprintf("%.3g", c.Worst.Ratio),
+					fmt.Sprintf("%.3g", modeAbs), fmt.Sprintf("%.3g", modeCmp.Worst.Ratio)})
+				if !c.Passed(dt) {
+					t.Errorf("%v %s %v: worst %s; threshold %g", m, kindOf(isComplex), dt, c.Worst, Threshold(dt))
+				}
+			}
+		}
+	}
+	logTable(t, withBlank(table))
+	rep.AddTable(table)
+}

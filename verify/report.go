@@ -1,0 +1,266 @@
+package verify
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"ssmverify/cudalib"
+	"ssmverify/reference"
+)
+
+// ReportSchema names the version of report.json's layout.
+const ReportSchema = "ssmverify.verify-report/v1"
+
+// Report collects what the verification suite measured. Its JSON form is
+// report.json (schema ReportSchema):
+//
+//	schema     string               ReportSchema
+//	library    {path, backend, device, selection, abi_version}
+//	started    RFC 3339 time
+//	passed     bool                 every cell and every test passed
+//	cells      [{method, dtype, kind, checks, failures, max_ratio, max_ulp,
+//	             threshold, worst, failed_by}]   one per method × dtype × real/complex
+//	tests      [{name, passed}]     every test function of the run
+//	tables     [{name, columns, rows}]           sweeps, fp32-vs-fp64, bilinear ε
+//
+// Ratios are the dimensionless scaled error ratio of reference.Ratio; ulps
+// are in the kernel's dtype.
+type Report struct {
+	mu      sync.Mutex
+	Schema  string        `json:"schema"`
+	Library LibraryInfo   `json:"library"`
+	Started string        `json:"started"`
+	Passed  bool          `json:"passed"`
+	Cells   []*Cell       `json:"cells"`
+	Tests   []TestVerdict `json:"tests"`
+	Tables  []Table       `json:"tables"`
+	cells   map[cellKey]*Cell
+}
+
+// LibraryInfo identifies the library under test.
+type LibraryInfo struct {
+	Path       string `json:"path"`
+	Backend    string `json:"backend"`
+	Device     string `json:"device"`
+	Selection  string `json:"selection"`
+	ABIVersion int    `json:"abi_version"`
+}
+
+type cellKey struct {
+	m       reference.Method
+	dt      cudalib.DType
+	complex bool
+}
+
+// Cell aggregates every comparison of one method × dtype × real/complex.
+type Cell struct {
+	Method    string   `json:"method"`
+	DType     string   `json:"dtype"`
+	Kind      string   `json:"kind"`
+	Checks    int      `json:"checks"`
+	Failures  int      `json:"failures"`
+	MaxRatio  Num      `json:"max_ratio"`
+	MaxULP    Num      `json:"max_ulp"`
+	Threshold Num      `json:"threshold"`
+	Worst     string   `json:"worst,omitempty"`
+	FailedBy  []string `json:"failed_by,omitempty"`
+}
+
+// Num is a float64 that JSON-encodes ±Inf and NaN (a broken kernel's
+// ratios) as the strings "inf", "-inf" and "nan" instead of failing.
+type Num float64
+
+// MarshalJSON implements json.Marshaler.
+func (n Num) MarshalJSON() ([]byte, error) {
+	f := float64(n)
+	switch {
+	case math.IsNaN(f):
+		return []byte(`"nan"`), nil
+	case math.IsInf(f, 1):
+		return []byte(`"inf"`), nil
+	case math.IsInf(f, -1):
+		return []byte(`"-inf"`), nil
+	}
+	return json.Marshal(f)
+}
+
+// TestVerdict is one test function's outcome.
+type TestVerdict struct {
+	Name   string `json:"name"`
+	Passed bool   `json:"passed"`
+}
+
+// Table is a named table of figures (strings, already formatted).
+type Table struct {
+	Name    string     `json:"name"`
+	Columns []string   `json:"columns"`
+	Rows    [][]string `json:"rows"`
+}
+
+// NewReport starts a report for library l.
+func NewReport(l *cudalib.Library) *Report {
+	dev, err := l.DeviceName()
+	if err != nil {
+		dev = "unavailable: " + err.Error()
+	}
+	r := &Report{Schema: ReportSchema, Started: time.Now().UTC().Format(time.RFC3339), cells: map[cellKey]*Cell{},
+		Library: LibraryInfo{Path: l.Path, Backend: l.Backend, Device: dev, Selection: l.Selection, ABIVersion: l.ABIVersionOf()}}
+	for _, m := range reference.Methods() {
+		for _, dt := range cudalib.DTypes() {
+			for _, c := range []bool{false, true} {
+				r.cell(m, dt, c)
+			}
+		}
+	}
+	return r
+}
+
+func kindOf(isComplex bool) string {
+	if isComplex {
+		return "complex"
+	}
+	return "real"
+}
+
+func (r *Report) cell(m reference.Method, dt cudalib.DType, isComplex bool) *Cell {
+	k := cellKey{m, dt, isComplex}
+	c := r.cells[k]
+	if c == nil {
+		c = &Cell{Method: m.String(), DType: dt.String(), Kind: kindOf(isComplex), Threshold: Num(Threshold(dt))}
+		r.cells[k] = c
+		r.Cells = append(r.Cells, c)
+	}
+	return c
+}
+
+// Add records one comparison made by test for (m, dt, isComplex).
+func (r *Report) Add(test string, m reference.Method, dt cudalib.DType, isComplex bool, ratio, ulp float64, passed bool, worst string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c := r.cell(m, dt, isComplex)
+	c.Checks++
+	if !passed {
+		c.Failures++
+		if !contains(c.FailedBy, test) {
+			c.FailedBy = append(c.FailedBy, test)
+		}
+	}
+	if ratio > float64(c.MaxRatio) || math.IsNaN(ratio) || (!passed && c.Failures == 1) {
+		c.MaxRatio = Num(ratio)
+		c.Worst = test + ": " + worst
+	}
+	if ulp > float64(c.MaxULP) {
+		c.MaxULP = Num(ulp)
+	}
+}
+
+// Verdict records a test function's outcome.
+func (r *Report) Verdict(name string, passed bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.Tests = append(r.Tests, TestVerdict{name, passed})
+}
+
+// AddTable adds (or replaces) a named table.
+func (r *Report) AddTable(t Table) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i := range r.Tables {
+		if r.Tables[i].Name == t.Name {
+			r.Tables[i] = t
+			return
+		}
+	}
+	r.Tables = append(r.Tables, t)
+}
+
+func contains(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// Finish computes the overall verdict.
+func (r *Report) Finish() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.Passed = true
+	for _, c := range r.Cells {
+		if c.Failures > 0 {
+			r.Passed = false
+		}
+	}
+	for _, t := range r.Tests {
+		if !t.Passed {
+			r.Passed = false
+		}
+	}
+	sort.SliceStable(r.Tests, func(i, j int) bool { return r.Tests[i].Name < r.Tests[j].Name })
+}
+
+// Summary is the report as a person reads it in ten seconds: the verdict,
+// one line per method × dtype × real/complex, then what failed.
+func (r *Report) Summary() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var b strings.Builder
+	verdict := "PASS"
+	if !r.Passed {
+		verdict = "FAIL"
+	}
+	fmt.Fprintf(&b, "ssmverify %s — %s (%s, %s)\n", verdict, r.Library.Path, r.Library.Backend, r.Library.Device)
+	fmt.Fprintf(&b, "selection: %s\n\n", r.Library.Selection)
+	fmt.Fprintf(&b, "%-10s %-5s %-8s %-5s %7s %10s %10s %9s\n", "method", "dtype", "A", "", "checks", "max ratio", "max ulp", "threshold")
+	for _, c := range r.Cells {
+		v := "ok"
+		if c.Failures > 0 {
+			v = "FAIL"
+		} else if c.Checks == 0 {
+			v = "-"
+		}
+		fmt.Fprintf(&b, "%-10s %-5s %-8s %-5s %7d %10.3g %10.3g %9g\n", c.Method, c.DType, c.Kind, v, c.Checks,
+			float64(c.MaxRatio), float64(c.MaxULP), float64(c.Threshold))
+	}
+	var failed []string
+	for _, t := range r.Tests {
+		if !t.Passed {
+			failed = append(failed, t.Name)
+		}
+	}
+	if len(failed) > 0 {
+		fmt.Fprintf(&b, "\nfailed tests: %s\n", strings.Join(failed, ", "))
+		for _, c := range r.Cells {
+			if c.Failures > 0 {
+				fmt.Fprintf(&b, "  %s/%s/%s: %d of %d checks failed; worst %s\n", c.Method, c.DType, c.Kind, c.Failures, c.Checks, c.Worst)
+			}
+		}
+	}
+	return b.String()
+}
+
+// Write writes report.json and summary.txt into dir.
+func (r *Report) Write(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	js, err := json.MarshalIndent(r, "", "  ")
+	r.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "report.json"), append(js, '\n'), 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "summary.txt"), []byte(r.Summary()), 0o644)
+}
