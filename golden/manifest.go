@@ -1,0 +1,256 @@
+package golden
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"ssmverify/gen"
+	"ssmverify/reference"
+)
+
+// ManifestSchema names the version of manifest.json's layout.
+const ManifestSchema = "ssmverify.golden/v1"
+
+// Manifest is golden/manifest.json.
+type Manifest struct {
+	Schema    string `json:"schema"`
+	Generator string `json:"generator"`
+	Note      string `json:"note"`
+	Cases     []Case `json:"cases"`
+}
+
+// Case is one golden problem: its flags, shapes, how it was generated, and
+// its files (inputs u, delta, A, B, C and the present optional ones; outputs
+// out and last_state).
+type Case struct {
+	Name          string          `json:"name"`
+	Method        string          `json:"method"`
+	Complex       bool            `json:"complex"`
+	Batch         int             `json:"batch"`
+	Dim           int             `json:"dim"`
+	Seqlen        int             `json:"seqlen"`
+	Dstate        int             `json:"dstate"`
+	Groups        int             `json:"n_groups"`
+	VariableB     bool            `json:"is_variable_B"`
+	VariableC     bool            `json:"is_variable_C"`
+	DeltaSoftplus bool            `json:"delta_softplus"`
+	Dist          string          `json:"dist"`
+	Seed          uint64          `json:"seed"`
+	Files         map[string]File `json:"files"`
+}
+
+// File is one array of a case.
+type File struct {
+	File   string `json:"file"` // relative to the golden folder
+	Shape  []int  `json:"shape"`
+	SHA256 string `json:"sha256"`
+}
+
+// Entry is a golden case before generation: a name, a gen.Spec and a seed.
+type Entry struct {
+	Name string
+	Spec gen.Spec
+	Seed uint64
+}
+
+// Entries lists the golden cases: every method × real/complex A × three
+// feature sets (plain; the Mamba block with every feature; variable B and C
+// in two groups with stressing inputs).
+func Entries() []Entry {
+	var out []Entry
+	for _, m := range reference.Methods() {
+		for _, isComplex := range []bool{false, true} {
+			kind := "real"
+			if isComplex {
+				kind = "complex"
+			}
+			sets := []struct {
+				name string
+				s    gen.Spec
+			}{
+				{"plain", gen.Spec{Batch: 1, Dim: 3, Seqlen: 17, Dstate: 4, Groups: 1}},
+				{"mamba", gen.MambaBlock(m, 2, 4, 24, 5)},
+				{"groups-stress", gen.Spec{Batch: 2, Dim: 4, Seqlen: 13, Dstate: 3, Groups: 2, VariableB: true, VariableC: true,
+					HasD: true, HasBias: true, Softplus: true, Dist: gen.Stress}},
+			}
+			for i, set := range sets {
+				s := set.s
+				s.Method, s.Complex = m, isComplex
+				seed := uint64(100*int(m) + 10*i + 1)
+				if isComplex {
+					seed++
+				}
+				out = append(out, Entry{fmt.Sprintf("%v-%s-%s", m, kind, set.name), s, seed})
+			}
+		}
+	}
+	return out
+}
+
+func sum(b []byte) string {
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])
+}
+
+// arrays returns a problem's arrays by ABI name with their shapes.
+func arrays(p *reference.Problem, out *reference.Output) map[string]struct {
+	shape []int
+	data  []float64
+} {
+	cw := []int{}
+	if p.Complex {
+		cw = []int{2}
+	}
+	bc := func(variable bool) []int {
+		if variable {
+			return append([]int{p.Batch, p.Groups, p.Dstate, p.Seqlen}, cw...)
+		}
+		return append([]int{p.Dim, p.Dstate}, cw...)
+	}
+	seq := []int{p.Batch, p.Dim, p.Seqlen}
+	m := map[string]struct {
+		shape []int
+		data  []float64
+	}{
+		"u": {seq, p.U}, "delta": {seq, p.Delta}, "A": {append([]int{p.Dim, p.Dstate}, cw...), p.A},
+		"B": {bc(p.VariableB), p.B}, "C": {bc(p.VariableC), p.C},
+		"out": {seq, out.Out}, "last_state": {append([]int{p.Batch, p.Dim, p.Dstate}, cw...), out.LastState},
+	}
+	for name, v := range map[string][]float64{"D": p.D, "z": p.Z, "delta_bias": p.DeltaBias} {
+		if v != nil {
+			shape := []int{p.Dim}
+			if name == "z" {
+				shape = seq
+			}
+			m[name] = struct {
+				shape []int
+				data  []float64
+			}{shape, v}
+		}
+	}
+	return m
+}
+
+// Generate writes every case and manifest.json into dir (replacing
+// dir/cases).
+func Generate(dir string) (*Manifest, error) {
+	if err := os.RemoveAll(filepath.Join(dir, "cases")); err != nil {
+		return nil, err
+	}
+	man := &Manifest{Schema: ManifestSchema, Generator: "go test ./golden -update",
+		Note: "float64, C order; complex arrays end in an axis of 2 (re, im); out = the ssmk ABI forward scan, last_state = h after the last step"}
+	for _, c := range Entries() {
+		p := gen.New(c.Spec, c.Seed)
+		out, err := reference.Scan(p, reference.Float64)
+		if err != nil {
+			return nil, fmt.Errorf("golden: %s: %w", c.Name, err)
+		}
+		gc := Case{Name: c.Name, Method: c.Spec.Method.String(), Complex: c.Spec.Complex, Batch: p.Batch, Dim: p.Dim,
+			Seqlen: p.Seqlen, Dstate: p.Dstate, Groups: p.Groups, VariableB: p.VariableB, VariableC: p.VariableC,
+			DeltaSoftplus: p.Softplus, Dist: c.Spec.Dist.String(), Seed: c.Seed, Files: map[string]File{}}
+		if err := os.MkdirAll(filepath.Join(dir, "cases", c.Name), 0o755); err != nil {
+			return nil, err
+		}
+		for name, a := range arrays(p, out) {
+			b, err := EncodeNPY(a.shape, a.data)
+			if err != nil {
+				return nil, fmt.Errorf("golden: %s/%s: %w", c.Name, name, err)
+			}
+			rel := filepath.Join("cases", c.Name, name+".npy")
+			if err := os.WriteFile(filepath.Join(dir, rel), b, 0o644); err != nil {
+				return nil, err
+			}
+			gc.Files[name] = File{File: rel, Shape: a.shape, SHA256: sum(b)}
+		}
+		man.Cases = append(man.Cases, gc)
+	}
+	js, err := json.MarshalIndent(man, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return man, os.WriteFile(filepath.Join(dir, "manifest.json"), append(js, '\n'), 0o644)
+}
+
+// Load reads manifest.json from dir and checks every file's checksum. A
+// missing or altered file is an error naming the file and the checksum the
+// manifest expects.
+func Load(dir string) (*Manifest, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
+	if err != nil {
+		return nil, fmt.Errorf("golden: %w (regenerate with `go test ./golden -update`)", err)
+	}
+	var man Manifest
+	if err := json.Unmarshal(b, &man); err != nil {
+		return nil, fmt.Errorf("golden: manifest.json: %w", err)
+	}
+	if man.Schema != ManifestSchema {
+		return nil, fmt.Errorf("golden: manifest.json has schema %q, want %q", man.Schema, ManifestSchema)
+	}
+	for _, c := range man.Cases {
+		names := make([]string, 0, len(c.Files))
+		for n := range c.Files {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			f := c.Files[n]
+			data, err := os.ReadFile(filepath.Join(dir, f.File))
+			if err != nil {
+				return nil, fmt.Errorf("golden: case %s: %s is missing (manifest expects sha256 %s): %w", c.Name, f.File, f.SHA256, err)
+			}
+			if got := sum(data); got != f.SHA256 {
+				return nil, fmt.Errorf("golden: case %s: %s has sha256 %s, manifest expects %s: the file was altered (regenerate deliberately with `go test ./golden -update`)",
+					c.Name, f.File, got, f.SHA256)
+			}
+		}
+	}
+	return &man, nil
+}
+
+// Problem rebuilds a case's problem and expected output from its files.
+func (c Case) Problem(dir string) (*reference.Problem, *reference.Output, error) {
+	m, err := reference.ParseMethod(c.Method)
+	if err != nil {
+		return nil, nil, fmt.Errorf("golden: case %s: %w", c.Name, err)
+	}
+	p := &reference.Problem{Batch: c.Batch, Dim: c.Dim, Seqlen: c.Seqlen, Dstate: c.Dstate, Groups: c.Groups,
+		Method: m, Complex: c.Complex, VariableB: c.VariableB, VariableC: c.VariableC, Softplus: c.DeltaSoftplus}
+	out := &reference.Output{}
+	read := func(name string, dst *[]float64, required bool) error {
+		f, ok := c.Files[name]
+		if !ok {
+			if required {
+				return fmt.Errorf("golden: case %s lists no file for %s", c.Name, name)
+			}
+			return nil
+		}
+		_, d, err := ReadNPY(filepath.Join(dir, f.File))
+		if err != nil {
+			return err
+		}
+		*dst = d
+		return nil
+	}
+	for _, a := range []struct {
+		name     string
+		dst      *[]float64
+		required bool
+	}{
+		{"u", &p.U, true}, {"delta", &p.Delta, true}, {"A", &p.A, true}, {"B", &p.B, true}, {"C", &p.C, true},
+		{"D", &p.D, false}, {"z", &p.Z, false}, {"delta_bias", &p.DeltaBias, false},
+		{"out", &out.Out, true}, {"last_state", &out.LastState, true},
+	} {
+		if err := read(a.name, a.dst, a.required); err != nil {
+			return nil, nil, err
+		}
+	}
+	if err := p.Validate(); err != nil {
+		return nil, nil, fmt.Errorf("golden: case %s: %w", c.Name, err)
+	}
+	return p, out, nil
+}
