@@ -12,7 +12,7 @@ HEADERS  := $(INC)/ssmk.h $(SRC)/ssmk_methods.h $(SRC)/ssmk_host.h
 WARN     := -Wall -Wextra -Werror
 CXXFLAGS ?= -O3 -std=c++17 -fPIC -fopenmp -fvisibility=hidden $(WARN)
 
-.PHONY: all lib lib-cuda cuda-check test vet fmt-check bench-ref gpu-build clean
+.PHONY: all lib lib-cuda cuda-check test verify mutants vet fmt-check bench-ref gpu-build clean
 
 all: lib
 
@@ -22,6 +22,11 @@ lib: $(BUILD)/libssmk_cpu.so
 $(BUILD)/libssmk_cpu.so: $(SRC)/cpu.cpp $(HEADERS) $(SRC)/ssmk.map
 	@mkdir -p $(BUILD)
 	$(CXX) $(CXXFLAGS) -I$(INC) -shared -o $@ $< -Wl,--version-script=$(SRC)/ssmk.map -Wl,--no-undefined
+
+# A mutant of the CPU build: one planted bug (SSMK_MUTANT=K in ssmk_methods.h or cpu.cpp).
+$(BUILD)/mutants/libssmk_cpu_m%.so: $(SRC)/cpu.cpp $(HEADERS) $(SRC)/ssmk.map
+	@mkdir -p $(@D)
+	$(CXX) $(CXXFLAGS) -DSSMK_MUTANT=$* -I$(INC) -shared -o $@ $< -Wl,--version-script=$(SRC)/ssmk.map -Wl,--no-undefined
 
 ## lib-cuda: the CUDA build, build/libssmk_cuda.so (nvcc; CUDA_ARCH=90 by default)
 lib-cuda: $(BUILD)/libssmk_cuda.so
@@ -44,6 +49,20 @@ vet:
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+## verify: the main job: build the library (CPU; CUDA too when nvcc and a GPU are present), run the
+## verification suite against it, print the summary, write out/report.json and out/summary.txt
+verify: lib
+	@if command -v nvcc >/dev/null 2>&1 && nvidia-smi >/dev/null 2>&1; then $(MAKE) lib-cuda; fi
+	@mkdir -p out
+	@echo "verify: golden files (checksums, reference reproduction)"
+	$(GO) test -count=1 ./golden
+	@echo "verify: the suite against the library under test (cudalib.OpenDefault; SSMK_LIB to choose)"
+	@$(GO) test -count=1 ./verify -args -report $(CURDIR)/out; st=$$?; echo; cat out/summary.txt; exit $$st
+
+## mutants: build the CPU library with each planted bug of the catalogue, run the suite against it, print the kill matrix
+mutants: lib
+	$(GO) run ./verify/mutants
 
 ## bench-ref: the reference scan against the CPU kernel, one thread each
 bench-ref: lib

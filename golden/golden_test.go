@@ -54,38 +54,6 @@ func TestGoldenReferenceReproduces(t *testing.T) {
 	}
 }
 
-// The library under test matches every golden case within the
-// verification thresholds, in fp64 (against the stored outputs) and fp32
-// (inputs rounded to float32, reference recomputed on them).
-func TestGoldenKernel(t *testing.T) {
-	lib, err := cudalib.OpenDefault()
-	require.NoError(t, err)
-	man, err := Load(".")
-	require.NoError(t, err)
-	for _, c := range man.Cases {
-		p, want, err := c.Problem(".")
-		require.NoError(t, err)
-		for _, dt := range cudalib.DTypes() {
-			if c.Complex && lib.Capabilities(p.Method, dt, true).ComplexZOHFallback() {
-				continue // held to the library's zoh by verify's TestComplexFallback
-			}
-			q, ref := p, want
-			if dt == cudalib.F32 {
-				q = p.Clone()
-				q.RoundToFloat32()
-				ref = nil
-			}
-			got, err := lib.Scan(q, dt)
-			require.NoError(t, err, c.Name)
-			cmp, err := verify.CompareScan(q, got, dt, ref, nil)
-			require.NoError(t, err)
-			if !cmp.Passed(dt) {
-				t.Errorf("%s %v: worst %s; threshold %g", c.Name, dt, cmp.Worst, verify.Threshold(dt))
-			}
-		}
-	}
-}
-
 func copyDir(t *testing.T, src, dst string) {
 	t.Helper()
 	require.NoError(t, filepath.Walk(src, func(path string, info os.FileInfo, err error) error {

@@ -83,19 +83,21 @@
 //
 //   - dt: the bias addition errs by u·|v| (v = delta + bias, absent without a
 //     bias); softplus multiplies an error in v by σ(v) = e^v/(1+e^v) and adds
-//     a few ulp of its own.
+//     a few ulp of its own plus σ(v)·|v|·u: a kernel may compute e^v as
+//     exp2(v·log2e), and rounding that argument costs |v|·u relative.
 //   - x = dt·a: |a|·S_dt + |x| (one more for complex).
 //   - Ā and g: an error in x propagates through the derivative,
 //     |Ā'(x)|·S_x and |g'(x)|·S_x; evaluating them from an exact x adds a few
-//     ulp of |Ā| for exp, 2k·u·Σ|cᵢ||x|ⁱ for a degree-k Horner polynomial, and
+//     ulp of |Ā| for exp plus |x|·|Ā| for the exp2(x·log2e) route,
+//     2k·u·Σ|cᵢ||x|ⁱ for a degree-k Horner polynomial, and
 //     for bilinear u·(1+|x|/2)(1+|Ā|)/|1−x/2| (num and den each rounded, then
 //     divided): near the pole x = 2 this grows like the true conditioning.
 //   - β = dt·g·B·u: S_β = |g B u|·S_dt + |dt B u|·S_g + 3|β|.
 //   - the state: with the magnitude recurrence H' = |Ā|·H + |β| (which bounds
 //     |h| whatever cancels), S_h' = |Ā|·S_h + S_Ā·H + S_β + 2(|Ā|H + |β|).
 //   - the output: S_y = Σ|C|·S_h + N·Σ|C|·H (any summation order of N terms);
-//     D adds u·(|y| + 2|D·u|); the gate multiplies by |z·σ(z)| and adds 5u of
-//     |y|.
+//     D adds u·(|y| + 2|D·u|); the gate multiplies by |z·σ(z)| and adds
+//     (5 + (1 − σ(z))·|z|)·u of |y| (the last term: e^{−z} by exp2).
 //
 // Complex arithmetic doubles the evaluation constants (a complex product is
 // within √5·u). The scale is a bound, so a correct kernel's ratio is

@@ -68,7 +68,9 @@ func boundCoef(m Method, x complex128, isComplex bool) coefBound {
 	}
 	e := math.Exp(real(x))
 	c.abar, c.dabar = e, e
-	c.evalA = 2 * cf * e // exp is within an ulp or two, also as exp2(x·log2e)
+	// exp is within an ulp or two; computed as exp2(x·log2e), the rounding of
+	// x·log2e adds |x|·u relative (exp's condition number is |x|).
+	c.evalA = cf * (2 + r) * e
 	// Horner's rule for a degree-k polynomial errs by at most 2k·u·Σ|cᵢ||x|ⁱ.
 	horner := func(k int, coef ...float64) float64 {
 		s, p := 0.0, 1.0
@@ -181,8 +183,11 @@ func ErrorScale(p *Problem) (*Scale, error) {
 				}
 				if p.Z != nil {
 					z := p.Z[i]
-					gate := math.Abs(z / (1 + math.Exp(-z)))
-					sy = gate * (sy + 5*Y) // sigmoid, the products: ≈ 5u relative
+					sig := 1 / (1 + math.Exp(-z))
+					gate := math.Abs(z * sig)
+					// sigmoid and the products: ≈ 5u relative, plus e^{−z}'s
+					// |z|·u (exp2 route) damped by 1 − σ(z).
+					sy = gate * (sy + (5+(1-sig)*math.Abs(z))*Y)
 					// sigmoid(z) flushes to 0 below η: an error of |y·z|·η.
 					ty = gate*ty + Y*math.Abs(z) + 3
 				}
@@ -208,7 +213,9 @@ func deltaScale(p *Problem, raw float64, d int) (dt, sdt float64) {
 		e := math.Exp(v)
 		dt = math.Log1p(e)
 		sigma := e / (1 + e)
-		return dt, sigma*(sv+2) + 2*dt
+		// e^v carries the error of v, its own ulp and, computed as
+		// exp2(v·log2e), |v|·u; log1p damps all of it by σ(v).
+		return dt, sigma*(sv+math.Abs(v)+2) + 2*dt
 	}
 	return v, sv
 }

@@ -251,5 +251,5 @@ func ExampleScan() {
 	out, _ := reference.Scan(p, reference.Float64)
 	scale, _ := reference.ErrorScale(p)
 	fmt.Printf("%d outputs, %d state words, scale of out[0] %.3g\n", len(out.Out), len(out.LastState), scale.Out[0])
-	// Output: 8 outputs, 6 state words, scale of out[0] 0.503
+	// Output: 8 outputs, 6 state words, scale of out[0] 0.52
 }

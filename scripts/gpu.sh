@@ -15,7 +15,7 @@
 #   make lib-cuda && SSMK_BACKEND=cuda go test ./...
 set -uo pipefail
 cd "$(dirname "$0")/.."
-PKGS_DEFAULT="reference cudalib"
+PKGS_DEFAULT="reference cudalib golden verify"
 
 build() {
 	rm -rf carry && mkdir -p carry
@@ -45,7 +45,9 @@ run() {
 		local bin=carry/$pkg.test log=$out/$pkg.log
 		[ -x "$bin" ] || { echo "gpu.sh: no $bin (run scripts/gpu.sh build first)"; exit 1; }
 		local s=$SECONDS
-		(cd "$pkg" && SSMK_BACKEND=cuda "../$bin" -test.v -test.timeout=540s ${GPU_TEST_FLAGS:-}) >"$log" 2>&1
+		local extra=()
+		[ "$pkg" != verify ] || extra=(-report "$(cd "$out" && pwd)/verify-report")
+		(cd "$pkg" && SSMK_BACKEND=cuda "../$bin" -test.v -test.timeout=540s ${GPU_TEST_FLAGS:-} "${extra[@]}") >"$log" 2>&1
 		local rc=$?
 		[ $rc -eq 0 ] || fail=1
 		local pass nfail skip
@@ -55,6 +57,8 @@ run() {
 		rows+=("$(printf '%-10s %-4s %5d %5d %5d %6ds' "$pkg" "$([ $rc -eq 0 ] && echo ok || echo FAIL)" "$pass" "$nfail" "$skip" $((SECONDS - s)))")
 		grep -E -- '--- FAIL|^\s+[a-z_]+_test.go:[0-9]+: (library|selection|device|copy|largest)|^Benchmark|FAIL|panic' "$log" | head -60
 	done
+	if python3 -c 'import numpy' 2>/dev/null; then python3 golden/check_numpy.py || fail=1; fi
+	[ ! -f "$out/verify-report/summary.txt" ] || { echo; cat "$out/verify-report/summary.txt"; }
 	echo
 	printf '%-10s %-4s %5s %5s %5s %7s\n' package rc pass fail skip time
 	printf '%s\n' "${rows[@]}"

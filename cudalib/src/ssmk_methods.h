@@ -259,7 +259,9 @@ SSMK_HD T step_dt(T delta, const T *delta_bias, int d, int softplus) {
 /* y + D·u, then the SiLU gate y·z·sigmoid(z). */
 template <typename T>
 SSMK_HD T finish_output(T y, T u, const T *D, const T *z, int d, long long i) {
-#if SSMK_MUTANT != 7 /* mutant 7 drops the D term */
+#if SSMK_MUTANT == 7 /* the D term dropped */
+    (void)D, (void)u, (void)d;
+#else
     if (D) y += D[d] * u;
 #endif
     if (z) {
@@ -295,6 +297,7 @@ SSMK_HD cplx<T> c_times_h(cplx<T> c, cplx<T> h) {
 /* The group that channel d reads variable B and C from. */
 SSMK_HD int group_of(int d, int dim, int n_groups) {
 #if SSMK_MUTANT == 9
+    (void)dim;
     return d % n_groups; /* interleaved instead of contiguous groups */
 #else
     return d / (dim / n_groups);

@@ -1,0 +1,43 @@
+// Package verify is the verification suite: it compares a kernel library
+// (cudalib.OpenDefault — the CPU build in CI, the CUDA build on a GPU
+// machine, SSMK_LIB for a user's library) with the float64 references of
+// package reference and says, with evidence, whether every discretization
+// method computes what it claims.
+//
+// Every comparison is a scaled error ratio (reference.Ratio):
+//
+//	ratio = |kernel − reference| / (u·S + η·T)
+//
+// with S the running-error scale of reference.ErrorScale (or
+// reference.DiscretizeScale), u the kernel dtype's unit roundoff and η·T an
+// underflow allowance. S bounds what a correct implementation can err by, so
+// correct kernels stay below 1 whatever the conditioning of the input; the
+// thresholds (ThresholdF32, ThresholdF64 = 4) are measured maxima with a
+// margin, and a logic error lands at 10⁶–10¹⁴.
+//
+// The tests group by topic, so `go test ./verify -run X` selects them:
+//
+//	Accuracy    rapid properties over random shapes (batch 1–3, dim 1–64, seqlen
+//	            1–300, dstate 1–64 and the library's maximum), feature toggles,
+//	            methods, real/complex, fp32/fp64, realistic (Mamba's S4D
+//	            initialisations, softplus dt in 1e-3…1e-1) and stressing inputs;
+//	            a failure prints the shrunk case and its worst element. Plus one
+//	            fixed case of every combination (AccuracyEveryCombination).
+//	            RAPID_CHECKS=N (or -rapid.checks=N) lengthens the campaign.
+//	Sweep       ssmk_discretize over x = Δ·a, |x| in 1e-8…1e3, both signs, 0, and
+//	            complex grids: the ratio and ulp distribution per method × dtype.
+//	Bilinear    the scalar form equals gonum's (I − ΔA/2)⁻¹(I + ΔA/2) for diagonal
+//	            A, near the pole x = 2 too; for A = diag + ε·offdiag the shortcut's
+//	            error is first order in ε and vanishes at ε = 0.
+//	Stability   |Ā| ≤ 1 for Re(a) < 0, every method, Δ·|a| up to 1e6.
+//	ComplexFallback  capabilities held to their word: native methods match the
+//	            complex reference and differ from zoh; declared fallbacks equal zoh.
+//	FP32VsFP64  both dtypes against the reference next to the problem's natural
+//	            float32 error (the reference's Float32 mode).
+//	Golden      every golden case (golden/), checksums verified.
+//
+// TestMain writes report.json and summary.txt when given -report DIR (make
+// verify does); Report documents the JSON schema. verify/mutants proves the
+// suite catches bugs: it builds the CPU library with each planted bug of its
+// catalogue and requires every one to fail the suite.
+package verify

@@ -1,0 +1,49 @@
+package verify
+
+import (
+	"testing"
+
+	"ssmverify/cudalib"
+	"ssmverify/golden"
+)
+
+// TestGolden: the library under test matches every golden case (golden/)
+// within the thresholds: in fp64 against the stored float64 outputs, in fp32
+// with the inputs rounded to float32 and the reference recomputed on them.
+// The golden files' checksums are verified on load.
+func TestGolden(t *testing.T) {
+	track(t)
+	man, err := golden.Load("../golden")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range man.Cases {
+		p, want, err := c.Problem("../golden")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, dt := range cudalib.DTypes() {
+			if c.Complex && fallback(p.Method, dt) {
+				continue
+			}
+			q, ref := p, want
+			if dt == cudalib.F32 {
+				q = p.Clone()
+				q.RoundToFloat32()
+				ref = nil
+			}
+			got, err := lib.Scan(q, dt)
+			if err != nil {
+				t.Fatalf("%s %v: %v", c.Name, dt, err)
+			}
+			cmp, err := CompareScan(q, got, dt, ref, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep.Add("TestGolden", p.Method, dt, p.Complex, cmp.Worst.Ratio, cmp.Worst.ULP, cmp.Passed(dt), c.Name+": "+cmp.Worst.String())
+			if !cmp.Passed(dt) {
+				t.Errorf("%s %v: worst %s; threshold %g", c.Name, dt, cmp.Worst, Threshold(dt))
+			}
+		}
+	}
+}

@@ -1,0 +1,200 @@
+// Command mutants proves that the verification suite catches kernel bugs.
+// It builds the CPU backend once per entry of the mutation catalogue
+// (-DSSMK_MUTANT=k plants one realistic bug in cudalib/src/ssmk_methods.h or
+// cpu.cpp), runs the suite (go test ./verify ./golden) against each mutant
+// through SSMK_LIB, and prints a kill matrix: which tests killed which
+// mutant. It fails when the unmutated build does not pass or any mutant
+// survives. Run it from the repository root: make mutants.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Mutant is one planted bug.
+type Mutant struct {
+	K           int    `json:"k"`
+	Name        string `json:"name"`
+	Description string `json:"description"`
+}
+
+// Catalogue lists the mutants; each K appears as SSMK_MUTANT == K in the
+// C sources (TestCatalogueMatchesSources checks it).
+var Catalogue = []Mutant{
+	{1, "bilinear-sign", "bilinear with the sign flipped, Ā = (1 − x/2)/(1 + x/2), as in the original notes"},
+	{2, "rk4-factor", "rk4's x³ term divided by 12 instead of 24"},
+	{3, "foh-no-limit", "foh's φ1 without the φ1(0) = 1 guard (0/0 at x = 0)"},
+	{4, "log2e", "float exp2f(x·log2e) with log2(e) = 1.4427 (wrong in the 5th digit)"},
+	{5, "poly-term", "poly without its x²/6 term"},
+	{6, "complex-fallback", "rk4 with complex A silently computes zoh (undeclared fallback)"},
+	{7, "no-D", "the D·u skip term dropped"},
+	{8, "softplus-order", "softplus applied before delta_bias is added"},
+	{9, "group-index", "variable B/C read from group d mod n_groups instead of d/(dim/n_groups)"},
+	{10, "conj-C", "C conjugated in the complex output"},
+	{11, "output-before-update", "y accumulated from the state before this step's update"},
+	{12, "complex-factor-2", "complex output Re(Σ C·h) without the factor 2"},
+	{13, "gate-no-z", "the SiLU gate as y·sigmoid(z) without the z factor"},
+}
+
+type result struct {
+	Mutant
+	Killed   bool     `json:"killed"`
+	KilledBy []string `json:"killed_by"`
+	Seconds  float64  `json:"seconds"`
+}
+
+var (
+	pkgs   = flag.String("pkgs", "./verify ./golden", "packages of the suite to run against each mutant")
+	out    = flag.String("out", "out", "folder for mutants.json and the logs")
+	only   = flag.String("only", "", "comma-separated mutant numbers to run (default: all)")
+	gotest = flag.String("go", "go", "the go command")
+)
+
+func main() {
+	flag.Parse()
+	if err := os.MkdirAll(*out, 0o755); err != nil {
+		fatal(err)
+	}
+	start := time.Now()
+	fmt.Println("mutants: building the CPU library and", len(Catalogue), "mutants")
+	if err := run("make", "-s", "lib"); err != nil {
+		fatal(fmt.Errorf("make lib: %w", err))
+	}
+	base, _ := filepath.Abs("build/libssmk_cpu.so")
+	fmt.Printf("[baseline] %s ... ", base)
+	failed, err := suite(base, filepath.Join(*out, "mutant-0.log"))
+	if err != nil || len(failed) > 0 {
+		fmt.Println("FAIL")
+		fatal(fmt.Errorf("the unmutated build must pass the suite: failed %v (%v); see %s/mutant-0.log", failed, err, *out))
+	}
+	fmt.Println("pass")
+	var results []result
+	for _, m := range Catalogue {
+		if *only != "" && !strings.Contains(","+*only+",", fmt.Sprintf(",%d,", m.K)) {
+			continue
+		}
+		t0 := time.Now()
+		lib := fmt.Sprintf("build/mutants/libssmk_cpu_m%d.so", m.K)
+		if err := run("make", "-s", lib); err != nil {
+			fatal(fmt.Errorf("building mutant %d: %w", m.K, err))
+		}
+		abs, _ := filepath.Abs(lib)
+		fmt.Printf("[%2d/%d] %-22s ... ", m.K, len(Catalogue), m.Name)
+		failed, err := suite(abs, filepath.Join(*out, fmt.Sprintf("mutant-%d.log", m.K)))
+		r := result{Mutant: m, KilledBy: failed, Killed: len(failed) > 0, Seconds: time.Since(t0).Seconds()}
+		if err != nil && len(failed) == 0 {
+			// The suite died without a test failing (a crash in the library).
+			r.Killed, r.KilledBy = true, []string{"(crash: " + err.Error() + ")"}
+		}
+		if r.Killed {
+			fmt.Printf("killed by %d tests (%.0f s)\n", len(r.KilledBy), r.Seconds)
+		} else {
+			fmt.Printf("SURVIVED (%.0f s)\n", r.Seconds)
+		}
+		results = append(results, r)
+	}
+	printMatrix(results)
+	js, _ := json.MarshalIndent(results, "", "  ")
+	if err := os.WriteFile(filepath.Join(*out, "mutants.json"), append(js, '\n'), 0o644); err != nil {
+		fatal(err)
+	}
+	survivors := 0
+	for _, r := range results {
+		if !r.Killed {
+			survivors++
+		}
+	}
+	fmt.Printf("\n%d of %d mutants killed in %.0f s; matrix in %s/mutants.json\n", len(results)-survivors, len(results), time.Since(start).Seconds(), *out)
+	if survivors > 0 {
+		fmt.Printf("FAIL: %d mutants survived: the suite misses those bugs\n", survivors)
+		os.Exit(1)
+	}
+}
+
+func run(name string, args ...string) error {
+	c := exec.Command(name, args...)
+	c.Stdout, c.Stderr = os.Stderr, os.Stderr
+	return c.Run()
+}
+
+// suite runs the suite against lib and returns the top-level tests that
+// failed (`--- FAIL: TestX` at the start of a line).
+func suite(lib, logPath string) ([]string, error) {
+	args := append([]string{"test", "-count=1", "-v", "-timeout=10m"}, strings.Fields(*pkgs)...)
+	c := exec.Command(*gotest, args...)
+	c.Env = append(os.Environ(), "SSMK_LIB="+lib)
+	var buf bytes.Buffer
+	c.Stdout, c.Stderr = &buf, &buf
+	err := c.Run()
+	_ = os.WriteFile(logPath, buf.Bytes(), 0o644)
+	seen := map[string]bool{}
+	var failed []string
+	sc := bufio.NewScanner(&buf)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		if f, ok := strings.CutPrefix(sc.Text(), "--- FAIL: "); ok {
+			name := strings.Fields(f)[0]
+			if !seen[name] {
+				seen[name] = true
+				failed = append(failed, name)
+			}
+		}
+	}
+	sort.Strings(failed)
+	return failed, err
+}
+
+func printMatrix(results []result) {
+	var tests []string
+	seen := map[string]bool{}
+	for _, r := range results {
+		for _, t := range r.KilledBy {
+			if !seen[t] {
+				seen[t] = true
+				tests = append(tests, t)
+			}
+		}
+	}
+	sort.Strings(tests)
+	fmt.Println("\nkill matrix (x: the test failed against the mutant)")
+	for i, t := range tests {
+		fmt.Printf("  T%-2d %s\n", i+1, t)
+	}
+	fmt.Printf("\n%-3s %-22s", "k", "mutant")
+	for i := range tests {
+		fmt.Printf(" T%-2d", i+1)
+	}
+	fmt.Println("  killed")
+	for _, r := range results {
+		fmt.Printf("%-3d %-22s", r.K, r.Name)
+		for _, t := range tests {
+			mark := " . "
+			for _, k := range r.KilledBy {
+				if k == t {
+					mark = " x "
+				}
+			}
+			fmt.Printf(" %s", mark)
+		}
+		if r.Killed {
+			fmt.Println("  yes")
+		} else {
+			fmt.Println("  NO")
+		}
+	}
+}
+
+func fatal(err error) {
+	fmt.Fprintln(os.Stderr, "mutants:", err)
+	os.Exit(1)
+}
