@@ -88,6 +88,12 @@ func boundCoef(m Method, x complex128, isComplex bool) coefBound {
 		c.g = cmplx.Abs(phi)
 		c.dg = cmplx.Abs(dphi1(x, phi))
 		c.evalG = 4 * cf * c.g // expm1 and a division
+		if r >= 0.5 {
+			// A kernel may take (e^x − 1)/x from the e^x it already has
+			// (exact enough away from 0): e's (2 + |x|)·u, the subtraction and
+			// the division.
+			c.evalG = math.Max(c.evalG, cf*((2+r)*e+2*cmplx.Abs(cmplx.Exp(x)-1))/r)
+		}
 	case HighOrder:
 		c.g = cmplx.Abs(1 + x/2)
 		c.dg = 0.5

@@ -10,7 +10,8 @@
 #                                   logs to $OUT (or out/gpu), print a table last
 #
 # Extra go-test flags for the binaries go in GPU_TEST_FLAGS (e.g.
-# "-test.run=Scan -test.bench=PlanMambaBlock -test.benchtime=1x").
+# "-test.run=Scan -test.bench=PlanMambaBlock -test.benchtime=1x"); flags of
+# the verify suite alone (-sizes, -scripts, -trials, …) in VERIFY_FLAGS.
 # With Go on the GPU machine none of this is needed:
 #   make lib-cuda && SSMK_BACKEND=cuda go test ./...
 set -uo pipefail
@@ -46,7 +47,7 @@ run() {
 		[ -x "$bin" ] || { echo "gpu.sh: no $bin (run scripts/gpu.sh build first)"; exit 1; }
 		local s=$SECONDS
 		local extra=()
-		[ "$pkg" != verify ] || extra=(-report "$(cd "$out" && pwd)/verify-report")
+		[ "$pkg" != verify ] || extra=(-report "$(cd "$out" && pwd)/verify-report" ${VERIFY_FLAGS:-})
 		(cd "$pkg" && SSMK_BACKEND=cuda "../$bin" -test.v -test.timeout=540s ${GPU_TEST_FLAGS:-} "${extra[@]}") >"$log" 2>&1
 		local rc=$?
 		[ $rc -eq 0 ] || fail=1

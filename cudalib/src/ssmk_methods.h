@@ -9,7 +9,8 @@
  *
  *   - float e^x is exp2f(x·log2e), the route of Mamba's kernel (one MUFU.EX2
  *     on the GPU after range handling); double e^x is exp().
- *   - φ1(x) = expm1(x)/x with the guard φ1(0) = 1; for complex z = a + ib,
+ *   - φ1(x) = expm1(x)/x with the guard φ1(0) = 1 for |x| < 1/2, (e^x − 1)/x
+ *     from the exp already computed beyond; for complex z = a + ib,
  *     e^z − 1 = (expm1(a)·cos b − 2·sin²(b/2)) + i·e^a·sin b, which does not
  *     cancel near 0.
  *   - the polynomials by Horner's rule; bilinear with one division
@@ -75,6 +76,14 @@ SSMK_HD T phi1(T x) {
 #endif
 }
 
+/* φ1(x) given e = e^x already computed: (e − 1)/x where that subtraction
+ * loses at most a couple of bits (|x| ≥ 1/2: relative error ≤ 3u), expm1
+ * only near 0. Saves foh an expm1 per state on the common path. */
+template <typename T>
+SSMK_HD T phi1_from_exp(T x, T e) {
+    return sabs(x) >= T(0.5) ? (e - T(1)) / x : phi1(x);
+}
+
 /* ---- complex numbers ---- */
 
 template <typename T>
@@ -138,7 +147,7 @@ SSMK_HD void method_real_m(T x, T &abar, T &g) {
         g = T(1);
     } else if constexpr (M == FOH) {
         abar = sexp(x);
-        g = phi1(x);
+        g = phi1_from_exp(x, abar);
     } else if constexpr (M == BILINEAR) {
         /* One division: g = 1/(1 − x/2) and Ā = (1 + x/2)/(1 − x/2) = 2g − 1.
          * For x ≤ 0, 0 ≤ g ≤ 1, so the computed Ā stays in [−1, 1] (2g is

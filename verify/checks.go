@@ -1,0 +1,298 @@
+package verify
+
+import (
+	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+)
+
+// The seven performance checks (CHECKS.md) measure in the TestCheckN tests
+// and decide here, in functions of the measurements alone, so that each
+// decision is tested with synthetic inputs that must make it fail.
+
+// Hash is the hex sha256 of a byte slice.
+func Hash(b []byte) string {
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])
+}
+
+// DecideIdenticalInputs (Check1) takes, per method, the hash of every input
+// array the kernel was given, and fails unless every method got
+// byte-identical inputs.
+func DecideIdenticalInputs(hashes map[string]map[string]string) error {
+	var ref string
+	var refHashes map[string]string
+	methods := sortedKeys(hashes)
+	for _, m := range methods {
+		if refHashes == nil {
+			ref, refHashes = m, hashes[m]
+			continue
+		}
+		for _, array := range sortedKeys(refHashes) {
+			if hashes[m][array] != refHashes[array] {
+				return fmt.Errorf("%s got different %s from %s: sha256 %.12s… vs %.12s…", m, array, ref, hashes[m][array], refHashes[array])
+			}
+		}
+		if len(hashes[m]) != len(refHashes) {
+			return fmt.Errorf("%s got %d input arrays, %s got %d", m, len(hashes[m]), ref, len(refHashes))
+		}
+	}
+	return nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	k := make([]string, 0, len(m))
+	for s := range m {
+		k = append(k, s)
+	}
+	sort.Strings(k)
+	return k
+}
+
+// SyncTolerance is how far the synced host time may sit from the event time:
+// 10% or three times the larger measured spread, whichever is larger (host
+// clocks add the launch and sync overhead, a few µs, to each launch).
+func SyncTolerance(synced, events Samples) float64 {
+	return math.Max(0.10, 3*math.Max(synced.Spread(), events.Spread()))
+}
+
+// DecideSync (Check2): the synced host time and the event time must agree
+// within SyncTolerance; it returns how many times the unsynced host time
+// underestimates the event time (1 on a synchronous backend).
+func DecideSync(unsynced, synced, events Samples) (underestimate float64, err error) {
+	ev, sy, un := events.Median(), synced.Median(), unsynced.Median()
+	underestimate = ev / un
+	if d, tol := math.Abs(sy-ev)/ev, SyncTolerance(synced, events); d > tol {
+		return underestimate, fmt.Errorf("synced host time %.4g µs and event time %.4g µs differ by %.1f%% (tolerance %.1f%%): one of the two timers is wrong", sy, ev, 100*d, 100*tol)
+	}
+	return underestimate, nil
+}
+
+// ThreadSetting is one assignment of a threading variable in a script.
+type ThreadSetting struct {
+	File  string `json:"file"`
+	Line  int    `json:"line"`
+	Var   string `json:"var"`
+	Value string `json:"value"`
+}
+
+var threadVarRE = regexp.MustCompile(`\b(OMP_NUM_THREADS|MKL_NUM_THREADS|OPENBLAS_NUM_THREADS)=("?)([^"\s;]*)`)
+
+// ScanScripts finds every OMP/MKL/OpenBLAS thread-count assignment in the
+// shell and Slurm scripts under dir (*.sh, *.bash, *.slurm, *.sbatch, and
+// files starting with #!), skipping comment lines.
+func ScanScripts(dir string) ([]ThreadSetting, error) {
+	var out []ThreadSetting
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		sc := bufio.NewScanner(f)
+		n := 0
+		script := false
+		switch filepath.Ext(path) {
+		case ".sh", ".bash", ".slurm", ".sbatch":
+			script = true
+		}
+		for sc.Scan() {
+			n++
+			line := sc.Text()
+			if n == 1 && strings.HasPrefix(line, "#!") {
+				script = true
+			}
+			if !script {
+				return nil
+			}
+			if t := strings.TrimSpace(line); strings.HasPrefix(t, "#") {
+				continue
+			}
+			for _, m := range threadVarRE.FindAllStringSubmatch(line, -1) {
+				out = append(out, ThreadSetting{File: path, Line: n, Var: m[1], Value: m[3]})
+			}
+		}
+		return sc.Err()
+	})
+	return out, err
+}
+
+// DecideScripts (Check3) fails when the scripts set one variable to
+// different values, listing every file and value.
+func DecideScripts(settings []ThreadSetting) error {
+	byVar := map[string][]ThreadSetting{}
+	for _, s := range settings {
+		byVar[s.Var] = append(byVar[s.Var], s)
+	}
+	var problems []string
+	for _, v := range sortedKeys(byVar) {
+		values := map[string]bool{}
+		for _, s := range byVar[v] {
+			values[s.Value] = true
+		}
+		if len(values) > 1 {
+			var where []string
+			for _, s := range byVar[v] {
+				where = append(where, fmt.Sprintf("%s:%d %s=%s", s.File, s.Line, v, s.Value))
+			}
+			problems = append(problems, fmt.Sprintf("%s has %d different values: %s", v, len(values), strings.Join(where, "; ")))
+		}
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("inconsistent thread settings across scripts (methods run by them are not comparable):\n  %s", strings.Join(problems, "\n  "))
+	}
+	return nil
+}
+
+// ThreadNoise is the tolerance within which throughput must not depend on
+// the host thread count on a GPU backend: 5% or three times the larger
+// spread.
+func ThreadNoise(one, all Samples) float64 {
+	return math.Max(0.05, 3*math.Max(one.Spread(), all.Spread()))
+}
+
+// DecideThreadIndependence (Check3, GPU backends): time with 1 host thread
+// and with all must agree within ThreadNoise.
+func DecideThreadIndependence(one, all Samples) (ratio float64, err error) {
+	ratio = one.Median() / all.Median()
+	if tol := ThreadNoise(one, all); math.Abs(ratio-1) > tol {
+		return ratio, fmt.Errorf("time with 1 host thread / with all = %.3f, outside 1 ± %.3f: the GPU backend's speed depends on host threads", ratio, tol)
+	}
+	return ratio, nil
+}
+
+// Collision names two methods whose outputs are indistinguishable.
+type Collision struct {
+	A, B    string
+	RelDiff float64
+}
+
+// Fingerprint (Check4) compares every pair of methods' outputs on an input
+// where the formulas differ: each pair must differ, relative to the output's
+// size, by at least minRel (far above rounding). It returns the pairs that
+// do not: a method that runs another's code path, or a fallback.
+func Fingerprint(outs map[string][]float64, minRel float64) []Collision {
+	names := sortedKeys(outs)
+	var out []Collision
+	for i, a := range names {
+		for _, b := range names[i+1:] {
+			var diff, size float64
+			for k := range outs[a] {
+				diff = math.Max(diff, math.Abs(outs[a][k]-outs[b][k]))
+				size = math.Max(size, math.Max(math.Abs(outs[a][k]), math.Abs(outs[b][k])))
+			}
+			rel := diff / size
+			if !(rel >= minRel) {
+				out = append(out, Collision{a, b, rel})
+			}
+		}
+	}
+	return out
+}
+
+// SteadyWithin is Check5's steady-state band: within 5% of the steady
+// median, or within twice the steady iterations' own spread when the
+// machine is noisier than that (noise is not warm-up).
+const SteadyWithin = 0.05
+
+// SteadyState (Check5) returns the cold-start cost (first iteration over the
+// steady median, the median of the second half) and the number of
+// iterations before every later one of the first half stays within the
+// steady band.
+func SteadyState(s Samples) (cold float64, warmupNeeded int) {
+	tail := Samples(s[len(s)/2:])
+	steady := tail.Median()
+	band := math.Max(SteadyWithin, 2*tail.Spread())
+	cold = s[0] / steady
+	for i := len(s)/2 - 1; i >= 0; i-- {
+		if math.Abs(s[i]-steady)/steady > band {
+			return cold, i + 1
+		}
+	}
+	return cold, 0
+}
+
+// DecideWarmup (Check5): the harness's warm-up must cover the iterations
+// the measurement needed.
+func DecideWarmup(needed, harnessWarmup int) error {
+	if needed > harnessWarmup {
+		return fmt.Errorf("the first %d iterations are outside 5%% of the steady median, but the harness warms up only %d", needed, harnessWarmup)
+	}
+	return nil
+}
+
+// NoiseBound is Check6's bound on a measurement's spread: beyond it the
+// figure is measured again and, if still noisy, marked noisy.
+const NoiseBound = 0.10
+
+// StableMeasure (Check6) measures, re-measures once when the spread exceeds
+// NoiseBound, and reports noisy when it still does.
+func StableMeasure(measure func() (Samples, error)) (s Samples, noisy bool, err error) {
+	for attempt := 0; attempt < 2; attempt++ {
+		if s, err = measure(); err != nil {
+			return nil, false, err
+		}
+		if s.Spread() <= NoiseBound {
+			return s, false, nil
+		}
+	}
+	return s, true, nil
+}
+
+// Comparison7 is one method's row of Check7.
+type Comparison7 struct {
+	Method         string  `json:"method"`
+	MedianUS       float64 `json:"median_us"`
+	CILowUS        float64 `json:"ci95_low_us"`
+	CIHighUS       float64 `json:"ci95_high_us"`
+	RatioToZOH     float64 `json:"ratio_to_zoh"`
+	RatioCILow     float64 `json:"ratio_ci95_low"`
+	RatioCIHigh    float64 `json:"ratio_ci95_high"`
+	ElementsPerSec float64 `json:"elements_per_s"`
+	GBPerSec       float64 `json:"gb_per_s"`
+	FracCopyBW     float64 `json:"fraction_of_copy_bandwidth"`
+	Verdict        string  `json:"verdict"`
+}
+
+// MoreWorkThanZOH reports whether a method does at least zoh's work per
+// state update (zoh's exp plus more). Bilinear does not: it replaces the exp
+// by a division, which can legitimately be cheaper.
+func MoreWorkThanZOH(method string) bool { return method != "zoh" && method != "bilinear" }
+
+// DecideMethod (Check7) compares a method with zoh. It fails when the
+// method is slower than zoh by more than maxSlowdown (the lower end of the
+// ratio's 95% interval above it), and flags as suspicious a method that
+// does at least zoh's work (MoreWorkThanZOH) yet runs significantly faster
+// (the upper end of the interval below 1 − max(5%, 3·spread)): the +63.76%
+// pattern, where the "faster" method ran another code path.
+func DecideMethod(method string, s, zoh Samples, maxSlowdown float64) (c Comparison7, err error) {
+	c.Method = method
+	c.MedianUS = s.Median()
+	c.CILowUS, c.CIHighUS = s.BootstrapCI()
+	c.RatioToZOH = s.Median() / zoh.Median()
+	c.RatioCILow, c.RatioCIHigh = RatioCI(s, zoh)
+	c.Verdict = "ok"
+	if method == "zoh" {
+		return c, nil
+	}
+	if c.RatioCILow > maxSlowdown {
+		c.Verdict = "too slow"
+		return c, fmt.Errorf("%s takes %.3f× zoh's time (95%% CI %.3f–%.3f), over the allowed %.2f×", method, c.RatioToZOH, c.RatioCILow, c.RatioCIHigh, maxSlowdown)
+	}
+	if margin := math.Max(0.05, 3*math.Max(s.Spread(), zoh.Spread())); MoreWorkThanZOH(method) && c.RatioCIHigh < 1-margin {
+		c.Verdict = "SUSPICIOUS"
+		return c, fmt.Errorf("SUSPICIOUS: %s does at least zoh's work but takes %.3f× its time (95%% CI %.3f–%.3f): is it running a different code path?", method, c.RatioToZOH, c.RatioCILow, c.RatioCIHigh)
+	}
+	return c, nil
+}

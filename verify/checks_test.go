@@ -1,0 +1,677 @@
+package verify
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"gonum.org/v1/gonum/mat"
+
+	"ssmverify/cudalib"
+	"ssmverify/gen"
+	"ssmverify/reference"
+)
+
+// Flags of the seven checks, after -args; they mirror the original
+// project's script. 0 means the backend's default: the Mamba-block problem
+// 8×512×1024×16 with 100 trials after 10 warm-up launches on a GPU, a
+// scaled-down problem on the CPU build and in -short.
+var (
+	flagBatch       = flag.Int("batch", 0, "checks: batch (default 8 on a GPU)")
+	flagDim         = flag.Int("dim", 0, "checks: dim (default 512 on a GPU)")
+	flagSeqlen      = flag.Int("seqlen", 0, "checks: seqlen (default 1024 on a GPU)")
+	flagDstate      = flag.Int("dstate", 0, "checks: dstate (default 16)")
+	flagTrials      = flag.Int("trials", 0, "checks: timed samples per figure (default 100 on a GPU)")
+	flagWarmup      = flag.Int("warmup", 0, "checks: warm-up launches before timing (default 10 on a GPU)")
+	flagMethods     = flag.String("methods", "all", "checks: comma-separated methods")
+	flagDType       = flag.String("dtype", "fp32", "checks: fp32 or fp64")
+	flagScripts     = flag.String("scripts", "", "Check3: folder of shell/Slurm scripts to scan for thread settings")
+	flagMaxSlowdown = flag.Float64("max-slowdown", 0, "Check7: fail a method slower than zoh by more than this factor (default 1.25 on a GPU, 3 on the CPU build)")
+	flagSizes       = flag.String("sizes", "", "Check7: sizes to sweep, e.g. 1x64x256x16,8x512x1024x16")
+)
+
+type checkConfig struct {
+	batch, dim, seqlen, dstate int
+	trials, warmup             int
+	maxSlowdown                float64
+	methods                    []reference.Method
+	dtype                      cudalib.DType
+}
+
+func (c checkConfig) String() string {
+	return fmt.Sprintf("%d×%d×%d×%d %v, %d trials after %d warm-up launches", c.batch, c.dim, c.seqlen, c.dstate, c.dtype, c.trials, c.warmup)
+}
+
+// config resolves the flags for the library under test.
+func config(t *testing.T) checkConfig {
+	t.Helper()
+	// On a GPU the scan is memory-bound and the method's arithmetic should
+	// hide under the loads: 1.25× zoh is the limit. The CPU build runs scalar,
+	// compute-bound code where an expm1 or a polynomial per state shows: 3×.
+	c := checkConfig{batch: 8, dim: 512, seqlen: 1024, dstate: 16, trials: 100, warmup: 10, maxSlowdown: 1.25}
+	if lib.Backend == "cpu" {
+		c = checkConfig{batch: 2, dim: 64, seqlen: 256, dstate: 16, trials: 15, warmup: 2, maxSlowdown: 3}
+	}
+	if *flagMaxSlowdown > 0 {
+		c.maxSlowdown = *flagMaxSlowdown
+	}
+	if testing.Short() {
+		c.batch, c.dim, c.seqlen, c.trials = 1, min(c.dim, 64), min(c.seqlen, 256), min(c.trials, 10)
+	}
+	for _, f := range []struct {
+		flag *int
+		dst  *int
+	}{{flagBatch, &c.batch}, {flagDim, &c.dim}, {flagSeqlen, &c.seqlen}, {flagDstate, &c.dstate}, {flagTrials, &c.trials}, {flagWarmup, &c.warmup}} {
+		if *f.flag > 0 {
+			*f.dst = *f.flag
+		}
+	}
+	var err error
+	if c.methods, err = reference.ParseMethods(*flagMethods); err != nil {
+		t.Fatalf("-methods: %v", err)
+	}
+	if c.dtype, err = cudalib.ParseDType(*flagDType); err != nil {
+		t.Fatalf("-dtype: %v", err)
+	}
+	return c
+}
+
+// checkProblem is the one problem definition of the checks: the Mamba-block
+// configuration, seed 1, for method m (all methods share the same inputs).
+func checkProblem(c checkConfig, m reference.Method, isComplex bool) *reference.Problem {
+	s := gen.MambaBlock(m, c.batch, c.dim, c.seqlen, c.dstate)
+	s.Complex = isComplex
+	p := gen.New(s, 1)
+	if c.dtype == cudalib.F32 {
+		p.RoundToFloat32()
+	}
+	return p
+}
+
+// writeCheck writes checkN.json into the report folder (-report, else out/).
+func writeCheck(t *testing.T, n int, v any) {
+	t.Helper()
+	dir := *reportDir
+	if dir == "" {
+		dir = "../out"
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, fmt.Sprintf("check%d.json", n))
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("wrote %s", path)
+}
+
+func newPlan(t *testing.T, p *reference.Problem, dt cudalib.DType) (*cudalib.Plan, *cudalib.ScanBuffers) {
+	t.Helper()
+	b, err := lib.NewScanBuffers(p, dt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := lib.NewPlan(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(plan.Close)
+	return plan, b
+}
+
+func us(v float64) string { return strconv.FormatFloat(v, 'g', 4, 64) }
+
+// TestCheck1IdenticalInputs: one seeded input set for all methods; the
+// sha256 of every input buffer is logged; every method must get
+// byte-identical inputs, the kernel must not modify any, regenerating from
+// the seed must reproduce the hashes, and two runs of a method must give
+// bitwise-identical outputs.
+func TestCheck1IdenticalInputs(t *testing.T) {
+	track(t)
+	c := config(t)
+	hashes := map[string]map[string]string{}
+	table := Table{Name: "Check1: input hashes (" + c.String() + ")", Columns: []string{"array", "elements", "sha256", ""}}
+	for _, m := range c.methods {
+		p := checkProblem(c, m, false)
+		b, err := lib.NewScanBuffers(p, c.dtype)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := map[string]string{}
+		for _, in := range b.Inputs() {
+			if in.Present() {
+				before[in.Name] = Hash(in.Bytes())
+			}
+		}
+		if err := lib.RunScan(b); err != nil {
+			t.Fatal(err)
+		}
+		out1 := bytes.Clone(b.Out.Bytes())
+		for _, in := range b.Inputs() {
+			if in.Present() && Hash(in.Bytes()) != before[in.Name] {
+				t.Errorf("%v: the kernel modified its input %s", m, in.Name)
+			}
+		}
+		if err := lib.RunScan(b); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(out1, b.Out.Bytes()) {
+			t.Errorf("%v: two runs on the same inputs gave different outputs: the kernel is not deterministic", m)
+		}
+		hashes[m.String()] = before
+		if len(table.Rows) == 0 {
+			for _, in := range b.Inputs() {
+				if in.Present() {
+					table.Rows = append(table.Rows, []string{in.Name, strconv.Itoa(in.Len()), before[in.Name], ""})
+				}
+			}
+		}
+	}
+	// Regenerating from the seed reproduces the inputs.
+	b, err := lib.NewScanBuffers(checkProblem(c, c.methods[0], false), c.dtype)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range b.Inputs() {
+		if in.Present() && Hash(in.Bytes()) != hashes[c.methods[0].String()][in.Name] {
+			t.Errorf("regenerating from seed 1 gave a different %s", in.Name)
+		}
+	}
+	if err := DecideIdenticalInputs(hashes); err != nil {
+		t.Error(err)
+	}
+	logTable(t, table)
+	writeCheck(t, 1, map[string]any{"config": c.String(), "dtype": c.dtype.String(), "hashes": hashes, "passed": !t.Failed()})
+}
+
+func TestCheck1DecisionCatchesDifferentInputs(t *testing.T) {
+	same := map[string]map[string]string{"zoh": {"u": "aa", "B": "bb"}, "rk4": {"u": "aa", "B": "bb"}}
+	if err := DecideIdenticalInputs(same); err != nil {
+		t.Fatal(err)
+	}
+	diff := map[string]map[string]string{"zoh": {"u": "aa", "B": "bb"}, "rk4": {"u": "aa", "B": "cc"}}
+	if err := DecideIdenticalInputs(diff); err == nil || !strings.Contains(err.Error(), "got different B") {
+		t.Fatalf("different B not caught: %v", err)
+	}
+}
+
+// TestCheck2Synchronisation: one plan timed three ways. The synced host time
+// and the device-event time must agree (SyncTolerance); the unsynced host
+// time's underestimation is reported; the harness every other check uses
+// must be the event timer.
+func TestCheck2Synchronisation(t *testing.T) {
+	track(t)
+	c := config(t)
+	plan, _ := newPlan(t, checkProblem(c, reference.ZOH, false), c.dtype)
+	res := map[Timer]Samples{}
+	for _, timer := range []Timer{TimerHostUnsynced, TimerHostSynced, TimerEvents} {
+		s, err := Measure(plan, timer, c.warmup, c.trials, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res[timer] = s
+	}
+	under, err := DecideSync(res[TimerHostUnsynced], res[TimerHostSynced], res[TimerEvents])
+	if err != nil {
+		t.Error(err)
+	}
+	if HarnessTimer != TimerEvents {
+		t.Errorf("the checks' harness times with %v, want device events", HarnessTimer)
+	}
+	table := Table{Name: "Check2: one launch timed three ways (" + c.String() + ")", Columns: []string{"timer", "median µs", "spread", ""}}
+	for _, timer := range []Timer{TimerHostUnsynced, TimerHostSynced, TimerEvents} {
+		table.Rows = append(table.Rows, []string{timer.String(), us(res[timer].Median()), fmt.Sprintf("%.1f%%", 100*res[timer].Spread()), ""})
+	}
+	logTable(t, table)
+	if lib.Backend == "cpu" {
+		t.Logf("CPU backend: launches are synchronous, so the three timers coincide (unsynced/events = %.3f)", 1/under)
+	} else {
+		t.Logf("an unsynced host clock underestimates the kernel's time %.1f×: it measures the launch, not the work", under)
+	}
+	writeCheck(t, 2, map[string]any{"config": c.String(), "median_us": map[string]float64{"host_unsynced": res[TimerHostUnsynced].Median(),
+		"host_synced": res[TimerHostSynced].Median(), "events": res[TimerEvents].Median()}, "underestimate": under,
+		"tolerance": SyncTolerance(res[TimerHostSynced], res[TimerEvents]), "harness": HarnessTimer.String(), "passed": !t.Failed()})
+}
+
+func TestCheck2DecisionCatchesWrongTimers(t *testing.T) {
+	ev := Samples{300, 301, 299, 302, 300}
+	under, err := DecideSync(Samples{5, 5, 6, 5, 5}, Samples{303, 305, 302, 304, 303}, ev)
+	if err != nil || under < 50 {
+		t.Fatalf("agreeing timers rejected or underestimate %.1f: %v", under, err)
+	}
+	if _, err := DecideSync(Samples{5, 5, 5}, Samples{6, 5, 6}, ev); err == nil {
+		t.Fatal("a 'synced' timer that measured only the launch was accepted")
+	}
+}
+
+// TestCheck3Threading: thread settings logged; throughput with the library's
+// host threads at 1 and at the CPU count: on a GPU backend it must not
+// depend on them (ThreadNoise), on the CPU build the scaling is reported.
+// With -scripts DIR, the scripts' thread settings must agree.
+func TestCheck3Threading(t *testing.T) {
+	track(t)
+	c := config(t)
+	env := map[string]string{}
+	for _, v := range []string{"OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"} {
+		env[v] = os.Getenv(v)
+	}
+	t.Logf("OMP_NUM_THREADS=%q MKL_NUM_THREADS=%q OPENBLAS_NUM_THREADS=%q GOMAXPROCS=%d CPUs=%d library threads=%d",
+		env["OMP_NUM_THREADS"], env["MKL_NUM_THREADS"], env["OPENBLAS_NUM_THREADS"], runtime.GOMAXPROCS(0), runtime.NumCPU(), lib.SetNumThreads(0))
+	plan, _ := newPlan(t, checkProblem(c, reference.ZOH, false), c.dtype)
+	prev := lib.SetNumThreads(1)
+	defer lib.SetNumThreads(prev)
+	one, err := Measure(plan, HarnessTimer, c.warmup, c.trials, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lib.SetNumThreads(runtime.NumCPU())
+	all, err := Measure(plan, HarnessTimer, c.warmup, c.trials, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	result := map[string]any{"config": c.String(), "env": env, "gomaxprocs": runtime.GOMAXPROCS(0), "cpus": runtime.NumCPU(),
+		"median_us_1_thread": one.Median(), "median_us_all_threads": all.Median()}
+	if lib.Backend == "cpu" {
+		t.Logf("CPU build: %s µs with 1 thread, %s µs with %d: speed-up %.2f×", us(one.Median()), us(all.Median()), runtime.NumCPU(), one.Median()/all.Median())
+		result["speedup"] = one.Median() / all.Median()
+	} else {
+		ratio, err := DecideThreadIndependence(one, all)
+		if err != nil {
+			t.Error(err)
+		}
+		t.Logf("%s backend: 1 thread %s µs, %d threads %s µs: ratio %.3f (tolerance ±%.3f)", lib.Backend, us(one.Median()), runtime.NumCPU(), us(all.Median()), ratio, ThreadNoise(one, all))
+		result["ratio"] = ratio
+	}
+	if *flagScripts != "" {
+		settings, err := ScanScripts(*flagScripts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range settings {
+			t.Logf("%s:%d %s=%s", s.File, s.Line, s.Var, s.Value)
+		}
+		result["script_settings"] = settings
+		if err := DecideScripts(settings); err != nil {
+			t.Error(err)
+		}
+	}
+	result["passed"] = !t.Failed()
+	writeCheck(t, 3, result)
+}
+
+func TestCheck3DecisionCatchesInconsistentScripts(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		"cifar100.sh":   "#!/bin/bash\nexport OMP_NUM_THREADS=4\npython train.py\n",
+		"det.slurm":     "#SBATCH --gres=gpu:2\nOMP_NUM_THREADS=16 torchrun main.py\n",
+		"rk4.sh":        "# OMP_NUM_THREADS=8 is a comment\nexport OMP_NUM_THREADS=1\n",
+		"README.md":     "OMP_NUM_THREADS=99 in prose is not a script\n",
+		"consistent.sh": "export MKL_NUM_THREADS=1\n",
+	}
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	settings, err := ScanScripts(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(settings) != 4 {
+		t.Fatalf("found %d settings, want 4 (three OMP, one MKL; no comments, no prose): %+v", len(settings), settings)
+	}
+	err = DecideScripts(settings)
+	if err == nil {
+		t.Fatal("OMP_NUM_THREADS = 1, 4 and 16 across scripts was accepted")
+	}
+	for _, want := range []string{"cifar100.sh:2 OMP_NUM_THREADS=4", "det.slurm:2 OMP_NUM_THREADS=16", "rk4.sh:2 OMP_NUM_THREADS=1", "3 different values"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the error does not name %q: %v", want, err)
+		}
+	}
+	if err := DecideScripts(settings[:1]); err != nil {
+		t.Errorf("one setting is consistent: %v", err)
+	}
+	if _, err := DecideThreadIndependence(Samples{300, 301, 302}, Samples{200, 201, 200}); err == nil {
+		t.Error("a GPU backend 1.5× faster with more host threads was accepted")
+	}
+}
+
+// TestCheck4CodePaths: the library, its backend and why OpenDefault chose
+// it; a forced backend must be the one loaded. Every method × real/complex
+// is supported as declared and fingerprinted: on an input where the formulas
+// differ, each method's output must differ from every other's by far more
+// than rounding, so a method that runs another's code path (or a fallback)
+// is caught and named. Declared complex fallbacks are reported, not failed.
+func TestCheck4CodePaths(t *testing.T) {
+	track(t)
+	c := config(t)
+	dev, _ := lib.DeviceName()
+	t.Logf("library %s, ABI v%d, backend %s, device %s\nselection: %s", lib.Path, lib.ABIVersionOf(), lib.Backend, dev, lib.Selection)
+	if forced := strings.ToLower(os.Getenv("SSMK_BACKEND")); (forced == "cuda" || forced == "cpu") && os.Getenv("SSMK_LIB") == "" && lib.Backend != forced {
+		t.Errorf("SSMK_BACKEND=%s but the loaded library's backend is %s", forced, lib.Backend)
+	}
+	// dt ≈ 0.3 makes the methods' g differ at x/2 … x³/24 with |x| up to ~5.
+	s := gen.MambaBlock(reference.ZOH, 1, 8, 64, c.dstate)
+	result := map[string]any{"library": lib.Path, "backend": lib.Backend, "device": dev, "selection": lib.Selection}
+	var fallbacks []string
+	for _, isComplex := range []bool{false, true} {
+		s.Complex = isComplex
+		base := gen.New(s, 2)
+		for i := range base.DeltaBias {
+			base.DeltaBias[i] = 0.3 + math.Log(-math.Expm1(-0.3)) // inverse softplus of 0.3
+		}
+		outs := map[string][]float64{}
+		for _, m := range reference.Methods() {
+			caps := lib.Capabilities(m, c.dtype, isComplex)
+			if !caps.Supported() {
+				t.Logf("%v %s %v: declared unsupported", m, kindOf(isComplex), c.dtype)
+				continue
+			}
+			if isComplex && caps.ComplexZOHFallback() {
+				fallbacks = append(fallbacks, m.String())
+				t.Logf("DECLARED FALLBACK: %v with complex A computes zoh (reported, not failed)", m)
+				continue
+			}
+			p := base.Clone()
+			p.Method = m
+			out, err := lib.Scan(p, c.dtype)
+			if err != nil {
+				t.Fatalf("%v %s: %v", m, kindOf(isComplex), err)
+			}
+			outs[m.String()] = out.Out
+		}
+		minRel := 1e4 * Precision(c.dtype).UnitRoundoff()
+		for _, col := range Fingerprint(outs, minRel) {
+			t.Errorf("%s A: %s and %s give the same output (max relative difference %.3g < %.3g): one runs the other's code path", kindOf(isComplex), col.A, col.B, col.RelDiff, minRel)
+		}
+		result[kindOf(isComplex)+"_methods_fingerprinted"] = len(outs)
+	}
+	result["declared_complex_fallbacks"] = fallbacks
+	result["passed"] = !t.Failed()
+	writeCheck(t, 4, result)
+}
+
+func TestCheck4DecisionCatchesSharedCodePath(t *testing.T) {
+	outs := map[string][]float64{"zoh": {1, 2, 3}, "foh": {1.1, 2.2, 3.3}, "rk4": {1, 2, 3.0000001}}
+	col := Fingerprint(outs, 1e-4)
+	if len(col) != 1 || col[0].A != "rk4" || col[0].B != "zoh" {
+		t.Fatalf("rk4 running zoh's path not named: %+v", col)
+	}
+}
+
+// TestCheck5Warmup: every iteration of a fresh plan timed, the first launch
+// included (module load and, in a fresh process, context creation on a
+// GPU: run it alone, go test -run Check5, to see those). Reports the
+// cold-start cost and the iterations until steady state (within 5% of the
+// steady median), and asserts the harness's warm-up covers them.
+func TestCheck5Warmup(t *testing.T) {
+	track(t)
+	c := config(t)
+	plan, _ := newPlan(t, checkProblem(c, reference.RK4, false), c.dtype)
+	n := max(30, 3*c.warmup)
+	s := make(Samples, 0, n)
+	for i := 0; i < n; i++ {
+		ms, err := plan.Time(1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s = append(s, ms*1e3)
+	}
+	cold, needed := SteadyState(s)
+	if err := DecideWarmup(needed, c.warmup); err != nil {
+		t.Error(err)
+	}
+	t.Logf("first launch %s µs, steady median %s µs: cold start %.2f× ; %d iterations before steady state; harness warm-up %d",
+		us(s[0]), us(Samples(s[n/2:]).Median()), cold, needed, c.warmup)
+	writeCheck(t, 5, map[string]any{"config": c.String(), "iterations_us": s, "cold_start_ratio": cold, "warmup_needed": needed,
+		"harness_warmup": c.warmup, "passed": !t.Failed()})
+}
+
+func TestCheck5DecisionCatchesShortWarmup(t *testing.T) {
+	s := Samples{900, 400, 320, 305, 300, 301, 299, 300, 302, 300, 301, 300}
+	cold, needed := SteadyState(s)
+	if needed != 3 || cold < 2.9 {
+		t.Fatalf("cold %.2f, needed %d: want 3.0 and 3", cold, needed)
+	}
+	if err := DecideWarmup(needed, 2); err == nil {
+		t.Fatal("a warm-up of 2 accepted where 3 iterations were cold")
+	}
+	if err := DecideWarmup(needed, 10); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestCheck6MicroBenchmarks: individual operations on the backend, each
+// with its median and spread (re-measured when the spread exceeds 10%,
+// marked noisy if it still does): each method's discretization alone
+// (exp vs division vs polynomial), the scan with and without D, z and
+// variable B/C, and the original key comparison — the scalar bilinear
+// against the dense matrix route (batched dstate×dstate LU solves with gonum
+// on the CPU) — as ratios.
+func TestCheck6MicroBenchmarks(t *testing.T) {
+	track(t)
+	c := config(t)
+	table := Table{Name: "Check6: micro-benchmarks (" + c.String() + ")", Columns: []string{"operation", "median µs", "spread", "ratio", "noisy", ""}}
+	result := map[string]any{"config": c.String()}
+	row := func(name string, s Samples, noisy bool, ratio float64) {
+		r := ""
+		if ratio > 0 {
+			r = fmt.Sprintf("%.3g", ratio)
+		}
+		table.Rows = append(table.Rows, []string{name, us(s.Median()), fmt.Sprintf("%.1f%%", 100*s.Spread()), r, strconv.FormatBool(noisy), ""})
+		result[name] = map[string]any{"median_us": s.Median(), "spread": s.Spread(), "noisy": noisy}
+	}
+	// Discretization alone, n = the state updates of one time step of the problem.
+	n := c.batch * c.dim * c.dstate
+	delta, a := make([]float64, n), make([]float64, n)
+	for i := range delta {
+		delta[i], a[i] = 0.01+0.09*float64(i%97)/97, -float64(1+i%c.dstate)
+	}
+	var zohDisc float64
+	for _, m := range reference.Methods() {
+		dp, err := lib.NewDiscretizePlan(m, c.dtype, false, delta, a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, noisy, err := StableMeasure(func() (Samples, error) { return Measure(dp, HarnessTimer, c.warmup, c.trials, 10) })
+		dp.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m == reference.ZOH {
+			zohDisc = s.Median()
+		}
+		row("discretize "+m.String(), s, noisy, s.Median()/zohDisc)
+	}
+	// The scan with and without its features (zoh).
+	var full float64
+	for _, v := range []struct {
+		name string
+		edit func(p *reference.Problem)
+	}{
+		{"scan zoh, Mamba block", func(*reference.Problem) {}},
+		{"scan zoh, no D", func(p *reference.Problem) { p.D = nil }},
+		{"scan zoh, no z", func(p *reference.Problem) { p.Z = nil }},
+		{"scan zoh, constant B/C", func(p *reference.Problem) {
+			p.VariableB, p.VariableC = false, false
+			p.B, p.C = p.B[:p.Dim*p.Dstate], p.C[:p.Dim*p.Dstate]
+		}},
+	} {
+		p := checkProblem(c, reference.ZOH, false)
+		v.edit(p)
+		plan, _ := newPlan(t, p, c.dtype)
+		s, noisy, err := StableMeasure(func() (Samples, error) { return Measure(plan, HarnessTimer, c.warmup, c.trials, 1) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if full == 0 {
+			full = s.Median()
+		}
+		row(v.name, s, noisy, s.Median()/full)
+	}
+	// The scalar bilinear against the dense route: for batch·dim channels,
+	// (I − ΔA/2)⁻¹(I + ΔA/2) by an LU solve of a dstate×dstate system.
+	dp, err := lib.NewDiscretizePlan(reference.Bilinear, c.dtype, false, delta, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scalar, noisy, err := StableMeasure(func() (Samples, error) { return Measure(dp, HarnessTimer, c.warmup, c.trials, 10) })
+	dp.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	channels := c.batch * c.dim
+	dense, dnoisy, err := StableMeasure(func() (Samples, error) {
+		var s Samples
+		A := mat.NewDiagDense(c.dstate, a[:c.dstate])
+		B := mat.NewDense(c.dstate, 1, nil)
+		for trial := 0; trial < max(5, c.trials/10); trial++ {
+			t0 := time.Now()
+			for ch := 0; ch < channels; ch++ {
+				if _, _, err := reference.Discretize(reference.Bilinear, delta[ch%len(delta)], A, B); err != nil {
+					return nil, err
+				}
+			}
+			s = append(s, float64(time.Since(t0).Nanoseconds())/1e3)
+		}
+		return s, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	row("bilinear scalar (kernel)", scalar, noisy, 0)
+	row("bilinear dense LU (gonum, CPU)", dense, dnoisy, dense.Median()/scalar.Median())
+	logTable(t, table)
+	result["dense_over_scalar"] = dense.Median() / scalar.Median()
+	result["passed"] = !t.Failed()
+	writeCheck(t, 6, result)
+}
+
+func TestCheck6DecisionRemeasuresNoise(t *testing.T) {
+	calls := 0
+	_, noisy, err := StableMeasure(func() (Samples, error) {
+		calls++
+		return Samples{100, 150, 60, 200, 90}, nil
+	})
+	if err != nil || !noisy || calls != 2 {
+		t.Fatalf("noisy %t after %d calls (err %v): want noisy after a re-measurement", noisy, calls, err)
+	}
+	calls = 0
+	_, noisy, _ = StableMeasure(func() (Samples, error) {
+		calls++
+		if calls == 1 {
+			return Samples{100, 150, 60, 200, 90}, nil
+		}
+		return Samples{100, 101, 99, 100, 100}, nil
+	})
+	if noisy || calls != 2 {
+		t.Fatalf("a quiet re-measurement marked noisy (%t, %d calls)", noisy, calls)
+	}
+}
+
+// TestCheck7MethodComparison: every method on the same path and inputs,
+// warm-up discarded, median and bootstrap 95% CI, throughput (elements/s,
+// GB/s of the bytes the scan must move, fraction of ssmk_copy_bandwidth)
+// and the ratio to zoh. Fails a method slower than zoh beyond -max-slowdown
+// and flags as suspicious one that does at least zoh's work yet runs
+// significantly faster. -sizes adds a scaling table.
+func TestCheck7MethodComparison(t *testing.T) {
+	track(t)
+	c := config(t)
+	probe := checkProblem(c, reference.ZOH, false)
+	bytesMoved := cudalib.ScanBytes(probe, c.dtype)
+	copyBW, err := lib.CopyBandwidth(max(bytesMoved, 64<<20), 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	samples := map[reference.Method]Samples{}
+	for _, m := range append([]reference.Method{reference.ZOH}, c.methods...) {
+		if _, done := samples[m]; done {
+			continue
+		}
+		plan, _ := newPlan(t, checkProblem(c, m, false), c.dtype)
+		s, err := Measure(plan, HarnessTimer, c.warmup, c.trials, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		samples[m] = s
+	}
+	table := Table{Name: fmt.Sprintf("Check7: method comparison (%s; copy bandwidth %.0f GB/s; %.2f MB per scan)", c, copyBW, float64(bytesMoved)/1e6),
+		Columns: []string{"method", "median µs", "95% CI µs", "Gelem/s", "GB/s", "% copy BW", "× zoh", "95% CI", "verdict", ""}}
+	var rows []Comparison7
+	elems := float64(c.batch * c.dim * c.seqlen)
+	for _, m := range c.methods {
+		row, err := DecideMethod(m.String(), samples[m], samples[reference.ZOH], c.maxSlowdown)
+		if err != nil {
+			t.Error(err)
+		}
+		sec := row.MedianUS * 1e-6
+		row.ElementsPerSec, row.GBPerSec = elems/sec, float64(bytesMoved)/sec/1e9
+		row.FracCopyBW = row.GBPerSec / copyBW
+		rows = append(rows, row)
+		table.Rows = append(table.Rows, []string{m.String(), us(row.MedianUS), us(row.CILowUS) + "–" + us(row.CIHighUS),
+			fmt.Sprintf("%.3g", row.ElementsPerSec/1e9), fmt.Sprintf("%.1f", row.GBPerSec), fmt.Sprintf("%.2f", 100*row.FracCopyBW),
+			fmt.Sprintf("%.3f", row.RatioToZOH), fmt.Sprintf("%.3f–%.3f", row.RatioCILow, row.RatioCIHigh), row.Verdict, ""})
+	}
+	logTable(t, table)
+	rep.AddTable(table)
+	result := map[string]any{"config": c.String(), "copy_bandwidth_gbps": copyBW, "bytes_per_scan": bytesMoved,
+		"max_slowdown": c.maxSlowdown, "methods": rows}
+	if *flagSizes != "" {
+		sweep := Table{Name: "Check7: scaling", Columns: []string{"size", "method", "median µs", "GB/s", ""}}
+		for _, size := range strings.Split(*flagSizes, ",") {
+			var b, d, l, n int
+			if _, err := fmt.Sscanf(strings.TrimSpace(size), "%dx%dx%dx%d", &b, &d, &l, &n); err != nil {
+				t.Fatalf("-sizes: %q is not BxDxLxN: %v", size, err)
+			}
+			sc := c
+			sc.batch, sc.dim, sc.seqlen, sc.dstate = b, d, l, n
+			for _, m := range c.methods {
+				p := checkProblem(sc, m, false)
+				plan, _ := newPlan(t, p, c.dtype)
+				s, err := Measure(plan, HarnessTimer, c.warmup, c.trials, 1)
+				if err != nil {
+					t.Fatal(err)
+				}
+				sweep.Rows = append(sweep.Rows, []string{size, m.String(), us(s.Median()),
+					fmt.Sprintf("%.1f", float64(cudalib.ScanBytes(p, c.dtype))/(s.Median()*1e3)), ""})
+			}
+		}
+		logTable(t, sweep)
+		result["scaling"] = sweep.Rows
+	}
+	result["passed"] = !t.Failed()
+	writeCheck(t, 7, result)
+}
+
+func TestCheck7DecisionCatchesSlowAndSuspicious(t *testing.T) {
+	zoh := Samples{300, 302, 298, 301, 299, 300, 303, 297}
+	if _, err := DecideMethod("rk4", Samples{310, 312, 309, 311, 308, 310, 313, 309}, zoh, 1.25); err != nil {
+		t.Fatalf("rk4 at 1.03× zoh rejected: %v", err)
+	}
+	if _, err := DecideMethod("foh", Samples{420, 421, 419, 422, 418, 420, 423, 417}, zoh, 1.25); err == nil || !strings.Contains(err.Error(), "over the allowed 1.25×") {
+		t.Fatalf("foh at 1.4× zoh not failed: %v", err)
+	}
+	// The +63.76% pattern: a method that does more work than zoh 1.64× faster.
+	if _, err := DecideMethod("poly", Samples{183, 184, 182, 185, 183, 184, 182, 183}, zoh, 1.25); err == nil || !strings.Contains(err.Error(), "SUSPICIOUS") {
+		t.Fatalf("a method 1.64× faster than zoh not flagged: %v", err)
+	}
+	// Bilinear replaces the exp by a division: faster is possible, not suspicious.
+	if _, err := DecideMethod("bilinear", Samples{183, 184, 182, 185, 183, 184, 182, 183}, zoh, 1.25); err != nil {
+		t.Fatalf("bilinear faster than zoh flagged: %v", err)
+	}
+}
