@@ -89,8 +89,9 @@
 //   - Ā and g: an error in x propagates through the derivative,
 //     |Ā'(x)|·S_x and |g'(x)|·S_x; evaluating them from an exact x adds a few
 //     ulp of |Ā| for exp plus |x|·|Ā| for the exp2(x·log2e) route, for φ1
-//     a few ulp (expm1 and a division) or, for |x| ≥ 1/2 where a kernel may
-//     form (e^x − 1)/x, ((2 + |x|)·|e^x| + 2|e^x − 1|)/|x|,
+//     a few ulp (expm1 and a division) or Horner's bound for its Taylor
+//     polynomial near 0 and, for |x| ≥ 1/2 where a kernel may form
+//     (e^x − 1)/x, ((2 + |x|)·|e^x| + 2|e^x − 1|)/|x|,
 //     2k·u·Σ|cᵢ||x|ⁱ for a degree-k Horner polynomial, and
 //     for bilinear u·(1+|x|/2)(1+|Ā|)/|1−x/2| (num and den each rounded, then
 //     divided): near the pole x = 2 this grows like the true conditioning.

@@ -88,6 +88,11 @@ func boundCoef(m Method, x complex128, isComplex bool) coefBound {
 		c.g = cmplx.Abs(phi)
 		c.dg = cmplx.Abs(dphi1(x, phi))
 		c.evalG = 4 * cf * c.g // expm1 and a division
+		if r < 0.5 {
+			// A kernel may use φ1's Taylor polynomial near 0: Horner's bound
+			// for degree 14, 28·u·Σ|x|^k/(k+1)! ≤ 28·u·(e^|x| − 1)/|x|.
+			c.evalG = math.Max(c.evalG, 28*cf*Phi1(r))
+		}
 		if r >= 0.5 {
 			// A kernel may take (e^x − 1)/x from the e^x it already has
 			// (exact enough away from 0): e's (2 + |x|)·u, the subtraction and

@@ -208,19 +208,22 @@ const SteadyWithin = 0.05
 
 // SteadyState (Check5) returns the cold-start cost (first iteration over the
 // steady median, the median of the second half) and the number of
-// iterations before every later one of the first half stays within the
-// steady band.
+// iterations until steady state: the first k from which the median of a
+// window of 5 iterations sits within the steady band. The window keeps a
+// single noise spike on a busy machine from counting as warm-up, while a
+// genuine cold start (several slow iterations in a row) still counts.
 func SteadyState(s Samples) (cold float64, warmupNeeded int) {
 	tail := Samples(s[len(s)/2:])
 	steady := tail.Median()
 	band := math.Max(SteadyWithin, 2*tail.Spread())
 	cold = s[0] / steady
-	for i := len(s)/2 - 1; i >= 0; i-- {
-		if math.Abs(s[i]-steady)/steady > band {
-			return cold, i + 1
+	const window = 5
+	for k := 0; k+window <= len(s); k++ {
+		if math.Abs(Samples(s[k:k+window]).Median()-steady)/steady <= band {
+			return cold, k
 		}
 	}
-	return cold, 0
+	return cold, len(s)
 }
 
 // DecideWarmup (Check5): the harness's warm-up must cover the iterations

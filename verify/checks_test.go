@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -59,7 +60,7 @@ func config(t *testing.T) checkConfig {
 	// compute-bound code where an expm1 or a polynomial per state shows: 3×.
 	c := checkConfig{batch: 8, dim: 512, seqlen: 1024, dstate: 16, trials: 100, warmup: 10, maxSlowdown: 1.25}
 	if lib.Backend == "cpu" {
-		c = checkConfig{batch: 2, dim: 64, seqlen: 256, dstate: 16, trials: 15, warmup: 2, maxSlowdown: 3}
+		c = checkConfig{batch: 2, dim: 64, seqlen: 256, dstate: 16, trials: 15, warmup: 10, maxSlowdown: 3}
 	}
 	if *flagMaxSlowdown > 0 {
 		c.maxSlowdown = *flagMaxSlowdown
@@ -216,13 +217,14 @@ func TestCheck2Synchronisation(t *testing.T) {
 	track(t)
 	c := config(t)
 	plan, _ := newPlan(t, checkProblem(c, reference.ZOH, false), c.dtype)
+	timers := []Timer{TimerHostUnsynced, TimerHostSynced, TimerEvents}
+	got, err := MeasureInterleaved([]*cudalib.Plan{plan, plan, plan}, timers, c.warmup, c.trials, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
 	res := map[Timer]Samples{}
-	for _, timer := range []Timer{TimerHostUnsynced, TimerHostSynced, TimerEvents} {
-		s, err := Measure(plan, timer, c.warmup, c.trials, 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res[timer] = s
+	for i, timer := range timers {
+		res[timer] = got[i]
 	}
 	under, err := DecideSync(res[TimerHostUnsynced], res[TimerHostSynced], res[TimerEvents])
 	if err != nil {
@@ -271,16 +273,26 @@ func TestCheck3Threading(t *testing.T) {
 	t.Logf("OMP_NUM_THREADS=%q MKL_NUM_THREADS=%q OPENBLAS_NUM_THREADS=%q GOMAXPROCS=%d CPUs=%d library threads=%d",
 		env["OMP_NUM_THREADS"], env["MKL_NUM_THREADS"], env["OPENBLAS_NUM_THREADS"], runtime.GOMAXPROCS(0), runtime.NumCPU(), lib.SetNumThreads(0))
 	plan, _ := newPlan(t, checkProblem(c, reference.ZOH, false), c.dtype)
-	prev := lib.SetNumThreads(1)
+	prev := lib.SetNumThreads(0)
 	defer lib.SetNumThreads(prev)
-	one, err := Measure(plan, HarnessTimer, c.warmup, c.trials, 1)
-	if err != nil {
+	if _, err := plan.Time(c.warmup); err != nil {
 		t.Fatal(err)
 	}
-	lib.SetNumThreads(runtime.NumCPU())
-	all, err := Measure(plan, HarnessTimer, c.warmup, c.trials, 1)
-	if err != nil {
-		t.Fatal(err)
+	// Alternate the thread count round by round, so machine noise falls on both.
+	var one, all Samples
+	for i := 0; i < c.trials; i++ {
+		for _, n := range []int{1, runtime.NumCPU()} {
+			lib.SetNumThreads(n)
+			s, err := Measure(plan, HarnessTimer, 0, 1, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n == 1 {
+				one = append(one, s[0])
+			} else {
+				all = append(all, s[0])
+			}
+		}
 	}
 	result := map[string]any{"config": c.String(), "env": env, "gomaxprocs": runtime.GOMAXPROCS(0), "cpus": runtime.NumCPU(),
 		"median_us_1_thread": one.Median(), "median_us_all_threads": all.Median()}
@@ -421,31 +433,54 @@ func TestCheck4DecisionCatchesSharedCodePath(t *testing.T) {
 func TestCheck5Warmup(t *testing.T) {
 	track(t)
 	c := config(t)
-	plan, _ := newPlan(t, checkProblem(c, reference.RK4, false), c.dtype)
 	n := max(30, 3*c.warmup)
-	s := make(Samples, 0, n)
-	for i := 0; i < n; i++ {
-		ms, err := plan.Time(1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s = append(s, ms*1e3)
+	// A genuine cold start shows in every fresh plan; a noise burst on a busy
+	// machine only adds slow iterations to one measurement. So up to three
+	// fresh plans are measured and the smallest warm-up count decides.
+	type attempt struct {
+		Iterations Samples `json:"iterations_us"`
+		Cold       float64 `json:"cold_start_ratio"`
+		Needed     int     `json:"warmup_needed"`
 	}
-	cold, needed := SteadyState(s)
-	if err := DecideWarmup(needed, c.warmup); err != nil {
+	var attempts []attempt
+	for a := 0; a < 3; a++ {
+		plan, _ := newPlan(t, checkProblem(c, reference.RK4, false), c.dtype)
+		s := make(Samples, 0, n)
+		for i := 0; i < n; i++ {
+			ms, err := plan.Time(1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s = append(s, ms*1e3)
+		}
+		cold, needed := SteadyState(s)
+		attempts = append(attempts, attempt{s, cold, needed})
+		t.Logf("fresh plan %d: first launch %s µs, steady median %s µs: cold start %.2f×; %d iterations before steady state; harness warm-up %d",
+			a+1, us(s[0]), us(Samples(s[n/2:]).Median()), cold, needed, c.warmup)
+		if needed <= c.warmup {
+			break
+		}
+	}
+	best := attempts[0].Needed
+	for _, a := range attempts {
+		best = min(best, a.Needed)
+	}
+	if err := DecideWarmup(best, c.warmup); err != nil {
 		t.Error(err)
 	}
-	t.Logf("first launch %s µs, steady median %s µs: cold start %.2f× ; %d iterations before steady state; harness warm-up %d",
-		us(s[0]), us(Samples(s[n/2:]).Median()), cold, needed, c.warmup)
-	writeCheck(t, 5, map[string]any{"config": c.String(), "iterations_us": s, "cold_start_ratio": cold, "warmup_needed": needed,
+	writeCheck(t, 5, map[string]any{"config": c.String(), "attempts": attempts, "warmup_needed": best,
 		"harness_warmup": c.warmup, "passed": !t.Failed()})
 }
 
 func TestCheck5DecisionCatchesShortWarmup(t *testing.T) {
-	s := Samples{900, 400, 320, 305, 300, 301, 299, 300, 302, 300, 301, 300}
+	s := Samples{900, 700, 520, 430, 330, 301, 299, 300, 302, 300, 301, 300, 299, 301}
 	cold, needed := SteadyState(s)
 	if needed != 3 || cold < 2.9 {
 		t.Fatalf("cold %.2f, needed %d: want 3.0 and 3", cold, needed)
+	}
+	// One noise spike after a warm start is not warm-up.
+	if _, n := SteadyState(Samples{300, 301, 299, 900, 300, 302, 300, 301, 300, 299, 301, 300}); n != 0 {
+		t.Fatalf("a single spike counted as %d warm-up iterations", n)
 	}
 	if err := DecideWarmup(needed, 2); err == nil {
 		t.Fatal("a warm-up of 2 accepted where 3 iterations were cold")
@@ -598,17 +633,24 @@ func TestCheck7MethodComparison(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	samples := map[reference.Method]Samples{}
+	// Every method's plan, then the trials round-robin across them.
+	var order []reference.Method
+	var plans []*cudalib.Plan
+	var timers []Timer
 	for _, m := range append([]reference.Method{reference.ZOH}, c.methods...) {
-		if _, done := samples[m]; done {
+		if slices.Contains(order, m) {
 			continue
 		}
 		plan, _ := newPlan(t, checkProblem(c, m, false), c.dtype)
-		s, err := Measure(plan, HarnessTimer, c.warmup, c.trials, 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		samples[m] = s
+		order, plans, timers = append(order, m), append(plans, plan), append(timers, HarnessTimer)
+	}
+	measured, err := MeasureInterleaved(plans, timers, c.warmup, c.trials, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	samples := map[reference.Method]Samples{}
+	for i, m := range order {
+		samples[m] = measured[i]
 	}
 	table := Table{Name: fmt.Sprintf("Check7: method comparison (%s; copy bandwidth %.0f GB/s; %.2f MB per scan)", c, copyBW, float64(bytesMoved)/1e6),
 		Columns: []string{"method", "median µs", "95% CI µs", "Gelem/s", "GB/s", "% copy BW", "× zoh", "95% CI", "verdict", ""}}

@@ -143,3 +143,31 @@ func Measure(p *cudalib.Plan, timer Timer, warmup, trials, per int) (Samples, er
 	}
 	return out, nil
 }
+
+// MeasureInterleaved times several plans side by side: each warms up, then
+// the trials go round-robin (one sample of each plan per round, in the
+// given timers), so that drift and bursts of machine noise fall on every
+// plan alike instead of on whichever was measured at the time.
+func MeasureInterleaved(plans []*cudalib.Plan, timers []Timer, warmup, trials, per int) ([]Samples, error) {
+	if len(timers) != len(plans) {
+		return nil, fmt.Errorf("verify: %d plans, %d timers", len(plans), len(timers))
+	}
+	for _, p := range plans {
+		if warmup > 0 {
+			if _, err := p.Time(warmup); err != nil {
+				return nil, err
+			}
+		}
+	}
+	out := make([]Samples, len(plans))
+	for t := 0; t < trials; t++ {
+		for i, p := range plans {
+			s, err := Measure(p, timers[i], 0, 1, per)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = append(out[i], s[0])
+		}
+	}
+	return out, nil
+}

@@ -33,7 +33,7 @@ type Mutant struct {
 var Catalogue = []Mutant{
 	{1, "bilinear-sign", "bilinear with the sign flipped, Ā = (1 − x/2)/(1 + x/2), as in the original notes"},
 	{2, "rk4-factor", "rk4's x³ term divided by 12 instead of 24"},
-	{3, "foh-no-limit", "foh's φ1 without the φ1(0) = 1 guard (0/0 at x = 0)"},
+	{3, "foh-no-guard", "foh's φ1 as (e^x − 1)/x everywhere: no small-x guard (0/0 at x = 0, cancellation near it)"},
 	{4, "log2e", "float exp2f(x·log2e) with log2(e) = 1.4427 (wrong in the 5th digit)"},
 	{5, "poly-term", "poly without its x²/6 term"},
 	{6, "complex-fallback", "rk4 with complex A silently computes zoh (undeclared fallback)"},
