@@ -117,26 +117,27 @@ void scan_row_complex(const ssmk_scan_args *a, int64_t row) {
     }
 }
 
+/* Runs row(r) for every (batch, dim) row on the library's OpenMP team. */
+template <typename F>
+void for_rows(int64_t rows, F row) {
+    const int nt = threads();
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (int64_t r = 0; r < rows; r++) row(r);
+}
+
 /* The scan proper, on validated arguments. */
 void run_scan(const ssmk_scan_args *a) {
     const int64_t rows = (int64_t)a->batch * a->dim;
-    const int nt = threads();
     if (a->dtype == SSMK_F64) {
-        if (a->is_complex) {
-#pragma omp parallel for num_threads(nt) schedule(static)
-            for (int64_t r = 0; r < rows; r++) scan_row_complex<double>(a, r);
-        } else {
-#pragma omp parallel for num_threads(nt) schedule(static)
-            for (int64_t r = 0; r < rows; r++) scan_row_real<double>(a, r);
-        }
+        if (a->is_complex)
+            for_rows(rows, [a](int64_t r) { scan_row_complex<double>(a, r); });
+        else
+            for_rows(rows, [a](int64_t r) { scan_row_real<double>(a, r); });
     } else {
-        if (a->is_complex) {
-#pragma omp parallel for num_threads(nt) schedule(static)
-            for (int64_t r = 0; r < rows; r++) scan_row_complex<float>(a, r);
-        } else {
-#pragma omp parallel for num_threads(nt) schedule(static)
-            for (int64_t r = 0; r < rows; r++) scan_row_real<float>(a, r);
-        }
+        if (a->is_complex)
+            for_rows(rows, [a](int64_t r) { scan_row_complex<float>(a, r); });
+        else
+            for_rows(rows, [a](int64_t r) { scan_row_real<float>(a, r); });
     }
 }
 
@@ -210,8 +211,7 @@ SSMK_API int32_t ssmk_abi_version(void) { return SSMK_ABI_VERSION; }
 SSMK_API const char *ssmk_backend(void) { return "cpu"; }
 
 SSMK_API int32_t ssmk_device_name(char *buf, int32_t len) {
-    if (!buf) return fail(SSMK_EINVAL, "buf is NULL");
-    if (len < 1) return fail(SSMK_EINVAL, "len = %d: want >= 1", len);
+    if (int32_t st = validate_name_buffer(buf, len)) return st;
     char model[256] = "unknown CPU";
     if (FILE *f = fopen("/proc/cpuinfo", "r")) {
         char line[512];
@@ -348,9 +348,7 @@ SSMK_API int32_t ssmk_plan_time(ssmk_plan *p, int32_t iters, double *ms_total) {
 }
 
 SSMK_API int32_t ssmk_plan_fetch(ssmk_plan *p, void *out, void *last_state) {
-    if (!p) return fail(SSMK_EINVAL, "plan is NULL");
-    if (!out) return fail(SSMK_EINVAL, "out is NULL");
-    if (!p->launched) return fail(SSMK_EINVAL, "plan has not been launched: nothing to fetch");
+    if (int32_t st = validate_fetch(p, out, p && p->launched)) return st;
     if (p->is_scan) {
         memcpy(out, p->args.out, (size_t)p->sz.seq * p->sz.elem);
         if (last_state) memcpy(last_state, p->args.last_state, (size_t)p->sz.state * p->sz.elem);
@@ -365,9 +363,7 @@ SSMK_API int32_t ssmk_plan_fetch(ssmk_plan *p, void *out, void *last_state) {
 SSMK_API void ssmk_plan_destroy(ssmk_plan *p) { delete p; }
 
 SSMK_API int32_t ssmk_copy_bandwidth(int64_t bytes, int32_t iters, double *gbytes_per_s) {
-    if (bytes < 1) return fail(SSMK_EINVAL, "bytes = %lld: want >= 1", (long long)bytes);
-    if (iters < 1) return fail(SSMK_EINVAL, "iters = %d: want >= 1", iters);
-    if (!gbytes_per_s) return fail(SSMK_EINVAL, "gbytes_per_s is NULL");
+    if (int32_t st = validate_copy_bandwidth(bytes, iters, gbytes_per_s)) return st;
     char *src = (char *)malloc((size_t)bytes), *dst = (char *)malloc((size_t)bytes);
     if (!src || !dst) {
         free(src);

@@ -463,8 +463,7 @@ SSMK_API int32_t ssmk_abi_version(void) { return SSMK_ABI_VERSION; }
 SSMK_API const char *ssmk_backend(void) { return "cuda"; }
 
 SSMK_API int32_t ssmk_device_name(char *buf, int32_t len) {
-    if (!buf) return fail(SSMK_EINVAL, "buf is NULL");
-    if (len < 1) return fail(SSMK_EINVAL, "len = %d: want >= 1", len);
+    if (int32_t st = validate_name_buffer(buf, len)) return st;
     int32_t st = ensure_device();
     if (st) return st;
     int dev = 0;
@@ -568,9 +567,7 @@ SSMK_API int32_t ssmk_plan_time(ssmk_plan *p, int32_t iters, double *ms_total) {
 }
 
 SSMK_API int32_t ssmk_plan_fetch(ssmk_plan *p, void *out, void *last_state) {
-    if (!p) return fail(SSMK_EINVAL, "plan is NULL");
-    if (!out) return fail(SSMK_EINVAL, "out is NULL");
-    if (!p->launched) return fail(SSMK_EINVAL, "plan has not been launched: nothing to fetch");
+    if (int32_t st = validate_fetch(p, out, p && p->launched)) return st;
     return fetch(p, out, last_state);
 }
 
@@ -600,9 +597,7 @@ SSMK_API int32_t ssmk_scan_fwd(const ssmk_scan_args *args) {
 }
 
 SSMK_API int32_t ssmk_copy_bandwidth(int64_t bytes, int32_t iters, double *gbytes_per_s) {
-    if (bytes < 1) return fail(SSMK_EINVAL, "bytes = %lld: want >= 1", (long long)bytes);
-    if (iters < 1) return fail(SSMK_EINVAL, "iters = %d: want >= 1", iters);
-    if (!gbytes_per_s) return fail(SSMK_EINVAL, "gbytes_per_s is NULL");
+    if (int32_t st = validate_copy_bandwidth(bytes, iters, gbytes_per_s)) return st;
     int32_t st = ensure_device();
     if (st) return st;
     ssmk_plan p; /* for its stream, events and buffer bookkeeping */

@@ -58,6 +58,26 @@ inline uint32_t native_capabilities(int32_t method, int32_t dtype, int32_t is_co
     return SSMK_CAP_SUPPORTED;
 }
 
+inline int32_t validate_name_buffer(const char *buf, int32_t len) {
+    if (!buf) return fail(SSMK_EINVAL, "buf is NULL");
+    if (len < 1) return fail(SSMK_EINVAL, "len = %d: want >= 1", len);
+    return SSMK_OK;
+}
+
+inline int32_t validate_fetch(const void *plan, const void *out, bool launched) {
+    if (!plan) return fail(SSMK_EINVAL, "plan is NULL");
+    if (!out) return fail(SSMK_EINVAL, "out is NULL");
+    if (!launched) return fail(SSMK_EINVAL, "plan has not been launched: nothing to fetch");
+    return SSMK_OK;
+}
+
+inline int32_t validate_copy_bandwidth(int64_t bytes, int32_t iters, const double *gbytes_per_s) {
+    if (bytes < 1) return fail(SSMK_EINVAL, "bytes = %lld: want >= 1", (long long)bytes);
+    if (iters < 1) return fail(SSMK_EINVAL, "iters = %d: want >= 1", iters);
+    if (!gbytes_per_s) return fail(SSMK_EINVAL, "gbytes_per_s is NULL");
+    return SSMK_OK;
+}
+
 inline int32_t validate_plan_time(const void *plan, int32_t iters, const double *ms_total) {
     if (!plan) return fail(SSMK_EINVAL, "plan is NULL");
     if (iters < 1) return fail(SSMK_EINVAL, "iters = %d: want >= 1", iters);
