@@ -12,7 +12,7 @@ HEADERS  := $(INC)/ssmk.h $(SRC)/ssmk_methods.h $(SRC)/ssmk_host.h
 WARN     := -Wall -Wextra -Werror
 CXXFLAGS ?= -O3 -std=c++17 -fPIC -fopenmp -fvisibility=hidden $(WARN)
 
-.PHONY: all lib lib-cuda cuda-check test verify mutants vet fmt-check bench-ref gpu-build clean
+.PHONY: all lib lib-cuda cuda-check test verify mutants fuzz fuzz-native vet fmt-check bench-ref gpu-build clean
 
 all: lib
 
@@ -63,6 +63,16 @@ verify: lib
 ## mutants: build the CPU library with each planted bug of the catalogue, run the suite against it, print the kill matrix
 mutants: lib
 	$(GO) run ./verify/mutants
+
+## fuzz: each Go fuzz target (fuzz/) for FUZZTIME against the library under test (SSMK_LIB to choose);
+## prints execs, execs/s and new corpus entries; a failure is written to fuzz/testdata/fuzz/<Target>/
+FUZZTIME ?= 60s
+fuzz: lib
+	FUZZTIME=$(FUZZTIME) scripts/fuzz.sh
+
+## fuzz-native: the libFuzzer harness of the CPU backend (clang, ASan, UBSan) for FUZZTIME
+fuzz-native:
+	FUZZTIME=$(FUZZTIME) scripts/fuzz-native.sh
 
 ## bench-ref: the reference scan against the CPU kernel, one thread each
 bench-ref: lib

@@ -230,18 +230,44 @@ func (l *Library) Discretize(m reference.Method, dt DType, isComplex bool, delta
 	if err := checkDiscretize(m, dt, isComplex, delta, a); err != nil {
 		return nil, nil, err
 	}
-	d, aa := NewArray(delta, dt), NewArray(a, dt)
 	ab, bc := zeros(len(a), dt), zeros(len(a), dt)
-	var pin runtime.Pinner
-	defer pin.Unpin()
-	pd, pa, pab, pbc := d.pin(&pin), aa.pin(&pin), ab.pin(&pin), bc.pin(&pin)
-	err = l.call("ssmk_discretize", func() int32 {
-		return l.fn.discretize(int32(m), int32(dt), b2i(isComplex), int64(len(delta)), pd, pa, pab, pbc)
-	})
-	if err != nil {
+	if err := l.DiscretizeInto(m, isComplex, NewArray(delta, dt), NewArray(a, dt), ab, bc); err != nil {
 		return nil, nil, err
 	}
 	return ab.Float64s(), bc.Float64s(), nil
+}
+
+// DiscretizeInto calls ssmk_discretize on arrays the caller owns, all of
+// one dtype: delta has n elements, a, abar and bcoef n (2n interleaved when
+// complex). It lets a caller pass exactly the bits it wants (subnormals,
+// NaN payloads) and place guard elements around the outputs, as the fuzzers
+// do to catch writes outside the buffers.
+func (l *Library) DiscretizeInto(m reference.Method, isComplex bool, delta, a, abar, bcoef Array) error {
+	dt := F32
+	if delta.F64 != nil {
+		dt = F64
+	}
+	n := delta.Len()
+	if err := checkDiscretize(m, dt, isComplex, make([]float64, n), make([]float64, a.Len())); err != nil {
+		return err
+	}
+	for _, f := range []struct {
+		name string
+		v    Array
+	}{{"A", a}, {"Abar", abar}, {"Bcoef", bcoef}} {
+		if (f.v.F64 != nil) != (dt == F64) || (f.v.F32 != nil) != (dt == F32) {
+			return fmt.Errorf("cudalib: %s is not in delta's dtype %v", f.name, dt)
+		}
+		if f.v.Len() != a.Len() {
+			return fmt.Errorf("cudalib: len(%s) = %d, want %d (as A)", f.name, f.v.Len(), a.Len())
+		}
+	}
+	var pin runtime.Pinner
+	defer pin.Unpin()
+	pd, pa, pab, pbc := delta.pin(&pin), a.pin(&pin), abar.pin(&pin), bcoef.pin(&pin)
+	return l.call("ssmk_discretize", func() int32 {
+		return l.fn.discretize(int32(m), int32(dt), b2i(isComplex), int64(n), pd, pa, pab, pbc)
+	})
 }
 
 // CopyBandwidth returns ssmk_copy_bandwidth(bytes, iters) in GB/s (bytes

@@ -201,6 +201,11 @@ func TestGoValidation(t *testing.T) {
 	assert.ErrorContains(t, err, "len(delta) = 0")
 	_, _, err = l.Discretize(reference.Method(7), F32, false, []float64{1}, []float64{1})
 	assert.ErrorContains(t, err, "method = 7")
+	one32, one64 := NewArray([]float64{1}, F32), NewArray([]float64{1}, F64)
+	assert.ErrorContains(t, l.DiscretizeInto(reference.ZOH, false, one32, one32, one64, one32), "Abar is not in delta's dtype fp32")
+	assert.ErrorContains(t, l.DiscretizeInto(reference.ZOH, false, one64, one64, one64, NewArray([]float64{1, 2}, F64)), "len(Bcoef) = 2, want 1")
+	assert.ErrorContains(t, l.DiscretizeInto(reference.ZOH, true, one64, one64, one64, one64), "len(A) = 1, want 2")
+	assert.NoError(t, l.DiscretizeInto(reference.ZOH, false, one64, one64, one64, NewArray([]float64{0}, F64)))
 }
 
 // Bad input straight to C: NULL arrays, zero and negative sizes, n_groups not

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -51,11 +52,33 @@ type File struct {
 	SHA256 string `json:"sha256"`
 }
 
-// Entry is a golden case before generation: a name, a gen.Spec and a seed.
+// Entry is a golden case before generation: a name, a gen.Spec and a seed,
+// or, for a case found by the fuzzers, Build, which returns its problem.
 type Entry struct {
-	Name string
-	Spec gen.Spec
-	Seed uint64
+	Name  string
+	Spec  gen.Spec
+	Seed  uint64
+	Build func() *reference.Problem
+}
+
+// problem returns the entry's problem and the name of its distribution.
+func (e Entry) problem() (*reference.Problem, string) {
+	if e.Build != nil {
+		return e.Build(), "fuzz"
+	}
+	return gen.New(e.Spec, e.Seed), e.Spec.Dist.String()
+}
+
+// fuzzFound are golden cases from kernel behaviour the fuzzers showed.
+var fuzzFound = []Entry{
+	// FuzzDiscretize: foh with complex A and Δ = FLT_MAX overflowed the
+	// denominator of Smith's division in float32 (x = Δ·a ≈ ±FLT_MAX), and
+	// B̄ = Δ·φ1(x) came out 0 instead of −1/a = 0.5 + 0.5i.
+	{Name: "fuzz-foh-complex-delta-flt-max", Build: func() *reference.Problem {
+		return &reference.Problem{Batch: 1, Dim: 1, Seqlen: 3, Dstate: 2, Groups: 1, Method: reference.FOH, Complex: true,
+			U: []float64{1, -0.5, 0.25}, Delta: []float64{math.MaxFloat32, 1, 0.5},
+			A: []float64{-1, 1, -0.5, 0.75}, B: []float64{1, 0, 0.5, -0.5}, C: []float64{1, 0.5, -1, 0.25}}
+	}},
 }
 
 // Entries lists the golden cases: every method × real/complex A × three
@@ -85,11 +108,11 @@ func Entries() []Entry {
 				if isComplex {
 					seed++
 				}
-				out = append(out, Entry{fmt.Sprintf("%v-%s-%s", m, kind, set.name), s, seed})
+				out = append(out, Entry{Name: fmt.Sprintf("%v-%s-%s", m, kind, set.name), Spec: s, Seed: seed})
 			}
 		}
 	}
-	return out
+	return append(out, fuzzFound...)
 }
 
 func sum(b []byte) string {
@@ -145,14 +168,14 @@ func Generate(dir string) (*Manifest, error) {
 	man := &Manifest{Schema: ManifestSchema, Generator: "go test ./golden -update",
 		Note: "float64, C order; complex arrays end in an axis of 2 (re, im); out = the ssmk ABI forward scan, last_state = h after the last step"}
 	for _, c := range Entries() {
-		p := gen.New(c.Spec, c.Seed)
+		p, dist := c.problem()
 		out, err := reference.Scan(p, reference.Float64)
 		if err != nil {
 			return nil, fmt.Errorf("golden: %s: %w", c.Name, err)
 		}
-		gc := Case{Name: c.Name, Method: c.Spec.Method.String(), Complex: c.Spec.Complex, Batch: p.Batch, Dim: p.Dim,
+		gc := Case{Name: c.Name, Method: p.Method.String(), Complex: p.Complex, Batch: p.Batch, Dim: p.Dim,
 			Seqlen: p.Seqlen, Dstate: p.Dstate, Groups: p.Groups, VariableB: p.VariableB, VariableC: p.VariableC,
-			DeltaSoftplus: p.Softplus, Dist: c.Spec.Dist.String(), Seed: c.Seed, Files: map[string]File{}}
+			DeltaSoftplus: p.Softplus, Dist: dist, Seed: c.Seed, Files: map[string]File{}}
 		if err := os.MkdirAll(filepath.Join(dir, "cases", c.Name), 0o755); err != nil {
 			return nil, err
 		}

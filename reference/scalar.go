@@ -17,7 +17,31 @@ import (
 // libm returns.
 type float interface{ ~float32 | ~float64 }
 
-func expT[T float](x T) T   { return T(math.Exp(float64(x))) }
+// natural64 is float64 for the Float64Natural evaluation: the same
+// arithmetic, but the elementary functions below skip the scaling that keeps
+// the float64 reference finite at the top of the range.
+type natural64 float64
+
+// scaled reports whether T is the float64 reference proper, whose e^x, φ1
+// and complex e^z are evaluated through e^{x/2} for x > 709 so that no
+// intermediate overflows: math.Exp(709.782712893384) is +Inf although e^x
+// is below MaxFloat64 there, and e^a·cos b or (e^x − 1)/x can be finite
+// where e^a is not.
+func scaled[T float]() bool {
+	_, ok := any(T(0)).(float64)
+	return ok
+}
+
+// bigExp is the threshold above which the scaled evaluation is used.
+const bigExp = 709
+
+func expT[T float](x T) T {
+	if scaled[T]() && x > bigExp {
+		h := math.Exp(float64(x) / 2)
+		return T(h * h)
+	}
+	return T(math.Exp(float64(x)))
+}
 func expm1T[T float](x T) T { return T(math.Expm1(float64(x))) }
 
 // phi1T is φ1(x) = (e^x − 1)/x with its limit φ1(0) = 1. expm1 keeps the
@@ -26,7 +50,56 @@ func phi1T[T float](x T) T {
 	if x == 0 {
 		return 1
 	}
+	if scaled[T]() && x > bigExp {
+		h := math.Exp(float64(x) / 2)
+		return T(h * (h / float64(x))) // the −1 is below an ulp here
+	}
 	return expm1T(x) / x
+}
+
+// cexpT is e^z = e^a·(cos b + i sin b) for z = a + ib, with the real
+// exponential exactly on the real axis (b = 0, so that real and complex A
+// agree). cos and sin are library functions, rounded once to T; the
+// products are in T, so a float32 evaluation overflows with e^a as a
+// float32 kernel does. For infinite b the value has no limit and IEEE 754
+// arithmetic gives NaN (cos ∞ = NaN): that is the ABI's value, not C99
+// Annex G's convention.
+func cexpT[T float](z cpx[T]) cpx[T] {
+	if z.im == 0 {
+		return cpx[T]{expT(z.re), z.im}
+	}
+	c, s := T(math.Cos(float64(z.im))), T(math.Sin(float64(z.im)))
+	if scaled[T]() && z.re > bigExp {
+		h := T(math.Exp(float64(z.re) / 2))
+		return cpx[T]{h * (h * c), h * (h * s)}
+	}
+	e := expT(z.re)
+	return cpx[T]{e * c, e * s}
+}
+
+// cphi1T is φ1(z) = (e^z − 1)/z. The float64 reference is Phi1Complex
+// (scaled above Re z = 709); the other evaluations form e^z − 1 as
+// Expm1Complex does, with every product in T, and divide (a library
+// operation, rounded once), so their intermediates overflow where a kernel's
+// do.
+func cphi1T[T float](z cpx[T]) cpx[T] {
+	if scaled[T]() {
+		if z.re > bigExp {
+			h := math.Exp(float64(z.re) / 2)
+			w := complex(h*math.Cos(float64(z.im)), h*math.Sin(float64(z.im))) / z.c128()
+			return fromC128[T](complex(h*real(w), h*imag(w)))
+		}
+		return fromC128[T](Phi1Complex(z.c128()))
+	}
+	if z.re == 0 && z.im == 0 {
+		return cpx[T]{1, 0}
+	}
+	if z.im == 0 {
+		return cpx[T]{phi1T(z.re), z.im}
+	}
+	s := T(math.Sin(float64(z.im / 2)))
+	em1 := cpx[T]{expm1T(z.re)*T(math.Cos(float64(z.im))) - 2*s*s, expT(z.re) * T(math.Sin(float64(z.im)))}
+	return fromC128[T](em1.c128() / z.c128())
 }
 
 // The input coefficients g(x) of the polynomial methods and bilinear, by
@@ -122,9 +195,9 @@ func complexCoef[T float](m Method, x cpx[T]) (abar, g cpx[T]) {
 	one := cpx[T]{1, 0}
 	switch m {
 	case ZOH:
-		return fromC128[T](cmplx.Exp(x.c128())), one
+		return cexpT(x), one
 	case FOH:
-		return fromC128[T](cmplx.Exp(x.c128())), fromC128[T](Phi1Complex(x.c128()))
+		return cexpT(x), cphi1T(x)
 	case Bilinear:
 		half := x.scale(0.5)
 		num := cpx[T]{1 + half.re, half.im}
@@ -133,15 +206,45 @@ func complexCoef[T float](m Method, x cpx[T]) (abar, g cpx[T]) {
 	case Poly:
 		// 1 + x(1/2 + x/6)
 		inner := x.scale(T(1.0 / 6)).add(cpx[T]{T(1.0 / 2), 0})
-		return fromC128[T](cmplx.Exp(x.c128())), x.mul(inner).add(one)
+		return cexpT(x), x.mul(inner).add(one)
 	case HighOrder:
-		return fromC128[T](cmplx.Exp(x.c128())), x.scale(0.5).add(one)
+		return cexpT(x), x.scale(0.5).add(one)
 	case RK4:
 		// 1 + x(1/2 + x(1/6 + x/24))
 		in2 := x.scale(T(1.0 / 24)).add(cpx[T]{T(1.0 / 6), 0})
 		in1 := x.mul(in2).add(cpx[T]{T(1.0 / 2), 0})
-		return fromC128[T](cmplx.Exp(x.c128())), x.mul(in1).add(one)
+		return cexpT(x), x.mul(in1).add(one)
 	}
 	nan := T(math.NaN())
 	return cpx[T]{nan, nan}, cpx[T]{nan, nan}
+}
+
+// DiscretizeAt returns what ssmk_discretize computes at (Δ, a): Ā and
+// Bcoef = Δ·g at x = Δ·a, evaluated in prec. Float64 is the reference;
+// Float32 rounds x, every operation of the method (library functions once)
+// and the product Δ·g to single precision, as a natural float32 kernel
+// would, and Float64Natural is its float64 counterpart. Where the natural
+// evaluation differs from the reference by more than the error model
+// allows, an intermediate result has left the dtype's range (x = Δ·a
+// overflowing, e^x overflowing inside φ1 or e^a·cos b): that is how the
+// fuzzers' non-finite policy tells IEEE 754 behaviour in the dtype from a
+// kernel bug. For real A the
+// imaginary parts are 0 and a's imaginary part is ignored.
+func (m Method) DiscretizeAt(prec Precision, isComplex bool, delta float64, a complex128) (abar, bcoef complex128) {
+	switch prec {
+	case Float32:
+		return discretizeAt[float32](m, isComplex, float32(delta), fromC128[float32](a))
+	case Float64Natural:
+		return discretizeAt[natural64](m, isComplex, natural64(delta), fromC128[natural64](a))
+	}
+	return discretizeAt[float64](m, isComplex, delta, cpx[float64]{real(a), imag(a)})
+}
+
+func discretizeAt[T float](m Method, isComplex bool, delta T, a cpx[T]) (abar, bcoef complex128) {
+	if isComplex {
+		ab, g := complexCoef(m, a.scale(delta))
+		return ab.c128(), g.scale(delta).c128()
+	}
+	ab, g := realCoef(m, delta*a.re)
+	return complex(float64(ab), 0), complex(float64(delta*g), 0)
 }

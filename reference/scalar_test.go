@@ -197,3 +197,90 @@ func TestExpm1Complex(t *testing.T) {
 	assert.True(t, veryclose(real(got), -5e-19), "Re(expm1(1e-9 i)) = %g, want −b²/2 = −5e-19", real(got))
 	assert.True(t, veryclose(imag(got), 1e-9))
 }
+
+// TestDiscretizeAt: the Float64 evaluation is (Ā, Δ·g) of Real and Complex;
+// the Float32 evaluation is within the error model of it for ordinary
+// arguments, and follows IEEE 754 in float32 where an intermediate leaves
+// the range (the cases the fuzzers' non-finite policy relies on).
+func TestDiscretizeAt(t *testing.T) {
+	for _, m := range Methods() {
+		for _, tc := range []struct{ delta, a float64 }{{0.5, -3}, {1, 2.5}, {0.01, -100}, {2, 0}, {0.25, 7}} {
+			x := tc.delta * tc.a
+			ra, rg := m.Real(x)
+			ab, bc := m.DiscretizeAt(Float64, false, tc.delta, complex(tc.a, 0))
+			if ab != complex(ra, 0) || bc != complex(tc.delta*rg, 0) {
+				t.Errorf("%v Float64 at Δ=%g a=%g: (%v, %v), want (%v, %v)", m, tc.delta, tc.a, ab, bc, ra, tc.delta*rg)
+			}
+			ca, cg := m.Complex(complex(x, x/3))
+			zb, zc := m.DiscretizeAt(Float64, true, tc.delta, complex(tc.a, tc.a/3))
+			if cmplx.Abs(zb-ca) > 1e-15*cmplx.Abs(ca) || cmplx.Abs(zc-complex(tc.delta, 0)*cg) > 1e-15*cmplx.Abs(cg)*tc.delta {
+				t.Errorf("%v complex Float64 at Δ=%g a=%g: (%v, %v), want (%v, %v)", m, tc.delta, tc.a, zb, zc, ca, complex(tc.delta, 0)*cg)
+			}
+			for _, isComplex := range []bool{false, true} {
+				a := complex(tc.a, 0)
+				if isComplex {
+					a = complex(tc.a, -tc.a/5)
+				}
+				a = complex(float64(float32(real(a))), float64(float32(imag(a))))
+				wa, wb := m.DiscretizeAt(Float64, isComplex, tc.delta, a)
+				fa, fb := m.DiscretizeAt(Float32, isComplex, tc.delta, a)
+				sa, sb := DiscretizeScale(m, tc.delta, a, isComplex)
+				if r := Ratio(cmplx.Abs(fa-wa), sa, 2, Float32); r > 1 {
+					t.Errorf("%v complex=%t Float32 Ā at Δ=%g a=%v: ratio %.3g", m, isComplex, tc.delta, a, r)
+				}
+				if r := Ratio(cmplx.Abs(fb-wb), sb, 2, Float32); r > 1 {
+					t.Errorf("%v complex=%t Float32 Δg at Δ=%g a=%v: ratio %.3g", m, isComplex, tc.delta, a, r)
+				}
+			}
+		}
+	}
+	// x = Δ·a = −1e60 overflows float32 to −Inf: φ1(−Inf) = 0 there, while
+	// the exact value Δ·φ1(x) = 1/|a| = 1e-30 is representable.
+	_, exact := FOH.DiscretizeAt(Float64, false, 1e30, -1e30)
+	_, f32 := FOH.DiscretizeAt(Float32, false, 1e30, -1e30)
+	if math.Abs(real(exact)-1e-30) > 1e-45 || f32 != 0 {
+		t.Errorf("foh at x = -1e60: Float64 %v (want 1e-30), Float32 %v (want 0)", exact, f32)
+	}
+	// e^89 overflows float32 inside φ1 although φ1(89) = e^89/89 ≈ 5e36 does not.
+	_, exact = FOH.DiscretizeAt(Float64, false, 1, 89)
+	_, f32 = FOH.DiscretizeAt(Float32, false, 1, 89)
+	if !(real(exact) < math.MaxFloat32) || !math.IsInf(real(f32), 1) {
+		t.Errorf("foh at x = 89: Float64 %v (want finite in float32), Float32 %v (want +Inf)", exact, f32)
+	}
+}
+
+// TestFloat64NaturalAtTheTop: the reference scales e^x, φ1 and complex e^z
+// above x = 709 and stays finite where the true value is; the natural
+// float64 evaluation overflows there, as a plain float64 kernel does.
+func TestFloat64NaturalAtTheTop(t *testing.T) {
+	x := 709.782712893384 // just below log(MaxFloat64); math.Exp says +Inf
+	for _, tc := range []struct {
+		m         Method
+		isComplex bool
+		a         complex128
+		which     int // 0: Ā, 1: Δ·g
+	}{
+		{ZOH, false, complex(x, 0), 0},
+		{FOH, false, complex(709.9, 0), 1},  // φ1 = e^x/x ≈ 2.5e305
+		{ZOH, true, complex(709.9, 2.5), 0}, // e^a ≈ 2.0e308 overflows, e^a·cos b does not
+		{FOH, true, complex(709.9, 2.5), 1},
+	} {
+		ab, bc := tc.m.DiscretizeAt(Float64, tc.isComplex, 1, tc.a)
+		nb, nc := tc.m.DiscretizeAt(Float64Natural, tc.isComplex, 1, tc.a)
+		got, nat := ab, nb
+		if tc.which == 1 {
+			got, nat = bc, nc
+		}
+		if cmplx.IsInf(got) || cmplx.IsNaN(got) {
+			t.Errorf("%v complex=%t at %v: reference %v, want finite", tc.m, tc.isComplex, tc.a, got)
+		}
+		if !cmplx.IsInf(nat) {
+			t.Errorf("%v complex=%t at %v: natural evaluation %v, want an overflow", tc.m, tc.isComplex, tc.a, nat)
+		}
+	}
+	if e := real(must(ZOH.DiscretizeAt(Float64, false, 1, complex(x, 0)))); math.Abs(e-1.7976931348622732e308) > 1e295 {
+		t.Errorf("e^%v = %v, want 1.7976931348622732e308", x, e)
+	}
+}
+
+func must(a, _ complex128) complex128 { return a }

@@ -16,6 +16,13 @@ const (
 	// Its distance from the Float64 result is the problem's natural float32
 	// error, the yardstick for a float32 kernel.
 	Float32
+	// Float64Natural is float64 arithmetic with the elementary functions
+	// written the plain way, as a float64 kernel writes them: e^x near the
+	// top of the range, (e^x − 1)/x and e^a·(cos b + i sin b) overflow in an
+	// intermediate where Float64 (which scales them) stays finite. It is the
+	// float64 counterpart of Float32 for the fuzzers' non-finite policy;
+	// everywhere else it equals Float64 bit for bit.
+	Float64Natural
 )
 
 func (p Precision) String() string {
@@ -24,6 +31,8 @@ func (p Precision) String() string {
 		return "float64"
 	case Float32:
 		return "float32"
+	case Float64Natural:
+		return "float64-natural"
 	}
 	return fmt.Sprintf("precision(%d)", int(p))
 }
@@ -34,7 +43,7 @@ func (p Precision) UnitRoundoff() float64 {
 	if p == Float32 {
 		return 0x1p-24
 	}
-	return 0x1p-53
+	return 0x1p-53 // Float64, Float64Natural
 }
 
 // Tiny returns η, the smallest positive normal number: 2⁻¹⁰²² for Float64,
@@ -68,8 +77,12 @@ func Scan(p *Problem, prec Precision) (*Output, error) {
 		scanReal[float32](p, o)
 	case prec == Float32 && p.Complex:
 		scanComplex[float32](p, o)
+	case prec == Float64Natural && !p.Complex:
+		scanReal[natural64](p, o)
+	case prec == Float64Natural && p.Complex:
+		scanComplex[natural64](p, o)
 	default:
-		return nil, fmt.Errorf("reference.Scan: precision %d, want Float64 or Float32", int(prec))
+		return nil, fmt.Errorf("reference.Scan: precision %d, want Float64, Float32 or Float64Natural", int(prec))
 	}
 	return o, nil
 }

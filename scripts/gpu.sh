@@ -8,6 +8,11 @@
 #                                   build/libssmk_cuda.so, run every carried test
 #                                   binary against it (SSMK_BACKEND=cuda), write
 #                                   logs to $OUT (or out/gpu), print a table last
+#   scripts/gpu.sh fuzz [TIME]      there: fuzz the CUDA build with both Go fuzz
+#                                   targets at once for TIME (default 5m; workers
+#                                   per target FUZZ_PARALLEL, default 6), then
+#                                   replay the committed corpus and every new
+#                                   entry under compute-sanitizer memcheck
 #
 # Extra go-test flags for the binaries go in GPU_TEST_FLAGS (e.g.
 # "-test.run=Scan -test.bench=PlanMambaBlock -test.benchtime=1x"); flags of
@@ -16,13 +21,16 @@
 #   make lib-cuda && SSMK_BACKEND=cuda go test ./...
 set -uo pipefail
 cd "$(dirname "$0")/.."
-PKGS_DEFAULT="reference cudalib golden verify"
+PKGS_DEFAULT="reference cudalib golden verify fuzz"
 
 build() {
 	rm -rf carry && mkdir -p carry
 	for pkg in ${PKGS:-$PKGS_DEFAULT}; do
 		echo "building carry/$pkg.test"
-		CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go test -c -ldflags='-s -w' -o "carry/$pkg.test" "./$pkg" || exit 1
+		# The fuzz binary carries the fuzzer's coverage instrumentation (-fuzz=.),
+		# so that it can fuzz as well as replay its corpus.
+		fz=(); [ "$pkg" != fuzz ] || fz=(-fuzz=.)
+		CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go test -c "${fz[@]}" -ldflags='-s -w' -o "carry/$pkg.test" "./$pkg" || exit 1
 	done
 	du -ch carry/* | tail -1
 	local kb; kb=$(du -sk carry | cut -f1)
@@ -66,8 +74,51 @@ run() {
 	return $fail
 }
 
+fuzz() {
+	local out=${OUT:-out/gpu} t=${1:-5m}
+	out=$(mkdir -p "$out" && cd "$out" && pwd)
+	[ -x carry/fuzz.test ] || { echo "gpu.sh: no carry/fuzz.test (run scripts/gpu.sh build first)"; exit 1; }
+	nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
+	[ -f build/libssmk_cuda.so ] || cudalib/build-cuda.sh build/libssmk_cuda.so "${CUDA_ARCH:-90}" >"$out/build.log" 2>&1 ||
+		{ cat "$out/build.log"; echo "gpu.sh: the CUDA build failed"; exit 1; }
+	local fail=0 pids=() before
+	before=$(ls fuzz/testdata/fuzz/*/)
+	for target in FuzzDiscretize FuzzScan; do
+		OUT=$out/$target SSMK_BACKEND=${SSMK_BACKEND:-cuda} FUZZ_BIN=carry/fuzz.test FUZZTIME=$t FUZZ_PARALLEL=${FUZZ_PARALLEL:-6} \
+			scripts/fuzz.sh $target >"$out/$target.txt" 2>&1 &
+		pids+=($!)
+	done
+	for p in "${pids[@]}"; do wait "$p" || fail=1; done
+	# A failing input is written under fuzz/testdata/fuzz/: bring it home.
+	for target in FuzzDiscretize FuzzScan; do
+		for f in fuzz/testdata/fuzz/$target/*; do
+			grep -qx "$(basename "$f")" <<<"$before" || { mkdir -p "$out/found/$target"; cp "$f" "$out/found/$target/"; }
+		done
+	done
+	# Replay the committed corpus and this run's new entries under memcheck:
+	# the host canaries cannot see device memory, compute-sanitizer can.
+	for target in FuzzDiscretize FuzzScan; do
+		cp "$out/$target"/fuzz/cache/$target/* "fuzz/testdata/fuzz/$target/" 2>/dev/null
+	done
+	local n; n=$(ls fuzz/testdata/fuzz/*/ | wc -l)
+	echo "memcheck: replaying $n corpus entries"
+	local san=(compute-sanitizer --tool memcheck --error-exitcode 99)
+	command -v compute-sanitizer >/dev/null || { san=(); echo "memcheck: no compute-sanitizer here, replay only"; }
+	(cd fuzz && SSMK_BACKEND=${SSMK_BACKEND:-cuda} "${san[@]}" ../carry/fuzz.test -test.run='^Fuzz' -test.timeout=540s) >"$out/memcheck.log" 2>&1
+	local mc=$?
+	[ $mc -eq 0 ] || fail=1
+	grep -E 'ERROR SUMMARY|FAIL|--- FAIL' "$out/memcheck.log" | head -20
+	for target in FuzzDiscretize FuzzScan; do grep -E -A12 -- '--- FAIL' "$out/$target.txt" | head -20; done
+	echo
+	tail -3 "$out/FuzzDiscretize.txt" | head -2
+	tail -2 "$out/FuzzScan.txt" | head -1
+	echo "memcheck replay of $n entries: exit $mc ($(grep -o 'ERROR SUMMARY: [0-9]* errors' "$out/memcheck.log"))"
+	return $fail
+}
+
 case "${1:-}" in
 build) shift; build "$@" ;;
 run) shift; run "$@" ;;
-*) sed -n '2,17p' "$0"; exit 2 ;;
+fuzz) shift; fuzz "$@" ;;
+*) sed -n '2,22p' "$0"; exit 2 ;;
 esac

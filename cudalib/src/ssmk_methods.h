@@ -120,7 +120,11 @@ SSMK_HD T phi1_from_exp(T x, T e) {
     return far; /* foh without its small-x guard: 0/0 at x = 0, cancellation near it */
 #else
     const T near = phi1_series(x);
+#if SSMK_MUTANT == 14
+    return sabs(x) < T(1e-3) ? near : far; /* the guard too narrow: (e − 1)/x cancels for 1e-3 ≤ |x| ≪ 1 */
+#else
     return sabs(x) < T(0.5) ? near : far;
+#endif
 #endif
 }
 
@@ -145,15 +149,25 @@ SSMK_HD cplx<T> cmul(cplx<T> a, cplx<T> b) { return cmake(a.re * b.re - a.im * b
 template <typename T>
 SSMK_HD cplx<T> cscale(cplx<T> a, T s) { return cmake(a.re * s, a.im * s); }
 
-/* Smith's algorithm: a/b without forming |b|². */
+/* Smith's algorithm: a/b without forming |b|². Its denominator
+ * d = b.re + b.im·r overflows for |b| near the top of the range, where the
+ * quotient returned 0 instead of ~1 (found by FuzzDiscretize: foh, fp32,
+ * Δ = FLT_MAX, a = −1 + i); there d is taken as b.re·(1 + r²), which
+ * cannot overflow but rounds once more, so only there. */
 template <typename T>
 SSMK_HD cplx<T> cdiv(cplx<T> a, cplx<T> b) {
-    if (sabs(b.re) >= sabs(b.im)) {
-        T r = b.im / b.re, d = b.re + b.im * r;
-        return cmake((a.re + a.im * r) / d, (a.im - a.re * r) / d);
+    const bool re_major = sabs(b.re) >= sabs(b.im);
+    const T big = re_major ? b.re : b.im, small = re_major ? b.im : b.re;
+    const T r = small / big, d = big + small * r;
+    /* a/b = (p + i·q)/d with p, q from a and r; the sign of q's terms
+     * depends on which part of b is the larger. */
+    const T p = re_major ? a.re + a.im * r : a.re * r + a.im;
+    const T q = re_major ? a.im - a.re * r : a.im * r - a.re;
+    if (isinf(d) && !isinf(big)) {
+        const T t = T(1) / (T(1) + r * r);
+        return cmake(p * t / big, q * t / big);
     }
-    T r = b.re / b.im, d = b.re * r + b.im;
-    return cmake((a.re * r + a.im) / d, (a.im * r - a.re) / d);
+    return cmake(p / d, q / d);
 }
 
 /* e^z; exactly the real exponential on the real axis. */

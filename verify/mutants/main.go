@@ -44,6 +44,7 @@ var Catalogue = []Mutant{
 	{11, "output-before-update", "y accumulated from the state before this step's update"},
 	{12, "complex-factor-2", "complex output Re(Σ C·h) without the factor 2"},
 	{13, "gate-no-z", "the SiLU gate as y·sigmoid(z) without the z factor"},
+	{14, "foh-narrow-guard", "foh's series guard at |x| < 1e-3 instead of 1/2: (e^x − 1)/x cancels for 1e-3 ≤ |x| ≪ 1"},
 }
 
 type result struct {

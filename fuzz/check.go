@@ -1,0 +1,421 @@
+package fuzz
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"ssmverify/cudalib"
+	"ssmverify/reference"
+)
+
+// guard is the number of canary elements on each side of every output
+// buffer; a kernel that writes past its buffer changes one of them.
+const guard = 16
+
+// Canary bit patterns: NaNs with a payload no arithmetic produces.
+const (
+	canary32 = 0x7fa5a5a5
+	canary64 = 0x7ff5a5a5a5a5a5a5
+)
+
+// guarded is an output array placed in the middle of a larger one whose ends
+// hold canaries.
+type guarded struct {
+	name    string
+	backing cudalib.Array
+	inner   cudalib.Array
+}
+
+func newGuarded(name string, n int, dt cudalib.DType) *guarded {
+	g := &guarded{name: name}
+	if dt == cudalib.F64 {
+		b := make([]float64, n+2*guard)
+		for i := range b {
+			b[i] = math.Float64frombits(canary64)
+		}
+		g.backing, g.inner = cudalib.Array{F64: b}, cudalib.Array{F64: b[guard : guard+n : guard+n]}
+	} else {
+		b := make([]float32, n+2*guard)
+		for i := range b {
+			b[i] = math.Float32frombits(canary32)
+		}
+		g.backing, g.inner = cudalib.Array{F32: b}, cudalib.Array{F32: b[guard : guard+n : guard+n]}
+	}
+	return g
+}
+
+// check reports the first canary that changed: a write outside the buffer.
+func (g *guarded) check() error {
+	n := g.inner.Len()
+	for i := 0; i < n+2*guard; i++ {
+		if i >= guard && i < guard+n {
+			continue
+		}
+		var changed bool
+		if g.backing.F64 != nil {
+			changed = math.Float64bits(g.backing.F64[i]) != canary64
+		} else {
+			changed = math.Float32bits(g.backing.F32[i]) != canary32
+		}
+		if changed {
+			return fmt.Errorf("%s: write outside the buffer at element %d (buffer is 0…%d)", g.name, i-guard, n-1)
+		}
+	}
+	return nil
+}
+
+// snapshot copies the bytes of every input so that a change can be found.
+func snapshot(in []cudalib.NamedArray) [][]byte {
+	s := make([][]byte, len(in))
+	for i, a := range in {
+		s[i] = bytes.Clone(a.Bytes())
+	}
+	return s
+}
+
+func unchanged(in []cudalib.NamedArray, before [][]byte) error {
+	for i, a := range in {
+		if !bytes.Equal(a.Bytes(), before[i]) {
+			return fmt.Errorf("input %s was modified by the kernel", a.Name)
+		}
+	}
+	return nil
+}
+
+// HangLimit is how long one library call may take before the fuzzers call it
+// a hang: inputs are at most a few thousand elements, so any correct kernel
+// answers in milliseconds.
+var HangLimit = 20 * time.Second
+
+// withDeadline runs call, failing if it has not returned within HangLimit.
+// A hung call leaves its goroutine behind; the failure ends the run.
+func withDeadline(what string, call func() error) error {
+	done := make(chan error, 1)
+	go func() { done <- call() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(HangLimit):
+		return fmt.Errorf("%s did not return within %v (a hang)", what, HangLimit)
+	}
+}
+
+// Failure lists what one fuzz input made a kernel do wrong.
+type Failure struct {
+	Input    string   // the decoded input, for the report
+	Problems []string // one line each, at most maxProblems
+	More     int      // problems not listed
+}
+
+const maxProblems = 8
+
+func (f *Failure) add(format string, args ...any) {
+	if len(f.Problems) < maxProblems {
+		f.Problems = append(f.Problems, fmt.Sprintf(format, args...))
+	} else {
+		f.More++
+	}
+}
+
+func (f *Failure) err() error {
+	if len(f.Problems) == 0 {
+		return nil
+	}
+	s := f.Input + ":\n  " + strings.Join(f.Problems, "\n  ")
+	if f.More > 0 {
+		s += fmt.Sprintf("\n  … and %d more", f.More)
+	}
+	return fmt.Errorf("%s", s)
+}
+
+// String describes a decoded discretize input.
+func (in DiscretizeInput) String() string {
+	kind := "real"
+	if in.IsComplex {
+		kind = "complex"
+	}
+	return fmt.Sprintf("discretize %v %v %s, %d elements", in.Method, in.DType, kind, len(in.Delta))
+}
+
+// element returns (Δ, a) of element i.
+func (in DiscretizeInput) element(i int) (float64, complex128) {
+	if in.IsComplex {
+		return in.Delta[i], complex(in.A[2*i], in.A[2*i+1])
+	}
+	return in.Delta[i], complex(in.A[i], 0)
+}
+
+// CheckDiscretize runs ssmk_discretize on the input once, with guarded
+// outputs and a snapshot of the inputs, and judges every output by the
+// non-finite policy. A method the library declares as a complex-A fallback
+// to zoh is judged against zoh.
+func CheckDiscretize(lib *cudalib.Library, in DiscretizeInput) error {
+	n := len(in.Delta)
+	delta, a := cudalib.NewArray(in.Delta, in.DType), cudalib.NewArray(in.A, in.DType)
+	ab, bc := newGuarded("Abar", len(in.A), in.DType), newGuarded("Bcoef", len(in.A), in.DType)
+	inputs := []cudalib.NamedArray{{Name: "delta", Array: delta}, {Name: "A", Array: a}}
+	before := snapshot(inputs)
+	err := withDeadline("ssmk_discretize", func() error {
+		return lib.DiscretizeInto(in.Method, in.IsComplex, delta, a, ab.inner, bc.inner)
+	})
+	f := &Failure{Input: in.String()}
+	if declaredUnsupported(lib, err, in.Method, in.DType, in.IsComplex) {
+		return nil
+	}
+	if err != nil {
+		f.add("library error: %v", err)
+		return f.err()
+	}
+	for _, e := range []error{ab.check(), bc.check(), unchanged(inputs, before)} {
+		if e != nil {
+			f.add("%v", e)
+		}
+	}
+	m := in.Method
+	if in.IsComplex && lib.Capabilities(m, in.DType, true)&cudalib.CapComplexZOHFallback != 0 {
+		m = reference.ZOH
+	}
+	prec := natural(in.DType)
+	kab, kbc := ab.inner.Float64s(), bc.inner.Float64s()
+	for i := 0; i < n; i++ {
+		d, av := in.element(i)
+		wa, wb := m.DiscretizeAt(reference.Float64, in.IsComplex, d, av)
+		sa, sb := m.DiscretizeAt(prec, in.IsComplex, d, av)
+		scA, scB := reference.DiscretizeScale(m, d, av, in.IsComplex)
+		var ga, gb complex128
+		if in.IsComplex {
+			ga, gb = complex(kab[2*i], kab[2*i+1]), complex(kbc[2*i], kbc[2*i+1])
+		} else {
+			ga, gb = complex(kab[i], 0), complex(kbc[i], 0)
+		}
+		for _, o := range []struct {
+			name          string
+			got, want, in complex128
+			scale         float64
+		}{{"Abar", ga, wa, sa, scA}, {"Bcoef", gb, wb, sb, scB}} {
+			v := Value{Kernel: o.got, Exact: o.want, InDtype: o.in, Scale: o.scale, Tiny: 2, IsComplex: in.IsComplex,
+				OnInfinity: onInfinity(d, av, in.IsComplex, in.DType)}
+			if why := Judge(v, in.DType); why != "" {
+				f.add("%s[%d] at Δ = %v, a = %v: %s", o.name, i, d, fmtA(av, in.IsComplex), why)
+			}
+		}
+	}
+	return f.err()
+}
+
+func fmtA(a complex128, isComplex bool) string {
+	if isComplex {
+		return fmt.Sprint(a)
+	}
+	return fmt.Sprint(real(a))
+}
+
+// CheckScan runs ssmk_scan_fwd on p in dtype dt once (last_state NULL
+// unless withState), with guarded outputs and a snapshot of the inputs, and
+// judges every output element by the non-finite policy.
+func CheckScan(lib *cudalib.Library, p *reference.Problem, dt cudalib.DType, withState bool) error {
+	f := &Failure{Input: fmt.Sprintf("scan %s %v last_state=%t", p.Shape(), dt, withState)}
+	b, err := lib.NewScanBuffers(p, dt)
+	if err != nil { // the decoder makes valid problems: a rejection is a binding or decoder bug
+		f.add("library error: %v", err)
+		return f.err()
+	}
+	out := newGuarded("out", p.OutLen(), dt)
+	state := newGuarded("last_state", p.StateLen(), dt)
+	b.Out, b.LastState = out.inner, cudalib.Array{}
+	if withState {
+		b.LastState = state.inner
+	}
+	inputs := b.Inputs()
+	before := snapshot(inputs)
+	err = withDeadline("ssmk_scan_fwd", func() error { return lib.RunScan(b) })
+	if declaredUnsupported(lib, err, p.Method, dt, p.Complex) {
+		return nil
+	}
+	if err != nil {
+		f.add("library error: %v", err)
+		return f.err()
+	}
+	for _, e := range []error{out.check(), state.check(), unchanged(inputs, before)} {
+		if e != nil {
+			f.add("%v", e)
+		}
+	}
+	if !withState {
+		for i := 0; i < state.inner.Len(); i++ {
+			if (dt == cudalib.F64 && math.Float64bits(state.inner.F64[i]) != canary64) ||
+				(dt == cudalib.F32 && math.Float32bits(state.inner.F32[i]) != canary32) {
+				f.add("last_state was NULL but the library wrote the buffer kept for it")
+				break
+			}
+		}
+	}
+	ref := p
+	if lib.Capabilities(p.Method, dt, p.Complex)&cudalib.CapComplexZOHFallback != 0 && p.Complex {
+		ref = p.Clone()
+		ref.Method = reference.ZOH
+	}
+	exact, err := reference.Scan(ref, reference.Float64)
+	if err != nil {
+		return err
+	}
+	inDtype, err := reference.Scan(ref, natural(dt))
+	if err != nil {
+		return err
+	}
+	sc, err := reference.ErrorScale(ref)
+	if err != nil {
+		return err
+	}
+	// Rows in which the dtype's evaluation overflowed an intermediate: an
+	// output beyond the dtype's range, or non-finite in the dtype only.
+	max := math.MaxFloat64
+	if dt == cudalib.F32 {
+		max = math.MaxFloat32
+	}
+	overflowed := make([]bool, p.Batch*p.Dim)
+	for i, e := range exact.Out {
+		finite := !math.IsNaN(e) && !math.IsInf(e, 0)
+		if finite && (math.Abs(e) > max || math.IsNaN(inDtype.Out[i]) || math.IsInf(inDtype.Out[i], 0)) {
+			overflowed[i/p.Seqlen] = true
+		}
+	}
+	// Where every input an element depends on is finite, a NaN scale can
+	// only come from an overflowed bound (∞·0 inside it): say so, so that
+	// Judge does not read it as "an unreached NaN input".
+	firstBad := firstNonFinite(p)
+	for i := range sc.Out {
+		if math.IsNaN(sc.Out[i]) && i%p.Seqlen < firstBad[i/p.Seqlen] {
+			sc.Out[i] = math.Inf(1)
+		}
+	}
+	for i := range sc.LastState {
+		if math.IsNaN(sc.LastState[i]) && firstBad[i/p.Dstate] == p.Seqlen {
+			sc.LastState[i] = math.Inf(1)
+		}
+	}
+	got := b.Out.Float64s()
+	for i := range got {
+		v := Value{Kernel: complex(got[i], 0), Exact: complex(exact.Out[i], 0), InDtype: complex(inDtype.Out[i], 0),
+			Scale: sc.Out[i], Tiny: sc.TinyOut[i], Sum: true, OnInfinity: overflowed[i/p.Seqlen]}
+		if why := Judge(v, dt); why != "" {
+			f.add("out[%d %d %d]: %s", i/(p.Dim*p.Seqlen), i/p.Seqlen%p.Dim, i%p.Seqlen, why)
+		}
+	}
+	if withState {
+		gs := b.LastState.Float64s()
+		for i := range sc.LastState {
+			v := Value{Scale: sc.LastState[i], Tiny: sc.TinyState[i], IsComplex: p.Complex, Sum: true,
+				OnInfinity: overflowed[i/p.Dstate]}
+			if p.Complex {
+				v.Kernel = complex(gs[2*i], gs[2*i+1])
+				v.Exact = complex(exact.LastState[2*i], exact.LastState[2*i+1])
+				v.InDtype = complex(inDtype.LastState[2*i], inDtype.LastState[2*i+1])
+			} else {
+				v.Kernel, v.Exact, v.InDtype = complex(gs[i], 0), complex(exact.LastState[i], 0), complex(inDtype.LastState[i], 0)
+			}
+			if why := Judge(v, dt); why != "" {
+				N := p.Dstate
+				f.add("last_state[%d %d %d]: %s", i/(p.Dim*N), i/N%p.Dim, i%N, why)
+			}
+		}
+	}
+	return f.err()
+}
+
+// declaredUnsupported reports whether err is SSMK_EUNSUPPORTED for a
+// combination the library's capabilities declare unsupported: an honest
+// refusal, not a failure.
+func declaredUnsupported(lib *cudalib.Library, err error, m reference.Method, dt cudalib.DType, isComplex bool) bool {
+	return errors.Is(err, cudalib.EUnsupported) && !lib.Capabilities(m, dt, isComplex).Supported()
+}
+
+// natural is the reference evaluation a plain kernel of dtype dt performs:
+// Float32, or Float64Natural for float64.
+func natural(dt cudalib.DType) reference.Precision {
+	if dt == cudalib.F32 {
+		return reference.Float32
+	}
+	return reference.Float64Natural
+}
+
+// onInfinity reports whether x = Δ·a in dtype dt has an infinite part
+// although Δ and a are finite (overflow), or, for complex a, at all.
+func onInfinity(delta float64, a complex128, isComplex bool, dt cudalib.DType) bool {
+	max := math.MaxFloat64
+	if dt == cudalib.F32 {
+		max = math.MaxFloat32
+	}
+	inf := func(f float64) bool {
+		p := delta * f
+		if math.IsInf(delta, 0) || math.IsInf(f, 0) {
+			return isComplex && !math.IsNaN(p)
+		}
+		return math.IsInf(p, 0) || math.Abs(p) > max
+	}
+	return inf(real(a)) || (isComplex && inf(imag(a)))
+}
+
+// firstNonFinite returns, for every (batch, dim) row of p, the first time
+// step at which an input the row reads is NaN or ±Inf (Seqlen if none): 0
+// for a non-finite per-channel input (A, constant B or C, D, delta_bias).
+func firstNonFinite(p *reference.Problem) []int {
+	bad := func(x float64) bool { return math.IsNaN(x) || math.IsInf(x, 0) }
+	cw := 1
+	if p.Complex {
+		cw = 2
+	}
+	first := make([]int, p.Batch*p.Dim)
+	for b := 0; b < p.Batch; b++ {
+		for d := 0; d < p.Dim; d++ {
+			row := b*p.Dim + d
+			t0 := p.Seqlen
+			chan0 := func(a []float64, lo, hi int) {
+				for _, x := range a[lo:hi] {
+					if bad(x) {
+						t0 = 0
+					}
+				}
+			}
+			chan0(p.A, d*p.Dstate*cw, (d+1)*p.Dstate*cw)
+			if p.D != nil {
+				chan0(p.D, d, d+1)
+			}
+			if p.DeltaBias != nil {
+				chan0(p.DeltaBias, d, d+1)
+			}
+			g := d / (p.Dim / p.Groups)
+			for _, bc := range []struct {
+				a        []float64
+				variable bool
+			}{{p.B, p.VariableB}, {p.C, p.VariableC}} {
+				if !bc.variable {
+					chan0(bc.a, d*p.Dstate*cw, (d+1)*p.Dstate*cw)
+					continue
+				}
+				base := (b*p.Groups + g) * p.Dstate * p.Seqlen * cw
+				for n := 0; n < p.Dstate; n++ {
+					for t := 0; t < p.Seqlen; t++ {
+						for k := 0; k < cw; k++ {
+							if bad(bc.a[base+(n*p.Seqlen+t)*cw+k]) {
+								t0 = min(t0, t)
+							}
+						}
+					}
+				}
+			}
+			for t := 0; t < p.Seqlen; t++ {
+				i := row*p.Seqlen + t
+				if bad(p.U[i]) || bad(p.Delta[i]) || (p.Z != nil && bad(p.Z[i])) {
+					t0 = min(t0, t)
+				}
+			}
+			first[row] = t0
+		}
+	}
+	return first
+}

@@ -1,0 +1,54 @@
+package fuzz
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"testing"
+
+	"ssmverify/cudalib"
+)
+
+var (
+	lib     *cudalib.Library
+	threads = flag.Int("threads", 1, "host threads the library may use (ssmk_set_num_threads); fuzz inputs are tiny, and one thread per fuzz worker keeps OpenMP from oversubscribing the cores")
+)
+
+// TestMain opens the library under test the way the verification suite
+// does (cudalib.OpenDefault: SSMK_LIB, else SSMK_BACKEND, else the CUDA
+// build when a GPU answers, else the CPU build).
+func TestMain(m *testing.M) {
+	flag.Parse()
+	l, err := cudalib.OpenDefault()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "fuzz: cannot open the library under test:", err)
+		os.Exit(2)
+	}
+	lib = l
+	lib.SetNumThreads(*threads)
+	os.Exit(m.Run())
+}
+
+// FuzzDiscretize: ssmk_discretize on up to 64 (Δ, a) pairs per call, decoded
+// from the bytes (special values by index, ordinary values, raw bits), for
+// the method, dtype and real/complex the first arguments select.
+func FuzzDiscretize(f *testing.F) {
+	f.Fuzz(func(t *testing.T, method, dtype uint8, isComplex bool, data []byte) {
+		in := DecodeDiscretize(method, dtype, isComplex, data)
+		if err := CheckDiscretize(lib, in); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// FuzzScan: ssmk_scan_fwd on a small problem whose shape and flags come from
+// the header bytes and whose inputs mix special and ordinary values.
+func FuzzScan(f *testing.F) {
+	f.Fuzz(func(t *testing.T, method, dtype, flags, batch, dim, seqlen, dstate, groups uint8, data []byte) {
+		s := ScanShape{Method: method, DType: dtype, Flags: flags, Batch: batch, Dim: dim, Seqlen: seqlen, Dstate: dstate, Groups: groups}
+		p, dt, withState := DecodeScan(s, data, lib.MaxDstate())
+		if err := CheckScan(lib, p, dt, withState); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

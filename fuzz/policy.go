@@ -1,0 +1,170 @@
+package fuzz
+
+import (
+	"fmt"
+	"math"
+	"math/cmplx"
+
+	"ssmverify/cudalib"
+	"ssmverify/reference"
+	"ssmverify/verify"
+)
+
+// Class is the IEEE 754 class of a value as the policy sees it: finite,
+// +Inf, −Inf or NaN. A complex value follows C99 Annex G.3: it is infinite
+// (Inf) when either part is infinite, even if the other is NaN, NaN when a
+// part is NaN and neither is infinite, else finite.
+type Class int
+
+const (
+	Finite Class = iota
+	PosInf
+	NegInf
+	NaN
+	Inf // complex infinity: no sign
+)
+
+func (c Class) String() string {
+	return [...]string{"finite", "+Inf", "-Inf", "NaN", "Inf"}[c]
+}
+
+// ClassOf classifies a real value.
+func ClassOf(v float64) Class {
+	switch {
+	case math.IsNaN(v):
+		return NaN
+	case math.IsInf(v, 1):
+		return PosInf
+	case math.IsInf(v, -1):
+		return NegInf
+	}
+	return Finite
+}
+
+// ClassOfComplex classifies a complex value by C99 Annex G.3.
+func ClassOfComplex(z complex128) Class {
+	switch {
+	case math.IsInf(real(z), 0) || math.IsInf(imag(z), 0):
+		return Inf
+	case math.IsNaN(real(z)) || math.IsNaN(imag(z)):
+		return NaN
+	}
+	return Finite
+}
+
+// Value is one output element under judgement: the kernel's value, the
+// float64 reference on the kernel's own (dtype-rounded) inputs, the
+// reference evaluated in the kernel's dtype (every operation rounded, as a
+// natural kernel of that dtype computes; equal to Exact for float64), and
+// the error model's scale S and underflow part (in units of u and η).
+// Real values have zero imaginary parts and IsComplex false.
+type Value struct {
+	Kernel, Exact, InDtype complex128
+	Scale, Tiny            float64
+	IsComplex              bool
+	// Sum marks a value accumulated over many terms and steps (the scan's
+	// outputs and states): once an intermediate has overflowed, whether the
+	// result is ±Inf or NaN depends on the order of the additions and on the
+	// signs of earlier results, which catastrophic cancellation in an
+	// unstable recurrence may flip within the error model (FuzzScan found a
+	// state that is −48 exactly, 0 in float32 and −8.6e9 in a correct
+	// kernel, all within a scale of 1e10, before overflowing with opposite
+	// signs). Where the reference is non-finite or beyond the dtype's range,
+	// any non-finite value is accepted.
+	Sum bool
+	// OnInfinity marks an element whose dtype evaluation runs on
+	// infinities although its result is finite: x = Δ·a overflows the dtype
+	// while Δ and a are finite, or a complex x has an infinite part (where
+	// the finite limits of C99 Annex G, which the float64 reference's complex
+	// division applies, are a library convention the ABI does not require).
+	// For the scan it marks every element of a (batch, dim) row in which
+	// the dtype's evaluation overflowed where the reference did not.
+	// Whether such an evaluation ends finite, ±Inf or NaN depends on the
+	// formula's form and the order of operations, so a non-finite kernel
+	// value is accepted there.
+	OnInfinity bool
+}
+
+// Judge applies the non-finite policy (see the package documentation) to
+// one element computed in dtype dt. It returns "" when the kernel's value is
+// acceptable, else a sentence saying which rule it broke.
+func Judge(v Value, dt cudalib.DType) string {
+	prec := verify.Precision(dt)
+	thr := verify.Threshold(dt)
+	max := math.MaxFloat64
+	if dt == cudalib.F32 {
+		max = math.MaxFloat32
+	}
+	class := func(z complex128) Class {
+		if v.IsComplex {
+			return ClassOfComplex(z)
+		}
+		return ClassOf(real(z))
+	}
+	ck, ce, cs := class(v.Kernel), class(v.Exact), class(v.InDtype)
+	ratio := func(z complex128) float64 {
+		return reference.Ratio(cmplx.Abs(z-v.Exact), v.Scale, v.Tiny, prec)
+	}
+	within := func(z complex128) bool { return ratio(z) <= thr }
+	if ce != Finite {
+		// Rule 3: a non-finite reference wants the same class, from the
+		// exact evaluation or from the dtype's own; complex values only
+		// need to be non-finite (see the package documentation).
+		if ck == ce || ck == cs || ((v.IsComplex || v.Sum || v.OnInfinity) && ck != Finite) {
+			return ""
+		}
+		return fmt.Sprintf("reference is %v (in the dtype %v), kernel gives %v (%v)", ce, cs, ck, v.Kernel)
+	}
+	if math.IsInf(v.Scale, 1) || math.IsInf(v.Tiny, 1) {
+		// The error bound itself overflows float64: the terms of this
+		// element are beyond every dtype's range, where a correct kernel
+		// may overflow and a finite value cannot be judged.
+		return ""
+	}
+	if math.IsNaN(v.Scale) || math.IsNaN(v.Tiny) {
+		// The error scale is undefined (a NaN or Inf input that did not
+		// reach this element): only the class can be asked, finite unless
+		// the dtype's evaluation overflows.
+		if ck == Finite || cs != Finite || v.OnInfinity {
+			return ""
+		}
+		return fmt.Sprintf("reference is finite (%v, error scale undefined), kernel gives %v", v.Exact, ck)
+	}
+	tol := thr * (prec.UnitRoundoff()*v.Scale + prec.Tiny()*v.Tiny)
+	if math.Max(math.Abs(real(v.Exact)), math.Abs(imag(v.Exact)))+tol >= max {
+		// Rule 1b: at the edge of the dtype's range rounding may overflow.
+		inf := Inf
+		if !v.IsComplex {
+			inf = PosInf
+			if real(v.Exact) < 0 {
+				inf = NegInf
+			}
+		}
+		if (ck == Finite && within(v.Kernel)) || ck == inf || ck == cs || ((v.Sum || v.IsComplex) && ck != Finite) {
+			return ""
+		}
+		return fmt.Sprintf("reference %v is at the edge of the dtype's range: want a value within the threshold or %v, kernel gives %v", v.Exact, inf, v.Kernel)
+	}
+	switch {
+	case cs != Finite || (v.OnInfinity && ck != Finite):
+		// Rule 2: the dtype's own evaluation overflows an intermediate.
+		if ck != Finite || within(v.Kernel) {
+			return ""
+		}
+	case ratio(v.InDtype) > thr:
+		// Rule 2: the dtype's own evaluation leaves the error model (an
+		// intermediate overflowed or underflowed): either answer stands.
+		if ck == Finite && (within(v.Kernel) || reference.Ratio(cmplx.Abs(v.Kernel-v.InDtype), v.Scale, v.Tiny, prec) <= thr) {
+			return ""
+		}
+	default:
+		// Rule 1: finite and within the threshold.
+		if ck == Finite && within(v.Kernel) {
+			return ""
+		}
+	}
+	if ck != Finite {
+		return fmt.Sprintf("reference is finite (%v; in the dtype %v), kernel gives %v", v.Exact, v.InDtype, ck)
+	}
+	return fmt.Sprintf("kernel %v, reference %v (in the dtype %v): ratio %.3g > threshold %g", v.Kernel, v.Exact, v.InDtype, ratio(v.Kernel), thr)
+}

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Coverage-guided fuzzing of the library under test with Go's fuzzer.
+#
+#   scripts/fuzz.sh [TARGET...]     fuzz each target (default: FuzzDiscretize
+#                                   FuzzScan) for FUZZTIME (default 60s), then
+#                                   print execs, execs/s and new corpus entries
+#
+# Environment: FUZZTIME (a go duration or Nx), FUZZ_PARALLEL (workers; default
+# GOMAXPROCS), FUZZ_MINIMIZE (time spent shrinking each new corpus entry;
+# default 2s: Go's 60s default can take a short run's whole budget), FUZZ_BIN (a test binary built with `go test -c -fuzz=. ./fuzz`,
+# for machines without Go, e.g. a GPU host: scripts/gpu.sh), SSMK_LIB or
+# SSMK_BACKEND (which library: see cudalib.OpenDefault). A failure stops the
+# target, is written to fuzz/testdata/fuzz/<Target>/ and printed; commit it so
+# `go test ./fuzz` replays it from then on.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+FUZZTIME=${FUZZTIME:-60s}
+targets=("$@")
+[ ${#targets[@]} -gt 0 ] || targets=(FuzzDiscretize FuzzScan)
+logdir=${OUT:-out}/fuzz
+mkdir -p "$logdir"
+logdir=$(cd "$logdir" && pwd)
+par=(-fuzzminimizetime "${FUZZ_MINIMIZE:-2s}")
+[ -z "${FUZZ_PARALLEL:-}" ] || par+=(-parallel "$FUZZ_PARALLEL")
+rows=()
+fail=0
+for t in "${targets[@]}"; do
+	log=$logdir/$t.log
+	echo "fuzz: $t for $FUZZTIME (log: $log)"
+	if [ -n "${FUZZ_BIN:-}" ]; then
+		bin=$(cd "$(dirname "$FUZZ_BIN")" && pwd)/$(basename "$FUZZ_BIN")
+		(cd fuzz && "$bin" -test.run='^$' -test.fuzz="^$t\$" -test.fuzztime="$FUZZTIME" \
+			-test.fuzzcachedir="$logdir/cache" "${par[@]/#-/-test.}") 2>&1 | tee "$log" | grep --line-buffered -E 'elapsed: [0-9]*[05]s,|FAIL|Failing|---' 
+	else
+		go test ./fuzz -run '^$' -fuzz "^$t\$" -fuzztime "$FUZZTIME" "${par[@]}" 2>&1 | tee "$log" |
+			grep --line-buffered -E 'elapsed: [0-9]*[05]s,|FAIL|Failing|---'
+	fi
+	rc=${PIPESTATUS[0]}
+	[ "$rc" -eq 0 ] || fail=1
+	last=$(grep -E '^fuzz: elapsed: .*execs:' "$log" | tail -1)
+	base=$(grep -oE 'gathering baseline coverage: [0-9]+/[0-9]+' "$log" | tail -1 | sed 's/.*\///')
+	# "elapsed: 1m0s, execs: 863896 (0/sec), new interesting: 74 (total: 276)"
+	el=$(sed -E 's/.*elapsed: ([0-9hms.]+),.*/\1/' <<<"$last" | awk '{s=0; if (match($0,/[0-9]+h/)) s+=3600*substr($0,RSTART,RLENGTH-1);
+		if (match($0,/[0-9]+m/)) s+=60*substr($0,RSTART,RLENGTH-1); if (match($0,/[0-9.]+s/)) s+=substr($0,RSTART,RLENGTH-1); print s}')
+	ex=$(sed -E 's/.*execs: ([0-9]+).*/\1/' <<<"$last")
+	new=$(sed -E 's/.*new interesting: ([0-9]+).*/\1/' <<<"$last")
+	rate=$(awk -v e="${ex:-0}" -v s="${el:-0}" 'BEGIN{ if (s > 0) printf "%.0f", e/s; else print "-" }')
+	# The fastest 3-second interval: the rate while mutating, without the
+	# pauses in which new corpus entries are minimised.
+	peak=$(grep -oE '\(([0-9]+)/sec\)' "$log" | tr -dc '0-9\n' | sort -n | tail -1)
+	rows+=("$(printf '%-16s %-4s %8ss %12s %10s %10s %8s %8s' "$t" "$([ "$rc" -eq 0 ] && echo ok || echo FAIL)" "${el:--}" "${ex:--}" "$rate" "${peak:--}" "${base:--}" "${new:--}")")
+done
+echo
+printf '%-16s %-4s %9s %12s %10s %10s %8s %8s\n' target rc elapsed execs execs/s peak/s corpus new
+printf '%s\n' "${rows[@]}"
+echo "workers: ${FUZZ_PARALLEL:-$(nproc) (GOMAXPROCS)}; library: ${SSMK_LIB:-${SSMK_BACKEND:-auto}}"
+exit $fail
