@@ -78,7 +78,9 @@ type Value struct {
 	// the finite limits of C99 Annex G, which the float64 reference's complex
 	// division applies, are a library convention the ABI does not require).
 	// For the scan it marks every element of a (batch, dim) row in which
-	// the dtype's evaluation overflowed where the reference did not.
+	// the dtype's evaluation overflowed where the reference did not, and
+	// every element whose terms' magnitude (reference.Scale's MagOut,
+	// MagState) exceeds the dtype's range.
 	// Whether such an evaluation ends finite, ±Inf or NaN depends on the
 	// formula's form and the order of operations, so a non-finite kernel
 	// value is accepted there.

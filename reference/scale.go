@@ -24,6 +24,13 @@ import (
 type Scale struct {
 	Out, LastState     []float64
 	TinyOut, TinyState []float64
+	// MagOut and MagState bound the magnitude of every intermediate of the
+	// element's evaluation, by the magnitude recurrence H' = |Ā|·H + |β|:
+	// Σ|C|·H + |D·u| for an output (times |z| with the gate, whose y·z
+	// precedes the sigmoid), H for a state. Where one exceeds a dtype's
+	// largest number, some order of evaluation overflows in that dtype
+	// even if the result does not (the fuzzers' policy uses this).
+	MagOut, MagState []float64
 }
 
 // Ratio is the test ratio |diff| / (u·scale + η·tiny) for a precision with
@@ -135,7 +142,8 @@ func ErrorScale(p *Problem) (*Scale, error) {
 	N, L := p.Dstate, p.Seqlen
 	states := p.Batch * p.Dim * N
 	s := &Scale{Out: make([]float64, p.OutLen()), LastState: make([]float64, states),
-		TinyOut: make([]float64, p.OutLen()), TinyState: make([]float64, states)}
+		TinyOut: make([]float64, p.OutLen()), TinyState: make([]float64, states),
+		MagOut: make([]float64, p.OutLen()), MagState: make([]float64, states)}
 	// Per-operation constants in units of u.
 	cBeta, cH, cSum := 3.0, 2.0, float64(N)
 	if p.Complex {
@@ -201,11 +209,13 @@ func ErrorScale(p *Problem) (*Scale, error) {
 					sy = gate * (sy + (5+(1-sig)*math.Abs(z))*Y)
 					// sigmoid(z) flushes to 0 below η: an error of |y·z|·η.
 					ty = gate*ty + Y*math.Abs(z) + 3
+					Y *= math.Max(1, math.Abs(z)) // y·z is formed before σ damps it
 				}
-				s.Out[i], s.TinyOut[i] = sy, ty
+				s.Out[i], s.TinyOut[i], s.MagOut[i] = sy, ty, Y
 			}
 			copy(s.LastState[(b*p.Dim+d)*N:], Sh)
 			copy(s.TinyState[(b*p.Dim+d)*N:], Th)
+			copy(s.MagState[(b*p.Dim+d)*N:], H)
 		}
 	}
 	return s, nil

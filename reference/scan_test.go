@@ -253,3 +253,32 @@ func ExampleScan() {
 	fmt.Printf("%d outputs, %d state words, scale of out[0] %.3g\n", len(out.Out), len(out.LastState), scale.Out[0])
 	// Output: 8 outputs, 6 state words, scale of out[0] 0.52
 }
+
+// The magnitude bounds of ErrorScale bound the reference's own outputs and
+// states (the fuzzers rely on them to know when an order of summation may
+// overflow): |out| ≤ MagOut and |h| ≤ MagState, to rounding.
+func TestPropMagnitudeBoundsValues(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		c := gen.Problems(gen.Small).Draw(t, "case")
+		p := c.Problem
+		ref, err := reference.Scan(p, reference.Float64)
+		require.NoError(t, err)
+		sc, err := reference.ErrorScale(p)
+		require.NoError(t, err)
+		for i, y := range ref.Out {
+			if !(math.Abs(y) <= sc.MagOut[i]*(1+1e-12)) {
+				t.Fatalf("%v: |out[%d]| = %.17g > MagOut %.17g", c, i, math.Abs(y), sc.MagOut[i])
+			}
+		}
+		cw := len(ref.LastState) / len(sc.MagState)
+		for i := range sc.MagState {
+			h := math.Abs(ref.LastState[cw*i])
+			if cw == 2 {
+				h = math.Hypot(ref.LastState[2*i], ref.LastState[2*i+1])
+			}
+			if !(h <= sc.MagState[i]*(1+1e-12)) {
+				t.Fatalf("%v: |last_state[%d]| = %.17g > MagState %.17g", c, i, h, sc.MagState[i])
+			}
+		}
+	})
+}

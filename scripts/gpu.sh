@@ -79,7 +79,8 @@ fuzz() {
 	out=$(mkdir -p "$out" && cd "$out" && pwd)
 	[ -x carry/fuzz.test ] || { echo "gpu.sh: no carry/fuzz.test (run scripts/gpu.sh build first)"; exit 1; }
 	nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
-	[ -f build/libssmk_cuda.so ] || cudalib/build-cuda.sh build/libssmk_cuda.so "${CUDA_ARCH:-90}" >"$out/build.log" 2>&1 ||
+	[ -f build/libssmk_cuda.so ] && [ -z "$(find cudalib/src cudalib/include cudalib/build-cuda.sh -newer build/libssmk_cuda.so -type f)" ] ||
+		cudalib/build-cuda.sh build/libssmk_cuda.so "${CUDA_ARCH:-90}" >"$out/build.log" 2>&1 ||
 		{ cat "$out/build.log"; echo "gpu.sh: the CUDA build failed"; exit 1; }
 	local fail=0 pids=() before
 	before=$(ls fuzz/testdata/fuzz/*/)
@@ -92,7 +93,8 @@ fuzz() {
 	# A failing input is written under fuzz/testdata/fuzz/: bring it home.
 	for target in FuzzDiscretize FuzzScan; do
 		for f in fuzz/testdata/fuzz/$target/*; do
-			grep -qx "$(basename "$f")" <<<"$before" || { mkdir -p "$out/found/$target"; cp "$f" "$out/found/$target/"; }
+			# flat names: the device tool returns only shallow files
+			grep -qx "$(basename "$f")" <<<"$before" || cp "$f" "$out/found-$target-$(basename "$f")"
 		done
 	done
 	# Replay the committed corpus and this run's new entries under memcheck:
@@ -104,7 +106,8 @@ fuzz() {
 	echo "memcheck: replaying $n corpus entries"
 	local san=(compute-sanitizer --tool memcheck --error-exitcode 99)
 	command -v compute-sanitizer >/dev/null || { san=(); echo "memcheck: no compute-sanitizer here, replay only"; }
-	(cd fuzz && SSMK_BACKEND=${SSMK_BACKEND:-cuda} "${san[@]}" ../carry/fuzz.test -test.run='^Fuzz' -test.timeout=540s) >"$out/memcheck.log" 2>&1
+	(cd fuzz && SSMK_BACKEND=${SSMK_BACKEND:-cuda} timeout "${MEMCHECK_TIME:-240}" "${san[@]}" ../carry/fuzz.test \
+		-test.run='^Fuzz' -test.v) >"$out/memcheck.log" 2>&1
 	local mc=$?
 	[ $mc -eq 0 ] || fail=1
 	grep -E 'ERROR SUMMARY|FAIL|--- FAIL' "$out/memcheck.log" | head -20
@@ -112,7 +115,8 @@ fuzz() {
 	echo
 	tail -3 "$out/FuzzDiscretize.txt" | head -2
 	tail -2 "$out/FuzzScan.txt" | head -1
-	echo "memcheck replay of $n entries: exit $mc ($(grep -o 'ERROR SUMMARY: [0-9]* errors' "$out/memcheck.log"))"
+	echo "memcheck replay: $(grep -c -- '--- PASS: Fuzz.*/' "$out/memcheck.log") of $n entries passed, exit $mc" \
+		"($(grep -o 'ERROR SUMMARY: [0-9]* errors' "$out/memcheck.log"); 124: stopped after MEMCHECK_TIME=${MEMCHECK_TIME:-240}s)"
 	return $fail
 }
 

@@ -67,11 +67,18 @@ SSMK_HD float sabs(float x) { return fabsf(x); }
 SSMK_HD double sabs(double x) { return fabs(x); }
 
 /* a/b for the per-state divisions of bilinear and foh. On the GPU in float it
- * is __fdividef (a reciprocal and a product, within 2 ulp; 0 for |b| > 2^126,
- * where the true quotient is below the smallest normal anyway): the IEEE
- * division routine cost those methods ~15% of the scan. Elsewhere a/b. */
+ * is __fdividef (a reciprocal and a product, within 2 ulp): the IEEE division
+ * routine cost those methods ~15% of the scan. __fdividef returns 0 (NaN for
+ * an infinite a) when 2^126 < |b| < 2^128, although a/b need not be small
+ * there, nor Δ·(a/b) after it: bilinear and foh at Δ = FLT_MAX, a = −1 gave
+ * Bcoef = 0 instead of 2 and 1 (found by FuzzDiscretize on the H200). Both
+ * operands are scaled by 1/4 there, exactly (a subnormal a loses bits only
+ * where the quotient is below 2^-275 anyway). Elsewhere a/b. */
 SSMK_HD float sdiv(float a, float b) {
 #ifdef __CUDA_ARCH__
+    const bool huge = fabsf(b) > 0x1p126f;
+    a = huge ? a * 0.25f : a;
+    b = huge ? b * 0.25f : b;
     return __fdividef(a, b);
 #else
     return a / b;
