@@ -79,6 +79,14 @@ var fuzzFound = []Entry{
 			U: []float64{1, -0.5, 0.25}, Delta: []float64{math.MaxFloat32, 1, 0.5},
 			A: []float64{-1, 1, -0.5, 0.75}, B: []float64{1, 0, 0.5, -0.5}, C: []float64{1, 0.5, -1, 0.25}}
 	}},
+	// FuzzDiscretize on the H200: __fdividef returns 0 for divisors beyond
+	// 2^126, so bilinear's g = 1/(1 − x/2) at x = −FLT_MAX was 0 and
+	// B̄ = Δ·g = 2 came out 0.
+	{Name: "fuzz-bilinear-real-delta-flt-max", Build: func() *reference.Problem {
+		return &reference.Problem{Batch: 1, Dim: 2, Seqlen: 3, Dstate: 2, Groups: 1, Method: reference.Bilinear,
+			U: []float64{1, -0.5, 0.25, 0.5, 2, -1}, Delta: []float64{math.MaxFloat32, 0.5, math.MaxFloat32, 1, math.MaxFloat32, 0.25},
+			A: []float64{-1, -0.5, -0.75, -1}, B: []float64{1, -0.5, 0.25, 2}, C: []float64{0.5, 1, -1, 0.125}}
+	}},
 }
 
 // Entries lists the golden cases: every method × real/complex A × three
