@@ -12,7 +12,7 @@ HEADERS  := $(INC)/ssmk.h $(SRC)/ssmk_methods.h $(SRC)/ssmk_host.h
 WARN     := -Wall -Wextra -Werror
 CXXFLAGS ?= -O3 -std=c++17 -fPIC -fopenmp -fvisibility=hidden $(WARN)
 
-.PHONY: all lib lib-cuda cuda-check test verify mutants fuzz fuzz-native vet fmt-check bench-ref gpu-build clean
+.PHONY: all lib lib-cuda cuda-check test verify mutants fuzz fuzz-native gate gate-bin baseline vet fmt-check bench-ref gpu-build clean
 
 all: lib
 
@@ -63,6 +63,27 @@ verify: lib
 ## mutants: build the CPU library with each planted bug of the catalogue, run the suite against it, print the kill matrix
 mutants: lib
 	$(GO) run ./verify/mutants
+
+## gate: the merge gate (cmd/gate): accuracy, golden, fuzz-corpus replay, the seven checks and the
+## convergence orders against the library under test (SSMK_LIB to choose); writes $(OUT)/report.json,
+## junit.xml, report.md and plots; BASELINE=file compares Check7 with a stored baseline. Exit 0 only on a pass.
+OUT ?= out/gate
+BASELINE ?=
+MAX_REGRESSION ?= 0.05
+GATE_FLAGS ?=
+## (make's own exit status is 2 on any failure; build/gate itself exits 0 pass, 1 fail, 2 could not run,
+## 3 performance undecided: CI jobs that distinguish them call build/gate directly)
+gate: lib gate-bin
+	$(BUILD)/gate -out $(OUT) -max-regression $(MAX_REGRESSION) $(if $(BASELINE),-baseline $(BASELINE)) $(GATE_FLAGS)
+
+## gate-bin: build/gate, the gate command
+gate-bin:
+	$(GO) build -o $(BUILD)/gate ./cmd/gate
+
+## baseline: measure Check7 and store its samples as a baseline ($(BASELINE_FILE), default baseline.json)
+BASELINE_FILE ?= baseline.json
+baseline: lib gate-bin
+	$(BUILD)/gate -out out/baseline -pkgs verify -run Check7 -plots=false -write-baseline $(BASELINE_FILE) $(GATE_FLAGS)
 
 ## fuzz: each Go fuzz target (fuzz/) for FUZZTIME against the library under test (SSMK_LIB to choose);
 ## prints execs, execs/s and new corpus entries; a failure is written to fuzz/testdata/fuzz/<Target>/

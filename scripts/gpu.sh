@@ -8,6 +8,11 @@
 #                                   build/libssmk_cuda.so, run every carried test
 #                                   binary against it (SSMK_BACKEND=cuda), write
 #                                   logs to $OUT (or out/gpu), print a table last
+#   scripts/gpu.sh gate             there: the gate against the CUDA build:
+#                                   make baseline, make gate BASELINE=…, and the
+#                                   gate of a deliberately slowed build
+#                                   (-DSSMK_SLOW_WORK=1) against the same
+#                                   baseline, which must fail; one .tgz each
 #   scripts/gpu.sh fuzz [TIME]      there: fuzz the CUDA build with both Go fuzz
 #                                   targets at once for TIME (default 5m; workers
 #                                   per target FUZZ_PARALLEL, default 6), then
@@ -32,6 +37,8 @@ build() {
 		fz=(); [ "$pkg" != fuzz ] || fz=(-fuzz=.)
 		CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go test -c "${fz[@]}" -ldflags='-s -w' -o "carry/$pkg.test" "./$pkg" || exit 1
 	done
+	echo "building carry/gate"
+	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go build -ldflags='-s -w' -o carry/gate ./cmd/gate || exit 1
 	du -ch carry/* | tail -1
 	local kb; kb=$(du -sk carry | cut -f1)
 	[ "$kb" -lt 60000 ] || { echo "carry/ is ${kb} KiB: over the 64 MiB a device call may carry" >&2; exit 1; }
@@ -120,9 +127,37 @@ fuzz() {
 	return $fail
 }
 
+gate() {
+	local out=${OUT:-out/gpu}
+	out=$(mkdir -p "$out" && cd "$out" && pwd)
+	[ -x carry/gate ] || { echo "gpu.sh: no carry/gate (run scripts/gpu.sh build first)"; exit 1; }
+	nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
+	cudalib/build-cuda.sh build/libssmk_cuda.so "${CUDA_ARCH:-90}" >"$out/build.log" 2>&1 &&
+		SSMK_NVCC_EXTRA="-DSSMK_SLOW_WORK=${SLOW_WORK:-1}" cudalib/build-cuda.sh build/libssmk_cuda_slow.so "${CUDA_ARCH:-90}" >>"$out/build.log" 2>&1 ||
+		{ tail -30 "$out/build.log"; echo "gpu.sh: the CUDA build failed"; exit 1; }
+	local lib slow rc1 rc2 rc3
+	lib=$(pwd)/build/libssmk_cuda.so slow=$(pwd)/build/libssmk_cuda_slow.so
+	echo "== make baseline (Check7 of $lib)"
+	SSMK_LIB=$lib carry/gate -bin carry -out "$out/baseline" -pkgs verify -run Check7 -plots=false \
+		-write-baseline "$out/baseline.json" ${GATE_FLAGS:-} 2>&1 | tail -3
+	rc1=${PIPESTATUS[0]}
+	echo "== make gate BASELINE=baseline.json"
+	SSMK_LIB=$lib carry/gate -bin carry -out "$out/gate" -baseline "$out/baseline.json" ${GATE_FLAGS:-} 2>&1 | grep -v '^gate: [a-z]*: running'
+	rc2=${PIPESTATUS[0]}
+	echo "== the slowed build (-DSSMK_SLOW_WORK=${SLOW_WORK:-1}) against the same baseline"
+	SSMK_LIB=$slow carry/gate -bin carry -out "$out/gate-slow" -pkgs verify -run Check7 -baseline "$out/baseline.json" ${GATE_FLAGS:-} 2>&1 | tail -12
+	rc3=${PIPESTATUS[0]}
+	for d in baseline gate gate-slow; do tar -C "$out" -czf "$out/$d.tgz" "$d" && rm -rf "${out:?}/$d"; done
+	echo
+	printf '%-34s %s\n' run exit "make baseline" "$rc1" "make gate BASELINE=" "$rc2" "slowed build vs the baseline" "$rc3"
+	# The expected outcome: the baseline and the gate pass, the slowed build fails.
+	[ "$rc1" -eq 0 ] && [ "$rc2" -eq 0 ] && [ "$rc3" -eq 1 ]
+}
+
 case "${1:-}" in
 build) shift; build "$@" ;;
+gate) shift; gate "$@" ;;
 run) shift; run "$@" ;;
 fuzz) shift; fuzz "$@" ;;
-*) sed -n '2,22p' "$0"; exit 2 ;;
+*) sed -n '2,27p' "$0"; exit 2 ;;
 esac

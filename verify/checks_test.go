@@ -672,8 +672,13 @@ func TestCheck7MethodComparison(t *testing.T) {
 	}
 	logTable(t, table)
 	rep.AddTable(table)
+	perMethod := map[string][]float64{}
+	for m, s := range samples {
+		perMethod[m.String()] = s
+	}
 	result := map[string]any{"config": c.String(), "copy_bandwidth_gbps": copyBW, "bytes_per_scan": bytesMoved,
-		"max_slowdown": c.maxSlowdown, "methods": rows}
+		"elements_per_scan": c.batch * c.dim * c.seqlen, "max_slowdown": c.maxSlowdown, "methods": rows,
+		"samples_us": perMethod}
 	if *flagSizes != "" {
 		sweep := Table{Name: "Check7: scaling", Columns: []string{"size", "method", "median µs", "GB/s", ""}}
 		for _, size := range strings.Split(*flagSizes, ",") {

@@ -25,7 +25,7 @@ const ReportSchema = "ssmverify.verify-report/v1"
 //	library    {path, backend, device, selection, abi_version}
 //	started    RFC 3339 time
 //	passed     bool                 every cell and every test passed
-//	cells      [{method, dtype, kind, checks, failures, max_ratio, max_ulp,
+//	cells      [{method, dtype, kind, checks, failures, max_ratio, max_ulp, ratios,
 //	             threshold, worst, failed_by}]   one per method × dtype × real/complex
 //	tests      [{name, passed}]     every test function of the run
 //	tables     [{name, columns, rows}]           sweeps, fp32-vs-fp64, bilinear ε
@@ -71,6 +71,9 @@ type Cell struct {
 	Threshold Num      `json:"threshold"`
 	Worst     string   `json:"worst,omitempty"`
 	FailedBy  []string `json:"failed_by,omitempty"`
+	// Ratios are every comparison's ratio, to 3 significant digits: the
+	// distribution the gate plots.
+	Ratios []Num `json:"ratios,omitempty"`
 }
 
 // Num is a float64 that JSON-encodes ±Inf and NaN (a broken kernel's
@@ -146,6 +149,7 @@ func (r *Report) Add(test string, m reference.Method, dt cudalib.DType, isComple
 	defer r.mu.Unlock()
 	c := r.cell(m, dt, isComplex)
 	c.Checks++
+	c.Ratios = append(c.Ratios, Num(round3(ratio)))
 	if !passed {
 		c.Failures++
 		if !contains(c.FailedBy, test) {
@@ -263,4 +267,13 @@ func (r *Report) Write(dir string) error {
 		return err
 	}
 	return os.WriteFile(filepath.Join(dir, "summary.txt"), []byte(r.Summary()), 0o644)
+}
+
+// round3 rounds to 3 significant digits (the report's ratios need no more).
+func round3(v float64) float64 {
+	if v == 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+		return v
+	}
+	e := math.Pow(10, math.Floor(math.Log10(math.Abs(v)))-2)
+	return math.Round(v/e) * e
 }

@@ -163,6 +163,18 @@ __global__ void __launch_bounds__(kBlock) scan_kernel(const ScanParams p) {
                 } else {
                     T ab, g;
                     method_real_m<M>(dt[j] * a[k], ab, g);
+#if defined(SSMK_SLOW_WORK) && SSMK_SLOW_WORK > 0
+                    /* A deliberately slowed build (SSMK_NVCC_EXTRA=-DSSMK_SLOW_WORK=n):
+                     * n redundant evaluations per state update whose results feed a
+                     * select the compiler cannot drop; the answers are unchanged. It
+                     * exists to prove that the gate's baseline comparison catches a
+                     * slowdown (README, "Gating kernel changes"). */
+                    for (int r = 0; r < SSMK_SLOW_WORK; r++) {
+                        T ab2, g2;
+                        method_real_m<M>(dt[j] * a[k] * (T(1) + T(r + 1) * T(1e-30)), ab2, g2);
+                        ab = (ab2 == ab2 || ab != ab) ? ab : g2;
+                    }
+#endif
                     h[k] = ab * h[k] + (dt[j] * g) * bv[j] * uu[j];
                     acc[j] += cv[j] * h[k];
                 }

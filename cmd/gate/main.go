@@ -1,0 +1,130 @@
+// Command gate runs the verification suite as a merge gate and writes
+// out/report.json, out/junit.xml, out/report.md and plots (see package
+// ssmverify/gate for the verdicts and exit codes).
+//
+//	gate [flags]                         run the gate (make gate)
+//	gate -run Check7 -write-baseline F   measure Check7 and store it as a baseline (make baseline)
+//	gate -baseline F                     compare Check7 with baseline F (make gate BASELINE=F)
+//	gate merge -out DIR REPORT.json...   merge task reports (a Slurm array) into one
+//
+// The library is the one cudalib.OpenDefault picks: SSMK_LIB, else
+// SSMK_BACKEND (cuda, cpu, auto).
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"ssmverify/gate"
+)
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == "merge" {
+		os.Exit(merge(os.Args[2:]))
+	}
+	fs := flag.NewFlagSet("gate", flag.ContinueOnError)
+	out := fs.String("out", "out", "output folder")
+	root := fs.String("root", ".", "repository root (package folders; the Go module for go test)")
+	bin := fs.String("bin", "", "folder of prebuilt test binaries <pkg>.test (GPU machines without Go); empty: go test")
+	pkgs := fs.String("pkgs", "golden,fuzz,verify", "comma-separated packages of the suite to run (golden, fuzz, verify)")
+	run := fs.String("run", "", "verify: which tests to run (go test -run), e.g. Check7 or 'Accuracy|Golden'")
+	vargs := fs.String("verify-args", "", "verify: extra flags, e.g. '-methods zoh,foh -trials 50'")
+	task := fs.String("task", "local", "this run's name in merged reports")
+	baseline := fs.String("baseline", "", "compare Check7's samples with this baseline file")
+	maxReg := fs.Float64("max-regression", 0.05, "fail on a significant slowdown beyond this fraction")
+	writeBaseline := fs.String("write-baseline", "", "store this run's Check7 samples as a baseline file")
+	plots := fs.Bool("plots", true, "draw the PNG plots")
+	if err := fs.Parse(os.Args[1:]); err != nil {
+		os.Exit(gate.ExitSetup)
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "gate: unexpected argument %q (flags only; `gate merge` merges reports)\n", fs.Arg(0))
+		os.Exit(gate.ExitSetup)
+	}
+	if *maxReg <= 0 || *maxReg >= 1 {
+		fmt.Fprintf(os.Stderr, "gate: -max-regression = %g, want a fraction in (0, 1), e.g. 0.05\n", *maxReg)
+		os.Exit(gate.ExitSetup)
+	}
+	var packages []string
+	for _, p := range strings.Split(*pkgs, ",") {
+		switch p = strings.TrimSpace(p); p {
+		case "":
+		case "golden", "fuzz", "verify":
+			packages = append(packages, p)
+		default:
+			fmt.Fprintf(os.Stderr, "gate: -pkgs: unknown package %q, want some of golden, fuzz, verify\n", p)
+			os.Exit(gate.ExitSetup)
+		}
+	}
+	if *baseline != "" {
+		if _, err := gate.LoadBaseline(*baseline); err != nil {
+			fmt.Fprintln(os.Stderr, "gate:", err)
+			os.Exit(gate.ExitSetup)
+		}
+	}
+	cfg := gate.Config{Out: *out, Root: *root, Bin: *bin, Packages: packages, VerifyRun: *run,
+		VerifyArgs: strings.Fields(*vargs), Task: *task, Baseline: *baseline, MaxRegression: *maxReg, Plots: *plots, Log: os.Stderr}
+	r := gate.Run(cfg)
+	if *writeBaseline != "" && len(r.Errors) == 0 {
+		c7, err := gate.LoadCheck7(filepath.Join(*out, "verify", "check7.json"))
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "gate: -write-baseline: %v (include Check7 in the run)\n", err)
+			os.Exit(gate.ExitSetup)
+		}
+		if err := gate.WriteBaseline(*writeBaseline, c7, r.Library); err != nil {
+			fmt.Fprintln(os.Stderr, "gate: -write-baseline:", err)
+			os.Exit(gate.ExitSetup)
+		}
+		fmt.Fprintf(os.Stderr, "gate: baseline of %d methods written to %s (%s)\n", len(c7.Samples), *writeBaseline, c7.Config)
+	}
+	summary(r, *out)
+	os.Exit(r.ExitCode)
+}
+
+func merge(args []string) int {
+	fs := flag.NewFlagSet("gate merge", flag.ContinueOnError)
+	out := fs.String("out", "out/merged", "folder for the merged report.json, junit.xml and report.md")
+	if err := fs.Parse(args); err != nil {
+		return gate.ExitSetup
+	}
+	if fs.NArg() == 0 {
+		fmt.Fprintln(os.Stderr, "gate merge: no task reports given (usage: gate merge -out DIR task1/report.json task2/report.json …)")
+		return gate.ExitSetup
+	}
+	if err := os.MkdirAll(*out, 0o755); err != nil {
+		fmt.Fprintln(os.Stderr, "gate merge:", err)
+		return gate.ExitSetup
+	}
+	m, err := gate.MergeFiles(*out, fs.Args())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "gate", err)
+		return gate.ExitSetup
+	}
+	summary(m, *out)
+	return m.ExitCode
+}
+
+// summary prints the verdict and the failures, one line each, last.
+func summary(r *gate.Report, out string) {
+	for _, e := range r.Errors {
+		fmt.Fprintln(os.Stderr, "gate: error:", e)
+	}
+	failed := r.Failed()
+	for i, t := range failed {
+		if i == 10 {
+			fmt.Fprintf(os.Stderr, "gate: … %d more failures in %s\n", len(failed)-10, filepath.Join(out, "report.md"))
+			break
+		}
+		fmt.Fprintf(os.Stderr, "gate: FAIL %s %s\n      %s\n", t.Package, t.Name, t.Reproduce)
+	}
+	for _, p := range r.Performance {
+		if p.Verdict == gate.Regression || p.Verdict == gate.Undecided || p.Verdict == gate.Improvement {
+			fmt.Fprintf(os.Stderr, "gate: performance %s: %s: %s\n", p.Method, p.Verdict, p.Reason)
+		}
+	}
+	fmt.Fprintf(os.Stderr, "gate: %s (exit %d): %d tests, %d failed; %s/{report.json,junit.xml,report.md}\n",
+		strings.ToUpper(r.Verdict), r.ExitCode, len(r.Tests), len(failed), out)
+}

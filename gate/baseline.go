@@ -1,0 +1,179 @@
+package gate
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"sort"
+	"time"
+
+	"golang.org/x/perf/benchmath"
+)
+
+// Check7 is what the gate reads of the verify suite's check7.json.
+type Check7 struct {
+	Config            string               `json:"config"`
+	CopyBandwidthGBps float64              `json:"copy_bandwidth_gbps"`
+	BytesPerScan      float64              `json:"bytes_per_scan"`
+	ElementsPerScan   float64              `json:"elements_per_scan"`
+	Samples           map[string][]float64 `json:"samples_us"`
+	Methods           []struct {
+		Method   string  `json:"method"`
+		MedianUS float64 `json:"median_us"`
+		CILowUS  float64 `json:"ci95_low_us"`
+		CIHighUS float64 `json:"ci95_high_us"`
+		GBPerSec float64 `json:"gb_per_s"`
+	} `json:"methods"`
+}
+
+// LoadCheck7 reads check7.json.
+func LoadCheck7(path string) (*Check7, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var c Check7
+	if err := json.Unmarshal(b, &c); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(c.Samples) == 0 {
+		return nil, fmt.Errorf("%s has no samples_us (written by an older suite): rerun Check7", path)
+	}
+	return &c, nil
+}
+
+// BaselineSchema names the version of baseline files.
+const BaselineSchema = "ssmverify.gate-baseline/v1"
+
+// Baseline is a stored set of Check7 samples (make baseline).
+type Baseline struct {
+	Schema  string               `json:"schema"`
+	Created string               `json:"created"`
+	Library Library              `json:"library"`
+	Config  string               `json:"config"` // Check7's problem, dtype, trials
+	Samples map[string][]float64 `json:"samples_us"`
+}
+
+// WriteBaseline stores Check7's samples with the library's identity.
+func WriteBaseline(path string, c7 *Check7, lib Library) error {
+	b := Baseline{Schema: BaselineSchema, Created: time.Now().UTC().Format(time.RFC3339), Library: lib, Config: c7.Config, Samples: c7.Samples}
+	js, err := json.MarshalIndent(b, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(js, '\n'), 0o644)
+}
+
+// LoadBaseline reads a baseline file and checks its schema.
+func LoadBaseline(path string) (*Baseline, error) {
+	js, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("baseline: %w (make baseline writes one)", err)
+	}
+	var b Baseline
+	if err := json.Unmarshal(js, &b); err != nil {
+		return nil, fmt.Errorf("baseline %s: %w", path, err)
+	}
+	if b.Schema != BaselineSchema {
+		return nil, fmt.Errorf("baseline %s: schema %q, want %q", path, b.Schema, BaselineSchema)
+	}
+	return &b, nil
+}
+
+// ComparePerformance summarises this run's Check7 samples per method and,
+// with a baseline file, compares each method with it (see the package
+// documentation). A different Check7 configuration in the baseline is an
+// error: the numbers would not be comparable.
+func ComparePerformance(c7 *Check7, baselinePath string, maxRegression float64) ([]Perf, error) {
+	var base *Baseline
+	if baselinePath != "" {
+		var err error
+		if base, err = LoadBaseline(baselinePath); err != nil {
+			return nil, err
+		}
+		if base.Config != c7.Config {
+			return nil, fmt.Errorf("baseline %s was measured on %q, this run on %q: not comparable (make baseline with the same flags)", baselinePath, base.Config, c7.Config)
+		}
+	}
+	methods := make([]string, 0, len(c7.Samples))
+	for m := range c7.Samples {
+		methods = append(methods, m)
+	}
+	sort.Strings(methods)
+	var out []Perf
+	for _, m := range methods {
+		var old []float64
+		if base != nil {
+			var ok bool
+			if old, ok = base.Samples[m]; !ok {
+				out = append(out, summarise(m, c7.Samples[m], Undecided, "the baseline has no samples for "+m))
+				continue
+			}
+		}
+		out = append(out, CompareSamples(m, old, c7.Samples[m], maxRegression))
+	}
+	return out, nil
+}
+
+func summarise(method string, s []float64, verdict, reason string) Perf {
+	sum := benchmath.AssumeNothing.Summary(benchmath.NewSample(s, &benchmath.DefaultThresholds), 0.95)
+	return Perf{Method: method, Unit: "µs per launch", N: len(s), Median: sum.Center, Lo: sum.Lo, Hi: sum.Hi, Verdict: verdict, Reason: reason}
+}
+
+// CompareSamples compares one method's samples with its baseline (nil: no
+// baseline, a summary only).
+func CompareSamples(method string, old, cur []float64, maxRegression float64) Perf {
+	th := benchmath.DefaultThresholds
+	p := summarise(method, cur, NoChange, "")
+	if old == nil {
+		p.Verdict, p.Reason = Pass, "no baseline: measured only"
+		return p
+	}
+	so, sc := benchmath.NewSample(old, &th), benchmath.NewSample(cur, &th)
+	bs := benchmath.AssumeNothing.Summary(so, 0.95)
+	p.BaseN, p.BaseMedian, p.BaseLo, p.BaseHi = len(old), bs.Center, bs.Lo, bs.Hi
+	cmp := benchmath.AssumeNothing.Compare(so, sc)
+	p.P, p.Alpha = cmp.P, cmp.Alpha
+	if bs.Center > 0 {
+		p.DeltaPct = (p.Median - bs.Center) / bs.Center * 100
+	}
+	// Could the test decide at all? The Mann–Whitney U test's smallest
+	// possible p for samples of n1 and n2 is 2/C(n1+n2, n1).
+	if minP := 2 / binom(len(old)+len(cur), len(old)); minP >= th.CompareAlpha {
+		p.Verdict = Undecided
+		p.Reason = fmt.Sprintf("too few samples (%d and %d): the U test cannot reach p < %.2f; run more trials", len(old), len(cur), th.CompareAlpha)
+		return p
+	}
+	spread := func(lo, hi, c float64) float64 { return math.Max(c-lo, hi-c) / c }
+	if s := math.Max(spread(bs.Lo, bs.Hi, bs.Center), spread(p.Lo, p.Hi, p.Median)); s > maxRegression {
+		p.Verdict = Undecided
+		p.Reason = fmt.Sprintf("spread too wide: a 95%% interval reaches ±%.1f%% of its median, more than the %.0f%% regression to detect; run more trials on a quieter machine", 100*s, 100*maxRegression)
+		if cmp.P < cmp.Alpha && p.DeltaPct > 100*maxRegression && spread(bs.Lo, bs.Hi, bs.Center)*100 < p.DeltaPct && spread(p.Lo, p.Hi, p.Median)*100 < p.DeltaPct {
+			// The slowdown is larger than either interval: decided anyway.
+			p.Verdict = Regression
+			p.Reason = fmt.Sprintf("%+.1f%% (p = %.3g), beyond the allowed %.0f%% and beyond the noise", p.DeltaPct, cmp.P, 100*maxRegression)
+		}
+		return p
+	}
+	switch {
+	case cmp.P >= cmp.Alpha:
+		p.Verdict, p.Reason = NoChange, fmt.Sprintf("%+.1f%%, p = %.3g ≥ α = %.2f", p.DeltaPct, cmp.P, cmp.Alpha)
+	case p.DeltaPct > 100*maxRegression:
+		p.Verdict, p.Reason = Regression, fmt.Sprintf("%+.1f%% slower (p = %.3g), beyond the allowed %.0f%%", p.DeltaPct, cmp.P, 100*maxRegression)
+	case p.DeltaPct < 0:
+		p.Verdict, p.Reason = Improvement, fmt.Sprintf("%+.1f%% (p = %.3g)", p.DeltaPct, cmp.P)
+	default:
+		p.Verdict, p.Reason = NoChange, fmt.Sprintf("%+.1f%% (p = %.3g): significant but within the allowed %.0f%%", p.DeltaPct, cmp.P, 100*maxRegression)
+	}
+	return p
+}
+
+// binom is C(n, k) as a float.
+func binom(n, k int) float64 {
+	r := 1.0
+	for i := 1; i <= k; i++ {
+		r = r * float64(n-k+i) / float64(i)
+	}
+	return r
+}

@@ -1,0 +1,407 @@
+package gate
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/jstemmer/go-junit-report/v2/gtr"
+	"github.com/jstemmer/go-junit-report/v2/parser/gotest"
+
+	"ssmverify/cudalib"
+)
+
+// Config is one gate run.
+type Config struct {
+	Out  string // output folder (report.json, junit.xml, report.md, plots, logs)
+	Root string // repository root: package folders and, for go test, the module
+	// Bin is a folder of prebuilt test binaries <pkg>.test (scripts/gpu.sh
+	// builds them for machines without Go); empty: go test.
+	Bin      string
+	Packages []string // of golden, fuzz, verify
+	// VerifyRun selects verify's tests (-run); empty: all of them.
+	VerifyRun string
+	// VerifyArgs are extra flags for the verify suite (-methods, -trials, …).
+	VerifyArgs    []string
+	Task          string  // this run's name in merged reports
+	Baseline      string  // baseline file to compare Check7 with; empty: none
+	MaxRegression float64 // fraction, e.g. 0.05
+	Plots         bool
+	Log           io.Writer // progress lines
+}
+
+// Run runs the gate and writes its files. The report is returned even on a
+// setup error (its Errors say what happened).
+func Run(cfg Config) *Report {
+	r := &Report{Schema: Schema, Created: time.Now().UTC().Format(time.RFC3339), Tasks: []string{cfg.Task},
+		Command: strings.Join(os.Args, " ")}
+	r.Host = hostInfo()
+	logf := func(format string, args ...any) { fmt.Fprintf(cfg.Log, "gate: "+format+"\n", args...) }
+	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
+		r.Errors = append(r.Errors, fmt.Sprintf("cannot create the output folder %s: %v", cfg.Out, err))
+		return finish(r, cfg, nil)
+	}
+	lib, err := cudalib.OpenDefault()
+	if err != nil {
+		r.Errors = append(r.Errors, SetupMessage(err))
+		return finish(r, cfg, nil)
+	}
+	r.Library = libraryInfo(lib)
+	logf("library %s (%s; %s) on %s", r.Library.Path, r.Library.Backend, r.Library.Selection, r.Library.Device)
+	var runs []pkgRun
+	for _, pkg := range cfg.Packages {
+		if pkg != "verify" {
+			runs = append(runs, pkgRun{pkg: pkg})
+			continue
+		}
+		// Check7's timings go first, in a process of their own, so that a
+		// baseline (Check7 alone) and a gate (the whole suite) measure under
+		// the same conditions: measured after the accuracy suite in one
+		// process, the CPU build ran 50% slower (the Go runtime's heap and
+		// GC threads share the cores with the kernel's OpenMP team).
+		const c7 = "^TestCheck7MethodComparison$"
+		selects := func(name string) bool {
+			if cfg.VerifyRun == "" {
+				return true
+			}
+			re, err := regexp.Compile(strings.SplitN(cfg.VerifyRun, "/", 2)[0])
+			return err == nil && re.MatchString(name)
+		}
+		if selects("TestCheck7MethodComparison") {
+			runs = append(runs, pkgRun{pkg: pkg, run: c7, only: true})
+		}
+		if cfg.VerifyRun != c7 && cfg.VerifyRun != "Check7" {
+			runs = append(runs, pkgRun{pkg: pkg, run: cfg.VerifyRun, skip: c7})
+		}
+	}
+	for _, pr := range runs {
+		pkg := pr.pkg
+		start := time.Now()
+		logf("%s: running %s…", pkg, pr)
+		tests, err := runPackage(cfg, pr, r.Library.Path)
+		if err != nil {
+			r.Errors = append(r.Errors, err.Error())
+			continue
+		}
+		r.Tests = append(r.Tests, tests...)
+		nf := 0
+		for _, t := range tests {
+			if t.Result == Fail {
+				nf++
+			}
+		}
+		logf("%s: %d tests, %d failed, %.0f s", pkg, len(tests), nf, time.Since(start).Seconds())
+	}
+	verifyDir := filepath.Join(cfg.Out, "verify")
+	r.Figures = append(r.Figures, verifyFigures(verifyDir, cfg.Task)...)
+	conv := Convergence(lib)
+	r.Tests = append(r.Tests, conv.Tests(cfg.Task)...)
+	r.Figures = append(r.Figures, conv.Figures(cfg.Task)...)
+	if c7, err := LoadCheck7(filepath.Join(verifyDir, "check7.json")); err == nil {
+		perf, err := ComparePerformance(c7, cfg.Baseline, cfg.MaxRegression)
+		if err != nil {
+			r.Errors = append(r.Errors, err.Error())
+		}
+		for i := range perf {
+			perf[i].Task = cfg.Task
+		}
+		r.Performance, r.Baseline = perf, cfg.Baseline
+	} else if cfg.Baseline != "" {
+		r.Errors = append(r.Errors, fmt.Sprintf("BASELINE=%s given but Check7 did not run (no %s): include Check7 in the run", cfg.Baseline, filepath.Join(verifyDir, "check7.json")))
+	}
+	return finish(r, cfg, &conv)
+}
+
+// finish decides the verdict and writes every file.
+func finish(r *Report, cfg Config, conv *ConvergenceData) *Report {
+	sortTests(r.Tests)
+	r.Decide()
+	if cfg.Plots && len(r.Errors) == 0 {
+		plots, err := WritePlots(cfg.Out, r, conv)
+		if err != nil {
+			r.Errors = append(r.Errors, "plots: "+err.Error())
+			r.Decide()
+		}
+		r.Plots = plots
+	}
+	for _, w := range []func() error{
+		func() error { return r.Write(cfg.Out) },
+		func() error { return WriteJUnit(filepath.Join(cfg.Out, "junit.xml"), r) },
+		func() error { return os.WriteFile(filepath.Join(cfg.Out, "report.md"), []byte(Markdown(r)), 0o644) },
+	} {
+		if err := w(); err != nil {
+			fmt.Fprintln(cfg.Log, "gate: writing the report:", err)
+			r.ExitCode = ExitSetup
+		}
+	}
+	return r
+}
+
+// SetupMessage turns a library-loading error into one line saying what
+// happened and what to do.
+func SetupMessage(err error) string {
+	var missing *cudalib.MissingError
+	var abi *cudalib.ABIError
+	switch {
+	case errors.As(err, &abi):
+		return fmt.Sprintf("ABI mismatch: %s implements ssmk ABI %d, this gate speaks %d: rebuild the library against cudalib/include/ssmk.h", abi.Path, abi.Got, cudalib.ABIVersion)
+	case errors.Is(err, cudalib.ENoDevice):
+		return "no GPU: the CUDA library was required (SSMK_BACKEND=cuda or SSMK_LIB) but found no device: run on a GPU runner, or set SSMK_BACKEND=cpu to gate the CPU build (" + oneLine(err) + ")"
+	case errors.As(err, &missing):
+		return "library not found: " + oneLine(err) + ": build it (make lib, make lib-cuda) or point SSMK_LIB at yours"
+	}
+	return "the library does not load: " + oneLine(err) + ": check SSMK_LIB / SSMK_BACKEND and that the file is an ssmk library for this machine"
+}
+
+func oneLine(err error) string { return strings.Join(strings.Fields(err.Error()), " ") }
+
+func libraryInfo(l *cudalib.Library) Library {
+	info := Library{Path: l.Path, Backend: l.Backend, Selection: l.Selection, ABIVersion: l.ABIVersionOf()}
+	if d, err := l.DeviceName(); err == nil {
+		info.Device = d
+	}
+	if b, err := os.ReadFile(l.Path); err == nil {
+		h := sha256.Sum256(b)
+		info.SHA256 = hex.EncodeToString(h[:])
+	}
+	return info
+}
+
+func hostInfo() Host {
+	h, _ := os.Hostname()
+	return Host{Hostname: h, OS: runtime.GOOS, Arch: runtime.GOARCH, CPUs: runtime.NumCPU()}
+}
+
+// pkgRun is one test process: a package with -run and -skip patterns.
+type pkgRun struct {
+	pkg, run, skip string
+	only           bool // run is Check7 alone, whatever Config.VerifyRun says
+}
+
+func (p pkgRun) String() string {
+	s := ""
+	if p.run != "" {
+		s += " -run " + p.run
+	}
+	if p.skip != "" {
+		s += " -skip " + p.skip
+	}
+	return strings.TrimSpace(s) + " "
+}
+
+// runPackage runs one package's tests (go test, or its prebuilt binary)
+// and parses the verbose output.
+func runPackage(cfg Config, pr pkgRun, libPath string) ([]Test, error) {
+	pkg := pr.pkg
+	var args []string
+	var cmd *exec.Cmd
+	extra := []string{}
+	if pkg == "verify" {
+		extra = append(extra, "-report", mustAbs(filepath.Join(cfg.Out, "verify")))
+		extra = append(extra, cfg.VerifyArgs...)
+	}
+	run := pr.run
+	if cfg.Bin != "" {
+		bin := mustAbs(filepath.Join(cfg.Bin, pkg+".test"))
+		if _, err := os.Stat(bin); err != nil {
+			return nil, fmt.Errorf("no test binary %s: build it with scripts/gpu.sh build (or run without -bin on a machine with Go)", bin)
+		}
+		args = []string{"-test.v", "-test.count=1", "-test.timeout=30m"}
+		if run != "" {
+			args = append(args, "-test.run="+run)
+		}
+		if pr.skip != "" {
+			args = append(args, "-test.skip="+pr.skip)
+		}
+		cmd = exec.Command(bin, append(args, extra...)...)
+		cmd.Dir = filepath.Join(cfg.Root, pkg)
+	} else {
+		args = []string{"test", "-v", "-count=1", "-timeout=30m"}
+		if run != "" {
+			args = append(args, "-run="+run)
+		}
+		if pr.skip != "" {
+			args = append(args, "-skip="+pr.skip)
+		}
+		args = append(args, "./"+pkg)
+		if len(extra) > 0 {
+			args = append(append(args, "-args"), extra...)
+		}
+		cmd = exec.Command("go", args...)
+		cmd.Dir = cfg.Root
+	}
+	// The gate opened the library through OpenDefault; the suite must test
+	// the same file, whatever SSMK_BACKEND would pick.
+	cmd.Env = append(os.Environ(), "SSMK_LIB="+libPath)
+	logPath := filepath.Join(cfg.Out, pkg+".log")
+	if pr.only {
+		logPath = filepath.Join(cfg.Out, pkg+"-check7.log")
+	}
+	var out bytes.Buffer
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	defer logFile.Close()
+	cmd.Stdout = io.MultiWriter(&out, logFile)
+	cmd.Stderr = cmd.Stdout
+	runErr := cmd.Run()
+	var exitErr *exec.ExitError
+	if runErr != nil && !errors.As(runErr, &exitErr) {
+		return nil, fmt.Errorf("%s: cannot run the tests: %v", pkg, runErr)
+	}
+	parsed, err := gotest.NewParser(gotest.PackageName("ssmverify/" + pkg)).Parse(bytes.NewReader(out.Bytes()))
+	if err != nil {
+		return nil, fmt.Errorf("%s: parsing the test output (%s): %v", pkg, logPath, err)
+	}
+	tests := testsOf(parsed, pkg, cfg, libPath)
+	failed := false
+	for _, t := range tests {
+		failed = failed || t.Result == Fail
+	}
+	if runErr != nil && !failed {
+		// The process failed without a failing test: a build error, a
+		// panic outside a test, a timeout. Report it as a failure.
+		tests = append(tests, Test{Package: pkg, Name: "(package)", Result: Fail, Task: cfg.Task,
+			Output: tail(out.String(), 40), Reproduce: reproduce(cfg, pkg, "", libPath)})
+	}
+	return tests, nil
+}
+
+func testsOf(rep gtr.Report, pkg string, cfg Config, libPath string) []Test {
+	var tests []Test
+	for _, p := range rep.Packages {
+		for _, t := range p.Tests {
+			res := map[gtr.Result]string{gtr.Pass: Pass, gtr.Fail: Fail, gtr.Skip: Skip}[t.Result]
+			if res == "" {
+				res = Fail // Unknown: started but never finished (a crash)
+			}
+			tt := Test{Package: pkg, Name: t.Name, Result: res, Seconds: t.Duration.Seconds(), Task: cfg.Task}
+			if res == Fail {
+				tt.Output = capLines(t.Output, 40)
+				tt.Reproduce = reproduce(cfg, pkg, t.Name, libPath)
+			}
+			tests = append(tests, tt)
+		}
+	}
+	return tests
+}
+
+// reproduce is a one-line command that re-runs one test against the same
+// library.
+func reproduce(cfg Config, pkg, name, libPath string) string {
+	run := ""
+	if name != "" {
+		parts := strings.Split(name, "/")
+		for i, s := range parts {
+			parts[i] = "^" + regexpQuote(s) + "$"
+		}
+		run = " -run '" + strings.Join(parts, "/") + "'"
+	}
+	args := ""
+	if pkg == "verify" && len(cfg.VerifyArgs) > 0 {
+		args = " -args " + strings.Join(cfg.VerifyArgs, " ")
+	}
+	if cfg.Bin != "" {
+		return fmt.Sprintf("cd %s && SSMK_LIB=%s %s -test.v%s%s", pkg, libPath, filepath.Join("..", cfg.Bin, pkg+".test"),
+			strings.ReplaceAll(run, " -run ", " -test.run "), strings.TrimPrefix(args, " -args"))
+	}
+	return fmt.Sprintf("SSMK_LIB=%s go test ./%s -count=1 -v%s%s", libPath, pkg, run, args)
+}
+
+func regexpQuote(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(`\.+*?()|[]{}^$`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+func capLines(lines []string, n int) []string {
+	if len(lines) > n {
+		return append(append([]string{}, lines[:n]...), fmt.Sprintf("… %d more lines", len(lines)-n))
+	}
+	return lines
+}
+
+func tail(s string, n int) []string {
+	var lines []string
+	sc := bufio.NewScanner(strings.NewReader(s))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+	}
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return lines
+}
+
+func mustAbs(p string) string {
+	a, err := filepath.Abs(p)
+	if err != nil {
+		return p
+	}
+	return a
+}
+
+// verifyFigures reads the verify suite's report.json: per method, dtype and
+// real/complex A, the largest scaled error ratio and ulp distance.
+func verifyFigures(dir, task string) []Figure {
+	b, err := os.ReadFile(filepath.Join(dir, "report.json"))
+	if err != nil {
+		return nil
+	}
+	var vr struct {
+		Cells []struct {
+			Method, DType, Kind string
+			Checks              int
+			MaxRatio            json.RawMessage `json:"max_ratio"`
+			MaxULP              json.RawMessage `json:"max_ulp"`
+		} `json:"cells"`
+	}
+	if json.Unmarshal(b, &vr) != nil {
+		return nil
+	}
+	var out []Figure
+	for _, c := range vr.Cells {
+		out = append(out,
+			Figure{Name: "max scaled error ratio", Value: numOf(c.MaxRatio), Unit: "|kernel − reference|/(u·S + η·T)", Method: c.Method, DType: c.DType, Kind: c.Kind, Task: task},
+			Figure{Name: "max error", Value: numOf(c.MaxULP), Unit: "ulp", Method: c.Method, DType: c.DType, Kind: c.Kind, Task: task},
+			Figure{Name: "comparisons", Value: float64(c.Checks), Unit: "count", Method: c.Method, DType: c.DType, Kind: c.Kind, Task: task})
+	}
+	return out
+}
+
+// numOf decodes verify.Num ("inf", "nan" or a number) into a finite float.
+func numOf(raw json.RawMessage) float64 {
+	var f float64
+	if json.Unmarshal(raw, &f) == nil {
+		return f
+	}
+	var s string
+	_ = json.Unmarshal(raw, &s)
+	switch s {
+	case "inf":
+		return finite(math.Inf(1))
+	case "-inf":
+		return finite(math.Inf(-1))
+	}
+	return -1
+}
