@@ -81,6 +81,11 @@ func LoadBaseline(path string) (*Baseline, error) {
 	return &b, nil
 }
 
+// MinEffect is the smallest speed-up reported as an improvement: the H200's
+// 100-sample medians resolve 0.1% shifts between runs of one build (p < 0.01
+// at −0.2% measured), which are drift, not news.
+const MinEffect = 0.01
+
 // ComparePerformance summarises this run's Check7 samples per method and,
 // with a baseline file, compares each method with it (see the package
 // documentation). A different Check7 configuration in the baseline is an
@@ -161,8 +166,10 @@ func CompareSamples(method string, old, cur []float64, maxRegression float64) Pe
 		p.Verdict, p.Reason = NoChange, fmt.Sprintf("%+.1f%%, p = %.3g ≥ α = %.2f", p.DeltaPct, cmp.P, cmp.Alpha)
 	case p.DeltaPct > 100*maxRegression:
 		p.Verdict, p.Reason = Regression, fmt.Sprintf("%+.1f%% slower (p = %.3g), beyond the allowed %.0f%%", p.DeltaPct, cmp.P, 100*maxRegression)
-	case p.DeltaPct < 0:
+	case p.DeltaPct <= -100*MinEffect:
 		p.Verdict, p.Reason = Improvement, fmt.Sprintf("%+.1f%% (p = %.3g)", p.DeltaPct, cmp.P)
+	case p.DeltaPct < 0:
+		p.Verdict, p.Reason = NoChange, fmt.Sprintf("%+.1f%% (p = %.3g): significant but below the %.0f%% worth reporting", p.DeltaPct, cmp.P, 100*MinEffect)
 	default:
 		p.Verdict, p.Reason = NoChange, fmt.Sprintf("%+.1f%% (p = %.3g): significant but within the allowed %.0f%%", p.DeltaPct, cmp.P, 100*maxRegression)
 	}

@@ -34,6 +34,7 @@ func TestCompareSamples(t *testing.T) {
 		{"10% slower", noisy(r, 30, 100, 0.01), noisy(r, 30, 110, 0.01), Regression, "slower"},
 		{"3% slower: significant but allowed", noisy(r, 30, 100, 0.005), noisy(r, 30, 103, 0.005), NoChange, "within the allowed 5%"},
 		{"10% faster", noisy(r, 30, 100, 0.01), noisy(r, 30, 90, 0.01), Improvement, "-10"},
+		{"0.3% faster: drift", noisy(r, 100, 100, 0.001), noisy(r, 100, 99.7, 0.001), NoChange, "below the 1%"},
 		{"too few samples", []float64{100, 101, 99}, []float64{120, 121, 119}, Undecided, "too few samples"},
 		{"too noisy", noisy(r, 30, 100, 0.4), noisy(r, 30, 104, 0.4), Undecided, "spread too wide"},
 		{"noisy but far slower", noisy(r, 30, 100, 0.5), noisy(r, 30, 300, 0.5), Regression, "beyond the noise"},

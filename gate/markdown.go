@@ -66,6 +66,15 @@ func Markdown(r *Report) string {
 		}
 		b.WriteString("\n")
 	}
+	if regressions > 0 {
+		b.WriteString("### Regressions\n\n")
+		for _, p := range r.Performance {
+			if p.Verdict == Regression {
+				fmt.Fprintf(&b, "- **%s**: %s\n  `SSMK_LIB=%s build/gate -pkgs verify -run Check7 -baseline %s`\n", p.Method, p.Reason, r.Library.Path, r.Baseline)
+			}
+		}
+		b.WriteString("\n")
+	}
 	if len(r.Performance) > 0 {
 		b.WriteString("### Performance (Check7, µs per launch, median [95% CI])\n\n")
 		if r.Baseline != "" {

@@ -23,7 +23,7 @@
 // AssumeNothing): medians with 95% confidence intervals and a Mann–Whitney
 // U test at α = 0.05. A change is significant when p < α; a significant
 // slowdown beyond -max-regression (default 5%) fails the gate, a significant
-// speed-up is reported as an improvement. With fewer samples than the test
+// speed-up of at least MinEffect (1%) is reported as an improvement. With fewer samples than the test
 // needs to reach α, or a confidence interval wider than the allowed
 // regression on either side, the verdict is "undecided" with the reason.
 package gate

@@ -130,6 +130,12 @@ func finishOutput[T float](p *Problem, y, u T, d, i int) T {
 	}
 	if p.Z != nil {
 		z := T(p.Z[i])
+		if scaled[T]() {
+			// The reference proper forms z·σ(z) first, so that y·z cannot
+			// overflow where the gated output does not (FuzzScan on the
+			// H200: the reference said +Inf, the kernel 5.5e306, rightly).
+			return y * (z / (1 + expT(-z)))
+		}
 		y = y * z / (1 + expT(-z))
 	}
 	return y

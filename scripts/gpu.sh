@@ -91,7 +91,7 @@ fuzz() {
 		{ cat "$out/build.log"; echo "gpu.sh: the CUDA build failed"; exit 1; }
 	local fail=0 pids=() before
 	before=$(ls fuzz/testdata/fuzz/*/)
-	for target in FuzzDiscretize FuzzScan; do
+	for target in ${FUZZ_TARGETS:-FuzzDiscretize FuzzScan}; do
 		OUT=$out/$target SSMK_BACKEND=${SSMK_BACKEND:-cuda} FUZZ_BIN=carry/fuzz.test FUZZTIME=$t FUZZ_PARALLEL=${FUZZ_PARALLEL:-6} \
 			scripts/fuzz.sh $target >"$out/$target.txt" 2>&1 &
 		pids+=($!)
@@ -118,10 +118,9 @@ fuzz() {
 	local mc=$?
 	[ $mc -eq 0 ] || fail=1
 	grep -E 'ERROR SUMMARY|FAIL|--- FAIL' "$out/memcheck.log" | head -20
-	for target in FuzzDiscretize FuzzScan; do grep -E -A12 -- '--- FAIL' "$out/$target.txt" | head -20; done
+	for target in ${FUZZ_TARGETS:-FuzzDiscretize FuzzScan}; do grep -E -A12 -- '--- FAIL' "$out/$target.txt" | head -20; done
 	echo
-	tail -3 "$out/FuzzDiscretize.txt" | head -2
-	tail -2 "$out/FuzzScan.txt" | head -1
+	for target in ${FUZZ_TARGETS:-FuzzDiscretize FuzzScan}; do tail -3 "$out/$target.txt" | head -2; done
 	echo "memcheck replay: $(grep -c -- '--- PASS: Fuzz.*/' "$out/memcheck.log") of $n entries passed, exit $mc" \
 		"($(grep -o 'ERROR SUMMARY: [0-9]* errors' "$out/memcheck.log"); 124: stopped after MEMCHECK_TIME=${MEMCHECK_TIME:-240}s)"
 	return $fail

@@ -72,14 +72,14 @@ SSMK_HD double sabs(double x) { return fabs(x); }
  * an infinite a) when 2^126 < |b| < 2^128, although a/b need not be small
  * there, nor Δ·(a/b) after it: bilinear and foh at Δ = FLT_MAX, a = −1 gave
  * Bcoef = 0 instead of 2 and 1 (found by FuzzDiscretize on the H200). Both
- * operands are scaled by 1/4 there, exactly (a subnormal a loses bits only
- * where the quotient is below 2^-275 anyway). Elsewhere a/b. */
+ * operands are scaled by 1/4, which is exact for the quotients of this
+ * header: foh divides e^x − 1 by x only for |x| ≥ 1/2 (|e^x − 1| ≥ 0.39),
+ * bilinear 1 by 1 − x/2 (a multiple of 2^-24 or 0), so neither operand is
+ * small enough for the scaling to round. Two multiplications, no branch.
+ * Elsewhere a/b. */
 SSMK_HD float sdiv(float a, float b) {
 #ifdef __CUDA_ARCH__
-    const bool huge = fabsf(b) > 0x1p126f;
-    a = huge ? a * 0.25f : a;
-    b = huge ? b * 0.25f : b;
-    return __fdividef(a, b);
+    return __fdividef(a * 0.25f, b * 0.25f);
 #else
     return a / b;
 #endif
