@@ -51,14 +51,18 @@
 //     beyond float32's range, or e^89 inside float32's φ1(89) = 5e36): k may
 //     be non-finite, or finite within τ of E or of N. The same holds where
 //     x = Δ·a overflows the dtype or a complex x has an infinite part
-//     (Value.OnInfinity).
+//     (Value.OnInfinity), and in a scan row from the step at which one of
+//     its x overflows on.
 //  3. E is ±Inf or NaN: k must be non-finite of the class of E or of N.
 //
 // At the edge of the range (|E| + τ ≥ the dtype's largest finite number,
 // E itself possibly beyond it) k may be finite within τ, an infinity of E's
 // sign, or N's class. Where S is NaN (a NaN or Inf input that never reached
 // the element) k must be finite unless N is not; where S overflows float64
-// the element's terms are beyond every dtype's range and it is not judged.
+// the element's terms are beyond every dtype's range and it is not judged;
+// so is a scan element whose inputs are finite but whose terms' magnitude
+// (reference.Scale's MagOut) overflows float64, where the reference's own
+// sums may overflow although the true value does not.
 //
 // Two refinements say what IEEE 754 does not decide. Complex values are
 // classified by C99 Annex G.3 (infinite if either part is), but only finite

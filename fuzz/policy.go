@@ -78,12 +78,14 @@ type Value struct {
 	// the finite limits of C99 Annex G, which the float64 reference's complex
 	// division applies, are a library convention the ABI does not require).
 	// For the scan it marks every element of a (batch, dim) row in which
-	// the dtype's evaluation overflowed where the reference did not, and
+	// the dtype's evaluation overflowed where the reference did not, the
+	// elements from the step at which an x = Δ·a of the row overflows, and
 	// every element whose terms' magnitude (reference.Scale's MagOut,
 	// MagState) exceeds the dtype's range.
 	// Whether such an evaluation ends finite, ±Inf or NaN depends on the
 	// formula's form and the order of operations, so a non-finite kernel
-	// value is accepted there.
+	// value is accepted there, and so is a finite one within the threshold
+	// of the dtype's own evaluation.
 	OnInfinity bool
 }
 
@@ -108,6 +110,9 @@ func Judge(v Value, dt cudalib.DType) string {
 		return reference.Ratio(cmplx.Abs(z-v.Exact), v.Scale, v.Tiny, prec)
 	}
 	within := func(z complex128) bool { return ratio(z) <= thr }
+	withinN := func(z complex128) bool {
+		return reference.Ratio(cmplx.Abs(z-v.InDtype), v.Scale, v.Tiny, prec) <= thr
+	}
 	if ce != Finite {
 		// Rule 3: a non-finite reference wants the same class, from the
 		// exact evaluation or from the dtype's own; complex values only
@@ -156,12 +161,13 @@ func Judge(v Value, dt cudalib.DType) string {
 	case ratio(v.InDtype) > thr:
 		// Rule 2: the dtype's own evaluation leaves the error model (an
 		// intermediate overflowed or underflowed): either answer stands.
-		if ck == Finite && (within(v.Kernel) || reference.Ratio(cmplx.Abs(v.Kernel-v.InDtype), v.Scale, v.Tiny, prec) <= thr) {
+		if ck == Finite && (within(v.Kernel) || withinN(v.Kernel)) {
 			return ""
 		}
 	default:
-		// Rule 1: finite and within the threshold.
-		if ck == Finite && within(v.Kernel) {
+		// Rule 1: finite and within the threshold (of the dtype's own
+		// evaluation too where it ran on an infinity).
+		if ck == Finite && (within(v.Kernel) || (v.OnInfinity && withinN(v.Kernel))) {
 			return ""
 		}
 	}

@@ -47,6 +47,8 @@ func TestJudge(t *testing.T) {
 		{"scale undefined: finite", Value{Kernel: r(3), Exact: r(1), InDtype: r(1), Scale: nan, Tiny: 1}, cudalib.F32, ""},
 		{"scale undefined: NaN", Value{Kernel: r(nan), Exact: r(1), InDtype: r(1), Scale: nan, Tiny: 1}, cudalib.F32, "error scale undefined"},
 		{"scale overflows: anything", Value{Kernel: r(inf), Exact: r(0), InDtype: r(0), Scale: inf, Tiny: 1}, cudalib.F64, ""},
+		{"on infinity: the dtype's answer accepted", Value{Kernel: r(0.0712663457), Exact: r(0.0712667931), InDtype: r(0.0712663531), Scale: 1.85, Tiny: 1, OnInfinity: true}, cudalib.F32, ""},
+		{"not on infinity: the same is rejected", Value{Kernel: r(0.0712663457), Exact: r(0.0712667931), InDtype: r(0.0712663531), Scale: 1.85, Tiny: 1}, cudalib.F32, "ratio"},
 		{"on infinity: NaN accepted", Value{Kernel: r(nan), Exact: r(0.5), InDtype: r(0), Scale: 1, Tiny: 1, OnInfinity: true}, cudalib.F32, ""},
 	} {
 		got := Judge(tc.v, tc.dt)
