@@ -132,8 +132,7 @@ func finishOutput[T float](p *Problem, y, u T, d, i int) T {
 		z := T(p.Z[i])
 		if scaled[T]() {
 			// The reference proper forms z·σ(z) first, so that y·z cannot
-			// overflow where the gated output does not (FuzzScan on the
-			// H200: the reference said +Inf, the kernel 5.5e306, rightly).
+			// overflow where the gated output does not (|z·σ(z)| ≤ |z|).
 			return y * (z / (1 + expT(-z)))
 		}
 		y = y * z / (1 + expT(-z))
