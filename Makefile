@@ -12,7 +12,7 @@ HEADERS  := $(INC)/ssmk.h $(SRC)/ssmk_methods.h $(SRC)/ssmk_host.h
 WARN     := -Wall -Wextra -Werror
 CXXFLAGS ?= -O3 -std=c++17 -fPIC -fopenmp -fvisibility=hidden $(WARN)
 
-.PHONY: all lib lib-cuda cuda-check test verify mutants fuzz fuzz-native gate gate-bin baseline vet fmt-check bench-ref gpu-build clean
+.PHONY: all lib lib-cuda cuda-check test verify mutants fuzz fuzz-native gate gate-bin baseline bench sanitize vet fmt-check bench-ref gpu-build clean
 
 all: lib
 
@@ -98,6 +98,16 @@ fuzz-native:
 ## bench-ref: the reference scan against the CPU kernel, one thread each
 bench-ref: lib
 	$(GO) test ./reference ./cudalib -run '^$$' -bench 'ScanReference|ScanKernelCPU' -benchtime 20x
+
+## bench: on a GPU machine: Check7 at both sizes of the performance issue, fp32/fp64, real/complex, after the
+## accuracy tests against the same build; prints the table (scripts/gpu.sh bench, which needs gpu-build first
+## on a machine without Go)
+bench: gpu-build
+	scripts/gpu.sh bench
+
+## sanitize: on a GPU machine: compute-sanitizer memcheck, racecheck, initcheck, synccheck over the kernel tests
+sanitize: gpu-build
+	scripts/gpu.sh sanitize
 
 ## gpu-build: cross-compile the test binaries into carry/ for a GPU machine without Go (scripts/gpu.sh)
 gpu-build:

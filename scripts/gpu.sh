@@ -13,6 +13,12 @@
 #                                   gate of a deliberately slowed build
 #                                   (-DSSMK_SLOW_WORK=1) against the same
 #                                   baseline, which must fail; one .tgz each
+#   scripts/gpu.sh bench            there: Check7 at 8×512×1024×16 and 8×2048×4096×16,
+#                                   fp32/fp64, real/complex, after the accuracy tests
+#                                   against the same build; a dated table (make bench)
+#   scripts/gpu.sh sanitize         there: compute-sanitizer memcheck, racecheck,
+#                                   initcheck and synccheck over the binding's
+#                                   kernel tests (make sanitize)
 #   scripts/gpu.sh fuzz [TIME]      there: fuzz the CUDA build with both Go fuzz
 #                                   targets at once for TIME (default 5m; workers
 #                                   per target FUZZ_PARALLEL, default 6), then
@@ -153,10 +159,80 @@ gate() {
 	[ "$rc1" -eq 0 ] && [ "$rc2" -eq 0 ] && [ "$rc3" -eq 1 ]
 }
 
+# lib_cuda builds build/libssmk_cuda.so unless it is newer than its sources.
+lib_cuda() {
+	[ -f build/libssmk_cuda.so ] && [ -z "$(find cudalib/src cudalib/include cudalib/build-cuda.sh -newer build/libssmk_cuda.so -type f)" ] ||
+		cudalib/build-cuda.sh build/libssmk_cuda.so "${CUDA_ARCH:-90}" >"$1/build.log" 2>&1 ||
+		{ tail -30 "$1/build.log"; echo "gpu.sh: the CUDA build failed"; exit 1; }
+}
+
+bench() {
+	local out=${OUT:-out/gpu}
+	out=$(mkdir -p "$out" && cd "$out" && pwd)
+	[ -x carry/verify.test ] || { echo "gpu.sh: no carry/verify.test (run scripts/gpu.sh build first)"; exit 1; }
+	lib_cuda "$out"
+	local gpu; gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null || echo "no nvidia-smi")
+	echo "== accuracy of this build (the same library the timings use)"
+	(cd verify && SSMK_BACKEND=cuda ../carry/verify.test -test.run '^Test(AccuracyEveryCombination|Golden|DiscretizeSweep|FP32VsFP64)$' \
+		-report "$out/bench-accuracy") >"$out/bench-accuracy.log" 2>&1
+	local acc=$?
+	grep -E '^(ok|FAIL|PASS)|--- FAIL' "$out/bench-accuracy.log" | head -5
+	for size in ${BENCH_SIZES:-8x512x1024x16 8x2048x4096x16}; do
+		IFS=x read -r b d l n <<<"$size"
+		for dt in fp32 fp64; do
+			for cx in false true; do
+				local dir=$out/bench/$size-$dt-$cx
+				echo "== Check7 $size $dt complex=$cx"
+				(cd verify && SSMK_BACKEND=cuda ../carry/verify.test -test.run '^TestCheck7MethodComparison$' -batch "$b" -dim "$d" \
+					-seqlen "$l" -dstate "$n" -dtype "$dt" -complex="$cx" -max-slowdown 1e9 -report "$dir") >"$dir.log" 2>&1 ||
+					{ tail -20 "$dir.log"; echo "gpu.sh: Check7 failed"; exit 1; }
+			done
+		done
+	done
+	python3 - "$out" "$gpu" "$acc" <<'PY' | tee "$out/bench.txt"
+import glob, json, os, sys
+out, gpu, acc = sys.argv[1], sys.argv[2], sys.argv[3]
+print(f"make bench: {gpu}; accuracy of the same build: {'pass' if acc == '0' else 'FAIL'}")
+print(f"{'size':16} {'dtype':5} {'A':7} {'method':9} {'median µs':>10} {'GB/s':>8} {'% copy BW':>9} {'× zoh':>6}  floor µs")
+for path in sorted(glob.glob(os.path.join(out, "bench", "*", "check7.json")), key=lambda p: (p.split("/")[-2].split("-")[0].count("4096"), p)):
+    size, dt, cx = os.path.basename(os.path.dirname(path)).split("-")
+    c = json.load(open(path))
+    floor = c["bytes_per_scan"] / (c["copy_bandwidth_gbps"] * 1e3)
+    for m in c["methods"]:
+        flag = "" if m["ratio_to_zoh"] <= 1.10 else "  > 1.10×"
+        print(f"{size:16} {dt:5} {'complex' if cx == 'true' else 'real':7} {m['method']:9} {m['median_us']:10.1f} {m['gb_per_s']:8.1f} "
+              f"{100 * m['fraction_of_copy_bandwidth']:9.2f} {m['ratio_to_zoh']:6.3f}  {floor:8.1f}{flag}")
+PY
+	return $acc
+}
+
+sanitize() {
+	local out=${OUT:-out/gpu} fail=0
+	out=$(mkdir -p "$out" && cd "$out" && pwd)
+	[ -x carry/cudalib.test ] || { echo "gpu.sh: no carry/cudalib.test (run scripts/gpu.sh build first)"; exit 1; }
+	lib_cuda "$out"
+	local rows=()
+	for tool in memcheck racecheck initcheck synccheck; do
+		local s=$SECONDS
+		(cd cudalib && SSMK_BACKEND=cuda compute-sanitizer --tool "$tool" --error-exitcode 99 ../carry/cudalib.test \
+			-test.run '^Test(ScanMatchesReference|ScanShapes|DiscretizeMatchesReference|InputsUnchanged|Plans|CValidation|CopyBandwidth)$') \
+			>"$out/sanitize-$tool.log" 2>&1
+		local rc=$?
+		[ $rc -eq 0 ] || fail=1
+		rows+=("$(printf '%-10s %-5s %-32s %5ds' "$tool" "$([ $rc -eq 0 ] && echo ok || echo FAIL)" \
+			"$(grep -o 'ERROR SUMMARY: [0-9]* error[s]*' "$out/sanitize-$tool.log" | tail -1)" $((SECONDS - s)))")
+	done
+	printf '%-10s %-5s %-32s %6s\n' tool rc summary time
+	printf '%s\n' "${rows[@]}"
+	return $fail
+}
+
 case "${1:-}" in
 build) shift; build "$@" ;;
 gate) shift; gate "$@" ;;
+bench) shift; bench "$@" ;;
+sanitize) shift; sanitize "$@" ;;
 run) shift; run "$@" ;;
 fuzz) shift; fuzz "$@" ;;
-*) sed -n '2,27p' "$0"; exit 2 ;;
+*) sed -n '2,34p' "$0"; exit 2 ;;
 esac

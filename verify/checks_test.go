@@ -38,6 +38,7 @@ var (
 	flagScripts     = flag.String("scripts", "", "Check3: folder of shell/Slurm scripts to scan for thread settings")
 	flagMaxSlowdown = flag.Float64("max-slowdown", 0, "Check7: fail a method slower than zoh by more than this factor (default 1.25 on a GPU, 3 on the CPU build)")
 	flagSizes       = flag.String("sizes", "", "Check7: sizes to sweep, e.g. 1x64x256x16,8x512x1024x16")
+	flagComplex     = flag.Bool("complex", false, "Check7: complex A (methods the library declares as falling back to zoh are timed as declared)")
 )
 
 type checkConfig struct {
@@ -46,10 +47,15 @@ type checkConfig struct {
 	maxSlowdown                float64
 	methods                    []reference.Method
 	dtype                      cudalib.DType
+	complex                    bool // Check7 only
 }
 
 func (c checkConfig) String() string {
-	return fmt.Sprintf("%d×%d×%d×%d %v, %d trials after %d warm-up launches", c.batch, c.dim, c.seqlen, c.dstate, c.dtype, c.trials, c.warmup)
+	kind := ""
+	if c.complex {
+		kind = " complex"
+	}
+	return fmt.Sprintf("%d×%d×%d×%d %v%s, %d trials after %d warm-up launches", c.batch, c.dim, c.seqlen, c.dstate, c.dtype, kind, c.trials, c.warmup)
 }
 
 // config resolves the flags for the library under test.
@@ -83,6 +89,7 @@ func config(t *testing.T) checkConfig {
 	if c.dtype, err = cudalib.ParseDType(*flagDType); err != nil {
 		t.Fatalf("-dtype: %v", err)
 	}
+	c.complex = *flagComplex
 	return c
 }
 
@@ -628,7 +635,7 @@ func TestCheck6DecisionRemeasuresNoise(t *testing.T) {
 func TestCheck7MethodComparison(t *testing.T) {
 	track(t)
 	c := config(t)
-	probe := checkProblem(c, reference.ZOH, false)
+	probe := checkProblem(c, reference.ZOH, c.complex)
 	bytesMoved := cudalib.ScanBytes(probe, c.dtype)
 	copyBW, err := lib.CopyBandwidth(max(bytesMoved, 64<<20), 10)
 	if err != nil {
@@ -642,7 +649,7 @@ func TestCheck7MethodComparison(t *testing.T) {
 		if slices.Contains(order, m) {
 			continue
 		}
-		plan, _ := newPlan(t, checkProblem(c, m, false), c.dtype)
+		plan, _ := newPlan(t, checkProblem(c, m, c.complex), c.dtype)
 		order, plans, timers = append(order, m), append(plans, plan), append(timers, HarnessTimer)
 	}
 	measured, err := MeasureInterleaved(plans, timers, c.warmup, c.trials, 1)
@@ -689,7 +696,7 @@ func TestCheck7MethodComparison(t *testing.T) {
 			sc := c
 			sc.batch, sc.dim, sc.seqlen, sc.dstate = b, d, l, n
 			for _, m := range c.methods {
-				p := checkProblem(sc, m, false)
+				p := checkProblem(sc, m, c.complex)
 				plan, _ := newPlan(t, p, c.dtype)
 				s, err := Measure(plan, HarnessTimer, c.warmup, c.trials, 1)
 				if err != nil {
