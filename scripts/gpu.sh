@@ -170,10 +170,11 @@ bench() {
 	local out=${OUT:-out/gpu}
 	out=$(mkdir -p "$out" && cd "$out" && pwd)
 	[ -x carry/verify.test ] || { echo "gpu.sh: no carry/verify.test (run scripts/gpu.sh build first)"; exit 1; }
-	lib_cuda "$out"
+	local backend=${SSMK_BACKEND:-cuda}
+	[ "$backend" != cuda ] || lib_cuda "$out"
 	local gpu; gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null || echo "no nvidia-smi")
 	echo "== accuracy of this build (the same library the timings use)"
-	(cd verify && SSMK_BACKEND=cuda ../carry/verify.test -test.run '^Test(AccuracyEveryCombination|Golden|DiscretizeSweep|FP32VsFP64)$' \
+	(cd verify && SSMK_BACKEND=$backend ../carry/verify.test -test.run '^Test(AccuracyEveryCombination|Golden|DiscretizeSweep|FP32VsFP64)$' \
 		-report "$out/bench-accuracy") >"$out/bench-accuracy.log" 2>&1
 	local acc=$?
 	grep -E '^(ok|FAIL|PASS)|--- FAIL' "$out/bench-accuracy.log" | head -5
@@ -182,8 +183,9 @@ bench() {
 		for dt in fp32 fp64; do
 			for cx in false true; do
 				local dir=$out/bench/$size-$dt-$cx
+				mkdir -p "$dir"
 				echo "== Check7 $size $dt complex=$cx"
-				(cd verify && SSMK_BACKEND=cuda ../carry/verify.test -test.run '^TestCheck7MethodComparison$' -batch "$b" -dim "$d" \
+				(cd verify && SSMK_BACKEND=$backend ../carry/verify.test -test.run '^TestCheck7MethodComparison$' -batch "$b" -dim "$d" \
 					-seqlen "$l" -dstate "$n" -dtype "$dt" -complex="$cx" -max-slowdown 1e9 -report "$dir") >"$dir.log" 2>&1 ||
 					{ tail -20 "$dir.log"; echo "gpu.sh: Check7 failed"; exit 1; }
 			done
