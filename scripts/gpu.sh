@@ -227,7 +227,7 @@ sanitize() {
 		local rc=$?
 		[ $rc -eq 0 ] || fail=1
 		rows+=("$(printf '%-10s %-5s %-32s %5ds' "$tool" "$([ $rc -eq 0 ] && echo ok || echo FAIL)" \
-			"$(grep -o 'ERROR SUMMARY: [0-9]* error[s]*' "$out/sanitize-$tool.log" | tail -1)" $((SECONDS - s)))")
+			"$(grep -oE '(ERROR SUMMARY: [0-9]+ errors?|RACECHECK SUMMARY: [0-9]+ hazards?)' "$out/sanitize-$tool.log" | tail -1)" $((SECONDS - s)))")
 	done
 	printf '%-10s %-5s %-32s %6s\n' tool rc summary time
 	printf '%s\n' "${rows[@]}"
