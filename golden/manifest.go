@@ -87,6 +87,15 @@ var fuzzFound = []Entry{
 			U: []float64{1, -0.5, 0.25, 0.5, 2, -1}, Delta: []float64{math.MaxFloat32, 0.5, math.MaxFloat32, 1, math.MaxFloat32, 0.25},
 			A: []float64{-1, -0.5, -0.75, -1}, B: []float64{1, -0.5, 0.25, 2}, C: []float64{0.5, 1, -1, 0.125}}
 	}},
+	// FuzzDiscretize in CI: foh with complex x = 88.72 − 79.45i, where
+	// e^x − 1 ≈ 3e38 is near the top of float32's range: the numerators of
+	// Smith's division overflowed and B̄ came out ∞ instead of −5.6e37 + 1.0e37i.
+	// One step (h starts at 0, so Ā = e^x, also near the top, is not applied).
+	{Name: "fuzz-foh-complex-numerator-near-flt-max", Build: func() *reference.Problem {
+		return &reference.Problem{Batch: 1, Dim: 1, Seqlen: 1, Dstate: 1, Groups: 1, Method: reference.FOH, Complex: true,
+			U: []float64{0.5}, Delta: []float64{20}, A: []float64{4.436119079589844, -3.9727439880371094},
+			B: []float64{1, 0.25}, C: []float64{1e-30, 5e-31}}
+	}},
 }
 
 // Entries lists the golden cases: every method × real/complex A × three

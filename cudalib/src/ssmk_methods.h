@@ -160,9 +160,13 @@ SSMK_HD cplx<T> cscale(cplx<T> a, T s) { return cmake(a.re * s, a.im * s); }
  * d = b.re + b.im·r overflows for |b| near the top of the range, where the
  * quotient returned 0 instead of ~1 (found by FuzzDiscretize: foh, fp32,
  * Δ = FLT_MAX, a = −1 + i); there d is taken as b.re·(1 + r²), which
- * cannot overflow but rounds once more, so only there. */
+ * cannot overflow but rounds once more, so only there. Its numerators
+ * p = a.re + a.im·r, q = a.im − a.re·r overflow for |a| near the top of the
+ * range although a/b may not (found by FuzzDiscretize in CI: foh, fp32,
+ * x = 88.72 − 79.45i, e^x − 1 ≈ 3e38): there a is divided by 4 first and the
+ * quotient multiplied back, both exact. */
 template <typename T>
-SSMK_HD cplx<T> cdiv(cplx<T> a, cplx<T> b) {
+SSMK_HD cplx<T> cdiv_smith(cplx<T> a, cplx<T> b, bool &overflow) {
     const bool re_major = sabs(b.re) >= sabs(b.im);
     const T big = re_major ? b.re : b.im, small = re_major ? b.im : b.re;
     const T r = small / big, d = big + small * r;
@@ -170,11 +174,21 @@ SSMK_HD cplx<T> cdiv(cplx<T> a, cplx<T> b) {
      * depends on which part of b is the larger. */
     const T p = re_major ? a.re + a.im * r : a.re * r + a.im;
     const T q = re_major ? a.im - a.re * r : a.im * r - a.re;
+    overflow = (isinf(p) || isinf(q)) && !isinf(a.re) && !isinf(a.im) && !isinf(r);
     if (isinf(d) && !isinf(big)) {
         const T t = T(1) / (T(1) + r * r);
         return cmake(p * t / big, q * t / big);
     }
     return cmake(p / d, q / d);
+}
+
+template <typename T>
+SSMK_HD cplx<T> cdiv(cplx<T> a, cplx<T> b) {
+    bool overflow;
+    const cplx<T> z = cdiv_smith(a, b, overflow);
+    if (!overflow) return z;
+    const cplx<T> w = cdiv_smith(cscale(a, T(0.25)), b, overflow);
+    return cscale(w, T(4));
 }
 
 /* e^z; exactly the real exponential on the real axis. */
