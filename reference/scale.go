@@ -181,8 +181,13 @@ func ErrorScale(p *Problem) (*Scale, error) {
 					sBeta := cb.g*bv*u*sdt + math.Abs(dt)*bv*u*sg + cBeta*beta
 					Sh[n] = cb.abar*Sh[n] + sA*H[n] + sBeta + cH*(cb.abar*H[n]+beta)
 					// Ā may flush to 0 (error ≤ η·H), and each of the update's
-					// four roundings may flush a result below η.
-					Th[n] = cb.abar*Th[n] + H[n] + 4
+					// four roundings may flush a result below η. So may Δ itself
+					// (softplus of a very negative value is subnormal or 0: an
+					// absolute error up to η), which reaches h through x = Δ·a
+					// and through B̄ = Δ·g·B (FuzzScan found a float32 state of
+					// 1e-23 off by 1e-26 through a subnormal Δ times |g·B·u|
+					// = 1e20).
+					Th[n] = cb.abar*Th[n] + H[n] + 4 + cmplx.Abs(a[n])*cb.dabar*H[n] + cb.g*bv*u
 					H[n] = cb.abar*H[n] + beta
 					sumCH += cv * H[n]
 					sumCS += cv * Sh[n]
