@@ -30,10 +30,10 @@ for t in "${targets[@]}"; do
 	if [ -n "${FUZZ_BIN:-}" ]; then
 		bin=$(cd "$(dirname "$FUZZ_BIN")" && pwd)/$(basename "$FUZZ_BIN")
 		(cd fuzz && "$bin" -test.run='^$' -test.fuzz="^$t\$" -test.fuzztime="$FUZZTIME" \
-			-test.fuzzcachedir="$logdir/cache" "${par[@]/#-/-test.}") 2>&1 | tee "$log" | grep --line-buffered -E 'elapsed: [0-9]*[05]s,|FAIL|Failing|---' 
+			-test.fuzzcachedir="$logdir/cache" "${par[@]/#-/-test.}") 2>&1 | tee "$log" | grep --line-buffered -E 'elapsed: ([0-9]+m)?(0|15|30|45)s,|FAIL|Failing|---' 
 	else
 		go test ./fuzz -run '^$' -fuzz "^$t\$" -fuzztime "$FUZZTIME" "${par[@]}" 2>&1 | tee "$log" |
-			grep --line-buffered -E 'elapsed: [0-9]*[05]s,|FAIL|Failing|---'
+			grep --line-buffered -E 'elapsed: ([0-9]+m)?(0|15|30|45)s,|FAIL|Failing|---'
 	fi
 	rc=${PIPESTATUS[0]}
 	[ "$rc" -eq 0 ] || fail=1
