@@ -70,8 +70,9 @@ func Run(cfg Config) *Report {
 		// Check7's timings go first, in a process of their own, so that a
 		// baseline (Check7 alone) and a gate (the whole suite) measure under
 		// the same conditions: measured after the accuracy suite in one
-		// process, the CPU build ran 50% slower (the Go runtime's heap and
-		// GC threads share the cores with the kernel's OpenMP team).
+		// process, the CPU build ran 50% slower on the 2-core CI machine (the
+		// cause was not isolated; the Go runtime's heap and GC sharing the
+		// cores with the kernel's OpenMP team is the likely one).
 		const c7 = "^TestCheck7MethodComparison$"
 		selects := func(name string) bool {
 			if cfg.VerifyRun == "" {
