@@ -60,7 +60,11 @@
 // Scan(p, Float32) evaluates the same recurrence rounding every input,
 // intermediate and library result to float32: its distance from the Float64
 // result is the problem's natural float32 error, against which a float32
-// kernel's error is judged.
+// kernel's error is judged. Scan(p, Float64Natural) is its float64
+// counterpart for the fuzzers: the plain formulas, whose intermediates
+// (e^x near the top of the range, (e^x − 1)/x, e^a·cos b) overflow where a
+// float64 kernel's do, while the Float64 reference evaluates them through
+// e^{x/2} and stays finite wherever the true value is.
 //
 // # The error scale
 //
