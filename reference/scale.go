@@ -211,7 +211,14 @@ func ErrorScale(p *Problem) (*Scale, error) {
 					gate := math.Abs(z * sig)
 					// sigmoid and the products: ≈ 5u relative, plus e^{−z}'s
 					// |z|·u (exp2 route) damped by 1 − σ(z).
-					sy = gate * (sy + (5+(1-sig)*math.Abs(z))*Y)
+					if gate == 0 && z != 0 && sig != 0 {
+						// z·σ(z) underflowed (a subnormal z) while y·z·σ(z)
+						// need not: apply |z| and σ one after the other
+						// (FuzzScan found S = 0 for an output of 2e-58).
+						sy = (sy + (5+(1-sig)*math.Abs(z))*Y) * math.Abs(z) * sig
+					} else {
+						sy = gate * (sy + (5+(1-sig)*math.Abs(z))*Y)
+					}
 					// sigmoid(z) flushes to 0 below η: an error of |y·z|·η.
 					ty = gate*ty + Y*math.Abs(z) + 3
 					Y *= math.Max(1, math.Abs(z)) // y·z is formed before σ damps it

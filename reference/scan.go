@@ -130,12 +130,15 @@ func finishOutput[T float](p *Problem, y, u T, d, i int) T {
 	}
 	if p.Z != nil {
 		z := T(p.Z[i])
-		if scaled[T]() {
-			// The reference proper forms z·σ(z) first, so that y·z cannot
-			// overflow where the gated output does not (|z·σ(z)| ≤ |z|).
+		yz := y * z
+		if scaled[T]() && (math.IsInf(float64(yz), 0) && !math.IsInf(float64(y), 0) && !math.IsInf(float64(z), 0)) {
+			// The reference proper forms z·σ(z) first where y·z alone
+			// overflows but the gated output need not (|z·σ(z)| ≤ |z|); not
+			// always, because z·σ(z) underflows for very negative z where
+			// y·z/(1 + e^−z) does not (FuzzScan: −2.1e-58 read as −0).
 			return y * (z / (1 + expT(-z)))
 		}
-		y = y * z / (1 + expT(-z))
+		y = yz / (1 + expT(-z))
 	}
 	return y
 }

@@ -82,9 +82,12 @@ func convolve(p *reference.Problem, b, d int) (y, scale []float64) {
 		}
 		if p.Z != nil {
 			z := p.Z[row+t]
-			gate := z / (1 + math.Exp(-z))
+			// e^{−z} through e^{−z/2} squared: math.Exp is +Inf just below
+			// log(MaxFloat64) although the true value is finite there.
+			h := math.Exp(-z / 2)
+			gate := z / (1 + h*h)
+			mag = math.Abs(gate)*mag + 5*math.Abs(v*gate)
 			v *= gate
-			mag = math.Abs(gate) * (mag + 5*math.Abs(v/gate))
 		}
 		y[t], scale[t] = v, mag
 	}
