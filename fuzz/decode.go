@@ -281,20 +281,10 @@ func DecodeScan(s ScanShape, data []byte, maxDstate int) (*reference.Problem, cu
 	signed := func(r *rand.Rand) float64 { return 2*r.Float64() - 1 }
 	positive := func(r *rand.Rand) float64 { return math.Pow(10, -3+2*r.Float64()) }
 	negative := func(r *rand.Rand) float64 { return -math.Pow(10, -1+2*r.Float64()) }
-	cw := 1
-	if p.Complex {
-		cw = 2
-	}
-	blen := func(variable bool) int {
-		if variable {
-			return p.Batch * p.Groups * p.Dstate * p.Seqlen * cw
-		}
-		return p.Dim * p.Dstate * cw
-	}
-	n := p.Batch * p.Dim * p.Seqlen
-	p.U = fill(n, signed)
-	p.Delta = fill(n, positive)
-	p.A = make([]float64, p.Dim*p.Dstate*cw)
+	want := p.Lens()
+	p.U = fill(want["U"], signed)
+	p.Delta = fill(want["Delta"], positive)
+	p.A = make([]float64, want["A"])
 	for i := range p.A {
 		if p.Complex && i%2 == 1 {
 			p.A[i] = v.NextOr(func(r *rand.Rand) float64 { return 10 * signed(r) }) // Im A of either sign
@@ -302,16 +292,16 @@ func DecodeScan(s ScanShape, data []byte, maxDstate int) (*reference.Problem, cu
 			p.A[i] = v.NextOr(negative)
 		}
 	}
-	p.B = fill(blen(p.VariableB), signed)
-	p.C = fill(blen(p.VariableC), signed)
+	p.B = fill(want["B"], signed)
+	p.C = fill(want["C"], signed)
 	if s.Flags&FlagD != 0 {
-		p.D = fill(p.Dim, signed)
+		p.D = fill(want["D"], signed)
 	}
 	if s.Flags&FlagZ != 0 {
-		p.Z = fill(n, signed)
+		p.Z = fill(want["Z"], signed)
 	}
 	if s.Flags&FlagDeltaBias != 0 {
-		p.DeltaBias = fill(p.Dim, signed)
+		p.DeltaBias = fill(want["DeltaBias"], signed)
 	}
 	return p, dt, s.Flags&FlagNoLastState == 0
 }

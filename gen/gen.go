@@ -78,17 +78,8 @@ func New(s Spec, seed uint64) *reference.Problem {
 		Method: s.Method, Complex: s.Complex, VariableB: s.VariableB, VariableC: s.VariableC,
 		Softplus: s.Softplus,
 	}
-	seq := s.Batch * s.Dim * s.Seqlen
-	cw := 1
-	if s.Complex {
-		cw = 2
-	}
-	bcLen := func(variable bool) int {
-		if variable {
-			return s.Batch * s.Groups * s.Dstate * s.Seqlen * cw
-		}
-		return s.Dim * s.Dstate * cw
-	}
+	want := p.Lens()
+	seq := want["U"]
 	g := drawer{r: r, dist: s.Dist}
 
 	// Δ first: A's bound for positive real parts depends on the largest step.
@@ -98,7 +89,7 @@ func New(s Spec, seed uint64) *reference.Problem {
 	}
 	maxDt := g.deltas(p, s)
 
-	p.A = make([]float64, s.Dim*s.Dstate*cw)
+	p.A = make([]float64, want["A"])
 	for d := 0; d < s.Dim; d++ {
 		for n := 0; n < s.Dstate; n++ {
 			re, im := g.a(n, s.Complex, maxDt, s.Seqlen)
@@ -110,8 +101,8 @@ func New(s Spec, seed uint64) *reference.Problem {
 		}
 	}
 	p.U = g.values(seq)
-	p.B = g.values(bcLen(s.VariableB))
-	p.C = g.values(bcLen(s.VariableC))
+	p.B = g.values(want["B"])
+	p.C = g.values(want["C"])
 	if s.HasZ {
 		p.Z = g.values(seq)
 	}

@@ -52,8 +52,9 @@ func (p *Problem) cw() int {
 	return 1
 }
 
-// Len returns the lengths, in float64 words, that each array must have.
-func (p *Problem) lens() map[string]int {
+// Lens returns the length, in float64 words, that each array must have,
+// by field name (U, Delta, A, B, C, D, Z, DeltaBias).
+func (p *Problem) Lens() map[string]int {
 	bc := func(variable bool) int {
 		if variable {
 			return p.Batch * p.Groups * p.Dstate * p.Seqlen * p.cw()
@@ -93,7 +94,7 @@ func (p *Problem) Validate() error {
 	if !p.Method.Valid() {
 		return fmt.Errorf("problem: Method = %d, want 0…5 (zoh foh bilinear poly highorder rk4)", int32(p.Method))
 	}
-	want := p.lens()
+	want := p.Lens()
 	for _, f := range []struct {
 		name     string
 		s        []float64
@@ -159,9 +160,10 @@ func (p *Problem) Clone() *Problem {
 	return &q
 }
 
-// bcIndex returns the word index of element n of B or C (whichever is
-// described by variable) for batch row b, channel d, time t.
-func (p *Problem) bcIndex(variable bool, b, d, n, t int) int {
+// BCIndex returns the word index of element n of B or C (whichever is
+// described by variable) for batch row b, channel d, time t; the imaginary
+// part of a complex element follows it.
+func (p *Problem) BCIndex(variable bool, b, d, n, t int) int {
 	if variable {
 		grp := d / (p.Dim / p.Groups)
 		return (((b*p.Groups+grp)*p.Dstate+n)*p.Seqlen + t) * p.cw()

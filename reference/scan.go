@@ -99,8 +99,8 @@ type rowParams struct {
 func (p *Problem) rowParams(b, d int) rowParams {
 	cw, L := p.cw(), p.Seqlen
 	r := rowParams{row: (b*p.Dim + d) * L}
-	r.bBase = p.bcIndex(p.VariableB, b, d, 0, 0)
-	r.cBase = p.bcIndex(p.VariableC, b, d, 0, 0)
+	r.bBase = p.BCIndex(p.VariableB, b, d, 0, 0)
+	r.cBase = p.BCIndex(p.VariableC, b, d, 0, 0)
 	r.bStride, r.cStride = cw, cw
 	if p.VariableB {
 		r.bStride, r.bStep = L*cw, cw
@@ -109,6 +109,13 @@ func (p *Problem) rowParams(b, d int) rowParams {
 		r.cStride, r.cStep = L*cw, cw
 	}
 	return r
+}
+
+// StepDelta is the step Δ the scan uses at element i of Delta ([Batch][Dim]
+// [Seqlen]): delta_bias added and softplus applied (threshold 20), in
+// float64.
+func (p *Problem) StepDelta(i int) float64 {
+	return stepDelta(p, p.Delta[i], i/p.Seqlen%p.Dim)
 }
 
 // stepDelta applies delta_bias and softplus (threshold 20) in T.
