@@ -48,24 +48,35 @@ func newGuarded(name string, n int, dt cudalib.DType) *guarded {
 	return g
 }
 
+// isCanary reports whether element i of the backing array still holds the
+// canary.
+func (g *guarded) isCanary(i int) bool {
+	if g.backing.F64 != nil {
+		return math.Float64bits(g.backing.F64[i]) == canary64
+	}
+	return math.Float32bits(g.backing.F32[i]) == canary32
+}
+
 // check reports the first canary that changed: a write outside the buffer.
 func (g *guarded) check() error {
 	n := g.inner.Len()
 	for i := 0; i < n+2*guard; i++ {
-		if i >= guard && i < guard+n {
-			continue
-		}
-		var changed bool
-		if g.backing.F64 != nil {
-			changed = math.Float64bits(g.backing.F64[i]) != canary64
-		} else {
-			changed = math.Float32bits(g.backing.F32[i]) != canary32
-		}
-		if changed {
+		if (i < guard || i >= guard+n) && !g.isCanary(i) {
 			return fmt.Errorf("%s: write outside the buffer at element %d (buffer is 0…%d)", g.name, i-guard, n-1)
 		}
 	}
 	return nil
+}
+
+// untouched reports whether no element of the buffer, guards included, was
+// written: for a buffer kept back while the library was passed NULL.
+func (g *guarded) untouched() bool {
+	for i := 0; i < g.backing.Len(); i++ {
+		if !g.isCanary(i) {
+			return false
+		}
+	}
+	return true
 }
 
 // snapshot copies the bytes of every input so that a change can be found.
@@ -158,25 +169,14 @@ func CheckDiscretize(lib *cudalib.Library, in DiscretizeInput) error {
 	delta, a := cudalib.NewArray(in.Delta, in.DType), cudalib.NewArray(in.A, in.DType)
 	ab, bc := newGuarded("Abar", len(in.A), in.DType), newGuarded("Bcoef", len(in.A), in.DType)
 	inputs := []cudalib.NamedArray{{Name: "delta", Array: delta}, {Name: "A", Array: a}}
-	before := snapshot(inputs)
-	err := withDeadline("ssmk_discretize", func() error {
-		return lib.DiscretizeInto(in.Method, in.IsComplex, delta, a, ab.inner, bc.inner)
-	})
 	f := &Failure{Input: in.String()}
-	if declaredUnsupported(lib, err, in.Method, in.DType, in.IsComplex) {
-		return nil
-	}
-	if err != nil {
-		f.add("library error: %v", err)
+	if !guardedCall(f, lib, "ssmk_discretize", in.Method, in.DType, in.IsComplex, inputs, []*guarded{ab, bc}, func() error {
+		return lib.DiscretizeInto(in.Method, in.IsComplex, delta, a, ab.inner, bc.inner)
+	}) {
 		return f.err()
 	}
-	for _, e := range []error{ab.check(), bc.check(), unchanged(inputs, before)} {
-		if e != nil {
-			f.add("%v", e)
-		}
-	}
 	m := in.Method
-	if in.IsComplex && lib.Capabilities(m, in.DType, true)&cudalib.CapComplexZOHFallback != 0 {
+	if in.IsComplex && lib.Capabilities(m, in.DType, true).ComplexZOHFallback() {
 		m = reference.ZOH
 	}
 	prec := natural(in.DType)
@@ -230,32 +230,15 @@ func CheckScan(lib *cudalib.Library, p *reference.Problem, dt cudalib.DType, wit
 	if withState {
 		b.LastState = state.inner
 	}
-	inputs := b.Inputs()
-	before := snapshot(inputs)
-	err = withDeadline("ssmk_scan_fwd", func() error { return lib.RunScan(b) })
-	if declaredUnsupported(lib, err, p.Method, dt, p.Complex) {
-		return nil
-	}
-	if err != nil {
-		f.add("library error: %v", err)
+	if !guardedCall(f, lib, "ssmk_scan_fwd", p.Method, dt, p.Complex, b.Inputs(), []*guarded{out, state},
+		func() error { return lib.RunScan(b) }) {
 		return f.err()
 	}
-	for _, e := range []error{out.check(), state.check(), unchanged(inputs, before)} {
-		if e != nil {
-			f.add("%v", e)
-		}
-	}
-	if !withState {
-		for i := 0; i < state.inner.Len(); i++ {
-			if (dt == cudalib.F64 && math.Float64bits(state.inner.F64[i]) != canary64) ||
-				(dt == cudalib.F32 && math.Float32bits(state.inner.F32[i]) != canary32) {
-				f.add("last_state was NULL but the library wrote the buffer kept for it")
-				break
-			}
-		}
+	if !withState && !state.untouched() {
+		f.add("last_state was NULL but the library wrote the buffer kept for it")
 	}
 	ref := p
-	if lib.Capabilities(p.Method, dt, p.Complex)&cudalib.CapComplexZOHFallback != 0 && p.Complex {
+	if p.Complex && lib.Capabilities(p.Method, dt, p.Complex).ComplexZOHFallback() {
 		ref = p.Clone()
 		ref.Method = reference.ZOH
 	}
@@ -345,6 +328,34 @@ func CheckScan(lib *cudalib.Library, p *reference.Problem, dt cudalib.DType, wit
 	return f.err()
 }
 
+// guardedCall runs one library call under the hang deadline, with the
+// inputs snapshotted and the outputs guarded, and records in f what went
+// wrong around it: a library error, a write outside a buffer, a modified
+// input. It reports whether there are outputs to judge: not after a library
+// error, nor (f left empty) when the library refuses a combination its
+// capabilities declare unsupported.
+func guardedCall(f *Failure, lib *cudalib.Library, name string, m reference.Method, dt cudalib.DType, isComplex bool,
+	inputs []cudalib.NamedArray, outs []*guarded, call func() error) bool {
+	before := snapshot(inputs)
+	err := withDeadline(name, call)
+	if declaredUnsupported(lib, err, m, dt, isComplex) {
+		return false
+	}
+	if err != nil {
+		f.add("library error: %v", err)
+		return false
+	}
+	for _, g := range outs {
+		if e := g.check(); e != nil {
+			f.add("%v", e)
+		}
+	}
+	if e := unchanged(inputs, before); e != nil {
+		f.add("%v", e)
+	}
+	return true
+}
+
 // declaredUnsupported reports whether err is SSMK_EUNSUPPORTED for a
 // combination the library's capabilities declare unsupported: an honest
 // refusal, not a failure.
@@ -406,20 +417,15 @@ func firstNonFinite(p *reference.Problem) []int {
 			if p.DeltaBias != nil {
 				chan0(p.DeltaBias, d, d+1)
 			}
-			g := d / (p.Dim / p.Groups)
 			for _, bc := range []struct {
 				a        []float64
 				variable bool
 			}{{p.B, p.VariableB}, {p.C, p.VariableC}} {
-				if !bc.variable {
-					chan0(bc.a, d*p.Dstate*cw, (d+1)*p.Dstate*cw)
-					continue
-				}
-				base := (b*p.Groups + g) * p.Dstate * p.Seqlen * cw
 				for n := 0; n < p.Dstate; n++ {
 					for t := 0; t < p.Seqlen; t++ {
-						for k := 0; k < cw; k++ {
-							if bad(bc.a[base+(n*p.Seqlen+t)*cw+k]) {
+						k := p.BCIndex(bc.variable, b, d, n, t)
+						for _, x := range bc.a[k : k+cw] {
+							if bad(x) {
 								t0 = min(t0, t)
 							}
 						}
@@ -456,13 +462,7 @@ func firstXOverflow(p *reference.Problem, max float64) []int {
 			row := b*p.Dim + d
 			first[row] = p.Seqlen
 			for t := 0; t < p.Seqlen && first[row] == p.Seqlen; t++ {
-				dt := p.Delta[row*p.Seqlen+t]
-				if p.DeltaBias != nil {
-					dt += p.DeltaBias[d]
-				}
-				if p.Softplus && dt <= 20 {
-					dt = math.Log1p(math.Exp(dt))
-				}
+				dt := p.StepDelta(row*p.Seqlen + t)
 				for _, a := range p.A[d*p.Dstate*cw : (d+1)*p.Dstate*cw] {
 					x := dt * a
 					if !math.IsInf(dt, 0) && !math.IsInf(a, 0) && math.Abs(x) > max {
