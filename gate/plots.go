@@ -1,10 +1,8 @@
 package gate
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"sort"
 
@@ -15,6 +13,7 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 
 	"ssmverify/reference"
+	"ssmverify/verify"
 )
 
 // WritePlots draws the report's pictures into dir and returns their file
@@ -23,7 +22,7 @@ import (
 // method in float32, with the threshold) and throughput.png (Check7's
 // throughput per method with 95% whiskers and the memory-bandwidth
 // ceiling). A picture whose data did not run is left out.
-func WritePlots(dir string, r *Report, conv *ConvergenceData) ([]string, error) {
+func WritePlots(dir string, conv *ConvergenceData, vr *verify.Report, c7 *Check7) ([]string, error) {
 	var files []string
 	if conv != nil && conv.Err == nil && len(conv.Deltas) > 0 {
 		if err := plotConvergence(filepath.Join(dir, "convergence.png"), conv); err != nil {
@@ -31,13 +30,13 @@ func WritePlots(dir string, r *Report, conv *ConvergenceData) ([]string, error) 
 		}
 		files = append(files, "convergence.png")
 	}
-	if ratios := verifyRatios(filepath.Join(dir, "verify", "report.json"), "fp32"); len(ratios) > 0 {
+	if ratios := verifyRatios(vr, "fp32"); len(ratios) > 0 {
 		if err := plotRatios(filepath.Join(dir, "ratios-fp32.png"), ratios); err != nil {
 			return files, err
 		}
 		files = append(files, "ratios-fp32.png")
 	}
-	if c7, err := LoadCheck7(filepath.Join(dir, "verify", "check7.json")); err == nil {
+	if c7 != nil {
 		if err := plotThroughput(filepath.Join(dir, "throughput.png"), c7); err != nil {
 			return files, err
 		}
@@ -91,18 +90,8 @@ func orderText(m reference.Method) string {
 
 // verifyRatios returns every scaled error ratio of the verify report for
 // one dtype, per method (real and complex A together).
-func verifyRatios(path, dtype string) map[string][]float64 {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil
-	}
-	var vr struct {
-		Cells []struct {
-			Method, DType string
-			Ratios        []json.RawMessage `json:"ratios"`
-		} `json:"cells"`
-	}
-	if json.Unmarshal(b, &vr) != nil {
+func verifyRatios(vr *verify.Report, dtype string) map[string][]float64 {
+	if vr == nil {
 		return nil
 	}
 	out := map[string][]float64{}
@@ -111,7 +100,7 @@ func verifyRatios(path, dtype string) map[string][]float64 {
 			continue
 		}
 		for _, r := range c.Ratios {
-			out[c.Method] = append(out[c.Method], numOf(r))
+			out[c.Method] = append(out[c.Method], finite(float64(r)))
 		}
 	}
 	return out

@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,6 +21,7 @@ import (
 	"github.com/jstemmer/go-junit-report/v2/parser/gotest"
 
 	"ssmverify/cudalib"
+	"ssmverify/verify"
 )
 
 // Config is one gate run.
@@ -107,11 +107,14 @@ func Run(cfg Config) *Report {
 		logf("%s: %d tests, %d failed, %.0f s", pkg, len(tests), nf, time.Since(start).Seconds())
 	}
 	verifyDir := filepath.Join(cfg.Out, "verify")
-	r.Figures = append(r.Figures, verifyFigures(verifyDir, cfg.Task)...)
+	m := &measured{verify: loadVerifyReport(filepath.Join(verifyDir, "report.json"))}
+	r.Figures = append(r.Figures, verifyFigures(m.verify, cfg.Task)...)
 	conv := Convergence(lib)
+	m.conv = &conv
 	r.Tests = append(r.Tests, conv.Tests(cfg.Task)...)
 	r.Figures = append(r.Figures, conv.Figures(cfg.Task)...)
 	if c7, err := LoadCheck7(filepath.Join(verifyDir, "check7.json")); err == nil {
+		m.check7 = c7
 		perf, err := ComparePerformance(c7, cfg.Baseline, cfg.MaxRegression)
 		if err != nil {
 			r.Errors = append(r.Errors, err.Error())
@@ -123,15 +126,24 @@ func Run(cfg Config) *Report {
 	} else if cfg.Baseline != "" {
 		r.Errors = append(r.Errors, fmt.Sprintf("BASELINE=%s given but Check7 did not run (no %s): include Check7 in the run", cfg.Baseline, filepath.Join(verifyDir, "check7.json")))
 	}
-	return finish(r, cfg, &conv)
+	return finish(r, cfg, m)
+}
+
+// measured is what a run measured besides the tests' verdicts, loaded once
+// for the figures, the comparison and the plots; a part that did not run is
+// nil.
+type measured struct {
+	conv   *ConvergenceData
+	verify *verify.Report
+	check7 *Check7
 }
 
 // finish decides the verdict and writes every file.
-func finish(r *Report, cfg Config, conv *ConvergenceData) *Report {
+func finish(r *Report, cfg Config, m *measured) *Report {
 	sortTests(r.Tests)
 	r.Decide()
-	if cfg.Plots && len(r.Errors) == 0 {
-		plots, err := WritePlots(cfg.Out, r, conv)
+	if cfg.Plots && len(r.Errors) == 0 && m != nil {
+		plots, err := WritePlots(cfg.Out, m.conv, m.verify, m.check7)
 		if err != nil {
 			r.Errors = append(r.Errors, "plots: "+err.Error())
 			r.Decide()
@@ -362,47 +374,33 @@ func mustAbs(p string) string {
 	return a
 }
 
-// verifyFigures reads the verify suite's report.json: per method, dtype and
-// real/complex A, the largest scaled error ratio and ulp distance.
-func verifyFigures(dir, task string) []Figure {
-	b, err := os.ReadFile(filepath.Join(dir, "report.json"))
+// loadVerifyReport reads the verify suite's report.json (nil when the
+// suite did not run or wrote none).
+func loadVerifyReport(path string) *verify.Report {
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil
 	}
-	var vr struct {
-		Cells []struct {
-			Method, DType, Kind string
-			Checks              int
-			MaxRatio            json.RawMessage `json:"max_ratio"`
-			MaxULP              json.RawMessage `json:"max_ulp"`
-		} `json:"cells"`
-	}
+	var vr verify.Report
 	if json.Unmarshal(b, &vr) != nil {
+		return nil
+	}
+	return &vr
+}
+
+// verifyFigures lists, per method, dtype and real/complex A of the verify
+// report, the largest scaled error ratio and ulp distance and the number of
+// comparisons.
+func verifyFigures(vr *verify.Report, task string) []Figure {
+	if vr == nil {
 		return nil
 	}
 	var out []Figure
 	for _, c := range vr.Cells {
 		out = append(out,
-			Figure{Name: "max scaled error ratio", Value: numOf(c.MaxRatio), Unit: "|kernel − reference|/(u·S + η·T)", Method: c.Method, DType: c.DType, Kind: c.Kind, Task: task},
-			Figure{Name: "max error", Value: numOf(c.MaxULP), Unit: "ulp", Method: c.Method, DType: c.DType, Kind: c.Kind, Task: task},
+			Figure{Name: "max scaled error ratio", Value: finite(float64(c.MaxRatio)), Unit: "|kernel − reference|/(u·S + η·T)", Method: c.Method, DType: c.DType, Kind: c.Kind, Task: task},
+			Figure{Name: "max error", Value: finite(float64(c.MaxULP)), Unit: "ulp", Method: c.Method, DType: c.DType, Kind: c.Kind, Task: task},
 			Figure{Name: "comparisons", Value: float64(c.Checks), Unit: "count", Method: c.Method, DType: c.DType, Kind: c.Kind, Task: task})
 	}
 	return out
-}
-
-// numOf decodes verify.Num ("inf", "nan" or a number) into a finite float.
-func numOf(raw json.RawMessage) float64 {
-	var f float64
-	if json.Unmarshal(raw, &f) == nil {
-		return f
-	}
-	var s string
-	_ = json.Unmarshal(raw, &s)
-	switch s {
-	case "inf":
-		return finite(math.Inf(1))
-	case "-inf":
-		return finite(math.Inf(-1))
-	}
-	return -1
 }

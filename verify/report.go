@@ -94,6 +94,31 @@ func (n Num) MarshalJSON() ([]byte, error) {
 	return json.Marshal(f)
 }
 
+// UnmarshalJSON implements json.Unmarshaler, the inverse of MarshalJSON,
+// so that report.json decodes back into a Report (the gate reads it).
+func (n *Num) UnmarshalJSON(b []byte) error {
+	var s string
+	if json.Unmarshal(b, &s) == nil {
+		switch s {
+		case "nan":
+			*n = Num(math.NaN())
+		case "inf":
+			*n = Num(math.Inf(1))
+		case "-inf":
+			*n = Num(math.Inf(-1))
+		default:
+			return fmt.Errorf("verify: %q is not a number, \"inf\", \"-inf\" or \"nan\"", s)
+		}
+		return nil
+	}
+	var f float64
+	if err := json.Unmarshal(b, &f); err != nil {
+		return err
+	}
+	*n = Num(f)
+	return nil
+}
+
 // TestVerdict is one test function's outcome.
 type TestVerdict struct {
 	Name   string `json:"name"`
