@@ -92,9 +92,7 @@ fuzz() {
 	out=$(mkdir -p "$out" && cd "$out" && pwd)
 	[ -x carry/fuzz.test ] || { echo "gpu.sh: no carry/fuzz.test (run scripts/gpu.sh build first)"; exit 1; }
 	nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
-	[ -f build/libssmk_cuda.so ] && [ -z "$(find cudalib/src cudalib/include cudalib/build-cuda.sh -newer build/libssmk_cuda.so -type f)" ] ||
-		cudalib/build-cuda.sh build/libssmk_cuda.so "${CUDA_ARCH:-90}" >"$out/build.log" 2>&1 ||
-		{ cat "$out/build.log"; echo "gpu.sh: the CUDA build failed"; exit 1; }
+	lib_cuda "$out"
 	local fail=0 pids=() before
 	before=$(ls fuzz/testdata/fuzz/*/)
 	for target in ${FUZZ_TARGETS:-FuzzDiscretize FuzzScan}; do
