@@ -299,7 +299,7 @@ func CheckScan(lib *cudalib.Library, p *reference.Problem, dt cudalib.DType, wit
 		}
 		v := Value{Kernel: complex(got[i], 0), Exact: complex(exact.Out[i], 0), InDtype: complex(inDtype.Out[i], 0),
 			Scale: sc.Out[i], Tiny: sc.TinyOut[i], Sum: true,
-			OnInfinity: overflowed[i/p.Seqlen] || sc.MagOut[i] > max || i%p.Seqlen >= xOver[i/p.Seqlen]}
+			OnInfinity: overflowed[i/p.Seqlen] || sc.MagOut[i] > max || sc.DecayOut[i] > max || i%p.Seqlen >= xOver[i/p.Seqlen]}
 		if why := Judge(v, dt); why != "" {
 			f.add("out[%d %d %d]: %s", i/(p.Dim*p.Seqlen), i/p.Seqlen%p.Dim, i%p.Seqlen, why)
 		}
@@ -311,7 +311,7 @@ func CheckScan(lib *cudalib.Library, p *reference.Problem, dt cudalib.DType, wit
 				continue
 			}
 			v := Value{Scale: sc.LastState[i], Tiny: sc.TinyState[i], IsComplex: p.Complex, Sum: true,
-				OnInfinity: overflowed[i/p.Dstate] || sc.MagState[i] > max || xOver[i/p.Dstate] < p.Seqlen}
+				OnInfinity: overflowed[i/p.Dstate] || sc.MagState[i] > max || sc.DecayState[i] > max || xOver[i/p.Dstate] < p.Seqlen}
 			if p.Complex {
 				v.Kernel = complex(gs[2*i], gs[2*i+1])
 				v.Exact = complex(exact.LastState[2*i], exact.LastState[2*i+1])

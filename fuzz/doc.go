@@ -51,8 +51,11 @@
 //     beyond float32's range, or e^89 inside float32's φ1(89) = 5e36): k may
 //     be non-finite, or finite within τ of E or of N. The same holds where
 //     x = Δ·a overflows the dtype or a complex x has an infinite part
-//     (Value.OnInfinity), and in a scan row from the step at which one of
-//     its x overflows on.
+//     (Value.OnInfinity), in a scan row from the step at which one of its
+//     x overflows on, and after a run of steps whose decay Π|Ā| exceeds the
+//     dtype's range (reference.Scale's DecayOut): a time-parallel scan, like
+//     the CUDA build's and Mamba's, forms that product where the
+//     sequential recurrence never does, and ∞·0 = NaN on a zero state.
 //  3. E is ±Inf or NaN: k must be non-finite of the class of E or of N.
 //
 // At the edge of the range (|E| + τ ≥ the dtype's largest finite number,

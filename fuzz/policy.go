@@ -81,7 +81,9 @@ type Value struct {
 	// the dtype's evaluation overflowed where the reference did not, the
 	// elements from the step at which an x = Δ·a of the row overflows, and
 	// every element whose terms' magnitude (reference.Scale's MagOut,
-	// MagState) exceeds the dtype's range.
+	// MagState) exceeds the dtype's range, and every element after a run of
+	// steps whose decay Π|Ā| does (DecayOut, DecayState: a time-parallel
+	// scan forms that product, ∞·0 = NaN on a zero state).
 	// Whether such an evaluation ends finite, ±Inf or NaN depends on the
 	// formula's form and the order of operations, so a non-finite kernel
 	// value is accepted there, and so is a finite one within the threshold

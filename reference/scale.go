@@ -31,6 +31,14 @@ type Scale struct {
 	// largest number, some order of evaluation overflows in that dtype
 	// even if the result does not (the fuzzers' policy uses this).
 	MagOut, MagState []float64
+	// DecayOut and DecayState bound the product of |Ā| over any run of
+	// consecutive steps up to the element, P_t = |Ā_t|·max(1, P_{t−1}) (the
+	// largest over the states for an output). A time-parallel scan forms
+	// such products (the decay of a run of steps, composed across lanes),
+	// which overflow a dtype in an unstable recurrence (|Ā| > 1) although
+	// neither the states nor the sequential evaluation need to: multiplied
+	// by a zero state they give ∞·0 = NaN (the fuzzers' policy uses this).
+	DecayOut, DecayState []float64
 }
 
 // Ratio is the test ratio |diff| / (u·scale + η·tiny) for a precision with
@@ -143,7 +151,8 @@ func ErrorScale(p *Problem) (*Scale, error) {
 	states := p.Batch * p.Dim * N
 	s := &Scale{Out: make([]float64, p.OutLen()), LastState: make([]float64, states),
 		TinyOut: make([]float64, p.OutLen()), TinyState: make([]float64, states),
-		MagOut: make([]float64, p.OutLen()), MagState: make([]float64, states)}
+		MagOut: make([]float64, p.OutLen()), MagState: make([]float64, states),
+		DecayOut: make([]float64, p.OutLen()), DecayState: make([]float64, states)}
 	// Per-operation constants in units of u.
 	cBeta, cH, cSum := 3.0, 2.0, float64(N)
 	if p.Complex {
@@ -152,12 +161,13 @@ func ErrorScale(p *Problem) (*Scale, error) {
 	H := make([]float64, N)  // magnitude recurrence H' = |Ā|H + |β|
 	Sh := make([]float64, N) // error scale of h
 	Th := make([]float64, N) // underflow scale of h
+	P := make([]float64, N)  // largest product of consecutive |Ā| ending here
 	a := make([]complex128, N)
 	for b := 0; b < p.Batch; b++ {
 		for d := 0; d < p.Dim; d++ {
 			rp := p.rowParams(b, d)
 			for n := 0; n < N; n++ {
-				H[n], Sh[n], Th[n] = 0, 0, 0
+				H[n], Sh[n], Th[n], P[n] = 0, 0, 0, 0
 				if p.Complex {
 					a[n] = complex(p.A[2*(d*N+n)], p.A[2*(d*N+n)+1])
 				} else {
@@ -169,7 +179,7 @@ func ErrorScale(p *Problem) (*Scale, error) {
 				u := math.Abs(p.U[i])
 				dt, sdt := deltaScale(p, p.Delta[i], d)
 				bi, ci := rp.bBase+t*rp.bStep, rp.cBase+t*rp.cStep
-				var sumCH, sumCS, sumCT float64
+				var sumCH, sumCS, sumCT, maxP float64
 				for n := 0; n < N; n++ {
 					x := complex(dt, 0) * a[n]
 					cb := boundCoef(p.Method, x, p.Complex)
@@ -189,6 +199,8 @@ func ErrorScale(p *Problem) (*Scale, error) {
 					// = 1e20).
 					Th[n] = cb.abar*Th[n] + H[n] + 4 + cmplx.Abs(a[n])*cb.dabar*H[n] + cb.g*bv*u
 					H[n] = cb.abar*H[n] + beta
+					P[n] = cb.abar * math.Max(1, P[n])
+					maxP = math.Max(maxP, P[n])
 					sumCH += cv * H[n]
 					sumCS += cv * Sh[n]
 					sumCT += cv * Th[n]
@@ -223,11 +235,12 @@ func ErrorScale(p *Problem) (*Scale, error) {
 					ty = gate*ty + Y*math.Abs(z) + 3
 					Y *= math.Max(1, math.Abs(z)) // y·z is formed before σ damps it
 				}
-				s.Out[i], s.TinyOut[i], s.MagOut[i] = sy, ty, Y
+				s.Out[i], s.TinyOut[i], s.MagOut[i], s.DecayOut[i] = sy, ty, Y, maxP
 			}
 			copy(s.LastState[(b*p.Dim+d)*N:], Sh)
 			copy(s.TinyState[(b*p.Dim+d)*N:], Th)
 			copy(s.MagState[(b*p.Dim+d)*N:], H)
+			copy(s.DecayState[(b*p.Dim+d)*N:], P)
 		}
 	}
 	return s, nil

@@ -285,3 +285,33 @@ func TestPropMagnitudeBoundsValues(t *testing.T) {
 		}
 	})
 }
+
+// DecayOut and DecayState are the largest product of consecutive |Ā| up to
+// each step: e^{Σ x} over the unstable stretch that ends there, at least |Ā|
+// of the step itself (zoh, dstate 1, Δ = 1 without softplus: every x is a,
+// and the products are powers of e^a).
+func TestScaleDecayBound(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		a    float64
+		want []float64 // DecayOut over 4 steps
+	}{
+		{"stable: one step's |Ā|", -1, []float64{math.Exp(-1), math.Exp(-1), math.Exp(-1), math.Exp(-1)}},
+		{"neutral", 0, []float64{1, 1, 1, 1}},
+		{"unstable: e^{t·a}", 2, []float64{math.Exp(2), math.Exp(4), math.Exp(6), math.Exp(8)}},
+		{"beyond float32 after two steps", 50, []float64{math.Exp(50), math.Exp(100), math.Exp(150), math.Exp(200)}},
+	} {
+		p := &reference.Problem{Batch: 1, Dim: 1, Seqlen: 4, Dstate: 1, Groups: 1, Method: reference.ZOH,
+			U: []float64{0, 0, 0, 0}, Delta: []float64{1, 1, 1, 1}, A: []float64{tc.a}, B: []float64{1}, C: []float64{1}}
+		sc, err := reference.ErrorScale(p)
+		require.NoError(t, err, tc.name)
+		for i, w := range tc.want {
+			assert.InEpsilon(t, w, sc.DecayOut[i], 1e-12, "%s: step %d", tc.name, i)
+		}
+		assert.InEpsilon(t, tc.want[3], sc.DecayState[0], 1e-12, tc.name)
+		// u = 0: the states and outputs are 0, so only the decay says that
+		// a parallel scan's products leave float32's range.
+		assert.Equal(t, 0.0, sc.MagOut[3], tc.name)
+		assert.Equal(t, tc.a == 50, sc.DecayOut[1] > math.MaxFloat32, tc.name)
+	}
+}

@@ -69,7 +69,7 @@ void scan_row_real(const ssmk_scan_args *a, int64_t row) {
             y += cv * h[n];
 #endif
         }
-        ((T *)a->out)[row * L + t] = finish_output(y, uu, (const T *)a->D, (const T *)a->z, d, row * L + t);
+        ((T *)a->out)[row * L + t] = finish_output(y, uu, (const T *)a->D, d, a->z != nullptr, a->z ? ((const T *)a->z)[row * L + t] : T(0));
     }
     if (a->last_state) {
         T *s = (T *)a->last_state + row * N;
@@ -109,7 +109,8 @@ void scan_row_complex(const ssmk_scan_args *a, int64_t row) {
 #endif
         }
         ((T *)a->out)[row * L + t] =
-            finish_output(complex_output(acc.re), uu, (const T *)a->D, (const T *)a->z, d, row * L + t);
+            finish_output(complex_output(acc.re), uu, (const T *)a->D, d, a->z != nullptr,
+                          a->z ? ((const T *)a->z)[row * L + t] : T(0));
     }
     if (a->last_state) {
         cplx<T> *s = (cplx<T> *)a->last_state + row * N;

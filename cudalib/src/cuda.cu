@@ -1,16 +1,14 @@
 /*
  * cuda.cu — the CUDA build of the ssmk ABI (build/libssmk_cuda.so).
  *
- * The scan kernel: each (batch, dim) row is handled by LPR lanes of one warp
- * (LPR = dstate rounded up to a power of two, at most 32), each lane holding
- * NPT states (n = lane + k·LPR) in registers across the whole time loop.
- * Time runs in chunks of 8 steps: all of a chunk's loads (u, Δ, and each
- * state's 8 contiguous B and C values) are issued before its arithmetic;
- * dt (bias, softplus) is computed once per step per row and shared by
- * shuffle; Ā and g come from the shared method arithmetic (ssmk_methods.h);
- * the row's lanes sum C·h with xor shuffles and lane j applies D and the
- * gate to step j and writes it (coalesced). One launch per scan, any seqlen,
- * dstate up to 256. bench/NOTES.md records the variants and their timings.
+ * The scan kernel is time-parallel: one warp per (batch, dim) row, lane l
+ * holding K consecutive steps (32 bytes of the element type) of each tile
+ * of 32·K steps; per state, each lane composes its K updates into one
+ * affine map, a 5-level shuffle scan of the maps gives every lane the state
+ * entering its steps, and a second pass adds C·h to the lane's own outputs
+ * (see scan_kernel). Ā and g come from the shared method arithmetic
+ * (ssmk_methods.h). One launch per scan, any seqlen, dstate up to 256.
+ * bench/NOTES.md records the variants and their timings.
  *
  * Every CUDA call and launch is checked; failures become SSMK_EDEVICE (or
  * SSMK_ENODEVICE when there is no usable GPU) with the runtime's message.
@@ -31,7 +29,6 @@ using namespace ssmk;
 
 namespace {
 
-constexpr int kBlock = 128;
 
 /* ---- error handling ---- */
 
@@ -64,171 +61,357 @@ int32_t ensure_device() {
 struct ScanParams {
     int batch, dim, seqlen, dstate, n_groups;
     int method, is_variable_B, is_variable_C, softplus;
-    int lpr_log2; /* lanes per row = 1 << lpr_log2 */
     long long rows;
     const void *u, *delta, *A, *B, *C, *D, *z, *delta_bias;
     void *out, *last_state;
 };
 
-/* Time steps per chunk: a chunk's loads are all issued before its
- * arithmetic, so memory latency overlaps instead of stalling every step. */
-constexpr int kChunk = 8;
+/* One warp per (b, d) row: a block holds kRows rows. */
+constexpr int kRows = 4;
+/* Blocks per SM the register allocation must allow (__launch_bounds__):
+ * 0 leaves it to the compiler. */
+#ifndef SSMK_SCAN_MIN_BLOCKS
+#define SSMK_SCAN_MIN_BLOCKS 0
+#endif
 
-/* M: the method for real A (compile time); complex kernels take p.method. */
-template <typename T, bool CPLX, int NPT, int M>
-__global__ void __launch_bounds__(kBlock) scan_kernel(const ScanParams p) {
+/* Time steps per lane: 32 bytes of the element type (8 float, 4 double or
+ * complex float, 2 complex double), so that a lane's run of B or C is two
+ * 16-byte loads and a warp's tile of 32·K steps is 1 KiB per array. */
+template <typename V>
+constexpr int steps_per_lane() { return (int)(32 / sizeof(V)); }
+
+/* Loads (or stores) a lane's run of K elements. Full runs of a VEC kernel
+ * (seqlen a multiple of K, 16-byte aligned arrays) move as 16-byte words;
+ * partial runs — the tail of the sequence — element by element, with zero
+ * for the elements past its end. */
+template <typename E, int K, bool VEC>
+__device__ __forceinline__ void load_run(const E *p, int avail, E (&v)[K]) {
+    if (avail >= K) {
+        if constexpr (VEC && (K * sizeof(E)) % 16 == 0) {
+            constexpr int Q = (int)(K * sizeof(E) / 16);
+            union {
+                uint4 q[Q];
+                E e[K];
+            } w;
+            const uint4 *s = reinterpret_cast<const uint4 *>(p);
+#pragma unroll
+            for (int i = 0; i < Q; i++) w.q[i] = s[i];
+#pragma unroll
+            for (int i = 0; i < K; i++) v[i] = w.e[i];
+        } else {
+#pragma unroll
+            for (int i = 0; i < K; i++) v[i] = p[i];
+        }
+    } else {
+#pragma unroll
+        for (int i = 0; i < K; i++) v[i] = i < avail ? p[i] : E{};
+    }
+}
+
+template <typename E, int K, bool VEC>
+__device__ __forceinline__ void store_run(E *p, int avail, const E (&v)[K]) {
+    if (avail >= K) {
+        if constexpr (VEC && (K * sizeof(E)) % 16 == 0) {
+            constexpr int Q = (int)(K * sizeof(E) / 16);
+            union {
+                uint4 q[Q];
+                E e[K];
+            } w;
+#pragma unroll
+            for (int i = 0; i < K; i++) w.e[i] = v[i];
+            uint4 *s = reinterpret_cast<uint4 *>(p);
+#pragma unroll
+            for (int i = 0; i < Q; i++) s[i] = w.q[i];
+        } else {
+#pragma unroll
+            for (int i = 0; i < K; i++) p[i] = v[i];
+        }
+    } else {
+#pragma unroll
+        for (int i = 0; i < K; i++)
+            if (i < avail) p[i] = v[i];
+    }
+}
+
+template <typename T>
+__device__ __forceinline__ T shfl_up(T v, int off) { return __shfl_up_sync(0xffffffffu, v, off); }
+template <typename T>
+__device__ __forceinline__ cplx<T> shfl_up(cplx<T> v, int off) {
+    return cmake(__shfl_up_sync(0xffffffffu, v.re, off), __shfl_up_sync(0xffffffffu, v.im, off));
+}
+
+template <typename T>
+__device__ __forceinline__ T vmul(T a, T b) { return a * b; }
+template <typename T>
+__device__ __forceinline__ cplx<T> vmul(cplx<T> a, cplx<T> b) { return cmul(a, b); }
+/* a·b + c */
+template <typename T>
+__device__ __forceinline__ T vfma(T a, T b, T c) { return a * b + c; }
+template <typename T>
+__device__ __forceinline__ cplx<T> vfma(cplx<T> a, cplx<T> b, cplx<T> c) { return cadd(cmul(a, b), c); }
+template <typename V>
+__device__ __forceinline__ V vone() { return V(1); }
+template <>
+__device__ __forceinline__ cplx<float> vone() { return cmake(1.0f, 0.0f); }
+template <>
+__device__ __forceinline__ cplx<double> vone() { return cmake(1.0, 0.0); }
+
+/* 2^xl by one MUFU.EX2 (ex2.approx.ftz), the instruction exp2f uses too:
+ * exp2f's further instructions only produce subnormal results, so this is
+ * exp2f wherever xl ≥ −126, which the kernel establishes for a whole run of
+ * steps before it takes this path. */
+__device__ __forceinline__ float ex2_normal(float xl) {
+    float r;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(xl));
+    return r;
+}
+
+/* (Ā, Δ·g·B·u) of one state update of real A: the method at x = Δ·a, with
+ * e^x (where the method uses it) as exp2 of Δ·a2, a2 = a·log2e formed once
+ * per state, in float; then the input term as ((Δ·g)·B)·u, the CPU build's
+ * order. Δ·u, formed once per step, would save a product for zoh but
+ * overflows at Δ = FLT_MAX where Δ·g = 2/a (bilinear) does not (golden case
+ * fuzz-bilinear-real-delta-flt-max), and measured no faster (bench/NOTES.md).
+ * FAST: every Δ·a2 of the run is ≥ −126 (ex2_normal). */
+template <typename T, int M, bool FAST>
+__device__ __forceinline__ void update_terms(T a, T a2, T dt, T u, T bv, T &ab, T &bb) {
+    const T x = dt * a;
+    T e = T(0), g;
+    if constexpr (uses_exp<M>()) {
+        if constexpr (std::is_same<T, float>::value)
+            e = FAST ? ex2_normal(dt * a2) : exp2f(dt * a2);
+        else
+            e = sexp(x);
+    }
+    (void)a2;
+    method_real_e<M>(x, e, ab, g);
+#if defined(SSMK_SLOW_WORK) && SSMK_SLOW_WORK > 0
+    /* A deliberately slowed build (SSMK_NVCC_EXTRA=-DSSMK_SLOW_WORK=n): n
+     * redundant evaluations per state update whose results feed a select the
+     * compiler cannot drop; the answers are unchanged. It exists to prove
+     * that the gate's baseline comparison catches a slowdown (README,
+     * "Gating kernel changes"). */
+    for (int r = 0; r < SSMK_SLOW_WORK; r++) {
+        T ab2, g2;
+        method_real_m<M>(x * (T(1) + T(r + 1) * T(1e-3)), ab2, g2); /* a perturbed x: not the one above */
+        ab = (ab2 == ab2 || ab != ab) ? ab : g2;
+    }
+#endif
+    bb = ((dt * g) * bv) * u;
+}
+/* The same for complex A, through the runtime method table. */
+template <typename T>
+__device__ __forceinline__ void update_terms_c(int method, cplx<T> a, T dt, T u, cplx<T> bv, cplx<T> &ab,
+                                               cplx<T> &bb) {
+    cplx<T> g;
+    method_complex(method, cscale(a, dt), ab, g);
+    bb = cscale(cmul(cscale(g, dt), bv), u);
+}
+
+/* The K updates of a lane's run for one state: real A. FAST_OK: the run
+ * may take ex2_normal, if every lane's Δ·a2 is ≥ −126 (Δ·a2 is linear in Δ,
+ * so its least value over a run is at the run's least or largest Δ; NaN
+ * compares false). */
+template <int M, bool FAST_OK, typename T, int K>
+__device__ __forceinline__ void update_run(int method, T a, const T (&dt)[K], const T (&u)[K], const T (&bv)[K],
+                                           T (&ab)[K], T (&bb)[K], T dmin, T dmax) {
+    (void)method, (void)dmin, (void)dmax;
+    const T a2 = a * T(SSMK_LOG2E_F);
+    bool fast = false;
+    if constexpr (FAST_OK) fast = __all_sync(0xffffffffu, fminf(dmin * a2, dmax * a2) >= -126.0f);
+    if (fast) {
+#pragma unroll
+        for (int i = 0; i < K; i++) update_terms<T, M, true>(a, a2, dt[i], u[i], bv[i], ab[i], bb[i]);
+    } else {
+#pragma unroll
+        for (int i = 0; i < K; i++) update_terms<T, M, false>(a, a2, dt[i], u[i], bv[i], ab[i], bb[i]);
+    }
+}
+/* Complex A. */
+template <int M, bool FAST_OK, typename T, int K>
+__device__ __forceinline__ void update_run(int method, cplx<T> a, const T (&dt)[K], const T (&u)[K],
+                                           const cplx<T> (&bv)[K], cplx<T> (&ab)[K], cplx<T> (&bb)[K], T, T) {
+#pragma unroll
+    for (int i = 0; i < K; i++) update_terms_c(method, a, dt[i], u[i], bv[i], ab[i], bb[i]);
+}
+
+
+/* Re(C·h): the state's contribution to the output (2·Re Σ for complex A). */
+template <typename T>
+__device__ __forceinline__ T out_part(T c, T h) { return c * h; }
+template <typename T>
+__device__ __forceinline__ T out_part(cplx<T> c, cplx<T> h) { return c_times_h(c, h).re; }
+
+/*
+ * The scan, time-parallel: warp w of a block runs row (b, d); the row's time
+ * runs in tiles of 32·K steps, lane l holding steps t0 + l·K … t0 + l·K + K − 1
+ * of a tile. For each state n in turn a lane forms its K updates
+ * h ← Ā_t·h + b_t (b_t = Δ_t·g_t·B_t·u_t) and composes them into one affine map
+ * (Π Ā, h_end from 0); an inclusive Kogge–Stone scan of those maps over the
+ * 32 lanes (5 shuffle levels, the tile's carry-in state composed into lane 0
+ * first) gives each lane the state entering its run, and a second pass over
+ * the K stored (Ā, b) adds C_t·h_t to the lane's K outputs. Outputs are
+ * therefore sums over states kept in registers — no reduction across lanes —
+ * and the only cross-lane work is the scan: 5 levels per state per K steps.
+ * The carry between tiles is one value per state, kept in shared memory by
+ * lane 31. Full tiles run without bounds checks; only the sequence's last,
+ * partial tile checks. bench/NOTES.md records this design's predecessors and
+ * timings.
+ */
+template <typename T, bool CPLX, int M, bool VEC>
+__global__ void __launch_bounds__(32 * kRows, SSMK_SCAN_MIN_BLOCKS) scan_kernel(const ScanParams p) {
     typedef typename std::conditional<CPLX, cplx<T>, T>::type V;
-    const int lpr = 1 << p.lpr_log2;
-    const long long gtid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    long long row = gtid >> p.lpr_log2;
-    const int lane = (int)(gtid & (lpr - 1));
-    const int row_lane0 = (int)(threadIdx.x & 31) & ~(lpr - 1); /* warp lane of this row's lane 0 */
-    const bool valid = row < p.rows;
-    if (!valid) row = p.rows - 1; /* keep the whole warp in the shuffles; write nothing */
+    constexpr int K = steps_per_lane<V>();
+    constexpr int TILE = 32 * K;
+    constexpr bool FASTEXP = !CPLX && std::is_same<T, float>::value && uses_exp<M>();
+    extern __shared__ __align__(16) unsigned char smem[];
+    const int lane = (int)(threadIdx.x & 31), warp = (int)(threadIdx.x >> 5);
+    const long long row = (long long)blockIdx.x * kRows + warp;
+    if (row >= p.rows) return; /* a whole warp: no shuffle is left waiting */
     const int L = p.seqlen, N = p.dstate;
+    V *carry = reinterpret_cast<V *>(smem) + warp * N;
     const int b = (int)(row / p.dim), d = (int)(row % p.dim);
     const int grp = group_of(d, p.dim, p.n_groups);
-
-    const T *u = (const T *)p.u + row * L;
-    const T *delta = (const T *)p.delta + row * L;
+    const long long base = row * L;
+    const T *u = (const T *)p.u + base, *delta = (const T *)p.delta + base;
+    const T *z = p.z ? (const T *)p.z + base : nullptr;
+    T *out = (T *)p.out + base;
     const V *A = (const V *)p.A + (long long)d * N;
     const long long vbase = ((long long)b * p.n_groups + grp) * N * L;
-    const V *Bb = p.is_variable_B ? (const V *)p.B + vbase : (const V *)p.B + (long long)d * N;
-    const V *Cb = p.is_variable_C ? (const V *)p.C + vbase : (const V *)p.C + (long long)d * N;
-    const long long bns = p.is_variable_B ? L : 1, bts = p.is_variable_B ? 1 : 0;
-    const long long cns = p.is_variable_C ? L : 1, cts = p.is_variable_C ? 1 : 0;
+    /* variable B, C: element (n, t) at n·L + t from here; fixed: n from Bf, Cf */
+    const V *Bv = VEC || p.is_variable_B ? (const V *)p.B + vbase : nullptr;
+    const V *Cv = VEC || p.is_variable_C ? (const V *)p.C + vbase : nullptr;
+        const V *Bf = (const V *)p.B + (long long)d * N, *Cf = (const V *)p.C + (long long)d * N;
 
-    V a[NPT], h[NPT];
-    bool on[NPT];
+    auto tile = [&](auto full_tag, const int t0) {
+        constexpr bool FULL = decltype(full_tag)::value;
+        const int tl = t0 + lane * K; /* this lane's first step */
+        const int avail = FULL ? K : L - tl; /* steps of its run inside the sequence (≤ 0: none) */
+        if (t0 > 0) __syncwarp();     /* lane 31's carries of the last tile are visible to lane 0 */
+        T dt[K], uu[K], y[K];
+        T dmin = T(0), dmax = T(0);
+        load_run<T, K, VEC>(u + tl, avail, uu);
+        {
+            T dl[K];
+            load_run<T, K, VEC>(delta + tl, avail, dl);
 #pragma unroll
-    for (int k = 0; k < NPT; k++) {
-        const int n = lane + k * lpr;
-        on[k] = n < N;
-        if constexpr (CPLX) {
-            a[k] = on[k] ? A[n] : cmake(T(0), T(0));
-            h[k] = cmake(T(0), T(0));
-        } else {
-            a[k] = on[k] ? A[n] : T(0);
-            h[k] = T(0);
-        }
-    }
-
-    for (int t0 = 0; t0 < L; t0 += kChunk) {
-        const int steps = L - t0 < kChunk ? L - t0 : kChunk;
-        /* dt and u of the chunk. With 8 or more lanes per row, lane i
-         * computes dt of step t0+i once (bias, softplus) and the row shares
-         * it by shuffle; with fewer, each lane computes all eight. */
-        T dt[kChunk], uu[kChunk];
-        if (lpr >= kChunk) {
-            const int i = lane & (kChunk - 1);
-            const T mine = i < steps ? step_dt(delta[t0 + i], (const T *)p.delta_bias, d, p.softplus) : T(0);
-#pragma unroll
-            for (int j = 0; j < kChunk; j++) dt[j] = __shfl_sync(0xffffffffu, mine, row_lane0 + j);
-        } else {
-#pragma unroll
-            for (int j = 0; j < kChunk; j++)
-                dt[j] = j < steps ? step_dt(delta[t0 + j], (const T *)p.delta_bias, d, p.softplus) : T(0);
-        }
-#pragma unroll
-        for (int j = 0; j < kChunk; j++) uu[j] = j < steps ? u[t0 + j] : T(0);
-
-        T acc[kChunk];
-#pragma unroll
-        for (int j = 0; j < kChunk; j++) acc[j] = T(0);
-#pragma unroll
-        for (int k = 0; k < NPT; k++) {
-            if (!on[k]) continue;
-            const int n = lane + k * lpr;
-            const V *bp = Bb + n * bns + (long long)t0 * bts, *cp = Cb + n * cns + (long long)t0 * cts;
-            V bv[kChunk], cv[kChunk];
-#pragma unroll
-            for (int j = 0; j < kChunk; j++) {
-                const bool in = j < steps;
-                if constexpr (CPLX) {
-                    bv[j] = in ? bp[j * bts] : cmake(T(0), T(0));
-                    cv[j] = in ? cp[j * cts] : cmake(T(0), T(0));
-                } else {
-                    bv[j] = in ? bp[j * bts] : T(0);
-                    cv[j] = in ? cp[j * cts] : T(0);
-                }
-            }
-#pragma unroll
-            for (int j = 0; j < kChunk; j++) {
-                if (j >= steps) break;
-                if constexpr (CPLX) {
-                    cplx<T> ab, g;
-                    method_complex(p.method, cscale(a[k], dt[j]), ab, g);
-                    h[k] = cadd(cmul(ab, h[k]), cscale(cmul(cscale(g, dt[j]), bv[j]), uu[j]));
-                    acc[j] += c_times_h(cv[j], h[k]).re;
-                } else {
-                    T ab, g;
-                    method_real_m<M>(dt[j] * a[k], ab, g);
-#if defined(SSMK_SLOW_WORK) && SSMK_SLOW_WORK > 0
-                    /* A deliberately slowed build (SSMK_NVCC_EXTRA=-DSSMK_SLOW_WORK=n):
-                     * n redundant evaluations per state update whose results feed a
-                     * select the compiler cannot drop; the answers are unchanged. It
-                     * exists to prove that the gate's baseline comparison catches a
-                     * slowdown (README, "Gating kernel changes"). */
-                    for (int r = 0; r < SSMK_SLOW_WORK; r++) {
-                        T ab2, g2;
-                        /* a perturbed x, so that the evaluation is not the one above */
-                        method_real_m<M>(dt[j] * a[k] * (T(1) + T(r + 1) * T(1e-3)), ab2, g2);
-                        ab = (ab2 == ab2 || ab != ab) ? ab : g2;
-                    }
-#endif
-                    h[k] = ab * h[k] + (dt[j] * g) * bv[j] * uu[j];
-                    acc[j] += cv[j] * h[k];
+            for (int i = 0; i < K; i++) {
+                /* Past the end Δ = 0 (and below, Ā = 1, b = 0). */
+                dt[i] = FULL || i < avail ? step_dt(dl[i], (const T *)p.delta_bias, d, p.softplus) : T(0);
+                y[i] = T(0);
+                if constexpr (FASTEXP) {
+                    dmin = i == 0 ? dt[0] : fminf(dmin, dt[i]);
+                    dmax = i == 0 ? dt[0] : fmaxf(dmax, dt[i]);
                 }
             }
         }
-        if (lpr >= kChunk) {
-            /* Reduce-scatter over the row: recursive halving across lane bits
-             * 4, 2, 1 leaves in lane j (mod 8) the 8-lane sum of step t0+j (7
-             * shuffles instead of 8 full reductions), then the groups of 8
-             * lanes add up. Every lane then finishes one step — no
-             * divergence — and lanes 0…7 of the row store 8 consecutive outputs. */
-            const int jl = lane & (kChunk - 1);
-            T v4[4], v2[2];
-            const bool b4 = jl & 4, b2 = jl & 2, b1 = jl & 1;
+        const V *bp = Bv ? Bv + tl : nullptr, *cp = Cv ? Cv + tl : nullptr;
+        /* State n's a and its run of B, and its run of C. */
+        auto load_b = [&](int n, V &a, V (&bv)[K]) {
+            a = A[n];
+            if (VEC || bp) {
+                load_run<V, K, VEC>(bp + (size_t)n * L, avail, bv);
+            } else {
+                const V f = Bf[n];
 #pragma unroll
-            for (int i = 0; i < 4; i++)
-                v4[i] = (b4 ? acc[i + 4] : acc[i]) + __shfl_xor_sync(0xffffffffu, b4 ? acc[i] : acc[i + 4], 4);
-#pragma unroll
-            for (int i = 0; i < 2; i++)
-                v2[i] = (b2 ? v4[i + 2] : v4[i]) + __shfl_xor_sync(0xffffffffu, b2 ? v4[i] : v4[i + 2], 2);
-            T sum = (b1 ? v2[1] : v2[0]) + __shfl_xor_sync(0xffffffffu, b1 ? v2[0] : v2[1], 1);
-            for (int off = kChunk; off < lpr; off <<= 1) sum += __shfl_xor_sync(0xffffffffu, sum, off);
-            T uj = uu[0];
-#pragma unroll
-            for (int j = 1; j < kChunk; j++)
-                if (jl == j) uj = uu[j];
-            if (valid && lane < kChunk && jl < steps) {
-                const T y = CPLX ? complex_output(sum) : sum;
-                const long long i = row * L + t0 + jl;
-                ((T *)p.out)[i] = finish_output(y, uj, (const T *)p.D, (const T *)p.z, d, i);
+                for (int i = 0; i < K; i++) bv[i] = f;
             }
-        } else {
-            /* Fewer than 8 lanes per row: full sums, lane 0 writes the chunk. */
+        };
+        auto load_c = [&](int n, V (&cv)[K]) {
+            if (VEC || cp) {
+                load_run<V, K, VEC>(cp + (size_t)n * L, avail, cv);
+            } else {
+                const V f = Cf[n];
 #pragma unroll
-            for (int j = 0; j < kChunk; j++)
-                for (int off = lpr >> 1; off > 0; off >>= 1) acc[j] += __shfl_xor_sync(0xffffffffu, acc[j], off);
-            if (valid && lane == 0) {
+                for (int i = 0; i < K; i++) cv[i] = f;
+            }
+        };
+        /* The next state's a and B are loaded before this state's
+         * arithmetic, and C, first needed after the scan, at its start, so
+         * that their latency (an L2 round trip: B and C are shared by the
+         * batch's rows) overlaps arithmetic. */
+        V an, bn[K];
+        load_b(0, an, bn);
+        for (int n = 0; n < N; n++) {
+            const V a = an;
+            V bv[K], cv[K];
 #pragma unroll
-                for (int j = 0; j < kChunk; j++) {
-                    if (j < steps) {
-                        const T y = CPLX ? complex_output(acc[j]) : acc[j];
-                        const long long i = row * L + t0 + j;
-                        ((T *)p.out)[i] = finish_output(y, uu[j], (const T *)p.D, (const T *)p.z, d, i);
+            for (int i = 0; i < K; i++) bv[i] = bn[i];
+            load_c(n, cv);
+            if (n + 1 < N) load_b(n + 1, an, bn);
+            /* Pass 1: the run's updates. */
+            V ab[K], bb[K];
+            update_run<M, FASTEXP && FULL>(p.method, a, dt, uu, bv, ab, bb, dmin, dmax);
+            if constexpr (!FULL) {
+                /* The steps past the end are made identities here, not by
+                 * Δ = 0 alone, which gives x = 0·a = NaN for an infinite a. */
+#pragma unroll
+                for (int i = 0; i < K; i++) {
+                    if (i >= avail) {
+                        ab[i] = vone<V>();
+                        bb[i] = V{};
                     }
                 }
             }
+            /* Their composition: the map h ↦ Ap·h + hp of the whole run. */
+            V Ap = ab[0], hp = bb[0];
+#pragma unroll
+            for (int i = 1; i < K; i++) {
+                Ap = vmul(ab[i], Ap);
+                hp = vfma(ab[i], hp, bb[i]);
+            }
+            /* The state entering the tile, which lane 0 composes into its
+             * map — also h = 0 before the sequence, so that a non-finite Ā
+             * of the first step gives NaN·0 = NaN as the sequential
+             * recurrence does, not the map's offset alone (FuzzScan on the
+             * H200: bilinear, complex, Δ = DBL_MAX gave a finite state). */
+            V hin{};
+            if (lane == 0) {
+                if (t0 > 0) hin = carry[n];
+                hp = vfma(Ap, hin, hp);
+            }
+            /* Inclusive scan of the maps over the lanes: hp becomes the state
+             * after this lane's last step. */
+#pragma unroll
+            for (int off = 1; off < 32; off <<= 1) {
+                const V Aq = off < 16 ? shfl_up(Ap, off) : Ap;
+                const V hq = shfl_up(hp, off);
+                if (lane >= off) {
+                    hp = vfma(Ap, hq, hp);
+                    if (off < 16) Ap = vmul(Ap, Aq);
+                }
+            }
+            /* Pass 2: the states of the run from the state entering it. */
+            V h = shfl_up(hp, 1);
+            if (lane == 0) h = hin;
+            __syncwarp(); /* lane 0 has read carry[n] before lane 31 replaces it */
+            if (lane == 31) carry[n] = hp;
+#pragma unroll
+            for (int i = 0; i < K; i++) {
+                h = vfma(ab[i], h, bb[i]);
+                y[i] += out_part(cv[i], h);
+            }
         }
-    }
-    if (valid && p.last_state) {
+        if (FULL || avail > 0) {
+            T zz[K] = {}, o[K];
+            if (z) load_run<T, K, VEC>(z + tl, avail, zz);
+#pragma unroll
+            for (int i = 0; i < K; i++) {
+                const T yy = CPLX ? complex_output(y[i]) : y[i];
+                o[i] = finish_output(yy, uu[i], (const T *)p.D, d, z != nullptr, zz[i]);
+            }
+            store_run<T, K, VEC>(out + tl, avail, o);
+        }
+    };
+    int t0 = 0;
+    for (; t0 + TILE <= L; t0 += TILE) tile(std::true_type{}, t0);
+    if (t0 < L) tile(std::false_type{}, t0);
+    if (p.last_state) {
+        /* Lane 31's state after the last tile is the state after step L − 1
+         * (the steps past the end are identities). */
+        __syncwarp();
         V *s = (V *)p.last_state + row * N;
-#pragma unroll
-        for (int k = 0; k < NPT; k++)
-            if (on[k]) s[lane + k * lpr] = h[k];
+        for (int n = lane; n < N; n += 32) s[n] = carry[n];
     }
 }
 
@@ -252,47 +435,42 @@ __global__ void discretize_kernel(int method, long long n, const T *delta, const
 
 /* ---- launchers ---- */
 
+/* Two instantiations per method: the Mamba case (variable B and C, every
+ * row of u, Δ, z, out, B and C a run of 16-byte words) and every other case,
+ * which tests each flag at run time and loads element by element. */
 template <typename T, bool CPLX, int M>
-void launch_scan_m(const ScanParams &p, int npt, dim3 grid, cudaStream_t s) {
-    switch (npt) {
-    case 1:
-        scan_kernel<T, CPLX, 1, M><<<grid, kBlock, 0, s>>>(p);
-        break;
-    case 2:
-        scan_kernel<T, CPLX, 2, M><<<grid, kBlock, 0, s>>>(p);
-        break;
-    case 4:
-        scan_kernel<T, CPLX, 4, M><<<grid, kBlock, 0, s>>>(p);
-        break;
-    default:
-        scan_kernel<T, CPLX, 8, M><<<grid, kBlock, 0, s>>>(p);
-        break;
-    }
+void launch_scan_m(const ScanParams &p, bool vec, dim3 grid, size_t smem, cudaStream_t s) {
+    if (vec)
+        scan_kernel<T, CPLX, M, true><<<grid, 32 * kRows, smem, s>>>(p);
+    else
+        scan_kernel<T, CPLX, M, false><<<grid, 32 * kRows, smem, s>>>(p);
 }
 
 template <typename T, bool CPLX>
-void launch_scan_t(const ScanParams &p, int npt, dim3 grid, cudaStream_t s) {
+void launch_scan_t(const ScanParams &p, bool vec, dim3 grid, size_t smem, cudaStream_t s) {
     /* The switch sits in the else branch so that complex kernels are not
      * instantiated once per method (code after an if-constexpr return is). */
     if constexpr (CPLX) {
-        launch_scan_m<T, CPLX, -1>(p, npt, grid, s);
+        launch_scan_m<T, CPLX, -1>(p, vec, grid, smem, s);
     } else {
         switch (p.method) {
         case ZOH:
-            return launch_scan_m<T, CPLX, ZOH>(p, npt, grid, s);
+            return launch_scan_m<T, CPLX, ZOH>(p, vec, grid, smem, s);
         case FOH:
-            return launch_scan_m<T, CPLX, FOH>(p, npt, grid, s);
+            return launch_scan_m<T, CPLX, FOH>(p, vec, grid, smem, s);
         case BILINEAR:
-            return launch_scan_m<T, CPLX, BILINEAR>(p, npt, grid, s);
+            return launch_scan_m<T, CPLX, BILINEAR>(p, vec, grid, smem, s);
         case POLY:
-            return launch_scan_m<T, CPLX, POLY>(p, npt, grid, s);
+            return launch_scan_m<T, CPLX, POLY>(p, vec, grid, smem, s);
         case HIGHORDER:
-            return launch_scan_m<T, CPLX, HIGHORDER>(p, npt, grid, s);
+            return launch_scan_m<T, CPLX, HIGHORDER>(p, vec, grid, smem, s);
         default:
-            return launch_scan_m<T, CPLX, RK4>(p, npt, grid, s);
+            return launch_scan_m<T, CPLX, RK4>(p, vec, grid, smem, s);
         }
     }
 }
+
+bool aligned16(const void *q) { return ((uintptr_t)q & 15) == 0; }
 
 int32_t launch_scan(const ssmk_scan_args &a, cudaStream_t s) {
     ScanParams p;
@@ -305,18 +483,6 @@ int32_t launch_scan(const ssmk_scan_args &a, cudaStream_t s) {
     p.is_variable_B = a.is_variable_B;
     p.is_variable_C = a.is_variable_C;
     p.softplus = a.delta_softplus;
-    /* Lanes per row: dstate rounded up to a power of two, halved while that
-     * keeps at least 8 lanes (the reduce-scatter's width), at most 32. Two
-     * states per lane halve the per-chunk work (dt, gate, reduction, loads)
-     * per state and give each thread two independent recurrences. */
-    int lpr_log2 = 0;
-    while ((1 << lpr_log2) < a.dstate && lpr_log2 < 6) lpr_log2++;
-    if (lpr_log2 > 3) lpr_log2--;
-    if (lpr_log2 > 5) lpr_log2 = 5;
-    p.lpr_log2 = lpr_log2;
-    const int lpr = 1 << lpr_log2;
-    int npt = (a.dstate + lpr - 1) / lpr;
-    npt = npt <= 1 ? 1 : npt <= 2 ? 2 : npt <= 4 ? 4 : 8;
     p.rows = (long long)a.batch * a.dim;
     p.u = a.u;
     p.delta = a.delta;
@@ -328,18 +494,26 @@ int32_t launch_scan(const ssmk_scan_args &a, cudaStream_t s) {
     p.delta_bias = a.delta_bias;
     p.out = a.out;
     p.last_state = a.last_state;
-    const long long threads = p.rows * lpr;
-    dim3 grid((unsigned)((threads + kBlock - 1) / kBlock));
+    const size_t elem = a.dtype == SSMK_F64 ? 8 : 4, velem = elem * (a.is_complex ? 2 : 1);
+    /* 16-byte runs need every run to start on a multiple of K elements
+     * (seqlen a multiple of K) and 16-byte aligned arrays (device buffers
+     * from cudaMalloc are 256-byte aligned). */
+    const int K = 32 / (int)velem;
+    const bool vec = a.is_variable_B && a.is_variable_C && a.seqlen % K == 0 && aligned16(a.u) &&
+                     aligned16(a.delta) && aligned16(a.out) && (!a.z || aligned16(a.z)) && aligned16(a.B) &&
+                     aligned16(a.C);
+    const size_t smem = (size_t)kRows * a.dstate * velem; /* the carries */
+    dim3 grid((unsigned)((p.rows + kRows - 1) / kRows));
     if (a.dtype == SSMK_F64) {
         if (a.is_complex)
-            launch_scan_t<double, true>(p, npt, grid, s);
+            launch_scan_t<double, true>(p, vec, grid, smem, s);
         else
-            launch_scan_t<double, false>(p, npt, grid, s);
+            launch_scan_t<double, false>(p, vec, grid, smem, s);
     } else {
         if (a.is_complex)
-            launch_scan_t<float, true>(p, npt, grid, s);
+            launch_scan_t<float, true>(p, vec, grid, smem, s);
         else
-            launch_scan_t<float, false>(p, npt, grid, s);
+            launch_scan_t<float, false>(p, vec, grid, smem, s);
     }
     CU(cudaGetLastError());
     return SSMK_OK;

@@ -211,17 +211,24 @@ SSMK_HD cplx<T> cphi1(cplx<T> z) {
 
 /* ---- the method table ---- */
 
-/* (Ā, g) of method M at real x, M known at compile time: the GPU kernels
- * are instantiated per method so that each chunk of time steps is
- * straight-line code (a runtime switch inside the unrolled loop compiled
- * into a jump table per step and serialised the schedule). */
+/* Whether method M's Ā is e^x (every method but bilinear). */
+template <int M>
+constexpr bool uses_exp() {
+    return M != BILINEAR;
+}
+
+/* (Ā, g) of method M at real x, M known at compile time, given e = e^x
+ * when uses_exp<M>() (ignored otherwise): the GPU kernels are instantiated
+ * per method so that a run of time steps is straight-line code, and they
+ * form e^x themselves as exp2 of Δ·(a·log2e), with a·log2e once per state. */
 template <int M, typename T>
-SSMK_HD void method_real_m(T x, T &abar, T &g) {
+SSMK_HD void method_real_e(T x, T e, T &abar, T &g) {
     if constexpr (M == ZOH) {
-        abar = sexp(x);
+        (void)x;
+        abar = e;
         g = T(1);
     } else if constexpr (M == FOH) {
-        abar = sexp(x);
+        abar = e;
         g = phi1_from_exp(x, abar);
     } else if constexpr (M == BILINEAR) {
         /* One division: g = 1/(1 − x/2) and Ā = (1 + x/2)/(1 − x/2) = 2g − 1.
@@ -238,26 +245,34 @@ SSMK_HD void method_real_m(T x, T &abar, T &g) {
 #endif
         /* At x = ±∞ the ABI's quotient is ∞/∞ = NaN; 2g − 1 would say −1. */
         abar = isinf(x) ? T(NAN) : T(2) * g - T(1);
+        (void)e;
     } else if constexpr (M == POLY) {
-        abar = sexp(x);
+        abar = e;
 #if SSMK_MUTANT == 5
         g = T(1) + x * T(0.5); /* the x²/6 term dropped */
 #else
         g = T(1) + x * (T(0.5) + x * T(1.0 / 6.0));
 #endif
     } else if constexpr (M == HIGHORDER) {
-        abar = sexp(x);
+        abar = e;
         g = T(1) + x * T(0.5);
     } else if constexpr (M == RK4) {
-        abar = sexp(x);
+        abar = e;
 #if SSMK_MUTANT == 2
         g = T(1) + x * (T(0.5) + x * (T(1.0 / 6.0) + x * T(1.0 / 12.0))); /* x³/24 lost a factor 2 */
 #else
         g = T(1) + x * (T(0.5) + x * (T(1.0 / 6.0) + x * T(1.0 / 24.0)));
 #endif
     } else {
+        (void)x, (void)e;
         abar = g = T(NAN);
     }
+}
+
+/* (Ā, g) of method M at real x. */
+template <int M, typename T>
+SSMK_HD void method_real_m(T x, T &abar, T &g) {
+    method_real_e<M>(x, uses_exp<M>() ? sexp(x) : T(0), abar, g);
 }
 
 /* (Ā, g) of method m at real x, m known at run time. */
@@ -340,16 +355,17 @@ SSMK_HD T step_dt(T delta, const T *delta_bias, int d, int softplus) {
 #endif
 }
 
-/* y + D·u, then the SiLU gate y·z·sigmoid(z). */
+/* y + D·u, then the SiLU gate y·z·sigmoid(z) where there is a z (gated);
+ * the caller loads z, so that the GPU kernel can load it with its other
+ * per-step inputs in one vectorised load. */
 template <typename T>
-SSMK_HD T finish_output(T y, T u, const T *D, const T *z, int d, long long i) {
+SSMK_HD T finish_output(T y, T u, const T *D, int d, bool gated, T zz) {
 #if SSMK_MUTANT == 7 /* the D term dropped */
     (void)D, (void)u, (void)d;
 #else
     if (D) y += D[d] * u;
 #endif
-    if (z) {
-        T zz = z[i];
+    if (gated) {
 #if SSMK_MUTANT == 13
         y = y / (T(1) + sexp(-zz)); /* the gate without its z factor */
 #else
