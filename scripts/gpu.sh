@@ -21,7 +21,7 @@
 #                                   kernel tests (make sanitize)
 #   scripts/gpu.sh variants NAME=FLAGS …
 #                                   there: build one libssmk_cuda.so per compile
-#                                   flag set (e.g. k4="-DSSMK_RUN_BYTES=16"; "" is
+#                                   flag set (e.g. m8="-DSSMK_SCAN_MIN_BLOCKS=8"; "" is
 #                                   the default build) and time each with
 #                                   BenchmarkPlanMambaBlock; a table of µs per
 #                                   variant and method last (bench/NOTES.md)

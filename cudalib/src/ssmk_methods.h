@@ -8,7 +8,9 @@
  * file's engineering, and the verification suite judges it:
  *
  *   - float e^x is exp2f(x·log2e), the route of Mamba's kernel (one MUFU.EX2
- *     on the GPU after range handling); double e^x is exp().
+ *     on the GPU after range handling); double e^x is exp(). The GPU scan
+ *     forms it as exp2 of Δ·(a·log2e) and passes it in (method_real_e),
+ *     by a bare MUFU.EX2 where the whole run stays above 2^-126.
  *   - real φ1(x): its Taylor polynomial for |x| < 1/2, (e^x − 1)/x from the
  *     exp already computed beyond, selected without a branch; for complex z = a + ib,
  *     e^z − 1 = (expm1(a)·cos b − 2·sin²(b/2)) + i·e^a·sin b, which does not
