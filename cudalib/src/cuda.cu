@@ -77,8 +77,14 @@ constexpr int kRows = 4;
 /* Time steps per lane: 32 bytes of the element type (8 float, 4 double or
  * complex float, 2 complex double), so that a lane's run of B or C is two
  * 16-byte loads and a warp's tile of 32·K steps is 1 KiB per array. */
-template <typename V>
-constexpr int steps_per_lane() { return (int)(32 / sizeof(V)); }
+constexpr int steps_per_lane(size_t elem) { return (int)(32 / elem); }
+
+/* A lane's run of K elements seen as 16-byte words. */
+template <typename E, int K>
+union RunWords {
+    uint4 q[K * sizeof(E) / 16];
+    E e[K];
+};
 
 /* Loads (or stores) a lane's run of K elements. Full runs of a VEC kernel
  * (seqlen a multiple of K, 16-byte aligned arrays) move as 16-byte words;
@@ -88,14 +94,10 @@ template <typename E, int K, bool VEC>
 __device__ __forceinline__ void load_run(const E *p, int avail, E (&v)[K]) {
     if (avail >= K) {
         if constexpr (VEC && (K * sizeof(E)) % 16 == 0) {
-            constexpr int Q = (int)(K * sizeof(E) / 16);
-            union {
-                uint4 q[Q];
-                E e[K];
-            } w;
+            RunWords<E, K> w;
             const uint4 *s = reinterpret_cast<const uint4 *>(p);
 #pragma unroll
-            for (int i = 0; i < Q; i++) w.q[i] = s[i];
+            for (int i = 0; i < (int)(K * sizeof(E) / 16); i++) w.q[i] = s[i];
 #pragma unroll
             for (int i = 0; i < K; i++) v[i] = w.e[i];
         } else {
@@ -112,16 +114,12 @@ template <typename E, int K, bool VEC>
 __device__ __forceinline__ void store_run(E *p, int avail, const E (&v)[K]) {
     if (avail >= K) {
         if constexpr (VEC && (K * sizeof(E)) % 16 == 0) {
-            constexpr int Q = (int)(K * sizeof(E) / 16);
-            union {
-                uint4 q[Q];
-                E e[K];
-            } w;
+            RunWords<E, K> w;
 #pragma unroll
             for (int i = 0; i < K; i++) w.e[i] = v[i];
             uint4 *s = reinterpret_cast<uint4 *>(p);
 #pragma unroll
-            for (int i = 0; i < Q; i++) s[i] = w.q[i];
+            for (int i = 0; i < (int)(K * sizeof(E) / 16); i++) s[i] = w.q[i];
         } else {
 #pragma unroll
             for (int i = 0; i < K; i++) p[i] = v[i];
@@ -261,7 +259,7 @@ __device__ __forceinline__ T out_part(cplx<T> c, cplx<T> h) { return c_times_h(c
 template <typename T, bool CPLX, int M, bool VEC>
 __global__ void __launch_bounds__(32 * kRows, SSMK_SCAN_MIN_BLOCKS) scan_kernel(const ScanParams p) {
     typedef typename std::conditional<CPLX, cplx<T>, T>::type V;
-    constexpr int K = steps_per_lane<V>();
+    constexpr int K = steps_per_lane(sizeof(V));
     constexpr int TILE = 32 * K;
     constexpr bool FASTEXP = !CPLX && std::is_same<T, float>::value && uses_exp<M>();
     extern __shared__ __align__(16) unsigned char smem[];
@@ -498,7 +496,7 @@ int32_t launch_scan(const ssmk_scan_args &a, cudaStream_t s) {
     /* 16-byte runs need every run to start on a multiple of K elements
      * (seqlen a multiple of K) and 16-byte aligned arrays (device buffers
      * from cudaMalloc are 256-byte aligned). */
-    const int K = 32 / (int)velem;
+    const int K = steps_per_lane(velem);
     const bool vec = a.is_variable_B && a.is_variable_C && a.seqlen % K == 0 && aligned16(a.u) &&
                      aligned16(a.delta) && aligned16(a.out) && (!a.z || aligned16(a.z)) && aligned16(a.B) &&
                      aligned16(a.C);
