@@ -15,6 +15,7 @@
  * The process is never exited.
  */
 #include <cuda_runtime.h>
+#include <float.h>
 #include <stdlib.h>
 
 #include <new>
@@ -68,6 +69,7 @@ struct ScanParams {
 
 /* One warp per (b, d) row: a block holds kRows rows. */
 constexpr int kRows = 4;
+
 /* Blocks per SM the register allocation must allow (__launch_bounds__):
  * 0 leaves it to the compiler. */
 #ifndef SSMK_SCAN_MIN_BLOCKS
@@ -167,12 +169,16 @@ __device__ __forceinline__ float ex2_normal(float xl) {
 /* (Ā, Δ·g·B·u) of one state update of real A: the method at x = Δ·a, with
  * e^x (where the method uses it) as exp2 of Δ·a2, a2 = a·log2e formed once
  * per state, in float; then the input term as ((Δ·g)·B)·u, the CPU build's
- * order. Δ·u, formed once per step, would save a product for zoh but
- * overflows at Δ = FLT_MAX where Δ·g = 2/a (bilinear) does not (golden case
- * fuzz-bilinear-real-delta-flt-max), and measured no faster (bench/NOTES.md).
- * FAST: every Δ·a2 of the run is ≥ −126 (ex2_normal). */
-template <typename T, int M, bool FAST>
-__device__ __forceinline__ void update_terms(T a, T a2, T dt, T u, T bv, T &ab, T &bb) {
+ * order. FAST: every Δ·a2 of the tile is ≥ −126 (ex2_normal). DU (zoh only,
+ * where g = 1): the input term is B·du with du = Δ·u formed once per step,
+ * one product fewer per update, taken where zoh_du_exact holds for the tile.
+ * Not for the other methods: there Δ·u may overflow where Δ·g does not
+ * (bilinear at Δ = FLT_MAX, g = 2/(Δ·a): golden case
+ * fuzz-bilinear-real-delta-flt-max). */
+template <typename T, int M, bool FAST, bool DU, bool NEAR>
+__device__ __forceinline__ void update_terms(T a, T a2, T dt, T u, T du, T bv, T &ab, T &bb) {
+    static_assert(!DU || M == ZOH, "B·(Δ·u) is the input term of zoh alone");
+    static_assert(!NEAR || M == FOH, "the near branch is foh's");
     const T x = dt * a;
     T e = T(0), g;
     if constexpr (uses_exp<M>()) {
@@ -182,7 +188,12 @@ __device__ __forceinline__ void update_terms(T a, T a2, T dt, T u, T bv, T &ab, 
             e = sexp(x);
     }
     (void)a2;
-    method_real_e<M>(x, e, ab, g);
+    if constexpr (NEAR) {
+        ab = e;
+        g = phi1_near(x);
+    } else {
+        method_real_e<M>(x, e, ab, g);
+    }
 #if defined(SSMK_SLOW_WORK) && SSMK_SLOW_WORK > 0
     /* A deliberately slowed build (SSMK_NVCC_EXTRA=-DSSMK_SLOW_WORK=n): n
      * redundant evaluations per state update whose results feed a select the
@@ -195,7 +206,13 @@ __device__ __forceinline__ void update_terms(T a, T a2, T dt, T u, T bv, T &ab, 
         ab = (ab2 == ab2 || ab != ab) ? ab : g2;
     }
 #endif
-    bb = ((dt * g) * bv) * u;
+    if constexpr (DU) {
+        (void)g, (void)dt, (void)u;
+        bb = bv * du;
+    } else {
+        (void)du;
+        bb = ((dt * g) * bv) * u;
+    }
 }
 /* The same for complex A, through the runtime method table. */
 template <typename T>
@@ -206,33 +223,50 @@ __device__ __forceinline__ void update_terms_c(int method, cplx<T> a, T dt, T u,
     bb = cscale(cmul(cscale(g, dt), bv), u);
 }
 
-/* The K updates of a lane's run for one state: real A. FAST_OK: the run
- * may take ex2_normal, if every lane's Δ·a2 is ≥ −126 (Δ·a2 is linear in Δ,
- * so its least value over a run is at the run's least or largest Δ; NaN
- * compares false). */
-template <int M, bool FAST_OK, typename T, int K>
-__device__ __forceinline__ void update_run(int method, T a, const T (&dt)[K], const T (&u)[K], const T (&bv)[K],
-                                           T (&ab)[K], T (&bb)[K], T dmin, T dmax) {
-    (void)method, (void)dmin, (void)dmax;
-    const T a2 = a * T(SSMK_LOG2E_F);
-    bool fast = false;
-    if constexpr (FAST_OK) fast = __all_sync(0xffffffffu, fminf(dmin * a2, dmax * a2) >= -126.0f);
-    if (fast) {
-#pragma unroll
-        for (int i = 0; i < K; i++) update_terms<T, M, true>(a, a2, dt[i], u[i], bv[i], ab[i], bb[i]);
-    } else {
-#pragma unroll
-        for (int i = 0; i < K; i++) update_terms<T, M, false>(a, a2, dt[i], u[i], bv[i], ab[i], bb[i]);
-    }
+/* The terms of one state update: real A with the method known at compile
+ * time, complex A through the runtime table. */
+template <int M, bool FAST, bool DU, bool NEAR, typename T>
+__device__ __forceinline__ void step_terms(int, T a, T a2, T dt, T u, T du, T bv, T &ab, T &bb) {
+    update_terms<T, M, FAST, DU, NEAR>(a, a2, dt, u, du, bv, ab, bb);
 }
-/* Complex A. */
-template <int M, bool FAST_OK, typename T, int K>
-__device__ __forceinline__ void update_run(int method, cplx<T> a, const T (&dt)[K], const T (&u)[K],
-                                           const cplx<T> (&bv)[K], cplx<T> (&ab)[K], cplx<T> (&bb)[K], T, T) {
-#pragma unroll
-    for (int i = 0; i < K; i++) update_terms_c(method, a, dt[i], u[i], bv[i], ab[i], bb[i]);
+template <int M, bool FAST, bool DU, bool NEAR, typename T>
+__device__ __forceinline__ void step_terms(int method, cplx<T> a, cplx<T>, T dt, T u, T, cplx<T> bv, cplx<T> &ab,
+                                           cplx<T> &bb) {
+    update_terms_c(method, a, dt, u, bv, ab, bb);
 }
 
+/* Whether every Δ·a·log2e of a lane's run — its steps' dt in [dmin, dmax],
+ * against every state of the row, a·log2e in [a2min, a2max] — is ≥ −126, so
+ * that the run may take ex2_normal: Δ·a2 is bilinear in (Δ, a2), so its
+ * least value over the box is at a corner. An infinite or NaN corner
+ * compares false (the exact path). A NaN Δ or a, which fminf passes over,
+ * makes only NaN exponents, for which ex2_normal and exp2f agree. */
+__device__ __forceinline__ bool run_exp_normal(float dmin, float dmax, float a2min, float a2max) {
+    const float lo = fminf(fminf(dmin * a2min, dmin * a2max), fminf(dmax * a2min, dmax * a2max));
+    return lo >= -126.0f;
+}
+
+/* Whether zoh's input terms B·(Δ·u) of a lane's run are those of (Δ·B)·u up
+ * to rounding: every du = Δ·u is finite and normal, or an exact zero (Δ or u
+ * is 0). Then the only intermediate of B·du neither overflows nor underflows
+ * where Δ·B·u does not; a NaN or infinite du takes the CPU build's order. */
+template <typename T, int K>
+__device__ __forceinline__ bool run_du_exact(const T (&dt)[K], const T (&u)[K], const T (&du)[K]) {
+    static_assert(std::is_same<T, float>::value, "zoh's B·(Δ·u) is the float kernels'");
+    bool ok = true;
+#pragma unroll
+    for (int i = 0; i < K; i++)
+        ok = ok && isfinite(du[i]) && (fabsf(du[i]) >= FLT_MIN || dt[i] == T(0) || u[i] == T(0));
+    return ok;
+}
+
+/* The largest |x| = |Δ·a| of a lane's run for state a, its largest |Δ| being
+ * dabs: foh's near test compares it with 1/2 (NaN compares false, and so
+ * does complex A's NaN). */
+template <typename T>
+__device__ __forceinline__ T run_xmax(T dabs, T a) { return dabs * sabs(a); }
+template <typename T>
+__device__ __forceinline__ T run_xmax(T, cplx<T>) { return T(NAN); }
 
 /* Re(C·h): the state's contribution to the output (2·Re Σ for complex A). */
 template <typename T>
@@ -240,21 +274,29 @@ __device__ __forceinline__ T out_part(T c, T h) { return c * h; }
 template <typename T>
 __device__ __forceinline__ T out_part(cplx<T> c, cplx<T> h) { return c_times_h(c, h).re; }
 
+template <typename T>
+__device__ __forceinline__ T a_log2e(T a) { return a * T(SSMK_LOG2E_F); }
+template <typename T>
+__device__ __forceinline__ cplx<T> a_log2e(cplx<T> a) { return a; } /* unused: complex A takes cexp */
+
 /*
  * The scan, time-parallel: warp w of a block runs row (b, d); the row's time
  * runs in tiles of 32·K steps, lane l holding steps t0 + l·K … t0 + l·K + K − 1
  * of a tile. For each state n in turn a lane forms its K updates
- * h ← Ā_t·h + b_t (b_t = Δ_t·g_t·B_t·u_t) and composes them into one affine map
- * (Π Ā, h_end from 0); an inclusive Kogge–Stone scan of those maps over the
- * 32 lanes (5 shuffle levels, the tile's carry-in state composed into lane 0
- * first) gives each lane the state entering its run, and a second pass over
- * the K stored (Ā, b) adds C_t·h_t to the lane's K outputs. Outputs are
- * therefore sums over states kept in registers — no reduction across lanes —
- * and the only cross-lane work is the scan: 5 levels per state per K steps.
- * The carry between tiles is one value per state, kept in shared memory by
- * lane 31. Full tiles run without bounds checks; only the sequence's last,
- * partial tile checks. bench/NOTES.md records this design's predecessors and
- * timings.
+ * h ← Ā_t·h + b_t (b_t = Δ_t·g_t·B_t·u_t) and composes them into one affine
+ * map (Π Ā, h from 0); an inclusive Kogge–Stone scan of those maps over the
+ * 32 lanes (5 shuffle levels, the state entering the tile composed into lane
+ * 0 first) gives each lane the state entering its run, and a second pass
+ * over the K stored (Ā, b) adds C_t·h_t to the lane's K outputs. Outputs are
+ * sums over states kept in registers — no reduction across lanes — and the
+ * only cross-lane work is the scan: 5 levels per state per K steps. The
+ * carry between tiles (zero before the first) is one value per state in
+ * shared memory, written by lane 31 and read by all lanes. Per tile, one
+ * warp vote picks the fast path of the real float kernels (e^x by one
+ * MUFU.EX2; zoh's B·(Δ·u)), and per state foh's near branch; the answers
+ * are those of the exact path. Full tiles run without bounds checks; only
+ * the sequence's last, partial tile checks. bench/NOTES.md records
+ * this design's predecessors and timings.
  */
 template <typename T, bool CPLX, int M, bool VEC>
 __global__ void __launch_bounds__(32 * kRows, SSMK_SCAN_MIN_BLOCKS) scan_kernel(const ScanParams p) {
@@ -262,6 +304,15 @@ __global__ void __launch_bounds__(32 * kRows, SSMK_SCAN_MIN_BLOCKS) scan_kernel(
     constexpr int K = steps_per_lane(sizeof(V));
     constexpr int TILE = 32 * K;
     constexpr bool FASTEXP = !CPLX && std::is_same<T, float>::value && uses_exp<M>();
+    constexpr bool ZOHDU = FASTEXP && M == ZOH;
+    constexpr bool FOHNEAR = FASTEXP && M == FOH;
+    /* Real float kernels hold two states' loads in flight: the next state's
+     * C as well as its a and B, in a loop unrolled by two so that the
+     * buffers trade places without copies. Double and complex kernels, whose
+     * elements take two or four registers, load C at the start of its own
+     * state and run the loop rolled: the wide form cost them 20–35 % (3 blocks
+     * per SM instead of 4; bench/NOTES.md). */
+    constexpr bool WIDE = !CPLX && std::is_same<T, float>::value;
     extern __shared__ __align__(16) unsigned char smem[];
     const int lane = (int)(threadIdx.x & 31), warp = (int)(threadIdx.x >> 5);
     const long long row = (long long)blockIdx.x * kRows + warp;
@@ -279,13 +330,31 @@ __global__ void __launch_bounds__(32 * kRows, SSMK_SCAN_MIN_BLOCKS) scan_kernel(
     /* variable B, C: element (n, t) at n·L + t from here; fixed: n from Bf, Cf */
     const V *Bv = VEC || p.is_variable_B ? (const V *)p.B + vbase : nullptr;
     const V *Cv = VEC || p.is_variable_C ? (const V *)p.C + vbase : nullptr;
-        const V *Bf = (const V *)p.B + (long long)d * N, *Cf = (const V *)p.C + (long long)d * N;
+    const V *Bf = (const V *)p.B + (long long)d * N, *Cf = (const V *)p.C + (long long)d * N;
+
+    /* The state before the sequence, and the range of a·log2e over the
+     * row's states for the tiles' fast-path test. */
+    float a2min = 0.0f, a2max = 0.0f;
+    if constexpr (FASTEXP) {
+        a2min = INFINITY, a2max = -INFINITY;
+        for (int n = lane; n < N; n += 32) {
+            const float a2 = a_log2e(A[n]);
+            a2min = fminf(a2min, a2);
+            a2max = fmaxf(a2max, a2);
+        }
+#pragma unroll
+        for (int off = 16; off > 0; off >>= 1) {
+            a2min = fminf(a2min, __shfl_xor_sync(0xffffffffu, a2min, off));
+            a2max = fmaxf(a2max, __shfl_xor_sync(0xffffffffu, a2max, off));
+        }
+    }
+    for (int n = lane; n < N; n += 32) carry[n] = V{};
 
     auto tile = [&](auto full_tag, const int t0) {
         constexpr bool FULL = decltype(full_tag)::value;
         const int tl = t0 + lane * K; /* this lane's first step */
         const int avail = FULL ? K : L - tl; /* steps of its run inside the sequence (≤ 0: none) */
-        if (t0 > 0) __syncwarp();     /* lane 31's carries of the last tile are visible to lane 0 */
+        __syncwarp(); /* the carries written by lane 31 (zeros before the first tile) are visible */
         T dt[K], uu[K], y[K];
         T dmin = T(0), dmax = T(0);
         load_run<T, K, VEC>(u + tl, avail, uu);
@@ -303,92 +372,141 @@ __global__ void __launch_bounds__(32 * kRows, SSMK_SCAN_MIN_BLOCKS) scan_kernel(
                 }
             }
         }
-        const V *bp = Bv ? Bv + tl : nullptr, *cp = Cv ? Cv + tl : nullptr;
-        /* State n's a and its run of B, and its run of C. */
-        auto load_b = [&](int n, V &a, V (&bv)[K]) {
-            a = A[n];
-            if (VEC || bp) {
-                load_run<V, K, VEC>(bp + (size_t)n * L, avail, bv);
+        /* State n's a and its runs of B and C (or its fixed B and C), from
+         * pointers that advance by one state per iteration. */
+        /* the largest |Δ| of the lane's run (foh's near test) */
+        const T dabs = sabs(dmin) > sabs(dmax) ? sabs(dmin) : sabs(dmax);
+        /* zoh's input terms as B·(Δ·u), Δ·u once per step (see run_du_exact). */
+        T du[K] = {};
+        if constexpr (ZOHDU) {
+#pragma unroll
+            for (int i = 0; i < K; i++) du[i] = dt[i] * uu[i];
+        }
+        const V *bq = Bv ? Bv + tl : Bf, *cq = Cv ? Cv + tl : Cf;
+        const long long bstep = Bv ? L : 1, cstep = Cv ? L : 1;
+        auto load_b = [&](const V *ap, const V *bs, V &a, V (&bv)[K]) {
+            a = *ap;
+            if (VEC || Bv) {
+                load_run<V, K, VEC>(bs, avail, bv);
             } else {
-                const V f = Bf[n];
+                const V f = *bs;
 #pragma unroll
                 for (int i = 0; i < K; i++) bv[i] = f;
             }
         };
-        auto load_c = [&](int n, V (&cv)[K]) {
-            if (VEC || cp) {
-                load_run<V, K, VEC>(cp + (size_t)n * L, avail, cv);
+        auto load_c = [&](const V *cs, V (&cv)[K]) {
+            if (VEC || Cv) {
+                load_run<V, K, VEC>(cs, avail, cv);
             } else {
-                const V f = Cf[n];
+                const V f = *cs;
 #pragma unroll
                 for (int i = 0; i < K; i++) cv[i] = f;
             }
         };
-        /* The next state's a and B are loaded before this state's
-         * arithmetic, and C, first needed after the scan, at its start, so
-         * that their latency (an L2 round trip: B and C are shared by the
-         * batch's rows) overlaps arithmetic. */
-        V an, bn[K];
-        load_b(0, an, bn);
-        for (int n = 0; n < N; n++) {
-            const V a = an;
-            V bv[K], cv[K];
+        auto states = [&](auto fast_tag) {
+            constexpr bool FAST = decltype(fast_tag)::value;
+            /* The next state's a and B (and C, WIDE) are loaded before this
+             * state's arithmetic, so that their latency (an L2 round trip:
+             * B and C are shared by the batch's rows) overlaps it. The last
+             * state loads itself again rather than nothing: a load under a
+             * condition would keep the old values by copies. */
+            const V *ap = A, *bs = bq, *cs = cq;
+            V *cy = carry;
+            V an, bn[K], cn[K];
+            load_b(ap, bs, an, bn);
+            if constexpr (WIDE) load_c(cs, cn);
+#pragma unroll(WIDE ? 2 : 1)
+            for (int n = 0; n < N; n++) {
+                const V a = an;
+                V bv[K], cv[K];
 #pragma unroll
-            for (int i = 0; i < K; i++) bv[i] = bn[i];
-            load_c(n, cv);
-            if (n + 1 < N) load_b(n + 1, an, bn);
-            /* Pass 1: the run's updates. */
-            V ab[K], bb[K];
-            update_run<M, FASTEXP && FULL>(p.method, a, dt, uu, bv, ab, bb, dmin, dmax);
-            if constexpr (!FULL) {
-                /* The steps past the end are made identities here, not by
-                 * Δ = 0 alone, which gives x = 0·a = NaN for an infinite a. */
+                for (int i = 0; i < K; i++) bv[i] = bn[i];
+                if constexpr (WIDE) {
 #pragma unroll
-                for (int i = 0; i < K; i++) {
-                    if (i >= avail) {
-                        ab[i] = vone<V>();
-                        bb[i] = V{};
+                    for (int i = 0; i < K; i++) cv[i] = cn[i];
+                } else {
+                    (void)cn;
+                    load_c(cs, cv);
+                }
+                if (n + 1 < N) ap += 1, bs += bstep, cs += cstep;
+                load_b(ap, bs, an, bn);
+                if constexpr (WIDE) load_c(cs, cn);
+                const V a2 = a_log2e(a);
+                const V hin = *cy; /* the state entering the tile */
+                /* Pass 1: the run's updates, and their composition: the map
+                 * h ↦ Ap·h + hp of the whole run. */
+                V ab[K], bb[K];
+                auto pass1 = [&](auto near_tag) {
+#pragma unroll
+                    for (int i = 0; i < K; i++) {
+                        step_terms<M, FAST, ZOHDU && FAST, decltype(near_tag)::value>(p.method, a, a2, dt[i], uu[i],
+                                                                                       du[i], bv[i], ab[i], bb[i]);
+                        /* The steps past the end are made identities here,
+                         * not by Δ = 0 alone, which gives x = 0·a = NaN for
+                         * an infinite a. */
+                        if (!FULL && i >= avail) {
+                            ab[i] = vone<V>();
+                            bb[i] = V{};
+                        }
+                    }
+                };
+                /* foh where every |Δ·a| of the tile is below 1/2 takes φ1's
+                 * series alone, the branch phi1_from_exp selects there:
+                 * the same values without the far branch's division. */
+                if constexpr (FOHNEAR && FAST) {
+                    if (__all_sync(0xffffffffu, run_xmax(dabs, a) < T(0.5)))
+                        pass1(std::true_type{});
+                    else
+                        pass1(std::false_type{});
+                } else {
+                    pass1(std::false_type{});
+                }
+                V Ap = ab[0], hp = bb[0];
+#pragma unroll
+                for (int i = 1; i < K; i++) {
+                    Ap = vmul(ab[i], Ap);
+                    hp = vfma(ab[i], hp, bb[i]);
+                }
+                /* Lane 0 composes the state entering the tile into its map —
+                 * also h = 0 before the sequence, so that a non-finite Ā of
+                 * the first step gives NaN·0 = NaN as the sequential
+                 * recurrence does (FuzzScan on the H200: bilinear, complex,
+                 * Δ = DBL_MAX gave a finite state without it). */
+                if (lane == 0) hp = vfma(Ap, hin, hp);
+                /* Inclusive scan of the maps over the lanes: hp becomes the
+                 * state after this lane's last step. */
+#pragma unroll
+                for (int off = 1; off < 32; off <<= 1) {
+                    const V Aq = off < 16 ? shfl_up(Ap, off) : Ap;
+                    const V hq = shfl_up(hp, off);
+                    if (lane >= off) {
+                        hp = vfma(Ap, hq, hp);
+                        if (off < 16) Ap = vmul(Ap, Aq);
                     }
                 }
-            }
-            /* Their composition: the map h ↦ Ap·h + hp of the whole run. */
-            V Ap = ab[0], hp = bb[0];
+                /* Pass 2: the states of the run from the state entering it. */
+                V h = shfl_up(hp, 1);
+                if (lane == 0) h = hin;
+                __syncwarp(); /* every lane has read carry[n] before lane 31 replaces it */
+                if (lane == 31) *cy = hp;
+                cy++;
 #pragma unroll
-            for (int i = 1; i < K; i++) {
-                Ap = vmul(ab[i], Ap);
-                hp = vfma(ab[i], hp, bb[i]);
-            }
-            /* The state entering the tile, which lane 0 composes into its
-             * map — also h = 0 before the sequence, so that a non-finite Ā
-             * of the first step gives NaN·0 = NaN as the sequential
-             * recurrence does, not the map's offset alone (FuzzScan on the
-             * H200: bilinear, complex, Δ = DBL_MAX gave a finite state). */
-            V hin{};
-            if (lane == 0) {
-                if (t0 > 0) hin = carry[n];
-                hp = vfma(Ap, hin, hp);
-            }
-            /* Inclusive scan of the maps over the lanes: hp becomes the state
-             * after this lane's last step. */
-#pragma unroll
-            for (int off = 1; off < 32; off <<= 1) {
-                const V Aq = off < 16 ? shfl_up(Ap, off) : Ap;
-                const V hq = shfl_up(hp, off);
-                if (lane >= off) {
-                    hp = vfma(Ap, hq, hp);
-                    if (off < 16) Ap = vmul(Ap, Aq);
+                for (int i = 0; i < K; i++) {
+                    h = vfma(ab[i], h, bb[i]);
+                    y[i] += out_part(cv[i], h);
                 }
             }
-            /* Pass 2: the states of the run from the state entering it. */
-            V h = shfl_up(hp, 1);
-            if (lane == 0) h = hin;
-            __syncwarp(); /* lane 0 has read carry[n] before lane 31 replaces it */
-            if (lane == 31) carry[n] = hp;
-#pragma unroll
-            for (int i = 0; i < K; i++) {
-                h = vfma(ab[i], h, bb[i]);
-                y[i] += out_part(cv[i], h);
-            }
+        };
+        if constexpr (FASTEXP && FULL) {
+            bool fast = run_exp_normal(dmin, dmax, a2min, a2max);
+            if constexpr (ZOHDU) fast = fast && run_du_exact(dt, uu, du);
+            if (__all_sync(0xffffffffu, fast))
+                states(std::true_type{});
+            else
+                states(std::false_type{});
+        } else {
+            (void)dmin, (void)dmax, (void)a2min, (void)a2max;
+            states(std::false_type{});
         }
         if (FULL || avail > 0) {
             T zz[K] = {}, o[K];

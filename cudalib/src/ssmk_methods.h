@@ -10,7 +10,10 @@
  *   - float e^x is exp2f(x·log2e), the route of Mamba's kernel (one MUFU.EX2
  *     on the GPU after range handling); double e^x is exp(). The GPU scan
  *     forms it as exp2 of Δ·(a·log2e) and passes it in (method_real_e),
- *     by a bare MUFU.EX2 where the whole run stays above 2^-126.
+ *     by a bare MUFU.EX2 where the whole tile stays above 2^-126; there it
+ *     also forms zoh's input term as B·(Δ·u) (one product fewer), where
+ *     every Δ·u of the tile is normal, and takes foh's φ1 from phi1_near
+ *     where every |x| of a state's tile is below 1/2.
  *   - real φ1(x): its Taylor polynomial for |x| < 1/2, (e^x − 1)/x from the
  *     exp already computed beyond, selected without a branch; for complex z = a + ib,
  *     e^z − 1 = (expm1(a)·cos b − 2·sin²(b/2)) + i·e^a·sin b, which does not
@@ -116,6 +119,13 @@ SSMK_HD double phi1_series(double x) {
     double p = c[0];
     for (int k = 1; k < 14; k++) p = p * x + c[k];
     return p * x + 1.0;
+}
+
+/* φ1(x) where |x| < 1/2 is known (a GPU tile whose every x is): the branch
+ * phi1_from_exp selects there. */
+template <typename T>
+SSMK_HD T phi1_near(T x) {
+    return phi1_series(x);
 }
 
 /* φ1(x) given e = e^x already computed: the series near 0, (e − 1)/x beyond,
