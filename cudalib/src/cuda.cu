@@ -69,7 +69,6 @@ struct ScanParams {
 
 /* One warp per (b, d) row: a block holds kRows rows. */
 constexpr int kRows = 4;
-
 /* Blocks per SM the register allocation must allow (__launch_bounds__):
  * 0 leaves it to the compiler. */
 #ifndef SSMK_SCAN_MIN_BLOCKS
@@ -171,7 +170,7 @@ __device__ __forceinline__ float ex2_normal(float xl) {
  * per state, in float; then the input term as ((Δ·g)·B)·u, the CPU build's
  * order. FAST: every Δ·a2 of the tile is ≥ −126 (ex2_normal). DU (zoh only,
  * where g = 1): the input term is B·du with du = Δ·u formed once per step,
- * one product fewer per update, taken where zoh_du_exact holds for the tile.
+ * one product fewer per update, taken where run_du_exact holds for the tile.
  * Not for the other methods: there Δ·u may overflow where Δ·g does not
  * (bilinear at Δ = FLT_MAX, g = 2/(Δ·a): golden case
  * fuzz-bilinear-real-delta-flt-max). */
@@ -372,16 +371,16 @@ __global__ void __launch_bounds__(32 * kRows, SSMK_SCAN_MIN_BLOCKS) scan_kernel(
                 }
             }
         }
-        /* State n's a and its runs of B and C (or its fixed B and C), from
-         * pointers that advance by one state per iteration. */
         /* the largest |Δ| of the lane's run (foh's near test) */
-        const T dabs = sabs(dmin) > sabs(dmax) ? sabs(dmin) : sabs(dmax);
+        const T dabs = FOHNEAR ? (sabs(dmin) > sabs(dmax) ? sabs(dmin) : sabs(dmax)) : T(0);
         /* zoh's input terms as B·(Δ·u), Δ·u once per step (see run_du_exact). */
         T du[K] = {};
         if constexpr (ZOHDU) {
 #pragma unroll
             for (int i = 0; i < K; i++) du[i] = dt[i] * uu[i];
         }
+        /* State n's a and its runs of B and C (or its fixed B and C), from
+         * pointers that advance by one state per iteration. */
         const V *bq = Bv ? Bv + tl : Bf, *cq = Cv ? Cv + tl : Cf;
         const long long bstep = Bv ? L : 1, cstep = Cv ? L : 1;
         auto load_b = [&](const V *ap, const V *bs, V &a, V (&bv)[K]) {
