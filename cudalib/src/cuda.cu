@@ -69,6 +69,12 @@ struct ScanParams {
 
 /* One warp per (b, d) row: a block holds kRows rows. */
 constexpr int kRows = 4;
+/* The real methods whose float kernels take EXPSUM (scan_kernel), a bit per
+ * Method: poly, highorder and rk4, where it measured 9, 1.5 and 7 % faster
+ * (8×2048×4096×16); zoh and foh were slower (bench/NOTES.md, variants 26, 29). */
+#ifndef SSMK_EXPSUM_MASK
+#define SSMK_EXPSUM_MASK ((1 << POLY) | (1 << HIGHORDER) | (1 << RK4))
+#endif
 /* Blocks per SM the register allocation must allow (__launch_bounds__):
  * 0 leaves it to the compiler. */
 #ifndef SSMK_SCAN_MIN_BLOCKS
@@ -168,15 +174,17 @@ __device__ __forceinline__ float ex2_normal(float xl) {
 /* (Ā, Δ·g·B·u) of one state update of real A: the method at x = Δ·a, with
  * e^x (where the method uses it) as exp2 of Δ·a2, a2 = a·log2e formed once
  * per state, in float; then the input term as ((Δ·g)·B)·u, the CPU build's
- * order. FAST: every Δ·a2 of the tile is ≥ −126 (ex2_normal). DU (zoh only,
- * where g = 1): the input term is B·du with du = Δ·u formed once per step,
- * one product fewer per update, taken where run_du_exact holds for the tile.
- * Not for the other methods: there Δ·u may overflow where Δ·g does not
- * (bilinear at Δ = FLT_MAX, g = 2/(Δ·a): golden case
- * fuzz-bilinear-real-delta-flt-max). */
+ * order. FAST: the tile passed its method's vote — every Δ·a2 ≥ −126
+ * (ex2_normal) for the exp methods, run_bilinear_stable for bilinear. DU
+ * (zoh and bilinear, FAST): the input term from du = Δ·u formed once per
+ * step, B·du for zoh (g = 1), B·(du·g) for bilinear, a product fewer per
+ * update, where run_du_exact holds for the tile: Δ·u may overflow where Δ·g
+ * does not (bilinear at Δ = FLT_MAX, g = 2/(Δ·a): golden case
+ * fuzz-bilinear-real-delta-flt-max), and there the CPU build's order is
+ * taken. */
 template <typename T, int M, bool FAST, bool DU, bool NEAR>
 __device__ __forceinline__ void update_terms(T a, T a2, T dt, T u, T du, T bv, T &ab, T &bb) {
-    static_assert(!DU || M == ZOH, "B·(Δ·u) is the input term of zoh alone");
+    static_assert(!DU || M == ZOH || M == BILINEAR, "B·(Δ·u·g): zoh's and bilinear's fast input term");
     static_assert(!NEAR || M == FOH, "the near branch is foh's");
     const T x = dt * a;
     T e = T(0), g;
@@ -190,6 +198,12 @@ __device__ __forceinline__ void update_terms(T a, T a2, T dt, T u, T du, T bv, T
     if constexpr (NEAR) {
         ab = e;
         g = phi1_near(x);
+    } else if constexpr (M == BILINEAR && DU) {
+        /* method_real_e's bilinear where run_bilinear_stable holds: the
+         * same g (__fdividef(1/4, d/4) is exactly __fdividef(1, d) for d in
+         * [1, 2^19 + 1]) and Ā, without the test for an infinite x. */
+        g = __fdividef(T(1), T(1) - x * T(0.5));
+        ab = T(2) * g - T(1);
     } else {
         method_real_e<M>(x, e, ab, g);
     }
@@ -205,9 +219,12 @@ __device__ __forceinline__ void update_terms(T a, T a2, T dt, T u, T du, T bv, T
         ab = (ab2 == ab2 || ab != ab) ? ab : g2;
     }
 #endif
-    if constexpr (DU) {
+    if constexpr (DU && M == ZOH) {
         (void)g, (void)dt, (void)u;
         bb = bv * du;
+    } else if constexpr (DU) {
+        (void)dt, (void)u;
+        bb = bv * (du * g);
     } else {
         (void)du;
         bb = ((dt * g) * bv) * u;
@@ -245,17 +262,30 @@ __device__ __forceinline__ bool run_exp_normal(float dmin, float dmax, float a2m
     return lo >= -126.0f;
 }
 
-/* Whether zoh's input terms B·(Δ·u) of a lane's run are those of (Δ·B)·u up
- * to rounding: every du = Δ·u is finite and normal, or an exact zero (Δ or u
- * is 0). Then the only intermediate of B·du neither overflows nor underflows
- * where Δ·B·u does not; a NaN or infinite du takes the CPU build's order. */
+/* Whether every x = Δ·a of a lane's run (Δ in [dmin, dmax], a·log2e in
+ * [a2min, a2max] over the row's states) is in [−2^20, 0]: then bilinear's
+ * 1 − x/2 is in [1, 2^19 + 1], so that g = 1/(1 − x/2) is in [2^-20, 1] and
+ * one reciprocal (no scaling for __fdividef's top of range, no test for an
+ * infinite x), and du·g is within 2^20 of du (run_du_exact). NaN compares
+ * false; a NaN Δ or a, which fminf passes over, gives NaN on both paths. */
+__device__ __forceinline__ bool run_bilinear_stable(float dmin, float dmax, float a2min, float a2max) {
+    return dmin >= 0.0f && a2max <= 0.0f && dmax * -a2min <= 0x1p20f;
+}
+
+/* Whether the fast input terms of a lane's run — zoh's B·du, bilinear's
+ * B·(du·g), du = Δ·u — are those of the CPU build's ((Δ·g)·B)·u up to
+ * rounding: every du is finite with |du| ≥ lo, or an exact zero (Δ or u is
+ * 0). Then no intermediate overflows or underflows where Δ·g·B·u does not:
+ * lo = FLT_MIN for zoh (g = 1); 2^-100 for bilinear, whose du·g is then at
+ * least 2^-120 (g ≥ 2^-20: run_bilinear_stable). A NaN or infinite du takes
+ * the CPU build's order. */
 template <typename T, int K>
-__device__ __forceinline__ bool run_du_exact(const T (&dt)[K], const T (&u)[K], const T (&du)[K]) {
-    static_assert(std::is_same<T, float>::value, "zoh's B·(Δ·u) is the float kernels'");
+__device__ __forceinline__ bool run_du_exact(const T (&dt)[K], const T (&u)[K], const T (&du)[K], T lo) {
+    static_assert(std::is_same<T, float>::value, "the Δ·u input terms are the float kernels'");
     bool ok = true;
 #pragma unroll
     for (int i = 0; i < K; i++)
-        ok = ok && isfinite(du[i]) && (fabsf(du[i]) >= FLT_MIN || dt[i] == T(0) || u[i] == T(0));
+        ok = ok && isfinite(du[i]) && (fabsf(du[i]) >= lo || dt[i] == T(0) || u[i] == T(0));
     return ok;
 }
 
@@ -272,6 +302,15 @@ template <typename T>
 __device__ __forceinline__ T out_part(T c, T h) { return c * h; }
 template <typename T>
 __device__ __forceinline__ T out_part(cplx<T> c, cplx<T> h) { return c_times_h(c, h).re; }
+
+/* e^{a·ΣΔ} of a scan window from a·log2e and the window's ΣΔ (EXPSUM in
+ * scan_kernel: real float kernels only; the other overload is never used).
+ * Below 2^-126 it is 0 where the product of the steps' Ā may be subnormal:
+ * an absolute error under 2^-126 of the state it multiplies, which the
+ * error model allows (a flushed Ā). */
+__device__ __forceinline__ float window_decay(float a2, float w) { return ex2_normal(a2 * w); }
+template <typename V>
+__device__ __forceinline__ V window_decay(V, float) { return V{}; }
 
 template <typename T>
 __device__ __forceinline__ T a_log2e(T a) { return a * T(SSMK_LOG2E_F); }
@@ -292,8 +331,10 @@ __device__ __forceinline__ cplx<T> a_log2e(cplx<T> a) { return a; } /* unused: c
  * carry between tiles (zero before the first) is one value per state in
  * shared memory, written by lane 31 and read by all lanes. Per tile, one
  * warp vote picks the fast path of the real float kernels (e^x by one
- * MUFU.EX2; zoh's B·(Δ·u)), and per state foh's near branch; the answers
- * are those of the exact path. Full tiles run without bounds checks; only
+ * MUFU.EX2, and the scan's products of Ā as e^{a·ΣΔ} for poly, highorder
+ * and rk4; zoh's B·(Δ·u); bilinear's one reciprocal and B·(Δ·u·g)), and per
+ * state foh's near branch; the answers are those of the exact path up to
+ * rounding. Full tiles run without bounds checks; only
  * the sequence's last, partial tile checks. bench/NOTES.md records
  * this design's predecessors and timings.
  */
@@ -305,6 +346,15 @@ __global__ void __launch_bounds__(32 * kRows, SSMK_SCAN_MIN_BLOCKS) scan_kernel(
     constexpr bool FASTEXP = !CPLX && std::is_same<T, float>::value && uses_exp<M>();
     constexpr bool ZOHDU = FASTEXP && M == ZOH;
     constexpr bool FOHNEAR = FASTEXP && M == FOH;
+    /* Bilinear's fast path (real float): where the tile's every x = Δ·a is
+     * in [−2^20, 0] (run_bilinear_stable), g = 1/(1 − x/2) is one
+     * reciprocal and the input term B·(Δ·u·g) (update_terms). */
+    constexpr bool FASTBIL = !CPLX && std::is_same<T, float>::value && M == BILINEAR;
+    /* The kernels with a per-tile fast path, decided from the ranges of Δ
+     * and a·log2e; those whose fast input term is formed from Δ·u. */
+    constexpr bool FASTK = FASTEXP || FASTBIL;
+    constexpr bool DUK = ZOHDU || FASTBIL;
+    constexpr bool EXPSUM_M = FASTEXP && ((SSMK_EXPSUM_MASK >> M) & 1); /* see EXPSUM in states */
     /* Real float kernels hold two states' loads in flight: the next state's
      * C as well as its a and B, in a loop unrolled by two so that the
      * buffers trade places without copies. Double and complex kernels, whose
@@ -334,7 +384,7 @@ __global__ void __launch_bounds__(32 * kRows, SSMK_SCAN_MIN_BLOCKS) scan_kernel(
     /* The state before the sequence, and the range of a·log2e over the
      * row's states for the tiles' fast-path test. */
     float a2min = 0.0f, a2max = 0.0f;
-    if constexpr (FASTEXP) {
+    if constexpr (FASTK) {
         a2min = INFINITY, a2max = -INFINITY;
         for (int n = lane; n < N; n += 32) {
             const float a2 = a_log2e(A[n]);
@@ -365,7 +415,7 @@ __global__ void __launch_bounds__(32 * kRows, SSMK_SCAN_MIN_BLOCKS) scan_kernel(
                 /* Past the end Δ = 0 (and below, Ā = 1, b = 0). */
                 dt[i] = FULL || i < avail ? step_dt(dl[i], (const T *)p.delta_bias, d, p.softplus) : T(0);
                 y[i] = T(0);
-                if constexpr (FASTEXP) {
+                if constexpr (FASTK) {
                     dmin = i == 0 ? dt[0] : fminf(dmin, dt[i]);
                     dmax = i == 0 ? dt[0] : fmaxf(dmax, dt[i]);
                 }
@@ -373,9 +423,10 @@ __global__ void __launch_bounds__(32 * kRows, SSMK_SCAN_MIN_BLOCKS) scan_kernel(
         }
         /* the largest |Δ| of the lane's run (foh's near test) */
         const T dabs = FOHNEAR ? (sabs(dmin) > sabs(dmax) ? sabs(dmin) : sabs(dmax)) : T(0);
-        /* zoh's input terms as B·(Δ·u), Δ·u once per step (see run_du_exact). */
+        /* zoh's and bilinear's fast input terms from Δ·u, formed once per
+         * step (see run_du_exact). */
         T du[K] = {};
-        if constexpr (ZOHDU) {
+        if constexpr (DUK) {
 #pragma unroll
             for (int i = 0; i < K; i++) du[i] = dt[i] * uu[i];
         }
@@ -404,6 +455,32 @@ __global__ void __launch_bounds__(32 * kRows, SSMK_SCAN_MIN_BLOCKS) scan_kernel(
         };
         auto states = [&](auto fast_tag) {
             constexpr bool FAST = decltype(fast_tag)::value;
+            /* EXPSUM: the products of Ā that the scan needs — over a lane's
+             * run and over the windows of 2, 4, 8 and 16 runs of its levels —
+             * as e^{a·ΣΔ}, one exp2 each of a·log2e times the window's ΣΔ,
+             * instead of 7 products per run and a shuffle and a product per
+             * level: 10 instructions for 15 and 4 shuffles fewer on the
+             * scan's chain, at the price of 5 MUFU.EX2 per state. The ΣΔ are
+             * state-independent: summed once per tile, in double and rounded
+             * once, so that an exponent carries one rounding, as a single
+             * step's does. Taken where Ā = e^x by one MUFU.EX2 (FAST) and the
+             * update has arithmetic enough beside its exp that the MUFU pipe
+             * has room (SSMK_EXPSUM_MASK: poly, highorder, rk4; zoh was 17 %
+             * and foh 27 % slower with it). wsum[k]: the ΣΔ of the 2^k runs
+             * ending with this lane's (lanes below 2^k − 1: unused). */
+            constexpr bool EXPSUM = EXPSUM_M && FAST;
+            float wsum[5] = {};
+            if constexpr (EXPSUM) {
+                double w = 0.0;
+#pragma unroll
+                for (int i = 0; i < K; i++) w += (double)dt[i];
+                wsum[0] = (float)w;
+#pragma unroll
+                for (int k = 1; k < 5; k++) {
+                    w += __shfl_up_sync(0xffffffffu, w, 1 << (k - 1));
+                    wsum[k] = (float)w;
+                }
+            }
             /* The next state's a and B (and C, WIDE) are loaded before this
              * state's arithmetic, so that their latency (an L2 round trip:
              * B and C are shared by the batch's rows) overlaps it. The last
@@ -438,8 +515,8 @@ __global__ void __launch_bounds__(32 * kRows, SSMK_SCAN_MIN_BLOCKS) scan_kernel(
                 auto pass1 = [&](auto near_tag) {
 #pragma unroll
                     for (int i = 0; i < K; i++) {
-                        step_terms<M, FAST, ZOHDU && FAST, decltype(near_tag)::value>(p.method, a, a2, dt[i], uu[i],
-                                                                                       du[i], bv[i], ab[i], bb[i]);
+                        step_terms<M, FAST, DUK && FAST, decltype(near_tag)::value>(p.method, a, a2, dt[i], uu[i],
+                                                                                     du[i], bv[i], ab[i], bb[i]);
                         /* The steps past the end are made identities here,
                          * not by Δ = 0 alone, which gives x = 0·a = NaN for
                          * an infinite a. */
@@ -461,9 +538,15 @@ __global__ void __launch_bounds__(32 * kRows, SSMK_SCAN_MIN_BLOCKS) scan_kernel(
                     pass1(std::false_type{});
                 }
                 V Ap = ab[0], hp = bb[0];
+                V Aw[5]; /* EXPSUM: Ā's product over the window of scan level k */
+                if constexpr (EXPSUM) {
+#pragma unroll
+                    for (int k = 0; k < 5; k++) Aw[k] = window_decay(a2, wsum[k]);
+                    Ap = Aw[0];
+                }
 #pragma unroll
                 for (int i = 1; i < K; i++) {
-                    Ap = vmul(ab[i], Ap);
+                    if constexpr (!EXPSUM) Ap = vmul(ab[i], Ap);
                     hp = vfma(ab[i], hp, bb[i]);
                 }
                 /* Lane 0 composes the state entering the tile into its map —
@@ -475,12 +558,18 @@ __global__ void __launch_bounds__(32 * kRows, SSMK_SCAN_MIN_BLOCKS) scan_kernel(
                 /* Inclusive scan of the maps over the lanes: hp becomes the
                  * state after this lane's last step. */
 #pragma unroll
-                for (int off = 1; off < 32; off <<= 1) {
-                    const V Aq = off < 16 ? shfl_up(Ap, off) : Ap;
-                    const V hq = shfl_up(hp, off);
-                    if (lane >= off) {
-                        hp = vfma(Ap, hq, hp);
-                        if (off < 16) Ap = vmul(Ap, Aq);
+                for (int k = 0; k < 5; k++) {
+                    const int off = 1 << k;
+                    if constexpr (EXPSUM) {
+                        const V hq = shfl_up(hp, off);
+                        if (lane >= off) hp = vfma(Aw[k], hq, hp);
+                    } else {
+                        const V Aq = off < 16 ? shfl_up(Ap, off) : Ap;
+                        const V hq = shfl_up(hp, off);
+                        if (lane >= off) {
+                            hp = vfma(Ap, hq, hp);
+                            if (off < 16) Ap = vmul(Ap, Aq);
+                        }
                     }
                 }
                 /* Pass 2: the states of the run from the state entering it. */
@@ -496,9 +585,13 @@ __global__ void __launch_bounds__(32 * kRows, SSMK_SCAN_MIN_BLOCKS) scan_kernel(
                 }
             }
         };
-        if constexpr (FASTEXP && FULL) {
-            bool fast = run_exp_normal(dmin, dmax, a2min, a2max);
-            if constexpr (ZOHDU) fast = fast && run_du_exact(dt, uu, du);
+        if constexpr (FASTK && FULL) {
+            bool fast = FASTBIL ? run_bilinear_stable(dmin, dmax, a2min, a2max)
+                                : run_exp_normal(dmin, dmax, a2min, a2max);
+            if constexpr (DUK) fast = fast && run_du_exact(dt, uu, du, T(FASTBIL ? 0x1p-100f : FLT_MIN));
+            /* EXPSUM's ΣΔ of up to 32 runs must stay finite in float: a = 0
+             * would give 0·∞ = NaN where the products are 1. */
+            if constexpr (EXPSUM_M) fast = fast && fabsf(dmin) < 1e36f && fabsf(dmax) < 1e36f;
             if (__all_sync(0xffffffffu, fast))
                 states(std::true_type{});
             else
