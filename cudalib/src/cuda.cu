@@ -172,8 +172,9 @@ __device__ __forceinline__ float ex2_normal(float xl) {
 }
 
 /* (Ā, Δ·g·B·u) of one state update of real A: the method at x = Δ·a, with
- * e^x (where the method uses it) as exp2 of Δ·a2, a2 = a·log2e formed once
- * per state, in float; then the input term as ((Δ·g)·B)·u, the CPU build's
+ * e^x (where the method uses it) on the float fast path as exp2 of Δ·a2,
+ * a2 = a·log2e formed once per state, elsewhere as the CPU build forms it
+ * (sexp); then the input term as ((Δ·g)·B)·u, the CPU build's
  * order. FAST: the tile passed its method's vote — every Δ·a2 ≥ −126
  * (ex2_normal) for the exp methods, run_bilinear_stable for bilinear. DU
  * (zoh and bilinear, FAST): the input term from du = Δ·u formed once per
@@ -189,8 +190,12 @@ __device__ __forceinline__ void update_terms(T a, T a2, T dt, T u, T du, T bv, T
     const T x = dt * a;
     T e = T(0), g;
     if constexpr (uses_exp<M>()) {
-        if constexpr (std::is_same<T, float>::value)
-            e = FAST ? ex2_normal(dt * a2) : exp2f(dt * a2);
+        /* Off the fast path e^x is the CPU build's exp2f(x·log2e): a·log2e
+         * overflows for |a| > FLT_MAX/log2e, and Δ = 0 then gave
+         * 0·∞ = NaN for Ā = 1 (FuzzScan on the H200: highorder, a =
+         * FLT_MAX, a softplus Δ of 0). The fast path's vote excludes it. */
+        if constexpr (FAST && std::is_same<T, float>::value)
+            e = ex2_normal(dt * a2);
         else
             e = sexp(x);
     }
