@@ -24,7 +24,8 @@
 #                                   flag set (e.g. m8="-DSSMK_SCAN_MIN_BLOCKS=8"; "" is
 #                                   the default build) and time each with
 #                                   BenchmarkPlanMambaBlock; a table of µs per
-#                                   variant and method last (bench/NOTES.md)
+#                                   variant and method last (scripts/explore/explore.sh,
+#                                   bench/NOTES.md)
 #   scripts/gpu.sh fuzz [TIME]      there: fuzz the CUDA build with both Go fuzz
 #                                   targets at once for TIME (default 5m; workers
 #                                   per target FUZZ_PARALLEL, default 6), then
@@ -222,31 +223,7 @@ variants() {
 	out=$(mkdir -p "$out" && cd "$out" && pwd)
 	[ -x carry/cudalib.test ] || { echo "gpu.sh: no carry/cudalib.test (run scripts/gpu.sh build first)"; exit 1; }
 	[ $# -gt 0 ] || { echo "usage: scripts/gpu.sh variants NAME=FLAGS ..."; exit 2; }
-	local names=() v
-	for v in "$@"; do
-		local name=${v%%=*} flags=${v#*=}
-		SSMK_NVCC_EXTRA="$flags" cudalib/build-cuda.sh "build/variant-$name.so" "${CUDA_ARCH:-90}" >"$out/build-$name.log" 2>&1 ||
-			{ tail -20 "$out/build-$name.log"; echo "gpu.sh: variant $name does not build"; exit 1; }
-		(cd cudalib && SSMK_LIB="$(pwd)/../build/variant-$name.so" ../carry/cudalib.test -test.run '^$' \
-			-test.bench "PlanMambaBlock${BENCH_FILTER:+/$BENCH_FILTER}" -test.benchtime 1x) >"$out/bench-$name.log" 2>&1 ||
-			{ tail -20 "$out/bench-$name.log"; echo "gpu.sh: variant $name failed its benchmark"; exit 1; }
-		echo "variant $name: ${flags:-(default build)}"
-		names+=("$name")
-	done
-	python3 - "$out" "${names[@]}" <<'PY' | tee "$out/variants.txt"
-# µs per scan of BenchmarkPlanMambaBlock, one column per variant
-import re, sys
-out, names = sys.argv[1], sys.argv[2:]
-rows, cols = {}, []
-for n in names:
-    for line in open(f"{out}/bench-{n}.log"):
-        m = re.match(r"BenchmarkPlanMambaBlock/(\S+?)-\d+\s.*?([0-9.]+) us/scan", line)
-        if m:
-            rows.setdefault(m.group(1), {})[n] = float(m.group(2))
-print(f"{'method/dtype':16}" + "".join(f"{n:>12}" for n in names))
-for k, v in rows.items():
-    print(f"{k:16}" + "".join(f"{v.get(n, float('nan')):12.1f}" for n in names))
-PY
+	OUT=$out scripts/explore/explore.sh "$@"
 }
 
 sanitize() {

@@ -38,6 +38,13 @@ double now_ms() {
     return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
 }
 
+/* Output element i (row·L + t) with its gate applied: finish_output with z[i]
+ * where there is a z. */
+template <typename T>
+T finish_at(const ssmk_scan_args *a, int64_t i, T y, T u, int d) {
+    return finish_output(y, u, (const T *)a->D, d, a->z != nullptr, a->z ? ((const T *)a->z)[i] : T(0));
+}
+
 template <typename T>
 void scan_row_real(const ssmk_scan_args *a, int64_t row) {
     const int L = a->seqlen, N = a->dstate, b = (int)(row / a->dim), d = (int)(row % a->dim);
@@ -69,7 +76,7 @@ void scan_row_real(const ssmk_scan_args *a, int64_t row) {
             y += cv * h[n];
 #endif
         }
-        ((T *)a->out)[row * L + t] = finish_output(y, uu, (const T *)a->D, d, a->z != nullptr, a->z ? ((const T *)a->z)[row * L + t] : T(0));
+        ((T *)a->out)[row * L + t] = finish_at(a, row * L + t, y, uu, d);
     }
     if (a->last_state) {
         T *s = (T *)a->last_state + row * N;
@@ -108,9 +115,7 @@ void scan_row_complex(const ssmk_scan_args *a, int64_t row) {
             acc = cadd(acc, c_times_h(cv, h[n]));
 #endif
         }
-        ((T *)a->out)[row * L + t] =
-            finish_output(complex_output(acc.re), uu, (const T *)a->D, d, a->z != nullptr,
-                          a->z ? ((const T *)a->z)[row * L + t] : T(0));
+        ((T *)a->out)[row * L + t] = finish_at(a, row * L + t, complex_output(acc.re), uu, d);
     }
     if (a->last_state) {
         cplx<T> *s = (cplx<T> *)a->last_state + row * N;
