@@ -126,6 +126,26 @@ func TestScanShapes(t *testing.T) {
 	}
 }
 
+// A grid large enough that the CUDA build's launcher takes its narrower scans
+// (8 lanes per row for bilinear, 16 for poly, where at least 4096 warps
+// remain: cuda.cu, narrow_seg), with full tiles of both widths and a partial
+// one; zoh alongside, which keeps 32 lanes. Any backend must pass it.
+func TestScanNarrowScanSizes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("2.2 M steps per method")
+	}
+	l := open(t)
+	for _, m := range []reference.Method{reference.Bilinear, reference.Poly, reference.ZOH} {
+		s := gen.MambaBlock(m, 2, 8192, 136, 2)
+		p := gen.New(s, 11)
+		p.RoundToFloat32()
+		got, err := l.Scan(p, F32)
+		require.NoError(t, err)
+		r, where := worstRatio(p, got, F32)
+		assert.LessOrEqual(t, r, float64(ratioLimit), "%v: %s", s, where)
+	}
+}
+
 func TestDiscretizeMatchesReference(t *testing.T) {
 	l := open(t)
 	xs := []float64{-1e3, -50, -3, -1, -0.3, -1e-3, -1e-7, 0, 1e-7, 1e-3, 0.5, 1, 1.9, 3, 10}

@@ -6,8 +6,11 @@
 #                                   needs no cgo; stripped to fit a 64 MiB carry)
 #   scripts/gpu.sh run [PKG...]     there (nvcc, GPU, no Go): build
 #                                   build/libssmk_cuda.so, run every carried test
-#                                   binary against it (SSMK_BACKEND=cuda), write
-#                                   logs to $OUT (or out/gpu), print a table last
+#                                   binary against it (SSMK_BACKEND=cuda), then the
+#                                   kernel tests and the fuzz corpus against builds
+#                                   with 8 and 16 lanes per row in every scan
+#                                   (NARROW=0 skips them); logs to $OUT (or
+#                                   out/gpu), a table last
 #   scripts/gpu.sh gate             there: the gate against the CUDA build:
 #                                   make baseline, make gate BASELINE=…, and the
 #                                   gate of a deliberately slowed build
@@ -63,6 +66,17 @@ run() {
 	nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv,noheader 2>&1 | tee "$out/nvidia-smi.txt"
 	nvcc --version | tail -2
 	local t0=$SECONDS
+	# Builds whose every scan kernel runs 8 or 16 lanes per row (the default
+	# build takes them only for some methods on large grids), compiled while
+	# the default build's first tests run (not its timed checks in verify);
+	# the kernel tests and the fuzz corpus then run against each (NARROW=0:
+	# skip).
+	local narrow=()
+	[ "${NARROW:-1}" = 0 ] || narrow=(8 16)
+	for seg in "${narrow[@]}"; do
+		SSMK_NVCC_EXTRA="-DSSMK_SCAN_SEG=$seg" cudalib/build-cuda.sh "build/libssmk_cuda_seg$seg.so" "${CUDA_ARCH:-90}" \
+			>"$out/build-seg$seg.log" 2>&1 &
+	done
 	cudalib/build-cuda.sh build/libssmk_cuda.so "${CUDA_ARCH:-90}" >"$out/build.log" 2>&1 || {
 		cat "$out/build.log"; echo "gpu.sh: the CUDA build failed"; exit 1; }
 	echo "built build/libssmk_cuda.so in $((SECONDS - t0)) s"
@@ -72,6 +86,7 @@ run() {
 	local fail=0
 	for pkg in "${pkgs[@]}"; do
 		local bin=carry/$pkg.test log=$out/$pkg.log
+		[ "$pkg" != verify ] || wait
 		[ -x "$bin" ] || { echo "gpu.sh: no $bin (run scripts/gpu.sh build first)"; exit 1; }
 		local s=$SECONDS
 		local extra=()
@@ -85,6 +100,22 @@ run() {
 		skip=$(grep -c -- '^\s*--- SKIP' "$log")
 		rows+=("$(printf '%-10s %-4s %5d %5d %5d %6ds' "$pkg" "$([ $rc -eq 0 ] && echo ok || echo FAIL)" "$pass" "$nfail" "$skip" $((SECONDS - s)))")
 		grep -E -- '--- FAIL|^\s+[a-z_]+_test.go:[0-9]+: (library|selection|device|copy|largest)|^Benchmark|FAIL|panic' "$log" | head -60
+	done
+	wait
+	for seg in "${narrow[@]}"; do
+		local lib=$PWD/build/libssmk_cuda_seg$seg.so
+		[ -f "$lib" ] || { tail -20 "$out/build-seg$seg.log"; echo "gpu.sh: the SSMK_SCAN_SEG=$seg build failed"; fail=1; continue; }
+		for pkg in cudalib fuzz; do
+			[ -x "carry/$pkg.test" ] || continue
+			local log=$out/$pkg-seg$seg.log s=$SECONDS
+			(cd "$pkg" && SSMK_BACKEND=cuda SSMK_LIB=$lib "../carry/$pkg.test" -test.v -test.run '^(TestScan|TestPlans|Fuzz)' \
+				-test.timeout=300s) >"$log" 2>&1
+			local rc=$?
+			[ $rc -eq 0 ] || fail=1
+			rows+=("$(printf '%-10s %-4s %5d %5d %5d %6ds' "$pkg/seg$seg" "$([ $rc -eq 0 ] && echo ok || echo FAIL)" \
+				"$(grep -c -- '^\s*--- PASS' "$log")" "$(grep -c -- '^\s*--- FAIL' "$log")" "$(grep -c -- '^\s*--- SKIP' "$log")" $((SECONDS - s)))")
+			grep -E -- '--- FAIL|FAIL|panic' "$log" | head -20
+		done
 	done
 	if python3 -c 'import numpy' 2>/dev/null; then python3 golden/check_numpy.py || fail=1; fi
 	[ ! -f "$out/verify-report/summary.txt" ] || { echo; cat "$out/verify-report/summary.txt"; }
@@ -235,7 +266,7 @@ sanitize() {
 	for tool in memcheck racecheck initcheck synccheck; do
 		local s=$SECONDS
 		(cd cudalib && SSMK_BACKEND=cuda compute-sanitizer --tool "$tool" --error-exitcode 99 ../carry/cudalib.test \
-			-test.run '^Test(ScanMatchesReference|ScanShapes|DiscretizeMatchesReference|InputsUnchanged|Plans|CValidation|CopyBandwidth)$') \
+			-test.run '^Test(ScanMatchesReference|ScanShapes|ScanNarrowScanSizes|DiscretizeMatchesReference|InputsUnchanged|Plans|CValidation|CopyBandwidth)$') \
 			>"$out/sanitize-$tool.log" 2>&1
 		local rc=$?
 		[ $rc -eq 0 ] || fail=1

@@ -1,10 +1,11 @@
 /*
  * cuda.cu — the CUDA build of the ssmk ABI (build/libssmk_cuda.so).
  *
- * The scan kernel is time-parallel: one warp per (batch, dim) row, lane l
- * holding K consecutive steps (32 bytes of the element type) of each tile
- * of 32·K steps; per state, each lane composes its K updates into one
- * affine map, a 5-level shuffle scan of the maps gives every lane the state
+ * The scan kernel is time-parallel: SEG lanes of a warp per (batch, dim)
+ * row (32, or 16 or 8 for some methods on large grids), lane l holding K
+ * consecutive steps (32 bytes of the element type) of each tile of SEG·K
+ * steps; per state, each lane composes its K updates into one affine map, a
+ * log2(SEG)-level shuffle scan of the maps gives every lane the state
  * entering its steps, and a second pass adds C·h to the lane's own outputs
  * (see scan_kernel). Ā and g come from the shared method arithmetic
  * (ssmk_methods.h). One launch per scan, any seqlen, dstate up to 256.
@@ -75,6 +76,13 @@ constexpr int kRows = 4;
 #ifndef SSMK_EXPSUM_MASK
 #define SSMK_EXPSUM_MASK ((1 << POLY) | (1 << HIGHORDER) | (1 << RK4))
 #endif
+/* Lanes per row of the scan (scan_kernel's SEG): 0 takes launch_scan_m's
+ * choice per method and size; 8, 16 or 32 makes every scan kernel use it
+ * where its block's carries fit (the GPU tests of the narrow scans,
+ * bench/NOTES.md's variants). */
+#ifndef SSMK_SCAN_SEG
+#define SSMK_SCAN_SEG 0
+#endif
 /* Blocks per SM the register allocation must allow (__launch_bounds__):
  * 0 leaves it to the compiler. */
 #ifndef SSMK_SCAN_MIN_BLOCKS
@@ -83,7 +91,7 @@ constexpr int kRows = 4;
 
 /* Time steps per lane: 32 bytes of the element type (8 float, 4 double or
  * complex float, 2 complex double), so that a lane's run of B or C is two
- * 16-byte loads and a warp's tile of 32·K steps is 1 KiB per array. */
+ * 16-byte loads and a 32-lane tile of 32·K steps is 1 KiB per array. */
 constexpr int steps_per_lane(size_t elem) { return (int)(32 / elem); }
 
 /* A lane's run of K elements seen as 16-byte words. */
@@ -138,11 +146,12 @@ __device__ __forceinline__ void store_run(E *p, int avail, const E (&v)[K]) {
     }
 }
 
-template <typename T>
-__device__ __forceinline__ T shfl_up(T v, int off) { return __shfl_up_sync(0xffffffffu, v, off); }
-template <typename T>
+/* Shuffles within segments of SEG lanes (a row's lanes; scan_kernel). */
+template <int SEG, typename T>
+__device__ __forceinline__ T shfl_up(T v, int off) { return __shfl_up_sync(0xffffffffu, v, off, SEG); }
+template <int SEG, typename T>
 __device__ __forceinline__ cplx<T> shfl_up(cplx<T> v, int off) {
-    return cmake(__shfl_up_sync(0xffffffffu, v.re, off), __shfl_up_sync(0xffffffffu, v.im, off));
+    return cmake(__shfl_up_sync(0xffffffffu, v.re, off, SEG), __shfl_up_sync(0xffffffffu, v.im, off, SEG));
 }
 
 template <typename T>
@@ -323,18 +332,21 @@ template <typename T>
 __device__ __forceinline__ cplx<T> a_log2e(cplx<T> a) { return a; } /* unused: complex A takes cexp */
 
 /*
- * The scan, time-parallel: warp w of a block runs row (b, d); the row's time
- * runs in tiles of 32·K steps, lane l holding steps t0 + l·K … t0 + l·K + K − 1
- * of a tile. For each state n in turn a lane forms its K updates
- * h ← Ā_t·h + b_t (b_t = Δ_t·g_t·B_t·u_t) and composes them into one affine
- * map (Π Ā, h from 0); an inclusive Kogge–Stone scan of those maps over the
- * 32 lanes (5 shuffle levels, the state entering the tile composed into lane
- * 0 first) gives each lane the state entering its run, and a second pass
- * over the K stored (Ā, b) adds C_t·h_t to the lane's K outputs. Outputs are
+ * The scan, time-parallel: each segment of SEG lanes of a warp runs one row
+ * (b, d) (32/SEG rows per warp; SEG = 32 but where launch_scan_m narrows
+ * it); the row's time runs in tiles of SEG·K steps, lane l of the segment
+ * holding steps t0 + l·K … t0 + l·K + K − 1 of a tile. For each state n in
+ * turn a lane forms its K updates h ← Ā_t·h + b_t (b_t = Δ_t·g_t·B_t·u_t)
+ * and composes them into one affine map (Π Ā, h from 0); an inclusive
+ * Kogge–Stone scan of those maps over the segment's lanes (log2(SEG)
+ * shuffle levels, the state entering the tile composed into its lane 0
+ * first) gives each lane the state entering its run, and a second pass over
+ * the K stored (Ā, b) adds C_t·h_t to the lane's K outputs. Outputs are
  * sums over states kept in registers — no reduction across lanes — and the
- * only cross-lane work is the scan: 5 levels per state per K steps. The
- * carry between tiles (zero before the first) is one value per state in
- * shared memory, written by lane 31 and read by all lanes. Per tile, one
+ * only cross-lane work is the scan: log2(SEG) levels per state per K steps.
+ * The carry between tiles (zero before the first) is one value per state
+ * and row in shared memory, written by the segment's last lane and read by
+ * all its lanes. Per tile, one
  * warp vote picks the fast path of the real float kernels (e^x by one
  * MUFU.EX2, and the scan's products of Ā as e^{a·ΣΔ} for poly, highorder
  * and rk4; zoh's B·(Δ·u); bilinear's one reciprocal and B·(Δ·u·g)), and per
@@ -343,11 +355,14 @@ __device__ __forceinline__ cplx<T> a_log2e(cplx<T> a) { return a; } /* unused: c
  * the sequence's last, partial tile checks. bench/NOTES.md records
  * this design's predecessors and timings.
  */
-template <typename T, bool CPLX, int M, bool VEC>
+template <typename T, bool CPLX, int M, bool VEC, int SEG>
 __global__ void __launch_bounds__(32 * kRows, SSMK_SCAN_MIN_BLOCKS) scan_kernel(const ScanParams p) {
     typedef typename std::conditional<CPLX, cplx<T>, T>::type V;
+    static_assert(SEG == 8 || SEG == 16 || SEG == 32, "a row's lanes: a power of two segment of the warp");
     constexpr int K = steps_per_lane(sizeof(V));
-    constexpr int TILE = 32 * K;
+    constexpr int TILE = SEG * K;
+    constexpr int RPW = 32 / SEG; /* rows per warp */
+    constexpr int LEVELS = SEG == 32 ? 5 : SEG == 16 ? 4 : 3;
     constexpr bool FASTEXP = !CPLX && std::is_same<T, float>::value && uses_exp<M>();
     constexpr bool ZOHDU = FASTEXP && M == ZOH;
     constexpr bool FOHNEAR = FASTEXP && M == FOH;
@@ -369,10 +384,15 @@ __global__ void __launch_bounds__(32 * kRows, SSMK_SCAN_MIN_BLOCKS) scan_kernel(
     constexpr bool WIDE = !CPLX && std::is_same<T, float>::value;
     extern __shared__ __align__(16) unsigned char smem[];
     const int lane = (int)(threadIdx.x & 31), warp = (int)(threadIdx.x >> 5);
-    const long long row = (long long)blockIdx.x * kRows + warp;
-    if (row >= p.rows) return; /* a whole warp: no shuffle is left waiting */
+    const int seg = lane / SEG, sl = lane & (SEG - 1); /* the warp's row segment, the lane in it */
+    const long long row0 = ((long long)blockIdx.x * kRows + warp) * RPW;
+    if (row0 >= p.rows) return; /* a whole warp: no shuffle is left waiting */
+    /* A segment past the last row runs the last row again, storing nothing:
+     * its lanes still take part in the warp's shuffles and votes. */
+    const bool live = row0 + seg < p.rows;
+    const long long row = live ? row0 + seg : p.rows - 1;
     const int L = p.seqlen, N = p.dstate;
-    V *carry = reinterpret_cast<V *>(smem) + warp * N;
+    V *carry = reinterpret_cast<V *>(smem) + (warp * RPW + seg) * N;
     const int b = (int)(row / p.dim), d = (int)(row % p.dim);
     const int grp = group_of(d, p.dim, p.n_groups);
     const long long base = row * L;
@@ -391,24 +411,24 @@ __global__ void __launch_bounds__(32 * kRows, SSMK_SCAN_MIN_BLOCKS) scan_kernel(
     float a2min = 0.0f, a2max = 0.0f;
     if constexpr (FASTK) {
         a2min = INFINITY, a2max = -INFINITY;
-        for (int n = lane; n < N; n += 32) {
+        for (int n = sl; n < N; n += SEG) {
             const float a2 = a_log2e(A[n]);
             a2min = fminf(a2min, a2);
             a2max = fmaxf(a2max, a2);
         }
 #pragma unroll
-        for (int off = 16; off > 0; off >>= 1) {
-            a2min = fminf(a2min, __shfl_xor_sync(0xffffffffu, a2min, off));
-            a2max = fmaxf(a2max, __shfl_xor_sync(0xffffffffu, a2max, off));
+        for (int off = SEG / 2; off > 0; off >>= 1) {
+            a2min = fminf(a2min, __shfl_xor_sync(0xffffffffu, a2min, off, SEG));
+            a2max = fmaxf(a2max, __shfl_xor_sync(0xffffffffu, a2max, off, SEG));
         }
     }
-    for (int n = lane; n < N; n += 32) carry[n] = V{};
+    for (int n = sl; n < N; n += SEG) carry[n] = V{};
 
     auto tile = [&](auto full_tag, const int t0) {
         constexpr bool FULL = decltype(full_tag)::value;
-        const int tl = t0 + lane * K; /* this lane's first step */
+        const int tl = t0 + sl * K; /* this lane's first step */
         const int avail = FULL ? K : L - tl; /* steps of its run inside the sequence (≤ 0: none) */
-        __syncwarp(); /* the carries written by lane 31 (zeros before the first tile) are visible */
+        __syncwarp(); /* the carries written by each segment's last lane (zeros before the first tile) are visible */
         T dt[K], uu[K], y[K];
         T dmin = T(0), dmax = T(0);
         load_run<T, K, VEC>(u + tl, avail, uu);
@@ -474,15 +494,15 @@ __global__ void __launch_bounds__(32 * kRows, SSMK_SCAN_MIN_BLOCKS) scan_kernel(
              * and foh 27 % slower with it). wsum[k]: the ΣΔ of the 2^k runs
              * ending with this lane's (lanes below 2^k − 1: unused). */
             constexpr bool EXPSUM = EXPSUM_M && FAST;
-            float wsum[5] = {};
+            float wsum[LEVELS] = {};
             if constexpr (EXPSUM) {
                 double w = 0.0;
 #pragma unroll
                 for (int i = 0; i < K; i++) w += (double)dt[i];
                 wsum[0] = (float)w;
 #pragma unroll
-                for (int k = 1; k < 5; k++) {
-                    w += __shfl_up_sync(0xffffffffu, w, 1 << (k - 1));
+                for (int k = 1; k < LEVELS; k++) {
+                    w += __shfl_up_sync(0xffffffffu, w, 1 << (k - 1), SEG);
                     wsum[k] = (float)w;
                 }
             }
@@ -543,10 +563,10 @@ __global__ void __launch_bounds__(32 * kRows, SSMK_SCAN_MIN_BLOCKS) scan_kernel(
                     pass1(std::false_type{});
                 }
                 V Ap = ab[0], hp = bb[0];
-                V Aw[5]; /* EXPSUM: Ā's product over the window of scan level k */
+                V Aw[LEVELS]; /* EXPSUM: Ā's product over the window of scan level k */
                 if constexpr (EXPSUM) {
 #pragma unroll
-                    for (int k = 0; k < 5; k++) Aw[k] = window_decay(a2, wsum[k]);
+                    for (int k = 0; k < LEVELS; k++) Aw[k] = window_decay(a2, wsum[k]);
                     Ap = Aw[0];
                 }
 #pragma unroll
@@ -559,29 +579,29 @@ __global__ void __launch_bounds__(32 * kRows, SSMK_SCAN_MIN_BLOCKS) scan_kernel(
                  * the first step gives NaN·0 = NaN as the sequential
                  * recurrence does (FuzzScan on the H200: bilinear, complex,
                  * Δ = DBL_MAX gave a finite state without it). */
-                if (lane == 0) hp = vfma(Ap, hin, hp);
+                if (sl == 0) hp = vfma(Ap, hin, hp);
                 /* Inclusive scan of the maps over the lanes: hp becomes the
                  * state after this lane's last step. */
 #pragma unroll
-                for (int k = 0; k < 5; k++) {
+                for (int k = 0; k < LEVELS; k++) {
                     const int off = 1 << k;
                     if constexpr (EXPSUM) {
-                        const V hq = shfl_up(hp, off);
-                        if (lane >= off) hp = vfma(Aw[k], hq, hp);
+                        const V hq = shfl_up<SEG>(hp, off);
+                        if (sl >= off) hp = vfma(Aw[k], hq, hp);
                     } else {
-                        const V Aq = off < 16 ? shfl_up(Ap, off) : Ap;
-                        const V hq = shfl_up(hp, off);
-                        if (lane >= off) {
+                        const V Aq = off < SEG / 2 ? shfl_up<SEG>(Ap, off) : Ap;
+                        const V hq = shfl_up<SEG>(hp, off);
+                        if (sl >= off) {
                             hp = vfma(Ap, hq, hp);
-                            if (off < 16) Ap = vmul(Ap, Aq);
+                            if (off < SEG / 2) Ap = vmul(Ap, Aq);
                         }
                     }
                 }
                 /* Pass 2: the states of the run from the state entering it. */
-                V h = shfl_up(hp, 1);
-                if (lane == 0) h = hin;
-                __syncwarp(); /* every lane has read carry[n] before lane 31 replaces it */
-                if (lane == 31) *cy = hp;
+                V h = shfl_up<SEG>(hp, 1);
+                if (sl == 0) h = hin;
+                __syncwarp(); /* every lane has read carry[n] before its segment's last lane replaces it */
+                if (sl == SEG - 1) *cy = hp;
                 cy++;
 #pragma unroll
                 for (int i = 0; i < K; i++) {
@@ -605,7 +625,7 @@ __global__ void __launch_bounds__(32 * kRows, SSMK_SCAN_MIN_BLOCKS) scan_kernel(
             (void)dmin, (void)dmax, (void)a2min, (void)a2max;
             states(std::false_type{});
         }
-        if (FULL || avail > 0) {
+        if (live && (FULL || avail > 0)) {
             T zz[K] = {}, o[K];
             if (z) load_run<T, K, VEC>(z + tl, avail, zz);
 #pragma unroll
@@ -619,12 +639,12 @@ __global__ void __launch_bounds__(32 * kRows, SSMK_SCAN_MIN_BLOCKS) scan_kernel(
     int t0 = 0;
     for (; t0 + TILE <= L; t0 += TILE) tile(std::true_type{}, t0);
     if (t0 < L) tile(std::false_type{}, t0);
-    if (p.last_state) {
-        /* Lane 31's state after the last tile is the state after step L − 1
-         * (the steps past the end are identities). */
+    if (p.last_state && live) {
+        /* The segment's last lane's state after the last tile is the state
+         * after step L − 1 (the steps past the end are identities). */
         __syncwarp();
         V *s = (V *)p.last_state + row * N;
-        for (int n = lane; n < N; n += 32) s[n] = carry[n];
+        for (int n = sl; n < N; n += SEG) s[n] = carry[n];
     }
 }
 
@@ -651,34 +671,67 @@ __global__ void discretize_kernel(int method, long long n, const T *delta, const
 /* Two instantiations per method: the Mamba case (variable B and C, every
  * row of u, Δ, z, out, B and C a run of 16-byte words) and every other case,
  * which tests each flag at run time and loads element by element. */
-template <typename T, bool CPLX, int M>
-void launch_scan_m(const ScanParams &p, bool vec, dim3 grid, size_t smem, cudaStream_t s) {
+template <typename T, bool CPLX, int M, int SEG>
+void launch_scan_seg(const ScanParams &p, bool vec, size_t velem, cudaStream_t s) {
+    constexpr int RPB = kRows * (32 / SEG); /* rows per block */
+    const dim3 grid((unsigned)((p.rows + RPB - 1) / RPB));
+    const size_t smem = (size_t)RPB * p.dstate * velem; /* the carries */
     if (vec)
-        scan_kernel<T, CPLX, M, true><<<grid, 32 * kRows, smem, s>>>(p);
+        scan_kernel<T, CPLX, M, true, SEG><<<grid, 32 * kRows, smem, s>>>(p);
     else
-        scan_kernel<T, CPLX, M, false><<<grid, 32 * kRows, smem, s>>>(p);
+        scan_kernel<T, CPLX, M, false, SEG><<<grid, 32 * kRows, smem, s>>>(p);
+}
+
+/* The narrower scan a real float method takes on a large grid (0: none), as
+ * measured on the H200 at 8×2048×4096×16 (bench/NOTES.md, variants 31–34):
+ * bilinear 1411 → 1238 µs with 8 lanes per row, poly 1355 → 1279 µs with 16;
+ * zoh, foh, highorder and rk4 were slower or no faster with either. A
+ * narrower scan has fewer shuffle levels per state but puts 32/SEG rows in a
+ * warp, so the grid has that many times fewer warps: it is taken only where
+ * at least 4096 warps remain, about two waves of the 16 warps per SM that
+ * the registers allow on 132 SMs (the large size at 8 lanes per row); at
+ * 8×512×1024×16 16 lanes per row leave one wave and were no faster there. */
+template <int M>
+constexpr int narrow_seg() { return M == BILINEAR ? 8 : M == POLY ? 16 : 0; }
+constexpr long long kNarrowMinWarps = 4096;
+/* The carries of a block of narrow rows must fit the 48 KiB of dynamic
+ * shared memory a launch gets without opting in: 16 rows of 256 complex
+ * double states do not (a forced SSMK_SCAN_SEG=8 build; FuzzScan). */
+constexpr size_t kMaxCarryBytes = 48 * 1024;
+
+template <typename T, bool CPLX, int M>
+void launch_scan_m(const ScanParams &p, bool vec, size_t velem, cudaStream_t s) {
+    constexpr int NS = SSMK_SCAN_SEG != 0 ? SSMK_SCAN_SEG
+                       : !CPLX && std::is_same<T, float>::value ? narrow_seg<M>()
+                                                                 : 0;
+    if constexpr (NS != 0 && NS != 32) {
+        const bool fits = (size_t)kRows * (32 / NS) * p.dstate * velem <= kMaxCarryBytes;
+        const bool wide_grid = SSMK_SCAN_SEG != 0 || (vec && p.rows * NS / 32 >= kNarrowMinWarps);
+        if (fits && wide_grid) return launch_scan_seg<T, CPLX, M, NS>(p, vec, velem, s);
+    }
+    launch_scan_seg<T, CPLX, M, 32>(p, vec, velem, s);
 }
 
 template <typename T, bool CPLX>
-void launch_scan_t(const ScanParams &p, bool vec, dim3 grid, size_t smem, cudaStream_t s) {
+void launch_scan_t(const ScanParams &p, bool vec, size_t velem, cudaStream_t s) {
     /* The switch sits in the else branch so that complex kernels are not
      * instantiated once per method (code after an if-constexpr return is). */
     if constexpr (CPLX) {
-        launch_scan_m<T, CPLX, -1>(p, vec, grid, smem, s);
+        launch_scan_m<T, CPLX, -1>(p, vec, velem, s);
     } else {
         switch (p.method) {
         case ZOH:
-            return launch_scan_m<T, CPLX, ZOH>(p, vec, grid, smem, s);
+            return launch_scan_m<T, CPLX, ZOH>(p, vec, velem, s);
         case FOH:
-            return launch_scan_m<T, CPLX, FOH>(p, vec, grid, smem, s);
+            return launch_scan_m<T, CPLX, FOH>(p, vec, velem, s);
         case BILINEAR:
-            return launch_scan_m<T, CPLX, BILINEAR>(p, vec, grid, smem, s);
+            return launch_scan_m<T, CPLX, BILINEAR>(p, vec, velem, s);
         case POLY:
-            return launch_scan_m<T, CPLX, POLY>(p, vec, grid, smem, s);
+            return launch_scan_m<T, CPLX, POLY>(p, vec, velem, s);
         case HIGHORDER:
-            return launch_scan_m<T, CPLX, HIGHORDER>(p, vec, grid, smem, s);
+            return launch_scan_m<T, CPLX, HIGHORDER>(p, vec, velem, s);
         default:
-            return launch_scan_m<T, CPLX, RK4>(p, vec, grid, smem, s);
+            return launch_scan_m<T, CPLX, RK4>(p, vec, velem, s);
         }
     }
 }
@@ -715,18 +768,16 @@ int32_t launch_scan(const ssmk_scan_args &a, cudaStream_t s) {
     const bool vec = a.is_variable_B && a.is_variable_C && a.seqlen % K == 0 && aligned16(a.u) &&
                      aligned16(a.delta) && aligned16(a.out) && (!a.z || aligned16(a.z)) && aligned16(a.B) &&
                      aligned16(a.C);
-    const size_t smem = (size_t)kRows * a.dstate * velem; /* the carries */
-    dim3 grid((unsigned)((p.rows + kRows - 1) / kRows));
     if (a.dtype == SSMK_F64) {
         if (a.is_complex)
-            launch_scan_t<double, true>(p, vec, grid, smem, s);
+            launch_scan_t<double, true>(p, vec, velem, s);
         else
-            launch_scan_t<double, false>(p, vec, grid, smem, s);
+            launch_scan_t<double, false>(p, vec, velem, s);
     } else {
         if (a.is_complex)
-            launch_scan_t<float, true>(p, vec, grid, smem, s);
+            launch_scan_t<float, true>(p, vec, velem, s);
         else
-            launch_scan_t<float, false>(p, vec, grid, smem, s);
+            launch_scan_t<float, false>(p, vec, velem, s);
     }
     CU(cudaGetLastError());
     return SSMK_OK;
