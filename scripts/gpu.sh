@@ -60,19 +60,28 @@ build() {
 	[ "$kb" -lt 60000 ] || { echo "carry/ is ${kb} KiB: over the 64 MiB a device call may carry" >&2; exit 1; }
 }
 
+# table_row NAME RC LOG START: run's table line for a test binary's log.
+table_row() {
+	printf '%-13s %-4s %5d %5d %5d %6ds' "$1" "$([ "$2" -eq 0 ] && echo ok || echo FAIL)" \
+		"$(grep -c -- '^\s*--- PASS' "$3")" "$(grep -c -- '^\s*--- FAIL' "$3")" "$(grep -c -- '^\s*--- SKIP' "$3")" $((SECONDS - $4))
+}
+
 run() {
 	local out=${OUT:-out/gpu}
 	mkdir -p "$out"
 	nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv,noheader 2>&1 | tee "$out/nvidia-smi.txt"
 	nvcc --version | tail -2
 	local t0=$SECONDS
+	local pkgs=("$@")
+	[ ${#pkgs[@]} -gt 0 ] || pkgs=($(cd carry && ls *.test | sed 's/\.test$//'))
 	# Builds whose every scan kernel runs 8 or 16 lanes per row (the default
 	# build takes them only for some methods on large grids), compiled while
 	# the default build's first tests run (not its timed checks in verify);
-	# the kernel tests and the fuzz corpus then run against each (NARROW=0:
-	# skip).
-	local narrow=()
-	[ "${NARROW:-1}" = 0 ] || narrow=(8 16)
+	# where cudalib or fuzz is among the packages, its scan tests or corpus
+	# then run against each as well (NARROW=0: skip).
+	local narrow=() npkgs=()
+	for pkg in cudalib fuzz; do [[ " ${pkgs[*]} " != *" $pkg "* ]] || npkgs+=("$pkg"); done
+	[ "${NARROW:-1}" = 0 ] || [ ${#npkgs[@]} -eq 0 ] || narrow=(8 16)
 	for seg in "${narrow[@]}"; do
 		SSMK_NVCC_EXTRA="-DSSMK_SCAN_SEG=$seg" cudalib/build-cuda.sh "build/libssmk_cuda_seg$seg.so" "${CUDA_ARCH:-90}" \
 			>"$out/build-seg$seg.log" 2>&1 &
@@ -80,8 +89,6 @@ run() {
 	cudalib/build-cuda.sh build/libssmk_cuda.so "${CUDA_ARCH:-90}" >"$out/build.log" 2>&1 || {
 		cat "$out/build.log"; echo "gpu.sh: the CUDA build failed"; exit 1; }
 	echo "built build/libssmk_cuda.so in $((SECONDS - t0)) s"
-	local pkgs=("$@")
-	[ ${#pkgs[@]} -gt 0 ] || pkgs=($(cd carry && ls *.test | sed 's/\.test$//'))
 	local rows=()
 	local fail=0
 	for pkg in "${pkgs[@]}"; do
@@ -94,33 +101,27 @@ run() {
 		(cd "$pkg" && SSMK_BACKEND=cuda "../$bin" -test.v -test.timeout=540s ${GPU_TEST_FLAGS:-} "${extra[@]}") >"$log" 2>&1
 		local rc=$?
 		[ $rc -eq 0 ] || fail=1
-		local pass nfail skip
-		pass=$(grep -c -- '^\s*--- PASS' "$log")
-		nfail=$(grep -c -- '^\s*--- FAIL' "$log")
-		skip=$(grep -c -- '^\s*--- SKIP' "$log")
-		rows+=("$(printf '%-10s %-4s %5d %5d %5d %6ds' "$pkg" "$([ $rc -eq 0 ] && echo ok || echo FAIL)" "$pass" "$nfail" "$skip" $((SECONDS - s)))")
+		rows+=("$(table_row "$pkg" $rc "$log" $s)")
 		grep -E -- '--- FAIL|^\s+[a-z_]+_test.go:[0-9]+: (library|selection|device|copy|largest)|^Benchmark|FAIL|panic' "$log" | head -60
 	done
 	wait
 	for seg in "${narrow[@]}"; do
 		local lib=$PWD/build/libssmk_cuda_seg$seg.so
 		[ -f "$lib" ] || { tail -20 "$out/build-seg$seg.log"; echo "gpu.sh: the SSMK_SCAN_SEG=$seg build failed"; fail=1; continue; }
-		for pkg in cudalib fuzz; do
-			[ -x "carry/$pkg.test" ] || continue
+		for pkg in "${npkgs[@]}"; do
 			local log=$out/$pkg-seg$seg.log s=$SECONDS
 			(cd "$pkg" && SSMK_BACKEND=cuda SSMK_LIB=$lib "../carry/$pkg.test" -test.v -test.run '^(TestScan|TestPlans|Fuzz)' \
 				-test.timeout=300s) >"$log" 2>&1
 			local rc=$?
 			[ $rc -eq 0 ] || fail=1
-			rows+=("$(printf '%-10s %-4s %5d %5d %5d %6ds' "$pkg/seg$seg" "$([ $rc -eq 0 ] && echo ok || echo FAIL)" \
-				"$(grep -c -- '^\s*--- PASS' "$log")" "$(grep -c -- '^\s*--- FAIL' "$log")" "$(grep -c -- '^\s*--- SKIP' "$log")" $((SECONDS - s)))")
+			rows+=("$(table_row "$pkg/seg$seg" $rc "$log" $s)")
 			grep -E -- '--- FAIL|FAIL|panic' "$log" | head -20
 		done
 	done
 	if python3 -c 'import numpy' 2>/dev/null; then python3 golden/check_numpy.py || fail=1; fi
 	[ ! -f "$out/verify-report/summary.txt" ] || { echo; cat "$out/verify-report/summary.txt"; }
 	echo
-	printf '%-10s %-4s %5s %5s %5s %7s\n' package rc pass fail skip time
+	printf '%-13s %-4s %5s %5s %5s %7s\n' package rc pass fail skip time
 	printf '%s\n' "${rows[@]}"
 	return $fail
 }

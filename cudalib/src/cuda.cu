@@ -68,7 +68,7 @@ struct ScanParams {
     void *out, *last_state;
 };
 
-/* One warp per (b, d) row: a block holds kRows rows. */
+/* Warps per block of the scan; each runs 32/SEG rows (scan_kernel). */
 constexpr int kRows = 4;
 /* The real methods whose float kernels take EXPSUM (scan_kernel), a bit per
  * Method: poly, highorder and rk4, where it measured 9, 1.5 and 7 % faster
@@ -668,14 +668,22 @@ __global__ void discretize_kernel(int method, long long n, const T *delta, const
 
 /* ---- launchers ---- */
 
-/* Two instantiations per method: the Mamba case (variable B and C, every
- * row of u, Δ, z, out, B and C a run of 16-byte words) and every other case,
- * which tests each flag at run time and loads element by element. */
+/* Rows per block of a scan with SEG lanes per row, and the bytes of their
+ * carries (the kernel's dynamic shared memory). */
+constexpr int rows_per_block(int seg) { return kRows * (32 / seg); }
+size_t carry_bytes(int seg, const ScanParams &p, size_t velem) {
+    return (size_t)rows_per_block(seg) * p.dstate * velem;
+}
+
+/* Two instantiations per method and width: the Mamba case (variable B and
+ * C, every row of u, Δ, z, out, B and C a run of 16-byte words) and every
+ * other case, which tests each flag at run time and loads element by
+ * element. */
 template <typename T, bool CPLX, int M, int SEG>
 void launch_scan_seg(const ScanParams &p, bool vec, size_t velem, cudaStream_t s) {
-    constexpr int RPB = kRows * (32 / SEG); /* rows per block */
+    constexpr int RPB = rows_per_block(SEG);
     const dim3 grid((unsigned)((p.rows + RPB - 1) / RPB));
-    const size_t smem = (size_t)RPB * p.dstate * velem; /* the carries */
+    const size_t smem = carry_bytes(SEG, p, velem);
     if (vec)
         scan_kernel<T, CPLX, M, true, SEG><<<grid, 32 * kRows, smem, s>>>(p);
     else
@@ -705,7 +713,7 @@ void launch_scan_m(const ScanParams &p, bool vec, size_t velem, cudaStream_t s) 
                        : !CPLX && std::is_same<T, float>::value ? narrow_seg<M>()
                                                                  : 0;
     if constexpr (NS != 0 && NS != 32) {
-        const bool fits = (size_t)kRows * (32 / NS) * p.dstate * velem <= kMaxCarryBytes;
+        const bool fits = carry_bytes(NS, p, velem) <= kMaxCarryBytes;
         const bool wide_grid = SSMK_SCAN_SEG != 0 || (vec && p.rows * NS / 32 >= kNarrowMinWarps);
         if (fits && wide_grid) return launch_scan_seg<T, CPLX, M, NS>(p, vec, velem, s);
     }
