@@ -36,7 +36,11 @@
 //
 // Every output element is judged by Judge from four numbers: the kernel's
 // value k; the reference E, reference.Scan or Method.DiscretizeAt in
-// Float64 on the kernel's own inputs; the dtype evaluation N, the same
+// Float64 on the kernel's own inputs (for a scan row whose float64
+// recurrence goes non-finite on finite inputs, reference.ScanRowUnbounded:
+// a state beyond float64's range that a later Ā of 0 annihilates is ∞·0 =
+// NaN in float64, but the value is finite, and a time-parallel kernel, which
+// forms the product of the Ā first, computes it); the dtype evaluation N, the same
 // formulas evaluated the way a plain kernel of the dtype does (Float32, or
 // Float64Natural: every operation rounded to the dtype, elementary functions
 // rounded once, e^x, (e^x − 1)/x and e^a·cos b written plainly so that their

@@ -66,6 +66,14 @@
 // float64 kernel's do, while the Float64 reference evaluates them through
 // e^{x/2} and stays finite wherever the true value is.
 //
+// ScanRowUnbounded evaluates one row as Scan(p, Float64) does but with the
+// input terms, states and output sums of unbounded exponent range: where a
+// state leaves float64's range on finite inputs and a later Ā of 0 brings
+// it back, the float64 recurrence meets ∞·0 = NaN although the value is
+// finite (the fuzzers judge such rows against it). ErrorScale's bounds
+// follow the same rule: an Ā that is exactly 0 annihilates a bound that
+// overflowed float64.
+//
 // # The error scale
 //
 // A difference between a kernel and the reference means nothing without a
@@ -93,8 +101,8 @@
 //   - Ā and g: an error in x propagates through the derivative,
 //     |Ā'(x)|·S_x and |g'(x)|·S_x; evaluating them from an exact x adds a few
 //     ulp of |Ā| for exp plus |x|·|Ā| for the exp2(x·log2e) route, for φ1
-//     a few ulp (expm1 and a division) or Horner's bound for its Taylor
-//     polynomial near 0 and, for |x| ≥ 1/2 where a kernel may form
+//     a few ulp (expm1 and a division) or Horner's bound for a polynomial
+//     near 0 (Taylor's, or a minimax one within u/20 of φ1) and, for |x| ≥ 1/2 where a kernel may form
 //     (e^x − 1)/x, ((2 + |x|)·|e^x| + 2|e^x − 1|)/|x|,
 //     2k·u·Σ|cᵢ||x|ⁱ for a degree-k Horner polynomial, and
 //     for bilinear u·(1+|x|/2)(1+|Ā|)/|1−x/2| (num and den each rounded, then

@@ -104,8 +104,10 @@ func boundCoef(m Method, x complex128, isComplex bool) coefBound {
 		c.dg = cmplx.Abs(dphi1(x, phi))
 		c.evalG = 4 * cf * c.g // expm1 and a division
 		if r < 0.5 {
-			// A kernel may use φ1's Taylor polynomial near 0: Horner's bound
-			// for degree 14, 28·u·Σ|x|^k/(k+1)! ≤ 28·u·(e^|x| − 1)/|x|.
+			// A kernel may use a polynomial for φ1 near 0 (Taylor's, or a
+			// minimax one within u/20 of φ1, whose coefficients are within a
+			// few percent of Taylor's): Horner's bound for degree 14,
+			// 28·u·Σ|x|^k/(k+1)! ≤ 28·u·(e^|x| − 1)/|x|, covers both.
 			c.evalG = math.Max(c.evalG, 28*cf*Phi1(r))
 		}
 		if r >= 0.5 {
@@ -189,7 +191,17 @@ func ErrorScale(p *Problem) (*Scale, error) {
 					bv, cv := p.elemAbs(p.B, bi), p.elemAbs(p.C, ci)
 					beta := math.Abs(dt) * cb.g * bv * u
 					sBeta := cb.g*bv*u*sdt + math.Abs(dt)*bv*u*sg + cBeta*beta
-					Sh[n] = cb.abar*Sh[n] + sA*H[n] + sBeta + cH*(cb.abar*H[n]+beta)
+					// Where e^x underflows to exactly 0 in float64 (x < −745.2),
+					// so does every faithful or flushing exp: Ā = 0 exactly
+					// annihilates a bound that overflowed float64 (mul0), as
+					// it annihilates the state, instead of ∞·0 = NaN (FuzzScan
+					// on the H200: a state of 1e341 met Ā = e^(−1.35e35)), and
+					// Ā adds no flush error there.
+					flush := H[n]
+					if cb.abar == 0 {
+						flush = 0
+					}
+					Sh[n] = mul0(cb.abar, Sh[n]) + mul0(sA, H[n]) + sBeta + cH*(mul0(cb.abar, H[n])+beta)
 					// Ā may flush to 0 (error ≤ η·H), and each of the update's
 					// four roundings may flush a result below η. So may Δ itself
 					// (softplus of a very negative value is subnormal or 0: an
@@ -197,9 +209,9 @@ func ErrorScale(p *Problem) (*Scale, error) {
 					// and through B̄ = Δ·g·B (FuzzScan found a float32 state of
 					// 1e-23 off by 1e-26 through a subnormal Δ times |g·B·u|
 					// = 1e20).
-					Th[n] = cb.abar*Th[n] + H[n] + 4 + cmplx.Abs(a[n])*cb.dabar*H[n] + cb.g*bv*u
-					H[n] = cb.abar*H[n] + beta
-					P[n] = cb.abar * math.Max(1, P[n])
+					Th[n] = mul0(cb.abar, Th[n]) + flush + 4 + mul0(cmplx.Abs(a[n])*cb.dabar, H[n]) + cb.g*bv*u
+					H[n] = mul0(cb.abar, H[n]) + beta
+					P[n] = mul0(cb.abar, math.Max(1, P[n]))
 					maxP = math.Max(maxP, P[n])
 					sumCH += cv * H[n]
 					sumCS += cv * Sh[n]
@@ -271,6 +283,16 @@ func (p *Problem) elemAbs(s []float64, i int) float64 {
 		return math.Hypot(s[i], s[i+1])
 	}
 	return math.Abs(s[i])
+}
+
+// mul0 is a·b for the nonnegative bounds of ErrorScale, with 0·∞ = 0: an
+// exact zero factor (Ā underflowed to 0) annihilates a bound that
+// overflowed float64 but is finite in the real numbers.
+func mul0(a, b float64) float64 {
+	if a == 0 || b == 0 {
+		return 0
+	}
+	return a * b
 }
 
 func boolf(b bool) float64 {
