@@ -89,10 +89,18 @@ constexpr int kRows = 4;
 #define SSMK_SCAN_MIN_BLOCKS 0
 #endif
 
+/* Bytes of each array a lane holds per tile: 32, or 16 for the measurement
+ * of bench/NOTES.md's variant 36 (half the registers, 6 blocks per SM, and
+ * twice the time: the scan's latency per state then has half the work to
+ * hide behind). */
+#ifndef SSMK_RUN_BYTES
+#define SSMK_RUN_BYTES 32
+#endif
+static_assert(SSMK_RUN_BYTES == 16 || SSMK_RUN_BYTES == 32, "a lane's run: one or two 16-byte words");
 /* Time steps per lane: 32 bytes of the element type (8 float, 4 double or
  * complex float, 2 complex double), so that a lane's run of B or C is two
  * 16-byte loads and a 32-lane tile of 32·K steps is 1 KiB per array. */
-constexpr int steps_per_lane(size_t elem) { return (int)(32 / elem); }
+constexpr int steps_per_lane(size_t elem) { return elem >= SSMK_RUN_BYTES ? 1 : (int)(SSMK_RUN_BYTES / elem); }
 
 /* A lane's run of K elements seen as 16-byte words. */
 template <typename E, int K>

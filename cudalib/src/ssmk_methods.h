@@ -15,7 +15,8 @@
  *     every Δ·u of the tile is normal, and takes foh's φ1 from phi1_near
  *     where every |x| of a state's tile is below 1/2. Bilinear's g there is
  *     one reciprocal where every x of the tile is in [−2^20, 0].
- *   - real φ1(x): its Taylor polynomial for |x| < 1/2, (e^x − 1)/x from the
+ *   - real φ1(x): a polynomial for |x| < 1/2 (minimax in float, Taylor in
+ *     double; phi1_series), (e^x − 1)/x from the
  *     exp already computed beyond, selected without a branch; for complex z = a + ib,
  *     e^z − 1 = (expm1(a)·cos b − 2·sin²(b/2)) + i·e^a·sin b, which does not
  *     cancel near 0.
@@ -98,17 +99,21 @@ SSMK_HD T phi1(T x) {
     return x == T(0) ? T(1) : sexpm1(x) / x;
 }
 
-/* φ1 near 0 by its Taylor series Σ x^k/(k+1)!: for |x| < 1/2 the truncation is
- * below u/4 at degree 7 in float (x⁸/9! ≤ 1.1e-8) and 14 in double
- * (x¹⁵/16! ≤ 1.5e-18). Horner's rule, no division, no branch. */
+/* φ1 near 0, |x| < 1/2, without a division or a branch (Horner's rule). In
+ * float a degree-6 polynomial whose coefficients minimise the relative
+ * error on [−1/2, 1/2] (Remez exchange, scripts/explore/phi1_minimax.py):
+ * 3.0e-9 ≈ u/20, and evaluated in float within 1.11 · 2^-24 of φ1 over that
+ * interval, as the degree-7 Taylor polynomial it replaces (1.07 · 2^-24,
+ * x⁸/9! ≤ 1.1e-8), one FFMA fewer per foh update (bench/NOTES.md, variant
+ * 37). In double its Taylor series Σ x^k/(k+1)! to degree 14: the truncation
+ * x¹⁵/16! ≤ 1.5e-18 is below u/4. */
 SSMK_HD float phi1_series(float x) {
-    float p = 1.0f / 40320.0f;
-    p = p * x + 1.0f / 5040.0f;
-    p = p * x + 1.0f / 720.0f;
-    p = p * x + 1.0f / 120.0f;
-    p = p * x + 1.0f / 24.0f;
-    p = p * x + 1.0f / 6.0f;
-    p = p * x + 0.5f;
+    float p = 0.0001984119153348729f;
+    p = p * x + 0.0013997324276715517f;
+    p = p * x + 0.008333634585142136f;
+    p = p * x + 0.041665319353342056f;
+    p = p * x + 0.16666662693023682f;
+    p = p * x + 0.5000000596046448f;
     return p * x + 1.0f;
 }
 SSMK_HD double phi1_series(double x) {
