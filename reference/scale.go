@@ -286,8 +286,11 @@ func (p *Problem) elemAbs(s []float64, i int) float64 {
 }
 
 // mul0 is a·b for the nonnegative bounds of ErrorScale, with 0·∞ = 0: an
-// exact zero factor (Ā underflowed to 0) annihilates a bound that
-// overflowed float64 but is finite in the real numbers.
+// exact zero factor — Ā underflowed to 0, or a state that is exactly 0 —
+// annihilates the other factor's bound where that overflowed float64, as
+// the product does in the real numbers. Where a kernel itself meets ∞·0
+// (a time-parallel scan's products of Ā on a zero state), the fuzzers'
+// policy judges by DecayOut, not by this scale.
 func mul0(a, b float64) float64 {
 	if a == 0 || b == 0 {
 		return 0
