@@ -282,7 +282,7 @@ func judgeScan(f *Failure, p, ref *reference.Problem, dt cudalib.DType, got, gs 
 	overflowed := make([]bool, p.Batch*p.Dim)
 	xOver := firstXOverflow(p, max)
 	for i, e := range exact.Out {
-		finite := !math.IsNaN(e) && !math.IsInf(e, 0)
+		finite := !nonFinite(e)
 		if finite && (math.Abs(e) > max || math.IsNaN(inDtype.Out[i]) || math.IsInf(inDtype.Out[i], 0)) {
 			overflowed[i/p.Seqlen] = true
 		}
@@ -405,7 +405,6 @@ func onInfinity(delta float64, a complex128, isComplex bool, dt cudalib.DType) b
 // step at which an input the row reads is NaN or ±Inf (Seqlen if none): 0
 // for a non-finite per-channel input (A, constant B or C, D, delta_bias).
 func firstNonFinite(p *reference.Problem) []int {
-	bad := func(x float64) bool { return math.IsNaN(x) || math.IsInf(x, 0) }
 	cw := 1
 	if p.Complex {
 		cw = 2
@@ -417,7 +416,7 @@ func firstNonFinite(p *reference.Problem) []int {
 			t0 := p.Seqlen
 			chan0 := func(a []float64, lo, hi int) {
 				for _, x := range a[lo:hi] {
-					if bad(x) {
+					if nonFinite(x) {
 						t0 = 0
 					}
 				}
@@ -437,7 +436,7 @@ func firstNonFinite(p *reference.Problem) []int {
 					for t := 0; t < p.Seqlen; t++ {
 						k := p.BCIndex(bc.variable, b, d, n, t)
 						for _, x := range bc.a[k : k+cw] {
-							if bad(x) {
+							if nonFinite(x) {
 								t0 = min(t0, t)
 							}
 						}
@@ -446,7 +445,7 @@ func firstNonFinite(p *reference.Problem) []int {
 			}
 			for t := 0; t < p.Seqlen; t++ {
 				i := row*p.Seqlen + t
-				if bad(p.U[i]) || bad(p.Delta[i]) || (p.Z != nil && bad(p.Z[i])) {
+				if nonFinite(p.U[i]) || nonFinite(p.Delta[i]) || (p.Z != nil && nonFinite(p.Z[i])) {
 					t0 = min(t0, t)
 				}
 			}
@@ -455,6 +454,9 @@ func firstNonFinite(p *reference.Problem) []int {
 	}
 	return first
 }
+
+// nonFinite reports whether x is ±Inf or NaN.
+func nonFinite(x float64) bool { return ClassOf(x) != Finite }
 
 // unboundRows replaces, in the float64 reference, every (batch, dim) row
 // whose recurrence went non-finite on finite inputs (before firstBad) with
@@ -467,14 +469,13 @@ func firstNonFinite(p *reference.Problem) []int {
 // Judge).
 func unboundRows(p *reference.Problem, exact *reference.Output, firstBad []int) error {
 	L, S := p.Seqlen, p.StateLen()/(p.Batch*p.Dim)
-	bad := func(x float64) bool { return math.IsNaN(x) || math.IsInf(x, 0) }
 	for row, fb := range firstBad {
 		overflowed := false
 		for t := 0; t < fb; t++ {
-			overflowed = overflowed || bad(exact.Out[row*L+t])
+			overflowed = overflowed || nonFinite(exact.Out[row*L+t])
 		}
 		for k := 0; fb == L && k < S; k++ {
-			overflowed = overflowed || bad(exact.LastState[row*S+k])
+			overflowed = overflowed || nonFinite(exact.LastState[row*S+k])
 		}
 		if !overflowed {
 			continue

@@ -108,10 +108,10 @@ func ScanRowUnbounded(p *Problem, b, d int) (out, state []float64, err error) {
 			bi += rp.bStride
 			ci += rp.cStride
 		}
-		y, _ := acc.float64s()
-		if p.Complex {
-			y, _ = acc.mul(wideOf(2, 0)).float64s()
+		if p.Complex { // y = 2·Re Σ C·h
+			acc = acc.mul(wideOf(2, 0))
 		}
+		y, _ := acc.float64s()
 		out[t] = finishOutput(p, y, u, d, i)
 	}
 	state = make([]float64, N*cw)
