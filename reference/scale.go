@@ -189,8 +189,12 @@ func ErrorScale(p *Problem) (*Scale, error) {
 					sA := cb.dabar*sx + cb.evalA
 					sg := cb.dg*sx + cb.evalG
 					bv, cv := p.elemAbs(p.B, bi), p.elemAbs(p.C, ci)
-					beta := math.Abs(dt) * cb.g * bv * u
-					sBeta := cb.g*bv*u*sdt + math.Abs(dt)*bv*u*sg + cBeta*beta
+					// Four-factor products through prod: Δ·B·u alone can
+					// underflow float64 where the bound it is part of does
+					// not (FuzzScan: |B|·u = 7e-345 beside sg = 1e111 gave
+					// the φ1 term of sBeta as 0, a bound 230× short).
+					beta := prod(math.Abs(dt), cb.g, bv, u)
+					sBeta := prod(cb.g, bv, u, sdt) + prod(math.Abs(dt), bv, u, sg) + cBeta*beta
 					// Where e^x underflows to exactly 0 in float64 (x < −745.2),
 					// so does every faithful or flushing exp: Ā = 0 exactly
 					// annihilates a bound that overflowed float64 (mul0), as
@@ -209,7 +213,7 @@ func ErrorScale(p *Problem) (*Scale, error) {
 					// and through B̄ = Δ·g·B (FuzzScan found a float32 state of
 					// 1e-23 off by 1e-26 through a subnormal Δ times |g·B·u|
 					// = 1e20).
-					Th[n] = mul0(cb.abar, Th[n]) + flush + 4 + mul0(cmplx.Abs(a[n])*cb.dabar, H[n]) + cb.g*bv*u
+					Th[n] = mul0(cb.abar, Th[n]) + flush + 4 + mul0(prod(cmplx.Abs(a[n]), cb.dabar), H[n]) + prod(cb.g, bv, u)
 					H[n] = mul0(cb.abar, H[n]) + beta
 					P[n] = mul0(cb.abar, math.Max(1, P[n]))
 					maxP = math.Max(maxP, P[n])
@@ -296,6 +300,39 @@ func mul0(a, b float64) float64 {
 		return 0
 	}
 	return a * b
+}
+
+// prod is the product of nonnegative bounds, within a rounding per factor:
+// where a partial product leaves float64's normal range, mantissas and
+// exponents are multiplied and added apart (math.Frexp), so that no partial
+// product underflows or overflows where the whole does not. A zero
+// and an infinite factor give NaN, as IEEE multiplication does (mul0 is the
+// place for 0·∞ = 0); a NaN factor gives NaN.
+func prod(fs ...float64) float64 {
+	p := 1.0
+	safe := true
+	for _, f := range fs {
+		p *= f
+		// A partial product outside the normal range may have lost bits or
+		// become 0 or ∞ on its way to a representable whole.
+		safe = safe && (f == 0 || p >= 0x1p-1022) && p <= math.MaxFloat64
+	}
+	if safe || p != p {
+		return p
+	}
+	m, e := 1.0, 0
+	for _, f := range fs {
+		if f == 0 || math.IsInf(f, 0) {
+			return p // the IEEE product: 0, ∞ or 0·∞ = NaN, whatever the order
+		}
+		fm, fe := math.Frexp(f)
+		m, e = m*fm, e+fe // m stays in [2^-k, 1) after k factors: no underflow for k ≤ 1000
+		if m < 0x1p-500 {
+			mm, me := math.Frexp(m)
+			m, e = mm, e+me
+		}
+	}
+	return math.Ldexp(m, e)
 }
 
 func boolf(b bool) float64 {

@@ -315,3 +315,42 @@ func TestScaleDecayBound(t *testing.T) {
 		assert.Equal(t, tc.a == 50, sc.DecayOut[1] > math.MaxFloat32, tc.name)
 	}
 }
+
+// The error scale is linear in u (every term of the analysis carries one
+// factor of |u| or of a state made from it), so scaling u by a power of two
+// scales Out and LastState by it exactly, up to the analysis's own
+// roundings, wherever the bounds themselves stay in range. FuzzScan found
+// the φ1 term of the input coefficient's bound, Δ·|B|·u·sg, computed as 0
+// where Δ·|B|·u alone underflowed float64 (|B| = 2e-81, u = 4e-264, sg =
+// 1e111): an output's scale 83× short, and a correct kernel rejected.
+func TestScaleHomogeneousInU(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		m       reference.Method
+		complex bool
+		a, b    []float64
+		u       float64
+	}{
+		{"foh, real, x = 250: Δ·|B|·u underflows", reference.FOH, false, []float64{250}, []float64{2e-81}, 4e-264},
+		{"foh, complex (FuzzScan-2903bcf9994869ac's state)", reference.FOH, true, []float64{709.78, -0.0025},
+			[]float64{6.3e-199, -2.03e-81}, -3.66e-264},
+		{"ordinary", reference.ZOH, false, []float64{-1}, []float64{0.5}, 2},
+	} {
+		c := []float64{1}
+		if tc.complex {
+			c = []float64{0.9, 0.5}
+		}
+		scale := func(u float64) *reference.Scale {
+			p := &reference.Problem{Batch: 1, Dim: 1, Seqlen: 2, Dstate: 1, Groups: 1, Method: tc.m, Complex: tc.complex,
+				U: []float64{u, u / 2}, Delta: []float64{1, 0.5}, A: tc.a, B: tc.b, C: c}
+			sc, err := reference.ErrorScale(p)
+			require.NoError(t, err, tc.name)
+			return sc
+		}
+		small, big := scale(tc.u), scale(tc.u*0x1p300)
+		for i := range small.Out {
+			assert.InEpsilon(t, big.Out[i]*0x1p-300, small.Out[i], 1e-13, "%s: out[%d]", tc.name, i)
+		}
+		assert.InEpsilon(t, big.LastState[0]*0x1p-300, small.LastState[0], 1e-13, "%s: last state", tc.name)
+	}
+}
