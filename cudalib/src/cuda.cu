@@ -89,6 +89,14 @@ constexpr int kRows = 4;
 #define SSMK_SCAN_MIN_BLOCKS 0
 #endif
 
+/* 1: scan_kernel reads u, Δ, z and writes out with the evict-first hint
+ * (load_run, store_run): each element of them is touched once, and the
+ * hint keeps the caches for B and C, which every row of a batch reads;
+ * 0 measures without (bench/NOTES.md, variant 42). */
+#ifndef SSMK_STREAM
+#define SSMK_STREAM 1
+#endif
+
 /* Bytes of each array a lane holds per tile: 32, or 16 for the measurement
  * of bench/NOTES.md's variant 36 (half the registers, 6 blocks per SM, and
  * twice the time: the scan's latency per state then has half the work to
@@ -112,15 +120,17 @@ union RunWords {
 /* Loads (or stores) a lane's run of K elements. Full runs of a VEC kernel
  * (seqlen a multiple of K, 16-byte aligned arrays) move as 16-byte words;
  * partial runs — the tail of the sequence — element by element, with zero
- * for the elements past its end. */
-template <typename E, int K, bool VEC>
+ * for the elements past its end. STREAM: the words with the evict-first
+ * hint (ld.global.cs, st.global.cs), for arrays each element of which is
+ * read or written once (scan_kernel's u, Δ, z and out). */
+template <typename E, int K, bool VEC, bool STREAM = false>
 __device__ __forceinline__ void load_run(const E *p, int avail, E (&v)[K]) {
     if (avail >= K) {
         if constexpr (VEC && (K * sizeof(E)) % 16 == 0) {
             RunWords<E, K> w;
             const uint4 *s = reinterpret_cast<const uint4 *>(p);
 #pragma unroll
-            for (int i = 0; i < (int)(K * sizeof(E) / 16); i++) w.q[i] = s[i];
+            for (int i = 0; i < (int)(K * sizeof(E) / 16); i++) w.q[i] = STREAM ? __ldcs(s + i) : s[i];
 #pragma unroll
             for (int i = 0; i < K; i++) v[i] = w.e[i];
         } else {
@@ -133,7 +143,7 @@ __device__ __forceinline__ void load_run(const E *p, int avail, E (&v)[K]) {
     }
 }
 
-template <typename E, int K, bool VEC>
+template <typename E, int K, bool VEC, bool STREAM = false>
 __device__ __forceinline__ void store_run(E *p, int avail, const E (&v)[K]) {
     if (avail >= K) {
         if constexpr (VEC && (K * sizeof(E)) % 16 == 0) {
@@ -142,7 +152,12 @@ __device__ __forceinline__ void store_run(E *p, int avail, const E (&v)[K]) {
             for (int i = 0; i < K; i++) w.e[i] = v[i];
             uint4 *s = reinterpret_cast<uint4 *>(p);
 #pragma unroll
-            for (int i = 0; i < (int)(K * sizeof(E) / 16); i++) s[i] = w.q[i];
+            for (int i = 0; i < (int)(K * sizeof(E) / 16); i++) {
+                if constexpr (STREAM)
+                    __stcs(s + i, w.q[i]);
+                else
+                    s[i] = w.q[i];
+            }
         } else {
 #pragma unroll
             for (int i = 0; i < K; i++) p[i] = v[i];
@@ -360,7 +375,10 @@ __device__ __forceinline__ cplx<T> a_log2e(cplx<T> a) { return a; } /* unused: c
  * and rk4; zoh's B·(Δ·u); bilinear's one reciprocal and B·(Δ·u·g)), and per
  * state foh's near branch; the answers are those of the exact path up to
  * rounding. Full tiles run without bounds checks; only
- * the sequence's last, partial tile checks. bench/NOTES.md records
+ * the sequence's last, partial tile checks. u, Δ, z and out, each element of
+ * which is touched once, move with the evict-first hint (SSMK_STREAM), and
+ * each step's softplus is selected rather than branched on (step_dt<true>).
+ * bench/NOTES.md records
  * this design's predecessors and timings.
  */
 template <typename T, bool CPLX, int M, bool VEC, int SEG>
@@ -390,6 +408,7 @@ __global__ void __launch_bounds__(32 * kRows, SSMK_SCAN_MIN_BLOCKS) scan_kernel(
      * state and run the loop rolled: the wide form cost them 20–35 % (3 blocks
      * per SM instead of 4; bench/NOTES.md). */
     constexpr bool WIDE = !CPLX && std::is_same<T, float>::value;
+    constexpr bool STREAM = SSMK_STREAM != 0;
     extern __shared__ __align__(16) unsigned char smem[];
     const int lane = (int)(threadIdx.x & 31), warp = (int)(threadIdx.x >> 5);
     const int seg = lane / SEG, sl = lane & (SEG - 1); /* the warp's row segment, the lane in it */
@@ -439,14 +458,14 @@ __global__ void __launch_bounds__(32 * kRows, SSMK_SCAN_MIN_BLOCKS) scan_kernel(
         __syncwarp(); /* the carries written by each segment's last lane (zeros before the first tile) are visible */
         T dt[K], uu[K], y[K];
         T dmin = T(0), dmax = T(0);
-        load_run<T, K, VEC>(u + tl, avail, uu);
+        load_run<T, K, VEC, STREAM>(u + tl, avail, uu);
         {
             T dl[K];
-            load_run<T, K, VEC>(delta + tl, avail, dl);
+            load_run<T, K, VEC, STREAM>(delta + tl, avail, dl);
 #pragma unroll
             for (int i = 0; i < K; i++) {
                 /* Past the end Δ = 0 (and below, Ā = 1, b = 0). */
-                dt[i] = FULL || i < avail ? step_dt(dl[i], (const T *)p.delta_bias, d, p.softplus) : T(0);
+                dt[i] = FULL || i < avail ? step_dt<true>(dl[i], (const T *)p.delta_bias, d, p.softplus) : T(0);
                 y[i] = T(0);
                 if constexpr (FASTK) {
                     dmin = i == 0 ? dt[0] : fminf(dmin, dt[i]);
@@ -635,13 +654,13 @@ __global__ void __launch_bounds__(32 * kRows, SSMK_SCAN_MIN_BLOCKS) scan_kernel(
         }
         if (live && (FULL || avail > 0)) {
             T zz[K] = {}, o[K];
-            if (z) load_run<T, K, VEC>(z + tl, avail, zz);
+            if (z) load_run<T, K, VEC, STREAM>(z + tl, avail, zz);
 #pragma unroll
             for (int i = 0; i < K; i++) {
                 const T yy = CPLX ? complex_output(y[i]) : y[i];
                 o[i] = finish_output(yy, uu[i], (const T *)p.D, d, z != nullptr, zz[i]);
             }
-            store_run<T, K, VEC>(out + tl, avail, o);
+            store_run<T, K, VEC, STREAM>(out + tl, avail, o);
         }
     };
     int t0 = 0;

@@ -357,8 +357,11 @@ SSMK_HD_CALL void method_complex(int m, cplx<T> x, cplx<T> &abar, cplx<T> &g) {
 
 /* ---- the per-element parts of the scan ---- */
 
-/* dt from the raw delta: bias, then softplus with its threshold at 20. */
-template <typename T>
+/* dt from the raw delta: bias, then softplus with its threshold at 20.
+ * SELECT (the GPU scan): softplus is evaluated for every value and selected
+ * below the threshold, the same values without a branch, which on the GPU
+ * serialised a lane's K per-step chains (bench/NOTES.md, variant 43). */
+template <bool SELECT = false, typename T>
 SSMK_HD T step_dt(T delta, const T *delta_bias, int d, int softplus) {
 #if SSMK_MUTANT == 8
     /* softplus before the bias */
@@ -368,6 +371,10 @@ SSMK_HD T step_dt(T delta, const T *delta_bias, int d, int softplus) {
     return dt;
 #else
     T dt = delta + (delta_bias ? delta_bias[d] : T(0));
+    if constexpr (SELECT) {
+        const T sp = slog1p(sexp(dt));
+        return softplus && dt <= T(20) ? sp : dt;
+    }
     if (softplus && dt <= T(20)) dt = slog1p(sexp(dt));
     return dt;
 #endif
