@@ -718,16 +718,18 @@ void launch_scan_seg(const ScanParams &p, bool vec, size_t velem, cudaStream_t s
 }
 
 /* The narrower scan a real float method takes on a large grid (0: none), as
- * measured on the H200 at 8×2048×4096×16 (bench/NOTES.md, variants 31–34):
- * bilinear 1411 → 1238 µs with 8 lanes per row, poly 1355 → 1279 µs with 16;
- * zoh, foh, highorder and rk4 were slower or no faster with either. A
+ * measured on the H200 at 8×2048×4096×16 (bench/NOTES.md, variants 31–34
+ * and 45): bilinear 1215 → 1201 µs with 8 lanes per row (1411 → 1238 before
+ * the evict-first hint of variant 42); poly, which gained with 16 lanes
+ * before that hint, is now faster with 32 (1133 µs against 1184); zoh, foh,
+ * highorder and rk4 were slower or no faster with 8 or 16. A
  * narrower scan has fewer shuffle levels per state but puts 32/SEG rows in a
  * warp, so the grid has that many times fewer warps: it is taken only where
  * at least 4096 warps remain, about two waves of the 16 warps per SM that
  * the registers allow on 132 SMs (the large size at 8 lanes per row); at
  * 8×512×1024×16 16 lanes per row leave one wave and were no faster there. */
 template <int M>
-constexpr int narrow_seg() { return M == BILINEAR ? 8 : M == POLY ? 16 : 0; }
+constexpr int narrow_seg() { return M == BILINEAR ? 8 : 0; }
 constexpr long long kNarrowMinWarps = 4096;
 /* The carries of a block of narrow rows must fit the 48 KiB of dynamic
  * shared memory a launch gets without opting in: 16 rows of 256 complex
