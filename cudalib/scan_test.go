@@ -126,10 +126,11 @@ func TestScanShapes(t *testing.T) {
 	}
 }
 
-// A grid large enough that the CUDA build's launcher takes its narrower scans
-// (8 lanes per row for bilinear, 16 for poly, where at least 4096 warps
-// remain: cuda.cu, narrow_seg), with full tiles of both widths and a partial
-// one; zoh alongside, which keeps 32 lanes. Any backend must pass it.
+// A grid large enough that the CUDA build's launcher takes its narrower scan
+// (8 lanes per row for bilinear where at least 4096 warps remain: cuda.cu,
+// narrow_seg), with full tiles of both widths and a partial one; poly and
+// zoh alongside, which keep 32 lanes (16-lane scans are tested by the forced
+// builds of scripts/gpu.sh run). Any backend must pass it.
 func TestScanNarrowScanSizes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("2.2 M steps per method")
