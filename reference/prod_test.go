@@ -40,6 +40,8 @@ func TestProd(t *testing.T) {
 		{"the whole overflows", []float64{1e300, 1e300, 2}, 0},
 		{"many small factors", []float64{1e-100, 1e-100, 1e-100, 1e-100, 1e-100, 1e100, 1e100, 1e100, 1e100, 1e100}, 0},
 		{"a zero factor", []float64{1e-300, 1e-300, 0, 1e300}, 0},
+		{"a zero factor after a partial product overflows", []float64{1e300, 1e300, 0}, 0},
+		{"an infinite factor after a partial product underflows", []float64{1e-300, 1e-300, inf}, inf},
 		{"an infinite factor", []float64{1e-300, inf}, inf},
 		{"0·∞ is NaN, as in IEEE", []float64{0, 1e-300, inf}, nan},
 		{"NaN", []float64{1, nan, 1e-300, 1e-300}, nan},

@@ -191,8 +191,8 @@ func ErrorScale(p *Problem) (*Scale, error) {
 					bv, cv := p.elemAbs(p.B, bi), p.elemAbs(p.C, ci)
 					// Four-factor products through prod: Δ·B·u alone can
 					// underflow float64 where the bound it is part of does
-					// not (FuzzScan: |B|·u = 7e-345 beside sg = 1e111 gave
-					// the φ1 term of sBeta as 0, a bound 230× short).
+					// not (FuzzScan: Δ·|B|·u = 3e-345 beside sg = 1e111 gave
+					// the φ1 term of sBeta as 0, an output's scale 83× short).
 					beta := prod(math.Abs(dt), cb.g, bv, u)
 					sBeta := prod(cb.g, bv, u, sdt) + prod(math.Abs(dt), bv, u, sg) + cBeta*beta
 					// Where e^x underflows to exactly 0 in float64 (x < −745.2),
@@ -305,29 +305,47 @@ func mul0(a, b float64) float64 {
 // prod is the product of nonnegative bounds, within a rounding per factor:
 // where a partial product leaves float64's normal range, mantissas and
 // exponents are multiplied and added apart (math.Frexp), so that no partial
-// product underflows or overflows where the whole does not. A zero
-// and an infinite factor give NaN, as IEEE multiplication does (mul0 is the
-// place for 0·∞ = 0); a NaN factor gives NaN.
+// product underflows or overflows where the whole does not. Special values
+// are IEEE multiplication's, whatever the order of the factors: a zero and
+// an infinite factor give NaN (mul0 is the place for 0·∞ = 0), a NaN factor
+// NaN.
 func prod(fs ...float64) float64 {
+	zero, inf := false, false
+	for _, f := range fs {
+		switch {
+		case f != f:
+			return f
+		case f == 0:
+			zero = true
+		case math.IsInf(f, 0):
+			inf = true
+		}
+	}
+	switch {
+	case zero && inf:
+		return math.NaN()
+	case zero:
+		return 0
+	case inf:
+		return math.Inf(1)
+	}
 	p := 1.0
-	safe := true
 	for _, f := range fs {
 		p *= f
-		// A partial product outside the normal range may have lost bits or
-		// become 0 or ∞ on its way to a representable whole.
-		safe = safe && (f == 0 || p >= 0x1p-1022) && p <= math.MaxFloat64
+		if p < 0x1p-1022 || p > math.MaxFloat64 {
+			return prodScaled(fs)
+		}
 	}
-	if safe || p != p {
-		return p
-	}
+	return p
+}
+
+// prodScaled is prod of finite nonzero factors with the exponents apart.
+func prodScaled(fs []float64) float64 {
 	m, e := 1.0, 0
 	for _, f := range fs {
-		if f == 0 || math.IsInf(f, 0) {
-			return p // the IEEE product: 0, ∞ or 0·∞ = NaN, whatever the order
-		}
 		fm, fe := math.Frexp(f)
-		m, e = m*fm, e+fe // m stays in [2^-k, 1) after k factors: no underflow for k ≤ 1000
-		if m < 0x1p-500 {
+		m, e = m*fm, e+fe
+		if m < 0x1p-500 { // renormalised long before it could underflow
 			mm, me := math.Frexp(m)
 			m, e = mm, e+me
 		}
