@@ -303,9 +303,9 @@ func mul0(a, b float64) float64 {
 }
 
 // prod is the product of nonnegative bounds, within a rounding per factor:
-// where a partial product leaves float64's normal range, mantissas and
-// exponents are multiplied and added apart (math.Frexp), so that no partial
-// product underflows or overflows where the whole does not. Special values
+// where a partial product leaves float64's normal range, the factors are
+// multiplied as wide numbers of unbounded exponent (unbounded.go), so that
+// no partial product underflows or overflows where the whole does not. Special values
 // are IEEE multiplication's, whatever the order of the factors: a zero and
 // an infinite factor give NaN (mul0 is the place for 0·∞ = 0), a NaN factor
 // NaN.
@@ -333,24 +333,15 @@ func prod(fs ...float64) float64 {
 	for _, f := range fs {
 		p *= f
 		if p < 0x1p-1022 || p > math.MaxFloat64 {
-			return prodScaled(fs)
+			w := wideOf(1, 0)
+			for _, f := range fs {
+				w = w.mul(wideOf(f, 0))
+			}
+			p, _ = w.float64s()
+			return p
 		}
 	}
 	return p
-}
-
-// prodScaled is prod of finite nonzero factors with the exponents apart.
-func prodScaled(fs []float64) float64 {
-	m, e := 1.0, 0
-	for _, f := range fs {
-		fm, fe := math.Frexp(f)
-		m, e = m*fm, e+fe
-		if m < 0x1p-500 { // renormalised long before it could underflow
-			mm, me := math.Frexp(m)
-			m, e = mm, e+me
-		}
-	}
-	return math.Ldexp(m, e)
 }
 
 func boolf(b bool) float64 {

@@ -18,7 +18,7 @@ type wide struct {
 
 func norm(re, im float64, e int) wide {
 	big := math.Max(math.Abs(re), math.Abs(im))
-	if big == 0 || math.IsInf(big, 0) || math.IsNaN(big) || math.IsNaN(re) || math.IsNaN(im) {
+	if big == 0 || math.IsInf(big, 0) || math.IsNaN(big) { // math.Max is NaN if either part is
 		return wide{re, im, 0}
 	}
 	_, k := math.Frexp(big)
