@@ -126,11 +126,13 @@ func TestScanShapes(t *testing.T) {
 	}
 }
 
-// A grid large enough that the CUDA build's launcher takes its narrower scan
-// (8 lanes per row for bilinear where at least 4096 warps remain: cuda.cu,
-// narrow_seg), with full tiles of both widths and a partial one; poly and
-// zoh alongside, which keep 32 lanes (16-lane scans are tested by the forced
-// builds of scripts/gpu.sh run). Any backend must pass it.
+// A grid of 16384 rows (4096 blocks of the CUDA build's scan) with full
+// tiles and a partial one, for the methods whose kernels differ most in
+// their fast paths. The CUDA build runs every scan with 32 lanes per row;
+// under the forced builds of scripts/gpu.sh run (SSMK_SCAN_SEG=8 and 16)
+// this is the test of the narrow scans on a grid of many warps, where
+// bilinear took 8 lanes by default until bench/NOTES.md's variant 47. Any
+// backend must pass it.
 func TestScanNarrowScanSizes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("2.2 M steps per method")

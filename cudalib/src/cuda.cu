@@ -76,10 +76,9 @@ constexpr int kRows = 4;
 #ifndef SSMK_EXPSUM_MASK
 #define SSMK_EXPSUM_MASK ((1 << POLY) | (1 << HIGHORDER) | (1 << RK4))
 #endif
-/* Lanes per row of the scan (scan_kernel's SEG): 0 takes launch_scan_m's
- * choice per method and size; 8, 16 or 32 makes every scan kernel use it
- * where its block's carries fit (the GPU tests of the narrow scans,
- * bench/NOTES.md's variants). */
+/* Lanes per row of the scan (scan_kernel's SEG): 0 (or 32) is 32 lanes;
+ * 8 or 16 makes every scan kernel use it where its block's carries fit
+ * (the GPU tests of the narrow scans, bench/NOTES.md's variants). */
 #ifndef SSMK_SCAN_SEG
 #define SSMK_SCAN_SEG 0
 #endif
@@ -205,10 +204,13 @@ __device__ __forceinline__ float ex2_normal(float xl) {
 
 /* (Ā, Δ·g·B·u) of one state update of real A: the method at x = Δ·a, with
  * e^x (where the method uses it) on the float fast path as exp2 of Δ·a2,
- * a2 = a·log2e formed once per state, elsewhere as the CPU build forms it
- * (sexp); then the input term as ((Δ·g)·B)·u, the CPU build's
+ * a2 = a·log2e formed once per state (a_coef), elsewhere as the CPU build
+ * forms it (sexp); then the input term as ((Δ·g)·B)·u, the CPU build's
  * order. FAST: the tile passed its method's vote — every Δ·a2 ≥ −126
- * (ex2_normal) for the exp methods, run_bilinear_stable for bilinear. DU
+ * (ex2_normal) for the exp methods, run_bilinear_stable for bilinear, whose
+ * a2 is −a/2 and 1 − x/2 one FFMA of Δ. NEAR (foh, FAST): every |x| of the
+ * state's tile is below 1/2, and there φ1 is phi1_near and Ā = 1 + x·φ1(x)
+ * = e^x, one FFMA instead of the exp (bench/NOTES.md, variant 48). DU
  * (zoh and bilinear, FAST): the input term from du = Δ·u formed once per
  * step, B·du for zoh (g = 1), B·(du·g) for bilinear, a product fewer per
  * update, where run_du_exact holds for the tile: Δ·u may overflow where Δ·g
@@ -233,13 +235,16 @@ __device__ __forceinline__ void update_terms(T a, T a2, T dt, T u, T du, T bv, T
     }
     (void)a2;
     if constexpr (NEAR) {
-        ab = e;
+        /* within 2.2 ulp of e^x for |x| < 1/2 (φ1 within 1.11 ulp), as
+         * close as MUFU.EX2's; the exp above is then dead code */
         g = phi1_near(x);
+        ab = fmaf(x, g, T(1));
+        (void)e;
     } else if constexpr (M == BILINEAR && DU) {
         /* method_real_e's bilinear where run_bilinear_stable holds: the
-         * same g (__fdividef(1/4, d/4) is exactly __fdividef(1, d) for d in
+         * same g (sdiv(1, d) is exactly 1/d's reciprocal for d in
          * [1, 2^19 + 1]) and Ā, without the test for an infinite x. */
-        g = __fdividef(T(1), T(1) - x * T(0.5));
+        g = rcp_normal(fmaf(dt, a2, T(1))); /* a2 = −a/2 here (a_coef) */
         ab = T(2) * g - T(1);
     } else {
         method_real_e<M>(x, e, ab, g);
@@ -351,13 +356,20 @@ __device__ __forceinline__ V window_decay(V, float) { return V{}; }
 
 template <typename T>
 __device__ __forceinline__ T a_log2e(T a) { return a * T(SSMK_LOG2E_F); }
+/* The per-state factor of the fast path's update (the a2 of update_terms):
+ * a·log2e for the exp methods, −a/2 for bilinear, whose 1 − x/2 is then one
+ * FFMA of Δ, rounded once. */
+template <int M, typename T>
+__device__ __forceinline__ T a_coef(T a) { if constexpr (M == BILINEAR) return a * T(-0.5); else return a_log2e(a); }
+template <int M, typename T>
+__device__ __forceinline__ cplx<T> a_coef(cplx<T> a) { return a; }
 template <typename T>
 __device__ __forceinline__ cplx<T> a_log2e(cplx<T> a) { return a; } /* unused: complex A takes cexp */
 
 /*
  * The scan, time-parallel: each segment of SEG lanes of a warp runs one row
- * (b, d) (32/SEG rows per warp; SEG = 32 but where launch_scan_m narrows
- * it); the row's time runs in tiles of SEG·K steps, lane l of the segment
+ * (b, d) (32/SEG rows per warp; SEG = 32 but in the builds that force
+ * SSMK_SCAN_SEG); the row's time runs in tiles of SEG·K steps, lane l of the segment
  * holding steps t0 + l·K … t0 + l·K + K − 1 of a tile. For each state n in
  * turn a lane forms its K updates h ← Ā_t·h + b_t (b_t = Δ_t·g_t·B_t·u_t)
  * and composes them into one affine map (Π Ā, h from 0); an inclusive
@@ -439,7 +451,10 @@ __global__ void __launch_bounds__(32 * kRows, SSMK_SCAN_MIN_BLOCKS) scan_kernel(
     if constexpr (FASTK) {
         a2min = INFINITY, a2max = -INFINITY;
         for (int n = sl; n < N; n += SEG) {
-            const float a2 = a_log2e(A[n]);
+            float a2 = a_log2e(A[n]);
+            /* Bilinear's fast path halves a (a_coef): a subnormal a, whose
+             * half may round, sends the row to the exact path. */
+            if (FASTBIL && A[n] != 0.0f && fabsf(A[n]) < 0x1p-125f) a2 = INFINITY;
             a2min = fminf(a2min, a2);
             a2max = fmaxf(a2max, a2);
         }
@@ -559,7 +574,7 @@ __global__ void __launch_bounds__(32 * kRows, SSMK_SCAN_MIN_BLOCKS) scan_kernel(
                 if (n + 1 < N) ap += 1, bs += bstep, cs += cstep;
                 load_b(ap, bs, an, bn);
                 if constexpr (WIDE) load_c(cs, cn);
-                const V a2 = a_log2e(a);
+                const V a2 = a_coef<M>(a);
                 const V hin = *cy; /* the state entering the tile */
                 /* Pass 1: the run's updates, and their composition: the map
                  * h ↦ Ap·h + hp of the whole run. */
@@ -717,20 +732,6 @@ void launch_scan_seg(const ScanParams &p, bool vec, size_t velem, cudaStream_t s
         scan_kernel<T, CPLX, M, false, SEG><<<grid, 32 * kRows, smem, s>>>(p);
 }
 
-/* The narrower scan a real float method takes on a large grid (0: none), as
- * measured on the H200 at 8×2048×4096×16 (bench/NOTES.md, variants 31–34
- * and 45): bilinear 1215 → 1201 µs with 8 lanes per row (1411 → 1238 before
- * the evict-first hint of variant 42); poly, which gained with 16 lanes
- * before that hint, is now faster with 32 (1133 µs against 1184); zoh, foh,
- * highorder and rk4 were slower or no faster with 8 or 16. A
- * narrower scan has fewer shuffle levels per state but puts 32/SEG rows in a
- * warp, so the grid has that many times fewer warps: it is taken only where
- * at least 4096 warps remain, about two waves of the 16 warps per SM that
- * the registers allow on 132 SMs (the large size at 8 lanes per row); at
- * 8×512×1024×16 16 lanes per row leave one wave and were no faster there. */
-template <int M>
-constexpr int narrow_seg() { return M == BILINEAR ? 8 : 0; }
-constexpr long long kNarrowMinWarps = 4096;
 /* The carries of a block of narrow rows must fit the 48 KiB of dynamic
  * shared memory a launch gets without opting in: 16 rows of 256 complex
  * double states do not (a forced SSMK_SCAN_SEG=8 build; FuzzScan). */
@@ -738,13 +739,17 @@ constexpr size_t kMaxCarryBytes = 48 * 1024;
 
 template <typename T, bool CPLX, int M>
 void launch_scan_m(const ScanParams &p, bool vec, size_t velem, cudaStream_t s) {
-    constexpr int NS = SSMK_SCAN_SEG != 0 ? SSMK_SCAN_SEG
-                       : !CPLX && std::is_same<T, float>::value ? narrow_seg<M>()
-                                                                 : 0;
+    /* Every method runs 32 lanes per row. A narrower scan has fewer shuffle
+     * levels per state but 32/SEG rows per warp, so 32/SEG times fewer
+     * warps; bilinear (8 lanes) and poly (16) gained from it on large grids
+     * while their updates were longer, and lost it when the updates got
+     * shorter: bilinear 1288 µs with 8 lanes against 1113 µs with 32 at
+     * 8×2048×4096×16 on the H200 (bench/NOTES.md, variants 31–34, 45, 47).
+     * SSMK_SCAN_SEG=8 or 16 forces a narrow scan on every launch whose
+     * carries fit (scripts/gpu.sh run tests those builds). */
+    constexpr int NS = SSMK_SCAN_SEG;
     if constexpr (NS != 0 && NS != 32) {
-        const bool fits = carry_bytes(NS, p, velem) <= kMaxCarryBytes;
-        const bool wide_grid = SSMK_SCAN_SEG != 0 || (vec && p.rows * NS / 32 >= kNarrowMinWarps);
-        if (fits && wide_grid) return launch_scan_seg<T, CPLX, M, NS>(p, vec, velem, s);
+        if (carry_bytes(NS, p, velem) <= kMaxCarryBytes) return launch_scan_seg<T, CPLX, M, NS>(p, vec, velem, s);
     }
     launch_scan_seg<T, CPLX, M, 32>(p, vec, velem, s);
 }

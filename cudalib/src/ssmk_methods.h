@@ -13,7 +13,7 @@
  *     by a bare MUFU.EX2 where the whole tile stays above 2^-126; there it
  *     also forms zoh's input term as B·(Δ·u) (one product fewer), where
  *     every Δ·u of the tile is normal, and takes foh's φ1 from phi1_near
- *     where every |x| of a state's tile is below 1/2. Bilinear's g there is
+ *     where every |x| of a state's tile is below 1/2 (and there Ā as 1 + x·φ1). Bilinear's g there is
  *     one reciprocal where every x of the tile is in [−2^20, 0].
  *   - real φ1(x): a polynomial for |x| < 1/2 (minimax in float, Taylor in
  *     double; phi1_series), (e^x − 1)/x from the
@@ -73,20 +73,35 @@ SSMK_HD double scos(double x) { return cos(x); }
 SSMK_HD float sabs(float x) { return fabsf(x); }
 SSMK_HD double sabs(double x) { return fabs(x); }
 
+/* 1/b by one MUFU.RCP (rcp.approx.ftz) on the GPU: where b is normal (or
+ * 0 or ±∞) and 1/b is at least 2^-126, it is the reciprocal that
+ * __fdividef multiplies by. __fdividef itself is built on the non-ftz
+ * rcp.approx, which adds a test and a scaling for a subnormal b to every
+ * call (five instructions for one: bench/NOTES.md, variant 46). */
+#ifdef __CUDA_ARCH__
+__device__ __forceinline__ float rcp_normal(float b) {
+    float r;
+    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(b));
+    return r;
+}
+#endif
+
 /* a/b for the per-state divisions of bilinear and foh. On the GPU in float it
- * is __fdividef (a reciprocal and a product, within 2 ulp): the IEEE division
- * routine cost those methods ~15% of the scan. __fdividef returns 0 (NaN for
+ * is __fdividef's arithmetic (a reciprocal and a product, within 2 ulp): the
+ * IEEE division routine cost those methods ~15% of the scan. __fdividef returns 0 (NaN for
  * an infinite a) when 2^126 < |b| < 2^128, although a/b need not be small
  * there, nor Δ·(a/b) after it: bilinear and foh at Δ = FLT_MAX, a = −1 gave
  * Bcoef = 0 instead of 2 and 1 (found by FuzzDiscretize on the H200). Both
  * operands are scaled by 1/4, which is exact for the quotients of this
  * header: foh divides e^x − 1 by x only for |x| ≥ 1/2 (|e^x − 1| ≥ 0.39),
  * bilinear 1 by 1 − x/2 (a multiple of 2^-24 or 0), so neither operand is
- * small enough for the scaling to round. Two multiplications, no branch.
- * Elsewhere a/b. */
+ * small enough for the scaling to round. For the same reason b/4 is never
+ * subnormal where a quotient is used (a foh quotient at |x| < 1/2 is
+ * computed and not selected), so the reciprocal is rcp_normal's: the same
+ * values as __fdividef(a/4, b/4) with four instructions fewer. Elsewhere a/b. */
 SSMK_HD float sdiv(float a, float b) {
 #ifdef __CUDA_ARCH__
-    return __fdividef(a * 0.25f, b * 0.25f);
+    return (a * 0.25f) * rcp_normal(b * 0.25f);
 #else
     return a / b;
 #endif
