@@ -185,6 +185,9 @@ template <typename T>
 __device__ __forceinline__ T vfma(T a, T b, T c) { return a * b + c; }
 template <typename T>
 __device__ __forceinline__ cplx<T> vfma(cplx<T> a, cplx<T> b, cplx<T> c) { return cadd(cmul(a, b), c); }
+/* a·b + c rounded once, in the precision of its operands */
+__device__ __forceinline__ float sfma(float a, float b, float c) { return fmaf(a, b, c); }
+__device__ __forceinline__ double sfma(double a, double b, double c) { return fma(a, b, c); }
 template <typename V>
 __device__ __forceinline__ V vone() { return V(1); }
 template <>
@@ -208,9 +211,10 @@ __device__ __forceinline__ float ex2_normal(float xl) {
  * forms it (sexp); then the input term as ((Δ·g)·B)·u, the CPU build's
  * order. FAST: the tile passed its method's vote — every Δ·a2 ≥ −126
  * (ex2_normal) for the exp methods, run_bilinear_stable for bilinear, whose
- * a2 is −a/2 and 1 − x/2 one FFMA of Δ. NEAR (foh, FAST): every |x| of the
- * state's tile is below 1/2, and there φ1 is phi1_near and Ā = 1 + x·φ1(x)
- * = e^x, one FFMA instead of the exp (bench/NOTES.md, variant 48). DU
+ * a2 is −a/2 and 1 − x/2 one FFMA of Δ. NEAR (foh: a float tile that
+ * passed FAST, or any double tile): every |x| of the state's tile is below
+ * 1/2, and there φ1 is phi1_near and Ā = 1 + x·φ1(x) = e^x, one FMA instead
+ * of the exp (bench/NOTES.md, variants 48 and 51). DU
  * (zoh and bilinear, FAST): the input term from du = Δ·u formed once per
  * step, B·du for zoh (g = 1), B·(du·g) for bilinear, a product fewer per
  * update, where run_du_exact holds for the tile: Δ·u may overflow where Δ·g
@@ -236,9 +240,10 @@ __device__ __forceinline__ void update_terms(T a, T a2, T dt, T u, T du, T bv, T
     (void)a2;
     if constexpr (NEAR) {
         /* within 2.2 ulp of e^x for |x| < 1/2 (φ1 within 1.11 ulp), as
-         * close as MUFU.EX2's; the exp above is then dead code */
+         * close as MUFU.EX2's, and within 2 ulp in double; the exp above is
+         * then dead code */
         g = phi1_near(x);
-        ab = fmaf(x, g, T(1));
+        ab = sfma(x, g, T(1));
         (void)e;
     } else if constexpr (M == BILINEAR && DU) {
         /* method_real_e's bilinear where run_bilinear_stable holds: the
@@ -403,7 +408,11 @@ __global__ void __launch_bounds__(32 * kRows, SSMK_SCAN_MIN_BLOCKS) scan_kernel(
     constexpr int LEVELS = SEG == 32 ? 5 : SEG == 16 ? 4 : 3;
     constexpr bool FASTEXP = !CPLX && std::is_same<T, float>::value && uses_exp<M>();
     constexpr bool ZOHDU = FASTEXP && M == ZOH;
-    constexpr bool FOHNEAR = FASTEXP && M == FOH;
+    /* foh's near branch (update_terms' NEAR): real float tiles that passed
+     * the fast vote, and every real double tile, whose exact path evaluates
+     * exp() and an IEEE division per update where the near branch needs
+     * neither (bench/NOTES.md, variant 51). */
+    constexpr bool FOHNEAR = !CPLX && M == FOH;
     /* Bilinear's fast path (real float): where the tile's every x = Δ·a is
      * in [−2^20, 0] (run_bilinear_stable), g = 1/(1 − x/2) is one
      * reciprocal and the input term B·(Δ·u·g) (update_terms). */
@@ -488,8 +497,15 @@ __global__ void __launch_bounds__(32 * kRows, SSMK_SCAN_MIN_BLOCKS) scan_kernel(
                 }
             }
         }
-        /* the largest |Δ| of the lane's run (foh's near test) */
-        const T dabs = FOHNEAR ? (sabs(dmin) > sabs(dmax) ? sabs(dmin) : sabs(dmax)) : T(0);
+        /* the largest |Δ| of the lane's run (foh's near test; a NaN Δ, which
+         * this passes over, gives NaN on both branches) */
+        T dabs = T(0);
+        if constexpr (FOHNEAR && FASTK) {
+            dabs = sabs(dmin) > sabs(dmax) ? sabs(dmin) : sabs(dmax);
+        } else if constexpr (FOHNEAR) {
+#pragma unroll
+            for (int i = 0; i < K; i++) dabs = sabs(dt[i]) > dabs ? sabs(dt[i]) : dabs;
+        }
         /* zoh's and bilinear's fast input terms from Δ·u, formed once per
          * step (see run_du_exact). */
         T du[K] = {};
@@ -594,9 +610,9 @@ __global__ void __launch_bounds__(32 * kRows, SSMK_SCAN_MIN_BLOCKS) scan_kernel(
                     }
                 };
                 /* foh where every |Δ·a| of the tile is below 1/2 takes φ1's
-                 * series alone, the branch phi1_from_exp selects there:
-                 * the same values without the far branch's division. */
-                if constexpr (FOHNEAR && FAST) {
+                 * series alone, the branch phi1_from_exp selects there, and
+                 * Ā = 1 + x·φ1: no far branch's division, no exp. */
+                if constexpr (FOHNEAR && (FAST || !FASTK)) {
                     if (__all_sync(0xffffffffu, run_xmax(dabs, a) < T(0.5)))
                         pass1(std::true_type{});
                     else

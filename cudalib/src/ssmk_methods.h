@@ -13,8 +13,9 @@
  *     by a bare MUFU.EX2 where the whole tile stays above 2^-126; there it
  *     also forms zoh's input term as B·(Δ·u) (one product fewer), where
  *     every Δ·u of the tile is normal, and takes foh's φ1 from phi1_near
- *     where every |x| of a state's tile is below 1/2 (and there Ā as 1 + x·φ1). Bilinear's g there is
- *     one reciprocal where every x of the tile is in [−2^20, 0].
+ *     where every |x| of a state's tile is below 1/2 (and there Ā as
+ *     1 + x·φ1; in double too). Bilinear's g there is one reciprocal where
+ *     every x of the tile is in [−2^20, 0].
  *   - real φ1(x): a polynomial for |x| < 1/2 (minimax in float, Taylor in
  *     double; phi1_series), (e^x − 1)/x from the
  *     exp already computed beyond, selected without a branch; for complex z = a + ib,
