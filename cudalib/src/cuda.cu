@@ -367,9 +367,7 @@ __device__ __forceinline__ T a_log2e(T a) { return a * T(SSMK_LOG2E_F); }
 template <int M, typename T>
 __device__ __forceinline__ T a_coef(T a) { if constexpr (M == BILINEAR) return a * T(-0.5); else return a_log2e(a); }
 template <int M, typename T>
-__device__ __forceinline__ cplx<T> a_coef(cplx<T> a) { return a; }
-template <typename T>
-__device__ __forceinline__ cplx<T> a_log2e(cplx<T> a) { return a; } /* unused: complex A takes cexp */
+__device__ __forceinline__ cplx<T> a_coef(cplx<T> a) { return a; } /* unused: complex A takes cexp */
 
 /*
  * The scan, time-parallel: each segment of SEG lanes of a warp runs one row
