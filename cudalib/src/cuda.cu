@@ -176,6 +176,20 @@ __device__ __forceinline__ cplx<T> shfl_up(cplx<T> v, int off) {
     return cmake(__shfl_up_sync(0xffffffffu, v.re, off, SEG), __shfl_up_sync(0xffffffffu, v.im, off, SEG));
 }
 
+/* v of lane src of the segment, to every lane of it */
+template <int SEG, typename T>
+__device__ __forceinline__ T shfl_from(T v, int src) { return __shfl_sync(0xffffffffu, v, src, SEG); }
+template <int SEG, typename T>
+__device__ __forceinline__ cplx<T> shfl_from(cplx<T> v, int src) {
+    return cmake(__shfl_sync(0xffffffffu, v.re, src, SEG), __shfl_sync(0xffffffffu, v.im, src, SEG));
+}
+
+/* Whether v is finite (both parts, for complex). */
+template <typename T>
+__device__ __forceinline__ bool vfinite(T v) { return isfinite(v); }
+template <typename T>
+__device__ __forceinline__ bool vfinite(cplx<T> v) { return isfinite(v.re) && isfinite(v.im); }
+
 template <typename T>
 __device__ __forceinline__ T vmul(T a, T b) { return a * b; }
 template <typename T>
@@ -209,12 +223,13 @@ __device__ __forceinline__ float ex2_normal(float xl) {
  * e^x (where the method uses it) on the float fast path as exp2 of Δ·a2,
  * a2 = a·log2e formed once per state (a_coef), elsewhere as the CPU build
  * forms it (sexp); then the input term as ((Δ·g)·B)·u, the CPU build's
- * order. FAST: the tile passed its method's vote — every Δ·a2 ≥ −126
- * (ex2_normal) for the exp methods, run_bilinear_stable for bilinear, whose
- * a2 is −a/2 and 1 − x/2 one FFMA of Δ. NEAR (foh: a float tile that
- * passed FAST, or any double tile): every |x| of the state's tile is below
- * 1/2, and there φ1 is phi1_near and Ā = 1 + x·φ1(x) = e^x, one FMA instead
- * of the exp (bench/NOTES.md, variants 48 and 51). DU
+ * order. FAST: the tile passed its method's vote — every Δ·a2 in
+ * [−126, 0] (ex2_normal) for the exp methods, run_bilinear_stable for
+ * bilinear, whose a2 is −a/2 and 1 − x/2 one FFMA of Δ. NEAR (foh: a float
+ * tile that passed FAST, or any double tile): every x of the state's tile
+ * is in (−near_max, 0] (float) or (−1/2, 1/2) (double), and there φ1 is
+ * phi1_near and Ā = 1 + x·φ1(x) = e^x, one FMA instead of the exp
+ * (bench/NOTES.md, variants 48, 51 and 53). DU
  * (zoh and bilinear, FAST): the input term from du = Δ·u formed once per
  * step, B·du for zoh (g = 1), B·(du·g) for bilinear, a product fewer per
  * update, where run_du_exact holds for the tile: Δ·u may overflow where Δ·g
@@ -239,9 +254,9 @@ __device__ __forceinline__ void update_terms(T a, T a2, T dt, T u, T du, T bv, T
     }
     (void)a2;
     if constexpr (NEAR) {
-        /* within 2.2 ulp of e^x for |x| < 1/2 (φ1 within 1.11 ulp), as
-         * close as MUFU.EX2's, and within 2 ulp in double; the exp above is
-         * then dead code */
+        /* within 2.1 ulp of e^x in float (phi1_near), as close as
+         * MUFU.EX2's, and within 2 ulp in double; the exp above is then
+         * dead code */
         g = phi1_near(x);
         ab = sfma(x, g, T(1));
         (void)e;
@@ -299,14 +314,14 @@ __device__ __forceinline__ void step_terms(int method, cplx<T> a, cplx<T>, T dt,
 }
 
 /* Whether every Δ·a·log2e of a lane's run — its steps' dt in [dmin, dmax],
- * against every state of the row, a·log2e in [a2min, a2max] — is ≥ −126, so
- * that the run may take ex2_normal: Δ·a2 is bilinear in (Δ, a2), so its
- * least value over the box is at a corner. An infinite or NaN corner
- * compares false (the exact path). A NaN Δ or a, which fminf passes over,
- * makes only NaN exponents, for which ex2_normal and exp2f agree. */
+ * against every state of the row, a·log2e in [a2min, a2max] — is in
+ * [−126, 0], so that the run may take ex2_normal and no product of its Ā
+ * exceeds 1 (the scan's test for overflowed products is then not needed):
+ * with Δ ≥ 0 and a ≤ 0 the least Δ·a2 is dmax·a2min. An infinite or NaN
+ * bound compares false (the exact path). A NaN Δ or a, which fminf passes
+ * over, makes only NaN exponents, for which ex2_normal and exp2f agree. */
 __device__ __forceinline__ bool run_exp_normal(float dmin, float dmax, float a2min, float a2max) {
-    const float lo = fminf(fminf(dmin * a2min, dmin * a2max), fminf(dmax * a2min, dmax * a2max));
-    return lo >= -126.0f;
+    return dmin >= 0.0f && a2max <= 0.0f && dmax * a2min >= -126.0f;
 }
 
 /* Whether every x = Δ·a of a lane's run (Δ in [dmin, dmax], a·log2e in
@@ -337,8 +352,8 @@ __device__ __forceinline__ bool run_du_exact(const T (&dt)[K], const T (&u)[K], 
 }
 
 /* The largest |x| = |Δ·a| of a lane's run for state a, its largest |Δ| being
- * dabs: foh's near test compares it with 1/2 (NaN compares false, and so
- * does complex A's NaN). */
+ * dabs: foh's near test compares it with near_max (NaN compares false, and
+ * so does complex A's NaN). */
 template <typename T>
 __device__ __forceinline__ T run_xmax(T dabs, T a) { return dabs * sabs(a); }
 template <typename T>
@@ -393,6 +408,20 @@ __device__ __forceinline__ cplx<T> a_coef(cplx<T> a) { return a; } /* unused: co
  * the sequence's last, partial tile checks. u, Δ, z and out, each element of
  * which is touched once, move with the evict-first hint (SSMK_STREAM), and
  * each step's softplus is selected rather than branched on (step_dt<true>).
+ *
+ * The rescan. The scan multiplies Ā over a lane's run and over windows of
+ * runs, products that the sequential recurrence never forms, and for an
+ * unstable input they can overflow where the state stays finite: Ā = e^388,
+ * e^388, then 0 in double, whose product is ∞·0 = NaN while the sequential
+ * state is cleared by the 0 (FuzzScan on the H200: poly, complex, fp64).
+ * ∞ and NaN survive further products, so every product the scan forms that
+ * is not finite leaves its lane's last window product (Ap) not finite: one
+ * vote per state finds them, and then the states entering the runs are
+ * passed from lane to lane instead — lane j runs its K updates from the
+ * state lane j − 1 left, SEG rounds of K FMAs and a shuffle: the sequential
+ * recurrence. Where a tile passed its fast vote, every |Ā| ≤ 1 and the vote
+ * is left out (bench/NOTES.md, variant 53).
+ *
  * bench/NOTES.md records
  * this design's predecessors and timings.
  */
@@ -607,11 +636,12 @@ __global__ void __launch_bounds__(32 * kRows, SSMK_SCAN_MIN_BLOCKS) scan_kernel(
                         }
                     }
                 };
-                /* foh where every |Δ·a| of the tile is below 1/2 takes φ1's
-                 * series alone, the branch phi1_from_exp selects there, and
-                 * Ā = 1 + x·φ1: no far branch's division, no exp. */
+                /* foh where every |Δ·a| of the tile is below near_max (in a
+                 * float tile that passed FAST every x is ≤ 0 too) takes
+                 * phi1_near alone and Ā = 1 + x·φ1: no far branch's
+                 * division, no exp. */
                 if constexpr (FOHNEAR && (FAST || !FASTK)) {
-                    if (__all_sync(0xffffffffu, run_xmax(dabs, a) < T(0.5)))
+                    if (__all_sync(0xffffffffu, run_xmax(dabs, a) < near_max<T>()))
                         pass1(std::true_type{});
                     else
                         pass1(std::false_type{});
@@ -653,9 +683,28 @@ __global__ void __launch_bounds__(32 * kRows, SSMK_SCAN_MIN_BLOCKS) scan_kernel(
                         }
                     }
                 }
+                /* The state entering the lane's run: from the scan, or
+                 * where the scan formed a product of Ā that is not finite,
+                 * from the previous lane's run, lane by lane (the rescan:
+                 * see the kernel's comment). */
+                V h;
+                if (FAST || !__any_sync(0xffffffffu, !vfinite(Ap))) {
+                    h = shfl_up<SEG>(hp, 1);
+                    if (sl == 0) h = hin;
+                } else {
+                    /* hp: the state entering lane j's run, then leaving it */
+                    hp = hin;
+                    h = hin;
+#pragma unroll 1
+                    for (int j = 0; j < SEG; j++) {
+                        if (sl == j) h = hp;
+                        V t = h;
+#pragma unroll
+                        for (int i = 0; i < K; i++) t = vfma(ab[i], t, bb[i]);
+                        hp = shfl_from<SEG>(t, j);
+                    }
+                }
                 /* Pass 2: the states of the run from the state entering it. */
-                V h = shfl_up<SEG>(hp, 1);
-                if (sl == 0) h = hin;
                 __syncwarp(); /* every lane has read carry[n] before its segment's last lane replaces it */
                 if (sl == SEG - 1) *cy = hp;
                 cy++;

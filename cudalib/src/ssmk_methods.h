@@ -10,12 +10,12 @@
  *   - float e^x is exp2f(x·log2e), the route of Mamba's kernel (one MUFU.EX2
  *     on the GPU after range handling); double e^x is exp(). The GPU scan
  *     forms it as exp2 of Δ·(a·log2e) and passes it in (method_real_e),
- *     by a bare MUFU.EX2 where the whole tile stays above 2^-126; there it
- *     also forms zoh's input term as B·(Δ·u) (one product fewer), where
- *     every Δ·u of the tile is normal, and takes foh's φ1 from phi1_near
- *     where every |x| of a state's tile is below 1/2 (and there Ā as
- *     1 + x·φ1; in double too). Bilinear's g there is one reciprocal where
- *     every x of the tile is in [−2^20, 0].
+ *     by a bare MUFU.EX2 where every e^x of the tile is in [2^-126, 1];
+ *     there it also forms zoh's input term as B·(Δ·u) (one product fewer),
+ *     where every Δ·u of the tile is normal, and takes foh's φ1 from
+ *     phi1_near where every x of a state's tile is in (−3/4, 0] (in double,
+ *     every |x| below 1/2), and there Ā as 1 + x·φ1. Bilinear's g there is
+ *     one reciprocal where every x of the tile is in [−2^20, 0].
  *   - real φ1(x): a polynomial for |x| < 1/2 (minimax in float, Taylor in
  *     double; phi1_series), (e^x − 1)/x from the
  *     exp already computed beyond, selected without a branch; for complex z = a + ib,
@@ -143,12 +143,31 @@ SSMK_HD double phi1_series(double x) {
     return p * x + 1.0;
 }
 
-/* φ1(x) where |x| < 1/2 is known (a GPU tile whose every x is): the branch
- * phi1_from_exp selects there. */
+/* foh's near branch on the GPU (cuda.cu's update_terms): φ1(x) where x is
+ * known to lie in (−near_max, 0] in float — a tile that passed the fast
+ * vote, which holds only where every x ≤ 0 — and in (−1/2, 1/2) in double
+ * (phi1_series). One-sided, a degree-5 polynomial reaches float accuracy
+ * over a wider interval than degree 6 does on both sides: the minimax one
+ * on [−3/4, 0] (scripts/explore/phi1_minimax.py) errs by 1.5e-9 and
+ * evaluates within 1.65 · 2^-24 of φ1, and 1 + x·φ1 within 2.1 ulp of
+ * e^x. Against degree 6 on |x| < 1/2, one FFMA fewer per update, and in
+ * the benchmark's problem 91 % of foh's (row, state, tile) triples take the
+ * branch instead of 84 % (bench/NOTES.md, variant 53). */
 template <typename T>
-SSMK_HD T phi1_near(T x) {
-    return phi1_series(x);
+constexpr T near_max();
+template <>
+constexpr float near_max<float>() { return 0.75f; }
+template <>
+constexpr double near_max<double>() { return 0.5; }
+SSMK_HD float phi1_near(float x) {
+    float p = 0.001008491381071508f;
+    p = p * x + 0.008026577532291412f;
+    p = p * x + 0.041548699140548706f;
+    p = p * x + 0.16664579510688782f;
+    p = p * x + 0.49999862909317017f;
+    return p * x + 1.0f;
 }
+SSMK_HD double phi1_near(double x) { return phi1_series(x); }
 
 /* φ1(x) given e = e^x already computed: the series near 0, (e − 1)/x beyond,
  * where the subtraction loses at most a couple of bits (|x| ≥ 1/2: ≤ 3u).

@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
-"""The float coefficients of phi1_series (cudalib/src/ssmk_methods.h).
+"""The float coefficients of phi1_series and phi1_near (cudalib/src/ssmk_methods.h).
 
-φ1(x) = (e^x − 1)/x on [−1/2, 1/2]: a Remez exchange for the polynomial of
+φ1(x) = (e^x − 1)/x on [−1/2, 1/2] (phi1_series) and on [−3/4, 0] (phi1_near,
+the float near branch of stable tiles): a Remez exchange for the polynomial of
 each degree that minimises the relative error max |p/φ1 − 1|, in double
 (plain Python, no dependencies); the coefficients rounded to float; and the
 worst error of their float evaluation by Horner's rule with FMA (each step
 rounded once to float), in units of 2^-24, over 200,001 points, beside the
-degree-7 Taylor polynomial's. Run: python3 scripts/explore/phi1_minimax.py
+degree-7 Taylor polynomial's on [−1/2, 1/2]. Run: python3 scripts/explore/phi1_minimax.py
 """
 import math
 import struct
@@ -34,10 +35,10 @@ def solve(a, b):
     return [m[i][n] / m[i][i] for i in range(n)]
 
 
-def remez(deg, r=0.5, iters=30):
+def remez(deg, lo, hi, iters=30):
     n = deg + 2
-    xs = [r * math.cos(math.pi * (n - 1 - i) / (n - 1)) for i in range(n)]
-    grid = [-r + 2 * r * i / 20000 for i in range(20001)]
+    xs = [(lo + hi) / 2 + (hi - lo) / 2 * math.cos(math.pi * (n - 1 - i) / (n - 1)) for i in range(n)]
+    grid = [lo + (hi - lo) * i / 20000 for i in range(20001)]
     for _ in range(iters):
         rows = [[x ** k / phi1(x) for k in range(deg + 1)] + [(-1) ** i] for i, x in enumerate(xs)]
         c = solve(rows, [1.0] * n)[:deg + 1]
@@ -59,10 +60,10 @@ def remez(deg, r=0.5, iters=30):
     return c, max(abs(v) for v in e)
 
 
-def horner_worst(coef):
+def horner_worst(coef, lo, hi):
     worst = 0.0
     for i in range(200001):
-        x = f32(-0.5 + i / 200000)
+        x = f32(lo + (hi - lo) * i / 200000)
         p = coef[-1]
         for ck in reversed(coef[:-1]):
             p = f32(p * x + ck)
@@ -70,10 +71,12 @@ def horner_worst(coef):
     return worst
 
 
-for deg in (5, 6, 7):
-    c, err = remez(deg)
-    cf = [f32(v) for v in c]
-    print(f"degree {deg}: relative error {err:.3g}, float Horner within {horner_worst(cf):.2f} · 2^-24")
-    print("   coefficients x^0 …:", ", ".join(repr(v) + "f" for v in cf))
+for lo, hi, degs in ((-0.5, 0.5, (5, 6, 7)), (-0.75, 0.0, (4, 5, 6))):
+    print(f"[{lo}, {hi}]")
+    for deg in degs:
+        c, err = remez(deg, lo, hi)
+        cf = [f32(v) for v in c]
+        print(f"degree {deg}: relative error {err:.3g}, float Horner within {horner_worst(cf, lo, hi):.2f} · 2^-24")
+        print("   coefficients x^0 …:", ", ".join(repr(v) + "f" for v in cf))
 taylor = [f32(1 / math.factorial(k + 1)) for k in range(8)]
-print(f"Taylor degree 7: float Horner within {horner_worst(taylor):.2f} · 2^-24")
+print(f"Taylor degree 7 on [-0.5, 0.5]: float Horner within {horner_worst(taylor, -0.5, 0.5):.2f} · 2^-24")
