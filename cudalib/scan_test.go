@@ -191,10 +191,10 @@ func TestScanUnstableProducts(t *testing.T) {
 					big = 2 * (1 - eps)
 				}
 				for r := 0; r < s.Batch*s.Dim; r++ {
-					for t := 0; t < quiet; t++ {
-						p.U[r*seqlen+t] = 0
-						if t >= from && t < to {
-							p.Delta[r*seqlen+t] = -big
+					for step := 0; step < quiet; step++ {
+						p.U[r*seqlen+step] = 0
+						if step >= from && step < to {
+							p.Delta[r*seqlen+step] = -big
 						}
 					}
 				}
