@@ -70,6 +70,19 @@ func worstRatio(p *reference.Problem, got *reference.Output, dt DType) (float64,
 	return worst, where
 }
 
+// scanRatio runs p through the library in dtype dt — its inputs rounded to
+// float32 first for F32, so that the reference sees what the kernel sees —
+// and returns worstRatio's largest ratio and where it is.
+func scanRatio(t *testing.T, l *Library, p *reference.Problem, dt DType) (float64, string) {
+	t.Helper()
+	if dt == F32 {
+		p.RoundToFloat32()
+	}
+	got, err := l.Scan(p, dt)
+	require.NoError(t, err, p.Shape())
+	return worstRatio(p, got, dt)
+}
+
 // Every method × dtype × real/complex × feature combination, on small
 // shapes that exercise groups, odd seqlen and dstate, against the reference.
 func TestScanMatchesReference(t *testing.T) {
@@ -87,13 +100,7 @@ func TestScanMatchesReference(t *testing.T) {
 					for _, dist := range []gen.Dist{gen.Realistic, gen.Stress} {
 						s := gen.Spec{Batch: 2, Dim: 6, Seqlen: 37, Dstate: 5, Groups: 3, Method: m, Complex: isComplex,
 							VariableB: f.varB, VariableC: f.varC, Softplus: f.softplus, HasD: f.D, HasZ: f.z, HasBias: f.bias, Dist: dist}
-						p := gen.New(s, uint64(fi+1))
-						if dt == F32 {
-							p.RoundToFloat32()
-						}
-						got, err := l.Scan(p, dt)
-						require.NoError(t, err, s.String())
-						r, where := worstRatio(p, got, dt)
+						r, where := scanRatio(t, l, gen.New(s, uint64(fi+1)), dt)
 						worst[dt] = math.Max(worst[dt], r)
 						if !(r <= ratioLimit) {
 							t.Errorf("%v %v: ratio %.3g > %d at %s", s, dt, r, ratioLimit, where)
@@ -114,13 +121,7 @@ func TestScanShapes(t *testing.T) {
 		for _, dt := range DTypes() {
 			s := gen.MambaBlock(reference.RK4, sh[0], sh[1], sh[2], sh[3])
 			s.Groups = sh[4]
-			p := gen.New(s, 7)
-			if dt == F32 {
-				p.RoundToFloat32()
-			}
-			got, err := l.Scan(p, dt)
-			require.NoError(t, err)
-			r, where := worstRatio(p, got, dt)
+			r, where := scanRatio(t, l, gen.New(s, 7), dt)
 			assert.LessOrEqual(t, r, float64(ratioLimit), "%v %v: %s", s, dt, where)
 		}
 	}
@@ -140,11 +141,7 @@ func TestScanNarrowScanSizes(t *testing.T) {
 	l := open(t)
 	for _, m := range []reference.Method{reference.Bilinear, reference.Poly, reference.ZOH} {
 		s := gen.MambaBlock(m, 2, 8192, 136, 2)
-		p := gen.New(s, 11)
-		p.RoundToFloat32()
-		got, err := l.Scan(p, F32)
-		require.NoError(t, err)
-		r, where := worstRatio(p, got, F32)
+		r, where := scanRatio(t, l, gen.New(s, 11), F32)
 		assert.LessOrEqual(t, r, float64(ratioLimit), "%v: %s", s, where)
 	}
 }
@@ -198,12 +195,7 @@ func TestScanUnstableProducts(t *testing.T) {
 						}
 					}
 				}
-				if dt == F32 {
-					p.RoundToFloat32()
-				}
-				got, err := l.Scan(p, dt)
-				require.NoError(t, err)
-				r, where := worstRatio(p, got, dt)
+				r, where := scanRatio(t, l, p, dt)
 				assert.LessOrEqual(t, r, float64(ratioLimit), "%v %v: %s", s, dt, where)
 			}
 		}
