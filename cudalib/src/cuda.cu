@@ -223,11 +223,12 @@ __device__ __forceinline__ float ex2_normal(float xl) {
  * e^x (where the method uses it) on the float fast path as exp2 of Δ·a2,
  * a2 = a·log2e formed once per state (a_coef), elsewhere as the CPU build
  * forms it (sexp); then the input term as ((Δ·g)·B)·u, the CPU build's
- * order. FAST: the tile passed its method's vote — every Δ·a2 in
- * [−126, 0] (ex2_normal) for the exp methods, run_bilinear_stable for
- * bilinear, whose a2 is −a/2 and 1 − x/2 one FFMA of Δ. NEAR (foh: a float
- * tile that passed FAST, or any double tile): every x of the state's tile
- * is in (−near_max, 0] (float) or (−1/2, 1/2) (double), and there φ1 is
+ * order. FAST: the tile passed its method's vote (run_stable_above) —
+ * every Δ·a·log2e in [−126, 0] (ex2_normal) for the exp methods, in
+ * [−2^20, 0] for bilinear, whose a2 here is −a/2 and 1 − x/2 one FFMA of
+ * Δ. NEAR (foh: a float tile that passed FAST, or any double tile): every
+ * x of the state's tile is in (−near_max, 0] (float) or (−1/2, 1/2)
+ * (double), and there φ1 is
  * phi1_near and Ā = 1 + x·φ1(x) = e^x, one FMA instead of the exp
  * (bench/NOTES.md, variants 48, 51 and 53). DU
  * (zoh and bilinear, FAST): the input term from du = Δ·u formed once per
@@ -261,7 +262,7 @@ __device__ __forceinline__ void update_terms(T a, T a2, T dt, T u, T du, T bv, T
         ab = sfma(x, g, T(1));
         (void)e;
     } else if constexpr (M == BILINEAR && DU) {
-        /* method_real_e's bilinear where run_bilinear_stable holds: the
+        /* method_real_e's bilinear where the fast vote holds: the
          * same g (sdiv(1, d) is exactly 1/d's reciprocal for d in
          * [1, 2^19 + 1]) and Ā, without the test for an infinite x. */
         g = rcp_normal(fmaf(dt, a2, T(1))); /* a2 = −a/2 here (a_coef) */
@@ -313,25 +314,21 @@ __device__ __forceinline__ void step_terms(int method, cplx<T> a, cplx<T>, T dt,
     update_terms_c(method, a, dt, u, bv, ab, bb);
 }
 
-/* Whether every Δ·a·log2e of a lane's run — its steps' dt in [dmin, dmax],
- * against every state of the row, a·log2e in [a2min, a2max] — is in
- * [−126, 0], so that the run may take ex2_normal and no product of its Ā
- * exceeds 1 (the scan's test for overflowed products is then not needed):
- * with Δ ≥ 0 and a ≤ 0 the least Δ·a2 is dmax·a2min. An infinite or NaN
- * bound compares false (the exact path). A NaN Δ or a, which fminf passes
- * over, makes only NaN exponents, for which ex2_normal and exp2f agree. */
-__device__ __forceinline__ bool run_exp_normal(float dmin, float dmax, float a2min, float a2max) {
-    return dmin >= 0.0f && a2max <= 0.0f && dmax * a2min >= -126.0f;
-}
-
-/* Whether every x = Δ·a of a lane's run (Δ in [dmin, dmax], a·log2e in
- * [a2min, a2max] over the row's states) is in [−2^20, 0]: then bilinear's
- * 1 − x/2 is in [1, 2^19 + 1], so that g = 1/(1 − x/2) is in [2^-20, 1] and
- * one reciprocal (no scaling for __fdividef's top of range, no test for an
- * infinite x), and du·g is within 2^20 of du (run_du_exact). NaN compares
- * false; a NaN Δ or a, which fminf passes over, gives NaN on both paths. */
-__device__ __forceinline__ bool run_bilinear_stable(float dmin, float dmax, float a2min, float a2max) {
-    return dmin >= 0.0f && a2max <= 0.0f && dmax * -a2min <= 0x1p20f;
+/* The real float kernels' fast vote: whether every Δ·a2 of a lane's run —
+ * its steps' dt in [dmin, dmax], against every state of the row, a2 =
+ * a·log2e in [a2min, a2max] — is in [lo, 0]: with Δ ≥ 0 and a ≤ 0 the least
+ * is dmax·a2min. Then no product of the run's Ā exceeds 1 in magnitude (the
+ * scan's test for overflowed products is not needed), and
+ *   - lo = −126 (the exp methods): the run may take ex2_normal;
+ *   - lo = −2^20 (bilinear): every x = Δ·a is in [−2^20, 0], so 1 − x/2 is
+ *     in [1, 2^19 + 1] and g = 1/(1 − x/2) in [2^-20, 1] is one reciprocal
+ *     (no scaling for __fdividef's top of range, no test for an infinite
+ *     x), and du·g is within 2^20 of du (run_du_exact).
+ * An infinite or NaN bound compares false (the exact path). A NaN Δ or a,
+ * which fminf passes over, makes only NaN exponents, for which ex2_normal
+ * and exp2f agree, and NaN on both of bilinear's paths. */
+__device__ __forceinline__ bool run_stable_above(float dmin, float dmax, float a2min, float a2max, float lo) {
+    return dmin >= 0.0f && a2max <= 0.0f && dmax * a2min >= lo;
 }
 
 /* Whether the fast input terms of a lane's run — zoh's B·du, bilinear's
@@ -339,7 +336,7 @@ __device__ __forceinline__ bool run_bilinear_stable(float dmin, float dmax, floa
  * rounding: every du is finite with |du| ≥ lo, or an exact zero (Δ or u is
  * 0). Then no intermediate overflows or underflows where Δ·g·B·u does not:
  * lo = FLT_MIN for zoh (g = 1); 2^-100 for bilinear, whose du·g is then at
- * least 2^-120 (g ≥ 2^-20: run_bilinear_stable). A NaN or infinite du takes
+ * least 2^-120 (g ≥ 2^-20: run_stable_above). A NaN or infinite du takes
  * the CPU build's order. */
 template <typename T, int K>
 __device__ __forceinline__ bool run_du_exact(const T (&dt)[K], const T (&u)[K], const T (&du)[K], T lo) {
@@ -441,7 +438,7 @@ __global__ void __launch_bounds__(32 * kRows, SSMK_SCAN_MIN_BLOCKS) scan_kernel(
      * neither (bench/NOTES.md, variant 51). */
     constexpr bool FOHNEAR = !CPLX && M == FOH;
     /* Bilinear's fast path (real float): where the tile's every x = Δ·a is
-     * in [−2^20, 0] (run_bilinear_stable), g = 1/(1 − x/2) is one
+     * in [−2^20, 0] (run_stable_above), g = 1/(1 − x/2) is one
      * reciprocal and the input term B·(Δ·u·g) (update_terms). */
     constexpr bool FASTBIL = !CPLX && std::is_same<T, float>::value && M == BILINEAR;
     /* The kernels with a per-tile fast path, decided from the ranges of Δ
@@ -716,8 +713,7 @@ __global__ void __launch_bounds__(32 * kRows, SSMK_SCAN_MIN_BLOCKS) scan_kernel(
             }
         };
         if constexpr (FASTK && FULL) {
-            bool fast = FASTBIL ? run_bilinear_stable(dmin, dmax, a2min, a2max)
-                                : run_exp_normal(dmin, dmax, a2min, a2max);
+            bool fast = run_stable_above(dmin, dmax, a2min, a2max, FASTBIL ? -0x1p20f : -126.0f);
             if constexpr (DUK) fast = fast && run_du_exact(dt, uu, du, T(FASTBIL ? 0x1p-100f : FLT_MIN));
             /* EXPSUM's ΣΔ of up to 32 runs must stay finite in float: a = 0
              * would give 0·∞ = NaN where the products are 1. */
