@@ -152,7 +152,7 @@ fuzz() {
 	for target in FuzzDiscretize FuzzScan; do
 		cp "$out/$target"/fuzz/cache/$target/* "fuzz/testdata/fuzz/$target/" 2>/dev/null
 	done
-	local n; n=$(ls fuzz/testdata/fuzz/*/ | wc -l)
+	local n; n=$(find fuzz/testdata/fuzz -mindepth 2 -type f | wc -l)
 	echo "memcheck: replaying $n corpus entries"
 	local san=(compute-sanitizer --tool memcheck --error-exitcode 99)
 	command -v compute-sanitizer >/dev/null || { san=(); echo "memcheck: no compute-sanitizer here, replay only"; }
