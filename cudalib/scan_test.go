@@ -202,6 +202,57 @@ func TestScanUnstableProducts(t *testing.T) {
 	}
 }
 
+// Rows whose |a| sit at the edges of the range where the CUDA build's float
+// fast path forms Δ·g of poly and rk4 as a polynomial in Δ with per-state
+// coefficients c_k·a^k (cuda.cu's dpoly_coefs: 2^-20 ≤ |a| ≤ 2^20, or
+// a = 0) and just outside it, where the row must take the exact path: a
+// coefficient formed outside the range underflows or overflows (|a| =
+// 10⁻³⁰ makes a³/24 zero). Δ is scaled with 1/|a| so that x = Δ·a spans
+// about [−60, −1/4], where every term of g matters (rk4's x³/24 is −9000
+// at x = −60) and every e^x is normal; seqlen covers full tiles and a
+// partial one. Every method runs, so the other fast votes see these rows
+// too.
+func TestScanFastPathScales(t *testing.T) {
+	l := open(t)
+	rows := []struct{ mag, step float64 }{ // |a| of the row's state n: mag·(1 + step·n/dstate)
+		{0x1p20, -0.5},                  // the top of the range
+		{0x1p20 + 1, 0.5},               // just above it
+		{0x1p-20, 0.5},                  // the bottom of the range
+		{0x1p-20 * (1 - 0x1p-20), -0.5}, // just below it
+		{0, 0},                          // a = 0 (even states) and a = −1 (odd)
+		{1e-30, 1},                      // far below it
+	}
+	worst := map[DType]float64{}
+	for _, m := range reference.Methods() {
+		for _, dt := range DTypes() {
+			s := gen.Spec{Batch: 2, Dim: len(rows), Seqlen: 2*256 + 37, Dstate: 16, Groups: 1, Method: m,
+				VariableB: true, VariableC: true, HasD: true, HasZ: true, Dist: gen.Realistic}
+			p := gen.New(s, 13)
+			for d, row := range rows {
+				mag := row.mag
+				for n := 0; n < s.Dstate; n++ {
+					a := row.mag * (1 + row.step*float64(n)/float64(s.Dstate))
+					if row.mag == 0 {
+						a, mag = float64(n%2), 1
+					}
+					p.A[d*s.Dstate+n] = -a
+				}
+				for b := 0; b < s.Batch; b++ {
+					for i := 0; i < s.Seqlen; i++ {
+						// Δ·mag log-spaced over [1/2, 40], in a scrambled order
+						f := float64((i*7919+b*104729)%1000) / 999
+						p.Delta[(b*s.Dim+d)*s.Seqlen+i] = 0.5 * math.Pow(80, f) / mag
+					}
+				}
+			}
+			r, where := scanRatio(t, l, p, dt)
+			worst[dt] = math.Max(worst[dt], r)
+			assert.LessOrEqual(t, r, float64(ratioLimit), "%v %v: %s (row d = index / seqlen mod dim)", s, dt, where)
+		}
+	}
+	t.Logf("largest ratio: fp32 %.3g, fp64 %.3g (limit %d)", worst[F32], worst[F64], ratioLimit)
+}
+
 func TestDiscretizeMatchesReference(t *testing.T) {
 	l := open(t)
 	xs := []float64{-1e3, -50, -3, -1, -0.3, -1e-3, -1e-7, 0, 1e-7, 1e-3, 0.5, 1, 1.9, 3, 10}

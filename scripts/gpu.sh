@@ -267,7 +267,7 @@ sanitize() {
 	for tool in memcheck racecheck initcheck synccheck; do
 		local s=$SECONDS
 		(cd cudalib && SSMK_BACKEND=cuda compute-sanitizer --tool "$tool" --error-exitcode 99 ../carry/cudalib.test \
-			-test.run '^Test(ScanMatchesReference|ScanShapes|ScanNarrowScanSizes|DiscretizeMatchesReference|InputsUnchanged|Plans|CValidation|CopyBandwidth)$') \
+			-test.run '^Test(ScanMatchesReference|ScanShapes|ScanNarrowScanSizes|ScanFastPathScales|DiscretizeMatchesReference|InputsUnchanged|Plans|CValidation|CopyBandwidth)$') \
 			>"$out/sanitize-$tool.log" 2>&1
 		local rc=$?
 		[ $rc -eq 0 ] || fail=1

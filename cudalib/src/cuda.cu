@@ -76,6 +76,14 @@ constexpr int kRows = 4;
 #ifndef SSMK_EXPSUM_MASK
 #define SSMK_EXPSUM_MASK ((1 << POLY) | (1 << HIGHORDER) | (1 << RK4))
 #endif
+/* The Taylor methods whose float kernels form Δ·g on the fast path as a
+ * polynomial in Δ (dpoly_coefs), a bit per Method: poly and rk4, where it
+ * measured 1–2 and 1–3 % faster (8×2048×4096×16); highorder gained nothing,
+ * and foh's near branch, by the same means, was 2–3 % slower
+ * (bench/NOTES.md, variant 57). */
+#ifndef SSMK_DPOLY_MASK
+#define SSMK_DPOLY_MASK ((1 << POLY) | (1 << RK4))
+#endif
 /* Lanes per row of the scan (scan_kernel's SEG): 0 (or 32) is 32 lanes;
  * 8 or 16 makes every scan kernel use it where its block's carries fit
  * (the GPU tests of the narrow scans, bench/NOTES.md's variants). */
@@ -219,6 +227,51 @@ __device__ __forceinline__ float ex2_normal(float xl) {
     return r;
 }
 
+/* Δ·g of a Taylor method (g = 1 + Σ_{k=1..deg} c_k·x^k, x = Δ·a:
+ * taylor_g) as a polynomial in Δ with per-state coefficients (DPOLY):
+ * Δ·g = Δ + (Δ·r)·Δ, r = Σ_k (c_k·a^k)·Δ^(k−1) by Horner's rule in Δ. No
+ * x = Δ·a is formed, so an update takes one product fewer than x, g by
+ * Horner, then Δ·g (rk4: 4 instructions for 5), and the coefficients
+ * d[k] = c_{k+1}·a^(k+1) cost 2·deg − 1 products once per state per tile,
+ * amortised over the lane's K = 8 steps (for foh's degree-5 φ1 that cost
+ * ate the gain: bench/NOTES.md, variant 57). Rounding: d[k] is rounded
+ * k + 1 times where Horner's rule in x rounds x once, a few u more in g's
+ * terms, within the update's error model (the accuracy tests pass against
+ * it on the H200). Where every a of the row is 0 or 2^-20 ≤ |a| ≤ 2^20
+ * (dpoly_row_ok, part of the fast vote), every d[k] is 0 or normal
+ * (≥ 2^-5·2^-60) and finite; on the fast path |x| ≤ 126·ln 2, so Δ < 2^27
+ * and every term |d[k]|·Δ^(k+1) ≤ |x|^(k+1) is finite too. Outside that
+ * range a coefficient would underflow or overflow (|a| = 10^-30 makes
+ * a³/24 zero: cudalib's TestScanFastPathScales fails without the vote). */
+struct DCoefs {
+    float d[3];
+};
+template <int M>
+__device__ __forceinline__ DCoefs dpoly_coefs(float a) {
+    DCoefs c{};
+    float ak = a;
+#pragma unroll
+    for (int k = 1; k <= taylor_degree<M>(); k++) {
+        c.d[k - 1] = taylor_coef<M, float>(k) * ak;
+        ak *= a;
+    }
+    return c;
+}
+template <int M, typename V>
+__device__ __forceinline__ DCoefs dpoly_coefs(V) { return DCoefs{}; } /* unused: double and complex kernels */
+template <int M>
+__device__ __forceinline__ float dpoly_dg(const DCoefs &c, float dt) {
+    constexpr int deg = taylor_degree<M>();
+    float r = c.d[deg - 1];
+#pragma unroll
+    for (int k = deg - 2; k >= 0; k--) r = fmaf(r, dt, c.d[k]);
+    return fmaf(r * dt, dt, dt);
+}
+__device__ __forceinline__ bool dpoly_row_ok(float a) {
+    const float m = fabsf(a);
+    return m == 0.0f || (m >= 0x1p-20f && m <= 0x1p20f);
+}
+
 /* (Ā, Δ·g·B·u) of one state update of real A: the method at x = Δ·a, with
  * e^x (where the method uses it) on the float fast path as exp2 of Δ·a2,
  * a2 = a·log2e formed once per state (a_coef), elsewhere as the CPU build
@@ -237,10 +290,19 @@ __device__ __forceinline__ float ex2_normal(float xl) {
  * does not (bilinear at Δ = FLT_MAX, g = 2/(Δ·a): golden case
  * fuzz-bilinear-real-delta-flt-max), and there the CPU build's order is
  * taken. */
-template <typename T, int M, bool FAST, bool DU, bool NEAR>
-__device__ __forceinline__ void update_terms(T a, T a2, T dt, T u, T du, T bv, T &ab, T &bb) {
+template <typename T, int M, bool FAST, bool DU, bool NEAR, bool DP>
+__device__ __forceinline__ void update_terms(T a, T a2, T dt, T u, T du, T bv, T &ab, T &bb, const DCoefs &dc) {
     static_assert(!DU || M == ZOH || M == BILINEAR, "B·(Δ·u·g): zoh's and bilinear's fast input term");
     static_assert(!NEAR || M == FOH, "the near branch is foh's");
+    static_assert(!DP || (FAST && std::is_same<T, float>::value && taylor_degree<M>() > 0),
+                  "Δ·g as a polynomial in Δ: the Taylor methods' float fast path");
+    if constexpr (DP) {
+        (void)du;
+        ab = ex2_normal(dt * a2);
+        bb = (dpoly_dg<M>(dc, dt) * bv) * u;
+        return;
+    }
+    (void)dc;
     const T x = dt * a;
     T e = T(0), g;
     if constexpr (uses_exp<M>()) {
@@ -304,13 +366,13 @@ __device__ __forceinline__ void update_terms_c(int method, cplx<T> a, T dt, T u,
 
 /* The terms of one state update: real A with the method known at compile
  * time, complex A through the runtime table. */
-template <int M, bool FAST, bool DU, bool NEAR, typename T>
-__device__ __forceinline__ void step_terms(int, T a, T a2, T dt, T u, T du, T bv, T &ab, T &bb) {
-    update_terms<T, M, FAST, DU, NEAR>(a, a2, dt, u, du, bv, ab, bb);
+template <int M, bool FAST, bool DU, bool NEAR, bool DP, typename T>
+__device__ __forceinline__ void step_terms(int, T a, T a2, T dt, T u, T du, T bv, T &ab, T &bb, const DCoefs &dc) {
+    update_terms<T, M, FAST, DU, NEAR, DP>(a, a2, dt, u, du, bv, ab, bb, dc);
 }
-template <int M, bool FAST, bool DU, bool NEAR, typename T>
+template <int M, bool FAST, bool DU, bool NEAR, bool DP, typename T>
 __device__ __forceinline__ void step_terms(int method, cplx<T> a, cplx<T>, T dt, T u, T, cplx<T> bv, cplx<T> &ab,
-                                           cplx<T> &bb) {
+                                           cplx<T> &bb, const DCoefs &) {
     update_terms_c(method, a, dt, u, bv, ab, bb);
 }
 
@@ -399,7 +461,8 @@ __device__ __forceinline__ cplx<T> a_coef(cplx<T> a) { return a; } /* unused: co
  * all its lanes. Per tile, one
  * warp vote picks the fast path of the real float kernels (e^x by one
  * MUFU.EX2, and the scan's products of Ā as e^{a·ΣΔ} for poly, highorder
- * and rk4; zoh's B·(Δ·u); bilinear's one reciprocal and B·(Δ·u·g)), and per
+ * and rk4; poly's and rk4's Δ·g as a polynomial in Δ; zoh's B·(Δ·u);
+ * bilinear's one reciprocal and B·(Δ·u·g)), and per
  * state foh's near branch; the answers are those of the exact path up to
  * rounding. Full tiles run without bounds checks; only
  * the sequence's last, partial tile checks. u, Δ, z and out, each element of
@@ -446,6 +509,9 @@ __global__ void __launch_bounds__(32 * kRows, SSMK_SCAN_MIN_BLOCKS) scan_kernel(
     constexpr bool FASTK = FASTEXP || FASTBIL;
     constexpr bool DUK = ZOHDU || FASTBIL;
     constexpr bool EXPSUM_M = FASTEXP && ((SSMK_EXPSUM_MASK >> M) & 1); /* see EXPSUM in states */
+    /* Δ·g as a polynomial in Δ on the fast path (dpoly_coefs), where every
+     * a of the row allows it (dpoly_row_ok: part of the fast vote) */
+    constexpr bool DPK = FASTEXP && ((SSMK_DPOLY_MASK >> M) & 1) && taylor_degree<M>() > 0;
     /* Real float kernels hold two states' loads in flight: the next state's
      * C as well as its a and B, in a loop unrolled by two so that the
      * buffers trade places without copies. Double and complex kernels, whose
@@ -481,10 +547,12 @@ __global__ void __launch_bounds__(32 * kRows, SSMK_SCAN_MIN_BLOCKS) scan_kernel(
     /* The state before the sequence, and the range of a·log2e over the
      * row's states for the tiles' fast-path test. */
     float a2min = 0.0f, a2max = 0.0f;
+    bool dpoly_ok = true;
     if constexpr (FASTK) {
         a2min = INFINITY, a2max = -INFINITY;
         for (int n = sl; n < N; n += SEG) {
             float a2 = a_log2e(A[n]);
+            if constexpr (DPK) dpoly_ok = dpoly_ok && dpoly_row_ok(A[n]);
             /* Bilinear's fast path halves a (a_coef): a subnormal a, whose
              * half may round, sends the row to the exact path. */
             if (FASTBIL && A[n] != 0.0f && fabsf(A[n]) < 0x1p-125f) a2 = INFINITY;
@@ -615,6 +683,8 @@ __global__ void __launch_bounds__(32 * kRows, SSMK_SCAN_MIN_BLOCKS) scan_kernel(
                 load_b(ap, bs, an, bn);
                 if constexpr (WIDE) load_c(cs, cn);
                 const V a2 = a_coef<M>(a);
+                DCoefs dc{};
+                if constexpr (DPK && FAST) dc = dpoly_coefs<M>(a);
                 const V hin = *cy; /* the state entering the tile */
                 /* Pass 1: the run's updates, and their composition: the map
                  * h ↦ Ap·h + hp of the whole run. */
@@ -622,8 +692,8 @@ __global__ void __launch_bounds__(32 * kRows, SSMK_SCAN_MIN_BLOCKS) scan_kernel(
                 auto pass1 = [&](auto near_tag) {
 #pragma unroll
                     for (int i = 0; i < K; i++) {
-                        step_terms<M, FAST, DUK && FAST, decltype(near_tag)::value>(p.method, a, a2, dt[i], uu[i],
-                                                                                     du[i], bv[i], ab[i], bb[i]);
+                        step_terms<M, FAST, DUK && FAST, decltype(near_tag)::value, DPK && FAST>(
+                            p.method, a, a2, dt[i], uu[i], du[i], bv[i], ab[i], bb[i], dc);
                         /* The steps past the end are made identities here,
                          * not by Δ = 0 alone, which gives x = 0·a = NaN for
                          * an infinite a. */
@@ -718,6 +788,7 @@ __global__ void __launch_bounds__(32 * kRows, SSMK_SCAN_MIN_BLOCKS) scan_kernel(
             /* EXPSUM's ΣΔ of up to 32 runs must stay finite in float: a = 0
              * would give 0·∞ = NaN where the products are 1. */
             if constexpr (EXPSUM_M) fast = fast && fabsf(dmin) < 1e36f && fabsf(dmax) < 1e36f;
+            if constexpr (DPK) fast = fast && dpoly_ok;
             if (__all_sync(0xffffffffu, fast))
                 states(std::true_type{});
             else

@@ -15,7 +15,10 @@
  *     where every Δ·u of the tile is normal, and takes foh's φ1 from
  *     phi1_near where every x of a state's tile is in (−3/4, 0] (in double,
  *     every |x| below 1/2), and there Ā as 1 + x·φ1. Bilinear's g there is
- *     one reciprocal where every x of the tile is in [−2^20, 0].
+ *     one reciprocal where every x of the tile is in [−2^20, 0]. Poly's and
+ *     rk4's Δ·g there is a polynomial in Δ whose coefficients are
+ *     taylor_coef's times powers of a (cuda.cu's dpoly_coefs), where every
+ *     a of the row is 0 or within 2^±20 in magnitude.
  *   - real φ1(x): a polynomial for |x| < 1/2 (minimax in float, Taylor in
  *     double; phi1_series), (e^x − 1)/x from the
  *     exp already computed beyond, selected without a branch; for complex z = a + ib,
@@ -270,6 +273,33 @@ constexpr bool uses_exp() {
     return M != BILINEAR;
 }
 
+/* The Taylor methods' g = 1 + Σ_{k=1..deg} c_k·x^k: highorder to degree 1,
+ * poly to 2, rk4 to 3, with c_k = 1/(k+1)! — the one table of their
+ * coefficients, read by method_real_e and by the GPU scan's fast path,
+ * which forms Δ·g as a polynomial in Δ (cuda.cu's dpoly_coefs). */
+template <int M>
+constexpr int taylor_degree() {
+#if SSMK_MUTANT == 5
+    if (M == POLY) return 1; /* the x²/6 term dropped */
+#endif
+    return M == HIGHORDER ? 1 : M == POLY ? 2 : M == RK4 ? 3 : 0;
+}
+template <int M, typename T>
+SSMK_HD constexpr T taylor_coef(int k) {
+#if SSMK_MUTANT == 2
+    if (M == RK4 && k == 3) return T(1.0 / 12.0); /* x³/24 lost a factor 2 */
+#endif
+    return k == 1 ? T(0.5) : k == 2 ? T(1.0 / 6.0) : T(1.0 / 24.0);
+}
+/* g of a Taylor method by Horner's rule: 1 + x·(c_1 + x·(c_2 + x·c_3)). */
+template <int M, typename T>
+SSMK_HD T taylor_g(T x) {
+    constexpr int deg = taylor_degree<M>();
+    T p = taylor_coef<M, T>(deg);
+    for (int k = deg - 1; k >= 1; k--) p = p * x + taylor_coef<M, T>(k);
+    return p * x + T(1);
+}
+
 /* (Ā, g) of method M at real x, M known at compile time, given e = e^x
  * when uses_exp<M>() (ignored otherwise): the GPU kernels are instantiated
  * per method so that a run of time steps is straight-line code, and they
@@ -299,23 +329,9 @@ SSMK_HD void method_real_e(T x, T e, T &abar, T &g) {
         /* At x = ±∞ the ABI's quotient is ∞/∞ = NaN; 2g − 1 would say −1. */
         abar = isinf(x) ? T(NAN) : T(2) * g - T(1);
         (void)e;
-    } else if constexpr (M == POLY) {
+    } else if constexpr (M == POLY || M == HIGHORDER || M == RK4) {
         abar = e;
-#if SSMK_MUTANT == 5
-        g = T(1) + x * T(0.5); /* the x²/6 term dropped */
-#else
-        g = T(1) + x * (T(0.5) + x * T(1.0 / 6.0));
-#endif
-    } else if constexpr (M == HIGHORDER) {
-        abar = e;
-        g = T(1) + x * T(0.5);
-    } else if constexpr (M == RK4) {
-        abar = e;
-#if SSMK_MUTANT == 2
-        g = T(1) + x * (T(0.5) + x * (T(1.0 / 6.0) + x * T(1.0 / 12.0))); /* x³/24 lost a factor 2 */
-#else
-        g = T(1) + x * (T(0.5) + x * (T(1.0 / 6.0) + x * T(1.0 / 24.0)));
-#endif
+        g = taylor_g<M>(x);
     } else {
         (void)x, (void)e;
         abar = g = T(NAN);
