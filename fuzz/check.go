@@ -10,6 +10,7 @@ import (
 
 	"ssmverify/cudalib"
 	"ssmverify/reference"
+	"ssmverify/verify"
 )
 
 // guard is the number of canary elements on each side of every output
@@ -306,12 +307,17 @@ func judgeScan(f *Failure, p, ref *reference.Problem, dt cudalib.DType, got, gs 
 	// 2·Re Σ C·h overflow in the reference, while the kernel's order gave
 	// the finite 8.7e306): such an element is not judged.
 	unjudged := func(magnitude float64, t, row int) bool { return t < firstBad[row] && math.IsInf(magnitude, 1) }
+	// A time-parallel scan's products of Ā may flush below η, losing part of
+	// an element's decayed terms: min(η·Peak, Reach) more (reference.Scale's
+	// PeakOut, ReachOut), in units of η.
+	eta := verify.Precision(dt).Tiny()
+	tiny := func(t, peak, reach float64) float64 { return t + math.Min(peak, reach/eta) }
 	for i := range got {
 		if unjudged(sc.MagOut[i], i%p.Seqlen, i/p.Seqlen) {
 			continue
 		}
 		v := Value{Kernel: complex(got[i], 0), Exact: complex(exact.Out[i], 0), InDtype: complex(inDtype.Out[i], 0),
-			Scale: sc.Out[i], Tiny: sc.TinyOut[i], Sum: true,
+			Scale: sc.Out[i], Tiny: tiny(sc.TinyOut[i], sc.PeakOut[i], sc.ReachOut[i]), Sum: true,
 			OnInfinity: overflowed[i/p.Seqlen] || sc.MagOut[i] > max || sc.DecayOut[i] > max || i%p.Seqlen >= xOver[i/p.Seqlen]}
 		if why := Judge(v, dt); why != "" {
 			f.add("out[%d %d %d]: %s", i/(p.Dim*p.Seqlen), i/p.Seqlen%p.Dim, i%p.Seqlen, why)
@@ -322,7 +328,7 @@ func judgeScan(f *Failure, p, ref *reference.Problem, dt cudalib.DType, got, gs 
 			if unjudged(sc.MagState[i], p.Seqlen-1, i/p.Dstate) {
 				continue
 			}
-			v := Value{Scale: sc.LastState[i], Tiny: sc.TinyState[i], IsComplex: p.Complex, Sum: true,
+			v := Value{Scale: sc.LastState[i], Tiny: tiny(sc.TinyState[i], sc.PeakState[i], sc.ReachState[i]), IsComplex: p.Complex, Sum: true,
 				OnInfinity: overflowed[i/p.Dstate] || sc.MagState[i] > max || sc.DecayState[i] > max || xOver[i/p.Dstate] < p.Seqlen}
 			if p.Complex {
 				v.Kernel = complex(gs[2*i], gs[2*i+1])

@@ -65,3 +65,58 @@ func TestJudgeScanAfterStateOverflow(t *testing.T) {
 		}
 	}
 }
+
+// TestJudgeScanFlushedDecay: a float32 state of 1e26 decays by e^-12.5 a
+// step (zoh, a = −1, Δ = 12.5, no further input) to 5e-29 after ten steps.
+// A time-parallel kernel forms the product of those Ā, e^-125, which flushes
+// to 0 in float32, and so returns 0 for the later steps, where the
+// sequential recurrence keeps 5e-29 (FuzzScan on the H200, foh, corpus
+// entry 4a8c36b616e4b2ef: 1.3e-43 for −4.7e-29). The policy accepts both
+// (reference.Scale's PeakOut and ReachOut); a value 200 times the decayed
+// state is still wrong, and so is a flushed early step, whose products are
+// normal.
+func TestJudgeScanFlushedDecay(t *testing.T) {
+	const L = 11
+	p := &reference.Problem{Batch: 1, Dim: 1, Seqlen: L, Dstate: 1, Groups: 1, Method: reference.ZOH,
+		VariableB: true, VariableC: true, A: []float64{-1}}
+	for i := 0; i < L; i++ {
+		u, dt := 0.0, 12.5
+		if i == 0 {
+			u, dt = 1e26, 1
+		}
+		p.U, p.Delta = append(p.U, u), append(p.Delta, dt)
+		p.B, p.C = append(p.B, 1), append(p.C, 1)
+	}
+	p.RoundToFloat32()
+	exact, err := reference.Scan(p, reference.Float64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	with := func(f func(out []float64)) []float64 {
+		out := make([]float64, L)
+		for i, e := range exact.Out {
+			out[i] = float64(float32(e))
+		}
+		f(out)
+		return out
+	}
+	for _, c := range []struct {
+		name string
+		out  []float64
+		ok   bool
+	}{
+		{"the sequential order", with(func([]float64) {}), true},
+		{"products below FLT_MIN flushed", with(func(o []float64) {
+			for i := 7; i < L; i++ { // e^(−12.5·7) < FLT_MIN
+				o[i] = 0
+			}
+		}), true},
+		{"200 times the decayed state", with(func(o []float64) { o[L-1] *= 200 }), false},
+		{"a flushed early step", with(func(o []float64) { o[3] = 0 }), false},
+	} {
+		err := judgeScan(&Failure{Input: c.name}, p, p, cudalib.F32, c.out, nil)
+		if got := err == nil; got != c.ok {
+			t.Errorf("%s: accepted %t, want %t: %v", c.name, got, c.ok, err)
+		}
+	}
+}

@@ -60,6 +60,9 @@
 //     dtype's range (reference.Scale's DecayOut): a time-parallel scan, like
 //     the CUDA build's and Mamba's, forms that product where the
 //     sequential recurrence never does, and ∞·0 = NaN on a zero state.
+//     The same products may flush below η, losing terms that the
+//     sequential recurrence damps step by step and keeps: τ's underflow part
+//     T grows by min(Peak, Reach/η) (reference.Scale's PeakOut, ReachOut).
 //  3. E is ±Inf or NaN: k must be non-finite of the class of E or of N.
 //
 // At the edge of the range (|E| + τ ≥ the dtype's largest finite number,
