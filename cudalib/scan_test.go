@@ -230,10 +230,13 @@ func TestScanFastPathScales(t *testing.T) {
 			p := gen.New(s, 13)
 			for d, row := range rows {
 				mag := row.mag
+				if mag == 0 {
+					mag = 1 // the row of a = 0 and a = −1
+				}
 				for n := 0; n < s.Dstate; n++ {
 					a := row.mag * (1 + row.step*float64(n)/float64(s.Dstate))
 					if row.mag == 0 {
-						a, mag = float64(n%2), 1
+						a = float64(n % 2)
 					}
 					p.A[d*s.Dstate+n] = -a
 				}

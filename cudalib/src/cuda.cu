@@ -238,8 +238,8 @@ __device__ __forceinline__ float ex2_normal(float xl) {
  * k + 1 times where Horner's rule in x rounds x once, a few u more in g's
  * terms, within the update's error model (the accuracy tests pass against
  * it on the H200). Where every a of the row is 0 or 2^-20 ≤ |a| ≤ 2^20
- * (dpoly_row_ok, part of the fast vote), every d[k] is 0 or normal
- * (≥ 2^-5·2^-60) and finite; on the fast path |x| ≤ 126·ln 2, so Δ < 2^27
+ * (dpoly_row_ok; any other a fails the row's fast vote), every d[k] is 0
+ * or normal (≥ 2^-5·2^-60) and finite; on the fast path |x| ≤ 126·ln 2, so Δ < 2^27
  * and every term |d[k]|·Δ^(k+1) ≤ |x|^(k+1) is finite too. Outside that
  * range a coefficient would underflow or overflow (|a| = 10^-30 makes
  * a³/24 zero: cudalib's TestScanFastPathScales fails without the vote). */
@@ -510,7 +510,7 @@ __global__ void __launch_bounds__(32 * kRows, SSMK_SCAN_MIN_BLOCKS) scan_kernel(
     constexpr bool DUK = ZOHDU || FASTBIL;
     constexpr bool EXPSUM_M = FASTEXP && ((SSMK_EXPSUM_MASK >> M) & 1); /* see EXPSUM in states */
     /* Δ·g as a polynomial in Δ on the fast path (dpoly_coefs), where every
-     * a of the row allows it (dpoly_row_ok: part of the fast vote) */
+     * a of the row allows it (dpoly_row_ok, through a2max) */
     constexpr bool DPK = FASTEXP && ((SSMK_DPOLY_MASK >> M) & 1) && taylor_degree<M>() > 0;
     /* Real float kernels hold two states' loads in flight: the next state's
      * C as well as its a and B, in a loop unrolled by two so that the
@@ -547,15 +547,16 @@ __global__ void __launch_bounds__(32 * kRows, SSMK_SCAN_MIN_BLOCKS) scan_kernel(
     /* The state before the sequence, and the range of a·log2e over the
      * row's states for the tiles' fast-path test. */
     float a2min = 0.0f, a2max = 0.0f;
-    bool dpoly_ok = true;
     if constexpr (FASTK) {
         a2min = INFINITY, a2max = -INFINITY;
         for (int n = sl; n < N; n += SEG) {
             float a2 = a_log2e(A[n]);
-            if constexpr (DPK) dpoly_ok = dpoly_ok && dpoly_row_ok(A[n]);
-            /* Bilinear's fast path halves a (a_coef): a subnormal a, whose
-             * half may round, sends the row to the exact path. */
+            /* An a that a fast path cannot take sends the row to the exact
+             * path (a2 = ∞ fails run_stable_above): bilinear's halves a
+             * (a_coef), and a subnormal a's half may round; DPOLY's
+             * coefficients need dpoly_row_ok. */
             if (FASTBIL && A[n] != 0.0f && fabsf(A[n]) < 0x1p-125f) a2 = INFINITY;
+            if (DPK && !dpoly_row_ok(A[n])) a2 = INFINITY;
             a2min = fminf(a2min, a2);
             a2max = fmaxf(a2max, a2);
         }
@@ -788,7 +789,6 @@ __global__ void __launch_bounds__(32 * kRows, SSMK_SCAN_MIN_BLOCKS) scan_kernel(
             /* EXPSUM's ΣΔ of up to 32 runs must stay finite in float: a = 0
              * would give 0·∞ = NaN where the products are 1. */
             if constexpr (EXPSUM_M) fast = fast && fabsf(dmin) < 1e36f && fabsf(dmax) < 1e36f;
-            if constexpr (DPK) fast = fast && dpoly_ok;
             if (__all_sync(0xffffffffu, fast))
                 states(std::true_type{});
             else

@@ -118,6 +118,15 @@ SSMK_HD T phi1(T x) {
     return x == T(0) ? T(1) : sexpm1(x) / x;
 }
 
+/* c[0]·x^(N−1) + … + c[N−1] by Horner's rule, each step p·x + c (one FMA
+ * on the GPU): the one evaluation of this header's polynomials. */
+template <typename T, int N>
+SSMK_HD T horner(const T (&c)[N], T x) {
+    T p = c[0];
+    for (int k = 1; k < N; k++) p = p * x + c[k];
+    return p;
+}
+
 /* φ1 near 0, |x| < 1/2, without a division or a branch (Horner's rule). In
  * float a degree-6 polynomial whose coefficients minimise the relative
  * error on [−1/2, 1/2] (Remez exchange, scripts/explore/phi1_minimax.py):
@@ -127,23 +136,18 @@ SSMK_HD T phi1(T x) {
  * 37). In double its Taylor series Σ x^k/(k+1)! to degree 14: the truncation
  * x¹⁵/16! ≤ 1.5e-18 is below u/4. */
 SSMK_HD float phi1_series(float x) {
-    float p = 0.0001984119153348729f;
-    p = p * x + 0.0013997324276715517f;
-    p = p * x + 0.008333634585142136f;
-    p = p * x + 0.041665319353342056f;
-    p = p * x + 0.16666662693023682f;
-    p = p * x + 0.5000000596046448f;
-    return p * x + 1.0f;
+    const float c[7] = {0.0001984119153348729f, 0.0013997324276715517f, 0.008333634585142136f,
+                        0.041665319353342056f,  0.16666662693023682f,   0.5000000596046448f,
+                        1.0f};
+    return horner(c, x);
 }
 SSMK_HD double phi1_series(double x) {
-    /* 1/(k+1)! for k = 14 … 1 */
-    const double c[14] = {1.0 / 1307674368000.0, 1.0 / 87178291200.0, 1.0 / 6227020800.0, 1.0 / 479001600.0,
+    /* 1/(k+1)! for k = 14 … 0 */
+    const double c[15] = {1.0 / 1307674368000.0, 1.0 / 87178291200.0, 1.0 / 6227020800.0, 1.0 / 479001600.0,
                           1.0 / 39916800.0,      1.0 / 3628800.0,     1.0 / 362880.0,     1.0 / 40320.0,
                           1.0 / 5040.0,          1.0 / 720.0,         1.0 / 120.0,        1.0 / 24.0,
-                          1.0 / 6.0,             0.5};
-    double p = c[0];
-    for (int k = 1; k < 14; k++) p = p * x + c[k];
-    return p * x + 1.0;
+                          1.0 / 6.0,             0.5,                 1.0};
+    return horner(c, x);
 }
 
 /* foh's near branch on the GPU (cuda.cu's update_terms): φ1(x) where x is
@@ -163,12 +167,9 @@ constexpr float near_max<float>() { return 0.75f; }
 template <>
 constexpr double near_max<double>() { return 0.5; }
 SSMK_HD float phi1_near(float x) {
-    float p = 0.001008491381071508f;
-    p = p * x + 0.008026577532291412f;
-    p = p * x + 0.041548699140548706f;
-    p = p * x + 0.16664579510688782f;
-    p = p * x + 0.49999862909317017f;
-    return p * x + 1.0f;
+    const float c[6] = {0.001008491381071508f, 0.008026577532291412f, 0.041548699140548706f,
+                        0.16664579510688782f,  0.49999862909317017f,  1.0f};
+    return horner(c, x);
 }
 SSMK_HD double phi1_near(double x) { return phi1_series(x); }
 
@@ -295,9 +296,10 @@ SSMK_HD constexpr T taylor_coef(int k) {
 template <int M, typename T>
 SSMK_HD T taylor_g(T x) {
     constexpr int deg = taylor_degree<M>();
-    T p = taylor_coef<M, T>(deg);
-    for (int k = deg - 1; k >= 1; k--) p = p * x + taylor_coef<M, T>(k);
-    return p * x + T(1);
+    T c[deg + 1];
+    for (int i = 0; i < deg; i++) c[i] = taylor_coef<M, T>(deg - i);
+    c[deg] = T(1);
+    return horner(c, x);
 }
 
 /* (Ā, g) of method M at real x, M known at compile time, given e = e^x
