@@ -68,8 +68,13 @@ struct ScanParams {
     void *out, *last_state;
 };
 
-/* Warps per block of the scan; each runs 32/SEG rows (scan_kernel). */
-constexpr int kRows = 4;
+/* Warps per block of the scan; each runs 32/SEG rows (scan_kernel). 4
+ * measured best: 1, 8 and 16 were 4–8 % slower for zoh, 2 the same
+ * (bench/NOTES.md, variant 58). */
+#ifndef SSMK_SCAN_ROWS
+#define SSMK_SCAN_ROWS 4
+#endif
+constexpr int kRows = SSMK_SCAN_ROWS;
 /* The real methods whose float kernels take EXPSUM (scan_kernel), a bit per
  * Method: poly, highorder and rk4, where it measured 9, 1.5 and 7 % faster
  * (8×2048×4096×16); zoh and foh were slower (bench/NOTES.md, variants 26, 29). */
@@ -91,9 +96,17 @@ constexpr int kRows = 4;
 #define SSMK_SCAN_SEG 0
 #endif
 /* Blocks per SM the register allocation must allow (__launch_bounds__):
- * 0 leaves it to the compiler. */
+ * 0 leaves it to the compiler. SSMK_SCAN_NO_BOUNDS drops the attribute, so
+ * that nvcc's -maxrregcount sets the registers. Fewer registers buy warps
+ * only in steps of one per scheduler: 112 or 104 with 1-warp blocks still
+ * ran 16 warps per SM, and only 96 would give 20 (variant 58). */
 #ifndef SSMK_SCAN_MIN_BLOCKS
 #define SSMK_SCAN_MIN_BLOCKS 0
+#endif
+#ifdef SSMK_SCAN_NO_BOUNDS
+#define SSMK_SCAN_BOUNDS
+#else
+#define SSMK_SCAN_BOUNDS __launch_bounds__(32 * kRows, SSMK_SCAN_MIN_BLOCKS)
 #endif
 
 /* 1: scan_kernel reads u, Δ, z and writes out with the evict-first hint
@@ -486,7 +499,7 @@ __device__ __forceinline__ cplx<T> a_coef(cplx<T> a) { return a; } /* unused: co
  * this design's predecessors and timings.
  */
 template <typename T, bool CPLX, int M, bool VEC, int SEG>
-__global__ void __launch_bounds__(32 * kRows, SSMK_SCAN_MIN_BLOCKS) scan_kernel(const ScanParams p) {
+__global__ void SSMK_SCAN_BOUNDS scan_kernel(const ScanParams p) {
     typedef typename std::conditional<CPLX, cplx<T>, T>::type V;
     static_assert(SEG == 8 || SEG == 16 || SEG == 32, "a row's lanes: a power of two segment of the warp");
     constexpr int K = steps_per_lane(sizeof(V));

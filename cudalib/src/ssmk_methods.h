@@ -119,7 +119,8 @@ SSMK_HD T phi1(T x) {
 }
 
 /* c[0]·x^(N−1) + … + c[N−1] by Horner's rule, each step p·x + c (one FMA
- * on the GPU): the one evaluation of this header's polynomials. */
+ * on the GPU): the evaluation of this header's polynomials (the double
+ * phi1_series writes the same loop out: see there). */
 template <typename T, int N>
 SSMK_HD T horner(const T (&c)[N], T x) {
     T p = c[0];
@@ -142,12 +143,17 @@ SSMK_HD float phi1_series(float x) {
     return horner(c, x);
 }
 SSMK_HD double phi1_series(double x) {
-    /* 1/(k+1)! for k = 14 … 0 */
-    const double c[15] = {1.0 / 1307674368000.0, 1.0 / 87178291200.0, 1.0 / 6227020800.0, 1.0 / 479001600.0,
+    /* 1/(k+1)! for k = 14 … 1. The same arithmetic as horner(), written
+     * out: through horner() nvcc gave the double foh scan kernels 131–136
+     * registers instead of 128, one block per SM fewer and 13 % slower on
+     * the H200 (bench/NOTES.md, variant 60). */
+    const double c[14] = {1.0 / 1307674368000.0, 1.0 / 87178291200.0, 1.0 / 6227020800.0, 1.0 / 479001600.0,
                           1.0 / 39916800.0,      1.0 / 3628800.0,     1.0 / 362880.0,     1.0 / 40320.0,
                           1.0 / 5040.0,          1.0 / 720.0,         1.0 / 120.0,        1.0 / 24.0,
-                          1.0 / 6.0,             0.5,                 1.0};
-    return horner(c, x);
+                          1.0 / 6.0,             0.5};
+    double p = c[0];
+    for (int k = 1; k < 14; k++) p = p * x + c[k];
+    return p * x + 1.0;
 }
 
 /* foh's near branch on the GPU (cuda.cu's update_terms): φ1(x) where x is
