@@ -34,10 +34,12 @@ lib-cuda: $(BUILD)/libssmk_cuda.so
 $(BUILD)/libssmk_cuda.so: $(SRC)/cuda.cu $(HEADERS) $(SRC)/ssmk.map cudalib/build-cuda.sh
 	cudalib/build-cuda.sh $@ $(CUDA_ARCH)
 
-## cuda-check: compile the CUDA sources for sm_80, sm_87 and sm_90 without running them (CI has no GPU)
+## cuda-check: compile the CUDA sources for sm_80, sm_87 and sm_90 without running them (CI has no GPU), and
+## fail if a sm_90 scan kernel needs more than 128 registers (fewer blocks per SM: scripts/scan-registers.sh)
 cuda-check:
 	@for a in 80 87 90; do cudalib/build-cuda.sh $(BUILD)/cuda-check/libssmk_cuda_sm_$$a.so $$a || exit 1; done
 	@echo "cuda-check: cuda.cu compiles for sm_80, sm_87 and sm_90"
+	@scripts/scan-registers.sh $(BUILD)/cuda-check/libssmk_cuda_sm_90.so 128
 
 ## test: everything CI runs (builds the CPU library first)
 test: lib

@@ -201,41 +201,8 @@ lib_cuda() {
 	[ -f build/libssmk_cuda.so ] && [ -z "$(find cudalib/src cudalib/include cudalib/build-cuda.sh -newer build/libssmk_cuda.so -type f)" ] ||
 		cudalib/build-cuda.sh build/libssmk_cuda.so "${CUDA_ARCH:-90}" >"$1/build.log" 2>&1 ||
 		{ tail -30 "$1/build.log"; echo "gpu.sh: the CUDA build failed"; exit 1; }
-	scan_registers build/libssmk_cuda.so | tee "$1/registers.txt"
-}
-
-# scan_registers LIB: one line on the scan kernels' registers. Over 128 a
-# kernel fits fewer than 4 blocks of 128 threads per SM, which cost every
-# variant that crossed it 13–50 % (bench/NOTES.md; a review change took fp64
-# foh from 128 to 136 registers and +13 %, variant 60), so a build that
-# crosses it says which kernels did.
-scan_registers() {
-	cuobjdump -res-usage "$1" 2>/dev/null | python3 -c '
-import re, sys
-methods = "zoh foh bilinear poly highorder rk4".split()
-over, top, f = [], 0, None
-for line in sys.stdin:
-    m = re.search(r"scan_kernelI([fd])Lb([01])ELi(n?\d+)ELb([01])ELi(\d+)E", line)
-    if m:
-        f = m
-        continue
-    r = re.search(r"REG:(\d+) STACK:(\d+)", line)
-    if f and r:
-        regs = int(r.group(1))
-        top = max(top, regs)
-        if regs > 128:
-            t, cx, mm, vec, seg = f.groups()
-            name = "all methods" if mm.startswith("n") else methods[int(mm)]
-            dtype = "fp32" if t == "f" else "fp64"
-            kind = "complex" if cx == "1" else "real"
-            case = "Mamba case" if vec == "1" else "general"
-            over.append(f"{dtype} {kind} {name} ({case}, {seg} lanes): {regs}")
-        f = None
-if over:
-    print(f"registers: {len(over)} scan kernels over 128 (fewer than 4 blocks of 128 threads per SM): " + "; ".join(over))
-else:
-    print(f"registers: every scan kernel within 128 (4 blocks of 128 threads per SM); the most {top}")
-'
+	# registers over 128 cost a block per SM (scripts/scan-registers.sh)
+	scripts/scan-registers.sh build/libssmk_cuda.so | tee "$1/registers.txt"
 }
 
 bench() {
