@@ -12,7 +12,8 @@
 //     standard normal, D near 1.
 //   - Stress widens everything the kernels must survive: A near 0 (foh's
 //     0/0), large negative A·Δ (exp underflow to 0), positive A (unstable,
-//     bounded so that the state stays finite in float32 over the sequence),
+//     bounded by the method's own growth (bilinear's pole at Δ·a = 2)
+//     so that the state stays finite in float32 over the sequence),
 //     log-uniform magnitudes over six decades with random signs, and Δ up to
 //     10 with large biases that cross softplus's threshold at 20.
 package gen
@@ -80,7 +81,7 @@ func New(s Spec, seed uint64) *reference.Problem {
 	}
 	want := p.Lens()
 	seq := want["U"]
-	g := drawer{r: r, dist: s.Dist}
+	g := drawer{r: r, dist: s.Dist, method: s.Method}
 
 	// Δ first: A's bound for positive real parts depends on the largest step.
 	p.Delta = make([]float64, seq)
@@ -119,8 +120,29 @@ func New(s Spec, seed uint64) *reference.Problem {
 }
 
 type drawer struct {
-	r    *rand.Rand
-	dist Dist
+	r      *rand.Rand
+	dist   Dist
+	method reference.Method
+}
+
+// unstableX is the largest step x = Δ·a that a positive real part of A may
+// take at any step of a sequence of seqlen steps, so that the state grows by
+// at most e^40 over the sequence and the scan stays finite in float32
+// (every Δ·a of a row lies in [0, maxDt·a]; |Ā| grows with x there).
+//
+// Ā = e^x gives x ≤ 40/seqlen. Bilinear's Ā = (1 + x/2)/(1 − x/2) =
+// e^{2·atanh(x/2)} grows faster and has a pole at x = 2 (so does its
+// g = 1/(1 − x/2) = (Ā + 1)/2): x ≤ 2·tanh(20/seqlen) bounds the growth by
+// e^40 as well, and x ≤ 2 − 2⁻⁹ keeps 1 − x/2 ≥ 2⁻¹⁰, so that float32's
+// rounding of x (relative 2⁻²⁴) moves Ā by a first-order amount the error
+// model covers instead of across the pole. Without it, Δ·a landed within
+// 0.01 of the pole step after step and the float64 reference reached
+// 6.6e38 (the accuracy suite in CI; gen_test.go keeps the cases).
+func (g drawer) unstableX(seqlen int) float64 {
+	if g.method == reference.Bilinear {
+		return math.Min(2*math.Tanh(20/float64(seqlen)), 2-0x1p-9)
+	}
+	return 40 / float64(seqlen)
 }
 
 func (g drawer) logUniform(lo, hi float64) float64 {
@@ -213,9 +235,7 @@ func (g drawer) a(n int, complexA bool, maxDt float64, seqlen int) (re, im float
 		}
 		return -float64(n + 1), 0
 	}
-	// A positive real part makes the state grow like e^{Σ dt·a}: keep that
-	// exponent below 40 so the scan stays finite in float32.
-	posMax := 40 / (math.Max(maxDt, 1e-6) * float64(seqlen))
+	posMax := g.unstableX(seqlen) / math.Max(maxDt, 1e-6)
 	switch g.r.IntN(4) {
 	case 0: // near zero: foh's 0/0 and the Δ → 0 limits
 		re = g.sign() * g.logUniform(1e-8, 1e-3)
