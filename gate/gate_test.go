@@ -225,6 +225,11 @@ func TestMerge(t *testing.T) {
 	if _, err := Merge([]*Report{sample(), other}); err == nil || !strings.Contains(err.Error(), "not one library") {
 		t.Errorf("merging two libraries: %v, want a refusal", err)
 	}
+	reseeded := sample()
+	reseeded.RapidSeed = 2
+	if _, err := Merge([]*Report{sample(), reseeded}); err == nil || !strings.Contains(err.Error(), "RAPID_SEED") {
+		t.Errorf("merging two property seeds: %v, want a refusal", err)
+	}
 	if _, err := MergeFiles(out, []string{filepath.Join(dir, "missing.json")}); err == nil {
 		t.Error("a missing task report was merged")
 	}

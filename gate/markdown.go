@@ -29,7 +29,12 @@ func Markdown(r *Report) string {
 	if len(r.Performance) > 0 {
 		fmt.Fprintf(&b, ", %d performance regressions", regressions)
 	}
-	fmt.Fprintf(&b, " (exit %d). Library `%s` (%s, %s), sha256 `%.12s`.\n\n", r.ExitCode, r.Library.Path, r.Library.Backend, r.Library.Device, r.Library.SHA256)
+	fmt.Fprintf(&b, " (exit %d). Library `%s` (%s, %s), sha256 `%.12s`", r.ExitCode, r.Library.Path, r.Library.Backend, r.Library.Device, r.Library.SHA256)
+	if r.RapidSeed != 0 {
+		fmt.Fprintf(&b, "; property tests with `RAPID_SEED=%d`.\n\n", r.RapidSeed)
+	} else {
+		fmt.Fprintf(&b, "; property tests with fresh seeds (not reproducible: rerun with `-rapid-seed`).\n\n")
+	}
 	for _, e := range r.Errors {
 		fmt.Fprintf(&b, "- **error:** %s\n", e)
 	}

@@ -17,12 +17,17 @@ func Merge(reports []*Report) (*Report, error) {
 		return nil, fmt.Errorf("merge: no task reports")
 	}
 	m := &Report{Schema: Schema, Created: time.Now().UTC().Format(time.RFC3339), Library: reports[0].Library,
-		Host: reports[0].Host, Command: strings.Join(os.Args, " ")}
+		Host: reports[0].Host, Command: strings.Join(os.Args, " "), RapidSeed: reports[0].RapidSeed}
 	var hosts []string
 	for _, r := range reports {
 		if r.Library.SHA256 != m.Library.SHA256 {
 			return nil, fmt.Errorf("merge: task %s tested %s (sha256 %.12s), task %s tested %s (sha256 %.12s): not one library",
 				strings.Join(reports[0].Tasks, ","), m.Library.Path, m.Library.SHA256, strings.Join(r.Tasks, ","), r.Library.Path, r.Library.SHA256)
+		}
+		if r.RapidSeed != m.RapidSeed {
+			// One verdict needs one set of property draws to reproduce it.
+			return nil, fmt.Errorf("merge: task %s ran the property tests with RAPID_SEED=%d, task %s with %d: not one run",
+				strings.Join(reports[0].Tasks, ","), m.RapidSeed, strings.Join(r.Tasks, ","), r.RapidSeed)
 		}
 		m.Tasks = append(m.Tasks, r.Tasks...)
 		m.Errors = append(m.Errors, r.Errors...)

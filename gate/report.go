@@ -69,9 +69,12 @@ type Report struct {
 	ExitCode int      `json:"exit_code"`
 	Tasks    []string `json:"tasks"`   // task names (one, or the merged ones)
 	Command  string   `json:"command"` // how this report was produced
-	Library  Library  `json:"library"`
-	Host     Host     `json:"host"`
-	Errors   []string `json:"errors,omitempty"` // setup errors, one line each
+	// RapidSeed is the seed of the suite's property tests (RAPID_SEED);
+	// 0: a fresh seed per property, not reproducible.
+	RapidSeed uint64   `json:"rapid_seed"`
+	Library   Library  `json:"library"`
+	Host      Host     `json:"host"`
+	Errors    []string `json:"errors,omitempty"` // setup errors, one line each
 
 	Tests       []Test   `json:"tests"`
 	Figures     []Figure `json:"figures"`

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 
@@ -40,14 +41,19 @@ type Config struct {
 	Baseline      string  // baseline file to compare Check7 with; empty: none
 	MaxRegression float64 // fraction, e.g. 0.05
 	Plots         bool
-	Log           io.Writer // progress lines
+	// RapidSeed seeds the suite's property tests (rapid's RAPID_SEED), so
+	// that one commit and one library get one verdict, as Hypothesis
+	// derandomizes on CI; 0 draws a fresh seed per property, which
+	// explores more and gates nothing reproducibly.
+	RapidSeed uint64
+	Log       io.Writer // progress lines
 }
 
 // Run runs the gate and writes its files. The report is returned even on a
 // setup error (its Errors say what happened).
 func Run(cfg Config) *Report {
 	r := &Report{Schema: Schema, Created: time.Now().UTC().Format(time.RFC3339), Tasks: []string{cfg.Task},
-		Command: strings.Join(os.Args, " ")}
+		Command: strings.Join(os.Args, " "), RapidSeed: cfg.RapidSeed}
 	r.Host = hostInfo()
 	logf := func(format string, args ...any) { fmt.Fprintf(cfg.Log, "gate: "+format+"\n", args...) }
 	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
@@ -258,7 +264,7 @@ func runPackage(cfg Config, pr pkgRun, libPath string) ([]Test, error) {
 	}
 	// The gate opened the library through OpenDefault; the suite must test
 	// the same file, whatever SSMK_BACKEND would pick.
-	cmd.Env = append(os.Environ(), "SSMK_LIB="+libPath)
+	cmd.Env = append(suiteEnv(os.Environ(), cfg.RapidSeed), "SSMK_LIB="+libPath)
 	logPath := filepath.Join(cfg.Out, pkg+".log")
 	if pr.only {
 		logPath = filepath.Join(cfg.Out, pkg+"-check7.log")
@@ -315,6 +321,21 @@ func testsOf(rep gtr.Report, pkg string, cfg Config, libPath string) []Test {
 
 // reproduce is a one-line command that re-runs one test against the same
 // library.
+// suiteEnv is env with RAPID_SEED set to seed (removed for seed 0, so that
+// a seed in the caller's environment cannot pin a run asked to explore).
+func suiteEnv(env []string, seed uint64) []string {
+	out := make([]string, 0, len(env)+1)
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, "RAPID_SEED=") {
+			out = append(out, kv)
+		}
+	}
+	if seed != 0 {
+		out = append(out, "RAPID_SEED="+strconv.FormatUint(seed, 10))
+	}
+	return out
+}
+
 func reproduce(cfg Config, pkg, name, libPath string) string {
 	run := ""
 	if name != "" {
@@ -328,11 +349,15 @@ func reproduce(cfg Config, pkg, name, libPath string) string {
 	if pkg == "verify" && len(cfg.VerifyArgs) > 0 {
 		args = " -args " + strings.Join(cfg.VerifyArgs, " ")
 	}
+	env := "SSMK_LIB=" + libPath
+	if cfg.RapidSeed != 0 {
+		env = fmt.Sprintf("RAPID_SEED=%d %s", cfg.RapidSeed, env)
+	}
 	if cfg.Bin != "" {
-		return fmt.Sprintf("cd %s && SSMK_LIB=%s %s -test.v%s%s", pkg, libPath, filepath.Join("..", cfg.Bin, pkg+".test"),
+		return fmt.Sprintf("cd %s && %s %s -test.v%s%s", pkg, env, filepath.Join("..", cfg.Bin, pkg+".test"),
 			strings.ReplaceAll(run, " -run ", " -test.run "), strings.TrimPrefix(args, " -args"))
 	}
-	return fmt.Sprintf("SSMK_LIB=%s go test ./%s -count=1 -v%s%s", libPath, pkg, run, args)
+	return fmt.Sprintf("%s go test ./%s -count=1 -v%s%s", env, pkg, run, args)
 }
 
 func regexpQuote(s string) string {

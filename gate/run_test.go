@@ -19,7 +19,7 @@ func TestGateEndToEnd(t *testing.T) {
 	}
 	out := t.TempDir()
 	r := Run(Config{Out: out, Root: "..", Packages: []string{"golden", "verify"}, VerifyRun: "^Test(Golden|Check7MethodComparison)$",
-		Task: "e2e", MaxRegression: 0.05, Plots: true, Log: io.Discard})
+		Task: "e2e", MaxRegression: 0.05, Plots: true, RapidSeed: 7, Log: io.Discard})
 	if len(r.Errors) > 0 {
 		t.Fatalf("setup errors: %v", r.Errors)
 	}
@@ -29,6 +29,9 @@ func TestGateEndToEnd(t *testing.T) {
 	loaded, err := Load(filepath.Join(out, "report.json"))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if loaded.RapidSeed != 7 {
+		t.Errorf("report.json: rapid_seed %d, want the run's 7", loaded.RapidSeed)
 	}
 	names := map[string]bool{}
 	for _, tt := range loaded.Tests {
@@ -50,6 +53,9 @@ func TestGateEndToEnd(t *testing.T) {
 	if err != nil || !strings.HasPrefix(string(md), "## ssmverify gate: ✅ PASS") {
 		t.Errorf("report.md starts %q (err %v), want the PASS verdict", strings.SplitN(string(md), "\n", 2)[0], err)
 	}
+	if !strings.Contains(string(md), "`RAPID_SEED=7`") {
+		t.Errorf("report.md does not give the property tests' seed:\n%.400s", md)
+	}
 	for _, p := range []string{"convergence.png", "ratios-fp32.png", "throughput.png"} {
 		if st, err := os.Stat(filepath.Join(out, p)); err != nil || st.Size() < 10000 {
 			t.Errorf("plot %s: %v", p, err)
@@ -57,5 +63,45 @@ func TestGateEndToEnd(t *testing.T) {
 		if !strings.Contains(string(md), "]("+p+")") {
 			t.Errorf("report.md does not link %s", p)
 		}
+	}
+}
+
+// TestSuiteEnvPinsRapidSeed: the suite's processes get the gate's seed,
+// whatever the caller's environment held, and none for seed 0; a failing
+// test's reproduce command carries it.
+func TestSuiteEnvPinsRapidSeed(t *testing.T) {
+	for _, tc := range []struct {
+		env  []string
+		seed uint64
+		want string // RAPID_SEED entries, joined
+	}{
+		{[]string{"HOME=/h"}, 1, "RAPID_SEED=1"},
+		{[]string{"RAPID_SEED=99", "HOME=/h", "RAPID_SEED=98"}, 5, "RAPID_SEED=5"},
+		{[]string{"RAPID_SEED=99", "HOME=/h"}, 0, ""},
+		{[]string{"RAPID_SEEDS=3"}, 0, ""}, // another variable, kept below
+	} {
+		got := suiteEnv(tc.env, tc.seed)
+		var seeds []string
+		for _, kv := range got {
+			if strings.HasPrefix(kv, "RAPID_SEED=") {
+				seeds = append(seeds, kv)
+			}
+		}
+		if strings.Join(seeds, ",") != tc.want {
+			t.Errorf("suiteEnv(%q, %d) = %q, want RAPID_SEED entries %q", tc.env, tc.seed, got, tc.want)
+		}
+		if len(got) != len(tc.env)-strings.Count(strings.Join(tc.env, " "), "RAPID_SEED=")+len(seeds) {
+			t.Errorf("suiteEnv(%q, %d) = %q: lost or added other variables", tc.env, tc.seed, got)
+		}
+	}
+	cfg := Config{RapidSeed: 42}
+	for _, bin := range []string{"", "carry"} {
+		cfg.Bin = bin
+		if r := reproduce(cfg, "verify", "TestAccuracy/stress", "/lib.so"); !strings.Contains(r, "RAPID_SEED=42 SSMK_LIB=/lib.so ") {
+			t.Errorf("reproduce (bin %q) = %q, want the seed before the command", bin, r)
+		}
+	}
+	if r := reproduce(Config{}, "verify", "TestAccuracy", "/lib.so"); strings.Contains(r, "RAPID_SEED") {
+		t.Errorf("reproduce without a seed = %q, names one", r)
 	}
 }

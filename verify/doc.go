@@ -23,7 +23,9 @@
 //	            initialisations, softplus dt in 1e-3…1e-1) and stressing inputs;
 //	            a failure prints the shrunk case and its worst element. Plus one
 //	            fixed case of every combination (AccuracyEveryCombination).
-//	            RAPID_CHECKS=N (or -rapid.checks=N) lengthens the campaign.
+//	            RAPID_CHECKS=N (or -rapid.checks=N) lengthens the campaign;
+//	            RAPID_SEED=N pins its draws (CI and make gate pin them, so that
+//	            a commit gets one verdict; unset, each run draws afresh).
 //	Sweep       ssmk_discretize over x = Δ·a, |x| in 1e-8…1e3, both signs, 0, and
 //	            complex grids: the ratio and ulp distribution per method × dtype.
 //	Bilinear    the scalar form equals gonum's (I − ΔA/2)⁻¹(I + ΔA/2) for diagonal

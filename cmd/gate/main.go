@@ -16,10 +16,20 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"ssmverify/gate"
 )
+
+// defaultRapidSeed is $RAPID_SEED when it is a number, else 1: a gate pins
+// its property draws unless told otherwise.
+func defaultRapidSeed() uint64 {
+	if v, err := strconv.ParseUint(os.Getenv("RAPID_SEED"), 10, 64); err == nil {
+		return v
+	}
+	return 1
+}
 
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "merge" {
@@ -37,6 +47,8 @@ func main() {
 	maxReg := fs.Float64("max-regression", 0.05, "fail on a significant slowdown beyond this fraction")
 	writeBaseline := fs.String("write-baseline", "", "store this run's Check7 samples as a baseline file")
 	plots := fs.Bool("plots", true, "draw the PNG plots")
+	seed := fs.Uint64("rapid-seed", defaultRapidSeed(),
+		"seed of the suite's property tests (default: $RAPID_SEED, else 1), so that a commit's verdict is reproducible; 0: fresh seeds, to explore")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		os.Exit(gate.ExitSetup)
 	}
@@ -66,7 +78,7 @@ func main() {
 		}
 	}
 	cfg := gate.Config{Out: *out, Root: *root, Bin: *bin, Packages: packages, VerifyRun: *run,
-		VerifyArgs: strings.Fields(*vargs), Task: *task, Baseline: *baseline, MaxRegression: *maxReg, Plots: *plots, Log: os.Stderr}
+		VerifyArgs: strings.Fields(*vargs), Task: *task, Baseline: *baseline, MaxRegression: *maxReg, Plots: *plots, RapidSeed: *seed, Log: os.Stderr}
 	r := gate.Run(cfg)
 	if *writeBaseline != "" && len(r.Errors) == 0 {
 		c7, err := gate.LoadCheck7(filepath.Join(*out, "verify", "check7.json"))

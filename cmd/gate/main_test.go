@@ -37,6 +37,7 @@ func TestExitCodesAndMessages(t *testing.T) {
 		{"bad package", nil, []string{"-pkgs", "verify,bogus"}, 2, `unknown package "bogus"`},
 		{"bad regression", nil, []string{"-max-regression", "5"}, 2, "-max-regression = 5"},
 		{"missing baseline", nil, []string{"-baseline", filepath.Join(dir, "none.json")}, 2, "make baseline writes one"},
+		{"bad seed", nil, []string{"-rapid-seed", "x"}, 2, "-rapid-seed"},
 		{"merge without reports", nil, []string{"merge", "-out", dir + "/m"}, 2, "no task reports"},
 	} {
 		cmd := exec.Command(bin, tc.args...)
