@@ -51,10 +51,17 @@ type Worst struct {
 	Array     string  // "out" or "last_state"
 	Index     []int   // [b, d, t] or [b, d, n]
 	Got, Want float64 // kernel and reference values (real part for complex state)
+	// Note is set when the problem itself leaves the dtype's range, so that
+	// the failure it causes is not read as the kernel's.
+	Note string
 }
 
 func (w Worst) String() string {
-	return fmt.Sprintf("%s%v: kernel %.9g, reference %.17g, ratio %.3g, %.3g ulp", w.Array, w.Index, w.Got, w.Want, w.Ratio, w.ULP)
+	s := fmt.Sprintf("%s%v: kernel %.9g, reference %.17g, ratio %.3g, %.3g ulp", w.Array, w.Index, w.Got, w.Want, w.Ratio, w.ULP)
+	if w.Note != "" {
+		s += "; " + w.Note
+	}
+	return s
 }
 
 // Comparison is the result of comparing one kernel scan with the reference.
@@ -64,6 +71,13 @@ type Comparison struct {
 	// NonFinite counts kernel values that are NaN or ±Inf where the
 	// reference is finite: always a failure.
 	NonFinite int
+	// Beyond is the largest of the error scale's magnitude bounds (every
+	// intermediate of any evaluation order, Mag, and the products of Ā
+	// that a time-parallel scan forms, Decay) where it exceeds the dtype's
+	// largest finite number, else 0. Such a problem has no result a kernel
+	// of that dtype can be held to (its state overflows, then ∞·0 gives NaN
+	// where the reference is tiny): it still fails, and Worst.Note says why.
+	Beyond float64
 }
 
 // Passed reports whether every element is within the threshold.
@@ -72,7 +86,8 @@ func (c Comparison) Passed(dt cudalib.DType) bool {
 }
 
 // ULPs is the distance between got and want in units of the last place of
-// want in the dtype (at least the dtype's smallest normal's ulp).
+// want in the dtype (at least the dtype's smallest normal's ulp; for a want
+// beyond float32's range, the ulp at its top, 2¹⁰⁴).
 func ULPs(got, want float64, dt cudalib.DType) float64 {
 	if got == want {
 		return 0
@@ -83,6 +98,9 @@ func ULPs(got, want float64, dt cudalib.DType) float64 {
 	if dt == cudalib.F64 {
 		w := math.Max(math.Abs(want), 0x1p-1022)
 		return math.Abs(got-want) / (math.Nextafter(w, math.Inf(1)) - w)
+	}
+	if math.Abs(want) > math.MaxFloat32 {
+		return math.Abs(got-want) / 0x1p104
 	}
 	w := float32(math.Max(math.Abs(want), 0x1p-126))
 	return math.Abs(got-want) / float64(math.Nextafter32(w, float32(math.Inf(1)))-w)
@@ -141,6 +159,21 @@ func CompareScan(p *reference.Problem, got *reference.Output, dt cudalib.DType, 
 			r = math.NaN()
 		}
 		note(r, g, w, ULPs(g, w, dt), "last_state", []int{i / (p.Dim * N), i / N % p.Dim, i % N})
+	}
+	largest, name := math.MaxFloat64, "float64"
+	if dt == cudalib.F32 {
+		largest, name = math.MaxFloat32, "float32"
+	}
+	for _, bounds := range [][]float64{sc.MagOut, sc.MagState, sc.DecayOut, sc.DecayState} {
+		for _, v := range bounds {
+			if v > largest && v > c.Beyond {
+				c.Beyond = v
+			}
+		}
+	}
+	if c.Beyond > 0 {
+		c.Worst.Note = fmt.Sprintf("the problem leaves %s's range (an intermediate reaches %.3g > %.3g by the error scale's magnitude bound): "+
+			"no %s result can match the reference; suspect the problem or its generator before the kernel", name, c.Beyond, largest, name)
 	}
 	return c, nil
 }

@@ -1,0 +1,76 @@
+package verify
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"ssmverify/cudalib"
+	"ssmverify/reference"
+)
+
+// TestCompareScanNamesProblemsBeyondRange: a problem whose exact output
+// exceeds float32's largest number (one state, Ā = 1, C·Δ·B·u = 10⁴⁰) fails
+// in float32 whatever the kernel returns, and the failure says that the
+// problem, not the kernel, left the range; in float64, and with C = 1 in
+// float32, the same exact values pass without a note.
+func TestCompareScanNamesProblemsBeyondRange(t *testing.T) {
+	problem := func(c float64) *reference.Problem {
+		return &reference.Problem{Batch: 1, Dim: 1, Seqlen: 1, Dstate: 1, Groups: 1, Method: reference.ZOH,
+			U: []float64{1e5}, Delta: []float64{1}, A: []float64{0}, B: []float64{1e30}, C: []float64{c}}
+	}
+	for _, tc := range []struct {
+		name     string
+		c        float64
+		dt       cudalib.DType
+		out      float64 // the kernel's output
+		pass     bool
+		noteWant string // "" : no note
+	}{
+		{"float32 beyond range", 1e5, cudalib.F32, math.Inf(1), false, "leaves float32's range"},
+		{"float32 beyond range, finite garbage", 1e5, cudalib.F32, 3e38, false, "leaves float32's range"},
+		{"float32 within range", 1, cudalib.F32, 1e35, true, ""},
+		{"float64", 1e5, cudalib.F64, 1e40, true, ""},
+	} {
+		p := problem(tc.c)
+		got := &reference.Output{Out: []float64{tc.out}, LastState: []float64{1e35}}
+		c, err := CompareScan(p, got, tc.dt, nil, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if c.Passed(tc.dt) != tc.pass {
+			t.Errorf("%s: passed %t, want %t (%s)", tc.name, c.Passed(tc.dt), tc.pass, c.Worst)
+		}
+		if tc.noteWant == "" {
+			if c.Worst.Note != "" || c.Beyond != 0 {
+				t.Errorf("%s: note %q, beyond %g; want none", tc.name, c.Worst.Note, c.Beyond)
+			}
+			continue
+		}
+		if !strings.Contains(c.Worst.String(), tc.noteWant) || c.Beyond < 9.9e39 || math.IsNaN(c.Worst.ULP) {
+			t.Errorf("%s: worst %q, beyond %g; want the note %q, a bound of 1e40 and an ulp distance", tc.name, c.Worst, c.Beyond, tc.noteWant)
+		}
+	}
+}
+
+// TestULPs: distances in the dtype's last place, at the ends of its range.
+func TestULPs(t *testing.T) {
+	for _, tc := range []struct {
+		got, want float64
+		dt        cudalib.DType
+		ulps      float64
+	}{
+		{1, 1, cudalib.F32, 0},
+		{1 + 0x1p-23, 1, cudalib.F32, 1},
+		{1 + 0x1p-52, 1, cudalib.F64, 1},
+		{-2, -2 - 0x1p-22, cudalib.F32, 1}, // want's ulp above 2 is 2⁻²²
+		{0, 0x1p-149, cudalib.F32, 1},      // below the smallest normal: its ulp, 2⁻¹⁴⁹
+		{math.MaxFloat32, 1e40, cudalib.F32, (1e40 - math.MaxFloat32) / 0x1p104},
+		{math.Inf(1), 1, cudalib.F32, math.Inf(1)},
+		{math.NaN(), 1, cudalib.F64, math.Inf(1)},
+	} {
+		if got := ULPs(tc.got, tc.want, tc.dt); got != tc.ulps {
+			t.Errorf("ULPs(%g, %g, %v) = %g, want %g", tc.got, tc.want, tc.dt, got, tc.ulps)
+		}
+	}
+}
