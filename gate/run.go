@@ -319,8 +319,6 @@ func testsOf(rep gtr.Report, pkg string, cfg Config, libPath string) []Test {
 	return tests
 }
 
-// reproduce is a one-line command that re-runs one test against the same
-// library.
 // suiteEnv is env with RAPID_SEED set to seed (removed for seed 0, so that
 // a seed in the caller's environment cannot pin a run asked to explore).
 func suiteEnv(env []string, seed uint64) []string {
@@ -336,6 +334,8 @@ func suiteEnv(env []string, seed uint64) []string {
 	return out
 }
 
+// reproduce is a one-line command that re-runs one test against the same
+// library, with the same property seed.
 func reproduce(cfg Config, pkg, name, libPath string) string {
 	run := ""
 	if name != "" {

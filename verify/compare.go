@@ -74,9 +74,10 @@ type Comparison struct {
 	// Beyond is the largest of the error scale's magnitude bounds (every
 	// intermediate of any evaluation order, Mag, and the products of Ā
 	// that a time-parallel scan forms, Decay) where it exceeds the dtype's
-	// largest finite number, else 0. Such a problem has no result a kernel
-	// of that dtype can be held to (its state overflows, then ∞·0 gives NaN
-	// where the reference is tiny): it still fails, and Worst.Note says why.
+	// largest finite number, else 0. Such a problem may have no result a
+	// kernel of that dtype can be held to (its state overflows, then ∞·0
+	// gives NaN where the reference is tiny): a failure still fails, and
+	// Worst.Note says why it may not be the kernel's.
 	Beyond float64
 }
 
@@ -172,8 +173,8 @@ func CompareScan(p *reference.Problem, got *reference.Output, dt cudalib.DType, 
 		}
 	}
 	if c.Beyond > 0 {
-		c.Worst.Note = fmt.Sprintf("the problem leaves %s's range (an intermediate reaches %.3g > %.3g by the error scale's magnitude bound): "+
-			"no %s result can match the reference; suspect the problem or its generator before the kernel", name, c.Beyond, largest, name)
+		c.Worst.Note = fmt.Sprintf("the problem may leave %s's range (the error scale bounds an intermediate by %.3g > %.3g): "+
+			"a %s kernel may overflow where the reference does not; suspect the problem or its generator before the kernel", name, c.Beyond, largest, name)
 	}
 	return c, nil
 }
