@@ -276,10 +276,7 @@ func judgeScan(f *Failure, p, ref *reference.Problem, dt cudalib.DType, got, gs 
 	// kernel's order of summation may overflow although the reference's
 	// does not (the H200 kernel's butterfly reduction did, at an output of
 	// −3.29e38 = 0.97·FLT_MAX).
-	max := math.MaxFloat64
-	if dt == cudalib.F32 {
-		max = math.MaxFloat32
-	}
+	max := verify.Precision(dt).Largest()
 	overflowed := make([]bool, p.Batch*p.Dim)
 	xOver := firstXOverflow(p, max)
 	for i, e := range exact.Out {
@@ -393,10 +390,7 @@ func natural(dt cudalib.DType) reference.Precision {
 // onInfinity reports whether x = Δ·a in dtype dt has an infinite part
 // although Δ and a are finite (overflow), or, for complex a, at all.
 func onInfinity(delta float64, a complex128, isComplex bool, dt cudalib.DType) bool {
-	max := math.MaxFloat64
-	if dt == cudalib.F32 {
-		max = math.MaxFloat32
-	}
+	max := verify.Precision(dt).Largest()
 	inf := func(f float64) bool {
 		p := delta * f
 		if math.IsInf(delta, 0) || math.IsInf(f, 0) {

@@ -97,10 +97,7 @@ type Value struct {
 func Judge(v Value, dt cudalib.DType) string {
 	prec := verify.Precision(dt)
 	thr := verify.Threshold(dt)
-	max := math.MaxFloat64
-	if dt == cudalib.F32 {
-		max = math.MaxFloat32
-	}
+	max := prec.Largest()
 	class := func(z complex128) Class {
 		if v.IsComplex {
 			return ClassOfComplex(z)

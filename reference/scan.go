@@ -55,6 +55,15 @@ func (p Precision) Tiny() float64 {
 	return 0x1p-1022
 }
 
+// Largest returns the largest finite number: math.MaxFloat32 for Float32,
+// math.MaxFloat64 otherwise. Beyond it a value of the precision overflows.
+func (p Precision) Largest() float64 {
+	if p == Float32 {
+		return math.MaxFloat32
+	}
+	return math.MaxFloat64
+}
+
 // Output is the result of a forward scan: Out is [Batch][Dim][Seqlen];
 // LastState is [Batch][Dim][Dstate], interleaved (re, im) when Complex.
 type Output struct {

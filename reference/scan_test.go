@@ -354,3 +354,20 @@ func TestScaleHomogeneousInU(t *testing.T) {
 		assert.InEpsilon(t, big.LastState[0]*0x1p-300, small.LastState[0], 1e-13, "%s: last state", tc.name)
 	}
 }
+
+// TestPrecisionConstants: u, η and the largest finite number of each
+// precision, against the math package's own constants.
+func TestPrecisionConstants(t *testing.T) {
+	for _, tc := range []struct {
+		p                reference.Precision
+		u, tiny, largest float64
+	}{
+		{reference.Float32, 0x1p-24, math.SmallestNonzeroFloat32 * 0x1p23, math.MaxFloat32},
+		{reference.Float64, 0x1p-53, math.SmallestNonzeroFloat64 * 0x1p52, math.MaxFloat64},
+		{reference.Float64Natural, 0x1p-53, math.SmallestNonzeroFloat64 * 0x1p52, math.MaxFloat64},
+	} {
+		if u, tiny, l := tc.p.UnitRoundoff(), tc.p.Tiny(), tc.p.Largest(); u != tc.u || tiny != tc.tiny || l != tc.largest {
+			t.Errorf("%v: u %g, η %g, largest %g; want %g, %g, %g", tc.p, u, tiny, l, tc.u, tc.tiny, tc.largest)
+		}
+	}
+}

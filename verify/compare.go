@@ -161,10 +161,7 @@ func CompareScan(p *reference.Problem, got *reference.Output, dt cudalib.DType, 
 		}
 		note(r, g, w, ULPs(g, w, dt), "last_state", []int{i / (p.Dim * N), i / N % p.Dim, i % N})
 	}
-	largest, name := math.MaxFloat64, "float64"
-	if dt == cudalib.F32 {
-		largest, name = math.MaxFloat32, "float32"
-	}
+	largest, name := prec.Largest(), prec.String()
 	for _, bounds := range [][]float64{sc.MagOut, sc.MagState, sc.DecayOut, sc.DecayState} {
 		for _, v := range bounds {
 			if v > largest && v > c.Beyond {
