@@ -81,6 +81,16 @@ constexpr int kRows = SSMK_SCAN_ROWS;
 #ifndef SSMK_EXPSUM_MASK
 #define SSMK_EXPSUM_MASK ((1 << POLY) | (1 << HIGHORDER) | (1 << RK4))
 #endif
+/* The real methods whose float kernels hold the next state's C in flight
+ * as well as its a and B (WIDE in scan_kernel), a bit per Method: all but
+ * foh. foh's longer update covers C's latency when C is loaded at the start
+ * of its own state, and without C's 8 registers in flight through pass 1 its
+ * schedule is 5 % shorter (1338 → 1270 µs at 8×2048×4096×16); the other
+ * methods lost 1–14 % without the prefetch (zoh 14 %: bench/NOTES.md,
+ * variant 61). */
+#ifndef SSMK_WIDE_MASK
+#define SSMK_WIDE_MASK (0x3F & ~(1 << FOH))
+#endif
 /* The Taylor methods whose float kernels form Δ·g on the fast path as a
  * polynomial in Δ (dpoly_coefs), a bit per Method: poly and rk4, where it
  * measured 1–2 and 1–3 % faster (8×2048×4096×16); highorder gained nothing,
@@ -525,13 +535,15 @@ __global__ void SSMK_SCAN_BOUNDS scan_kernel(const ScanParams p) {
     /* Δ·g as a polynomial in Δ on the fast path (dpoly_coefs), where every
      * a of the row allows it (dpoly_row_ok, through a2max) */
     constexpr bool DPK = FASTEXP && ((SSMK_DPOLY_MASK >> M) & 1) && taylor_degree<M>() > 0;
-    /* Real float kernels hold two states' loads in flight: the next state's
-     * C as well as its a and B, in a loop unrolled by two so that the
-     * buffers trade places without copies. Double and complex kernels, whose
-     * elements take two or four registers, load C at the start of its own
-     * state and run the loop rolled: the wide form cost them 20–35 % (3 blocks
-     * per SM instead of 4; bench/NOTES.md). */
-    constexpr bool WIDE = !CPLX && std::is_same<T, float>::value;
+    /* Real float kernels run the state loop unrolled by two, so that the
+     * buffers of the next state's loads trade places without copies; those
+     * of SSMK_WIDE_MASK hold the next state's C in flight as well as its a
+     * and B. Double and complex kernels, whose elements take two or four
+     * registers, load C at the start of its own state and run the loop
+     * rolled: the wide form cost them 20–35 % (3 blocks per SM instead of 4;
+     * bench/NOTES.md). */
+    constexpr bool REALF = !CPLX && std::is_same<T, float>::value;
+    constexpr bool WIDE = REALF && ((SSMK_WIDE_MASK >> M) & 1);
     constexpr bool STREAM = SSMK_STREAM != 0;
     extern __shared__ __align__(16) unsigned char smem[];
     const int lane = (int)(threadIdx.x & 31), warp = (int)(threadIdx.x >> 5);
@@ -680,7 +692,7 @@ __global__ void SSMK_SCAN_BOUNDS scan_kernel(const ScanParams p) {
             V an, bn[K], cn[K];
             load_b(ap, bs, an, bn);
             if constexpr (WIDE) load_c(cs, cn);
-#pragma unroll(WIDE ? 2 : 1)
+#pragma unroll(REALF ? 2 : 1)
             for (int n = 0; n < N; n++) {
                 const V a = an;
                 V bv[K], cv[K];
