@@ -277,6 +277,12 @@ func judgeScan(f *Failure, p, ref *reference.Problem, dt cudalib.DType, got, gs 
 	// does not (the H200 kernel's butterfly reduction did, at an output of
 	// −3.29e38 = 0.97·FLT_MAX).
 	max := verify.Precision(dt).Largest()
+	// A state within its error bound of the range on the way to an element:
+	// a kernel's rounding may carry it over, as rule 1b says of the element
+	// itself (reference.Scale's PathMagOut).
+	edge := func(mag, scale float64) bool {
+		return mag+verify.Threshold(dt)*verify.Precision(dt).UnitRoundoff()*scale >= max
+	}
 	overflowed := make([]bool, p.Batch*p.Dim)
 	xOver := firstXOverflow(p, max)
 	for i, e := range exact.Out {
@@ -315,7 +321,8 @@ func judgeScan(f *Failure, p, ref *reference.Problem, dt cudalib.DType, got, gs 
 		}
 		v := Value{Kernel: complex(got[i], 0), Exact: complex(exact.Out[i], 0), InDtype: complex(inDtype.Out[i], 0),
 			Scale: sc.Out[i], Tiny: tiny(sc.TinyOut[i], sc.PeakOut[i], sc.ReachOut[i]), Sum: true,
-			OnInfinity: overflowed[i/p.Seqlen] || sc.MagOut[i] > max || sc.DecayOut[i] > max || i%p.Seqlen >= xOver[i/p.Seqlen]}
+			OnInfinity: overflowed[i/p.Seqlen] || sc.MagOut[i] > max || sc.DecayOut[i] > max || i%p.Seqlen >= xOver[i/p.Seqlen] ||
+				edge(sc.PathMagOut[i], sc.PathScaleOut[i])}
 		if why := Judge(v, dt); why != "" {
 			f.add("out[%d %d %d]: %s", i/(p.Dim*p.Seqlen), i/p.Seqlen%p.Dim, i%p.Seqlen, why)
 		}
@@ -326,7 +333,8 @@ func judgeScan(f *Failure, p, ref *reference.Problem, dt cudalib.DType, got, gs 
 				continue
 			}
 			v := Value{Scale: sc.LastState[i], Tiny: tiny(sc.TinyState[i], sc.PeakState[i], sc.ReachState[i]), IsComplex: p.Complex, Sum: true,
-				OnInfinity: overflowed[i/p.Dstate] || sc.MagState[i] > max || sc.DecayState[i] > max || xOver[i/p.Dstate] < p.Seqlen}
+				OnInfinity: overflowed[i/p.Dstate] || sc.MagState[i] > max || sc.DecayState[i] > max || xOver[i/p.Dstate] < p.Seqlen ||
+					edge(sc.PathMagState[i], sc.PathScaleState[i])}
 			if p.Complex {
 				v.Kernel = complex(gs[2*i], gs[2*i+1])
 				v.Exact = complex(exact.LastState[2*i], exact.LastState[2*i+1])

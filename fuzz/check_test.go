@@ -120,3 +120,43 @@ func TestJudgeScanFlushedDecay(t *testing.T) {
 		}
 	}
 }
+
+// TestJudgeScanStateAtTheEdge: a state that comes within rounding of the
+// dtype's largest number and then decays. Bilinear, float32, a = −2: at
+// step 0, Δ = 4.3e24 gives Δ·g = 1 − 2⁻⁸² and Ā = −1 + 2⁻⁸¹, so the input
+// term Δ·g·B·u with B·u = FLT_MAX is FLT_MAX·(1 − 2⁻⁸²): the CPU build rounds
+// it to FLT_MAX, the GPU's reciprocal (within 2 ulp) to ∞, and the ∞ carries
+// on through step 1 (Δ = 1/3, Ā = 1/2), where the exact state is
+// FLT_MAX/2 (FuzzScan on the H200, corpus entry 2e51a3c231d0bf7a:
+// last_state −Inf for −1.76e38). MagOut and MagState bound only the last
+// step's terms; reference.Scale's PathMag says that a state on the way was
+// at the edge. Both answers are accepted; a wrong finite value is not.
+func TestJudgeScanStateAtTheEdge(t *testing.T) {
+	p := &reference.Problem{Batch: 1, Dim: 1, Seqlen: 2, Dstate: 1, Groups: 1, Method: reference.Bilinear,
+		VariableB: true, VariableC: true,
+		U: []float64{-1, 1e-30}, Delta: []float64{4.3e24, 1.0 / 3}, A: []float64{-2},
+		B: []float64{-math.MaxFloat32, 1}, C: []float64{1, 1}}
+	p.RoundToFloat32()
+	f32, err := reference.Scan(p, reference.Float32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inf := math.Inf(1)
+	for _, c := range []struct {
+		name  string
+		out   []float64
+		state float64
+		ok    bool
+	}{
+		{"the CPU build's rounding", f32.Out, f32.LastState[0], true},
+		{"the GPU's rounding: ∞ from step 0", []float64{inf, inf}, inf, true},
+		{"∞ in the state only", f32.Out, inf, true},
+		{"a wrong finite state", f32.Out, 0.6 * math.MaxFloat32, false},
+		{"a wrong finite output", []float64{f32.Out[0], 0.6 * math.MaxFloat32}, f32.LastState[0], false},
+	} {
+		err := judgeScan(&Failure{Input: c.name}, p, p, cudalib.F32, c.out, []float64{c.state})
+		if got := err == nil; got != c.ok {
+			t.Errorf("%s: accepted %t, want %t: %v", c.name, got, c.ok, err)
+		}
+	}
+}

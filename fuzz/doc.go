@@ -67,7 +67,11 @@
 //
 // At the edge of the range (|E| + τ ≥ the dtype's largest finite number,
 // E itself possibly beyond it) k may be finite within τ, an infinity of E's
-// sign, or N's class. Where S is NaN (a NaN or Inf input that never reached
+// sign, or N's class. A scan element is treated as rule 2's when a state on
+// the way to it was at the edge (reference.Scale's PathMag + τ's part of
+// PathScale ≥ the largest number), although the element has decayed well
+// inside the range since: one rounding up at that step makes the state ∞
+// for good. Where S is NaN (a NaN or Inf input that never reached
 // the element) k must be finite unless N is not; where S overflows float64
 // the element's terms are beyond every dtype's range and it is not judged;
 // so is a scan element whose inputs are finite but whose terms' magnitude

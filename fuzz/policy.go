@@ -83,7 +83,9 @@ type Value struct {
 	// every element whose terms' magnitude (reference.Scale's MagOut,
 	// MagState) exceeds the dtype's range, and every element after a run of
 	// steps whose decay Π|Ā| does (DecayOut, DecayState: a time-parallel
-	// scan forms that product, ∞·0 = NaN on a zero state).
+	// scan forms that product, ∞·0 = NaN on a zero state), and every element
+	// on the way to which a state came within its error bound of the range
+	// (PathMagOut + τ's part of PathScaleOut, and the same of the state).
 	// Whether such an evaluation ends finite, ±Inf or NaN depends on the
 	// formula's form and the order of operations, so a non-finite kernel
 	// value is accepted there, and so is a finite one within the threshold

@@ -12,8 +12,9 @@ import (
 
 // checkFloat32Range fails t if some intermediate of p's scan, by the
 // reference's magnitude bounds, leaves float32's range: the states and the
-// outputs of any order of evaluation (Mag) and the products of Ā over runs
-// of steps that a time-parallel scan forms (Decay).
+// outputs of any order of evaluation (Mag), the states on the way to them
+// (PathMag) and the products of Ā over runs of steps that a time-parallel
+// scan forms (Decay).
 func checkFloat32Range(t interface {
 	Helper()
 	Fatalf(string, ...any)
@@ -26,7 +27,8 @@ func checkFloat32Range(t interface {
 	for _, b := range []struct {
 		name string
 		v    []float64
-	}{{"MagState", sc.MagState}, {"MagOut", sc.MagOut}, {"DecayState", sc.DecayState}, {"DecayOut", sc.DecayOut}} {
+	}{{"MagState", sc.MagState}, {"MagOut", sc.MagOut}, {"PathMagState", sc.PathMagState}, {"PathMagOut", sc.PathMagOut},
+		{"DecayState", sc.DecayState}, {"DecayOut", sc.DecayOut}} {
 		for i, v := range b.v {
 			if !(v <= math.MaxFloat32) {
 				t.Fatalf("%s: %s[%d] = %g exceeds float32's largest %g", what, b.name, i, v, math.MaxFloat32)

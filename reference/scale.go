@@ -54,6 +54,19 @@ type Scale struct {
 	// 1.3e-43). The verification suite, whose inputs stay far from η, does
 	// not.
 	PeakOut, PeakState, ReachOut, ReachState []float64
+	// PathMagOut, PathMagState, PathScaleOut and PathScaleState bound the
+	// states on the way to the element: the largest magnitude bound H and
+	// error scale S (in units of u) that a state reaches at any step up to
+	// the element's (any state of the row, for an output, whose sum reads
+	// them all). MagOut and MagState bound the element's own terms, not a
+	// state that peaked earlier and has decayed since. A kernel's state
+	// may reach PathMag + u·PathScale on the way, so where that passes a
+	// dtype's largest number an evaluation in that dtype may overflow
+	// although the reference's does not (FuzzScan on the H200, bilinear
+	// float32: Δ·g·B·u = FLT_MAX·(1 − 2⁻⁸²) at one step, rounded to
+	// FLT_MAX by the CPU build and to ∞ by the GPU's reciprocal, both
+	// within the error model; the state five steps later is 0.52·FLT_MAX).
+	PathMagOut, PathMagState, PathScaleOut, PathScaleState []float64
 }
 
 // Ratio is the test ratio |diff| / (u·scale + η·tiny) for a precision with
@@ -171,7 +184,9 @@ func ErrorScale(p *Problem) (*Scale, error) {
 		MagOut: make([]float64, p.OutLen()), MagState: make([]float64, states),
 		DecayOut: make([]float64, p.OutLen()), DecayState: make([]float64, states),
 		PeakOut: make([]float64, p.OutLen()), PeakState: make([]float64, states),
-		ReachOut: make([]float64, p.OutLen()), ReachState: make([]float64, states)}
+		ReachOut: make([]float64, p.OutLen()), ReachState: make([]float64, states),
+		PathMagOut: make([]float64, p.OutLen()), PathMagState: make([]float64, states),
+		PathScaleOut: make([]float64, p.OutLen()), PathScaleState: make([]float64, states)}
 	// Per-operation constants in units of u.
 	cBeta, cH, cSum := 3.0, 2.0, float64(N)
 	if p.Complex {
@@ -183,6 +198,8 @@ func ErrorScale(p *Problem) (*Scale, error) {
 	P := make([]float64, N)  // largest product of consecutive |Ā| ending here
 	Pk := make([]float64, N) // largest magnitude H at an earlier step
 	R := make([]float64, N)  // largest decayed magnitude P(s,t)·H_s of an earlier step
+	PH := make([]float64, N) // largest H up to this step
+	PS := make([]float64, N) // largest Sh up to this step
 	// compositions of a time-parallel scan on the way to one step
 	depth := math.Ceil(math.Log2(float64(L))) + 1
 	a := make([]complex128, N)
@@ -190,13 +207,14 @@ func ErrorScale(p *Problem) (*Scale, error) {
 		for d := 0; d < p.Dim; d++ {
 			rp := p.rowParams(b, d)
 			for n := 0; n < N; n++ {
-				H[n], Sh[n], Th[n], P[n], Pk[n], R[n] = 0, 0, 0, 0, 0, 0
+				H[n], Sh[n], Th[n], P[n], Pk[n], R[n], PH[n], PS[n] = 0, 0, 0, 0, 0, 0, 0, 0
 				if p.Complex {
 					a[n] = complex(p.A[2*(d*N+n)], p.A[2*(d*N+n)+1])
 				} else {
 					a[n] = complex(p.A[d*N+n], 0)
 				}
 			}
+			rowPH, rowPS := 0.0, 0.0 // PH and PS over the row's states
 			for t := 0; t < L; t++ {
 				i := rp.row + t
 				u := math.Abs(p.U[i])
@@ -239,6 +257,8 @@ func ErrorScale(p *Problem) (*Scale, error) {
 					R[n] = mul0(cb.abar, math.Max(R[n], H[n]))
 					H[n] = mul0(cb.abar, H[n]) + beta
 					P[n] = mul0(cb.abar, math.Max(1, P[n]))
+					PH[n], PS[n] = math.Max(PH[n], H[n]), math.Max(PS[n], Sh[n])
+					rowPH, rowPS = math.Max(rowPH, PH[n]), math.Max(rowPS, PS[n])
 					maxP = math.Max(maxP, P[n])
 					sumCH += cv * H[n]
 					sumCS += cv * Sh[n]
@@ -278,11 +298,14 @@ func ErrorScale(p *Problem) (*Scale, error) {
 					Y *= math.Max(1, math.Abs(z)) // y·z is formed before σ damps it
 				}
 				s.Out[i], s.TinyOut[i], s.MagOut[i], s.DecayOut[i], s.PeakOut[i], s.ReachOut[i] = sy, ty, Y, maxP, py, ry
+				s.PathMagOut[i], s.PathScaleOut[i] = rowPH, rowPS
 			}
 			copy(s.LastState[(b*p.Dim+d)*N:], Sh)
 			copy(s.TinyState[(b*p.Dim+d)*N:], Th)
 			copy(s.MagState[(b*p.Dim+d)*N:], H)
 			copy(s.DecayState[(b*p.Dim+d)*N:], P)
+			copy(s.PathMagState[(b*p.Dim+d)*N:], PH)
+			copy(s.PathScaleState[(b*p.Dim+d)*N:], PS)
 			for n := range N {
 				s.PeakState[(b*p.Dim+d)*N+n] = depth * Pk[n]
 				s.ReachState[(b*p.Dim+d)*N+n] = depth * R[n]

@@ -286,6 +286,45 @@ func TestPropMagnitudeBoundsValues(t *testing.T) {
 	})
 }
 
+// PathMagOut and PathMagState are running maxima of the magnitude bound H
+// over the steps (and, for an output, over the row's states): at least the
+// element's own MagState, never falling along a row, and at a row's last
+// step an output's is the largest of its row's states'. So are PathScaleOut
+// and PathScaleState of the error scale.
+func TestPropPathBounds(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		p := gen.Problems(gen.Small).Draw(t, "case").Problem
+		sc, err := reference.ErrorScale(p)
+		require.NoError(t, err)
+		N, L := p.Dstate, p.Seqlen
+		for row := 0; row < p.Batch*p.Dim; row++ {
+			mag, scale := 0.0, 0.0
+			for n := 0; n < N; n++ {
+				i := row*N + n
+				if !(sc.PathMagState[i] >= sc.MagState[i]) {
+					t.Fatalf("row %d state %d: PathMagState %g < MagState %g", row, n, sc.PathMagState[i], sc.MagState[i])
+				}
+				if !(sc.PathScaleState[i] >= sc.LastState[i]) {
+					t.Fatalf("row %d state %d: PathScaleState %g < the state's scale %g", row, n, sc.PathScaleState[i], sc.LastState[i])
+				}
+				mag, scale = math.Max(mag, sc.PathMagState[i]), math.Max(scale, sc.PathScaleState[i])
+			}
+			for s := 1; s < L; s++ {
+				i := row*L + s
+				if !(sc.PathMagOut[i] >= sc.PathMagOut[i-1] && sc.PathScaleOut[i] >= sc.PathScaleOut[i-1]) {
+					t.Fatalf("row %d step %d: the path bounds fell (%g, %g after %g, %g)", row, s,
+						sc.PathMagOut[i], sc.PathScaleOut[i], sc.PathMagOut[i-1], sc.PathScaleOut[i-1])
+				}
+			}
+			last := row*L + L - 1
+			if sc.PathMagOut[last] != mag || sc.PathScaleOut[last] != scale {
+				t.Fatalf("row %d: the last output's path bounds %g, %g, the states' %g, %g", row,
+					sc.PathMagOut[last], sc.PathScaleOut[last], mag, scale)
+			}
+		}
+	})
+}
+
 // DecayOut and DecayState are the largest product of consecutive |Ā| up to
 // each step: e^{Σ x} over the unstable stretch that ends there, at least |Ā|
 // of the step itself (zoh, dstate 1, Δ = 1 without softplus: every x is a,

@@ -72,8 +72,9 @@ type Comparison struct {
 	// reference is finite: always a failure.
 	NonFinite int
 	// Beyond is the largest of the error scale's magnitude bounds (every
-	// intermediate of any evaluation order, Mag, and the products of Ā
-	// that a time-parallel scan forms, Decay) where it exceeds the dtype's
+	// intermediate of any evaluation order, Mag, the states on the way to an
+	// element, PathMag, and the products of Ā that a time-parallel scan
+	// forms, Decay) where it exceeds the dtype's
 	// largest finite number, else 0. Such a problem may have no result a
 	// kernel of that dtype can be held to (its state overflows, then ∞·0
 	// gives NaN where the reference is tiny): a failure still fails, and
@@ -162,7 +163,7 @@ func CompareScan(p *reference.Problem, got *reference.Output, dt cudalib.DType, 
 		note(r, g, w, ULPs(g, w, dt), "last_state", []int{i / (p.Dim * N), i / N % p.Dim, i % N})
 	}
 	largest, name := prec.Largest(), prec.String()
-	for _, bounds := range [][]float64{sc.MagOut, sc.MagState, sc.DecayOut, sc.DecayState} {
+	for _, bounds := range [][]float64{sc.MagOut, sc.MagState, sc.PathMagOut, sc.PathMagState, sc.DecayOut, sc.DecayState} {
 		for _, v := range bounds {
 			if v > largest && v > c.Beyond {
 				c.Beyond = v
