@@ -123,8 +123,8 @@ func TestJudgeScanFlushedDecay(t *testing.T) {
 
 // TestJudgeScanStateAtTheEdge: a state that comes within rounding of the
 // dtype's largest number and then decays. Bilinear, float32, a = −2: at
-// step 0, Δ = 4.3e24 gives Δ·g = 1 − 2⁻⁸² and Ā = −1 + 2⁻⁸¹, so the input
-// term Δ·g·B·u with B·u = FLT_MAX is FLT_MAX·(1 − 2⁻⁸²): the CPU build rounds
+// step 0, Δ = 4.3e24 gives Δ·g = 1 − 2.3·10⁻²⁵ and Ā = −1 + 4.7·10⁻²⁵, so the input
+// term Δ·g·B·u with B·u = FLT_MAX is FLT_MAX·(1 − 2.3·10⁻²⁵): the CPU build rounds
 // it to FLT_MAX, the GPU's reciprocal (within 2 ulp) to ∞, and the ∞ carries
 // on through step 1 (Δ = 1/3, Ā = 1/2), where the exact state is
 // FLT_MAX/2 (FuzzScan on the H200, corpus entry 2e51a3c231d0bf7a:

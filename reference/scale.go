@@ -63,7 +63,7 @@ type Scale struct {
 	// may reach PathMag + u·PathScale on the way, so where that passes a
 	// dtype's largest number an evaluation in that dtype may overflow
 	// although the reference's does not (FuzzScan on the H200, bilinear
-	// float32: Δ·g·B·u = FLT_MAX·(1 − 2⁻⁸²) at one step, rounded to
+	// float32: Δ·g·B·u = FLT_MAX·(1 − 2.3·10⁻²⁵) at one step, rounded to
 	// FLT_MAX by the CPU build and to ∞ by the GPU's reciprocal, both
 	// within the error model; the state five steps later is 0.52·FLT_MAX).
 	PathMagOut, PathMagState, PathScaleOut, PathScaleState []float64
