@@ -258,8 +258,8 @@ func judgeScan(f *Failure, p, ref *reference.Problem, dt cudalib.DType, got, gs 
 	if err != nil {
 		return err
 	}
-	firstBad := firstNonFinite(p)
-	if err := unboundRows(ref, exact, firstBad); err != nil {
+	firstBad, stateBad := firstNonFinite(p), firstNonFiniteState(p)
+	if err := unboundRows(ref, exact, firstBad, stateBad); err != nil {
 		return err
 	}
 	inDtype, err := reference.Scan(ref, natural(dt))
@@ -300,7 +300,7 @@ func judgeScan(f *Failure, p, ref *reference.Problem, dt cudalib.DType, got, gs 
 		}
 	}
 	for i := range sc.LastState {
-		if math.IsNaN(sc.LastState[i]) && firstBad[i/p.Dstate] == p.Seqlen {
+		if math.IsNaN(sc.LastState[i]) && stateBad[i] == p.Seqlen {
 			sc.LastState[i] = math.Inf(1)
 		}
 	}
@@ -309,14 +309,14 @@ func judgeScan(f *Failure, p, ref *reference.Problem, dt cudalib.DType, got, gs 
 	// the true value does not (FuzzScan on the H200: u = DBL_MAX made
 	// 2·Re Σ C·h overflow in the reference, while the kernel's order gave
 	// the finite 8.7e306): such an element is not judged.
-	unjudged := func(magnitude float64, t, row int) bool { return t < firstBad[row] && math.IsInf(magnitude, 1) }
+	unjudged := func(magnitude float64, t, bad int) bool { return t < bad && math.IsInf(magnitude, 1) }
 	// A time-parallel scan's products of Ā may flush below η, losing part of
 	// an element's decayed terms: min(η·Peak, Reach) more (reference.Scale's
 	// PeakOut, ReachOut), in units of η.
 	eta := verify.Precision(dt).Tiny()
 	tiny := func(t, peak, reach float64) float64 { return t + math.Min(peak, reach/eta) }
 	for i := range got {
-		if unjudged(sc.MagOut[i], i%p.Seqlen, i/p.Seqlen) {
+		if unjudged(sc.MagOut[i], i%p.Seqlen, firstBad[i/p.Seqlen]) {
 			continue
 		}
 		v := Value{Kernel: complex(got[i], 0), Exact: complex(exact.Out[i], 0), InDtype: complex(inDtype.Out[i], 0),
@@ -329,7 +329,7 @@ func judgeScan(f *Failure, p, ref *reference.Problem, dt cudalib.DType, got, gs 
 	}
 	if gs != nil {
 		for i := range sc.LastState {
-			if unjudged(sc.MagState[i], p.Seqlen-1, i/p.Dstate) {
+			if unjudged(sc.MagState[i], p.Seqlen-1, stateBad[i]) {
 				continue
 			}
 			v := Value{Scale: sc.LastState[i], Tiny: tiny(sc.TinyState[i], sc.PeakState[i], sc.ReachState[i]), IsComplex: p.Complex, Sum: true,
@@ -463,11 +463,60 @@ func firstNonFinite(p *reference.Problem) []int {
 	return first
 }
 
+// firstNonFiniteState returns, for every state (batch, dim, n) of p, the
+// first time step at which an input the state's recurrence reads is NaN or
+// ±Inf (Seqlen if none): u, Δ and B at that step, or (0) its a, delta_bias or
+// constant B. It reads no C, D or z, nor the other states' a: a row's first
+// non-finite input (firstNonFinite) may leave a state's inputs all finite
+// (FuzzScan on the H200, foh fp64: a = +Inf in one state of a row whose
+// other state overflowed float64 and decayed back to 9.9e128).
+func firstNonFiniteState(p *reference.Problem) []int {
+	cw := 1
+	if p.Complex {
+		cw = 2
+	}
+	N := p.Dstate
+	first := make([]int, p.Batch*p.Dim*N)
+	for b := 0; b < p.Batch; b++ {
+		for d := 0; d < p.Dim; d++ {
+			row := b*p.Dim + d
+			steps := p.Seqlen
+			for t := 0; t < p.Seqlen && steps == p.Seqlen; t++ {
+				if i := row*p.Seqlen + t; nonFinite(p.U[i]) || nonFinite(p.Delta[i]) {
+					steps = t
+				}
+			}
+			if p.DeltaBias != nil && nonFinite(p.DeltaBias[d]) {
+				steps = 0
+			}
+			for n := 0; n < N; n++ {
+				t0 := steps
+				for _, x := range p.A[(d*N+n)*cw : (d*N+n+1)*cw] {
+					if nonFinite(x) {
+						t0 = 0
+					}
+				}
+				for t := 0; t < t0; t++ {
+					k := p.BCIndex(p.VariableB, b, d, n, t)
+					for _, x := range p.B[k : k+cw] {
+						if nonFinite(x) {
+							t0 = t
+						}
+					}
+				}
+				first[row*N+n] = t0
+			}
+		}
+	}
+	return first
+}
+
 // nonFinite reports whether x is ±Inf or NaN.
 func nonFinite(x float64) bool { return ClassOf(x) != Finite }
 
 // unboundRows replaces, in the float64 reference, every (batch, dim) row
-// whose recurrence went non-finite on finite inputs (before firstBad) with
+// whose recurrence went non-finite on finite inputs (an output before
+// firstBad, a state whose own inputs are finite: stateBad) with
 // its evaluation of unbounded exponent range (reference.ScanRowUnbounded):
 // there a state overflowed float64 and a later Ā of 0 met it as ∞·0 = NaN,
 // while the value the kernel should compute is finite, and a time-parallel
@@ -475,15 +524,15 @@ func nonFinite(x float64) bool { return ClassOf(x) != Finite }
 // H200: highorder, complex, fp64). The dtype's own evaluation keeps the
 // overflow, so a sequential kernel's NaN there is still accepted (rule 2 of
 // Judge).
-func unboundRows(p *reference.Problem, exact *reference.Output, firstBad []int) error {
-	L, S := p.Seqlen, p.StateLen()/(p.Batch*p.Dim)
+func unboundRows(p *reference.Problem, exact *reference.Output, firstBad, stateBad []int) error {
+	L, S, N := p.Seqlen, p.StateLen()/(p.Batch*p.Dim), p.Dstate
 	for row, fb := range firstBad {
 		overflowed := false
 		for t := 0; t < fb; t++ {
 			overflowed = overflowed || nonFinite(exact.Out[row*L+t])
 		}
-		for k := 0; fb == L && k < S; k++ {
-			overflowed = overflowed || nonFinite(exact.LastState[row*S+k])
+		for k := 0; k < S; k++ {
+			overflowed = overflowed || (stateBad[row*N+k/(S/N)] == L && nonFinite(exact.LastState[row*S+k]))
 		}
 		if !overflowed {
 			continue

@@ -160,3 +160,40 @@ func TestJudgeScanStateAtTheEdge(t *testing.T) {
 		}
 	}
 }
+
+// TestJudgeScanStateReadsItsOwnInputs: a state is judged by the inputs it
+// reads, not by its row's. zoh, float64, two states: state 0 has a = +Inf
+// (a non-finite input of the row from step 0), state 1 has a = 20 and
+// finite inputs, overflows float64 at step 1 (1e300·e^20) and comes back at
+// step 2 (Ā = e^-400) to about 9e134. The sequential float64 reference
+// keeps ∞ (∞·e^-400 = ∞); a time-parallel kernel, forming the product of
+// the Ā first, gives the finite value (FuzzScan on the H200, foh fp64,
+// corpus entry 769ec12f49387ef1: last_state 9.88e128 where the reference
+// overflowed, in a row with a = +Inf in another state). State 1's inputs
+// are finite and its magnitude bound overflows float64 itself, so it is not
+// judged, as an output whose terms overflow float64 is not; before, the
+// row's a = +Inf made it judged against the sequential ∞.
+func TestJudgeScanStateReadsItsOwnInputs(t *testing.T) {
+	p := &reference.Problem{Batch: 1, Dim: 1, Seqlen: 3, Dstate: 2, Groups: 1, Method: reference.ZOH,
+		VariableB: true, VariableC: true,
+		U: []float64{1e300, 0, 0}, Delta: []float64{1, 1, -20}, A: []float64{math.Inf(1), 20},
+		B: []float64{1, 1, 1, 1, 1, 1}, C: []float64{1, 1, 1, 1, 1, 1}}
+	exact, err := reference.Scan(p, reference.Float64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unbounded := 1e300 * math.Exp(20-400)
+	for _, c := range []struct {
+		name  string
+		state float64
+		ok    bool
+	}{
+		{"the sequential order", math.Inf(1), true},
+		{"the time-parallel order", unbounded, true},
+	} {
+		err := judgeScan(&Failure{Input: c.name}, p, p, cudalib.F64, exact.Out, []float64{exact.LastState[0], c.state})
+		if got := err == nil; got != c.ok {
+			t.Errorf("%s: accepted %t, want %t: %v", c.name, got, c.ok, err)
+		}
+	}
+}
