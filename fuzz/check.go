@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -258,7 +259,8 @@ func judgeScan(f *Failure, p, ref *reference.Problem, dt cudalib.DType, got, gs 
 	if err != nil {
 		return err
 	}
-	firstBad, stateBad := firstNonFinite(p), firstNonFiniteState(p)
+	stateBad := firstNonFiniteState(p)
+	firstBad := firstNonFinite(p, stateBad)
 	if err := unboundRows(ref, exact, firstBad, stateBad); err != nil {
 		return err
 	}
@@ -276,13 +278,13 @@ func judgeScan(f *Failure, p, ref *reference.Problem, dt cudalib.DType, got, gs 
 	// kernel's order of summation may overflow although the reference's
 	// does not (the H200 kernel's butterfly reduction did, at an output of
 	// −3.29e38 = 0.97·FLT_MAX).
-	max := verify.Precision(dt).Largest()
+	prec := verify.Precision(dt)
+	max := prec.Largest()
 	// A state within its error bound of the range on the way to an element:
 	// a kernel's rounding may carry it over, as rule 1b says of the element
 	// itself (reference.Scale's PathMagOut).
-	edge := func(mag, scale float64) bool {
-		return mag+verify.Threshold(dt)*verify.Precision(dt).UnitRoundoff()*scale >= max
-	}
+	margin := verify.Threshold(dt) * prec.UnitRoundoff()
+	edge := func(mag, scale float64) bool { return mag+margin*scale >= max }
 	overflowed := make([]bool, p.Batch*p.Dim)
 	xOver := firstXOverflow(p, max)
 	for i, e := range exact.Out {
@@ -313,7 +315,7 @@ func judgeScan(f *Failure, p, ref *reference.Problem, dt cudalib.DType, got, gs 
 	// A time-parallel scan's products of Ā may flush below η, losing part of
 	// an element's decayed terms: min(η·Peak, Reach) more (reference.Scale's
 	// PeakOut, ReachOut), in units of η.
-	eta := verify.Precision(dt).Tiny()
+	eta := prec.Tiny()
 	tiny := func(t, peak, reach float64) float64 { return t + math.Min(peak, reach/eta) }
 	for i := range got {
 		if unjudged(sc.MagOut[i], i%p.Seqlen, firstBad[i/p.Seqlen]) {
@@ -410,51 +412,36 @@ func onInfinity(delta float64, a complex128, isComplex bool, dt cudalib.DType) b
 }
 
 // firstNonFinite returns, for every (batch, dim) row of p, the first time
-// step at which an input the row reads is NaN or ±Inf (Seqlen if none): 0
-// for a non-finite per-channel input (A, constant B or C, D, delta_bias).
-func firstNonFinite(p *reference.Problem) []int {
+// step at which an input the row reads is NaN or ±Inf (Seqlen if none): the
+// earliest of its states' (stateBad, firstNonFiniteState), then C and z at
+// that step, or 0 for a non-finite D or constant C.
+func firstNonFinite(p *reference.Problem, stateBad []int) []int {
 	cw := 1
 	if p.Complex {
 		cw = 2
 	}
+	N := p.Dstate
 	first := make([]int, p.Batch*p.Dim)
 	for b := 0; b < p.Batch; b++ {
 		for d := 0; d < p.Dim; d++ {
 			row := b*p.Dim + d
-			t0 := p.Seqlen
-			chan0 := func(a []float64, lo, hi int) {
-				for _, x := range a[lo:hi] {
-					if nonFinite(x) {
-						t0 = 0
-					}
-				}
+			t0 := slices.Min(stateBad[row*N : (row+1)*N])
+			if p.D != nil && nonFinite(p.D[d]) {
+				t0 = 0
 			}
-			chan0(p.A, d*p.Dstate*cw, (d+1)*p.Dstate*cw)
-			if p.D != nil {
-				chan0(p.D, d, d+1)
-			}
-			if p.DeltaBias != nil {
-				chan0(p.DeltaBias, d, d+1)
-			}
-			for _, bc := range []struct {
-				a        []float64
-				variable bool
-			}{{p.B, p.VariableB}, {p.C, p.VariableC}} {
-				for n := 0; n < p.Dstate; n++ {
-					for t := 0; t < p.Seqlen; t++ {
-						k := p.BCIndex(bc.variable, b, d, n, t)
-						for _, x := range bc.a[k : k+cw] {
-							if nonFinite(x) {
-								t0 = min(t0, t)
-							}
+			for n := 0; n < N; n++ {
+				for t := 0; t < t0; t++ {
+					k := p.BCIndex(p.VariableC, b, d, n, t)
+					for _, x := range p.C[k : k+cw] {
+						if nonFinite(x) {
+							t0 = t
 						}
 					}
 				}
 			}
-			for t := 0; t < p.Seqlen; t++ {
-				i := row*p.Seqlen + t
-				if nonFinite(p.U[i]) || nonFinite(p.Delta[i]) || (p.Z != nil && nonFinite(p.Z[i])) {
-					t0 = min(t0, t)
+			for t := 0; t < t0; t++ {
+				if p.Z != nil && nonFinite(p.Z[row*p.Seqlen+t]) {
+					t0 = t
 				}
 			}
 			first[row] = t0

@@ -198,8 +198,7 @@ func ErrorScale(p *Problem) (*Scale, error) {
 	P := make([]float64, N)  // largest product of consecutive |Ā| ending here
 	Pk := make([]float64, N) // largest magnitude H at an earlier step
 	R := make([]float64, N)  // largest decayed magnitude P(s,t)·H_s of an earlier step
-	PH := make([]float64, N) // largest H up to this step
-	PS := make([]float64, N) // largest Sh up to this step
+	PS := make([]float64, N) // largest Sh up to this step (the largest H is max(Pk, H))
 	// compositions of a time-parallel scan on the way to one step
 	depth := math.Ceil(math.Log2(float64(L))) + 1
 	a := make([]complex128, N)
@@ -207,14 +206,14 @@ func ErrorScale(p *Problem) (*Scale, error) {
 		for d := 0; d < p.Dim; d++ {
 			rp := p.rowParams(b, d)
 			for n := 0; n < N; n++ {
-				H[n], Sh[n], Th[n], P[n], Pk[n], R[n], PH[n], PS[n] = 0, 0, 0, 0, 0, 0, 0, 0
+				H[n], Sh[n], Th[n], P[n], Pk[n], R[n], PS[n] = 0, 0, 0, 0, 0, 0, 0
 				if p.Complex {
 					a[n] = complex(p.A[2*(d*N+n)], p.A[2*(d*N+n)+1])
 				} else {
 					a[n] = complex(p.A[d*N+n], 0)
 				}
 			}
-			rowPH, rowPS := 0.0, 0.0 // PH and PS over the row's states
+			rowPH, rowPS := 0.0, 0.0 // the largest H and Sh of the row's states so far
 			for t := 0; t < L; t++ {
 				i := rp.row + t
 				u := math.Abs(p.U[i])
@@ -257,8 +256,8 @@ func ErrorScale(p *Problem) (*Scale, error) {
 					R[n] = mul0(cb.abar, math.Max(R[n], H[n]))
 					H[n] = mul0(cb.abar, H[n]) + beta
 					P[n] = mul0(cb.abar, math.Max(1, P[n]))
-					PH[n], PS[n] = math.Max(PH[n], H[n]), math.Max(PS[n], Sh[n])
-					rowPH, rowPS = math.Max(rowPH, PH[n]), math.Max(rowPS, PS[n])
+					PS[n] = math.Max(PS[n], Sh[n])
+					rowPH, rowPS = math.Max(rowPH, H[n]), math.Max(rowPS, Sh[n])
 					maxP = math.Max(maxP, P[n])
 					sumCH += cv * H[n]
 					sumCS += cv * Sh[n]
@@ -304,9 +303,9 @@ func ErrorScale(p *Problem) (*Scale, error) {
 			copy(s.TinyState[(b*p.Dim+d)*N:], Th)
 			copy(s.MagState[(b*p.Dim+d)*N:], H)
 			copy(s.DecayState[(b*p.Dim+d)*N:], P)
-			copy(s.PathMagState[(b*p.Dim+d)*N:], PH)
 			copy(s.PathScaleState[(b*p.Dim+d)*N:], PS)
 			for n := range N {
+				s.PathMagState[(b*p.Dim+d)*N+n] = math.Max(Pk[n], H[n])
 				s.PeakState[(b*p.Dim+d)*N+n] = depth * Pk[n]
 				s.ReachState[(b*p.Dim+d)*N+n] = depth * R[n]
 			}
