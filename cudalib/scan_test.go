@@ -256,6 +256,58 @@ func TestScanFastPathScales(t *testing.T) {
 	t.Logf("largest ratio: fp32 %.3g, fp64 %.3g (limit %d)", worst[F32], worst[F64], ratioLimit)
 }
 
+// foh's branches on the GPU's float fast path, chosen per state and tile
+// of 256 steps: near (every |x| = |Δ·a| below 3/4: φ1 by a polynomial), far
+// (every |x| at least 1/2 and |a| ≥ 2^-100: Δ·φ1 = (e^x − 1)/a from the exp)
+// and exact (the rest: both, selected per step). Each row's Δ spans
+// [lo, 2·lo] in a scrambled order, lo itself at the first step of every
+// tile, and in the first rows the states' |a| = 2^((n − 8)/4) span
+// 1/4 … 3.4, so that one row's states fall on every branch and on the
+// boundaries: at lo = 1/2 states 0–6 are near, 7 exact, 8 far with
+// |x| = 1/2 exactly at its smallest steps and 9–15 far; at lo just below
+// 1/2 state 8 is exact. The CPU build has one path; it is held to the same
+// bound.
+func TestScanFohBranches(t *testing.T) {
+	l := open(t)
+	rows := []struct {
+		lo   float64 // Δ in [lo, 2·lo]
+		aMag func(n int) float64
+	}{
+		{0.5, func(n int) float64 { return math.Exp2(float64(n-8) / 4) }},
+		{0.5 * (1 - 0x1p-20), func(n int) float64 { return math.Exp2(float64(n-8) / 4) }},
+		{0.03, func(n int) float64 { return math.Exp2(float64(n-8) / 4) }}, // every state near
+		{0.15, func(n int) float64 { return math.Exp2(float64(n-8) / 4) }}, // near, 14 exact, 15 far
+		{3, func(n int) float64 { return math.Exp2(float64(n-8) / 4) }},    // every state far
+		{0x1p110, func(int) float64 { return 0x1p-110 }},                   // |x| ≥ 1/2 but 1/a too large: exact
+		{0x1p90, func(int) float64 { return 0x1p-90 }},                     // far, 1/a = 2^90
+		{0.4, func(n int) float64 { return float64(n % 2) }},               // a = 0 beside a = −1
+	}
+	worst := map[DType]float64{}
+	for _, dt := range DTypes() {
+		s := gen.Spec{Batch: 2, Dim: len(rows), Seqlen: 2*256 + 37, Dstate: 16, Groups: 1, Method: reference.FOH,
+			VariableB: true, VariableC: true, HasD: true, HasZ: true, Dist: gen.Realistic}
+		p := gen.New(s, 17)
+		for d, row := range rows {
+			for n := 0; n < s.Dstate; n++ {
+				p.A[d*s.Dstate+n] = -row.aMag(n)
+			}
+			for b := 0; b < s.Batch; b++ {
+				for i := 0; i < s.Seqlen; i++ {
+					f := float64((i*7919+b*104729)%1000) / 999
+					if i%256 == 0 {
+						f = 0
+					}
+					p.Delta[(b*s.Dim+d)*s.Seqlen+i] = row.lo * (1 + f)
+				}
+			}
+		}
+		r, where := scanRatio(t, l, p, dt)
+		worst[dt] = r
+		assert.LessOrEqual(t, r, float64(ratioLimit), "%v: %s (row d = index / seqlen mod dim)", dt, where)
+	}
+	t.Logf("largest ratio: fp32 %.3g, fp64 %.3g (limit %d)", worst[F32], worst[F64], ratioLimit)
+}
+
 func TestDiscretizeMatchesReference(t *testing.T) {
 	l := open(t)
 	xs := []float64{-1e3, -50, -3, -1, -0.3, -1e-3, -1e-7, 0, 1e-7, 1e-3, 0.5, 1, 1.9, 3, 10}

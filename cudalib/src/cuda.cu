@@ -99,6 +99,14 @@ constexpr int kRows = SSMK_SCAN_ROWS;
 #ifndef SSMK_DPOLY_MASK
 #define SSMK_DPOLY_MASK ((1 << POLY) | (1 << RK4))
 #endif
+/* 1: foh's float kernels take the far branch (update_terms' FOH_FAR) for a
+ * state whose every x of the tile is at most −1/2: Δ·φ1 = (e^x − 1)/a from
+ * the exp, with no polynomial, division or select per update. 0 measures
+ * without it (bench/NOTES.md, variant 66: foh 2 % and 1 % faster at the
+ * two sizes). */
+#ifndef SSMK_FOH_FAR
+#define SSMK_FOH_FAR 1
+#endif
 /* Lanes per row of the scan (scan_kernel's SEG): 0 (or 32) is 32 lanes;
  * 8 or 16 makes every scan kernel use it where its block's carries fit
  * (the GPU tests of the narrow scans, bench/NOTES.md's variants). */
@@ -295,6 +303,12 @@ __device__ __forceinline__ bool dpoly_row_ok(float a) {
     return m == 0.0f || (m >= 0x1p-20f && m <= 0x1p20f);
 }
 
+/* foh's branches for a state's tile (update_terms' NEAR): the exact path
+ * (every method's; for foh φ1 by phi1_from_exp); NEAR, φ1 by phi1_near
+ * where every x of the tile is in (−near_max, 0] (float) or (−1/2, 1/2)
+ * (double); FAR (float), where every x is at most −1/2 and 1/a is normal. */
+enum FohBranch { FOH_EXACT = 0, FOH_NEAR = 1, FOH_FAR = 2 };
+
 /* (Ā, Δ·g·B·u) of one state update of real A: the method at x = Δ·a, with
  * e^x (where the method uses it) on the float fast path as exp2 of Δ·a2,
  * a2 = a·log2e formed once per state (a_coef), elsewhere as the CPU build
@@ -306,19 +320,37 @@ __device__ __forceinline__ bool dpoly_row_ok(float a) {
  * x of the state's tile is in (−near_max, 0] (float) or (−1/2, 1/2)
  * (double), and there φ1 is
  * phi1_near and Ā = 1 + x·φ1(x) = e^x, one FMA instead of the exp
- * (bench/NOTES.md, variants 48, 51 and 53). DU
+ * (bench/NOTES.md, variants 48, 51 and 53); FOH_FAR (foh, a float tile
+ * that passed FAST): every x of the state's tile is at most −1/2, and
+ * there Δ·φ1 = (e^x − 1)/a from the exp (variant 66). DU
  * (zoh and bilinear, FAST): the input term from du = Δ·u formed once per
  * step, B·du for zoh (g = 1), B·(du·g) for bilinear, a product fewer per
  * update, where run_du_exact holds for the tile: Δ·u may overflow where Δ·g
  * does not (bilinear at Δ = FLT_MAX, g = 2/(Δ·a): golden case
  * fuzz-bilinear-real-delta-flt-max), and there the CPU build's order is
  * taken. */
-template <typename T, int M, bool FAST, bool DU, bool NEAR, bool DP>
-__device__ __forceinline__ void update_terms(T a, T a2, T dt, T u, T du, T bv, T &ab, T &bb, const DCoefs &dc) {
+template <typename T, int M, bool FAST, bool DU, int NEAR, bool DP>
+__device__ __forceinline__ void update_terms(T a, T a2, T ia, T dt, T u, T du, T bv, T &ab, T &bb,
+                                             const DCoefs &dc) {
     static_assert(!DU || M == ZOH || M == BILINEAR, "B·(Δ·u·g): zoh's and bilinear's fast input term");
-    static_assert(!NEAR || M == FOH, "the near branch is foh's");
+    static_assert(NEAR == FOH_EXACT || M == FOH, "the near and far branches are foh's");
+    static_assert(NEAR != FOH_FAR || (FAST && std::is_same<T, float>::value),
+                  "foh's far branch is the float fast path's");
     static_assert(!DP || (FAST && std::is_same<T, float>::value && taylor_degree<M>() > 0),
                   "Δ·g as a polynomial in Δ: the Taylor methods' float fast path");
+    if constexpr (NEAR == FOH_FAR) {
+        /* Δ·φ1(x) = (e^x − 1)/a (ia = 1/a) by one FFMA, rounded once.
+         * e^x's error of (2 + |x|)·u becomes (2 + |x|)·e^x/(1 − e^x) ≤ 3.9u
+         * relative at x ≤ −1/2; the error model's bound for a kernel that
+         * forms (e^x − 1)/x there is 2u larger (reference's doc), room for
+         * MUFU.RCP's ulp and the FFMA's rounding. Then the CPU build's
+         * order, ((Δ·g)·B)·u. */
+        (void)a, (void)du, (void)dc;
+        ab = ex2_normal(dt * a2);
+        bb = (sfma(ab, ia, -ia) * bv) * u;
+        return;
+    }
+    (void)ia;
     if constexpr (DP) {
         (void)du;
         ab = ex2_normal(dt * a2);
@@ -339,7 +371,7 @@ __device__ __forceinline__ void update_terms(T a, T a2, T dt, T u, T du, T bv, T
             e = sexp(x);
     }
     (void)a2;
-    if constexpr (NEAR) {
+    if constexpr (NEAR != FOH_EXACT) {
         /* within 2.1 ulp of e^x in float (phi1_near), as close as
          * MUFU.EX2's, and within 2 ulp in double; the exp above is then
          * dead code */
@@ -389,13 +421,14 @@ __device__ __forceinline__ void update_terms_c(int method, cplx<T> a, T dt, T u,
 
 /* The terms of one state update: real A with the method known at compile
  * time, complex A through the runtime table. */
-template <int M, bool FAST, bool DU, bool NEAR, bool DP, typename T>
-__device__ __forceinline__ void step_terms(int, T a, T a2, T dt, T u, T du, T bv, T &ab, T &bb, const DCoefs &dc) {
-    update_terms<T, M, FAST, DU, NEAR, DP>(a, a2, dt, u, du, bv, ab, bb, dc);
+template <int M, bool FAST, bool DU, int NEAR, bool DP, typename T>
+__device__ __forceinline__ void step_terms(int, T a, T a2, T ia, T dt, T u, T du, T bv, T &ab, T &bb,
+                                           const DCoefs &dc) {
+    update_terms<T, M, FAST, DU, NEAR, DP>(a, a2, ia, dt, u, du, bv, ab, bb, dc);
 }
-template <int M, bool FAST, bool DU, bool NEAR, bool DP, typename T>
-__device__ __forceinline__ void step_terms(int method, cplx<T> a, cplx<T>, T dt, T u, T, cplx<T> bv, cplx<T> &ab,
-                                           cplx<T> &bb, const DCoefs &) {
+template <int M, bool FAST, bool DU, int NEAR, bool DP, typename T>
+__device__ __forceinline__ void step_terms(int method, cplx<T> a, cplx<T>, cplx<T>, T dt, T u, T, cplx<T> bv,
+                                           cplx<T> &ab, cplx<T> &bb, const DCoefs &) {
     update_terms_c(method, a, dt, u, bv, ab, bb);
 }
 
@@ -440,6 +473,25 @@ template <typename T>
 __device__ __forceinline__ T run_xmax(T dabs, T a) { return dabs * sabs(a); }
 template <typename T>
 __device__ __forceinline__ T run_xmax(T, cplx<T>) { return T(NAN); }
+
+/* foh's FAR branch of a float state's tile, whose smallest Δ (≥ 0) is dmin:
+ * whether every x = Δ·a (a ≤ 0) of it has |x| ≥ 1/2, where (e^x − 1)/a
+ * loses at most a bit to cancellation, and 1/a is normal (far_inv, by one
+ * MUFU.RCP). */
+__device__ __forceinline__ bool run_far(float dmin, float a) {
+    return dmin * fabsf(a) >= 0.5f && fabsf(a) >= 0x1p-100f;
+}
+template <typename T, typename V>
+__device__ __forceinline__ bool run_far(T, V) { return false; }
+__device__ __forceinline__ float far_inv(float a) {
+#ifdef __CUDA_ARCH__
+    return rcp_normal(a);
+#else
+    return 1.0f / a; /* the host pass only */
+#endif
+}
+template <typename V>
+__device__ __forceinline__ V far_inv(V) { return V{}; }
 
 /* Re(C·h): the state's contribution to the output (2·Re Σ for complex A). */
 template <typename T>
@@ -486,7 +538,7 @@ __device__ __forceinline__ cplx<T> a_coef(cplx<T> a) { return a; } /* unused: co
  * MUFU.EX2, and the scan's products of Ā as e^{a·ΣΔ} for poly, highorder
  * and rk4; poly's and rk4's Δ·g as a polynomial in Δ; zoh's B·(Δ·u);
  * bilinear's one reciprocal and B·(Δ·u·g)), and per
- * state foh's near branch; the answers are those of the exact path up to
+ * state foh's near and far branches; the answers are those of the exact path up to
  * rounding. Full tiles run without bounds checks; only
  * the sequence's last, partial tile checks. u, Δ, z and out, each element of
  * which is touched once, move with the evict-first hint (SSMK_STREAM), and
@@ -532,6 +584,7 @@ __global__ void SSMK_SCAN_BOUNDS scan_kernel(const ScanParams p) {
     constexpr bool FASTK = FASTEXP || FASTBIL;
     constexpr bool DUK = ZOHDU || FASTBIL;
     constexpr bool EXPSUM_M = FASTEXP && ((SSMK_EXPSUM_MASK >> M) & 1); /* see EXPSUM in states */
+    constexpr bool FOHFAR = FASTEXP && M == FOH && SSMK_FOH_FAR != 0;
     /* Δ·g as a polynomial in Δ on the fast path (dpoly_coefs), where every
      * a of the row allows it (dpoly_row_ok, through a2max) */
     constexpr bool DPK = FASTEXP && ((SSMK_DPOLY_MASK >> M) & 1) && taylor_degree<M>() > 0;
@@ -623,6 +676,8 @@ __global__ void SSMK_SCAN_BOUNDS scan_kernel(const ScanParams p) {
         } else if constexpr (FOHNEAR) {
 #pragma unroll
             for (int i = 0; i < K; i++) dabs = sabs(dt[i]) > dabs ? sabs(dt[i]) : dabs;
+        } else {
+            (void)dabs;
         }
         /* zoh's and bilinear's fast input terms from Δ·u, formed once per
          * step (see run_du_exact). */
@@ -715,11 +770,11 @@ __global__ void SSMK_SCAN_BOUNDS scan_kernel(const ScanParams p) {
                 /* Pass 1: the run's updates, and their composition: the map
                  * h ↦ Ap·h + hp of the whole run. */
                 V ab[K], bb[K];
-                auto pass1 = [&](auto near_tag) {
+                auto pass1 = [&](auto near_tag, const V ia) {
 #pragma unroll
                     for (int i = 0; i < K; i++) {
                         step_terms<M, FAST, DUK && FAST, decltype(near_tag)::value, DPK && FAST>(
-                            p.method, a, a2, dt[i], uu[i], du[i], bv[i], ab[i], bb[i], dc);
+                            p.method, a, a2, ia, dt[i], uu[i], du[i], bv[i], ab[i], bb[i], dc);
                         /* The steps past the end are made identities here,
                          * not by Δ = 0 alone, which gives x = 0·a = NaN for
                          * an infinite a. */
@@ -732,14 +787,31 @@ __global__ void SSMK_SCAN_BOUNDS scan_kernel(const ScanParams p) {
                 /* foh where every |Δ·a| of the tile is below near_max (in a
                  * float tile that passed FAST every x is ≤ 0 too) takes
                  * phi1_near alone and Ā = 1 + x·φ1: no far branch's
-                 * division, no exp. */
-                if constexpr (FOHNEAR && (FAST || !FASTK)) {
+                 * division, no exp; a float state whose every x is at most
+                 * −1/2 (run_far) takes FAR: Ā = e^x and Δ·φ1 = (e^x − 1)/a,
+                 * no polynomial, division or select. */
+                using exact_b = std::integral_constant<int, FOH_EXACT>;
+                using near_b = std::integral_constant<int, FOH_NEAR>;
+                if constexpr (FOHNEAR && REALF) {
+                    if constexpr (FAST) {
+                        /* float tiles that passed FAST: every Δ ≥ 0 and a ≤ 0 */
+                        const T xmax = run_xmax(dabs, a);
+                        if (__all_sync(0xffffffffu, xmax < near_max<T>()))
+                            pass1(near_b{}, V{});
+                        else if (FOHFAR && __all_sync(0xffffffffu, run_far(dmin, a)))
+                            pass1(std::integral_constant<int, FOHFAR ? FOH_FAR : FOH_EXACT>{}, far_inv(a));
+                        else
+                            pass1(exact_b{}, V{});
+                    } else {
+                        pass1(exact_b{}, V{});
+                    }
+                } else if constexpr (FOHNEAR && !FASTK) {
                     if (__all_sync(0xffffffffu, run_xmax(dabs, a) < near_max<T>()))
-                        pass1(std::true_type{});
+                        pass1(near_b{}, V{});
                     else
-                        pass1(std::false_type{});
+                        pass1(exact_b{}, V{});
                 } else {
-                    pass1(std::false_type{});
+                    pass1(exact_b{}, V{});
                 }
                 V Ap = ab[0], hp = bb[0];
                 V Aw[LEVELS]; /* EXPSUM: Ā's product over the window of scan level k */

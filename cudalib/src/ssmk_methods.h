@@ -14,7 +14,9 @@
  *     there it also forms zoh's input term as B·(Δ·u) (one product fewer),
  *     where every Δ·u of the tile is normal, and takes foh's φ1 from
  *     phi1_near where every x of a state's tile is in (−3/4, 0] (in double,
- *     every |x| below 1/2), and there Ā as 1 + x·φ1. Bilinear's g there is
+ *     every |x| below 1/2), and there Ā as 1 + x·φ1, and Δ·φ1 as
+ *     (e^x − 1)/a where every x of a state's tile is at most −1/2 (float).
+ *     Bilinear's g there is
  *     one reciprocal where every x of the tile is in [−2^20, 0]. Poly's and
  *     rk4's Δ·g there is a polynomial in Δ whose coefficients are
  *     taylor_coef's times powers of a (cuda.cu's dpoly_coefs), where every
