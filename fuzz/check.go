@@ -260,8 +260,8 @@ func judgeScan(f *Failure, p, ref *reference.Problem, dt cudalib.DType, got, gs 
 		return err
 	}
 	stateBad := firstNonFiniteState(p)
-	firstBad := firstNonFinite(p, stateBad)
-	if err := unboundRows(ref, exact, firstBad, stateBad); err != nil {
+	reached := reachedByNonFinite(p, stateBad)
+	if err := unboundRows(ref, exact, reached, stateBad); err != nil {
 		return err
 	}
 	inDtype, err := reference.Scan(ref, natural(dt))
@@ -297,7 +297,7 @@ func judgeScan(f *Failure, p, ref *reference.Problem, dt cudalib.DType, got, gs 
 	// only come from an overflowed bound (∞·0 inside it): say so, so that
 	// Judge does not read it as "an unreached NaN input".
 	for i := range sc.Out {
-		if math.IsNaN(sc.Out[i]) && i%p.Seqlen < firstBad[i/p.Seqlen] {
+		if math.IsNaN(sc.Out[i]) && !reached[i] {
 			sc.Out[i] = math.Inf(1)
 		}
 	}
@@ -311,14 +311,14 @@ func judgeScan(f *Failure, p, ref *reference.Problem, dt cudalib.DType, got, gs 
 	// the true value does not (FuzzScan on the H200: u = DBL_MAX made
 	// 2·Re Σ C·h overflow in the reference, while the kernel's order gave
 	// the finite 8.7e306): such an element is not judged.
-	unjudged := func(magnitude float64, t, bad int) bool { return t < bad && math.IsInf(magnitude, 1) }
+	unjudged := func(magnitude float64, bad bool) bool { return !bad && math.IsInf(magnitude, 1) }
 	// A time-parallel scan's products of Ā may flush below η, losing part of
 	// an element's decayed terms: min(η·Peak, Reach) more (reference.Scale's
 	// PeakOut, ReachOut), in units of η.
 	eta := prec.Tiny()
 	tiny := func(t, peak, reach float64) float64 { return t + math.Min(peak, reach/eta) }
 	for i := range got {
-		if unjudged(sc.MagOut[i], i%p.Seqlen, firstBad[i/p.Seqlen]) {
+		if unjudged(sc.MagOut[i], reached[i]) {
 			continue
 		}
 		v := Value{Kernel: complex(got[i], 0), Exact: complex(exact.Out[i], 0), InDtype: complex(inDtype.Out[i], 0),
@@ -331,7 +331,7 @@ func judgeScan(f *Failure, p, ref *reference.Problem, dt cudalib.DType, got, gs 
 	}
 	if gs != nil {
 		for i := range sc.LastState {
-			if unjudged(sc.MagState[i], p.Seqlen-1, stateBad[i]) {
+			if unjudged(sc.MagState[i], stateBad[i] < p.Seqlen) {
 				continue
 			}
 			v := Value{Scale: sc.LastState[i], Tiny: tiny(sc.TinyState[i], sc.PeakState[i], sc.ReachState[i]), IsComplex: p.Complex, Sum: true,
@@ -411,50 +411,47 @@ func onInfinity(delta float64, a complex128, isComplex bool, dt cudalib.DType) b
 	return inf(real(a)) || (isComplex && inf(imag(a)))
 }
 
-// firstNonFinite returns, for every (batch, dim) row of p, the first time
-// step at which an input the row reads is NaN or ±Inf (Seqlen if none): the
-// earliest of its states' (stateBad, firstNonFiniteState), then C and z at
-// that step, or 0 for a non-finite D or constant C.
-func firstNonFinite(p *reference.Problem, stateBad []int) []int {
+// reachedByNonFinite returns, for every output element of p, whether an
+// input it reads is NaN or ±Inf: one its states have read by its step
+// (stateBad, firstNonFiniteState), its row's D, or its own step's C and z,
+// which no later step reads: a non-finite z or C at one step reaches no
+// other step's output. GPU fuzzing of long problems found a row
+// whose z was +Inf at one step and whose states overflowed float64 later on
+// finite inputs, so that the reference's ∞·0 = NaN was held against the
+// kernel's finite values as if the +Inf had reached them
+// (FuzzScan/be8e0ea9e0613378, bilinear fp64).
+func reachedByNonFinite(p *reference.Problem, stateBad []int) []bool {
 	cw := 1
 	if p.Complex {
 		cw = 2
 	}
-	N := p.Dstate
-	first := make([]int, p.Batch*p.Dim)
+	N, L := p.Dstate, p.Seqlen
+	reached := make([]bool, p.OutLen())
 	for b := 0; b < p.Batch; b++ {
 		for d := 0; d < p.Dim; d++ {
 			row := b*p.Dim + d
 			t0 := slices.Min(stateBad[row*N : (row+1)*N])
-			if p.D != nil && nonFinite(p.D[d]) {
-				t0 = 0
-			}
-			for n := 0; n < N; n++ {
-				for t := 0; t < t0; t++ {
+			rowBad := p.D != nil && nonFinite(p.D[d])
+			for t := 0; t < L; t++ {
+				bad := rowBad || t >= t0 || (p.Z != nil && nonFinite(p.Z[row*L+t]))
+				for n := 0; n < N && !bad; n++ {
 					k := p.BCIndex(p.VariableC, b, d, n, t)
 					for _, x := range p.C[k : k+cw] {
-						if nonFinite(x) {
-							t0 = t
-						}
+						bad = bad || nonFinite(x)
 					}
 				}
+				reached[row*L+t] = bad
 			}
-			for t := 0; t < t0; t++ {
-				if p.Z != nil && nonFinite(p.Z[row*p.Seqlen+t]) {
-					t0 = t
-				}
-			}
-			first[row] = t0
 		}
 	}
-	return first
+	return reached
 }
 
 // firstNonFiniteState returns, for every state (batch, dim, n) of p, the
 // first time step at which an input the state's recurrence reads is NaN or
 // ±Inf (Seqlen if none): u, Δ and B at that step, or (0) its a, delta_bias or
 // constant B. It reads no C, D or z, nor the other states' a: a row's first
-// non-finite input (firstNonFinite) may leave a state's inputs all finite
+// non-finite input may leave a state's inputs all finite
 // (FuzzScan on the H200, foh fp64: a = +Inf in one state of a row whose
 // other state overflowed float64 and decayed back to 9.9e128).
 func firstNonFiniteState(p *reference.Problem) []int {
@@ -502,8 +499,8 @@ func firstNonFiniteState(p *reference.Problem) []int {
 func nonFinite(x float64) bool { return ClassOf(x) != Finite }
 
 // unboundRows replaces, in the float64 reference, every (batch, dim) row
-// whose recurrence went non-finite on finite inputs (an output before
-// firstBad, a state whose own inputs are finite: stateBad) with
+// whose recurrence went non-finite on finite inputs (an output no
+// non-finite input reaches, a state whose own inputs are finite: stateBad) with
 // its evaluation of unbounded exponent range (reference.ScanRowUnbounded):
 // there a state overflowed float64 and a later Ā of 0 met it as ∞·0 = NaN,
 // while the value the kernel should compute is finite, and a time-parallel
@@ -511,12 +508,12 @@ func nonFinite(x float64) bool { return ClassOf(x) != Finite }
 // H200: highorder, complex, fp64). The dtype's own evaluation keeps the
 // overflow, so a sequential kernel's NaN there is still accepted (rule 2 of
 // Judge).
-func unboundRows(p *reference.Problem, exact *reference.Output, firstBad, stateBad []int) error {
+func unboundRows(p *reference.Problem, exact *reference.Output, reached []bool, stateBad []int) error {
 	L, S, N := p.Seqlen, p.StateLen()/(p.Batch*p.Dim), p.Dstate
-	for row, fb := range firstBad {
+	for row := 0; row < p.Batch*p.Dim; row++ {
 		overflowed := false
-		for t := 0; t < fb; t++ {
-			overflowed = overflowed || nonFinite(exact.Out[row*L+t])
+		for t := 0; t < L; t++ {
+			overflowed = overflowed || (!reached[row*L+t] && nonFinite(exact.Out[row*L+t]))
 		}
 		for k := 0; k < S; k++ {
 			overflowed = overflowed || (stateBad[row*N+k/(S/N)] == L && nonFinite(exact.LastState[row*S+k]))

@@ -197,3 +197,41 @@ func TestJudgeScanStateReadsItsOwnInputs(t *testing.T) {
 		}
 	}
 }
+
+// A non-finite z (or C) reaches only its own step's output. Here z = +Inf
+// at step 0, the state overflows float64 at step 1 on finite inputs
+// (Ā = e^20 times 10^300) and decays back at step 2 (Ā = e^-400), where a
+// time-parallel kernel gives the finite 10^300·e^-380·σ(1) and the
+// sequential reference ∞, and u = NaN at step 3 reaches the state from
+// there. Output 2 reads no non-finite input and its terms overflow float64,
+// so it is not judged, as such outputs are not; output 0 reads z's +Inf and
+// must be non-finite. Before, the row's +Inf z made every output of the row answer
+// to the sequential reference (FuzzScan/be8e0ea9e0613378 on the H200:
+// bilinear fp64, a long problem whose z was +Inf at one step of each
+// period).
+func TestJudgeScanOwnStepInputs(t *testing.T) {
+	p := &reference.Problem{Batch: 1, Dim: 1, Seqlen: 4, Dstate: 1, Groups: 1, Method: reference.ZOH,
+		VariableB: true, VariableC: true,
+		U: []float64{1e300, 0, 0, math.NaN()}, Delta: []float64{1, 1, -20, 1}, A: []float64{20},
+		B: []float64{1, 1, 1, 1}, C: []float64{1, 1, 1, 1}, Z: []float64{math.Inf(1), 1, 1, 1}}
+	exact, err := reference.Scan(p, reference.Float64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unbounded := 1e300 * math.Exp(20-400) / (1 + math.Exp(-1))
+	seq := exact.Out
+	for _, c := range []struct {
+		name string
+		out  []float64
+		ok   bool
+	}{
+		{"the sequential order", seq, true},
+		{"the time-parallel order", []float64{seq[0], seq[1], unbounded, seq[3]}, true},
+		{"a finite output where z is +Inf", []float64{0, seq[1], unbounded, seq[3]}, false},
+	} {
+		err := judgeScan(&Failure{Input: c.name}, p, p, cudalib.F64, c.out, exact.LastState)
+		if got := err == nil; got != c.ok {
+			t.Errorf("%s: accepted %t, want %t: %v", c.name, got, c.ok, err)
+		}
+	}
+}

@@ -250,8 +250,12 @@ const (
 // DecodeScan decodes a FuzzScan input: batch 1…2, dim 1…4, seqlen 1…40,
 // dstate 1…16 or (Dstate ≥ 128) the library's maximum, groups a divisor of
 // dim; then the inputs in ABI order (u, delta, A, B, C, D, z, delta_bias),
-// from the bytes while they last and ordinary values after. It returns the
-// problem, its dtype and whether last_state is passed.
+// from the bytes while they last and ordinary values after. With Batch ≥ 128
+// the sequence is that problem's time series repeated to seqlen LongSteps + L
+// (L = 1…40 the decoded seqlen): a GPU kernel runs its fast paths only on
+// full tiles of time steps (256 in the float scan), which 40 steps never
+// fill, and the repetition puts the decoded special values into them. It
+// returns the problem, its dtype and whether last_state is passed.
 func DecodeScan(s ScanShape, data []byte, maxDstate int) (*reference.Problem, cudalib.DType, bool) {
 	dt := cudalib.DType(s.DType % 2)
 	p := &reference.Problem{
@@ -303,5 +307,44 @@ func DecodeScan(s ScanShape, data []byte, maxDstate int) (*reference.Problem, cu
 	if s.Flags&FlagDeltaBias != 0 {
 		p.DeltaBias = fill(want["DeltaBias"], signed)
 	}
+	if s.Batch >= 128 {
+		repeatInTime(p, LongSteps+p.Seqlen)
+	}
 	return p, dt, s.Flags&FlagNoLastState == 0
+}
+
+// LongSteps is what a long FuzzScan problem (Batch ≥ 128) adds to its
+// decoded seqlen: one full tile of the float scan (32 lanes × 8 steps), two
+// of the double and complex float scans (× 4).
+const LongSteps = 256
+
+// repeatInTime makes p's time series (u, Δ, z, and B and C where they vary
+// in time) periodic with period p.Seqlen over seqlen steps.
+func repeatInTime(p *reference.Problem, seqlen int) {
+	w := 1
+	if p.Complex {
+		w = 2
+	}
+	tile := func(x []float64, width int) []float64 {
+		if x == nil {
+			return nil
+		}
+		rows := len(x) / (p.Seqlen * width)
+		y := make([]float64, rows*seqlen*width)
+		for r := 0; r < rows; r++ {
+			for t := 0; t < seqlen; t++ {
+				src := (r*p.Seqlen + t%p.Seqlen) * width
+				copy(y[(r*seqlen+t)*width:(r*seqlen+t+1)*width], x[src:src+width])
+			}
+		}
+		return y
+	}
+	p.U, p.Delta, p.Z = tile(p.U, 1), tile(p.Delta, 1), tile(p.Z, 1)
+	if p.VariableB {
+		p.B = tile(p.B, w)
+	}
+	if p.VariableC {
+		p.C = tile(p.C, w)
+	}
+	p.Seqlen = seqlen
 }

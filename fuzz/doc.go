@@ -16,7 +16,10 @@
 // batch, dim, seqlen, dstate, groups, data) calls ssmk_scan_fwd once on a
 // problem of batch ≤ 2, dim ≤ 4, seqlen ≤ 40, dstate ≤ 16 or the library's
 // maximum, with the feature flags (complex, variable B and C, softplus, D,
-// z, delta_bias, last_state NULL) from the flag byte. Values are decoded by
+// z, delta_bias, last_state NULL) from the flag byte; a batch byte of 128
+// or more makes the problem long, its time series repeated to LongSteps
+// more steps, so that a GPU kernel's full tiles, where its fast paths run,
+// see the decoded special values. Values are decoded by
 // Values: a tag byte names one of the Specials (0, ±1, ±2 and 2 ± ulp for
 // bilinear's pole, 20 ± ulp for softplus's threshold, the subnormal and
 // normal limits, ±max, log(max) where e^x overflows, ±Inf, NaN, …) or
@@ -71,7 +74,10 @@
 // the way to it was at the edge (reference.Scale's PathMag + τ's part of
 // PathScale ≥ the largest number), although the element has decayed well
 // inside the range since: one rounding up at that step makes the state ∞
-// for good. Where S is NaN (a NaN or Inf input that never reached
+// for good. A scan element is reached by a NaN or Inf input that its states
+// read by its step (u, Δ, B, their a and delta_bias), its row's D, or its
+// own step's C or z; another step's C or z does not reach it. Where S is
+// NaN (a NaN or Inf input that never reached
 // the element) k must be finite unless N is not; where S overflows float64
 // the element's terms are beyond every dtype's range and it is not judged;
 // so is a scan element whose inputs are finite but whose terms' magnitude

@@ -155,6 +155,13 @@ func scanSeeds() []seed {
 		{"a-unstable-overflow", ScanShape{Seqlen: 39, Dstate: 0}, uThenDelta(40, "1", "1", "1", "1", "1", "1", "1", "1", "1", "1", "log-max")},
 		{"u-specials", ScanShape{Seqlen: 9, Dstate: 1}, specials("NaN", "+Inf", "-Inf", "subnormal-min", "subnormal-max", "max", "-max", "0", "-0", "1")},
 		{"u-subnormal", ScanShape{Seqlen: 3, Dstate: 1}, specials("subnormal-min", "subnormal-max", "normal-min", "-normal-min")},
+		// Long problems (Batch ≥ 128: LongSteps more steps), which reach the
+		// GPU kernels' fast paths: Mamba-like values, Δ = 1 (every state
+		// with |a| ≥ 1/2 on foh's far branch), and u's special values.
+		{"long-all-flags", ScanShape{Batch: 128 | 1, Dim: 3, Seqlen: 17, Dstate: 15, Groups: 1, Flags: all}, none},
+		{"long-delta-one", ScanShape{Batch: 128, Seqlen: 3, Dstate: 15, Flags: FlagVariableB | FlagVariableC},
+			uThenDelta(4, "1", "1", "1", "1")},
+		{"long-u-specials", ScanShape{Batch: 128, Seqlen: 9, Dstate: 1}, specials("NaN", "+Inf", "-Inf", "subnormal-min", "subnormal-max", "max", "-max", "0", "-0", "1")},
 	}
 	var seeds []seed
 	for _, m := range reference.Methods() {
