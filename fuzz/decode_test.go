@@ -33,6 +33,7 @@ func TestDecodeScanLong(t *testing.T) {
 		if p.Complex {
 			w = 2
 		}
+		same := func(x, y float64) bool { return x == y || (x != x && y != y) } // NaN is NaN's copy
 		periodic := func(name string, x, y []float64, width int) {
 			if x == nil {
 				assert.Nil(t, y, name)
@@ -45,7 +46,7 @@ func TestDecodeScanLong(t *testing.T) {
 					for k := 0; k < width; k++ {
 						want := x[(r*L+tt%L)*width+k]
 						got := y[(r*p.Seqlen+tt)*width+k]
-						if !(got == want || got != got && want != want) {
+						if !same(got, want) {
 							t.Fatalf("%s[row %d, t %d, part %d] = %v, want %v (t mod %d)", name, r, tt, k, got, want, L)
 						}
 					}
@@ -68,7 +69,7 @@ func TestDecodeScanLong(t *testing.T) {
 		for name, xy := range map[string][2][]float64{"A": {short.A, p.A}, "D": {short.D, p.D}, "DeltaBias": {short.DeltaBias, p.DeltaBias}} {
 			require.Len(t, xy[1], len(xy[0]), name)
 			for i := range xy[0] {
-				if xy[0][i] != xy[1][i] && (xy[0][i] == xy[0][i] || xy[1][i] == xy[1][i]) {
+				if !same(xy[1][i], xy[0][i]) {
 					t.Fatalf("%s[%d] = %v, want %v", name, i, xy[1][i], xy[0][i])
 				}
 			}

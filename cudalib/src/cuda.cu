@@ -791,23 +791,12 @@ __global__ void SSMK_SCAN_BOUNDS scan_kernel(const ScanParams p) {
                  * −1/2 (run_far) takes FAR: Ā = e^x and Δ·φ1 = (e^x − 1)/a,
                  * no polynomial, division or select. */
                 using exact_b = std::integral_constant<int, FOH_EXACT>;
-                using near_b = std::integral_constant<int, FOH_NEAR>;
-                if constexpr (FOHNEAR && REALF) {
-                    if constexpr (FAST) {
-                        /* float tiles that passed FAST: every Δ ≥ 0 and a ≤ 0 */
-                        const T xmax = run_xmax(dabs, a);
-                        if (__all_sync(0xffffffffu, xmax < near_max<T>()))
-                            pass1(near_b{}, V{});
-                        else if (FOHFAR && __all_sync(0xffffffffu, run_far(dmin, a)))
-                            pass1(std::integral_constant<int, FOHFAR ? FOH_FAR : FOH_EXACT>{}, far_inv(a));
-                        else
-                            pass1(exact_b{}, V{});
-                    } else {
-                        pass1(exact_b{}, V{});
-                    }
-                } else if constexpr (FOHNEAR && !FASTK) {
+                constexpr bool FARB = FOHFAR && FAST; /* a float tile that passed FAST: every Δ ≥ 0, a ≤ 0 */
+                if constexpr (FOHNEAR && (FAST || !FASTK)) {
                     if (__all_sync(0xffffffffu, run_xmax(dabs, a) < near_max<T>()))
-                        pass1(near_b{}, V{});
+                        pass1(std::integral_constant<int, FOH_NEAR>{}, V{});
+                    else if (FARB && __all_sync(0xffffffffu, run_far(dmin, a)))
+                        pass1(std::integral_constant<int, FARB ? FOH_FAR : FOH_EXACT>{}, far_inv(a));
                     else
                         pass1(exact_b{}, V{});
                 } else {
