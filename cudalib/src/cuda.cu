@@ -107,6 +107,15 @@ constexpr int kRows = SSMK_SCAN_ROWS;
 #ifndef SSMK_FOH_FAR
 #define SSMK_FOH_FAR 1
 #endif
+/* 1: the real float kernels' state loop is unrolled by two in the source
+ * (scan_kernel's states) rather than by #pragma unroll 2, so that its form
+ * does not depend on the compiler: nvcc 11.8 left foh's loop rolled, with
+ * copies of the next state's loads, and built zoh and bilinear 4–5 % and
+ * 2–4 % slower than written out; nvcc 13 builds both forms within 1 % of
+ * each other (bench/NOTES.md, variant 72). 0 measures the pragma's loop. */
+#ifndef SSMK_UNROLL2
+#define SSMK_UNROLL2 1
+#endif
 /* Lanes per row of the scan (scan_kernel's SEG): 0 (or 32) is 32 lanes;
  * 8 or 16 makes every scan kernel use it where its block's carries fit
  * (the GPU tests of the narrow scans, bench/NOTES.md's variants). */
@@ -744,25 +753,24 @@ __global__ void SSMK_SCAN_BOUNDS scan_kernel(const ScanParams p) {
              * condition would keep the old values by copies. */
             const V *ap = A, *bs = bq, *cs = cq;
             V *cy = carry;
-            V an, bn[K], cn[K];
-            load_b(ap, bs, an, bn);
-            if constexpr (WIDE) load_c(cs, cn);
-#pragma unroll(REALF ? 2 : 1)
-            for (int n = 0; n < N; n++) {
-                const V a = an;
+            /* State n: its a, B (and C, WIDE) from the buffers (ca, cb, cc),
+             * the next state's loaded into (na, nb, nc). */
+            auto state = [&](const int n, const V &ca, const V (&cb)[K], const V (&cc)[K], V &na, V (&nb)[K],
+                             V (&nc)[K]) {
+                const V a = ca;
                 V bv[K], cv[K];
 #pragma unroll
-                for (int i = 0; i < K; i++) bv[i] = bn[i];
+                for (int i = 0; i < K; i++) bv[i] = cb[i];
                 if constexpr (WIDE) {
 #pragma unroll
-                    for (int i = 0; i < K; i++) cv[i] = cn[i];
+                    for (int i = 0; i < K; i++) cv[i] = cc[i];
                 } else {
-                    (void)cn;
+                    (void)cc;
                     load_c(cs, cv);
                 }
                 if (n + 1 < N) ap += 1, bs += bstep, cs += cstep;
-                load_b(ap, bs, an, bn);
-                if constexpr (WIDE) load_c(cs, cn);
+                load_b(ap, bs, na, nb);
+                if constexpr (WIDE) load_c(cs, nc);
                 const V a2 = a_coef<M>(a);
                 DCoefs dc{};
                 if constexpr (DPK && FAST) dc = dpoly_coefs<M>(a);
@@ -867,6 +875,24 @@ __global__ void SSMK_SCAN_BOUNDS scan_kernel(const ScanParams p) {
                     h = vfma(ab[i], h, bb[i]);
                     y[i] += out_part(cv[i], h);
                 }
+            };
+            V a0, b0[K], c0[K];
+            load_b(ap, bs, a0, b0);
+            if constexpr (WIDE) load_c(cs, c0);
+            if constexpr (REALF && SSMK_UNROLL2) {
+                /* two states per iteration, written out: the buffers trade
+                 * places by the call, not by copies (see SSMK_UNROLL2) */
+                V a1, b1[K], c1[K];
+                int n = 0;
+#pragma unroll 1
+                for (; n + 2 <= N; n += 2) {
+                    state(n, a0, b0, c0, a1, b1, c1);
+                    state(n + 1, a1, b1, c1, a0, b0, c0);
+                }
+                if (n < N) state(n, a0, b0, c0, a1, b1, c1);
+            } else {
+#pragma unroll(REALF ? 2 : 1)
+                for (int n = 0; n < N; n++) state(n, a0, b0, c0, a0, b0, c0);
             }
         };
         if constexpr (FASTK && FULL) {
