@@ -117,9 +117,14 @@
 // Complex arithmetic doubles the evaluation constants (a complex product is
 // within √5·u). The scale is a bound, so a correct kernel's ratio is
 // usually well below 1; thresholds in the verification suite are measured
-// maxima of correct kernels with a margin. Underflow is not modelled: values
-// far below the smallest normal number of the kernel's precision need an
-// absolute floor, which the verification suite adds per dtype.
+// maxima of correct kernels with a margin.
+//
+// Underflow is bounded apart from S, in units of the precision's smallest
+// normal number η (Scale's TinyOut and TinyState; Ratio adds η·T to u·S):
+// each rounding of an update may flush a result below η (flush-to-zero
+// kernels included), as may Ā and Δ, and a partial product of Δ·g·B·u that
+// underflows loses up to η times the factors multiplied after it
+// (flushLoss: Δ·B = 1e-42 times u = 1e38 in float32).
 //
 // # Speed
 //

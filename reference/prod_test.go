@@ -63,3 +63,28 @@ func TestProd(t *testing.T) {
 		}
 	}
 }
+
+// flushLoss counts a partial product of Δ·g·B·u below float32's η/u (2⁻¹⁰²)
+// at twice the product of the factors outside it, the largest such; nothing
+// where no partial product is that small, where a factor is 0, or where the
+// factors outside overflow float64 but the partial product is above
+// float64's η/u (2⁻⁹⁶⁹: no float64 kernel flushes it, and the bound would
+// be ∞).
+func TestFlushLoss(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		dt, g, b, u float64
+		want        float64
+	}{
+		{"ordinary factors", 0.01, 1.2, 0.5, 3, 0},
+		{"Δ·B subnormal in float32, u = 2.7e38 (FuzzScan/904e6309af6a319c)", 1.04e-21, 1, 1.04e-21, 2.7e38, 2 * 2.7e38},
+		{"Δ·u below 2⁻¹⁰², times g·B", 1e-20, 2, 1e3, 1e-90, 2 * 2e3},
+		{"Δ·u below 2⁻¹⁰², g·B = 1", 1e-30, 1, 1, 1e-75, 2 * 1},
+		{"every partial product at least 2⁻¹⁰², the whole 1e-40: its flush is counted apart", 1e-10, 1e-10, 1e-10, 1e-10, 0},
+		{"a zero factor: β is exactly 0", 1e-30, 1, 1e-30, 0, 0},
+		{"float64: Δ·g = 1e-280, above 2⁻⁹⁶⁹, is skipped where B·u overflows; Δ·g·B = 1e-80 counts, times u", 1e-280, 1, 1e200, 1e200, 2e200},
+		{"float64: the partial product is below 2⁻⁹⁶⁹, the bound overflows", 1e-300, 1e-300, 1e200, 1e200, math.Inf(1)},
+	} {
+		assert.Equal(t, tc.want, flushLoss(tc.dt, tc.g, tc.b, tc.u), tc.name)
+	}
+}

@@ -2,6 +2,7 @@ package reference
 
 import (
 	"math"
+	"math/bits"
 	"math/cmplx"
 )
 
@@ -251,7 +252,11 @@ func ErrorScale(p *Problem) (*Scale, error) {
 					// and through B̄ = Δ·g·B (FuzzScan found a float32 state of
 					// 1e-23 off by 1e-26 through a subnormal Δ times |g·B·u|
 					// = 1e20).
-					Th[n] = mul0(cb.abar, Th[n]) + flush + 4 + mul0(prod(cmplx.Abs(a[n]), cb.dabar), H[n]) + prod(cb.g, bv, u)
+					// And a partial product of β's factors that underflows
+					// loses up to η, which the factors after it multiply
+					// (flushLoss).
+					Th[n] = mul0(cb.abar, Th[n]) + flush + 4 + mul0(prod(cmplx.Abs(a[n]), cb.dabar), H[n]) + prod(cb.g, bv, u) +
+						flushLoss(math.Abs(dt), cb.g, bv, u)
 					Pk[n] = math.Max(Pk[n], H[n])
 					R[n] = mul0(cb.abar, math.Max(R[n], H[n]))
 					H[n] = mul0(cb.abar, H[n]) + beta
@@ -339,6 +344,60 @@ func (p *Problem) elemAbs(s []float64, i int) float64 {
 		return math.Hypot(s[i], s[i+1])
 	}
 	return math.Abs(s[i])
+}
+
+// The partial products below which flushLoss counts a loss: η/u of float32
+// and of float64. Above η/u a loss of η is within the u·|β| that the scale
+// already allows for rounding β.
+const (
+	flushLossBelow32 = 0x1p-102
+	flushLossBelow64 = 0x1p-969
+)
+
+// flushLoss bounds, in units of η, what underflow inside the product
+// β = f₀·f₁·f₂·f₃ of nonnegative factors (|Δ|, |g|, |B|, |u|) can cost
+// beyond the final product's own flush. Whatever order a kernel takes,
+// ((Δ·g)·B)·u, B·(Δ·u) or (Δ·u)·(g·B), it forms at most two partial
+// products; one whose magnitude is below η loses up to η (all of it when
+// the kernel flushes to zero, half an ulp of the subnormals otherwise), and
+// every factor multiplied after it scales that loss: at most η times the
+// product of the other factors. A complex product's components may flush
+// where its magnitude does not, so a partial product counts from η/u up.
+// The bound is 2·max, over the partial products below float32's η/u, of
+// the product of the factors outside it; 0 when a factor is 0 (β is then
+// exactly 0 in any order). The scale does not know the precision, so it
+// takes float32's threshold, the larger, except where the factors outside
+// overflow float64 (two of them, one beyond 10¹⁵⁴: a float64 problem), and
+// there only float64's threshold counts (else a partial product that no
+// float64 kernel can flush would make the bound ∞ and its row unjudged).
+// FuzzScan on the H200 found what this covers: Δ·B = 1.07e-42, a float32
+// subnormal rounded to 3 digits, times u of up to 2.7e38 put an output off
+// by 5e-4 relative, 127 times the scale without it.
+func flushLoss(fs ...float64) float64 {
+	for _, f := range fs {
+		if f == 0 {
+			return 0
+		}
+	}
+	worst := 0.0
+	// every subset of two or three factors: a partial product of some order
+	for mask := 1; mask < 1<<len(fs)-1; mask++ {
+		if k := bits.OnesCount(uint(mask)); k < 2 || k > len(fs)-1 {
+			continue
+		}
+		in, out := 1.0, 1.0
+		for i, f := range fs {
+			if mask&(1<<i) != 0 {
+				in *= f
+			} else {
+				out *= f
+			}
+		}
+		if in < flushLossBelow64 || (in < flushLossBelow32 && out <= math.MaxFloat64) {
+			worst = math.Max(worst, out)
+		}
+	}
+	return 2 * worst
 }
 
 // mul0 is a·b for the nonnegative bounds of ErrorScale, with 0·∞ = 0: an

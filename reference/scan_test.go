@@ -394,6 +394,50 @@ func TestScaleHomogeneousInU(t *testing.T) {
 	}
 }
 
+// A partial product of the input term β = Δ·g·B·u that underflows loses
+// up to η, and the factors multiplied after it scale the loss: the float32
+// evaluation must stay within the scale there too. The first case is
+// FuzzScan/904e6309af6a319c (the CUDA build, H200) cut to one row: Δ, a
+// and B all −1.04e-21, so Δ·B = 1.07e-42 is a float32 subnormal of 3
+// digits, times u of up to 2.7e38; the float32 evaluation was 127 times
+// its scale off before flushLoss.
+func TestScaleFlushedPartialProduct(t *testing.T) {
+	const c = -1.03636966192693e-21
+	us := []float64{1e-08, -9.17e-27, -1.1541e+38, -1.7665e-19, -1.0634e+26, 1.1755e-38, -7.5e-28, -0.0087, 2.09e-36,
+		0.0192, -1.5e-31, 1, -2.0228, -1.14e-17, 2.6e-09, -1, -2.6536e+38, 3.1416, -0.193, -0.51, 0.5488}
+	cs := []float64{0.105, -0.0765, -0.564, 0.110, 0.651, 0.474, -0.667, -0.105, 0.826, -0.901, 0.850, 0.0956}
+	for _, tc := range []struct {
+		name    string
+		complex bool
+		a, b    []float64
+	}{
+		{"zoh, complex (FuzzScan/904e6309af6a319c)", true, []float64{c, c}, []float64{c, c}},
+		{"zoh, real", false, []float64{c}, []float64{c}},
+		{"zoh, real, B = −1e-17: Δ·B = 1.04e-38, just below η", false, []float64{c}, []float64{-1e-17}},
+	} {
+		L := len(us)
+		p := &reference.Problem{Batch: 1, Dim: 1, Seqlen: L, Dstate: 1, Groups: 1, Method: reference.ZOH, Complex: tc.complex,
+			VariableC: true, U: us, Delta: make([]float64, L), A: tc.a, B: tc.b, C: make([]float64, L*len(tc.a))}
+		for i := range p.Delta {
+			p.Delta[i] = c
+		}
+		for i := range p.C {
+			p.C[i] = cs[i%len(cs)]
+		}
+		p.RoundToFloat32()
+		exact, err := reference.Scan(p, reference.Float64)
+		require.NoError(t, err, tc.name)
+		f32, err := reference.Scan(p, reference.Float32)
+		require.NoError(t, err, tc.name)
+		sc, err := reference.ErrorScale(p)
+		require.NoError(t, err, tc.name)
+		for i := range exact.Out {
+			r := reference.Ratio(f32.Out[i]-exact.Out[i], sc.Out[i], sc.TinyOut[i], reference.Float32)
+			assert.LessOrEqual(t, r, 1.0, "%s: out[%d] float32 %.9g, exact %.17g", tc.name, i, f32.Out[i], exact.Out[i])
+		}
+	}
+}
+
 // TestPrecisionConstants: u, η and the largest finite number of each
 // precision, against the math package's own constants.
 func TestPrecisionConstants(t *testing.T) {
