@@ -268,7 +268,7 @@ func judgeScan(f *Failure, p, ref *reference.Problem, dt cudalib.DType, got, gs 
 	if err != nil {
 		return err
 	}
-	sc, err := reference.ErrorScale(ref)
+	sc, err := reference.ErrorScaleIn(ref, natural(dt))
 	if err != nil {
 		return err
 	}

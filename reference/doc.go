@@ -91,7 +91,9 @@
 //
 // S is a first-order running error analysis (Higham, Accuracy and Stability
 // of Numerical Algorithms, §3.3) in units of u, carried along the scan as
-// absolute error bounds:
+// absolute error bounds (ErrorScaleIn, for a given precision, replaces the
+// first order by the exact bound where it matters: bilinear within reach of
+// its pole, where the rounding of x may land on it):
 //
 //   - dt: the bias addition errs by u·|v| (v = delta + bias, absent without a
 //     bias); softplus multiplies an error in v by σ(v) = e^v/(1+e^v) and adds

@@ -174,7 +174,26 @@ func dphi1(x, phi complex128) complex128 {
 // ErrorScale returns the error scale of every output and last-state element
 // of p, by the running error analysis of the package documentation. It
 // validates p first.
-func ErrorScale(p *Problem) (*Scale, error) {
+func ErrorScale(p *Problem) (*Scale, error) { return errorScale(p, 0) }
+
+// ErrorScaleIn is ErrorScale for a kernel of precision prec: the same
+// analysis, except where the first-order bound on bilinear's Ā and g is not
+// a bound. Within u·S_x of x, the rounding of x in that precision, the
+// pole's distance |1 − x/2| may shrink by u·S_x/2: Ā(x̂) − Ā(x) =
+// (x̂ − x)/((1 − x/2)(1 − x̂/2)) exceeds the first-order |Ā'(x)|·|x̂ − x| by
+// up to F = |1 − x/2|/(|1 − x/2| − u·S_x/2), and where u·S_x/2 reaches
+// |1 − x/2| the rounded x may lie on the pole or past it: Ā and g are then
+// unbounded and the step's scale is +Inf (a correct kernel's state is
+// arbitrary from there on, until an Ā of exactly 0). FuzzScan on the H200
+// (FuzzScan/1e247606c600d547): x = 2 + 1.2e-7 rounds to exactly 2 in
+// float32, and the float32 state was 4.4e16 where the exact one is 7e-14.
+func ErrorScaleIn(p *Problem, prec Precision) (*Scale, error) {
+	return errorScale(p, prec.UnitRoundoff())
+}
+
+// errorScale is ErrorScale with bilinear's bound exact in x's rounding for
+// unit roundoff u (ErrorScaleIn), or first order for u = 0.
+func errorScale(p *Problem, u0 float64) (*Scale, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
@@ -227,6 +246,10 @@ func ErrorScale(p *Problem) (*Scale, error) {
 					sx := cmplx.Abs(a[n])*sdt + cmplx.Abs(x)*(1+boolf(p.Complex))
 					sA := cb.dabar*sx + cb.evalA
 					sg := cb.dg*sx + cb.evalG
+					if p.Method == Bilinear && u0 > 0 {
+						f := poleFactor(x, u0*sx)
+						sA, sg = sA*f, sg*f
+					}
 					bv, cv := p.elemAbs(p.B, bi), p.elemAbs(p.C, ci)
 					// Four-factor products through prod: Δ·B·u alone can
 					// underflow float64 where the bound it is part of does
@@ -344,6 +367,17 @@ func (p *Problem) elemAbs(s []float64, i int) float64 {
 		return math.Hypot(s[i], s[i+1])
 	}
 	return math.Abs(s[i])
+}
+
+// poleFactor is ErrorScaleIn's F for bilinear at x whose rounding may move
+// it by up to e: |1 − x/2|/(|1 − x/2| − e/2), or +Inf where e/2 reaches
+// |1 − x/2| (the rounded x may be on the pole).
+func poleFactor(x complex128, e float64) float64 {
+	dn := cmplx.Abs(1 - x/2)
+	if e/2 >= dn {
+		return math.Inf(1)
+	}
+	return dn / (dn - e/2)
 }
 
 // The partial products below which flushLoss counts a loss: η/u of float32

@@ -425,15 +425,73 @@ func TestScaleFlushedPartialProduct(t *testing.T) {
 			p.C[i] = cs[i%len(cs)]
 		}
 		p.RoundToFloat32()
-		exact, err := reference.Scan(p, reference.Float64)
-		require.NoError(t, err, tc.name)
-		f32, err := reference.Scan(p, reference.Float32)
-		require.NoError(t, err, tc.name)
 		sc, err := reference.ErrorScale(p)
 		require.NoError(t, err, tc.name)
-		for i := range exact.Out {
-			r := reference.Ratio(f32.Out[i]-exact.Out[i], sc.Out[i], sc.TinyOut[i], reference.Float32)
-			assert.LessOrEqual(t, r, 1.0, "%s: out[%d] float32 %.9g, exact %.17g", tc.name, i, f32.Out[i], exact.Out[i])
+		for i, r := range float32Ratios(t, p, sc) {
+			assert.LessOrEqual(t, r, 1.0, "%s: out[%d]", tc.name, i)
+		}
+	}
+}
+
+// float32Ratios is the test ratio of every output of the float32 evaluation
+// of p against the float64 reference, by the scale sc.
+func float32Ratios(t *testing.T, p *reference.Problem, sc *reference.Scale) []float64 {
+	exact, err := reference.Scan(p, reference.Float64)
+	require.NoError(t, err)
+	f32, err := reference.Scan(p, reference.Float32)
+	require.NoError(t, err)
+	rs := make([]float64, len(exact.Out))
+	for i := range rs {
+		rs[i] = reference.Ratio(math.Abs(f32.Out[i]-exact.Out[i]), sc.Out[i], sc.TinyOut[i], reference.Float32)
+	}
+	return rs
+}
+
+// Where the rounding of x can carry bilinear's x onto its pole, the
+// first-order scale is not a bound: FuzzScan/1e247606c600d547 cut to one
+// state. Δ = 1 + 2⁻²³ and a = 2 − 2⁻²³ + 1.94e-23i give an exact
+// x 1.2e-7 past the pole that float32 rounds to exactly 2: its Ā is 2e23
+// instead of −3.4e7. ErrorScaleIn(p, Float32) bounds the float32 evaluation
+// (the scale +Inf from that step on), where ErrorScale is off by 10¹⁰ and
+// more; x a few ulps from the pole keeps a finite scale, and x far from it
+// ErrorScale's.
+func TestScaleBilinearRoundedOntoPole(t *testing.T) {
+	pole := func(dt, are float64) *reference.Problem {
+		p := &reference.Problem{Batch: 1, Dim: 1, Seqlen: 4, Dstate: 1, Groups: 1, Method: reference.Bilinear, Complex: true,
+			U: []float64{1, 3.14e-13, 2, 1}, Delta: []float64{0.5, dt, 0.25, 0.5},
+			A: []float64{are, 1.94e-23}, B: []float64{-1e-21, -1e-21}, C: []float64{1, 0.5}}
+		p.RoundToFloat32()
+		return p
+	}
+	for _, tc := range []struct {
+		name      string
+		dt, are   float64 // Δ at step 1; Re a
+		onPole    bool    // the scale is +Inf from step 1 on
+		firstLike bool    // within 0.1 % of ErrorScale's
+	}{
+		{"x rounds onto the pole (FuzzScan/1e247606c600d547)", 1 + 0x1p-23, 2 - 0x1p-23, true, false},
+		{"x = 2 − 2⁻²³, within the model's rounding of x (2 ulps in complex) of the pole", 1, 2 - 0x1p-23, true, false},
+		{"x = 2 − 2⁻²⁰: 1 − x/2 four times that rounding's reach, F = 4/3", 1, 2 - 0x1p-20, false, false},
+		{"x = 1.99, far from the pole in float32 ulps", 1, 1.99, false, true},
+	} {
+		p := pole(tc.dt, tc.are)
+		first, err := reference.ErrorScale(p)
+		require.NoError(t, err, tc.name)
+		sc, err := reference.ErrorScaleIn(p, reference.Float32)
+		require.NoError(t, err, tc.name)
+		worstFirst := 0.0
+		for _, r := range float32Ratios(t, p, first) {
+			worstFirst = math.Max(worstFirst, r)
+		}
+		for i, r := range float32Ratios(t, p, sc) {
+			assert.LessOrEqual(t, r, 1.0, "%s: out[%d]", tc.name, i)
+			assert.Equal(t, tc.onPole && i >= 1, math.IsInf(sc.Out[i], 1), "%s: out[%d] scale %g", tc.name, i, sc.Out[i])
+			if tc.firstLike {
+				assert.InEpsilon(t, first.Out[i], sc.Out[i], 1e-3, "%s: out[%d]", tc.name, i)
+			}
+		}
+		if tc.dt != 1 {
+			assert.Greater(t, worstFirst, 1e10, "%s: the first-order scale should miss the float32 error", tc.name)
 		}
 	}
 }

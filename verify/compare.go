@@ -109,8 +109,9 @@ func ULPs(got, want float64, dt cudalib.DType) float64 {
 }
 
 // CompareScan compares a kernel's scan of p (in dtype dt) with the float64
-// reference and its error scale. The reference output may be passed in to
-// avoid recomputing it (nil: computed here).
+// reference and its error scale. The reference output and the scale may be
+// passed in to avoid recomputing them (nil: computed here, the scale by
+// reference.ErrorScaleIn in dt's precision).
 func CompareScan(p *reference.Problem, got *reference.Output, dt cudalib.DType, ref *reference.Output, sc *reference.Scale) (Comparison, error) {
 	var err error
 	if ref == nil {
@@ -118,12 +119,14 @@ func CompareScan(p *reference.Problem, got *reference.Output, dt cudalib.DType, 
 			return Comparison{}, err
 		}
 	}
+	prec := Precision(dt)
 	if sc == nil {
-		if sc, err = reference.ErrorScale(p); err != nil {
+		// in dt's precision: where x's rounding can reach bilinear's pole
+		// the first-order scale is not a bound (reference.ErrorScaleIn)
+		if sc, err = reference.ErrorScaleIn(p, prec); err != nil {
 			return Comparison{}, err
 		}
 	}
-	prec := Precision(dt)
 	var c Comparison
 	note := func(r, g, w, ulp float64, array string, idx []int) {
 		c.Elements++
