@@ -48,7 +48,7 @@
 // Float64Natural: every operation rounded to the dtype, elementary functions
 // rounded once, e^x, (e^x − 1)/x and e^a·cos b written plainly so that their
 // intermediates overflow where a kernel's do); and the error model's scale
-// S and underflow part T (reference.ErrorScale, DiscretizeScale), giving the
+// S and underflow part T (reference.ErrorScaleIn, DiscretizeScale), giving the
 // tolerance τ = 4·(u·S + η·T), the verification suite's threshold.
 //
 //  1. E finite and N finite and within τ of E: k must be finite and within

@@ -8,7 +8,7 @@
 //
 //	ratio = |kernel − reference| / (u·S + η·T)
 //
-// with S the running-error scale of reference.ErrorScale (or
+// with S the running-error scale of reference.ErrorScaleIn (or
 // reference.DiscretizeScale), u the kernel dtype's unit roundoff and η·T an
 // underflow allowance. S bounds what a correct implementation can err by, so
 // correct kernels stay below 1 whatever the conditioning of the input; the
