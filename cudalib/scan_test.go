@@ -269,18 +269,19 @@ func TestScanFastPathScales(t *testing.T) {
 // bound.
 func TestScanFohBranches(t *testing.T) {
 	l := open(t)
+	spread := func(n int) float64 { return math.Exp2(float64(n-8) / 4) } // |a| of state n: 1/4 … 3.4
 	rows := []struct {
 		lo   float64 // Δ in [lo, 2·lo]
 		aMag func(n int) float64
 	}{
-		{0.5, func(n int) float64 { return math.Exp2(float64(n-8) / 4) }},
-		{0.5 * (1 - 0x1p-20), func(n int) float64 { return math.Exp2(float64(n-8) / 4) }},
-		{0.03, func(n int) float64 { return math.Exp2(float64(n-8) / 4) }}, // every state near
-		{0.15, func(n int) float64 { return math.Exp2(float64(n-8) / 4) }}, // near, 14 exact, 15 far
-		{3, func(n int) float64 { return math.Exp2(float64(n-8) / 4) }},    // every state far
-		{0x1p110, func(int) float64 { return 0x1p-110 }},                   // |x| ≥ 1/2 but 1/a too large: exact
-		{0x1p90, func(int) float64 { return 0x1p-90 }},                     // far, 1/a = 2^90
-		{0.4, func(n int) float64 { return float64(n % 2) }},               // a = 0 beside a = −1
+		{0.5, spread},
+		{0.5 * (1 - 0x1p-20), spread},
+		{0.03, spread}, // every state near
+		{0.15, spread}, // near, 14 exact, 15 far
+		{3, spread},    // every state far
+		{0x1p110, func(int) float64 { return 0x1p-110 }},     // |x| ≥ 1/2 but 1/a too large: exact
+		{0x1p90, func(int) float64 { return 0x1p-90 }},       // far, 1/a = 2^90
+		{0.4, func(n int) float64 { return float64(n % 2) }}, // a = 0 beside a = −1
 	}
 	worst := map[DType]float64{}
 	for _, dt := range DTypes() {
