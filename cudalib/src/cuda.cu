@@ -116,6 +116,26 @@ constexpr int kRows = SSMK_SCAN_ROWS;
 #ifndef SSMK_UNROLL2
 #define SSMK_UNROLL2 1
 #endif
+/* The real methods whose float kernels' unrolled state loop runs the pairs
+ * of states that have a state after them, then the last one or two states
+ * apart, so that the next state's pointers advance without a test and
+ * selects (PEEL in scan_kernel), a bit per Method. With SSMK_PIN_MASK:
+ * rk4 4–5 %, poly 3 %, highorder 2–3 %, foh 1 % faster at both sizes. zoh
+ * and bilinear, with 8 % fewer instructions in the loop, were 4–13 %
+ * slower (ptxas moved the next states' loads from the second state's first
+ * pass to the end of the loop), and with the loads pinned 1–2 % slower
+ * (bench/NOTES.md, variants 74–77). */
+#ifndef SSMK_PEEL_MASK
+#define SSMK_PEEL_MASK ((1 << POLY) | (1 << HIGHORDER) | (1 << RK4) | (1 << FOH))
+#endif
+/* The real methods whose float kernels issue the next state's loads at the
+ * start of the state (PIN in scan_kernel), a bit per Method: where the loop
+ * is peeled, ptxas otherwise sinks them (highorder 4 % slower than without
+ * the peel; bench/NOTES.md, variant 77). */
+#ifndef SSMK_PIN_MASK
+#define SSMK_PIN_MASK ((1 << POLY) | (1 << HIGHORDER) | (1 << RK4) | (1 << FOH))
+#endif
+enum { NEXT_TEST, NEXT_YES, NEXT_NO }; /* scan_kernel's state: whether a next state is loaded */
 /* Lanes per row of the scan (scan_kernel's SEG): 0 (or 32) is 32 lanes;
  * 8 or 16 makes every scan kernel use it where its block's carries fit
  * (the GPU tests of the narrow scans, bench/NOTES.md's variants). */
@@ -606,6 +626,8 @@ __global__ void SSMK_SCAN_BOUNDS scan_kernel(const ScanParams p) {
      * bench/NOTES.md). */
     constexpr bool REALF = !CPLX && std::is_same<T, float>::value;
     constexpr bool WIDE = REALF && ((SSMK_WIDE_MASK >> M) & 1);
+    constexpr bool PEEL = REALF && SSMK_UNROLL2 && ((SSMK_PEEL_MASK >> M) & 1);
+    constexpr bool PIN = REALF && ((SSMK_PIN_MASK >> M) & 1);
     constexpr bool STREAM = SSMK_STREAM != 0;
     extern __shared__ __align__(16) unsigned char smem[];
     const int lane = (int)(threadIdx.x & 31), warp = (int)(threadIdx.x >> 5);
@@ -755,8 +777,12 @@ __global__ void SSMK_SCAN_BOUNDS scan_kernel(const ScanParams p) {
             V *cy = carry;
             /* State n: its a, B (and C, WIDE) from the buffers (ca, cb, cc),
              * the next state's loaded into (na, nb, nc). */
-            auto state = [&](const int n, const V &ca, const V (&cb)[K], const V (&cc)[K], V &na, V (&nb)[K],
-                             V (&nc)[K]) {
+            /* nx, a constant at every call: NEXT_TEST, whether a next state
+             * exists is tested (n + 1 < N; the last state loads itself
+             * again); NEXT_YES, it does; NEXT_NO, this is the last state and
+             * loads nothing. */
+            auto state = [&](const int nx, const int n, const V &ca, const V (&cb)[K], const V (&cc)[K], V &na,
+                             V (&nb)[K], V (&nc)[K]) {
                 const V a = ca;
                 V bv[K], cv[K];
 #pragma unroll
@@ -768,9 +794,15 @@ __global__ void SSMK_SCAN_BOUNDS scan_kernel(const ScanParams p) {
                     (void)cc;
                     load_c(cs, cv);
                 }
-                if (n + 1 < N) ap += 1, bs += bstep, cs += cstep;
-                load_b(ap, bs, na, nb);
-                if constexpr (WIDE) load_c(cs, nc);
+                if (nx == NEXT_YES || (nx == NEXT_TEST && n + 1 < N)) ap += 1, bs += bstep, cs += cstep;
+                if (nx != NEXT_NO) {
+                    load_b(ap, bs, na, nb);
+                    if constexpr (WIDE) load_c(cs, nc);
+                }
+                /* ptxas does not move a load past a warp barrier: the loads
+                 * above are issued here, a state ahead of their use, not
+                 * sunk to the end of the loop (SSMK_PIN_MASK) */
+                if constexpr (PIN) __syncwarp();
                 const V a2 = a_coef<M>(a);
                 DCoefs dc{};
                 if constexpr (DPK && FAST) dc = dpoly_coefs<M>(a);
@@ -884,15 +916,33 @@ __global__ void SSMK_SCAN_BOUNDS scan_kernel(const ScanParams p) {
                  * places by the call, not by copies (see SSMK_UNROLL2) */
                 V a1, b1[K], c1[K];
                 int n = 0;
+                if constexpr (PEEL) {
+                    /* the pairs with a state after them, then the last one
+                     * or two states: no test or select per state for the
+                     * next state's pointers */
 #pragma unroll 1
-                for (; n + 2 <= N; n += 2) {
-                    state(n, a0, b0, c0, a1, b1, c1);
-                    state(n + 1, a1, b1, c1, a0, b0, c0);
+                    for (; n + 3 <= N; n += 2) {
+                        state(NEXT_YES, n, a0, b0, c0, a1, b1, c1);
+                        state(NEXT_YES, n + 1, a1, b1, c1, a0, b0, c0);
+                    }
+                    if (n + 2 <= N) {
+                        state(NEXT_YES, n, a0, b0, c0, a1, b1, c1);
+                        state(NEXT_NO, n + 1, a1, b1, c1, a0, b0, c0);
+                    } else {
+                        state(NEXT_NO, n, a0, b0, c0, a1, b1, c1);
+                    }
+                } else {
+#pragma unroll 1
+                    for (; n + 2 <= N; n += 2) {
+                        state(NEXT_TEST, n, a0, b0, c0, a1, b1, c1);
+                        state(NEXT_TEST, n + 1, a1, b1, c1, a0, b0, c0);
+                    }
+                    if (n < N) state(NEXT_TEST, n, a0, b0, c0, a1, b1, c1);
                 }
-                if (n < N) state(n, a0, b0, c0, a1, b1, c1);
             } else {
 #pragma unroll(REALF ? 2 : 1)
-                for (int n = 0; n < N; n++) state(n, a0, b0, c0, a0, b0, c0);
+                for (int n = 0; n < N; n++)
+                    state(NEXT_TEST, n, a0, b0, c0, a0, b0, c0);
             }
         };
         if constexpr (FASTK && FULL) {
