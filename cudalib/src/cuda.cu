@@ -915,29 +915,22 @@ __global__ void SSMK_SCAN_BOUNDS scan_kernel(const ScanParams p) {
                 /* two states per iteration, written out: the buffers trade
                  * places by the call, not by copies (see SSMK_UNROLL2) */
                 V a1, b1[K], c1[K];
+                /* PEEL: the pairs with a state after them, then the last one
+                 * or two states, with no test or select per state for the
+                 * next state's pointers; else every pair, then the odd
+                 * state, each testing */
+                constexpr int mid = PEEL ? NEXT_YES : NEXT_TEST, last = PEEL ? NEXT_NO : NEXT_TEST;
                 int n = 0;
-                if constexpr (PEEL) {
-                    /* the pairs with a state after them, then the last one
-                     * or two states: no test or select per state for the
-                     * next state's pointers */
 #pragma unroll 1
-                    for (; n + 3 <= N; n += 2) {
-                        state(NEXT_YES, n, a0, b0, c0, a1, b1, c1);
-                        state(NEXT_YES, n + 1, a1, b1, c1, a0, b0, c0);
-                    }
-                    if (n + 2 <= N) {
-                        state(NEXT_YES, n, a0, b0, c0, a1, b1, c1);
-                        state(NEXT_NO, n + 1, a1, b1, c1, a0, b0, c0);
-                    } else {
-                        state(NEXT_NO, n, a0, b0, c0, a1, b1, c1);
-                    }
-                } else {
-#pragma unroll 1
-                    for (; n + 2 <= N; n += 2) {
-                        state(NEXT_TEST, n, a0, b0, c0, a1, b1, c1);
-                        state(NEXT_TEST, n + 1, a1, b1, c1, a0, b0, c0);
-                    }
-                    if (n < N) state(NEXT_TEST, n, a0, b0, c0, a1, b1, c1);
+                for (; n + (PEEL ? 3 : 2) <= N; n += 2) {
+                    state(mid, n, a0, b0, c0, a1, b1, c1);
+                    state(mid, n + 1, a1, b1, c1, a0, b0, c0);
+                }
+                if (PEEL && n + 2 <= N) {
+                    state(mid, n, a0, b0, c0, a1, b1, c1);
+                    state(last, n + 1, a1, b1, c1, a0, b0, c0);
+                } else if (PEEL || n < N) { /* PEEL: N − n is 1 here */
+                    state(last, n, a0, b0, c0, a1, b1, c1);
                 }
             } else {
 #pragma unroll(REALF ? 2 : 1)
