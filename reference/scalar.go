@@ -86,7 +86,7 @@ func cphi1T[T float](z cpx[T]) cpx[T] {
 	if scaled[T]() {
 		if z.re > bigExp {
 			h := math.Exp(float64(z.re) / 2)
-			w := complex(h*math.Cos(float64(z.im)), h*math.Sin(float64(z.im))) / z.c128()
+			w := quo(complex(h*math.Cos(float64(z.im)), h*math.Sin(float64(z.im))), z.c128())
 			return fromC128[T](complex(h*real(w), h*imag(w)))
 		}
 		return fromC128[T](Phi1Complex(z.c128()))
@@ -99,7 +99,7 @@ func cphi1T[T float](z cpx[T]) cpx[T] {
 	}
 	s := T(math.Sin(float64(z.im / 2)))
 	em1 := cpx[T]{expm1T(z.re)*T(math.Cos(float64(z.im))) - 2*s*s, expT(z.re) * T(math.Sin(float64(z.im)))}
-	return fromC128[T](em1.c128() / z.c128())
+	return fromC128[T](quo(em1.c128(), z.c128()))
 }
 
 // The input coefficients g(x) of the polynomial methods and bilinear, by
@@ -167,12 +167,36 @@ func Expm1Complex(z complex128) complex128 {
 }
 
 // Phi1Complex returns φ1(z) = (e^z − 1)/z with φ1(0) = 1, accurate in norm
-// for every z including |z| → 0 (through Expm1Complex, no series needed).
+// for every z including |z| → 0 (through Expm1Complex, no series needed)
+// and |z| near the float64 range, where φ1 is a subnormal near −1/z.
 func Phi1Complex(z complex128) complex128 {
 	if z == 0 {
 		return 1
 	}
-	return Expm1Complex(z) / z
+	return quo(Expm1Complex(z), z)
+}
+
+// quo returns n/m rounded about once, where Go's complex division (Smith's
+// algorithm) can overflow although the quotient is representable: its
+// denominator |Re m| + (Im m/Re m)·Im m, or the mirror, reaches twice m's
+// larger part (for m = −1.11e308 + 1.40e308i it is +Inf and 1/m came out 0),
+// and its numerator Re n + Im n·(Im m/Re m) twice n's. A large m is divided
+// by 4 together with n, which leaves the quotient unchanged and is exact
+// unless n is near the subnormal range (where the quotient underflows
+// anyway); a large n alone is divided by 4 and the quotient multiplied back.
+// FuzzScan/e350f31099f8e7c6: foh with Δ = DBL_MAX, whose input coefficient
+// Δ·φ1(x) = (e^x − 1)/a is −1/a, came out 0.
+func quo(n, m complex128) complex128 {
+	const big = 0x1p1020
+	quarter := func(z complex128) complex128 { return complex(real(z)/4, imag(z)/4) }
+	switch {
+	case math.Max(math.Abs(real(m)), math.Abs(imag(m))) > big:
+		return quarter(n) / quarter(m)
+	case math.Max(math.Abs(real(n)), math.Abs(imag(n))) > big:
+		q := quarter(n) / m
+		return complex(real(q)*4, imag(q)*4)
+	}
+	return n / m
 }
 
 // cpx is a complex number over T, so the complex scan can run in float32
@@ -202,7 +226,7 @@ func complexCoef[T float](m Method, x cpx[T]) (abar, g cpx[T]) {
 		half := x.scale(0.5)
 		num := cpx[T]{1 + half.re, half.im}
 		den := cpx[T]{1 - half.re, -half.im}
-		return fromC128[T](num.c128() / den.c128()), fromC128[T](1 / den.c128())
+		return fromC128[T](quo(num.c128(), den.c128())), fromC128[T](quo(1, den.c128()))
 	case Poly:
 		// 1 + x(1/2 + x/6)
 		inner := x.scale(T(1.0 / 6)).add(cpx[T]{T(1.0 / 2), 0})

@@ -2,6 +2,7 @@ package reference
 
 import (
 	"math"
+	"math/big"
 	"math/cmplx"
 	"strings"
 	"testing"
@@ -196,6 +197,84 @@ func TestExpm1Complex(t *testing.T) {
 	got := Expm1Complex(1e-9i)
 	assert.True(t, veryclose(real(got), -5e-19), "Re(expm1(1e-9 i)) = %g, want −b²/2 = −5e-19", real(got))
 	assert.True(t, veryclose(imag(got), 1e-9))
+}
+
+// exactQuo is n/m from n·conj(m)/|m|² in 256-bit arithmetic, whose exponent
+// range has no overflow, rounded once to float64 per part.
+func exactQuo(n, m complex128) complex128 {
+	f := func(x float64) *big.Float { return new(big.Float).SetPrec(256).SetFloat64(x) }
+	mul := func(x, y *big.Float) *big.Float { return new(big.Float).SetPrec(256).Mul(x, y) }
+	nr, ni, mr, mi := f(real(n)), f(imag(n)), f(real(m)), f(imag(m))
+	den := new(big.Float).SetPrec(256).Add(mul(mr, mr), mul(mi, mi))
+	re := new(big.Float).SetPrec(256).Add(mul(nr, mr), mul(ni, mi))
+	im := new(big.Float).SetPrec(256).Sub(mul(ni, mr), mul(nr, mi))
+	r, _ := re.Quo(re, den).Float64()
+	i, _ := im.Quo(im, den).Float64()
+	return complex(r, i)
+}
+
+// TestQuo: quo is the quotient to within a few units of the last place,
+// subnormal results included, where Go's complex division (Smith's
+// algorithm) overflows an intermediate; smith records that it does, so each
+// row exercises the case it names.
+func TestQuo(t *testing.T) {
+	const dblMax = math.MaxFloat64
+	for _, tc := range []struct {
+		name  string
+		n, m  complex128
+		smith bool // Go's n/m is wrong here
+	}{
+		{"ordinary", 1 + 2i, 3 - 4i, false},
+		{"large m, quotient a subnormal", 1, complex(-1.11e308, 1.40e308), true},
+		{"φ1's numerator over the FuzzScan pole", complex(-1, 1e-17), complex(-1.11e308, 1.40e308), true},
+		{"m at the top of the range", -0.5 + 2i, complex(dblMax, dblMax), true},
+		{"large n, representable quotient", complex(dblMax, dblMax), 2 + 1.9i, true},
+		{"large n and m", complex(dblMax, -dblMax/3), complex(dblMax/2, dblMax), true},
+		{"tiny n, large m: underflows to 0", 1e-300, complex(1e308, 1e308), false},
+	} {
+		want := exactQuo(tc.n, tc.m)
+		got := quo(tc.n, tc.m)
+		// Four units of roundoff in norm, and two of the smallest subnormal
+		// for a quotient in the subnormal range.
+		if d := cmplx.Abs(got - want); d > 4*0x1p-53*cmplx.Abs(want)+2*math.SmallestNonzeroFloat64 {
+			t.Errorf("%s: quo(%v, %v) = %v, want %v", tc.name, tc.n, tc.m, got, want)
+		}
+		naive := tc.n / tc.m
+		if smith := !(cmplx.Abs(naive-want) <= 1e-10*cmplx.Abs(want)); smith != tc.smith {
+			t.Errorf("%s: Go's %v/%v = %v against %v: the row says its overflow is %t", tc.name, tc.n, tc.m, naive, want, tc.smith)
+		}
+	}
+	for _, tc := range []struct{ n, m, want complex128 }{
+		{1, 0, complex(math.Inf(1), math.NaN())},
+		{complex(math.Inf(1), 0), 1e308 + 1e308i, complex(math.Inf(1), math.Inf(-1))},
+		{complex(math.Inf(1), 0), 2 + 1i, complex(math.Inf(1), math.Inf(-1))},
+		{complex(math.NaN(), 1), 1e308, complex(math.NaN(), math.NaN())},
+	} {
+		// Special values stay Go's (C99 Annex G's), scaled or not.
+		got := quo(tc.n, tc.m)
+		if !alike(real(got), real(tc.want)) || !alike(imag(got), imag(tc.want)) {
+			t.Errorf("quo(%v, %v) = %v, want %v", tc.n, tc.m, got, tc.want)
+		}
+	}
+}
+
+// φ1 and foh's Δ·φ1 with x near the float64 range: FuzzScan/e350f31099f8e7c6
+// had Δ = DBL_MAX and a = −0.62 + 0.78i, x = −1.11e308 + 1.40e308i. There
+// e^x = 0, so φ1(x) = −1/x (a subnormal) and Δ·φ1(x) = −1/a, modulus 1.005;
+// the reference had 0 for both.
+func TestPhi1ComplexNearTheRange(t *testing.T) {
+	a := complex(-0.6206896551724138, 0.7835703001579778)
+	x := complex(math.MaxFloat64, 0) * a
+	require.False(t, cmplx.IsInf(x), "x = %v", x)
+	if got, want := Phi1Complex(x), exactQuo(-1, x); cmplx.Abs(got-want) > 4*0x1p-53*cmplx.Abs(want)+2*math.SmallestNonzeroFloat64 {
+		t.Errorf("Phi1Complex(%v) = %v, want −1/x = %v", x, got, want)
+	}
+	for _, prec := range []Precision{Float64, Float64Natural} {
+		_, bcoef := FOH.DiscretizeAt(prec, true, math.MaxFloat64, a)
+		if want := -1 / a; cmplx.Abs(bcoef-want) > 1e-14*cmplx.Abs(want) {
+			t.Errorf("FOH.DiscretizeAt(%v, Δ = DBL_MAX, a = %v): Δ·φ1 = %v, want −1/a = %v", prec, a, bcoef, want)
+		}
+	}
 }
 
 // TestDiscretizeAt: the Float64 evaluation is (Ā, Δ·g) of Real and Complex;

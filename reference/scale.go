@@ -101,7 +101,7 @@ func boundCoef(m Method, x complex128, isComplex bool) coefBound {
 	var c coefBound
 	if m == Bilinear {
 		dn := cmplx.Abs(1 - x/2)
-		c.abar = cmplx.Abs((1 + x/2) / (1 - x/2))
+		c.abar = cmplx.Abs(quo(1+x/2, 1-x/2))
 		c.dabar = 1 / (dn * dn)
 		// num and den each carry u·(1 + |x|/2); the quotient adds u·|Ā|.
 		c.evalA = cf * ((1+r/2)*(1+c.abar)/dn + 2*c.abar)
@@ -168,7 +168,7 @@ func dphi1(x, phi complex128) complex128 {
 	if cmplx.Abs(x) < 0.5 {
 		return 0.5 + x*(1.0/3+x*(1.0/8+x/30))
 	}
-	return (cmplx.Exp(x) - phi) / x
+	return quo(cmplx.Exp(x)-phi, x)
 }
 
 // ErrorScale returns the error scale of every output and last-state element
