@@ -83,9 +83,10 @@ constexpr int kRows = SSMK_SCAN_ROWS;
 #endif
 /* The real methods whose float kernels hold the next state's C in flight
  * as well as its a and B (WIDE in scan_kernel), a bit per Method: all but
- * foh. foh's longer update covers C's latency when C is loaded at the start
- * of its own state, and without C's 8 registers in flight through pass 1 its
- * schedule is 5 % shorter (1338 → 1270 µs at 8×2048×4096×16); the other
+ * foh. foh's longer update covers C's latency when C is loaded after the
+ * state's pass 1 (SSMK_LATEC_MASK) or at the start of its own state, and
+ * without C's 8 registers in flight through pass 1 its schedule is 5 %
+ * shorter (1338 → 1270 µs at 8×2048×4096×16); the other
  * methods lost 1–14 % without the prefetch (zoh 14 %: bench/NOTES.md,
  * variant 61). */
 #ifndef SSMK_WIDE_MASK
@@ -131,9 +132,21 @@ constexpr int kRows = SSMK_SCAN_ROWS;
 /* The real methods whose float kernels issue the next state's loads at the
  * start of the state (PIN in scan_kernel), a bit per Method: where the loop
  * is peeled, ptxas otherwise sinks them (highorder 4 % slower than without
- * the peel; bench/NOTES.md, variant 77). */
+ * the peel; bench/NOTES.md, variant 77). Not foh, whose late C (LATEC) was
+ * 2–7 % slower pinned (variant 78). */
 #ifndef SSMK_PIN_MASK
-#define SSMK_PIN_MASK ((1 << POLY) | (1 << HIGHORDER) | (1 << RK4) | (1 << FOH))
+#define SSMK_PIN_MASK ((1 << POLY) | (1 << HIGHORDER) | (1 << RK4))
+#endif
+/* The real methods whose float kernels load the next state's C after the
+ * state's first pass (LATEC in scan_kernel; those of SSMK_WIDE_MASK load it
+ * at the state's start), a bit per Method: foh, whose C is then in flight
+ * through the scan and pass 2 but not through its longer pass 1. With foh out
+ * of SSMK_PIN_MASK, 2 % faster at 8×512×1024×16 in three visits, within
+ * ±0.7 % at 8×2048×4096×16; pinned, 2 % and 7 % slower; for every method
+ * instead of WIDE, zoh unchanged, poly and rk4 3 % slower (bench/NOTES.md,
+ * variant 78). */
+#ifndef SSMK_LATEC_MASK
+#define SSMK_LATEC_MASK (1 << FOH)
 #endif
 enum { NEXT_TEST, NEXT_YES, NEXT_NO }; /* scan_kernel's state: whether a next state is loaded */
 /* Lanes per row of the scan (scan_kernel's SEG): 0 (or 32) is 32 lanes;
@@ -626,6 +639,8 @@ __global__ void SSMK_SCAN_BOUNDS scan_kernel(const ScanParams p) {
      * bench/NOTES.md). */
     constexpr bool REALF = !CPLX && std::is_same<T, float>::value;
     constexpr bool WIDE = REALF && ((SSMK_WIDE_MASK >> M) & 1);
+    constexpr bool LATEC = REALF && !WIDE && ((SSMK_LATEC_MASK >> M) & 1);
+    constexpr bool CNEXT = WIDE || LATEC; /* C from the buffers, loaded a state ahead */
     constexpr bool PEEL = REALF && SSMK_UNROLL2 && ((SSMK_PEEL_MASK >> M) & 1);
     constexpr bool PIN = REALF && ((SSMK_PIN_MASK >> M) & 1);
     constexpr bool STREAM = SSMK_STREAM != 0;
@@ -768,9 +783,10 @@ __global__ void SSMK_SCAN_BOUNDS scan_kernel(const ScanParams p) {
                     wsum[k] = (float)w;
                 }
             }
-            /* The next state's a and B (and C, WIDE) are loaded before this
-             * state's arithmetic, so that their latency (an L2 round trip:
-             * B and C are shared by the batch's rows) overlaps it. The last
+            /* The next state's a and B (and C, WIDE; LATEC: after pass 1)
+             * are loaded before this state's arithmetic, so that their
+             * latency (an L2 round trip: B and C are shared by the batch's
+             * rows) overlaps it. The last
              * state loads itself again rather than nothing: a load under a
              * condition would keep the old values by copies. */
             const V *ap = A, *bs = bq, *cs = cq;
@@ -787,7 +803,7 @@ __global__ void SSMK_SCAN_BOUNDS scan_kernel(const ScanParams p) {
                 V bv[K], cv[K];
 #pragma unroll
                 for (int i = 0; i < K; i++) bv[i] = cb[i];
-                if constexpr (WIDE) {
+                if constexpr (CNEXT) {
 #pragma unroll
                     for (int i = 0; i < K; i++) cv[i] = cc[i];
                 } else {
@@ -841,6 +857,12 @@ __global__ void SSMK_SCAN_BOUNDS scan_kernel(const ScanParams p) {
                         pass1(exact_b{}, V{});
                 } else {
                     pass1(exact_b{}, V{});
+                }
+                /* LATEC: the next state's C, into the registers this
+                 * state's B has left */
+                if constexpr (LATEC) {
+                    if (nx != NEXT_NO) load_c(cs, nc);
+                    if constexpr (PIN) __syncwarp();
                 }
                 V Ap = ab[0], hp = bb[0];
                 V Aw[LEVELS]; /* EXPSUM: Ā's product over the window of scan level k */
@@ -910,7 +932,7 @@ __global__ void SSMK_SCAN_BOUNDS scan_kernel(const ScanParams p) {
             };
             V a0, b0[K], c0[K];
             load_b(ap, bs, a0, b0);
-            if constexpr (WIDE) load_c(cs, c0);
+            if constexpr (CNEXT) load_c(cs, c0);
             if constexpr (REALF && SSMK_UNROLL2) {
                 /* two states per iteration, written out: the buffers trade
                  * places by the call, not by copies (see SSMK_UNROLL2) */
