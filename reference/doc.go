@@ -31,9 +31,10 @@
 // for complex x, Expm1Complex writes Re(e^z − 1) = expm1(a)·cos b − 2 sin²(b/2)
 // so that no term cancels. Complex quotients are Smith's algorithm (Go's
 // division) with an operand whose part exceeds 2¹⁰²⁰ scaled by 1/4 first
-// (and the quotient scaled back where that changes it): unscaled, its intermediates overflow for |x| near the float64 range,
-// where φ1(x) ≈ −1/x is a representable subnormal and Δ·φ1 ≈ −1/a is of
-// order one. Method.Real and Method.Complex give (Ā, g);
+// (and the quotient scaled back where that changes it): unscaled, its
+// intermediates overflow for |x| near the float64 range, where φ1(x) ≈ −1/x
+// is a representable subnormal and Δ·φ1 ≈ −1/a is of order one.
+// Method.Real and Method.Complex give (Ā, g);
 // Discretize gives the matrix forms for a general real A:
 // Ā = e^{ΔA}; foh's B̄ = A⁻¹(e^{ΔA} − I)B from the augmented exponential
 // exp([[ΔA, ΔB], [0, 0]]), which needs no inverse and works for singular A;
