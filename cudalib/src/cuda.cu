@@ -791,7 +791,7 @@ __global__ void SSMK_SCAN_BOUNDS scan_kernel(const ScanParams p) {
              * condition would keep the old values by copies. */
             const V *ap = A, *bs = bq, *cs = cq;
             V *cy = carry;
-            /* State n: its a, B (and C, WIDE) from the buffers (ca, cb, cc),
+            /* State n: its a, B (and C, CNEXT) from the buffers (ca, cb, cc),
              * the next state's loaded into (na, nb, nc). */
             /* nx, a constant at every call: NEXT_TEST, whether a next state
              * exists is tested (n + 1 < N; the last state loads itself
