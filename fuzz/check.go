@@ -449,11 +449,17 @@ func reachedByNonFinite(p *reference.Problem, stateBad []int) []bool {
 
 // firstNonFiniteState returns, for every state (batch, dim, n) of p, the
 // first time step at which an input the state's recurrence reads is NaN or
-// ±Inf (Seqlen if none): u, Δ and B at that step, or (0) its a, delta_bias or
+// ±Inf (Seqlen if none): u, the step's Δ and B at that step, or (0) its a or
 // constant B. It reads no C, D or z, nor the other states' a: a row's first
 // non-finite input may leave a state's inputs all finite
 // (FuzzScan on the H200, foh fp64: a = +Inf in one state of a row whose
-// other state overflowed float64 and decayed back to 9.9e128).
+// other state overflowed float64 and decayed back to 9.9e128). The step's Δ
+// is the one the recurrence reads, after delta_bias and softplus: a raw
+// Δ of −Inf under softplus is the finite step 0 (FuzzScan/02547bf9f1271ad2
+// on the H200: zoh fp64, Δ = −Inf every tenth step of a row whose states
+// left float64's range on finite inputs and came back, held the kernel's
+// finite outputs to the sequential reference's ∞ as if the −Inf had reached
+// them).
 func firstNonFiniteState(p *reference.Problem) []int {
 	cw := 1
 	if p.Complex {
@@ -466,12 +472,9 @@ func firstNonFiniteState(p *reference.Problem) []int {
 			row := b*p.Dim + d
 			steps := p.Seqlen
 			for t := 0; t < p.Seqlen && steps == p.Seqlen; t++ {
-				if i := row*p.Seqlen + t; nonFinite(p.U[i]) || nonFinite(p.Delta[i]) {
+				if i := row*p.Seqlen + t; nonFinite(p.U[i]) || nonFinite(p.StepDelta(i)) {
 					steps = t
 				}
-			}
-			if p.DeltaBias != nil && nonFinite(p.DeltaBias[d]) {
-				steps = 0
 			}
 			for n := 0; n < N; n++ {
 				t0 := steps

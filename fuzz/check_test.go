@@ -235,3 +235,51 @@ func TestJudgeScanOwnStepInputs(t *testing.T) {
 		}
 	}
 }
+
+// A raw Δ of −Inf under softplus is the finite step Δ = 0 (Ā = 1, no
+// input), not a non-finite input that reaches the row's later outputs. Here
+// it opens a row whose state leaves float64's range at step 3 on finite
+// inputs (Δ·u ≈ 1.3·10^308 at steps 2 and 3) and comes back at step 4
+// (Ā = e^-20), where a time-parallel kernel gives the finite value and the
+// sequential reference ∞: both are accepted, as in a row without the −Inf.
+// Before, the −Inf counted as reaching every later output, which then had to
+// be non-finite like the sequential reference's (FuzzScan/02547bf9f1271ad2
+// on the H200: zoh fp64, Δ = −Inf every tenth step). The error scale of the
+// step was σ(−∞)·∞ = 0·∞ = NaN, which would have left every output of the
+// row unjudged once the −Inf no longer reached them; it is the limit 0 now
+// (reference's deltaScale), and a wrong step 0 or 1 is rejected.
+func TestJudgeScanSoftplusOfMinusInf(t *testing.T) {
+	p := &reference.Problem{Batch: 1, Dim: 1, Seqlen: 5, Dstate: 1, Groups: 1, Method: reference.ZOH,
+		VariableB: true, VariableC: true, Softplus: true,
+		U: []float64{1, 1, 1e308, 1.3e308, 0}, Delta: []float64{math.Inf(-1), 1, 1, 1, 20}, A: []float64{-1},
+		B: []float64{1, 1, 1, 1, 1}, C: []float64{1, 1, 1, 1, 1}}
+	exact, err := reference.Scan(p, reference.Float64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unbounded, _, err := reference.ScanRowUnbounded(p, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seq := exact.Out
+	if seq[0] != 0 || math.Abs(seq[1]-math.Log1p(math.E)) > 1e-15 || !math.IsInf(seq[3], 1) || !math.IsInf(seq[4], 1) ||
+		math.IsInf(unbounded[4], 0) || unbounded[4] <= 0 {
+		t.Fatalf("the problem is not the one described: sequential %v, unbounded %v", seq, unbounded)
+	}
+	tp := []float64{0, seq[1], seq[2], seq[3], unbounded[4]}
+	for _, c := range []struct {
+		name string
+		out  []float64
+		ok   bool
+	}{
+		{"the sequential order", seq, true},
+		{"the time-parallel order", tp, true},
+		{"a wrong step 1", []float64{0, 1.001 * seq[1], seq[2], seq[3], unbounded[4]}, false},
+		{"a wrong step 0", []float64{1e-3, seq[1], seq[2], seq[3], unbounded[4]}, false},
+	} {
+		err := judgeScan(&Failure{Input: c.name}, p, p, cudalib.F64, c.out, nil)
+		if got := err == nil; got != c.ok {
+			t.Errorf("%s: accepted %t, want %t: %v", c.name, got, c.ok, err)
+		}
+	}
+}

@@ -75,8 +75,10 @@
 // PathScale ≥ the largest number), although the element has decayed well
 // inside the range since: one rounding up at that step makes the state ∞
 // for good. A scan element is reached by a NaN or Inf input that its states
-// read by its step (u, Δ, B, their a and delta_bias), its row's D, or its
-// own step's C or z; another step's C or z does not reach it. Where S is
+// read by its step (u, Δ as the recurrence reads it — after delta_bias and
+// softplus, so that a raw −Inf under softplus is the finite step 0 — B,
+// their a), its row's D, or its own step's C or z; another step's C or z
+// does not reach it. Where S is
 // NaN (a NaN or Inf input that never reached
 // the element) k must be finite unless N is not; where S overflows float64
 // the element's terms are beyond every dtype's range and it is not judged;

@@ -356,8 +356,10 @@ func deltaScale(p *Problem, raw float64, d int) (dt, sdt float64) {
 		dt = math.Log1p(e)
 		sigma := e / (1 + e)
 		// e^v carries the error of v, its own ulp and, computed as
-		// exp2(v·log2e), |v|·u; log1p damps all of it by σ(v).
-		return dt, sigma*(sv+math.Abs(v)+2) + 2*dt
+		// exp2(v·log2e), |v|·u; log1p damps all of it by σ(v). At
+		// v = −∞ (a raw Δ or delta_bias of −Inf) the step is exactly 0
+		// with no error, the limit of σ(v)·|v|, not 0·∞ = NaN.
+		return dt, mul0(sigma, sv+math.Abs(v)+2) + 2*dt
 	}
 	return v, sv
 }

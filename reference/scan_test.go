@@ -355,6 +355,38 @@ func TestScaleDecayBound(t *testing.T) {
 	}
 }
 
+// Under softplus a raw Δ (or delta_bias) of −Inf is the step Δ = 0 exactly,
+// the limit of a very negative one: its error scale is that of Δ = −1000,
+// whose softplus is 0 in float64 too, not σ(−∞)·∞ = NaN, which made every
+// later output of the row unjudgeable (FuzzScan/02547bf9f1271ad2 on the
+// H200).
+func TestScaleSoftplusOfMinusInf(t *testing.T) {
+	inf := math.Inf(-1)
+	for _, tc := range []struct {
+		name          string
+		delta, deltaL []float64 // raw Δ, and the finite limit: −1000 for −Inf
+		bias, biasL   float64
+	}{
+		{"Δ = −Inf at step 0", []float64{inf, 0.5, 0.25}, []float64{-1000, 0.5, 0.25}, 0, 0},
+		{"delta_bias = −Inf", []float64{0.5, 0.5, 0.25}, []float64{0.5, 0.5, 0.25}, inf, -1000},
+	} {
+		scale := func(delta []float64, bias float64) *reference.Scale {
+			p := &reference.Problem{Batch: 1, Dim: 1, Seqlen: 3, Dstate: 1, Groups: 1, Method: reference.ZOH,
+				Softplus: true, U: []float64{3, 2, 1}, Delta: delta, DeltaBias: []float64{bias},
+				A: []float64{-1}, B: []float64{0.5}, C: []float64{1}}
+			sc, err := reference.ErrorScale(p)
+			require.NoError(t, err, tc.name)
+			return sc
+		}
+		got, want := scale(tc.delta, tc.bias), scale(tc.deltaL, tc.biasL)
+		for i := range want.Out {
+			assert.False(t, math.IsNaN(got.Out[i]), "%s: out[%d] is NaN", tc.name, i)
+			assert.Equal(t, want.Out[i], got.Out[i], "%s: out[%d]", tc.name, i)
+		}
+		assert.Equal(t, want.LastState, got.LastState, tc.name)
+	}
+}
+
 // The error scale is linear in u (every term of the analysis carries one
 // factor of |u| or of a state made from it), so scaling u by a power of two
 // scales Out and LastState by it exactly, up to the analysis's own
