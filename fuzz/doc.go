@@ -78,8 +78,7 @@
 // read by its step (u, Δ as the recurrence reads it — after delta_bias and
 // softplus, so that a raw −Inf under softplus is the finite step 0 — B,
 // their a), its row's D, or its own step's C or z; another step's C or z
-// does not reach it. Where S is
-// NaN (a NaN or Inf input that never reached
+// does not reach it. Where S is NaN (a NaN or Inf input that never reached
 // the element) k must be finite unless N is not; where S overflows float64
 // the element's terms are beyond every dtype's range and it is not judged;
 // so is a scan element whose inputs are finite but whose terms' magnitude
