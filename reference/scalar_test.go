@@ -213,6 +213,13 @@ func exactQuo(n, m complex128) complex128 {
 	return complex(r, i)
 }
 
+// quoClose: got is within four units of roundoff of the quotient want in
+// norm, and two of the smallest subnormal for a quotient in the subnormal
+// range.
+func quoClose(got, want complex128) bool {
+	return cmplx.Abs(got-want) <= 4*0x1p-53*cmplx.Abs(want)+2*math.SmallestNonzeroFloat64
+}
+
 // TestQuo: quo is the quotient to within a few units of the last place,
 // subnormal results included, where Go's complex division (Smith's
 // algorithm) overflows an intermediate; smith records that it does, so each
@@ -234,9 +241,7 @@ func TestQuo(t *testing.T) {
 	} {
 		want := exactQuo(tc.n, tc.m)
 		got := quo(tc.n, tc.m)
-		// Four units of roundoff in norm, and two of the smallest subnormal
-		// for a quotient in the subnormal range.
-		if d := cmplx.Abs(got - want); d > 4*0x1p-53*cmplx.Abs(want)+2*math.SmallestNonzeroFloat64 {
+		if !quoClose(got, want) {
 			t.Errorf("%s: quo(%v, %v) = %v, want %v", tc.name, tc.n, tc.m, got, want)
 		}
 		naive := tc.n / tc.m
@@ -266,7 +271,7 @@ func TestPhi1ComplexNearTheRange(t *testing.T) {
 	a := complex(-0.6206896551724138, 0.7835703001579778)
 	x := complex(math.MaxFloat64, 0) * a
 	require.False(t, cmplx.IsInf(x), "x = %v", x)
-	if got, want := Phi1Complex(x), exactQuo(-1, x); cmplx.Abs(got-want) > 4*0x1p-53*cmplx.Abs(want)+2*math.SmallestNonzeroFloat64 {
+	if got, want := Phi1Complex(x), exactQuo(-1, x); !quoClose(got, want) {
 		t.Errorf("Phi1Complex(%v) = %v, want −1/x = %v", x, got, want)
 	}
 	for _, prec := range []Precision{Float64, Float64Natural} {
