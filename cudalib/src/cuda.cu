@@ -786,9 +786,9 @@ __global__ void SSMK_SCAN_BOUNDS scan_kernel(const ScanParams p) {
             /* The next state's a and B (and C, WIDE; LATEC: after pass 1)
              * are loaded before this state's arithmetic, so that their
              * latency (an L2 round trip: B and C are shared by the batch's
-             * rows) overlaps it. The last
-             * state loads itself again rather than nothing: a load under a
-             * condition would keep the old values by copies. */
+             * rows) overlaps it. The last state loads itself again rather
+             * than nothing: a load under a condition would keep the old
+             * values by copies. */
             const V *ap = A, *bs = bq, *cs = cq;
             V *cy = carry;
             /* State n: its a, B (and C, CNEXT) from the buffers (ca, cb, cc),
