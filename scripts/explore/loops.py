@@ -9,7 +9,8 @@ for l in lines:
 addr={a:i for i,(a,_) in enumerate(ins)}
 print("total",len(ins))
 for i,(a,t) in enumerate(ins):
-    m=re.search(r'BRA (?:`\(.*?\) )?0x([0-9a-f]+)',t)
+    # BRA 0x…, BRA `(label) 0x…, and the form with a predicate operand, BRA P1, 0x… (nvcc 11.8)
+    m=re.search(r'BRA (?:`\(.*?\) )?(?:!?U?P\d, )?0x([0-9a-f]+)',t)
     if m:
         tgt=int(m.group(1),16)
         if tgt<=a:
