@@ -9,12 +9,20 @@ BUILD    := build
 SRC      := cudalib/src
 INC      := cudalib/include
 HEADERS  := $(INC)/ssmk.h $(SRC)/ssmk_methods.h $(SRC)/ssmk_host.h
+CUDA_SRC := $(wildcard $(SRC)/cuda/*.cu $(SRC)/cuda/*.cuh $(SRC)/cuda/*.h)
+# The C, C++ and CUDA sources make lint formats (.clang-format).
+CLANG_FORMAT_SRC := $(wildcard $(SRC)/*.cpp $(SRC)/*.h $(INC)/*.h $(SRC)/cuda/*) fuzz/native/ssmk_fuzz.cpp
+STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 WARN     := -Wall -Wextra -Werror
 CXXFLAGS ?= -O3 -std=c++17 -fPIC -fopenmp -fvisibility=hidden $(WARN)
 
-.PHONY: all lib lib-cuda cuda-check test verify mutants fuzz fuzz-native gate gate-bin baseline bench sanitize vet fmt-check bench-ref gpu-build clean
+.PHONY: all help lib lib-cuda cuda-check test verify mutants fuzz fuzz-native gate gate-bin baseline bench sanitize vet fmt-check lint bench-ref gpu-build clean
 
 all: lib
+
+## help: this list of targets
+help:
+	@awk '/^## / { sub(/^## /, ""); if (match($$0, /^[a-z-]+( \/ [a-z-]+)*:/)) printf "\n"; print "  " $$0 }' $(MAKEFILE_LIST)
 
 ## lib: the CPU build of the kernels, build/libssmk_cpu.so
 lib: $(BUILD)/libssmk_cpu.so
@@ -31,26 +39,33 @@ $(BUILD)/mutants/libssmk_cpu_m%.so: $(SRC)/cpu.cpp $(HEADERS) $(SRC)/ssmk.map
 ## lib-cuda: the CUDA build, build/libssmk_cuda.so (nvcc; CUDA_ARCH=90 by default)
 lib-cuda: $(BUILD)/libssmk_cuda.so
 
-$(BUILD)/libssmk_cuda.so: $(SRC)/cuda.cu $(HEADERS) $(SRC)/ssmk.map cudalib/build-cuda.sh
+$(BUILD)/libssmk_cuda.so: $(CUDA_SRC) $(HEADERS) $(SRC)/ssmk.map cudalib/build-cuda.sh
 	cudalib/build-cuda.sh $@ $(CUDA_ARCH)
 
 ## cuda-check: compile the CUDA sources for sm_80, sm_87 and sm_90 without running them (CI has no GPU), and
 ## fail if a sm_90 scan kernel needs more than 128 registers (fewer blocks per SM: scripts/scan-registers.sh)
 cuda-check:
 	@for a in 80 87 90; do cudalib/build-cuda.sh $(BUILD)/cuda-check/libssmk_cuda_sm_$$a.so $$a || exit 1; done
-	@echo "cuda-check: cuda.cu compiles for sm_80, sm_87 and sm_90"
+	@echo "cuda-check: the CUDA sources compile for sm_80, sm_87 and sm_90"
 	@scripts/scan-registers.sh $(BUILD)/cuda-check/libssmk_cuda_sm_90.so 128
 
 ## test: everything CI runs (builds the CPU library first)
 test: lib
 	$(GO) test ./...
 
-## vet / fmt-check: static checks
+## lint: gofmt, go vet, staticcheck, and clang-format of the C, C++ and CUDA sources (what CI checks)
+lint: fmt-check vet
+	$(STATICCHECK) ./...
+	@command -v clang-format >/dev/null || { echo "lint: clang-format not found (Debian: apt-get install clang-format)"; exit 1; }
+	@clang-format --style=file --dry-run -Werror $(CLANG_FORMAT_SRC) && echo "lint: clang-format clean"
+
+## vet / fmt-check: go vet; gofmt
 vet:
 	$(GO) vet ./...
 
 fmt-check:
-	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	@out=$$(gofmt -l $$(git ls-files -co --exclude-standard '*.go' | while read -r f; do [ -f "$$f" ] && echo "$$f"; done)); \
+		if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
 ## verify: the main job: build the library (CPU; CUDA too when nvcc and a GPU are present), run the
 ## verification suite against it, print the summary, write out/report.json and out/summary.txt
@@ -67,7 +82,7 @@ mutants: lib
 	$(GO) run ./verify/mutants
 
 ## gate: the merge gate (cmd/gate): accuracy, golden, fuzz-corpus replay, the seven checks and the
-## convergence orders against the library under test (SSMK_LIB to choose); writes $(OUT)/report.json,
+## convergence orders against the library under test (SSMK_LIB to choose); writes OUT/report.json (out/gate),
 ## junit.xml, report.md and plots; BASELINE=file compares Check7 with a stored baseline. Exit 0 only on a pass.
 OUT ?= out/gate
 BASELINE ?=
@@ -82,7 +97,7 @@ gate: lib gate-bin
 gate-bin:
 	$(GO) build -o $(BUILD)/gate ./cmd/gate
 
-## baseline: measure Check7 and store its samples as a baseline ($(BASELINE_FILE), default baseline.json)
+## baseline: measure Check7 and store its samples as a baseline (BASELINE_FILE, default baseline.json)
 BASELINE_FILE ?= baseline.json
 baseline: lib gate-bin
 	$(BUILD)/gate -out out/baseline -pkgs verify -run Check7 -plots=false -write-baseline $(BASELINE_FILE) $(GATE_FLAGS)

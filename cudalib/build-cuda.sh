@@ -22,5 +22,5 @@ set -x
 "$nvcc" "${ccbin[@]}" -O3 -std=c++17 -lineinfo --expt-relaxed-constexpr ${SSMK_NVCC_EXTRA:-} \
   -Xcompiler -fPIC,-fvisibility=hidden,-Wall,-Wextra,-Werror -Werror all-warnings \
   -gencode "arch=compute_${arch},code=sm_${arch}" \
-  -I"$here/include" -shared -o "$out" "$here/src/cuda.cu" \
+  -I"$here/include" -shared -o "$out" "$here"/src/cuda/*.cu \
   -Xlinker --version-script="$here/src/ssmk.map"

@@ -1,6 +1,6 @@
 package cudalib
 
-import "ssmverify/reference"
+import "ssmverify/ssm"
 
 // ScanBytes is the least memory traffic of one scan of p in dtype dt: every
 // input read once, every output written once (u, delta, z, out,
@@ -9,7 +9,7 @@ import "ssmverify/reference"
 // kernel that re-reads them per channel is paying for cache hits, not for
 // memory. Dividing by a measured time gives the bandwidth a roofline
 // compares with CopyBandwidth.
-func ScanBytes(p *reference.Problem, dt DType) int64 {
+func ScanBytes(p *ssm.Problem, dt ssm.DType) int64 {
 	e := int64(dt.Size())
 	cw := int64(1)
 	if p.Complex {

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"unsafe"
 
+	"ssmverify/ssm"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -180,9 +182,9 @@ func TestSetNumThreads(t *testing.T) {
 func TestCapabilities(t *testing.T) {
 	l := open(t)
 	for m := int32(0); m < 6; m++ {
-		for _, dt := range DTypes() {
+		for _, dt := range ssm.DTypes() {
 			for _, c := range []bool{false, true} {
-				caps := Caps(l.fn.capabilities(m, int32(dt), b2i(c)))
+				caps := ssm.Caps(l.fn.capabilities(m, int32(dt), b2i(c)))
 				assert.True(t, caps.Supported(), "method %d %v complex=%t", m, dt, c)
 				assert.False(t, caps.ComplexZOHFallback(), "the project's kernels are native for all six")
 			}

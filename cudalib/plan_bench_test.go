@@ -8,19 +8,19 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"ssmverify/gen"
-	"ssmverify/reference"
+	"ssmverify/ssm"
 )
 
 // The reference figure: 8×512×1024×16 fp32 in the Mamba-block
 // configuration moves 68.2 MB (u, Δ, z, out, B, C) — ScanBytes adds A, D,
 // delta_bias and last_state.
 func TestScanBytes(t *testing.T) {
-	p := gen.New(gen.MambaBlock(reference.ZOH, 8, 512, 1024, 16), 1)
+	p := gen.New(gen.MambaBlock(ssm.ZOH, 8, 512, 1024, 16), 1)
 	core := int64(4*8*512*1024+2*8*16*1024) * 4
 	assert.Equal(t, int64(68157440), core)
 	extra := int64(512*16+512+512+8*512*16) * 4
-	assert.Equal(t, core+extra, ScanBytes(p, F32))
-	assert.Equal(t, 2*(core+extra), ScanBytes(p, F64))
+	assert.Equal(t, core+extra, ScanBytes(p, ssm.F32))
+	assert.Equal(t, 2*(core+extra), ScanBytes(p, ssm.F64))
 }
 
 // BenchmarkPlanMambaBlock times one scan of the Mamba-block configuration
@@ -40,8 +40,8 @@ func BenchmarkPlanMambaBlock(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, dt := range DTypes() {
-		for _, m := range reference.Methods() {
+	for _, dt := range ssm.DTypes() {
+		for _, m := range ssm.Methods() {
 			p := gen.New(gen.MambaBlock(m, 8, 512, 1024, 16), 1)
 			bufs, err := l.NewScanBuffers(p, dt)
 			if err != nil {

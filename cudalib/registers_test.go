@@ -18,10 +18,10 @@ import (
 func resUsage(regs map[string]int) string {
 	var b strings.Builder
 	b.WriteString("\nFatbin elf code:\n================\narch = sm_90\n\nResource usage:\n")
-	b.WriteString(" Function _ZN39_GLOBAL__N__5c83b687_7_cuda_cu_8b38e40417discretize_kernelIdLb1EEEvixPKT_PKvPvS6_:\n")
+	b.WriteString(" Function _ZN4ssmk62_GLOBAL__N__0b1e2c3d_10_kernels_cu_8b38e404_9876517discretize_kernelIdLb1EEEvixPKT_PKvPvS6_:\n")
 	b.WriteString("  REG:200 STACK:80 SHARED:0 LOCAL:0 CONSTANT[0]:400 TEXTURE:0 SURFACE:0 SAMPLER:0\n")
 	for name, r := range regs {
-		b.WriteString(" Function _ZN39_GLOBAL__N__5c83b687_7_cuda_cu_8b38e40411scan_kernel" + name + "EEvNS_10ScanParamsE:\n")
+		b.WriteString(" Function _ZN4ssmk11scan_kernelINS_10ScanTraitsI" + name + "EEEEvNS_10ScanParamsE:\n")
 		b.WriteString("  REG:" + strconv.Itoa(r) + " STACK:0 SHARED:1024 LOCAL:0 CONSTANT[0]:656 TEXTURE:0 SURFACE:0 SAMPLER:0\n")
 	}
 	return b.String()
@@ -30,7 +30,7 @@ func resUsage(regs map[string]int) string {
 // TestScanRegistersScript runs scripts/scan-registers.sh (make cuda-check's
 // register limit and gpu.sh's report) against a stand-in cuobjdump: it must
 // name every scan kernel over the limit with its dtype, A, method, case and
-// lanes, ignore the other kernels, and fail only when given a limit.
+// ignore the other kernels, and fail only when given a limit.
 func TestScanRegistersScript(t *testing.T) {
 	if _, err := exec.LookPath("bash"); err != nil {
 		t.Skip("no bash")
@@ -40,9 +40,8 @@ func TestScanRegistersScript(t *testing.T) {
 	lib := filepath.Join(t.TempDir(), "lib.so")
 	require.NoError(t, os.WriteFile(lib, []byte("not read: the stand-in cuobjdump prints the listing"), 0o644))
 
-	within := map[string]int{"IfLb0ELi0ELb1ELi32E": 123, "IdLb0ELi1ELb1ELi32E": 128, "IfLb1ELin1ELb0ELi32E": 104}
-	over := map[string]int{"IfLb0ELi0ELb1ELi32E": 123, "IdLb0ELi1ELb1ELi32E": 136, "IdLb1ELin1ELb0ELi16E": 130,
-		"IfLb0ELi5ELb0ELi8E": 129}
+	within := map[string]int{"fLb0ELi0ELb1E": 123, "dLb0ELi1ELb1E": 128, "fLb1ELin1ELb0E": 104}
+	over := map[string]int{"fLb0ELi0ELb1E": 123, "dLb0ELi1ELb1E": 136, "dLb1ELin1ELb0E": 130, "fLb0ELi5ELb0E": 129}
 	cases := []struct {
 		name     string
 		listing  string
@@ -55,11 +54,11 @@ func TestScanRegistersScript(t *testing.T) {
 			[]string{"every scan kernel within 128; the most 128"}, []string{"discretize"}},
 		{"over, limit given", resUsage(over), []string{"128"}, 1,
 			[]string{"3 scan kernels over 128 (fewer than 4 blocks of 128 threads per SM)",
-				"fp64 real foh (Mamba case, 32 lanes): 136", "fp64 complex all methods (general, 16 lanes): 130",
-				"fp32 real rk4 (general, 8 lanes): 129"}, []string{"zoh", "discretize"}},
+				"fp64 real foh (Mamba case): 136", "fp64 complex all methods (general): 130",
+				"fp32 real rk4 (general): 129"}, []string{"zoh", "discretize"}},
 		{"over, report only", resUsage(over), nil, 0, []string{"3 scan kernels over 128"}, nil},
 		{"a lower limit", resUsage(within), []string{"120"}, 1,
-			[]string{"2 scan kernels over 120:", "fp32 real zoh (Mamba case, 32 lanes): 123", "fp64 real foh (Mamba case, 32 lanes): 128"},
+			[]string{"2 scan kernels over 120:", "fp32 real zoh (Mamba case): 123", "fp64 real foh (Mamba case): 128"},
 			[]string{"fewer than 4 blocks"}},
 		{"no scan kernel", resUsage(nil), []string{"128"}, 2, []string{"no scan kernel found"}, nil},
 		{"a limit that is not a number", resUsage(within), []string{"many"}, 2, []string{"MAX must be a number of registers, got 'many'"}, nil},

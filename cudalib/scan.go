@@ -5,7 +5,7 @@ import (
 	"runtime"
 	"unsafe"
 
-	"ssmverify/reference"
+	"ssmverify/ssm"
 )
 
 // Array is a host array of one dtype, as the library reads or writes it.
@@ -18,11 +18,11 @@ type Array struct {
 
 // NewArray converts v to dtype dt (rounding to nearest for F32). A nil v
 // gives the absent array.
-func NewArray(v []float64, dt DType) Array {
+func NewArray(v []float64, dt ssm.DType) Array {
 	if v == nil {
 		return Array{}
 	}
-	if dt == F64 {
+	if dt == ssm.F64 {
 		return Array{F64: append(make([]float64, 0, len(v)), v...)}
 	}
 	a := Array{F32: make([]float32, len(v))}
@@ -32,8 +32,8 @@ func NewArray(v []float64, dt DType) Array {
 	return a
 }
 
-func zeros(n int, dt DType) Array {
-	if dt == F64 {
+func zeros(n int, dt ssm.DType) Array {
+	if dt == ssm.F64 {
 		return Array{F64: make([]float64, n)}
 	}
 	return Array{F32: make([]float32, n)}
@@ -103,8 +103,8 @@ type scanArgs struct {
 // Keeping them lets a caller hash exactly what the kernel read and check
 // that it left the inputs alone.
 type ScanBuffers struct {
-	Problem *reference.Problem // shape, method and flags (its data is not read again)
-	DType   DType
+	Problem *ssm.Problem // shape, method and flags (its data is not read again)
+	DType   ssm.DType
 
 	U, Delta, A, B, C, D, Z, DeltaBias Array
 	Out, LastState                     Array
@@ -112,7 +112,7 @@ type ScanBuffers struct {
 
 // NewScanBuffers validates p against the library (shape, lengths, method,
 // dtype, dstate ≤ MaxDstate) and converts its arrays to dt.
-func (l *Library) NewScanBuffers(p *reference.Problem, dt DType) (*ScanBuffers, error) {
+func (l *Library) NewScanBuffers(p *ssm.Problem, dt ssm.DType) (*ScanBuffers, error) {
 	if err := l.checkProblem(p, dt); err != nil {
 		return nil, err
 	}
@@ -125,11 +125,11 @@ func (l *Library) NewScanBuffers(p *reference.Problem, dt DType) (*ScanBuffers, 
 	}, nil
 }
 
-func (l *Library) checkProblem(p *reference.Problem, dt DType) error {
+func (l *Library) checkProblem(p *ssm.Problem, dt ssm.DType) error {
 	if p == nil {
 		return fmt.Errorf("cudalib: problem is nil")
 	}
-	if dt != F32 && dt != F64 {
+	if dt != ssm.F32 && dt != ssm.F64 {
 		return fmt.Errorf("cudalib: dtype = %d, want F32 (0) or F64 (1)", int32(dt))
 	}
 	if err := p.Validate(); err != nil {
@@ -187,7 +187,7 @@ func (l *Library) RunScan(b *ScanBuffers) error {
 
 // Scan runs the forward scan of p in dtype dt and returns the results
 // widened to float64.
-func (l *Library) Scan(p *reference.Problem, dt DType) (*reference.Output, error) {
+func (l *Library) Scan(p *ssm.Problem, dt ssm.DType) (*ssm.Output, error) {
 	b, err := l.NewScanBuffers(p, dt)
 	if err != nil {
 		return nil, err
@@ -195,19 +195,19 @@ func (l *Library) Scan(p *reference.Problem, dt DType) (*reference.Output, error
 	if err := l.RunScan(b); err != nil {
 		return nil, err
 	}
-	return &reference.Output{Out: b.Out.Float64s(), LastState: b.LastState.Float64s()}, nil
+	return &ssm.Output{Out: b.Out.Float64s(), LastState: b.LastState.Float64s()}, nil
 }
 
 // Capabilities returns ssmk_capabilities(m, dt, isComplex).
-func (l *Library) Capabilities(m reference.Method, dt DType, isComplex bool) Caps {
-	return Caps(l.fn.capabilities(int32(m), int32(dt), b2i(isComplex)))
+func (l *Library) Capabilities(m ssm.Method, dt ssm.DType, isComplex bool) ssm.Caps {
+	return ssm.Caps(l.fn.capabilities(int32(m), int32(dt), b2i(isComplex)))
 }
 
-func checkDiscretize(m reference.Method, dt DType, isComplex bool, delta, a []float64) error {
+func checkDiscretize(m ssm.Method, dt ssm.DType, isComplex bool, delta, a []float64) error {
 	if !m.Valid() {
 		return fmt.Errorf("cudalib: method = %d, want 0…5 (zoh foh bilinear poly highorder rk4)", int32(m))
 	}
-	if dt != F32 && dt != F64 {
+	if dt != ssm.F32 && dt != ssm.F64 {
 		return fmt.Errorf("cudalib: dtype = %d, want F32 (0) or F64 (1)", int32(dt))
 	}
 	if len(delta) == 0 {
@@ -226,7 +226,7 @@ func checkDiscretize(m reference.Method, dt DType, isComplex bool, delta, a []fl
 // Discretize calls ssmk_discretize: for each i, (Ā, Δ·g) of method m at
 // x = delta[i]·A[i]. For complex A, a and the results are interleaved
 // (re, im) pairs. Inputs are converted to dt and the results widened.
-func (l *Library) Discretize(m reference.Method, dt DType, isComplex bool, delta, a []float64) (abar, bcoef []float64, err error) {
+func (l *Library) Discretize(m ssm.Method, dt ssm.DType, isComplex bool, delta, a []float64) (abar, bcoef []float64, err error) {
 	if err := checkDiscretize(m, dt, isComplex, delta, a); err != nil {
 		return nil, nil, err
 	}
@@ -242,10 +242,10 @@ func (l *Library) Discretize(m reference.Method, dt DType, isComplex bool, delta
 // complex). It lets a caller pass exactly the bits it wants (subnormals,
 // NaN payloads) and place guard elements around the outputs, as the fuzzers
 // do to catch writes outside the buffers.
-func (l *Library) DiscretizeInto(m reference.Method, isComplex bool, delta, a, abar, bcoef Array) error {
-	dt := F32
+func (l *Library) DiscretizeInto(m ssm.Method, isComplex bool, delta, a, abar, bcoef Array) error {
+	dt := ssm.F32
 	if delta.F64 != nil {
-		dt = F64
+		dt = ssm.F64
 	}
 	n := delta.Len()
 	if err := checkDiscretize(m, dt, isComplex, make([]float64, n), make([]float64, a.Len())); err != nil {
@@ -255,7 +255,7 @@ func (l *Library) DiscretizeInto(m reference.Method, isComplex bool, delta, a, a
 		name string
 		v    Array
 	}{{"A", a}, {"Abar", abar}, {"Bcoef", bcoef}} {
-		if (f.v.F64 != nil) != (dt == F64) || (f.v.F32 != nil) != (dt == F32) {
+		if (f.v.F64 != nil) != (dt == ssm.F64) || (f.v.F32 != nil) != (dt == ssm.F32) {
 			return fmt.Errorf("cudalib: %s is not in delta's dtype %v", f.name, dt)
 		}
 		if f.v.Len() != a.Len() {
@@ -288,7 +288,7 @@ func (l *Library) CopyBandwidth(bytes int64, iters int) (float64, error) {
 type Plan struct {
 	l        *Library
 	h        uintptr
-	dt       DType
+	dt       ssm.DType
 	outLen   int
 	stateLen int
 	cleanup  runtime.Cleanup
@@ -310,7 +310,7 @@ func (l *Library) NewPlan(b *ScanBuffers) (*Plan, error) {
 }
 
 // NewDiscretizePlan calls ssmk_plan_create_discretize.
-func (l *Library) NewDiscretizePlan(m reference.Method, dt DType, isComplex bool, delta, a []float64) (*Plan, error) {
+func (l *Library) NewDiscretizePlan(m ssm.Method, dt ssm.DType, isComplex bool, delta, a []float64) (*Plan, error) {
 	if err := checkDiscretize(m, dt, isComplex, delta, a); err != nil {
 		return nil, err
 	}
@@ -328,7 +328,7 @@ func (l *Library) NewDiscretizePlan(m reference.Method, dt DType, isComplex bool
 	return l.newPlan(h, dt, len(a), len(a)), nil
 }
 
-func (l *Library) newPlan(h uintptr, dt DType, outLen, stateLen int) *Plan {
+func (l *Library) newPlan(h uintptr, dt ssm.DType, outLen, stateLen int) *Plan {
 	p := &Plan{l: l, h: h, dt: dt, outLen: outLen, stateLen: stateLen}
 	// A plan dropped without Close still frees its device memory.
 	destroy := l.fn.planDestroy

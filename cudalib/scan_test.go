@@ -16,6 +16,7 @@ import (
 
 	"ssmverify/gen"
 	"ssmverify/reference"
+	"ssmverify/ssm"
 )
 
 // ratioLimit bounds the scaled error ratio of these binding tests. The
@@ -26,17 +27,17 @@ import (
 // suite sets its thresholds from measured maxima.
 const ratioLimit = 16
 
-func precisionOf(dt DType) reference.Precision {
-	if dt == F32 {
-		return reference.Float32
+func precisionOf(dt ssm.DType) ssm.Precision {
+	if dt == ssm.F32 {
+		return ssm.Float32
 	}
-	return reference.Float64
+	return ssm.Float64
 }
 
 // worstRatio compares a kernel output with the reference and returns the
 // largest ratio and where it is.
-func worstRatio(p *reference.Problem, got *reference.Output, dt DType) (float64, string) {
-	ref, err := reference.Scan(p, reference.Float64)
+func worstRatio(p *ssm.Problem, got *ssm.Output, dt ssm.DType) (float64, string) {
+	ref, err := reference.Scan(p, ssm.Float64)
 	if err != nil {
 		panic(err)
 	}
@@ -73,9 +74,9 @@ func worstRatio(p *reference.Problem, got *reference.Output, dt DType) (float64,
 // scanRatio runs p through the library in dtype dt — its inputs rounded to
 // float32 first for F32, so that the reference sees what the kernel sees —
 // and returns worstRatio's largest ratio and where it is.
-func scanRatio(t *testing.T, l *Library, p *reference.Problem, dt DType) (float64, string) {
+func scanRatio(t *testing.T, l *Library, p *ssm.Problem, dt ssm.DType) (float64, string) {
 	t.Helper()
-	if dt == F32 {
+	if dt == ssm.F32 {
 		p.RoundToFloat32()
 	}
 	got, err := l.Scan(p, dt)
@@ -92,9 +93,9 @@ func TestScanMatchesReference(t *testing.T) {
 		{}, {varB: true, varC: true, softplus: true, D: true, z: true, bias: true},
 		{varB: true}, {varC: true}, {softplus: true, bias: true}, {D: true}, {z: true},
 	}
-	worst := map[DType]float64{}
-	for _, m := range reference.Methods() {
-		for _, dt := range DTypes() {
+	worst := map[ssm.DType]float64{}
+	for _, m := range ssm.Methods() {
+		for _, dt := range ssm.DTypes() {
 			for _, isComplex := range []bool{false, true} {
 				for fi, f := range feats {
 					for _, dist := range []gen.Dist{gen.Realistic, gen.Stress} {
@@ -110,7 +111,7 @@ func TestScanMatchesReference(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("largest ratio: fp32 %.3g, fp64 %.3g (limit %d)", worst[F32], worst[F64], ratioLimit)
+	t.Logf("largest ratio: fp32 %.3g, fp64 %.3g (limit %d)", worst[ssm.F32], worst[ssm.F64], ratioLimit)
 }
 
 // Shapes at the edges: one element, seqlen not a multiple of any chunk, the
@@ -118,8 +119,8 @@ func TestScanMatchesReference(t *testing.T) {
 func TestScanShapes(t *testing.T) {
 	l := open(t)
 	for _, sh := range [][5]int{{1, 1, 1, 1, 1}, {1, 1, 1, l.MaxDstate(), 1}, {2, 4, 257, 33, 2}, {1, 3, 1000, 17, 1}, {3, 2, 5, 64, 2}, {1, 1, 3, 129, 1}} {
-		for _, dt := range DTypes() {
-			s := gen.MambaBlock(reference.RK4, sh[0], sh[1], sh[2], sh[3])
+		for _, dt := range ssm.DTypes() {
+			s := gen.MambaBlock(ssm.RK4, sh[0], sh[1], sh[2], sh[3])
 			s.Groups = sh[4]
 			r, where := scanRatio(t, l, gen.New(s, 7), dt)
 			assert.LessOrEqual(t, r, float64(ratioLimit), "%v %v: %s", s, dt, where)
@@ -129,19 +130,17 @@ func TestScanShapes(t *testing.T) {
 
 // A grid of 16384 rows (4096 blocks of the CUDA build's scan) with full
 // tiles and a partial one, for the methods whose kernels differ most in
-// their fast paths. The CUDA build runs every scan with 32 lanes per row;
-// under the forced builds of scripts/gpu.sh run (SSMK_SCAN_SEG=8 and 16)
-// this is the test of the narrow scans on a grid of many warps, where
-// bilinear took 8 lanes by default until bench/NOTES.md's variant 47. Any
-// backend must pass it.
-func TestScanNarrowScanSizes(t *testing.T) {
+// their fast paths: a block's rows share its shared-memory carries, and a
+// kernel that indexes them by the wrong warp fails here first. Any backend
+// must pass it.
+func TestScanManyRows(t *testing.T) {
 	if testing.Short() {
 		t.Skip("2.2 M steps per method")
 	}
 	l := open(t)
-	for _, m := range []reference.Method{reference.Bilinear, reference.Poly, reference.ZOH} {
+	for _, m := range []ssm.Method{ssm.Bilinear, ssm.Poly, ssm.ZOH} {
 		s := gen.MambaBlock(m, 2, 8192, 136, 2)
-		r, where := scanRatio(t, l, gen.New(s, 11), F32)
+		r, where := scanRatio(t, l, gen.New(s, 11), ssm.F32)
 		assert.LessOrEqual(t, r, float64(ratioLimit), "%v: %s", s, where)
 	}
 }
@@ -159,8 +158,8 @@ func TestScanNarrowScanSizes(t *testing.T) {
 func TestScanUnstableProducts(t *testing.T) {
 	l := open(t)
 	const seqlen, from, to, quiet = 300, 20, 84, 100
-	for _, m := range reference.Methods() {
-		for _, dt := range DTypes() {
+	for _, m := range ssm.Methods() {
+		for _, dt := range ssm.DTypes() {
 			for _, isComplex := range []bool{false, true} {
 				s := gen.Spec{Batch: 2, Dim: 3, Seqlen: seqlen, Dstate: 4, Groups: 1, Method: m, Complex: isComplex,
 					VariableB: true, VariableC: true, HasD: true, Dist: gen.Realistic}
@@ -177,12 +176,12 @@ func TestScanUnstableProducts(t *testing.T) {
 					}
 				}
 				big := 60.0 // x of the unstable steps: e^x finite, e^{2x} not
-				if dt == F64 {
+				if dt == ssm.F64 {
 					big = 400
 				}
-				if m == reference.Bilinear {
+				if m == ssm.Bilinear {
 					eps := 0x1p-20 // Ā = (2 − ε)/ε
-					if dt == F64 {
+					if dt == ssm.F64 {
 						eps = 0x1p-40
 					}
 					big = 2 * (1 - eps)
@@ -204,7 +203,7 @@ func TestScanUnstableProducts(t *testing.T) {
 
 // Rows whose |a| sit at the edges of the range where the CUDA build's float
 // fast path forms Δ·g of poly and rk4 as a polynomial in Δ with per-state
-// coefficients c_k·a^k (cuda.cu's dpoly_coefs: 2^-20 ≤ |a| ≤ 2^20, or
+// coefficients c_k·a^k (scan_terms.cuh's dpoly_coefs: 2^-20 ≤ |a| ≤ 2^20, or
 // a = 0) and just outside it, where the row must take the exact path: a
 // coefficient formed outside the range underflows or overflows (|a| =
 // 10⁻³⁰ makes a³/24 zero). Δ is scaled with 1/|a| so that x = Δ·a spans
@@ -222,9 +221,9 @@ func TestScanFastPathScales(t *testing.T) {
 		{0, 0},                          // a = 0 (even states) and a = −1 (odd)
 		{1e-30, 1},                      // far below it
 	}
-	worst := map[DType]float64{}
-	for _, m := range reference.Methods() {
-		for _, dt := range DTypes() {
+	worst := map[ssm.DType]float64{}
+	for _, m := range ssm.Methods() {
+		for _, dt := range ssm.DTypes() {
 			s := gen.Spec{Batch: 2, Dim: len(rows), Seqlen: 2*256 + 37, Dstate: 16, Groups: 1, Method: m,
 				VariableB: true, VariableC: true, HasD: true, HasZ: true, Dist: gen.Realistic}
 			p := gen.New(s, 13)
@@ -253,7 +252,7 @@ func TestScanFastPathScales(t *testing.T) {
 			assert.LessOrEqual(t, r, float64(ratioLimit), "%v %v: %s (row d = index / seqlen mod dim)", s, dt, where)
 		}
 	}
-	t.Logf("largest ratio: fp32 %.3g, fp64 %.3g (limit %d)", worst[F32], worst[F64], ratioLimit)
+	t.Logf("largest ratio: fp32 %.3g, fp64 %.3g (limit %d)", worst[ssm.F32], worst[ssm.F64], ratioLimit)
 }
 
 // foh's branches on the GPU's float fast path, chosen per state and tile
@@ -283,9 +282,9 @@ func TestScanFohBranches(t *testing.T) {
 		{0x1p90, func(int) float64 { return 0x1p-90 }},       // far, 1/a = 2^90
 		{0.4, func(n int) float64 { return float64(n % 2) }}, // a = 0 beside a = −1
 	}
-	worst := map[DType]float64{}
-	for _, dt := range DTypes() {
-		s := gen.Spec{Batch: 2, Dim: len(rows), Seqlen: 2*256 + 37, Dstate: 16, Groups: 1, Method: reference.FOH,
+	worst := map[ssm.DType]float64{}
+	for _, dt := range ssm.DTypes() {
+		s := gen.Spec{Batch: 2, Dim: len(rows), Seqlen: 2*256 + 37, Dstate: 16, Groups: 1, Method: ssm.FOH,
 			VariableB: true, VariableC: true, HasD: true, HasZ: true, Dist: gen.Realistic}
 		p := gen.New(s, 17)
 		for d, row := range rows {
@@ -306,7 +305,7 @@ func TestScanFohBranches(t *testing.T) {
 		worst[dt] = r
 		assert.LessOrEqual(t, r, float64(ratioLimit), "%v: %s (row d = index / seqlen mod dim)", dt, where)
 	}
-	t.Logf("largest ratio: fp32 %.3g, fp64 %.3g (limit %d)", worst[F32], worst[F64], ratioLimit)
+	t.Logf("largest ratio: fp32 %.3g, fp64 %.3g (limit %d)", worst[ssm.F32], worst[ssm.F64], ratioLimit)
 }
 
 func TestDiscretizeMatchesReference(t *testing.T) {
@@ -315,8 +314,8 @@ func TestDiscretizeMatchesReference(t *testing.T) {
 	for i, x := range xs {
 		xs[i] = float64(float32(x)) // exactly representable in both dtypes
 	}
-	for _, m := range reference.Methods() {
-		for _, dt := range DTypes() {
+	for _, m := range ssm.Methods() {
+		for _, dt := range ssm.DTypes() {
 			u := precisionOf(dt).UnitRoundoff()
 			// Real: delta 1, A = x.
 			delta := make([]float64, len(xs))
@@ -326,10 +325,10 @@ func TestDiscretizeMatchesReference(t *testing.T) {
 			abar, bcoef, err := l.Discretize(m, dt, false, delta, xs)
 			require.NoError(t, err)
 			for i, x := range xs {
-				ra, rg := m.Real(x)
+				ra, rg := reference.Real(m, x)
 				// Ā's error: exp's conditioning |x| plus a few ulp.
 				tolA := (4 + 2*math.Abs(x)) * u * math.Abs(ra)
-				if m == reference.Bilinear {
+				if m == ssm.Bilinear {
 					tolA = 8 * u * (1 + math.Abs(x)) * (1 + math.Abs(ra)) / math.Abs(1-x/2)
 				}
 				assert.InDelta(t, ra, abar[i], tolA+1e-300, "%v %v Ā(%g)", m, dt, x)
@@ -344,7 +343,7 @@ func TestDiscretizeMatchesReference(t *testing.T) {
 			require.NoError(t, err)
 			for i := range xs {
 				z := complex(a[2*i], a[2*i+1])
-				ra, rg := m.Complex(z)
+				ra, rg := reference.Complex(m, z)
 				ga, gg := complex(cabar[2*i], cabar[2*i+1]), complex(cbcoef[2*i], cbcoef[2*i+1])
 				// The error model's scales (reference.DiscretizeScale, Δ = 1)
 				// at the suite's threshold 4. A hand-made bound here used to
@@ -365,34 +364,34 @@ func TestDiscretizeMatchesReference(t *testing.T) {
 // any C call.
 func TestGoValidation(t *testing.T) {
 	l := open(t)
-	base := func() *reference.Problem { return gen.New(gen.MambaBlock(reference.ZOH, 1, 4, 8, 4), 1) }
+	base := func() *ssm.Problem { return gen.New(gen.MambaBlock(ssm.ZOH, 1, 4, 8, 4), 1) }
 	for _, tc := range []struct {
-		edit func(*reference.Problem)
-		dt   DType
+		edit func(*ssm.Problem)
+		dt   ssm.DType
 		want string
 	}{
-		{func(p *reference.Problem) { p.Dstate = l.MaxDstate() + 1 }, F32, "dstate"},
-		{func(p *reference.Problem) { p.U = p.U[:3] }, F32, "len(U) = 3, want 32"},
-		{func(p *reference.Problem) { p.Groups = 3 }, F64, "Groups = 3 does not divide Dim = 4"},
-		{func(p *reference.Problem) { p.Method = 9 }, F64, "Method = 9"},
-		{func(p *reference.Problem) {}, DType(5), "dtype = 5"},
+		{func(p *ssm.Problem) { p.Dstate = l.MaxDstate() + 1 }, ssm.F32, "dstate"},
+		{func(p *ssm.Problem) { p.U = p.U[:3] }, ssm.F32, "len(U) = 3, want 32"},
+		{func(p *ssm.Problem) { p.Groups = 3 }, ssm.F64, "Groups = 3 does not divide Dim = 4"},
+		{func(p *ssm.Problem) { p.Method = 9 }, ssm.F64, "Method = 9"},
+		{func(p *ssm.Problem) {}, ssm.DType(5), "dtype = 5"},
 	} {
 		p := base()
 		tc.edit(p)
 		_, err := l.Scan(p, tc.dt)
 		assert.ErrorContains(t, err, tc.want)
 	}
-	_, _, err := l.Discretize(reference.ZOH, F32, true, []float64{1, 2}, []float64{1, 2})
+	_, _, err := l.Discretize(ssm.ZOH, ssm.F32, true, []float64{1, 2}, []float64{1, 2})
 	assert.ErrorContains(t, err, "len(A) = 2, want 4")
-	_, _, err = l.Discretize(reference.ZOH, F32, false, nil, nil)
+	_, _, err = l.Discretize(ssm.ZOH, ssm.F32, false, nil, nil)
 	assert.ErrorContains(t, err, "len(delta) = 0")
-	_, _, err = l.Discretize(reference.Method(7), F32, false, []float64{1}, []float64{1})
+	_, _, err = l.Discretize(ssm.Method(7), ssm.F32, false, []float64{1}, []float64{1})
 	assert.ErrorContains(t, err, "method = 7")
-	one32, one64 := NewArray([]float64{1}, F32), NewArray([]float64{1}, F64)
-	assert.ErrorContains(t, l.DiscretizeInto(reference.ZOH, false, one32, one32, one64, one32), "Abar is not in delta's dtype fp32")
-	assert.ErrorContains(t, l.DiscretizeInto(reference.ZOH, false, one64, one64, one64, NewArray([]float64{1, 2}, F64)), "len(Bcoef) = 2, want 1")
-	assert.ErrorContains(t, l.DiscretizeInto(reference.ZOH, true, one64, one64, one64, one64), "len(A) = 1, want 2")
-	assert.NoError(t, l.DiscretizeInto(reference.ZOH, false, one64, one64, one64, NewArray([]float64{0}, F64)))
+	one32, one64 := NewArray([]float64{1}, ssm.F32), NewArray([]float64{1}, ssm.F64)
+	assert.ErrorContains(t, l.DiscretizeInto(ssm.ZOH, false, one32, one32, one64, one32), "Abar is not in delta's dtype fp32")
+	assert.ErrorContains(t, l.DiscretizeInto(ssm.ZOH, false, one64, one64, one64, NewArray([]float64{1, 2}, ssm.F64)), "len(Bcoef) = 2, want 1")
+	assert.ErrorContains(t, l.DiscretizeInto(ssm.ZOH, true, one64, one64, one64, one64), "len(A) = 1, want 2")
+	assert.NoError(t, l.DiscretizeInto(ssm.ZOH, false, one64, one64, one64, NewArray([]float64{0}, ssm.F64)))
 }
 
 // Bad input straight to C: NULL arrays, zero and negative sizes, n_groups not
@@ -400,8 +399,8 @@ func TestGoValidation(t *testing.T) {
 // returns SSMK_EINVAL with a message naming the argument, and writes nothing.
 func TestCValidation(t *testing.T) {
 	l := open(t)
-	p := gen.New(gen.MambaBlock(reference.FOH, 1, 4, 8, 4), 1)
-	good, err := l.NewScanBuffers(p, F32)
+	p := gen.New(gen.MambaBlock(ssm.FOH, 1, 4, 8, 4), 1)
+	good, err := l.NewScanBuffers(p, ssm.F32)
 	require.NoError(t, err)
 	for _, tc := range []struct {
 		name string
@@ -498,9 +497,9 @@ func TestCValidation(t *testing.T) {
 // The kernel never changes its inputs.
 func TestInputsUnchanged(t *testing.T) {
 	l := open(t)
-	for _, dt := range DTypes() {
+	for _, dt := range ssm.DTypes() {
 		for _, isComplex := range []bool{false, true} {
-			s := gen.MambaBlock(reference.Bilinear, 2, 4, 19, 6)
+			s := gen.MambaBlock(ssm.Bilinear, 2, 4, 19, 6)
 			s.Complex = isComplex
 			b, err := l.NewScanBuffers(gen.New(s, 3), dt)
 			require.NoError(t, err)
@@ -520,10 +519,10 @@ func TestInputsUnchanged(t *testing.T) {
 // plans, and the misuse of a plan.
 func TestPlans(t *testing.T) {
 	l := open(t)
-	p := gen.New(gen.MambaBlock(reference.Poly, 2, 8, 64, 16), 5)
-	want, err := l.Scan(p, F32)
+	p := gen.New(gen.MambaBlock(ssm.Poly, 2, 8, 64, 16), 5)
+	want, err := l.Scan(p, ssm.F32)
 	require.NoError(t, err)
-	b, err := l.NewScanBuffers(p, F32)
+	b, err := l.NewScanBuffers(p, ssm.F32)
 	require.NoError(t, err)
 	plan, err := l.NewPlan(b)
 	require.NoError(t, err)
@@ -546,9 +545,9 @@ func TestPlans(t *testing.T) {
 	assert.ErrorContains(t, plan.Launch(), "closed plan")
 
 	delta, a := []float64{0.1, 0.2, 0.5}, []float64{-1, -2, 3}
-	wa, wb, err := l.Discretize(reference.RK4, F64, false, delta, a)
+	wa, wb, err := l.Discretize(ssm.RK4, ssm.F64, false, delta, a)
 	require.NoError(t, err)
-	dp, err := l.NewDiscretizePlan(reference.RK4, F64, false, delta, a)
+	dp, err := l.NewDiscretizePlan(ssm.RK4, ssm.F64, false, delta, a)
 	require.NoError(t, err)
 	defer dp.Close()
 	require.NoError(t, dp.Launch())
@@ -562,8 +561,8 @@ func TestPlans(t *testing.T) {
 // failing call reads its own error message.
 func TestConcurrentCalls(t *testing.T) {
 	l := open(t)
-	p := gen.New(gen.MambaBlock(reference.HighOrder, 1, 4, 33, 8), 9)
-	want, err := l.Scan(p, F64)
+	p := gen.New(gen.MambaBlock(ssm.HighOrder, 1, 4, 33, 8), 9)
+	want, err := l.Scan(p, ssm.F64)
 	require.NoError(t, err)
 	var wg sync.WaitGroup
 	errs := make(chan error, 64)
@@ -573,7 +572,7 @@ func TestConcurrentCalls(t *testing.T) {
 			defer wg.Done()
 			for i := 0; i < 10; i++ {
 				if g%2 == 0 {
-					got, err := l.Scan(p, F64)
+					got, err := l.Scan(p, ssm.F64)
 					if err != nil || !assert.ObjectsAreEqual(want.Out, got.Out) {
 						errs <- fmt.Errorf("goroutine %d: concurrent scan differs (err %v)", g, err)
 						return
@@ -612,12 +611,12 @@ func BenchmarkScanKernelCPU(b *testing.B) {
 	prev := l.SetNumThreads(1)
 	defer l.SetNumThreads(prev)
 	for _, c := range []struct {
-		m         reference.Method
+		m         ssm.Method
 		isComplex bool
-		dt        DType
+		dt        ssm.DType
 	}{
-		{reference.ZOH, false, F64}, {reference.RK4, false, F64}, {reference.Bilinear, false, F64},
-		{reference.ZOH, true, F64}, {reference.ZOH, false, F32},
+		{ssm.ZOH, false, ssm.F64}, {ssm.RK4, false, ssm.F64}, {ssm.Bilinear, false, ssm.F64},
+		{ssm.ZOH, true, ssm.F64}, {ssm.ZOH, false, ssm.F32},
 	} {
 		s := gen.MambaBlock(c.m, 1, 64, 256, 16)
 		s.Complex = c.isComplex
@@ -627,7 +626,7 @@ func BenchmarkScanKernelCPU(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		prec := map[DType]string{F64: "float64", F32: "float32"}[c.dt]
+		prec := map[ssm.DType]string{ssm.F64: "float64", ssm.F32: "float32"}[c.dt]
 		b.Run(fmt.Sprintf("%v/%s/%s", c.m, kind, prec), func(b *testing.B) {
 			updates := float64(p.Batch * p.Dim * p.Seqlen * p.Dstate)
 			for b.Loop() {
@@ -660,8 +659,8 @@ func grow(depth int, f func()) {
 // "Time on a closed plan").
 func TestOutParamsSurviveStackGrowth(t *testing.T) {
 	l := open(t)
-	p := gen.New(gen.MambaBlock(reference.ZOH, 1, 2, 8, 4), 1)
-	b, err := l.NewScanBuffers(p, F32)
+	p := gen.New(gen.MambaBlock(ssm.ZOH, 1, 2, 8, 4), 1)
+	b, err := l.NewScanBuffers(p, ssm.F32)
 	require.NoError(t, err)
 	for i := 0; i < 20; i++ {
 		var plan *Plan

@@ -2,63 +2,7 @@ package cudalib
 
 import (
 	"fmt"
-	"strings"
 )
-
-// DType is the ABI's element type: every floating-point array of a call is
-// of this type and the library computes in it.
-type DType int32
-
-const (
-	F32 DType = 0 // SSMK_F32: float
-	F64 DType = 1 // SSMK_F64: double
-)
-
-// DTypes returns both element types.
-func DTypes() []DType { return []DType{F32, F64} }
-
-func (d DType) String() string {
-	switch d {
-	case F32:
-		return "fp32"
-	case F64:
-		return "fp64"
-	}
-	return fmt.Sprintf("dtype(%d)", int32(d))
-}
-
-// Size is the element size in bytes.
-func (d DType) Size() int {
-	if d == F64 {
-		return 8
-	}
-	return 4
-}
-
-// ParseDType accepts fp32/f32/float32/float and fp64/f64/float64/double.
-func ParseDType(s string) (DType, error) {
-	switch strings.ToLower(strings.TrimSpace(s)) {
-	case "fp32", "f32", "float32", "float":
-		return F32, nil
-	case "fp64", "f64", "float64", "double":
-		return F64, nil
-	}
-	return 0, fmt.Errorf("unknown dtype %q: want fp32 or fp64", s)
-}
-
-// Caps is the result of ssmk_capabilities.
-type Caps uint32
-
-const (
-	CapSupported          Caps = 1 // SSMK_CAP_SUPPORTED
-	CapComplexZOHFallback Caps = 2 // SSMK_CAP_COMPLEX_ZOH_FALLBACK
-)
-
-// Supported reports bit 0.
-func (c Caps) Supported() bool { return c&CapSupported != 0 }
-
-// ComplexZOHFallback reports bit 1: with complex A the method computes zoh.
-func (c Caps) ComplexZOHFallback() bool { return c&CapComplexZOHFallback != 0 }
 
 // Status is an ABI status code.
 type Status int32

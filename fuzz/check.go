@@ -10,8 +10,9 @@ import (
 	"time"
 
 	"ssmverify/cudalib"
+	"ssmverify/judge"
 	"ssmverify/reference"
-	"ssmverify/verify"
+	"ssmverify/ssm"
 )
 
 // guard is the number of canary elements on each side of every output
@@ -32,9 +33,9 @@ type guarded struct {
 	inner   cudalib.Array
 }
 
-func newGuarded(name string, n int, dt cudalib.DType) *guarded {
+func newGuarded(name string, n int, dt ssm.DType) *guarded {
 	g := &guarded{name: name}
-	if dt == cudalib.F64 {
+	if dt == ssm.F64 {
 		b := make([]float64, n+2*guard)
 		for i := range b {
 			b[i] = math.Float64frombits(canary64)
@@ -147,10 +148,7 @@ func (f *Failure) err() error {
 
 // String describes a decoded discretize input.
 func (in DiscretizeInput) String() string {
-	kind := "real"
-	if in.IsComplex {
-		kind = "complex"
-	}
+	kind := ssm.AKind(in.IsComplex)
 	return fmt.Sprintf("discretize %v %v %s, %d elements", in.Method, in.DType, kind, len(in.Delta))
 }
 
@@ -179,14 +177,14 @@ func CheckDiscretize(lib *cudalib.Library, in DiscretizeInput) error {
 	}
 	m := in.Method
 	if in.IsComplex && lib.Capabilities(m, in.DType, true).ComplexZOHFallback() {
-		m = reference.ZOH
+		m = ssm.ZOH
 	}
 	prec := natural(in.DType)
 	kab, kbc := ab.inner.Float64s(), bc.inner.Float64s()
 	for i := 0; i < n; i++ {
 		d, av := in.element(i)
-		wa, wb := m.DiscretizeAt(reference.Float64, in.IsComplex, d, av)
-		sa, sb := m.DiscretizeAt(prec, in.IsComplex, d, av)
+		wa, wb := reference.DiscretizeAt(m, ssm.Float64, in.IsComplex, d, av)
+		sa, sb := reference.DiscretizeAt(m, prec, in.IsComplex, d, av)
 		scA, scB := reference.DiscretizeScale(m, d, av, in.IsComplex)
 		var ga, gb complex128
 		if in.IsComplex {
@@ -219,7 +217,7 @@ func fmtA(a complex128, isComplex bool) string {
 // CheckScan runs ssmk_scan_fwd on p in dtype dt once (last_state NULL
 // unless withState), with guarded outputs and a snapshot of the inputs, and
 // judges every output element by the non-finite policy.
-func CheckScan(lib *cudalib.Library, p *reference.Problem, dt cudalib.DType, withState bool) error {
+func CheckScan(lib *cudalib.Library, p *ssm.Problem, dt ssm.DType, withState bool) error {
 	f := &Failure{Input: fmt.Sprintf("scan %s %v last_state=%t", p.Shape(), dt, withState)}
 	b, err := lib.NewScanBuffers(p, dt)
 	if err != nil { // the decoder makes valid problems: a rejection is a binding or decoder bug
@@ -242,7 +240,7 @@ func CheckScan(lib *cudalib.Library, p *reference.Problem, dt cudalib.DType, wit
 	ref := p
 	if p.Complex && lib.Capabilities(p.Method, dt, p.Complex).ComplexZOHFallback() {
 		ref = p.Clone()
-		ref.Method = reference.ZOH
+		ref.Method = ssm.ZOH
 	}
 	var gs []float64
 	if withState {
@@ -254,8 +252,8 @@ func CheckScan(lib *cudalib.Library, p *reference.Problem, dt cudalib.DType, wit
 // judgeScan judges a kernel's scan outputs got and, unless nil, its last
 // state gs against the references of ref (p itself, or p as zoh where the
 // library declares complex A's fallback), adding what it finds to f.
-func judgeScan(f *Failure, p, ref *reference.Problem, dt cudalib.DType, got, gs []float64) error {
-	exact, err := reference.Scan(ref, reference.Float64)
+func judgeScan(f *Failure, p, ref *ssm.Problem, dt ssm.DType, got, gs []float64) error {
+	exact, err := reference.Scan(ref, ssm.Float64)
 	if err != nil {
 		return err
 	}
@@ -278,12 +276,12 @@ func judgeScan(f *Failure, p, ref *reference.Problem, dt cudalib.DType, got, gs 
 	// kernel's order of summation may overflow although the reference's
 	// does not (the H200 kernel's butterfly reduction did, at an output of
 	// −3.29e38 = 0.97·FLT_MAX).
-	prec := verify.Precision(dt)
+	prec := dt.Precision()
 	max := prec.Largest()
 	// A state within its error bound of the range on the way to an element:
 	// a kernel's rounding may carry it over, as rule 1b says of the element
 	// itself (reference.Scale's PathMagOut).
-	margin := verify.Threshold(dt) * prec.UnitRoundoff()
+	margin := judge.Threshold(dt) * prec.UnitRoundoff()
 	edge := func(mag, scale float64) bool { return mag+margin*scale >= max }
 	overflowed := make([]bool, p.Batch*p.Dim)
 	xOver := firstXOverflow(p, max)
@@ -359,7 +357,7 @@ func judgeScan(f *Failure, p, ref *reference.Problem, dt cudalib.DType, got, gs 
 // input. It reports whether there are outputs to judge: not after a library
 // error, nor (f left empty) when the library refuses a combination its
 // capabilities declare unsupported.
-func guardedCall(f *Failure, lib *cudalib.Library, name string, m reference.Method, dt cudalib.DType, isComplex bool,
+func guardedCall(f *Failure, lib *cudalib.Library, name string, m ssm.Method, dt ssm.DType, isComplex bool,
 	inputs []cudalib.NamedArray, outs []*guarded, call func() error) bool {
 	before := snapshot(inputs)
 	err := withDeadline(name, call)
@@ -384,23 +382,23 @@ func guardedCall(f *Failure, lib *cudalib.Library, name string, m reference.Meth
 // declaredUnsupported reports whether err is SSMK_EUNSUPPORTED for a
 // combination the library's capabilities declare unsupported: an honest
 // refusal, not a failure.
-func declaredUnsupported(lib *cudalib.Library, err error, m reference.Method, dt cudalib.DType, isComplex bool) bool {
+func declaredUnsupported(lib *cudalib.Library, err error, m ssm.Method, dt ssm.DType, isComplex bool) bool {
 	return errors.Is(err, cudalib.EUnsupported) && !lib.Capabilities(m, dt, isComplex).Supported()
 }
 
 // natural is the reference evaluation a plain kernel of dtype dt performs:
 // Float32, or Float64Natural for float64.
-func natural(dt cudalib.DType) reference.Precision {
-	if dt == cudalib.F32 {
-		return reference.Float32
+func natural(dt ssm.DType) ssm.Precision {
+	if dt == ssm.F32 {
+		return ssm.Float32
 	}
-	return reference.Float64Natural
+	return ssm.Float64Natural
 }
 
 // onInfinity reports whether x = Δ·a in dtype dt has an infinite part
 // although Δ and a are finite (overflow), or, for complex a, at all.
-func onInfinity(delta float64, a complex128, isComplex bool, dt cudalib.DType) bool {
-	max := verify.Precision(dt).Largest()
+func onInfinity(delta float64, a complex128, isComplex bool, dt ssm.DType) bool {
+	max := dt.Precision().Largest()
 	inf := func(f float64) bool {
 		p := delta * f
 		if math.IsInf(delta, 0) || math.IsInf(f, 0) {
@@ -420,7 +418,7 @@ func onInfinity(delta float64, a complex128, isComplex bool, dt cudalib.DType) b
 // finite inputs, so that the reference's ∞·0 = NaN was held against the
 // kernel's finite values as if the +Inf had reached them
 // (FuzzScan/be8e0ea9e0613378, bilinear fp64).
-func reachedByNonFinite(p *reference.Problem, stateBad []int) []bool {
+func reachedByNonFinite(p *ssm.Problem, stateBad []int) []bool {
 	cw := 1
 	if p.Complex {
 		cw = 2
@@ -460,7 +458,7 @@ func reachedByNonFinite(p *reference.Problem, stateBad []int) []bool {
 // left float64's range on finite inputs and came back, held the kernel's
 // finite outputs to the sequential reference's ∞ as if the −Inf had reached
 // them).
-func firstNonFiniteState(p *reference.Problem) []int {
+func firstNonFiniteState(p *ssm.Problem) []int {
 	cw := 1
 	if p.Complex {
 		cw = 2
@@ -472,7 +470,7 @@ func firstNonFiniteState(p *reference.Problem) []int {
 			row := b*p.Dim + d
 			steps := p.Seqlen
 			for t := 0; t < p.Seqlen && steps == p.Seqlen; t++ {
-				if i := row*p.Seqlen + t; nonFinite(p.U[i]) || nonFinite(p.StepDelta(i)) {
+				if i := row*p.Seqlen + t; nonFinite(p.U[i]) || nonFinite(reference.StepDelta(p, i)) {
 					steps = t
 				}
 			}
@@ -511,7 +509,7 @@ func nonFinite(x float64) bool { return ClassOf(x) != Finite }
 // H200: highorder, complex, fp64). The dtype's own evaluation keeps the
 // overflow, so a sequential kernel's NaN there is still accepted (rule 2 of
 // Judge).
-func unboundRows(p *reference.Problem, exact *reference.Output, reached []bool, stateBad []int) error {
+func unboundRows(p *ssm.Problem, exact *ssm.Output, reached []bool, stateBad []int) error {
 	L, S, N := p.Seqlen, p.StateLen()/(p.Batch*p.Dim), p.Dstate
 	for row := 0; row < p.Batch*p.Dim; row++ {
 		overflowed := false
@@ -541,7 +539,7 @@ func unboundRows(p *reference.Problem, exact *reference.Output, reached []bool, 
 // rather than the exact value (FuzzScan on the H200: Δ = FLT_MAX made foh's
 // B̄ 0 instead of 0.008 in float32, an error that decayed to ratio 4 seven
 // steps later).
-func firstXOverflow(p *reference.Problem, max float64) []int {
+func firstXOverflow(p *ssm.Problem, max float64) []int {
 	cw := 1
 	if p.Complex {
 		cw = 2
@@ -552,7 +550,7 @@ func firstXOverflow(p *reference.Problem, max float64) []int {
 			row := b*p.Dim + d
 			first[row] = p.Seqlen
 			for t := 0; t < p.Seqlen && first[row] == p.Seqlen; t++ {
-				dt := p.StepDelta(row*p.Seqlen + t)
+				dt := reference.StepDelta(p, row*p.Seqlen+t)
 				for _, a := range p.A[d*p.Dstate*cw : (d+1)*p.Dstate*cw] {
 					x := dt * a
 					if !math.IsInf(dt, 0) && !math.IsInf(a, 0) && math.Abs(x) > max {

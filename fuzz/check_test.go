@@ -6,21 +6,21 @@ import (
 	"strings"
 	"testing"
 
-	"ssmverify/cudalib"
 	"ssmverify/reference"
+	"ssmverify/ssm"
 )
 
 // TestGuards: a write just past an output buffer is reported with its
 // element, one inside is not; a buffer kept back for a NULL output notices
 // any write at all.
 func TestGuards(t *testing.T) {
-	for _, dt := range cudalib.DTypes() {
+	for _, dt := range ssm.DTypes() {
 		g := newGuarded("out", 4, dt)
 		if g.check() != nil || !g.untouched() {
 			t.Fatalf("%v: a fresh buffer reports a write", dt)
 		}
 		set := func(i int) { // element i of the backing array
-			if dt == cudalib.F64 {
+			if dt == ssm.F64 {
 				g.backing.F64[i] = 1
 			} else {
 				g.backing.F32[i] = 1
@@ -44,7 +44,7 @@ func TestGuards(t *testing.T) {
 // H200, corpus entry ab74c4a62db06962). Both answers are accepted; any other
 // finite value is not.
 func TestJudgeScanAfterStateOverflow(t *testing.T) {
-	p := &reference.Problem{Batch: 1, Dim: 1, Seqlen: 3, Dstate: 1, Groups: 1, Method: reference.ZOH,
+	p := &ssm.Problem{Batch: 1, Dim: 1, Seqlen: 3, Dstate: 1, Groups: 1, Method: ssm.ZOH,
 		VariableB: true, VariableC: true,
 		U: []float64{1e300, 0, 1}, Delta: []float64{1, -700, 1e30}, A: []float64{-1},
 		B: []float64{1, 1, 1}, C: []float64{1, 1, 1}}
@@ -60,7 +60,7 @@ func TestJudgeScanAfterStateOverflow(t *testing.T) {
 		{"a wrong finite value", []float64{h0, math.Inf(1), 1.001e30}, false},
 		{"a wrong first step", []float64{1.001 * h0, math.Inf(1), 1e30}, false},
 	} {
-		err := judgeScan(&Failure{Input: c.name}, p, p, cudalib.F64, c.out, nil)
+		err := judgeScan(&Failure{Input: c.name}, p, p, ssm.F64, c.out, nil)
 		if got := err == nil; got != c.ok {
 			t.Errorf("%s: accepted %t, want %t: %v", c.name, got, c.ok, err)
 		}
@@ -78,7 +78,7 @@ func TestJudgeScanAfterStateOverflow(t *testing.T) {
 // normal.
 func TestJudgeScanFlushedDecay(t *testing.T) {
 	const L = 11
-	p := &reference.Problem{Batch: 1, Dim: 1, Seqlen: L, Dstate: 1, Groups: 1, Method: reference.ZOH,
+	p := &ssm.Problem{Batch: 1, Dim: 1, Seqlen: L, Dstate: 1, Groups: 1, Method: ssm.ZOH,
 		VariableB: true, VariableC: true, A: []float64{-1}}
 	for i := 0; i < L; i++ {
 		u, dt := 0.0, 12.5
@@ -89,7 +89,7 @@ func TestJudgeScanFlushedDecay(t *testing.T) {
 		p.B, p.C = append(p.B, 1), append(p.C, 1)
 	}
 	p.RoundToFloat32()
-	exact, err := reference.Scan(p, reference.Float64)
+	exact, err := reference.Scan(p, ssm.Float64)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +115,7 @@ func TestJudgeScanFlushedDecay(t *testing.T) {
 		{"200 times the decayed state", with(func(o []float64) { o[L-1] *= 200 }), false},
 		{"a flushed early step", with(func(o []float64) { o[3] = 0 }), false},
 	} {
-		err := judgeScan(&Failure{Input: c.name}, p, p, cudalib.F32, c.out, nil)
+		err := judgeScan(&Failure{Input: c.name}, p, p, ssm.F32, c.out, nil)
 		if got := err == nil; got != c.ok {
 			t.Errorf("%s: accepted %t, want %t: %v", c.name, got, c.ok, err)
 		}
@@ -133,12 +133,12 @@ func TestJudgeScanFlushedDecay(t *testing.T) {
 // step's terms; reference.Scale's PathMag says that a state on the way was
 // at the edge. Both answers are accepted; a wrong finite value is not.
 func TestJudgeScanStateAtTheEdge(t *testing.T) {
-	p := &reference.Problem{Batch: 1, Dim: 1, Seqlen: 2, Dstate: 1, Groups: 1, Method: reference.Bilinear,
+	p := &ssm.Problem{Batch: 1, Dim: 1, Seqlen: 2, Dstate: 1, Groups: 1, Method: ssm.Bilinear,
 		VariableB: true, VariableC: true,
 		U: []float64{-1, 1e-30}, Delta: []float64{4.3e24, 1.0 / 3}, A: []float64{-2},
 		B: []float64{-math.MaxFloat32, 1}, C: []float64{1, 1}}
 	p.RoundToFloat32()
-	f32, err := reference.Scan(p, reference.Float32)
+	f32, err := reference.Scan(p, ssm.Float32)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +155,7 @@ func TestJudgeScanStateAtTheEdge(t *testing.T) {
 		{"a wrong finite state", f32.Out, 0.6 * math.MaxFloat32, false},
 		{"a wrong finite output", []float64{f32.Out[0], 0.6 * math.MaxFloat32}, f32.LastState[0], false},
 	} {
-		err := judgeScan(&Failure{Input: c.name}, p, p, cudalib.F32, c.out, []float64{c.state})
+		err := judgeScan(&Failure{Input: c.name}, p, p, ssm.F32, c.out, []float64{c.state})
 		if got := err == nil; got != c.ok {
 			t.Errorf("%s: accepted %t, want %t: %v", c.name, got, c.ok, err)
 		}
@@ -175,11 +175,11 @@ func TestJudgeScanStateAtTheEdge(t *testing.T) {
 // judged, as an output whose terms overflow float64 is not; before, the
 // row's a = +Inf made it judged against the sequential ∞.
 func TestJudgeScanStateReadsItsOwnInputs(t *testing.T) {
-	p := &reference.Problem{Batch: 1, Dim: 1, Seqlen: 3, Dstate: 2, Groups: 1, Method: reference.ZOH,
+	p := &ssm.Problem{Batch: 1, Dim: 1, Seqlen: 3, Dstate: 2, Groups: 1, Method: ssm.ZOH,
 		VariableB: true, VariableC: true,
 		U: []float64{1e300, 0, 0}, Delta: []float64{1, 1, -20}, A: []float64{math.Inf(1), 20},
 		B: []float64{1, 1, 1, 1, 1, 1}, C: []float64{1, 1, 1, 1, 1, 1}}
-	exact, err := reference.Scan(p, reference.Float64)
+	exact, err := reference.Scan(p, ssm.Float64)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +192,7 @@ func TestJudgeScanStateReadsItsOwnInputs(t *testing.T) {
 		{"the sequential order", math.Inf(1), true},
 		{"the time-parallel order", unbounded, true},
 	} {
-		err := judgeScan(&Failure{Input: c.name}, p, p, cudalib.F64, exact.Out, []float64{exact.LastState[0], c.state})
+		err := judgeScan(&Failure{Input: c.name}, p, p, ssm.F64, exact.Out, []float64{exact.LastState[0], c.state})
 		if got := err == nil; got != c.ok {
 			t.Errorf("%s: accepted %t, want %t: %v", c.name, got, c.ok, err)
 		}
@@ -211,11 +211,11 @@ func TestJudgeScanStateReadsItsOwnInputs(t *testing.T) {
 // bilinear fp64, a long problem whose z was +Inf at one step of each
 // period).
 func TestJudgeScanOwnStepInputs(t *testing.T) {
-	p := &reference.Problem{Batch: 1, Dim: 1, Seqlen: 4, Dstate: 1, Groups: 1, Method: reference.ZOH,
+	p := &ssm.Problem{Batch: 1, Dim: 1, Seqlen: 4, Dstate: 1, Groups: 1, Method: ssm.ZOH,
 		VariableB: true, VariableC: true,
 		U: []float64{1e300, 0, 0, math.NaN()}, Delta: []float64{1, 1, -20, 1}, A: []float64{20},
 		B: []float64{1, 1, 1, 1}, C: []float64{1, 1, 1, 1}, Z: []float64{math.Inf(1), 1, 1, 1}}
-	exact, err := reference.Scan(p, reference.Float64)
+	exact, err := reference.Scan(p, ssm.Float64)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +230,7 @@ func TestJudgeScanOwnStepInputs(t *testing.T) {
 		{"the time-parallel order", []float64{seq[0], seq[1], unbounded, seq[3]}, true},
 		{"a finite output where z is +Inf", []float64{0, seq[1], unbounded, seq[3]}, false},
 	} {
-		err := judgeScan(&Failure{Input: c.name}, p, p, cudalib.F64, c.out, exact.LastState)
+		err := judgeScan(&Failure{Input: c.name}, p, p, ssm.F64, c.out, exact.LastState)
 		if got := err == nil; got != c.ok {
 			t.Errorf("%s: accepted %t, want %t: %v", c.name, got, c.ok, err)
 		}
@@ -250,11 +250,11 @@ func TestJudgeScanOwnStepInputs(t *testing.T) {
 // row unjudged once the −Inf no longer reached them; it is the limit 0 now
 // (reference's deltaScale), and a wrong step 0 or 1 is rejected.
 func TestJudgeScanSoftplusOfMinusInf(t *testing.T) {
-	p := &reference.Problem{Batch: 1, Dim: 1, Seqlen: 5, Dstate: 1, Groups: 1, Method: reference.ZOH,
+	p := &ssm.Problem{Batch: 1, Dim: 1, Seqlen: 5, Dstate: 1, Groups: 1, Method: ssm.ZOH,
 		VariableB: true, VariableC: true, Softplus: true,
 		U: []float64{1, 1, 1e308, 1.3e308, 0}, Delta: []float64{math.Inf(-1), 1, 1, 1, 20}, A: []float64{-1},
 		B: []float64{1, 1, 1, 1, 1}, C: []float64{1, 1, 1, 1, 1}}
-	exact, err := reference.Scan(p, reference.Float64)
+	exact, err := reference.Scan(p, ssm.Float64)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -283,7 +283,7 @@ func TestJudgeScanSoftplusOfMinusInf(t *testing.T) {
 		{"a wrong step 1", tpWith(1, 1.001*seq[1]), false},
 		{"a wrong step 0", tpWith(0, 1e-3), false},
 	} {
-		err := judgeScan(&Failure{Input: c.name}, p, p, cudalib.F64, c.out, nil)
+		err := judgeScan(&Failure{Input: c.name}, p, p, ssm.F64, c.out, nil)
 		if got := err == nil; got != c.ok {
 			t.Errorf("%s: accepted %t, want %t: %v", c.name, got, c.ok, err)
 		}

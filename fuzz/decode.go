@@ -6,8 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 
-	"ssmverify/cudalib"
-	"ssmverify/reference"
+	"ssmverify/ssm"
 )
 
 // Special is one entry of the table of special values a fuzz input can name
@@ -90,12 +89,12 @@ const (
 // bytes, so every input decodes to a complete problem.
 type Values struct {
 	data []byte
-	dt   cudalib.DType
+	dt   ssm.DType
 	rng  *rand.Rand
 }
 
 // NewValues starts decoding data as values of dtype dt.
-func NewValues(data []byte, dt cudalib.DType) *Values {
+func NewValues(data []byte, dt ssm.DType) *Values {
 	h := fnv.New64a()
 	h.Write(data)
 	return &Values{data: data, dt: dt, rng: rand.New(rand.NewPCG(h.Sum64(), uint64(len(data))))}
@@ -125,7 +124,7 @@ func ordinary(bits uint16) float64 {
 }
 
 func (v *Values) round(x float64) float64 {
-	if v.dt == cudalib.F32 {
+	if v.dt == ssm.F32 {
 		return float64(float32(x))
 	}
 	return x
@@ -147,7 +146,7 @@ func (v *Values) NextOr(pad func(*rand.Rand) float64) float64 {
 	switch {
 	case t < tagOrdinary:
 		s := Specials[int(t)%len(Specials)]
-		if v.dt == cudalib.F32 {
+		if v.dt == ssm.F32 {
 			return float64(s.F32)
 		}
 		return s.F64
@@ -158,13 +157,13 @@ func (v *Values) NextOr(pad func(*rand.Rand) float64) float64 {
 	}
 	var buf [8]byte
 	n := 4
-	if v.dt == cudalib.F64 {
+	if v.dt == ssm.F64 {
 		n = 8
 	}
 	for i := 0; i < n; i++ {
 		buf[i], _ = v.byte()
 	}
-	if v.dt == cudalib.F64 {
+	if v.dt == ssm.F64 {
 		return math.Float64frombits(binary.LittleEndian.Uint64(buf[:]))
 	}
 	return float64(math.Float32frombits(binary.LittleEndian.Uint32(buf[:])))
@@ -172,7 +171,7 @@ func (v *Values) NextOr(pad func(*rand.Rand) float64) float64 {
 
 // Encoder builds fuzz inputs from named values, for seed corpora.
 type Encoder struct {
-	DType cudalib.DType
+	DType ssm.DType
 	Bytes []byte
 }
 
@@ -185,7 +184,7 @@ func (e *Encoder) Special(name string) *Encoder {
 // Raw appends v's raw bits in the dtype.
 func (e *Encoder) Raw(v float64) *Encoder {
 	e.Bytes = append(e.Bytes, tagRaw)
-	if e.DType == cudalib.F64 {
+	if e.DType == ssm.F64 {
 		e.Bytes = binary.LittleEndian.AppendUint64(e.Bytes, math.Float64bits(v))
 	} else {
 		e.Bytes = binary.LittleEndian.AppendUint32(e.Bytes, math.Float32bits(float32(v)))
@@ -206,8 +205,8 @@ const MaxDiscretize = 64
 // DiscretizeInput is a decoded FuzzDiscretize input: n pairs (Δ, a), a
 // interleaved when complex, all exactly representable in DType.
 type DiscretizeInput struct {
-	Method    reference.Method
-	DType     cudalib.DType
+	Method    ssm.Method
+	DType     ssm.DType
 	IsComplex bool
 	Delta, A  []float64
 }
@@ -216,7 +215,7 @@ type DiscretizeInput struct {
 // (Δ, Re a, Im a), read until the bytes run out (at least one, at most
 // MaxDiscretize).
 func DecodeDiscretize(method, dtype uint8, isComplex bool, data []byte) DiscretizeInput {
-	in := DiscretizeInput{Method: reference.Method(method % 6), DType: cudalib.DType(dtype % 2), IsComplex: isComplex}
+	in := DiscretizeInput{Method: ssm.Method(method % 6), DType: ssm.DType(dtype % 2), IsComplex: isComplex}
 	v := NewValues(data, in.DType)
 	for len(in.Delta) < MaxDiscretize && (len(in.Delta) == 0 || !v.Exhausted()) {
 		in.Delta = append(in.Delta, v.Next())
@@ -256,11 +255,11 @@ const (
 // full tiles of time steps (256 in the float scan), which 40 steps never
 // fill, and the repetition puts the decoded special values into them. It
 // returns the problem, its dtype and whether last_state is passed.
-func DecodeScan(s ScanShape, data []byte, maxDstate int) (*reference.Problem, cudalib.DType, bool) {
-	dt := cudalib.DType(s.DType % 2)
-	p := &reference.Problem{
+func DecodeScan(s ScanShape, data []byte, maxDstate int) (*ssm.Problem, ssm.DType, bool) {
+	dt := ssm.DType(s.DType % 2)
+	p := &ssm.Problem{
 		Batch: 1 + int(s.Batch%2), Dim: 1 + int(s.Dim%4), Seqlen: 1 + int(s.Seqlen%40),
-		Dstate: 1 + int(s.Dstate%16), Method: reference.Method(s.Method % 6),
+		Dstate: 1 + int(s.Dstate%16), Method: ssm.Method(s.Method % 6),
 		Complex: s.Flags&FlagComplex != 0, VariableB: s.Flags&FlagVariableB != 0,
 		VariableC: s.Flags&FlagVariableC != 0, Softplus: s.Flags&FlagSoftplus != 0,
 	}
@@ -320,7 +319,7 @@ const LongSteps = 256
 
 // repeatInTime makes p's time series (u, Δ, z, and B and C where they vary
 // in time) periodic with period p.Seqlen over seqlen steps.
-func repeatInTime(p *reference.Problem, seqlen int) {
+func repeatInTime(p *ssm.Problem, seqlen int) {
 	w := 1
 	if p.Complex {
 		w = 2

@@ -5,9 +5,9 @@ import (
 	"math"
 	"math/cmplx"
 
-	"ssmverify/cudalib"
+	"ssmverify/judge"
 	"ssmverify/reference"
-	"ssmverify/verify"
+	"ssmverify/ssm"
 )
 
 // Class is the IEEE 754 class of a value as the policy sees it: finite,
@@ -96,9 +96,9 @@ type Value struct {
 // Judge applies the non-finite policy (see the package documentation) to
 // one element computed in dtype dt. It returns "" when the kernel's value is
 // acceptable, else a sentence saying which rule it broke.
-func Judge(v Value, dt cudalib.DType) string {
-	prec := verify.Precision(dt)
-	thr := verify.Threshold(dt)
+func Judge(v Value, dt ssm.DType) string {
+	prec := dt.Precision()
+	thr := judge.Threshold(dt)
 	max := prec.Largest()
 	class := func(z complex128) Class {
 		if v.IsComplex {

@@ -5,8 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"ssmverify/cudalib"
-	"ssmverify/reference"
+	"ssmverify/ssm"
 )
 
 // TestJudge: each rule of the non-finite policy on hand-made values, in
@@ -18,38 +17,38 @@ func TestJudge(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		v    Value
-		dt   cudalib.DType
+		dt   ssm.DType
 		want string // "" to accept, else a fragment of the complaint
 	}{
-		{"rule 1: within", Value{Kernel: r(1 + 1e-7), Exact: r(1), InDtype: r(1), Scale: 2, Tiny: 1}, cudalib.F32, ""},
-		{"rule 1: beyond", Value{Kernel: r(1 + 1e-5), Exact: r(1), InDtype: r(1), Scale: 2, Tiny: 1}, cudalib.F32, "ratio"},
-		{"rule 1: NaN kernel", Value{Kernel: r(nan), Exact: r(1), InDtype: r(1), Scale: 2, Tiny: 1}, cudalib.F32, "kernel gives NaN"},
-		{"rule 1: float64 tighter", Value{Kernel: r(1 + 1e-12), Exact: r(1), InDtype: r(1), Scale: 2, Tiny: 1}, cudalib.F64, "ratio"},
-		{"rule 1: underflow part", Value{Kernel: r(0), Exact: r(1e-39), InDtype: r(0), Scale: 1, Tiny: 1}, cudalib.F32, ""},
-		{"rule 2: dtype overflows, kernel too", Value{Kernel: r(inf), Exact: r(5e36), InDtype: r(inf), Scale: 100, Tiny: 1}, cudalib.F32, ""},
-		{"rule 2: dtype overflows, kernel exact", Value{Kernel: r(5e36), Exact: r(5e36), InDtype: r(inf), Scale: 100, Tiny: 1}, cudalib.F32, ""},
-		{"rule 2: dtype overflows, kernel wrong", Value{Kernel: r(1), Exact: r(5e36), InDtype: r(inf), Scale: 100, Tiny: 1}, cudalib.F32, "ratio"},
-		{"rule 2: dtype leaves the model", Value{Kernel: r(0), Exact: r(1e-30), InDtype: r(0), Scale: 1, Tiny: 0}, cudalib.F32, ""},
-		{"rule 2: neither answer", Value{Kernel: r(0.5), Exact: r(1), InDtype: r(0), Scale: 1, Tiny: 0}, cudalib.F32, "ratio"},
-		{"rule 3: +Inf wanted", Value{Kernel: r(inf), Exact: r(inf), InDtype: r(inf)}, cudalib.F32, ""},
-		{"rule 3: wrong sign", Value{Kernel: r(-inf), Exact: r(inf), InDtype: r(inf)}, cudalib.F32, "reference is +Inf"},
-		{"rule 3: NaN for +Inf", Value{Kernel: r(nan), Exact: r(inf), InDtype: r(inf)}, cudalib.F32, "kernel gives NaN"},
-		{"rule 3: finite for NaN", Value{Kernel: r(0), Exact: r(nan), InDtype: r(nan)}, cudalib.F64, "reference is NaN"},
-		{"rule 3: the dtype's class", Value{Kernel: r(nan), Exact: r(inf), InDtype: r(nan)}, cudalib.F32, ""},
-		{"rule 3: sums need only be non-finite", Value{Kernel: r(nan), Exact: r(inf), InDtype: r(inf), Sum: true}, cudalib.F32, ""},
-		{"rule 3: complex needs only be non-finite", Value{Kernel: complex(nan, nan), Exact: complex(inf, 0), InDtype: complex(inf, 0), IsComplex: true}, cudalib.F32, ""},
-		{"rule 3: complex finite for Inf", Value{Kernel: complex(1, 1), Exact: complex(inf, nan), InDtype: complex(inf, 0), IsComplex: true}, cudalib.F32, "reference is Inf"},
-		{"edge: beyond the range, +Inf", Value{Kernel: r(inf), Exact: r(1e39), InDtype: r(inf), Scale: 10, Tiny: 1}, cudalib.F32, ""},
-		{"edge: beyond the range, -Inf", Value{Kernel: r(-inf), Exact: r(1e39), InDtype: r(inf), Scale: 10, Tiny: 1}, cudalib.F32, "want a value within the threshold or +Inf"},
-		{"edge: beyond the range, sum NaN", Value{Kernel: r(nan), Exact: r(1e39), InDtype: r(inf), Scale: 10, Tiny: 1, Sum: true}, cudalib.F32, ""},
-		{"edge: just below max, finite", Value{Kernel: r(f32max), Exact: r(f32max * (1 - 1e-8)), InDtype: r(f32max), Scale: 4 * f32max, Tiny: 1}, cudalib.F32, ""},
-		{"edge: just below max, +Inf", Value{Kernel: r(inf), Exact: r(f32max * (1 - 1e-8)), InDtype: r(f32max), Scale: 4 * f32max, Tiny: 1}, cudalib.F32, ""},
-		{"scale undefined: finite", Value{Kernel: r(3), Exact: r(1), InDtype: r(1), Scale: nan, Tiny: 1}, cudalib.F32, ""},
-		{"scale undefined: NaN", Value{Kernel: r(nan), Exact: r(1), InDtype: r(1), Scale: nan, Tiny: 1}, cudalib.F32, "error scale undefined"},
-		{"scale overflows: anything", Value{Kernel: r(inf), Exact: r(0), InDtype: r(0), Scale: inf, Tiny: 1}, cudalib.F64, ""},
-		{"on infinity: the dtype's answer accepted", Value{Kernel: r(0.0712663457), Exact: r(0.0712667931), InDtype: r(0.0712663531), Scale: 1.85, Tiny: 1, OnInfinity: true}, cudalib.F32, ""},
-		{"not on infinity: the same is rejected", Value{Kernel: r(0.0712663457), Exact: r(0.0712667931), InDtype: r(0.0712663531), Scale: 1.85, Tiny: 1}, cudalib.F32, "ratio"},
-		{"on infinity: NaN accepted", Value{Kernel: r(nan), Exact: r(0.5), InDtype: r(0), Scale: 1, Tiny: 1, OnInfinity: true}, cudalib.F32, ""},
+		{"rule 1: within", Value{Kernel: r(1 + 1e-7), Exact: r(1), InDtype: r(1), Scale: 2, Tiny: 1}, ssm.F32, ""},
+		{"rule 1: beyond", Value{Kernel: r(1 + 1e-5), Exact: r(1), InDtype: r(1), Scale: 2, Tiny: 1}, ssm.F32, "ratio"},
+		{"rule 1: NaN kernel", Value{Kernel: r(nan), Exact: r(1), InDtype: r(1), Scale: 2, Tiny: 1}, ssm.F32, "kernel gives NaN"},
+		{"rule 1: float64 tighter", Value{Kernel: r(1 + 1e-12), Exact: r(1), InDtype: r(1), Scale: 2, Tiny: 1}, ssm.F64, "ratio"},
+		{"rule 1: underflow part", Value{Kernel: r(0), Exact: r(1e-39), InDtype: r(0), Scale: 1, Tiny: 1}, ssm.F32, ""},
+		{"rule 2: dtype overflows, kernel too", Value{Kernel: r(inf), Exact: r(5e36), InDtype: r(inf), Scale: 100, Tiny: 1}, ssm.F32, ""},
+		{"rule 2: dtype overflows, kernel exact", Value{Kernel: r(5e36), Exact: r(5e36), InDtype: r(inf), Scale: 100, Tiny: 1}, ssm.F32, ""},
+		{"rule 2: dtype overflows, kernel wrong", Value{Kernel: r(1), Exact: r(5e36), InDtype: r(inf), Scale: 100, Tiny: 1}, ssm.F32, "ratio"},
+		{"rule 2: dtype leaves the model", Value{Kernel: r(0), Exact: r(1e-30), InDtype: r(0), Scale: 1, Tiny: 0}, ssm.F32, ""},
+		{"rule 2: neither answer", Value{Kernel: r(0.5), Exact: r(1), InDtype: r(0), Scale: 1, Tiny: 0}, ssm.F32, "ratio"},
+		{"rule 3: +Inf wanted", Value{Kernel: r(inf), Exact: r(inf), InDtype: r(inf)}, ssm.F32, ""},
+		{"rule 3: wrong sign", Value{Kernel: r(-inf), Exact: r(inf), InDtype: r(inf)}, ssm.F32, "reference is +Inf"},
+		{"rule 3: NaN for +Inf", Value{Kernel: r(nan), Exact: r(inf), InDtype: r(inf)}, ssm.F32, "kernel gives NaN"},
+		{"rule 3: finite for NaN", Value{Kernel: r(0), Exact: r(nan), InDtype: r(nan)}, ssm.F64, "reference is NaN"},
+		{"rule 3: the dtype's class", Value{Kernel: r(nan), Exact: r(inf), InDtype: r(nan)}, ssm.F32, ""},
+		{"rule 3: sums need only be non-finite", Value{Kernel: r(nan), Exact: r(inf), InDtype: r(inf), Sum: true}, ssm.F32, ""},
+		{"rule 3: complex needs only be non-finite", Value{Kernel: complex(nan, nan), Exact: complex(inf, 0), InDtype: complex(inf, 0), IsComplex: true}, ssm.F32, ""},
+		{"rule 3: complex finite for Inf", Value{Kernel: complex(1, 1), Exact: complex(inf, nan), InDtype: complex(inf, 0), IsComplex: true}, ssm.F32, "reference is Inf"},
+		{"edge: beyond the range, +Inf", Value{Kernel: r(inf), Exact: r(1e39), InDtype: r(inf), Scale: 10, Tiny: 1}, ssm.F32, ""},
+		{"edge: beyond the range, -Inf", Value{Kernel: r(-inf), Exact: r(1e39), InDtype: r(inf), Scale: 10, Tiny: 1}, ssm.F32, "want a value within the threshold or +Inf"},
+		{"edge: beyond the range, sum NaN", Value{Kernel: r(nan), Exact: r(1e39), InDtype: r(inf), Scale: 10, Tiny: 1, Sum: true}, ssm.F32, ""},
+		{"edge: just below max, finite", Value{Kernel: r(f32max), Exact: r(f32max * (1 - 1e-8)), InDtype: r(f32max), Scale: 4 * f32max, Tiny: 1}, ssm.F32, ""},
+		{"edge: just below max, +Inf", Value{Kernel: r(inf), Exact: r(f32max * (1 - 1e-8)), InDtype: r(f32max), Scale: 4 * f32max, Tiny: 1}, ssm.F32, ""},
+		{"scale undefined: finite", Value{Kernel: r(3), Exact: r(1), InDtype: r(1), Scale: nan, Tiny: 1}, ssm.F32, ""},
+		{"scale undefined: NaN", Value{Kernel: r(nan), Exact: r(1), InDtype: r(1), Scale: nan, Tiny: 1}, ssm.F32, "error scale undefined"},
+		{"scale overflows: anything", Value{Kernel: r(inf), Exact: r(0), InDtype: r(0), Scale: inf, Tiny: 1}, ssm.F64, ""},
+		{"on infinity: the dtype's answer accepted", Value{Kernel: r(0.0712663457), Exact: r(0.0712667931), InDtype: r(0.0712663531), Scale: 1.85, Tiny: 1, OnInfinity: true}, ssm.F32, ""},
+		{"not on infinity: the same is rejected", Value{Kernel: r(0.0712663457), Exact: r(0.0712667931), InDtype: r(0.0712663531), Scale: 1.85, Tiny: 1}, ssm.F32, "ratio"},
+		{"on infinity: NaN accepted", Value{Kernel: r(nan), Exact: r(0.5), InDtype: r(0), Scale: 1, Tiny: 1, OnInfinity: true}, ssm.F32, ""},
 	} {
 		got := Judge(tc.v, tc.dt)
 		switch {
@@ -88,13 +87,13 @@ func TestSpecials(t *testing.T) {
 // TestValuesRoundTrip: what an Encoder writes, Values reads back, in both
 // dtypes, and every decoded value is exactly representable in its dtype.
 func TestValuesRoundTrip(t *testing.T) {
-	for _, dt := range cudalib.DTypes() {
+	for _, dt := range ssm.DTypes() {
 		e := &Encoder{DType: dt}
 		e.Special("NaN").Special("2-ulp").Raw(0.1).Ordinary(0x8123)
 		v := NewValues(e.Bytes, dt)
 		want2 := float64(Specials[SpecialIndex("2-ulp")].F32)
 		want3 := float64(float32(0.1))
-		if dt == cudalib.F64 {
+		if dt == ssm.F64 {
 			want2, want3 = math.Nextafter(2, 0), 0.1
 		}
 		if x := v.Next(); !math.IsNaN(x) {
@@ -114,7 +113,7 @@ func TestValuesRoundTrip(t *testing.T) {
 		}
 		for i := 0; i < 100; i++ { // past the end: representable ordinary values
 			x := v.Next()
-			if dt == cudalib.F32 && float64(float32(x)) != x {
+			if dt == ssm.F32 && float64(float32(x)) != x {
 				t.Fatalf("%v: padding value %v is not a float32", dt, x)
 			}
 		}
@@ -139,7 +138,7 @@ func TestDecodeScanValid(t *testing.T) {
 		}
 	}
 	in := DecodeDiscretize(200, 7, true, nil)
-	if in.Method != reference.Method(200%6) || in.DType != cudalib.F64 || len(in.Delta) != 1 || len(in.A) != 2 {
+	if in.Method != ssm.Method(200%6) || in.DType != ssm.F64 || len(in.Delta) != 1 || len(in.A) != 2 {
 		t.Errorf("DecodeDiscretize(200, 7, true, nil) = %+v", in)
 	}
 }

@@ -10,8 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"ssmverify/cudalib"
-	"ssmverify/reference"
+	"ssmverify/ssm"
 )
 
 var update = flag.Bool("update", false, "rewrite the generated seed corpus in testdata/fuzz")
@@ -46,13 +45,10 @@ type seed struct {
 // inputs.
 func discretizeSeeds() []seed {
 	var seeds []seed
-	for _, m := range reference.Methods() {
-		for _, dt := range cudalib.DTypes() {
+	for _, m := range ssm.Methods() {
+		for _, dt := range ssm.DTypes() {
 			for _, isComplex := range []bool{false, true} {
-				kind := "real"
-				if isComplex {
-					kind = "complex"
-				}
+				kind := ssm.AKind(isComplex)
 				add := func(what string, e *Encoder) {
 					name := fmt.Sprintf("%v-%v-%s-%s", m, dt, kind, what)
 					seeds = append(seeds, seed{name, corpusFile(uint8(m), uint8(dt), isComplex, e.Bytes)})
@@ -92,13 +88,13 @@ func discretizeSeeds() []seed {
 		}
 	}
 	// foh's 0/0 at x = 0 and its series range, alone (one element).
-	for _, dt := range cudalib.DTypes() {
+	for _, dt := range ssm.DTypes() {
 		for _, c := range []struct{ name, delta, a string }{
 			{"delta0", "0", "-1"}, {"a0", "1", "0"}, {"x-1e-8", "1", "1e-8"}, {"x-subnormal", "1", "subnormal-min"},
 			{"x-0.49", "1", "0.49"}, {"exp-overflow", "1", "log-max+1"}, {"nan", "NaN", "-1"}, {"inf", "1", "+Inf"},
 		} {
 			e := (&Encoder{DType: dt}).Special(c.delta).Special(c.a)
-			seeds = append(seeds, seed{fmt.Sprintf("foh-%v-real-%s", dt, c.name), corpusFile(uint8(reference.FOH), uint8(dt), false, e.Bytes)})
+			seeds = append(seeds, seed{fmt.Sprintf("foh-%v-real-%s", dt, c.name), corpusFile(uint8(ssm.FOH), uint8(dt), false, e.Bytes)})
 		}
 	}
 	return seeds
@@ -107,15 +103,15 @@ func discretizeSeeds() []seed {
 type scanSeed struct {
 	name  string
 	shape ScanShape
-	data  func(dt cudalib.DType) []byte
+	data  func(dt ssm.DType) []byte
 }
 
 // scanSeeds: one-element shapes, dstate at the maximum, every feature flag,
 // and special values placed in each input array in turn.
 func scanSeeds() []seed {
-	none := func(cudalib.DType) []byte { return nil }
-	specials := func(names ...string) func(cudalib.DType) []byte {
-		return func(dt cudalib.DType) []byte {
+	none := func(ssm.DType) []byte { return nil }
+	specials := func(names ...string) func(ssm.DType) []byte {
+		return func(dt ssm.DType) []byte {
 			e := &Encoder{DType: dt}
 			for _, n := range names {
 				e.Special(n)
@@ -126,8 +122,8 @@ func scanSeeds() []seed {
 	all := uint8(FlagVariableB | FlagVariableC | FlagSoftplus | FlagD | FlagZ | FlagDeltaBias)
 	// The ordinary prefix of u for a 1×1×L problem, so that specials land in
 	// delta (the second array).
-	uThenDelta := func(L int, delta ...string) func(cudalib.DType) []byte {
-		return func(dt cudalib.DType) []byte {
+	uThenDelta := func(L int, delta ...string) func(ssm.DType) []byte {
+		return func(dt ssm.DType) []byte {
 			e := &Encoder{DType: dt}
 			for i := 0; i < L; i++ {
 				e.Ordinary(uint16(1000 * (i + 1)))
@@ -164,8 +160,8 @@ func scanSeeds() []seed {
 		{"long-u-specials", ScanShape{Batch: 128, Seqlen: 9, Dstate: 1}, specials("NaN", "+Inf", "-Inf", "subnormal-min", "subnormal-max", "max", "-max", "0", "-0", "1")},
 	}
 	var seeds []seed
-	for _, m := range reference.Methods() {
-		for _, dt := range cudalib.DTypes() {
+	for _, m := range ssm.Methods() {
+		for _, dt := range ssm.DTypes() {
 			for _, s := range base {
 				sh := s.shape
 				sh.Method, sh.DType = uint8(m), uint8(dt)

@@ -8,40 +8,10 @@ import (
 	"sort"
 	"time"
 
+	"ssmverify/report"
+
 	"golang.org/x/perf/benchmath"
 )
-
-// Check7 is what the gate reads of the verify suite's check7.json.
-type Check7 struct {
-	Config            string               `json:"config"`
-	CopyBandwidthGBps float64              `json:"copy_bandwidth_gbps"`
-	BytesPerScan      float64              `json:"bytes_per_scan"`
-	ElementsPerScan   float64              `json:"elements_per_scan"`
-	Samples           map[string][]float64 `json:"samples_us"`
-	Methods           []struct {
-		Method   string  `json:"method"`
-		MedianUS float64 `json:"median_us"`
-		CILowUS  float64 `json:"ci95_low_us"`
-		CIHighUS float64 `json:"ci95_high_us"`
-		GBPerSec float64 `json:"gb_per_s"`
-	} `json:"methods"`
-}
-
-// LoadCheck7 reads check7.json.
-func LoadCheck7(path string) (*Check7, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	var c Check7
-	if err := json.Unmarshal(b, &c); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if len(c.Samples) == 0 {
-		return nil, fmt.Errorf("%s has no samples_us (written by an older suite): rerun Check7", path)
-	}
-	return &c, nil
-}
 
 // BaselineSchema names the version of baseline files.
 const BaselineSchema = "ssmverify.gate-baseline/v1"
@@ -56,7 +26,7 @@ type Baseline struct {
 }
 
 // WriteBaseline stores Check7's samples with the library's identity.
-func WriteBaseline(path string, c7 *Check7, lib Library) error {
+func WriteBaseline(path string, c7 *report.Check7, lib Library) error {
 	b := Baseline{Schema: BaselineSchema, Created: time.Now().UTC().Format(time.RFC3339), Library: lib, Config: c7.Config, Samples: c7.Samples}
 	js, err := json.MarshalIndent(b, "", "  ")
 	if err != nil {
@@ -90,7 +60,7 @@ const MinEffect = 0.01
 // with a baseline file, compares each method with it (see the package
 // documentation). A different Check7 configuration in the baseline is an
 // error: the numbers would not be comparable.
-func ComparePerformance(c7 *Check7, baselinePath string, maxRegression float64) ([]Perf, error) {
+func ComparePerformance(c7 *report.Check7, baselinePath string, maxRegression float64) ([]Perf, error) {
 	var base *Baseline
 	if baselinePath != "" {
 		var err error

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"ssmverify/cudalib"
+	"ssmverify/report"
 )
 
 func noisy(r *rand.Rand, n int, center, rel float64) []float64 {
@@ -51,9 +52,9 @@ func TestCompareSamples(t *testing.T) {
 // problem is refused, not compared.
 func TestComparePerformanceConfigMismatch(t *testing.T) {
 	dir := t.TempDir()
-	c7 := &Check7{Config: "8×512×1024×16 fp32", Samples: map[string][]float64{"zoh": {1, 2, 3}}}
+	c7 := &report.Check7{Config: "8×512×1024×16 fp32", Samples: map[string][]float64{"zoh": {1, 2, 3}}}
 	path := filepath.Join(dir, "b.json")
-	if err := WriteBaseline(path, &Check7{Config: "2×64×256×16 fp32", Samples: c7.Samples}, Library{}); err != nil {
+	if err := WriteBaseline(path, &report.Check7{Config: "2×64×256×16 fp32", Samples: c7.Samples}, Library{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := ComparePerformance(c7, path, 0.05); err == nil || !strings.Contains(err.Error(), "not comparable") {

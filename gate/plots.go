@@ -12,8 +12,8 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
-	"ssmverify/reference"
-	"ssmverify/verify"
+	"ssmverify/report"
+	"ssmverify/ssm"
 )
 
 // WritePlots draws the report's pictures into dir and returns their file
@@ -22,10 +22,10 @@ import (
 // method in float32, with the threshold) and throughput.png (Check7's
 // throughput per method with 95% whiskers and the memory-bandwidth
 // ceiling). A picture whose data did not run is left out.
-func WritePlots(dir string, conv *ConvergenceData, vr *verify.Report, c7 *Check7) ([]string, error) {
+func WritePlots(dir string, vr *report.Report, c7 *report.Check7) ([]string, error) {
 	var files []string
-	if conv != nil && conv.Err == nil && len(conv.Deltas) > 0 {
-		if err := plotConvergence(filepath.Join(dir, "convergence.png"), conv); err != nil {
+	if vr != nil && vr.Convergence != nil && len(vr.Convergence.Deltas) > 0 {
+		if err := plotConvergence(filepath.Join(dir, "convergence.png"), vr.Convergence); err != nil {
 			return files, err
 		}
 		files = append(files, "convergence.png")
@@ -45,7 +45,7 @@ func WritePlots(dir string, conv *ConvergenceData, vr *verify.Report, c7 *Check7
 	return files, nil
 }
 
-func plotConvergence(path string, c *ConvergenceData) error {
+func plotConvergence(path string, c *report.Convergence) error {
 	p := plot.New()
 	p.Title.Text = "Global error at T = 2 against the step Δ (library scan, fp64)"
 	p.X.Label.Text = "Δ"
@@ -54,10 +54,10 @@ func plotConvergence(path string, c *ConvergenceData) error {
 	p.X.Tick.Marker, p.Y.Tick.Marker = plot.LogTicks{Prec: 1}, plot.LogTicks{Prec: 1}
 	p.Legend.Top, p.Legend.Left = true, true
 	p.Legend.XOffs = vg.Points(8)
-	for i, m := range reference.Methods() {
+	for i, m := range ssm.Methods() {
 		pts := make(plotter.XYs, len(c.Deltas))
 		for k, d := range c.Deltas {
-			pts[k].X, pts[k].Y = d, math.Max(c.Errors[m][k], 1e-17) // foh: exact, rounding only
+			pts[k].X, pts[k].Y = d, math.Max(c.Errors[m.String()][k], 1e-17) // foh: exact, rounding only
 		}
 		line, scatter, err := plotter.NewLinePoints(pts)
 		if err != nil {
@@ -66,8 +66,8 @@ func plotConvergence(path string, c *ConvergenceData) error {
 		line.Color, scatter.Color = plotutil.Color(i), plotutil.Color(i)
 		scatter.Shape = plotutil.Shape(i)
 		p.Add(line, scatter)
-		p.Legend.Add(fmt.Sprintf("%v: order %.2f (expected %s)", m, c.Slopes[m], orderText(m)), line, scatter)
-		if want := ExpectedOrder[m]; want > 0 {
+		p.Legend.Add(fmt.Sprintf("%v: order %.2f (expected %s)", m, c.Slopes[m.String()], orderText(m)), line, scatter)
+		if want := float64(m.Order()); want > 0 {
 			// The expected slope through the method's largest-Δ point.
 			x0, y0 := pts[0].X, pts[0].Y
 			ref := plotter.NewFunction(func(x float64) float64 { return y0 * math.Pow(x/x0, want) })
@@ -81,16 +81,16 @@ func plotConvergence(path string, c *ConvergenceData) error {
 	return p.Save(7*vg.Inch, 5*vg.Inch, path)
 }
 
-func orderText(m reference.Method) string {
-	if ExpectedOrder[m] == 0 {
+func orderText(m ssm.Method) string {
+	if m.Order() == 0 {
 		return "exact"
 	}
-	return fmt.Sprintf("%.0f", ExpectedOrder[m])
+	return fmt.Sprint(m.Order())
 }
 
 // verifyRatios returns every scaled error ratio of the verify report for
 // one dtype, per method (real and complex A together).
-func verifyRatios(vr *verify.Report, dtype string) map[string][]float64 {
+func verifyRatios(vr *report.Report, dtype string) map[string][]float64 {
 	if vr == nil {
 		return nil
 	}
@@ -108,7 +108,7 @@ func verifyRatios(vr *verify.Report, dtype string) map[string][]float64 {
 
 func methodOrder(names []string) []string {
 	rank := map[string]int{}
-	for i, m := range reference.Methods() {
+	for i, m := range ssm.Methods() {
 		rank[m.String()] = i
 	}
 	sort.Slice(names, func(i, j int) bool { return rank[names[i]] < rank[names[j]] })
@@ -162,7 +162,7 @@ type whiskers struct {
 	plotter.YErrors
 }
 
-func plotThroughput(path string, c *Check7) error {
+func plotThroughput(path string, c *report.Check7) error {
 	p := plot.New()
 	p.Title.Text = fmt.Sprintf("Check7 throughput per method (%s)", c.Config)
 	p.Y.Label.Text = "GB/s moved by the scan (log)"
@@ -179,7 +179,7 @@ func plotThroughput(path string, c *Check7) error {
 	var w whiskers
 	for i, n := range names {
 		m := c.Methods[byName[n]]
-		gbps := func(us float64) float64 { return c.BytesPerScan / (us * 1e3) }
+		gbps := func(us float64) float64 { return float64(c.BytesPerScan) / (us * 1e3) }
 		mid := gbps(m.MedianUS)
 		// A slower time is a lower throughput: the CI's high time is the low whisker.
 		w.XYs = append(w.XYs, plotter.XY{X: float64(i), Y: mid})

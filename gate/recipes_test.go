@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	yaml "go.yaml.in/yaml/v3"
+	"ssmverify/ssm"
 
-	"ssmverify/reference"
+	yaml "go.yaml.in/yaml/v3"
 )
 
 // shellWords splits a command line the way the shell would for the
@@ -116,7 +116,7 @@ func TestSlurmArrayDryRun(t *testing.T) {
 			t.Errorf("no task runs verify's %s", name)
 		}
 	}
-	for _, m := range reference.Methods() {
+	for _, m := range ssm.Methods() {
 		if !methods[m.String()] {
 			t.Errorf("no Check7 task for %v", m)
 		}

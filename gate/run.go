@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -22,7 +21,8 @@ import (
 	"github.com/jstemmer/go-junit-report/v2/parser/gotest"
 
 	"ssmverify/cudalib"
-	"ssmverify/verify"
+	"ssmverify/report"
+	"ssmverify/ssm"
 )
 
 // Config is one gate run.
@@ -79,7 +79,7 @@ func Run(cfg Config) *Report {
 		// process, the CPU build ran 50% slower on the 2-core CI machine (the
 		// cause was not isolated; the Go runtime's heap and GC sharing the
 		// cores with the kernel's OpenMP team is the likely one).
-		const c7 = "^TestCheck7MethodComparison$"
+		c7 := "^" + report.Check7Test + "$"
 		selects := func(name string) bool {
 			if cfg.VerifyRun == "" {
 				return true
@@ -87,7 +87,7 @@ func Run(cfg Config) *Report {
 			re, err := regexp.Compile(strings.SplitN(cfg.VerifyRun, "/", 2)[0])
 			return err == nil && re.MatchString(name)
 		}
-		if selects("TestCheck7MethodComparison") {
+		if selects(report.Check7Test) {
 			runs = append(runs, pkgRun{pkg: pkg, run: c7, only: true})
 		}
 		if cfg.VerifyRun != c7 && cfg.VerifyRun != "Check7" {
@@ -115,11 +115,8 @@ func Run(cfg Config) *Report {
 	verifyDir := filepath.Join(cfg.Out, "verify")
 	m := &measured{verify: loadVerifyReport(filepath.Join(verifyDir, "report.json"))}
 	r.Figures = append(r.Figures, verifyFigures(m.verify, cfg.Task)...)
-	conv := Convergence(lib)
-	m.conv = &conv
-	r.Tests = append(r.Tests, conv.Tests(cfg.Task)...)
-	r.Figures = append(r.Figures, conv.Figures(cfg.Task)...)
-	if c7, err := LoadCheck7(filepath.Join(verifyDir, "check7.json")); err == nil {
+	r.Figures = append(r.Figures, convergenceFigures(m.verify, cfg.Task)...)
+	if c7, err := report.LoadCheck7(filepath.Join(verifyDir, "check7.json")); err == nil {
 		m.check7 = c7
 		perf, err := ComparePerformance(c7, cfg.Baseline, cfg.MaxRegression)
 		if err != nil {
@@ -139,9 +136,8 @@ func Run(cfg Config) *Report {
 // for the figures, the comparison and the plots; a part that did not run is
 // nil.
 type measured struct {
-	conv   *ConvergenceData
-	verify *verify.Report
-	check7 *Check7
+	verify *report.Report
+	check7 *report.Check7
 }
 
 // finish decides the verdict and writes every file.
@@ -149,7 +145,7 @@ func finish(r *Report, cfg Config, m *measured) *Report {
 	sortTests(r.Tests)
 	r.Decide()
 	if cfg.Plots && len(r.Errors) == 0 && m != nil {
-		plots, err := WritePlots(cfg.Out, m.conv, m.verify, m.check7)
+		plots, err := WritePlots(cfg.Out, m.verify, m.check7)
 		if err != nil {
 			r.Errors = append(r.Errors, "plots: "+err.Error())
 			r.Decide()
@@ -401,22 +397,18 @@ func mustAbs(p string) string {
 
 // loadVerifyReport reads the verify suite's report.json (nil when the
 // suite did not run or wrote none).
-func loadVerifyReport(path string) *verify.Report {
-	b, err := os.ReadFile(path)
+func loadVerifyReport(path string) *report.Report {
+	vr, err := report.Load(path)
 	if err != nil {
 		return nil
 	}
-	var vr verify.Report
-	if json.Unmarshal(b, &vr) != nil {
-		return nil
-	}
-	return &vr
+	return vr
 }
 
 // verifyFigures lists, per method, dtype and real/complex A of the verify
 // report, the largest scaled error ratio and ulp distance and the number of
 // comparisons.
-func verifyFigures(vr *verify.Report, task string) []Figure {
+func verifyFigures(vr *report.Report, task string) []Figure {
 	if vr == nil {
 		return nil
 	}
@@ -426,6 +418,21 @@ func verifyFigures(vr *verify.Report, task string) []Figure {
 			Figure{Name: "max scaled error ratio", Value: finite(float64(c.MaxRatio)), Unit: "|kernel − reference|/(u·S + η·T)", Method: c.Method, DType: c.DType, Kind: c.Kind, Task: task},
 			Figure{Name: "max error", Value: finite(float64(c.MaxULP)), Unit: "ulp", Method: c.Method, DType: c.DType, Kind: c.Kind, Task: task},
 			Figure{Name: "comparisons", Value: float64(c.Checks), Unit: "count", Method: c.Method, DType: c.DType, Kind: c.Kind, Task: task})
+	}
+	return out
+}
+
+// convergenceFigures lists the orders the verify suite's convergence test
+// fitted (none when it did not run).
+func convergenceFigures(vr *report.Report, task string) []Figure {
+	if vr == nil || vr.Convergence == nil {
+		return nil
+	}
+	var out []Figure
+	for _, m := range ssm.Methods() {
+		if s, ok := vr.Convergence.Slopes[m.String()]; ok {
+			out = append(out, Figure{Name: "global convergence order", Value: s, Unit: "slope of log error vs log Δ", Method: m.String(), DType: "fp64", Task: task})
+		}
 	}
 	return out
 }

@@ -10,7 +10,7 @@ import (
 
 // TestGateEndToEnd: a real gate run against the library under test (the
 // CPU build in CI) with a small selection of the suite — the golden
-// package, the verify suite's golden test and Check7 — produces every file:
+// package, the verify suite's golden, convergence and Check7 tests — produces every file:
 // report.json that loads, junit.xml that parses, report.md whose verdict is
 // the exit code's, and the three plots.
 func TestGateEndToEnd(t *testing.T) {
@@ -18,7 +18,7 @@ func TestGateEndToEnd(t *testing.T) {
 		t.Skip("runs go test in subprocesses")
 	}
 	out := t.TempDir()
-	r := Run(Config{Out: out, Root: "..", Packages: []string{"golden", "verify"}, VerifyRun: "^Test(Golden|Check7MethodComparison)$",
+	r := Run(Config{Out: out, Root: "..", Packages: []string{"golden", "verify"}, VerifyRun: "^Test(Golden|Check7MethodComparison|ConvergenceOrder)$",
 		Task: "e2e", MaxRegression: 0.05, Plots: true, RapidSeed: 7, Log: io.Discard})
 	if len(r.Errors) > 0 {
 		t.Fatalf("setup errors: %v", r.Errors)
@@ -37,7 +37,7 @@ func TestGateEndToEnd(t *testing.T) {
 	for _, tt := range loaded.Tests {
 		names[tt.Package+"."+tt.Name] = true
 	}
-	for _, want := range []string{"golden.TestGoldenReferenceReproduces", "verify.TestGolden", "verify.TestCheck7MethodComparison", "gate.TestConvergenceOrder/rk4"} {
+	for _, want := range []string{"golden.TestGoldenReferenceReproduces", "verify.TestGolden", "verify.TestCheck7MethodComparison", "verify.TestConvergenceOrder/rk4"} {
 		if !names[want] {
 			t.Errorf("report.json lacks test %s", want)
 		}

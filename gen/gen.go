@@ -23,7 +23,7 @@ import (
 	"math"
 	"math/rand/v2"
 
-	"ssmverify/reference"
+	"ssmverify/ssm"
 )
 
 // Dist is an input distribution.
@@ -45,7 +45,7 @@ func (d Dist) String() string {
 type Spec struct {
 	Batch, Dim, Seqlen, Dstate, Groups int
 
-	Method               reference.Method
+	Method               ssm.Method
 	Complex              bool
 	VariableB, VariableC bool
 	Softplus             bool
@@ -54,10 +54,7 @@ type Spec struct {
 }
 
 func (s Spec) String() string {
-	kind := "real"
-	if s.Complex {
-		kind = "complex"
-	}
+	kind := ssm.AKind(s.Complex)
 	return fmt.Sprintf("%v/%s/%v b%d d%d l%d n%d g%d varB=%t varC=%t softplus=%t D=%t z=%t bias=%t",
 		s.Method, kind, s.Dist, s.Batch, s.Dim, s.Seqlen, s.Dstate, s.Groups,
 		s.VariableB, s.VariableC, s.Softplus, s.HasD, s.HasZ, s.HasBias)
@@ -65,16 +62,16 @@ func (s Spec) String() string {
 
 // MambaBlock is the configuration of a Mamba block's scan: variable B and
 // C in one group, D, z, delta_bias and softplus, realistic inputs.
-func MambaBlock(m reference.Method, batch, dim, seqlen, dstate int) Spec {
+func MambaBlock(m ssm.Method, batch, dim, seqlen, dstate int) Spec {
 	return Spec{Batch: batch, Dim: dim, Seqlen: seqlen, Dstate: dstate, Groups: 1, Method: m,
 		VariableB: true, VariableC: true, Softplus: true, HasD: true, HasZ: true, HasBias: true}
 }
 
 // New returns the problem of spec s drawn from seed: the same on every
 // machine and Go version (PCG with a fixed stream).
-func New(s Spec, seed uint64) *reference.Problem {
+func New(s Spec, seed uint64) *ssm.Problem {
 	r := rand.New(rand.NewPCG(seed, 0x5eed5ca9))
-	p := &reference.Problem{
+	p := &ssm.Problem{
 		Batch: s.Batch, Dim: s.Dim, Seqlen: s.Seqlen, Dstate: s.Dstate, Groups: s.Groups,
 		Method: s.Method, Complex: s.Complex, VariableB: s.VariableB, VariableC: s.VariableC,
 		Softplus: s.Softplus,
@@ -122,7 +119,7 @@ func New(s Spec, seed uint64) *reference.Problem {
 type drawer struct {
 	r      *rand.Rand
 	dist   Dist
-	method reference.Method
+	method ssm.Method
 }
 
 // unstableX is the largest step x = Δ·a that a positive real part of A may
@@ -139,7 +136,7 @@ type drawer struct {
 // 0.01 of the pole step after step and the float64 reference reached
 // 6.6e38 (the accuracy suite in CI; gen_test.go keeps the cases).
 func (g drawer) unstableX(seqlen int) float64 {
-	if g.method == reference.Bilinear {
+	if g.method == ssm.Bilinear {
 		return math.Min(2*math.Tanh(20/float64(seqlen)), 2-0x1p-9)
 	}
 	return 40 / float64(seqlen)
@@ -177,7 +174,7 @@ func inverseSoftplus(dt float64) float64 { return dt + math.Log(-math.Expm1(-dt)
 
 // deltas fills Delta (and DeltaBias) and returns the largest step dt the
 // problem can take after bias and softplus.
-func (g drawer) deltas(p *reference.Problem, s Spec) float64 {
+func (g drawer) deltas(p *ssm.Problem, s Spec) float64 {
 	maxDt := 0.0
 	note := func(v float64) {
 		if s.Softplus && v <= 20 {

@@ -8,6 +8,7 @@ import (
 	"pgregory.net/rapid"
 
 	"ssmverify/reference"
+	"ssmverify/ssm"
 )
 
 // checkFloat32Range fails t if some intermediate of p's scan, by the
@@ -18,7 +19,7 @@ import (
 func checkFloat32Range(t interface {
 	Helper()
 	Fatalf(string, ...any)
-}, what string, p *reference.Problem) {
+}, what string, p *ssm.Problem) {
 	t.Helper()
 	sc, err := reference.ErrorScale(p)
 	if err != nil {
@@ -59,9 +60,9 @@ func TestStressBilinearAwayFromPole(t *testing.T) {
 		s    Spec
 		seed uint64
 	}{
-		{Spec{Batch: 1, Dim: 17, Seqlen: 16, Dstate: 256, Groups: 17, Method: reference.Bilinear,
+		{Spec{Batch: 1, Dim: 17, Seqlen: 16, Dstate: 256, Groups: 17, Method: ssm.Bilinear,
 			Softplus: true, HasBias: true, Dist: Stress}, 5439},
-		{Spec{Batch: 1, Dim: 8, Seqlen: 16, Dstate: 256, Groups: 1, Method: reference.Bilinear,
+		{Spec{Batch: 1, Dim: 8, Seqlen: 16, Dstate: 256, Groups: 1, Method: ssm.Bilinear,
 			Softplus: true, HasBias: true, Dist: Stress}, 5439},
 	} {
 		for _, isComplex := range []bool{false, true} {
@@ -77,7 +78,7 @@ func TestStressBilinearAwayFromPole(t *testing.T) {
 	// float32's range.
 	for L := 1; L <= 24; L++ {
 		for seed := uint64(0); seed < 8; seed++ {
-			s := Spec{Batch: 1, Dim: 16, Seqlen: L, Dstate: 256, Groups: 1, Method: reference.Bilinear,
+			s := Spec{Batch: 1, Dim: 16, Seqlen: L, Dstate: 256, Groups: 1, Method: ssm.Bilinear,
 				Complex: seed%2 == 1, Softplus: true, HasBias: true, Dist: Stress}
 			checkFloat32Range(t, s.String()+" seed="+strconv.FormatUint(seed, 10), New(s, seed))
 		}

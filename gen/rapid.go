@@ -3,9 +3,9 @@ package gen
 import (
 	"strconv"
 
-	"pgregory.net/rapid"
+	"ssmverify/ssm"
 
-	"ssmverify/reference"
+	"pgregory.net/rapid"
 )
 
 // Limits bounds the Specs that Specs draws.
@@ -15,7 +15,7 @@ type Limits struct {
 	// 1…MaxDstate (a library's maximum, say).
 	ExtraDstate []int
 	// Methods to draw from; nil means all six.
-	Methods []reference.Method
+	Methods []ssm.Method
 	// Complex: 0 draws real and complex, 1 only real, 2 only complex.
 	Complex int
 	// Dists to draw from; nil means both.
@@ -31,7 +31,7 @@ var Small = Limits{MaxBatch: 2, MaxDim: 6, MaxSeqlen: 40, MaxDstate: 8}
 func Specs(l Limits) *rapid.Generator[Spec] {
 	methods := l.Methods
 	if methods == nil {
-		methods = reference.Methods()
+		methods = ssm.Methods()
 	}
 	dists := l.Dists
 	if dists == nil {
@@ -88,7 +88,7 @@ func Problems(l Limits) *rapid.Generator[Case] {
 type Case struct {
 	Spec    Spec
 	Seed    uint64
-	Problem *reference.Problem
+	Problem *ssm.Problem
 }
 
 func (c Case) String() string { return c.Spec.String() + " seed=" + strconv.FormatUint(c.Seed, 10) }

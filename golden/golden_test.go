@@ -11,9 +11,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"ssmverify/cudalib"
+	"ssmverify/judge"
 	"ssmverify/reference"
-	"ssmverify/verify"
+	"ssmverify/ssm"
 )
 
 var update = flag.Bool("update", false, "regenerate golden/ from gen.New and the reference")
@@ -39,15 +39,15 @@ func TestGoldenReferenceReproduces(t *testing.T) {
 	for _, c := range man.Cases {
 		p, want, err := c.Problem(".")
 		require.NoError(t, err)
-		got, err := reference.Scan(p, reference.Float64)
+		got, err := reference.Scan(p, ssm.Float64)
 		require.NoError(t, err)
 		for i := range want.Out {
-			if u := verify.ULPs(got.Out[i], want.Out[i], cudalib.F64); u > 1 {
+			if u := judge.ULPs(got.Out[i], want.Out[i], ssm.F64); u > 1 {
 				t.Errorf("%s: out[%d] = %.17g, golden %.17g (%.0f ulp)", c.Name, i, got.Out[i], want.Out[i], u)
 			}
 		}
 		for i := range want.LastState {
-			if u := verify.ULPs(got.LastState[i], want.LastState[i], cudalib.F64); u > 1 {
+			if u := judge.ULPs(got.LastState[i], want.LastState[i], ssm.F64); u > 1 {
 				t.Errorf("%s: last_state[%d] = %.17g, golden %.17g (%.0f ulp)", c.Name, i, got.LastState[i], want.LastState[i], u)
 			}
 		}

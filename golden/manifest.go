@@ -12,6 +12,7 @@ import (
 
 	"ssmverify/gen"
 	"ssmverify/reference"
+	"ssmverify/ssm"
 )
 
 // ManifestSchema names the version of manifest.json's layout.
@@ -58,11 +59,11 @@ type Entry struct {
 	Name  string
 	Spec  gen.Spec
 	Seed  uint64
-	Build func() *reference.Problem
+	Build func() *ssm.Problem
 }
 
 // problem returns the entry's problem and the name of its distribution.
-func (e Entry) problem() (*reference.Problem, string) {
+func (e Entry) problem() (*ssm.Problem, string) {
 	if e.Build != nil {
 		return e.Build(), "fuzz"
 	}
@@ -74,16 +75,16 @@ var fuzzFound = []Entry{
 	// FuzzDiscretize: foh with complex A and Δ = FLT_MAX overflowed the
 	// denominator of Smith's division in float32 (x = Δ·a ≈ ±FLT_MAX), and
 	// B̄ = Δ·φ1(x) came out 0 instead of −1/a = 0.5 + 0.5i.
-	{Name: "fuzz-foh-complex-delta-flt-max", Build: func() *reference.Problem {
-		return &reference.Problem{Batch: 1, Dim: 1, Seqlen: 3, Dstate: 2, Groups: 1, Method: reference.FOH, Complex: true,
+	{Name: "fuzz-foh-complex-delta-flt-max", Build: func() *ssm.Problem {
+		return &ssm.Problem{Batch: 1, Dim: 1, Seqlen: 3, Dstate: 2, Groups: 1, Method: ssm.FOH, Complex: true,
 			U: []float64{1, -0.5, 0.25}, Delta: []float64{math.MaxFloat32, 1, 0.5},
 			A: []float64{-1, 1, -0.5, 0.75}, B: []float64{1, 0, 0.5, -0.5}, C: []float64{1, 0.5, -1, 0.25}}
 	}},
 	// FuzzDiscretize on the H200: __fdividef returns 0 for divisors beyond
 	// 2^126, so bilinear's g = 1/(1 − x/2) at x = −FLT_MAX was 0 and
 	// B̄ = Δ·g = 2 came out 0.
-	{Name: "fuzz-bilinear-real-delta-flt-max", Build: func() *reference.Problem {
-		return &reference.Problem{Batch: 1, Dim: 2, Seqlen: 3, Dstate: 2, Groups: 1, Method: reference.Bilinear,
+	{Name: "fuzz-bilinear-real-delta-flt-max", Build: func() *ssm.Problem {
+		return &ssm.Problem{Batch: 1, Dim: 2, Seqlen: 3, Dstate: 2, Groups: 1, Method: ssm.Bilinear,
 			U: []float64{1, -0.5, 0.25, 0.5, 2, -1}, Delta: []float64{math.MaxFloat32, 0.5, math.MaxFloat32, 1, math.MaxFloat32, 0.25},
 			A: []float64{-1, -0.5, -0.75, -1}, B: []float64{1, -0.5, 0.25, 2}, C: []float64{0.5, 1, -1, 0.125}}
 	}},
@@ -91,8 +92,8 @@ var fuzzFound = []Entry{
 	// e^x − 1 ≈ 3e38 is near the top of float32's range: the numerators of
 	// Smith's division overflowed and B̄ came out ∞ instead of −5.6e37 + 1.0e37i.
 	// One step (h starts at 0, so Ā = e^x, also near the top, is not applied).
-	{Name: "fuzz-foh-complex-numerator-near-flt-max", Build: func() *reference.Problem {
-		return &reference.Problem{Batch: 1, Dim: 1, Seqlen: 1, Dstate: 1, Groups: 1, Method: reference.FOH, Complex: true,
+	{Name: "fuzz-foh-complex-numerator-near-flt-max", Build: func() *ssm.Problem {
+		return &ssm.Problem{Batch: 1, Dim: 1, Seqlen: 1, Dstate: 1, Groups: 1, Method: ssm.FOH, Complex: true,
 			U: []float64{0.5}, Delta: []float64{20}, A: []float64{4.436119079589844, -3.9727439880371094},
 			B: []float64{1, 0.25}, C: []float64{1e-30, 5e-31}}
 	}},
@@ -103,12 +104,9 @@ var fuzzFound = []Entry{
 // in two groups with stressing inputs).
 func Entries() []Entry {
 	var out []Entry
-	for _, m := range reference.Methods() {
+	for _, m := range ssm.Methods() {
 		for _, isComplex := range []bool{false, true} {
-			kind := "real"
-			if isComplex {
-				kind = "complex"
-			}
+			kind := ssm.AKind(isComplex)
 			sets := []struct {
 				name string
 				s    gen.Spec
@@ -138,7 +136,7 @@ func sum(b []byte) string {
 }
 
 // arrays returns a problem's arrays by ABI name with their shapes.
-func arrays(p *reference.Problem, out *reference.Output) map[string]struct {
+func arrays(p *ssm.Problem, out *ssm.Output) map[string]struct {
 	shape []int
 	data  []float64
 } {
@@ -186,7 +184,7 @@ func Generate(dir string) (*Manifest, error) {
 		Note: "float64, C order; complex arrays end in an axis of 2 (re, im); out = the ssmk ABI forward scan, last_state = h after the last step"}
 	for _, c := range Entries() {
 		p, dist := c.problem()
-		out, err := reference.Scan(p, reference.Float64)
+		out, err := reference.Scan(p, ssm.Float64)
 		if err != nil {
 			return nil, fmt.Errorf("golden: %s: %w", c.Name, err)
 		}
@@ -253,14 +251,14 @@ func Load(dir string) (*Manifest, error) {
 }
 
 // Problem rebuilds a case's problem and expected output from its files.
-func (c Case) Problem(dir string) (*reference.Problem, *reference.Output, error) {
-	m, err := reference.ParseMethod(c.Method)
+func (c Case) Problem(dir string) (*ssm.Problem, *ssm.Output, error) {
+	m, err := ssm.ParseMethod(c.Method)
 	if err != nil {
 		return nil, nil, fmt.Errorf("golden: case %s: %w", c.Name, err)
 	}
-	p := &reference.Problem{Batch: c.Batch, Dim: c.Dim, Seqlen: c.Seqlen, Dstate: c.Dstate, Groups: c.Groups,
+	p := &ssm.Problem{Batch: c.Batch, Dim: c.Dim, Seqlen: c.Seqlen, Dstate: c.Dstate, Groups: c.Groups,
 		Method: m, Complex: c.Complex, VariableB: c.VariableB, VariableC: c.VariableC, Softplus: c.DeltaSoftplus}
-	out := &reference.Output{}
+	out := &ssm.Output{}
 	read := func(name string, dst *[]float64, required bool) error {
 		f, ok := c.Files[name]
 		if !ok {

@@ -6,6 +6,7 @@ import (
 
 	"ssmverify/gen"
 	"ssmverify/reference"
+	"ssmverify/ssm"
 )
 
 // BenchmarkScanReference times the reference scan in the Mamba-block
@@ -15,23 +16,20 @@ import (
 // same problem (BenchmarkScanKernelCPU in cudalib).
 func BenchmarkScanReference(b *testing.B) {
 	for _, c := range []struct {
-		m         reference.Method
+		m         ssm.Method
 		isComplex bool
-		prec      reference.Precision
+		prec      ssm.Precision
 	}{
-		{reference.ZOH, false, reference.Float64},
-		{reference.RK4, false, reference.Float64},
-		{reference.Bilinear, false, reference.Float64},
-		{reference.ZOH, true, reference.Float64},
-		{reference.ZOH, false, reference.Float32},
+		{ssm.ZOH, false, ssm.Float64},
+		{ssm.RK4, false, ssm.Float64},
+		{ssm.Bilinear, false, ssm.Float64},
+		{ssm.ZOH, true, ssm.Float64},
+		{ssm.ZOH, false, ssm.Float32},
 	} {
 		s := gen.MambaBlock(c.m, 1, 64, 256, 16)
 		s.Complex = c.isComplex
 		p := gen.New(s, 1)
-		kind := "real"
-		if c.isComplex {
-			kind = "complex"
-		}
+		kind := ssm.AKind(c.isComplex)
 		b.Run(fmt.Sprintf("%v/%s/%v", c.m, kind, c.prec), func(b *testing.B) {
 			updates := float64(p.Batch * p.Dim * p.Seqlen * p.Dstate)
 			for b.Loop() {

@@ -3,6 +3,8 @@ package reference
 import (
 	"fmt"
 
+	"ssmverify/ssm"
+
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -23,7 +25,7 @@ import (
 // singular. bilinear solves with an LU factorisation rather than forming the
 // inverse; a singular I − ΔA/2 is an error. For diagonal A every one of these
 // equals the scalar form applied to each diagonal entry.
-func Discretize(m Method, delta float64, A, B mat.Matrix) (Abar, Bbar *mat.Dense, err error) {
+func Discretize(m ssm.Method, delta float64, A, B mat.Matrix) (Abar, Bbar *mat.Dense, err error) {
 	n, c := A.Dims()
 	if n != c || n == 0 {
 		return nil, nil, fmt.Errorf("reference.Discretize: A is %d×%d, want a non-empty square matrix", n, c)
@@ -41,7 +43,7 @@ func Discretize(m Method, delta float64, A, B mat.Matrix) (Abar, Bbar *mat.Dense
 	dB.Scale(delta, B)
 
 	switch m {
-	case Bilinear:
+	case ssm.Bilinear:
 		lhs := identity(n)
 		rhs := identity(n)
 		var half mat.Dense
@@ -62,7 +64,7 @@ func Discretize(m Method, delta float64, A, B mat.Matrix) (Abar, Bbar *mat.Dense
 			return nil, nil, fmt.Errorf("reference.Discretize: bilinear B̄: %w", err)
 		}
 		return Abar, Bbar, nil
-	case FOH:
+	case ssm.FOH:
 		// exp([[ΔA, N], [0, 0]]) = [[e^{ΔA}, ∫₀^Δ e^{sA}ds·N/Δ], [0, I]] is
 		// linear in N, so N = ΔB/s is scaled to the 1-norm of ΔA and the
 		// block rescaled by s afterwards. The augmented matrix's 1-norm (a max
@@ -90,11 +92,11 @@ func Discretize(m Method, delta float64, A, B mat.Matrix) (Abar, Bbar *mat.Dense
 	Abar = mat.NewDense(n, n, nil)
 	Abar.Exp(dA)
 	// g(ΔA) by Horner's rule on matrices: c0·I + ΔA(c1·I + ΔA(c2·I + …)).
-	coeffs := map[Method][]float64{
-		ZOH:       {1},
-		HighOrder: {1, 1.0 / 2},
-		Poly:      {1, 1.0 / 2, 1.0 / 6},
-		RK4:       {1, 1.0 / 2, 1.0 / 6, 1.0 / 24},
+	coeffs := map[ssm.Method][]float64{
+		ssm.ZOH:       {1},
+		ssm.HighOrder: {1, 1.0 / 2},
+		ssm.Poly:      {1, 1.0 / 2, 1.0 / 6},
+		ssm.RK4:       {1, 1.0 / 2, 1.0 / 6, 1.0 / 24},
 	}[m]
 	g := identity(n)
 	g.Scale(coeffs[len(coeffs)-1], g)

@@ -4,6 +4,8 @@ import (
 	"math"
 	"testing"
 
+	"ssmverify/ssm"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"gonum.org/v1/gonum/mat"
@@ -36,7 +38,7 @@ func ulps(a, b float64) float64 {
 // approximant. Off-diagonal entries stay exactly 0.
 func TestPropMatrixDiagonalEqualsScalar(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		m := rapid.SampledFrom(Methods()).Draw(t, "method")
+		m := rapid.SampledFrom(ssm.Methods()).Draw(t, "method")
 		n := rapid.IntRange(1, 8).Draw(t, "n")
 		k := rapid.IntRange(1, 3).Draw(t, "k")
 		a := make([]float64, n)
@@ -46,7 +48,7 @@ func TestPropMatrixDiagonalEqualsScalar(t *testing.T) {
 			maxAbs = math.Max(maxAbs, math.Abs(a[i]))
 		}
 		delta := logUniform(t, 1e-4, 20, "ln(Δ·max|a|)") / maxAbs
-		if m == Bilinear {
+		if m == ssm.Bilinear {
 			for _, ai := range a {
 				if math.Abs(1-delta*ai/2) < 0.1 {
 					t.Skip("too close to bilinear's pole for an ulp comparison")
@@ -64,7 +66,7 @@ func TestPropMatrixDiagonalEqualsScalar(t *testing.T) {
 			t.Fatal(err)
 		}
 		for i := 0; i < n; i++ {
-			sa, sg := m.Real(delta * a[i])
+			sa, sg := Real(m, delta*a[i])
 			for j := 0; j < n; j++ {
 				got := Abar.At(i, j)
 				if i != j && got != 0 {
@@ -125,11 +127,11 @@ func maxAbsDiff(a, b mat.Matrix) (diff, norm float64) {
 // S·f(D)·S⁻¹ amplifies rounding by cond(S) on each side.
 func TestPropMatrixEigendecomposition(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		m := rapid.SampledFrom(Methods()).Draw(t, "method")
+		m := rapid.SampledFrom(ssm.Methods()).Draw(t, "method")
 		n := rapid.IntRange(2, 6).Draw(t, "n")
 		A, S, Sinv, eig, cond := similar(t, n)
 		delta := rapid.Float64Range(0.01, 1.5).Draw(t, "Δ")
-		if m == Bilinear {
+		if m == ssm.Bilinear {
 			for _, e := range eig {
 				if math.Abs(1-delta*e/2) < 0.1 {
 					t.Skip("too close to bilinear's pole")
@@ -143,7 +145,7 @@ func TestPropMatrixEigendecomposition(t *testing.T) {
 		}
 		fa, fg := make([]float64, n), make([]float64, n)
 		for i, e := range eig {
-			a, g := m.Real(delta * e)
+			a, g := Real(m, delta*e)
 			fa[i], fg[i] = a, delta*g
 		}
 		wantA := mat.NewDense(n, n, nil)
@@ -190,7 +192,7 @@ func TestPropMatrixZohOscillatory(t *testing.T) {
 		A, want := mat.NewDense(n, n, nil), mat.NewDense(n, n, nil)
 		A.Product(S, J, Sinv)
 		want.Product(S, E, Sinv)
-		Abar, _, err := Discretize(ZOH, delta, A, mat.NewDense(n, 1, nil))
+		Abar, _, err := Discretize(ssm.ZOH, delta, A, mat.NewDense(n, 1, nil))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -227,7 +229,7 @@ func TestPropMatrixZohSymmetricEigen(t *testing.T) {
 		}
 		want := mat.NewDense(n, n, nil)
 		want.Product(&Q, mat.NewDiagDense(n, vals), Q.T())
-		Abar, _, err := Discretize(ZOH, delta, A, mat.NewDense(n, 1, nil))
+		Abar, _, err := Discretize(ssm.ZOH, delta, A, mat.NewDense(n, 1, nil))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -244,13 +246,13 @@ func TestPropMatrixZohSymmetricEigen(t *testing.T) {
 func TestMatrixFohSingularA(t *testing.T) {
 	const delta = 0.3
 	B := mat.NewDense(2, 1, []float64{2, -5})
-	Abar, Bbar, err := Discretize(FOH, delta, mat.NewDense(2, 2, nil), B)
+	Abar, Bbar, err := Discretize(ssm.FOH, delta, mat.NewDense(2, 2, nil), B)
 	require.NoError(t, err)
 	assert.InDeltaSlice(t, []float64{1, 0, 0, 1}, Abar.RawMatrix().Data, 1e-15)
 	assert.InDeltaSlice(t, []float64{delta * 2, delta * -5}, Bbar.RawMatrix().Data, 1e-15)
 
 	N := mat.NewDense(2, 2, []float64{0, 1, 0, 0})
-	Abar, Bbar, err = Discretize(FOH, delta, N, B)
+	Abar, Bbar, err = Discretize(ssm.FOH, delta, N, B)
 	require.NoError(t, err)
 	assert.InDeltaSlice(t, []float64{1, delta, 0, 1}, Abar.RawMatrix().Data, 1e-15)
 	// (ΔI + Δ²N/2)·B = (Δ·2 + Δ²/2·(−5), Δ·(−5))
@@ -259,13 +261,13 @@ func TestMatrixFohSingularA(t *testing.T) {
 
 func TestDiscretizeErrors(t *testing.T) {
 	sq := mat.NewDense(2, 2, nil)
-	_, _, err := Discretize(ZOH, 1, mat.NewDense(2, 3, nil), mat.NewDense(2, 1, nil))
+	_, _, err := Discretize(ssm.ZOH, 1, mat.NewDense(2, 3, nil), mat.NewDense(2, 1, nil))
 	assert.ErrorContains(t, err, "A is 2×3")
-	_, _, err = Discretize(ZOH, 1, sq, mat.NewDense(3, 1, nil))
+	_, _, err = Discretize(ssm.ZOH, 1, sq, mat.NewDense(3, 1, nil))
 	assert.ErrorContains(t, err, "B is 3×1, want 2 rows")
-	_, _, err = Discretize(Method(8), 1, sq, mat.NewDense(2, 1, nil))
+	_, _, err = Discretize(ssm.Method(8), 1, sq, mat.NewDense(2, 1, nil))
 	assert.ErrorContains(t, err, "method(8) is not a method")
 	// I − ΔA/2 = 0 for A = 2I/Δ: bilinear's pole, as a matrix.
-	_, _, err = Discretize(Bilinear, 0.5, mat.NewDiagDense(2, []float64{4, 4}), mat.NewDense(2, 1, nil))
+	_, _, err = Discretize(ssm.Bilinear, 0.5, mat.NewDiagDense(2, []float64{4, 4}), mat.NewDense(2, 1, nil))
 	assert.ErrorContains(t, err, "singular")
 }

@@ -5,6 +5,8 @@ import (
 	"math/cmplx"
 	"testing"
 
+	"ssmverify/ssm"
+
 	"pgregory.net/rapid"
 )
 
@@ -32,11 +34,11 @@ func drawA(t *rapid.T, isComplex bool, lo, hi float64, sign int) complex128 {
 	return complex(re, rapid.Float64Range(-hi, hi).Draw(t, "Im a"))
 }
 
-func coef(m Method, x complex128, isComplex bool) (abar, g complex128) {
+func coef(m ssm.Method, x complex128, isComplex bool) (abar, g complex128) {
 	if isComplex {
-		return m.Complex(x)
+		return Complex(m, x)
 	}
-	a, gg := m.Real(real(x))
+	a, gg := Real(m, real(x))
 	return complex(a, 0), complex(gg, 0)
 }
 
@@ -45,7 +47,7 @@ func coef(m Method, x complex128, isComplex bool) (abar, g complex128) {
 // |x| ≤ 0.1 (first Taylor terms x and x/2, with room for the rest).
 func TestPropLimitDeltaToZero(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		m := rapid.SampledFrom(Methods()).Draw(t, "method")
+		m := rapid.SampledFrom(ssm.Methods()).Draw(t, "method")
 		isComplex := rapid.Bool().Draw(t, "complex")
 		a := drawA(t, isComplex, 1e-3, 1e3, 0)
 		for delta := 0.1 / cmplx.Abs(a); delta > 1e-30; delta /= 1000 {
@@ -69,10 +71,10 @@ func TestPropLimitDeltaToZero(t *testing.T) {
 // complex exp and division take other routes than their real counterparts).
 func TestPropRealComplexAgree(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		m := rapid.SampledFrom(Methods()).Draw(t, "method")
+		m := rapid.SampledFrom(ssm.Methods()).Draw(t, "method")
 		x := drawA(t, false, 1e-12, 50, 0)
-		ra, rg := m.Real(real(x))
-		ca, cg := m.Complex(x)
+		ra, rg := Real(m, real(x))
+		ca, cg := Complex(m, x)
 		for _, pair := range [][2]float64{{ra, real(ca)}, {rg, real(cg)}} {
 			if !tolerance(pair[1], pair[0], 4*u64) {
 				t.Fatalf("%v(%g): complex %.17g, real %.17g", m, real(x), pair[1], pair[0])
@@ -104,7 +106,7 @@ func slope(deltas, errs []float64) float64 {
 // within ±0.3 of the order. foh is exact: its error stays at rounding level.
 func TestPropConvergenceOrder(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		m := rapid.SampledFrom(Methods()).Draw(t, "method")
+		m := rapid.SampledFrom(ssm.Methods()).Draw(t, "method")
 		isComplex := rapid.Bool().Draw(t, "complex")
 		a := drawA(t, isComplex, 0.3, 3, 0)
 		x0 := rapid.Float64Range(0.05, 0.2).Draw(t, "|x0|")
@@ -124,7 +126,7 @@ func TestPropConvergenceOrder(t *testing.T) {
 			errB = append(errB, delta*cmplx.Abs(g-phi))
 			errA = append(errA, cmplx.Abs(abar-cmplx.Exp(x)))
 		}
-		if m == FOH {
+		if m == ssm.FOH {
 			for i, e := range errB {
 				if e > 4*u64*deltas[i]*2 {
 					t.Fatalf("foh: B̄ error %g at Δ = %g, want rounding level (≤ %g)", e, deltas[i], 8*u64*deltas[i])
@@ -136,7 +138,7 @@ func TestPropConvergenceOrder(t *testing.T) {
 		if s := slope(deltas, errB); math.Abs(s-want) > 0.3 {
 			t.Fatalf("%v: B̄ error slope %.3f, want %g ± 0.3 (errors %g)", m, s, want, errB)
 		}
-		if m == Bilinear {
+		if m == ssm.Bilinear {
 			if s := slope(deltas, errA); math.Abs(s-3) > 0.3 {
 				t.Fatalf("bilinear: Ā − e^x slope %.3f, want 3 ± 0.3 (errors %g)", s, errA)
 			}
@@ -150,7 +152,7 @@ func TestPropConvergenceOrder(t *testing.T) {
 // to −1 once x/2 swamps the 1.
 func TestPropStability(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		m := rapid.SampledFrom(Methods()).Draw(t, "method")
+		m := rapid.SampledFrom(ssm.Methods()).Draw(t, "method")
 		isComplex := rapid.Bool().Draw(t, "complex")
 		a := drawA(t, isComplex, 1e-6, 1e4, -1)
 		delta := logUniform(t, 1e-6, 1e6, "ln(Δ|a|)") / cmplx.Abs(a)

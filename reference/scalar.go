@@ -2,7 +2,8 @@ package reference
 
 import (
 	"math"
-	"math/cmplx"
+
+	"ssmverify/ssm"
 )
 
 // float is the precision a reference evaluation runs in: float64 for the
@@ -116,30 +117,30 @@ func bilinearT[T float](x T) (abar, g T) {
 }
 
 // realCoef is the method table of the ABI for real x = Δ·a.
-func realCoef[T float](m Method, x T) (abar, g T) {
+func realCoef[T float](m ssm.Method, x T) (abar, g T) {
 	switch m {
-	case ZOH:
+	case ssm.ZOH:
 		return expT(x), 1
-	case FOH:
+	case ssm.FOH:
 		return expT(x), phi1T(x)
-	case Bilinear:
+	case ssm.Bilinear:
 		return bilinearT(x)
-	case Poly:
+	case ssm.Poly:
 		return expT(x), gPoly(x)
-	case HighOrder:
+	case ssm.HighOrder:
 		return expT(x), gHighOrder(x)
-	case RK4:
+	case ssm.RK4:
 		return expT(x), gRK4(x)
 	}
 	return T(math.NaN()), T(math.NaN())
 }
 
-// Real returns the method's (Ā, g) for real x = Δ·a in float64; the discrete
+// Real returns method m's (Ā, g) for real x = Δ·a in float64; the discrete
 // input coefficient is B̄ = Δ·g·B. An invalid method gives NaNs.
-func (m Method) Real(x float64) (abar, g float64) { return realCoef(m, x) }
+func Real(m ssm.Method, x float64) (abar, g float64) { return realCoef(m, x) }
 
-// Complex returns the method's (Ā, g) for complex x = Δ·a in complex128.
-func (m Method) Complex(x complex128) (abar, g complex128) {
+// Complex returns method m's (Ā, g) for complex x = Δ·a in complex128.
+func Complex(m ssm.Method, x complex128) (abar, g complex128) {
 	a, gg := complexCoef(m, cpx[float64]{real(x), imag(x)})
 	return a.c128(), gg.c128()
 }
@@ -209,31 +210,30 @@ func (a cpx[T]) mul(b cpx[T]) cpx[T] {
 }
 func (a cpx[T]) scale(s T) cpx[T]           { return cpx[T]{a.re * s, a.im * s} }
 func (a cpx[T]) c128() complex128           { return complex(float64(a.re), float64(a.im)) }
-func (a cpx[T]) abs() float64               { return cmplx.Abs(a.c128()) }
 func fromC128[T float](z complex128) cpx[T] { return cpx[T]{T(real(z)), T(imag(z))} }
 
 // complexCoef is the method table for complex x. exp, φ1 and the divisions
 // of bilinear are library operations (float64, rounded once to T); the
 // polynomials are Horner's rule in T.
-func complexCoef[T float](m Method, x cpx[T]) (abar, g cpx[T]) {
+func complexCoef[T float](m ssm.Method, x cpx[T]) (abar, g cpx[T]) {
 	one := cpx[T]{1, 0}
 	switch m {
-	case ZOH:
+	case ssm.ZOH:
 		return cexpT(x), one
-	case FOH:
+	case ssm.FOH:
 		return cexpT(x), cphi1T(x)
-	case Bilinear:
+	case ssm.Bilinear:
 		half := x.scale(0.5)
 		num := cpx[T]{1 + half.re, half.im}
 		den := cpx[T]{1 - half.re, -half.im}
 		return fromC128[T](quo(num.c128(), den.c128())), fromC128[T](quo(1, den.c128()))
-	case Poly:
+	case ssm.Poly:
 		// 1 + x(1/2 + x/6)
 		inner := x.scale(T(1.0 / 6)).add(cpx[T]{T(1.0 / 2), 0})
 		return cexpT(x), x.mul(inner).add(one)
-	case HighOrder:
+	case ssm.HighOrder:
 		return cexpT(x), x.scale(0.5).add(one)
-	case RK4:
+	case ssm.RK4:
 		// 1 + x(1/2 + x(1/6 + x/24))
 		in2 := x.scale(T(1.0 / 24)).add(cpx[T]{T(1.0 / 6), 0})
 		in1 := x.mul(in2).add(cpx[T]{T(1.0 / 2), 0})
@@ -254,17 +254,17 @@ func complexCoef[T float](m Method, x cpx[T]) (abar, g cpx[T]) {
 // fuzzers' non-finite policy tells IEEE 754 behaviour in the dtype from a
 // kernel bug. For real A the
 // imaginary parts are 0 and a's imaginary part is ignored.
-func (m Method) DiscretizeAt(prec Precision, isComplex bool, delta float64, a complex128) (abar, bcoef complex128) {
+func DiscretizeAt(m ssm.Method, prec ssm.Precision, isComplex bool, delta float64, a complex128) (abar, bcoef complex128) {
 	switch prec {
-	case Float32:
+	case ssm.Float32:
 		return discretizeAt[float32](m, isComplex, float32(delta), fromC128[float32](a))
-	case Float64Natural:
+	case ssm.Float64Natural:
 		return discretizeAt[natural64](m, isComplex, natural64(delta), fromC128[natural64](a))
 	}
 	return discretizeAt[float64](m, isComplex, delta, cpx[float64]{real(a), imag(a)})
 }
 
-func discretizeAt[T float](m Method, isComplex bool, delta T, a cpx[T]) (abar, bcoef complex128) {
+func discretizeAt[T float](m ssm.Method, isComplex bool, delta T, a cpx[T]) (abar, bcoef complex128) {
 	if isComplex {
 		ab, g := complexCoef(m, a.scale(delta))
 		return ab.c128(), g.scale(delta).c128()

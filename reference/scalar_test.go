@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"ssmverify/ssm"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -52,70 +54,70 @@ func alike(a, b float64) bool {
 func TestParseMethod(t *testing.T) {
 	for _, tc := range []struct {
 		in   string
-		want Method
+		want ssm.Method
 	}{
-		{"zoh", ZOH}, {"ZOH", ZOH}, {" foh ", FOH}, {"Bilinear", Bilinear}, {"poly", Poly},
-		{"HighOrder", HighOrder}, {"rk4", RK4}, {"RK4", RK4},
+		{"zoh", ssm.ZOH}, {"ZOH", ssm.ZOH}, {" foh ", ssm.FOH}, {"Bilinear", ssm.Bilinear}, {"poly", ssm.Poly},
+		{"HighOrder", ssm.HighOrder}, {"rk4", ssm.RK4}, {"RK4", ssm.RK4},
 	} {
-		got, err := ParseMethod(tc.in)
+		got, err := ssm.ParseMethod(tc.in)
 		require.NoError(t, err, tc.in)
 		assert.Equal(t, tc.want, got, tc.in)
 		assert.Equal(t, strings.ToLower(strings.TrimSpace(tc.in)), got.String())
 	}
 	for _, bad := range []string{"", "tustin", "zoh2", "rk-4"} {
-		_, err := ParseMethod(bad)
+		_, err := ssm.ParseMethod(bad)
 		require.Error(t, err, bad)
-		for _, m := range Methods() {
+		for _, m := range ssm.Methods() {
 			assert.Contains(t, err.Error(), m.String(), "the error for %q lists the valid names", bad)
 		}
 	}
-	ms, err := ParseMethods("rk4,ZOH,rk4")
+	ms, err := ssm.ParseMethods("rk4,ZOH,rk4")
 	require.NoError(t, err)
-	assert.Equal(t, []Method{RK4, ZOH}, ms)
-	ms, err = ParseMethods("all")
+	assert.Equal(t, []ssm.Method{ssm.RK4, ssm.ZOH}, ms)
+	ms, err = ssm.ParseMethods("all")
 	require.NoError(t, err)
-	assert.Equal(t, Methods(), ms)
-	_, err = ParseMethods("zoh,nope")
+	assert.Equal(t, ssm.Methods(), ms)
+	_, err = ssm.ParseMethods("zoh,nope")
 	assert.ErrorContains(t, err, `"nope"`)
-	assert.Equal(t, "method(9)", Method(9).String())
-	for i, m := range Methods() {
-		assert.Equal(t, Method(i), m, "ABI code of %v", m)
+	assert.Equal(t, "method(9)", ssm.Method(9).String())
+	for i, m := range ssm.Methods() {
+		assert.Equal(t, ssm.Method(i), m, "ABI code of %v", m)
 	}
 }
 
 // Ordinary values, computed by hand from the closed forms.
 var coefTable = []struct {
-	m       Method
+	m       ssm.Method
 	x       float64
 	abar, g float64
 }{
-	{ZOH, 0, 1, 1},
-	{ZOH, -1, 0.36787944117144233, 1},
-	{FOH, 1, 2.718281828459045, 1.718281828459045},               // e − 1
-	{FOH, -1, 0.36787944117144233, 0.6321205588285577},           // 1 − 1/e
-	{FOH, 1e-10, 1.0000000001, 1.00000000005},                    // 1 + x/2
-	{FOH, -40, 4.248354255291589e-18, 0.025},                     // (e^−40 − 1)/−40
-	{Bilinear, -1, 1.0 / 3, 2.0 / 3},                             // 0.5/1.5, 1/1.5
-	{Bilinear, 1, 3, 2},                                          // 1.5/0.5, 1/0.5
-	{Bilinear, -2, 0, 0.5},                                       // the zero of 1 + x/2
-	{Bilinear, -1e9, -0.999999996, 1.999999996000000008e-9},      // → −1 as x → −∞
-	{Poly, 1, 2.718281828459045, 1 + 0.5 + 1.0/6},                //
-	{Poly, -3, 0.049787068367863944, 1 - 1.5 + 1.5},              // 1 + x/2 + x²/6 at −3
-	{HighOrder, -2, 0.1353352832366127, 0},                       // 1 + x/2 at −2
-	{RK4, 1, 2.718281828459045, 1 + 0.5 + 1.0/6 + 1.0/24},        //
-	{RK4, -2, 0.1353352832366127, 1 - 1 + 4.0/6 - 8.0/24},        // = 1/3
-	{RK4, 0.5, 1.6487212707001282, 1 + 0.25 + 0.25/6 + 0.125/24}, //
+	{ssm.ZOH, 0, 1, 1},
+	{ssm.ZOH, -1, 0.36787944117144233, 1},
+	{ssm.FOH, 1, 2.718281828459045, 1.718281828459045},               // e − 1
+	{ssm.FOH, -1, 0.36787944117144233, 0.6321205588285577},           // 1 − 1/e
+	{ssm.FOH, 1e-10, 1.0000000001, 1.00000000005},                    // 1 + x/2
+	{ssm.FOH, -40, 4.248354255291589e-18, 0.025},                     // (e^−40 − 1)/−40
+	{ssm.Bilinear, -1, 1.0 / 3, 2.0 / 3},                             // 0.5/1.5, 1/1.5
+	{ssm.Bilinear, 1, 3, 2},                                          // 1.5/0.5, 1/0.5
+	{ssm.Bilinear, -2, 0, 0.5},                                       // the zero of 1 + x/2
+	{ssm.Bilinear, -1e9, -0.999999996, 1.999999996000000008e-9},      // → −1 as x → −∞
+	{ssm.Poly, 1, 2.718281828459045, 1 + 0.5 + 1.0/6},                //
+	{ssm.Poly, -3, 0.049787068367863944, 1 - 1.5 + 1.5},              // 1 + x/2 + x²/6 at −3
+	{ssm.HighOrder, -2, 0.1353352832366127, 0},                       // 1 + x/2 at −2
+	{ssm.RK4, 1, 2.718281828459045, 1 + 0.5 + 1.0/6 + 1.0/24},        //
+	{ssm.RK4, -2, 0.1353352832366127, 1 + (-2.0)/2 + 4.0/6 - 8.0/24}, // = 1/3
+	{ssm.RK4, 0.5, 1.6487212707001282, 1 + 0.25 + 0.25/6 + 0.125/24}, //
 }
 
 func TestCoefTable(t *testing.T) {
 	for _, tc := range coefTable {
-		a, g := tc.m.Real(tc.x)
+		a, g := Real(tc.m, tc.x)
 		if !close(a, tc.abar) || !close(g, tc.g) {
-			t.Errorf("%v.Real(%g) = (%.17g, %.17g), want (%.17g, %.17g)", tc.m, tc.x, a, g, tc.abar, tc.g)
+			t.Errorf("Real(%v, %g) = (%.17g, %.17g), want (%.17g, %.17g)", tc.m, tc.x, a, g, tc.abar, tc.g)
 		}
-		ca, cg := tc.m.Complex(complex(tc.x, 0))
+		ca, cg := Complex(tc.m, complex(tc.x, 0))
 		if !close(real(ca), tc.abar) || !close(real(cg), tc.g) || imag(ca) != 0 || imag(cg) != 0 {
-			t.Errorf("%v.Complex(%g) = (%v, %v), want (%.17g, %.17g)", tc.m, tc.x, ca, cg, tc.abar, tc.g)
+			t.Errorf("Complex(%v, %g) = (%v, %v), want (%.17g, %.17g)", tc.m, tc.x, ca, cg, tc.abar, tc.g)
 		}
 	}
 }
@@ -123,34 +125,34 @@ func TestCoefTable(t *testing.T) {
 // Special values: IEEE 754 throughout, with φ1(0) = 1 the only special case
 // (the ABI's rule).
 var specialTable = []struct {
-	m       Method
+	m       ssm.Method
 	x       float64
 	abar, g float64
 }{
-	{ZOH, math.Inf(-1), 0, 1},
-	{ZOH, math.Inf(1), math.Inf(1), 1},
-	{ZOH, math.NaN(), math.NaN(), 1},
-	{FOH, 0, 1, 1},
-	{FOH, math.Copysign(0, -1), 1, 1},
-	{FOH, 5e-324, 1, 1},
-	{FOH, math.Inf(-1), 0, 0},                      // −1/−∞ = +0
-	{FOH, math.Inf(1), math.Inf(1), math.NaN()},    // ∞/∞
-	{FOH, 800, math.Inf(1), math.Inf(1)},           // expm1 overflows
-	{FOH, math.NaN(), math.NaN(), math.NaN()},      //
-	{Bilinear, 2, math.Inf(1), math.Inf(1)},        // the pole of unstable A
-	{Bilinear, math.Inf(-1), math.NaN(), 0},        // −∞/∞, 1/∞
-	{Bilinear, math.NaN(), math.NaN(), math.NaN()}, //
-	{HighOrder, math.Inf(-1), 0, math.Inf(-1)},     //
-	{Poly, math.Inf(-1), 0, math.Inf(1)},           // 1 + x(1/2 + x/6): (−∞)(−∞)
-	{RK4, math.Inf(-1), 0, math.Inf(-1)},           //
-	{RK4, math.Inf(1), math.Inf(1), math.Inf(1)},   //
+	{ssm.ZOH, math.Inf(-1), 0, 1},
+	{ssm.ZOH, math.Inf(1), math.Inf(1), 1},
+	{ssm.ZOH, math.NaN(), math.NaN(), 1},
+	{ssm.FOH, 0, 1, 1},
+	{ssm.FOH, math.Copysign(0, -1), 1, 1},
+	{ssm.FOH, 5e-324, 1, 1},
+	{ssm.FOH, math.Inf(-1), 0, 0},                      // −1/−∞ = +0
+	{ssm.FOH, math.Inf(1), math.Inf(1), math.NaN()},    // ∞/∞
+	{ssm.FOH, 800, math.Inf(1), math.Inf(1)},           // expm1 overflows
+	{ssm.FOH, math.NaN(), math.NaN(), math.NaN()},      //
+	{ssm.Bilinear, 2, math.Inf(1), math.Inf(1)},        // the pole of unstable A
+	{ssm.Bilinear, math.Inf(-1), math.NaN(), 0},        // −∞/∞, 1/∞
+	{ssm.Bilinear, math.NaN(), math.NaN(), math.NaN()}, //
+	{ssm.HighOrder, math.Inf(-1), 0, math.Inf(-1)},     //
+	{ssm.Poly, math.Inf(-1), 0, math.Inf(1)},           // 1 + x(1/2 + x/6): (−∞)(−∞)
+	{ssm.RK4, math.Inf(-1), 0, math.Inf(-1)},           //
+	{ssm.RK4, math.Inf(1), math.Inf(1), math.Inf(1)},   //
 }
 
 func TestSpecialValues(t *testing.T) {
 	for _, tc := range specialTable {
-		a, g := tc.m.Real(tc.x)
+		a, g := Real(tc.m, tc.x)
 		if !alike(a, tc.abar) || !alike(g, tc.g) {
-			t.Errorf("%v.Real(%g) = (%g, %g), want (%g, %g)", tc.m, tc.x, a, g, tc.abar, tc.g)
+			t.Errorf("Real(%v, %g) = (%g, %g), want (%g, %g)", tc.m, tc.x, a, g, tc.abar, tc.g)
 		}
 	}
 	if v := Phi1(0); v != 1 {
@@ -159,7 +161,7 @@ func TestSpecialValues(t *testing.T) {
 	if v := Phi1Complex(0); v != 1 {
 		t.Errorf("Phi1Complex(0) = %v, want 1", v)
 	}
-	a, g := Method(17).Real(1)
+	a, g := Real(ssm.Method(17), 1)
 	assert.True(t, math.IsNaN(a) && math.IsNaN(g), "an invalid method gives NaNs")
 }
 
@@ -274,10 +276,10 @@ func TestPhi1ComplexNearTheRange(t *testing.T) {
 	if got, want := Phi1Complex(x), exactQuo(-1, x); !quoClose(got, want) {
 		t.Errorf("Phi1Complex(%v) = %v, want −1/x = %v", x, got, want)
 	}
-	for _, prec := range []Precision{Float64, Float64Natural} {
-		_, bcoef := FOH.DiscretizeAt(prec, true, math.MaxFloat64, a)
+	for _, prec := range []ssm.Precision{ssm.Float64, ssm.Float64Natural} {
+		_, bcoef := DiscretizeAt(ssm.FOH, prec, true, math.MaxFloat64, a)
 		if want := -1 / a; cmplx.Abs(bcoef-want) > 1e-14*cmplx.Abs(want) {
-			t.Errorf("FOH.DiscretizeAt(%v, Δ = DBL_MAX, a = %v): Δ·φ1 = %v, want −1/a = %v", prec, a, bcoef, want)
+			t.Errorf("DiscretizeAt(FOH, %v, Δ = DBL_MAX, a = %v): Δ·φ1 = %v, want −1/a = %v", prec, a, bcoef, want)
 		}
 	}
 }
@@ -287,16 +289,16 @@ func TestPhi1ComplexNearTheRange(t *testing.T) {
 // arguments, and follows IEEE 754 in float32 where an intermediate leaves
 // the range (the cases the fuzzers' non-finite policy relies on).
 func TestDiscretizeAt(t *testing.T) {
-	for _, m := range Methods() {
+	for _, m := range ssm.Methods() {
 		for _, tc := range []struct{ delta, a float64 }{{0.5, -3}, {1, 2.5}, {0.01, -100}, {2, 0}, {0.25, 7}} {
 			x := tc.delta * tc.a
-			ra, rg := m.Real(x)
-			ab, bc := m.DiscretizeAt(Float64, false, tc.delta, complex(tc.a, 0))
+			ra, rg := Real(m, x)
+			ab, bc := DiscretizeAt(m, ssm.Float64, false, tc.delta, complex(tc.a, 0))
 			if ab != complex(ra, 0) || bc != complex(tc.delta*rg, 0) {
 				t.Errorf("%v Float64 at Δ=%g a=%g: (%v, %v), want (%v, %v)", m, tc.delta, tc.a, ab, bc, ra, tc.delta*rg)
 			}
-			ca, cg := m.Complex(complex(x, x/3))
-			zb, zc := m.DiscretizeAt(Float64, true, tc.delta, complex(tc.a, tc.a/3))
+			ca, cg := Complex(m, complex(x, x/3))
+			zb, zc := DiscretizeAt(m, ssm.Float64, true, tc.delta, complex(tc.a, tc.a/3))
 			if cmplx.Abs(zb-ca) > 1e-15*cmplx.Abs(ca) || cmplx.Abs(zc-complex(tc.delta, 0)*cg) > 1e-15*cmplx.Abs(cg)*tc.delta {
 				t.Errorf("%v complex Float64 at Δ=%g a=%g: (%v, %v), want (%v, %v)", m, tc.delta, tc.a, zb, zc, ca, complex(tc.delta, 0)*cg)
 			}
@@ -306,13 +308,13 @@ func TestDiscretizeAt(t *testing.T) {
 					a = complex(tc.a, -tc.a/5)
 				}
 				a = complex(float64(float32(real(a))), float64(float32(imag(a))))
-				wa, wb := m.DiscretizeAt(Float64, isComplex, tc.delta, a)
-				fa, fb := m.DiscretizeAt(Float32, isComplex, tc.delta, a)
+				wa, wb := DiscretizeAt(m, ssm.Float64, isComplex, tc.delta, a)
+				fa, fb := DiscretizeAt(m, ssm.Float32, isComplex, tc.delta, a)
 				sa, sb := DiscretizeScale(m, tc.delta, a, isComplex)
-				if r := Ratio(cmplx.Abs(fa-wa), sa, 2, Float32); r > 1 {
+				if r := Ratio(cmplx.Abs(fa-wa), sa, 2, ssm.Float32); r > 1 {
 					t.Errorf("%v complex=%t Float32 Ā at Δ=%g a=%v: ratio %.3g", m, isComplex, tc.delta, a, r)
 				}
-				if r := Ratio(cmplx.Abs(fb-wb), sb, 2, Float32); r > 1 {
+				if r := Ratio(cmplx.Abs(fb-wb), sb, 2, ssm.Float32); r > 1 {
 					t.Errorf("%v complex=%t Float32 Δg at Δ=%g a=%v: ratio %.3g", m, isComplex, tc.delta, a, r)
 				}
 			}
@@ -320,14 +322,14 @@ func TestDiscretizeAt(t *testing.T) {
 	}
 	// x = Δ·a = −1e60 overflows float32 to −Inf: φ1(−Inf) = 0 there, while
 	// the exact value Δ·φ1(x) = 1/|a| = 1e-30 is representable.
-	_, exact := FOH.DiscretizeAt(Float64, false, 1e30, -1e30)
-	_, f32 := FOH.DiscretizeAt(Float32, false, 1e30, -1e30)
+	_, exact := DiscretizeAt(ssm.FOH, ssm.Float64, false, 1e30, -1e30)
+	_, f32 := DiscretizeAt(ssm.FOH, ssm.Float32, false, 1e30, -1e30)
 	if math.Abs(real(exact)-1e-30) > 1e-45 || f32 != 0 {
 		t.Errorf("foh at x = -1e60: Float64 %v (want 1e-30), Float32 %v (want 0)", exact, f32)
 	}
 	// e^89 overflows float32 inside φ1 although φ1(89) = e^89/89 ≈ 5e36 does not.
-	_, exact = FOH.DiscretizeAt(Float64, false, 1, 89)
-	_, f32 = FOH.DiscretizeAt(Float32, false, 1, 89)
+	_, exact = DiscretizeAt(ssm.FOH, ssm.Float64, false, 1, 89)
+	_, f32 = DiscretizeAt(ssm.FOH, ssm.Float32, false, 1, 89)
 	if !(real(exact) < math.MaxFloat32) || !math.IsInf(real(f32), 1) {
 		t.Errorf("foh at x = 89: Float64 %v (want finite in float32), Float32 %v (want +Inf)", exact, f32)
 	}
@@ -339,18 +341,18 @@ func TestDiscretizeAt(t *testing.T) {
 func TestFloat64NaturalAtTheTop(t *testing.T) {
 	x := 709.782712893384 // just below log(MaxFloat64); math.Exp says +Inf
 	for _, tc := range []struct {
-		m         Method
+		m         ssm.Method
 		isComplex bool
 		a         complex128
 		which     int // 0: Ā, 1: Δ·g
 	}{
-		{ZOH, false, complex(x, 0), 0},
-		{FOH, false, complex(709.9, 0), 1},  // φ1 = e^x/x ≈ 2.5e305
-		{ZOH, true, complex(709.9, 2.5), 0}, // e^a ≈ 2.0e308 overflows, e^a·cos b does not
-		{FOH, true, complex(709.9, 2.5), 1},
+		{ssm.ZOH, false, complex(x, 0), 0},
+		{ssm.FOH, false, complex(709.9, 0), 1},  // φ1 = e^x/x ≈ 2.5e305
+		{ssm.ZOH, true, complex(709.9, 2.5), 0}, // e^a ≈ 2.0e308 overflows, e^a·cos b does not
+		{ssm.FOH, true, complex(709.9, 2.5), 1},
 	} {
-		ab, bc := tc.m.DiscretizeAt(Float64, tc.isComplex, 1, tc.a)
-		nb, nc := tc.m.DiscretizeAt(Float64Natural, tc.isComplex, 1, tc.a)
+		ab, bc := DiscretizeAt(tc.m, ssm.Float64, tc.isComplex, 1, tc.a)
+		nb, nc := DiscretizeAt(tc.m, ssm.Float64Natural, tc.isComplex, 1, tc.a)
 		got, nat := ab, nb
 		if tc.which == 1 {
 			got, nat = bc, nc
@@ -362,7 +364,7 @@ func TestFloat64NaturalAtTheTop(t *testing.T) {
 			t.Errorf("%v complex=%t at %v: natural evaluation %v, want an overflow", tc.m, tc.isComplex, tc.a, nat)
 		}
 	}
-	if e := real(must(ZOH.DiscretizeAt(Float64, false, 1, complex(x, 0)))); math.Abs(e-1.7976931348622732e308) > 1e295 {
+	if e := real(must(DiscretizeAt(ssm.ZOH, ssm.Float64, false, 1, complex(x, 0)))); math.Abs(e-1.7976931348622732e308) > 1e295 {
 		t.Errorf("e^%v = %v, want 1.7976931348622732e308", x, e)
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/bits"
 	"math/cmplx"
+
+	"ssmverify/ssm"
 )
 
 // Scale holds, for every output and last-state element, the error scale S
@@ -73,7 +75,7 @@ type Scale struct {
 // Ratio is the test ratio |diff| / (u·scale + η·tiny) for a precision with
 // unit roundoff u and smallest normal η: ≲ 1 for a correct implementation.
 // A zero difference has ratio 0 whatever the scale.
-func Ratio(diff, scale, tiny float64, prec Precision) float64 {
+func Ratio(diff, scale, tiny float64, prec ssm.Precision) float64 {
 	diff = math.Abs(diff)
 	if diff == 0 {
 		return 0
@@ -90,7 +92,7 @@ type coefBound struct {
 	g, dg, evalG       float64
 }
 
-func boundCoef(m Method, x complex128, isComplex bool) coefBound {
+func boundCoef(m ssm.Method, x complex128, isComplex bool) coefBound {
 	// Complex arithmetic rounds more: a complex product is within √5·u, a
 	// quotient within a few u. cf doubles every evaluation constant.
 	cf := 1.0
@@ -99,7 +101,7 @@ func boundCoef(m Method, x complex128, isComplex bool) coefBound {
 	}
 	r := cmplx.Abs(x)
 	var c coefBound
-	if m == Bilinear {
+	if m == ssm.Bilinear {
 		dn := cmplx.Abs(1 - x/2)
 		c.abar = cmplx.Abs(quo(1+x/2, 1-x/2))
 		c.dabar = 1 / (dn * dn)
@@ -125,9 +127,9 @@ func boundCoef(m Method, x complex128, isComplex bool) coefBound {
 		return 2 * float64(k) * cf * s
 	}
 	switch m {
-	case ZOH:
+	case ssm.ZOH:
 		c.g, c.dg, c.evalG = 1, 0, 0
-	case FOH:
+	case ssm.FOH:
 		phi := Phi1Complex(x)
 		c.g = cmplx.Abs(phi)
 		c.dg = cmplx.Abs(dphi1(x, phi))
@@ -145,15 +147,15 @@ func boundCoef(m Method, x complex128, isComplex bool) coefBound {
 			// the division.
 			c.evalG = math.Max(c.evalG, cf*((2+r)*e+2*cmplx.Abs(cmplx.Exp(x)-1))/r)
 		}
-	case HighOrder:
+	case ssm.HighOrder:
 		c.g = cmplx.Abs(1 + x/2)
 		c.dg = 0.5
 		c.evalG = horner(1, 1, 0.5)
-	case Poly:
+	case ssm.Poly:
 		c.g = cmplx.Abs(1 + x*(0.5+x/6))
 		c.dg = cmplx.Abs(0.5 + x/3)
 		c.evalG = horner(2, 1, 0.5, 1.0/6)
-	case RK4:
+	case ssm.RK4:
 		c.g = cmplx.Abs(1 + x*(0.5+x*(1.0/6+x/24)))
 		c.dg = cmplx.Abs(0.5 + x*(1.0/3+x/8))
 		c.evalG = horner(3, 1, 0.5, 1.0/6, 1.0/24)
@@ -174,7 +176,7 @@ func dphi1(x, phi complex128) complex128 {
 // ErrorScale returns the error scale of every output and last-state element
 // of p, by the running error analysis of the package documentation. It
 // validates p first.
-func ErrorScale(p *Problem) (*Scale, error) { return errorScale(p, 0) }
+func ErrorScale(p *ssm.Problem) (*Scale, error) { return errorScale(p, 0) }
 
 // ErrorScaleIn is ErrorScale for a kernel of precision prec: the same
 // analysis, except where the first-order bound on bilinear's Ā and g is not
@@ -187,13 +189,13 @@ func ErrorScale(p *Problem) (*Scale, error) { return errorScale(p, 0) }
 // arbitrary from there on, until an Ā of exactly 0). FuzzScan on the H200
 // (FuzzScan/1e247606c600d547): x = 2 + 1.2e-7 rounds to exactly 2 in
 // float32, and the float32 state was 4.4e16 where the exact one is 7e-14.
-func ErrorScaleIn(p *Problem, prec Precision) (*Scale, error) {
+func ErrorScaleIn(p *ssm.Problem, prec ssm.Precision) (*Scale, error) {
 	return errorScale(p, prec.UnitRoundoff())
 }
 
 // errorScale is ErrorScale with bilinear's bound exact in x's rounding for
 // unit roundoff u (ErrorScaleIn), or first order for u = 0.
-func errorScale(p *Problem, u0 float64) (*Scale, error) {
+func errorScale(p *ssm.Problem, u0 float64) (*Scale, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
@@ -224,7 +226,7 @@ func errorScale(p *Problem, u0 float64) (*Scale, error) {
 	a := make([]complex128, N)
 	for b := 0; b < p.Batch; b++ {
 		for d := 0; d < p.Dim; d++ {
-			rp := p.rowParams(b, d)
+			rp := rowParamsOf(p, b, d)
 			for n := 0; n < N; n++ {
 				H[n], Sh[n], Th[n], P[n], Pk[n], R[n], PS[n] = 0, 0, 0, 0, 0, 0, 0
 				if p.Complex {
@@ -246,11 +248,11 @@ func errorScale(p *Problem, u0 float64) (*Scale, error) {
 					sx := cmplx.Abs(a[n])*sdt + cmplx.Abs(x)*(1+boolf(p.Complex))
 					sA := cb.dabar*sx + cb.evalA
 					sg := cb.dg*sx + cb.evalG
-					if p.Method == Bilinear && u0 > 0 {
+					if p.Method == ssm.Bilinear && u0 > 0 {
 						f := poleFactor(x, u0*sx)
 						sA, sg = sA*f, sg*f
 					}
-					bv, cv := p.elemAbs(p.B, bi), p.elemAbs(p.C, ci)
+					bv, cv := elemAbs(p, p.B, bi), elemAbs(p, p.C, ci)
 					// Four-factor products through prod: Δ·B·u alone can
 					// underflow float64 where the bound it is part of does
 					// not (FuzzScan: Δ·|B|·u = 3e-345 beside sg = 1e111 gave
@@ -345,7 +347,7 @@ func errorScale(p *Problem, u0 float64) (*Scale, error) {
 // deltaScale returns the step dt and its error scale: the bias addition
 // carries u·|v|, softplus (log1p∘exp) damps it by σ(v) = e/(1+e) and adds
 // its own rounding.
-func deltaScale(p *Problem, raw float64, d int) (dt, sdt float64) {
+func deltaScale(p *ssm.Problem, raw float64, d int) (dt, sdt float64) {
 	v, sv := raw, 0.0
 	if p.DeltaBias != nil {
 		v += p.DeltaBias[d]
@@ -364,7 +366,7 @@ func deltaScale(p *Problem, raw float64, d int) (dt, sdt float64) {
 	return v, sv
 }
 
-func (p *Problem) elemAbs(s []float64, i int) float64 {
+func elemAbs(p *ssm.Problem, s []float64, i int) float64 {
 	if p.Complex {
 		return math.Hypot(s[i], s[i+1])
 	}
@@ -503,7 +505,7 @@ func boolf(b bool) float64 {
 // ErrorScale (x = Δ·a carries |x|·u, Ā and g propagate it through their
 // derivatives and add their evaluation error, the product Δ·g one more u).
 // For complex a compare with the modulus of the error.
-func DiscretizeScale(m Method, delta float64, a complex128, isComplex bool) (sAbar, sBcoef float64) {
+func DiscretizeScale(m ssm.Method, delta float64, a complex128, isComplex bool) (sAbar, sBcoef float64) {
 	x := complex(delta, 0) * a
 	cb := boundCoef(m, x, isComplex)
 	sx := cmplx.Abs(x) * (1 + boolf(isComplex))

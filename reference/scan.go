@@ -3,92 +3,29 @@ package reference
 import (
 	"fmt"
 	"math"
+
+	"ssmverify/ssm"
 )
-
-// Precision selects how the reference scan is evaluated.
-type Precision int
-
-const (
-	// Float64 is the reference proper: every operation in double precision.
-	Float64 Precision = iota
-	// Float32 rounds every input, intermediate and library-function result to
-	// single precision, as a float32 kernel without extra precision would.
-	// Its distance from the Float64 result is the problem's natural float32
-	// error, the yardstick for a float32 kernel.
-	Float32
-	// Float64Natural is float64 arithmetic with the elementary functions
-	// written the plain way, as a float64 kernel writes them: e^x near the
-	// top of the range, (e^x − 1)/x and e^a·(cos b + i sin b) overflow in an
-	// intermediate where Float64 (which scales them) stays finite. It is the
-	// float64 counterpart of Float32 for the fuzzers' non-finite policy;
-	// everywhere else it equals Float64 bit for bit.
-	Float64Natural
-)
-
-func (p Precision) String() string {
-	switch p {
-	case Float64:
-		return "float64"
-	case Float32:
-		return "float32"
-	case Float64Natural:
-		return "float64-natural"
-	}
-	return fmt.Sprintf("precision(%d)", int(p))
-}
-
-// UnitRoundoff returns u, half the distance from 1 to the next number:
-// 2⁻⁵³ for Float64, 2⁻²⁴ for Float32.
-func (p Precision) UnitRoundoff() float64 {
-	if p == Float32 {
-		return 0x1p-24
-	}
-	return 0x1p-53 // Float64, Float64Natural
-}
-
-// Tiny returns η, the smallest positive normal number: 2⁻¹⁰²² for Float64,
-// 2⁻¹²⁶ for Float32. Underflow errors are measured in units of η.
-func (p Precision) Tiny() float64 {
-	if p == Float32 {
-		return 0x1p-126
-	}
-	return 0x1p-1022
-}
-
-// Largest returns the largest finite number: math.MaxFloat32 for Float32,
-// math.MaxFloat64 otherwise. Beyond it a value of the precision overflows.
-func (p Precision) Largest() float64 {
-	if p == Float32 {
-		return math.MaxFloat32
-	}
-	return math.MaxFloat64
-}
-
-// Output is the result of a forward scan: Out is [Batch][Dim][Seqlen];
-// LastState is [Batch][Dim][Dstate], interleaved (re, im) when Complex.
-type Output struct {
-	Out, LastState []float64
-}
 
 // Scan evaluates the selective-scan forward pass of the ABI (see the package
 // documentation) in the given precision. It validates p first.
-func Scan(p *Problem, prec Precision) (*Output, error) {
+func Scan(p *ssm.Problem, prec ssm.Precision) (*ssm.Output, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	o := &Output{Out: make([]float64, p.OutLen()), LastState: make([]float64, p.StateLen())}
+	o := &ssm.Output{Out: make([]float64, p.OutLen()), LastState: make([]float64, p.StateLen())}
 	switch {
-	case prec == Float64 && !p.Complex:
+	case prec == ssm.Float64 && !p.Complex:
 		scanReal[float64](p, o)
-	case prec == Float64 && p.Complex:
+	case prec == ssm.Float64 && p.Complex:
 		scanComplex[float64](p, o)
-	case prec == Float32 && !p.Complex:
+	case prec == ssm.Float32 && !p.Complex:
 		scanReal[float32](p, o)
-	case prec == Float32 && p.Complex:
+	case prec == ssm.Float32 && p.Complex:
 		scanComplex[float32](p, o)
-	case prec == Float64Natural && !p.Complex:
+	case prec == ssm.Float64Natural && !p.Complex:
 		scanReal[natural64](p, o)
-	case prec == Float64Natural && p.Complex:
+	case prec == ssm.Float64Natural && p.Complex:
 		scanComplex[natural64](p, o)
 	default:
 		return nil, fmt.Errorf("reference.Scan: precision %d, want Float64, Float32 or Float64Natural", int(prec))
@@ -105,8 +42,8 @@ type rowParams struct {
 	bStep, cStep   int // word stride over t (0 when constant)
 }
 
-func (p *Problem) rowParams(b, d int) rowParams {
-	cw, L := p.cw(), p.Seqlen
+func rowParamsOf(p *ssm.Problem, b, d int) rowParams {
+	cw, L := p.ElemWords(), p.Seqlen
 	r := rowParams{row: (b*p.Dim + d) * L}
 	r.bBase = p.BCIndex(p.VariableB, b, d, 0, 0)
 	r.cBase = p.BCIndex(p.VariableC, b, d, 0, 0)
@@ -123,12 +60,12 @@ func (p *Problem) rowParams(b, d int) rowParams {
 // StepDelta is the step Δ the scan uses at element i of Delta ([Batch][Dim]
 // [Seqlen]): delta_bias added and softplus applied (threshold 20), in
 // float64.
-func (p *Problem) StepDelta(i int) float64 {
+func StepDelta(p *ssm.Problem, i int) float64 {
 	return stepDelta(p, p.Delta[i], i/p.Seqlen%p.Dim)
 }
 
 // stepDelta applies delta_bias and softplus (threshold 20) in T.
-func stepDelta[T float](p *Problem, raw T, d int) T {
+func stepDelta[T float](p *ssm.Problem, raw T, d int) T {
 	dt := raw
 	if p.DeltaBias != nil {
 		dt += T(p.DeltaBias[d])
@@ -140,7 +77,7 @@ func stepDelta[T float](p *Problem, raw T, d int) T {
 }
 
 // finishOutput applies the D skip and the SiLU gate z·sigmoid(z) in T.
-func finishOutput[T float](p *Problem, y, u T, d, i int) T {
+func finishOutput[T float](p *ssm.Problem, y, u T, d, i int) T {
 	if p.D != nil {
 		y += T(p.D[d]) * u
 	}
@@ -162,35 +99,35 @@ func finishOutput[T float](p *Problem, y, u T, d, i int) T {
 // coefRow fills ab[n], bc[n] = Ā, Δ·g of method m at x = dt·a[n]: the
 // method switch sits outside the loop over states, so each method's loop is
 // straight-line code around one exp.
-func coefRow[T float](m Method, dt T, a, ab, bc []T) {
+func coefRow[T float](m ssm.Method, dt T, a, ab, bc []T) {
 	ab = ab[:len(a)]
 	bc = bc[:len(a)]
 	switch m {
-	case ZOH:
+	case ssm.ZOH:
 		for n, an := range a {
 			ab[n], bc[n] = expT(dt*an), dt
 		}
-	case FOH:
+	case ssm.FOH:
 		for n, an := range a {
 			x := dt * an
 			ab[n], bc[n] = expT(x), dt*phi1T(x)
 		}
-	case Bilinear:
+	case ssm.Bilinear:
 		for n, an := range a {
 			abar, g := bilinearT(dt * an)
 			ab[n], bc[n] = abar, dt*g
 		}
-	case Poly:
+	case ssm.Poly:
 		for n, an := range a {
 			x := dt * an
 			ab[n], bc[n] = expT(x), dt*gPoly(x)
 		}
-	case HighOrder:
+	case ssm.HighOrder:
 		for n, an := range a {
 			x := dt * an
 			ab[n], bc[n] = expT(x), dt*gHighOrder(x)
 		}
-	case RK4:
+	case ssm.RK4:
 		for n, an := range a {
 			x := dt * an
 			ab[n], bc[n] = expT(x), dt*gRK4(x)
@@ -198,7 +135,7 @@ func coefRow[T float](m Method, dt T, a, ab, bc []T) {
 	}
 }
 
-func scanReal[T float](p *Problem, o *Output) {
+func scanReal[T float](p *ssm.Problem, o *ssm.Output) {
 	N, L := p.Dstate, p.Seqlen
 	h := make([]T, N)
 	a := make([]T, N)
@@ -206,7 +143,7 @@ func scanReal[T float](p *Problem, o *Output) {
 	bc := make([]T, N)
 	for b := 0; b < p.Batch; b++ {
 		for d := 0; d < p.Dim; d++ {
-			rp := p.rowParams(b, d)
+			rp := rowParamsOf(p, b, d)
 			for n := range h {
 				h[n] = 0
 				a[n] = T(p.A[d*N+n])
@@ -239,13 +176,13 @@ func scanReal[T float](p *Problem, o *Output) {
 	}
 }
 
-func scanComplex[T float](p *Problem, o *Output) {
+func scanComplex[T float](p *ssm.Problem, o *ssm.Output) {
 	N, L := p.Dstate, p.Seqlen
 	h := make([]cpx[T], N)
 	a := make([]cpx[T], N)
 	for b := 0; b < p.Batch; b++ {
 		for d := 0; d < p.Dim; d++ {
-			rp := p.rowParams(b, d)
+			rp := rowParamsOf(p, b, d)
 			for n := range h {
 				h[n] = cpx[T]{}
 				a[n] = cpx[T]{T(p.A[2*(d*N+n)]), T(p.A[2*(d*N+n)+1])}

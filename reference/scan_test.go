@@ -12,6 +12,7 @@ import (
 
 	"ssmverify/gen"
 	"ssmverify/reference"
+	"ssmverify/ssm"
 )
 
 // convolve is the LTI form of the scan for constant Δ, B and C: the impulse
@@ -20,7 +21,7 @@ import (
 // per output, the error scale of the convolution itself: each term of the
 // double sum carries about (k + t + N + 4)·u of its magnitude (the power,
 // the products, a sum of t + 1 terms of N terms each).
-func convolve(p *reference.Problem, b, d int) (y, scale []float64) {
+func convolve(p *ssm.Problem, b, d int) (y, scale []float64) {
 	N, L := p.Dstate, p.Seqlen
 	row := (b*p.Dim + d) * L
 	dt := p.Delta[row]
@@ -43,9 +44,9 @@ func convolve(p *reference.Problem, b, d int) (y, scale []float64) {
 		}
 		var ab, g complex128
 		if p.Complex {
-			ab, g = p.Method.Complex(complex(dt, 0) * a)
+			ab, g = reference.Complex(p.Method, complex(dt, 0)*a)
 		} else {
-			ra, rg := p.Method.Real(dt * real(a))
+			ra, rg := reference.Real(p.Method, dt*real(a))
 			ab, g = complex(ra, 0), complex(rg, 0)
 		}
 		abar[n], bbar[n], cvec[n] = ab, complex(dt, 0)*g*bv, cv
@@ -106,7 +107,7 @@ func TestPropScanEqualsConvolution(t *testing.T) {
 		for i := range p.Delta { // one Δ per channel: LTI
 			p.Delta[i] = p.Delta[i-i%p.Seqlen]
 		}
-		out, err := reference.Scan(p, reference.Float64)
+		out, err := reference.Scan(p, ssm.Float64)
 		require.NoError(t, err)
 		sc, err := reference.ErrorScale(p)
 		require.NoError(t, err)
@@ -115,7 +116,7 @@ func TestPropScanEqualsConvolution(t *testing.T) {
 				y, cs := convolve(p, b, d)
 				for tt := range y {
 					i := (b*p.Dim+d)*p.Seqlen + tt
-					if r := reference.Ratio(out.Out[i]-y[tt], sc.Out[i]+cs[tt], sc.TinyOut[i], reference.Float64); !(r <= 1) {
+					if r := reference.Ratio(out.Out[i]-y[tt], sc.Out[i]+cs[tt], sc.TinyOut[i], ssm.Float64); !(r <= 1) {
 						t.Fatalf("%v seed %d: out[%d,%d,%d] = %.17g, convolution %.17g: ratio %.3g > 1",
 							s, seed, b, d, tt, out.Out[i], y[tt], r)
 					}
@@ -135,14 +136,14 @@ func TestPropFloat32ModeWithinScale(t *testing.T) {
 		c := gen.Problems(gen.Small).Draw(t, "case")
 		p := c.Problem
 		p.RoundToFloat32()
-		ref, err := reference.Scan(p, reference.Float64)
+		ref, err := reference.Scan(p, ssm.Float64)
 		require.NoError(t, err)
-		f32, err := reference.Scan(p, reference.Float32)
+		f32, err := reference.Scan(p, ssm.Float32)
 		require.NoError(t, err)
 		sc, err := reference.ErrorScale(p)
 		require.NoError(t, err)
 		for i := range ref.Out {
-			r := reference.Ratio(f32.Out[i]-ref.Out[i], sc.Out[i], sc.TinyOut[i], reference.Float32)
+			r := reference.Ratio(f32.Out[i]-ref.Out[i], sc.Out[i], sc.TinyOut[i], ssm.Float32)
 			worst = math.Max(worst, r)
 			if !(r <= 1) {
 				t.Fatalf("%v: out[%d] float32 %.9g, float64 %.17g, scale %.3g: ratio %.3g > 1",
@@ -157,7 +158,7 @@ func TestPropFloat32ModeWithinScale(t *testing.T) {
 			} else {
 				d = math.Abs(f32.LastState[i] - ref.LastState[i])
 			}
-			if r := reference.Ratio(d, sc.LastState[i], sc.TinyState[i], reference.Float32); !(r <= 1) {
+			if r := reference.Ratio(d, sc.LastState[i], sc.TinyState[i], ssm.Float32); !(r <= 1) {
 				t.Fatalf("%v: last_state[%d] error %.3g, scale %.3g: ratio %.3g > 1", c, i, d, sc.LastState[i], r)
 			}
 		}
@@ -183,9 +184,9 @@ func TestPropComplexWithZeroImagIsTwiceReal(t *testing.T) {
 			return w
 		}
 		q.A, q.B, q.C = widen(p.A), widen(p.B), widen(p.C)
-		rr, err := reference.Scan(p, reference.Float64)
+		rr, err := reference.Scan(p, ssm.Float64)
 		require.NoError(t, err)
-		cr, err := reference.Scan(q, reference.Float64)
+		cr, err := reference.Scan(q, ssm.Float64)
 		require.NoError(t, err)
 		for i := range rr.Out {
 			if d := math.Abs(cr.Out[i] - 2*rr.Out[i]); d > 1e-12*math.Max(1, math.Abs(rr.Out[i])) {
@@ -202,10 +203,10 @@ func TestPropComplexWithZeroImagIsTwiceReal(t *testing.T) {
 
 // One step by hand: batch, dim, seqlen, dstate 1, every feature on.
 func TestScanOneStepByHand(t *testing.T) {
-	p := &reference.Problem{Batch: 1, Dim: 1, Seqlen: 2, Dstate: 1, Groups: 1, Method: reference.Bilinear,
+	p := &ssm.Problem{Batch: 1, Dim: 1, Seqlen: 2, Dstate: 1, Groups: 1, Method: ssm.Bilinear,
 		Softplus: true, U: []float64{2, -1}, Delta: []float64{0.5, 30}, A: []float64{-1}, B: []float64{3}, C: []float64{0.5},
 		D: []float64{0.25}, Z: []float64{1, 0}, DeltaBias: []float64{-0.5}}
-	out, err := reference.Scan(p, reference.Float64)
+	out, err := reference.Scan(p, ssm.Float64)
 	require.NoError(t, err)
 	dt := math.Log(2) // softplus(0.5 − 0.5)
 	x := -dt
@@ -221,37 +222,37 @@ func TestScanOneStepByHand(t *testing.T) {
 }
 
 func TestScanValidation(t *testing.T) {
-	base := func() *reference.Problem {
+	base := func() *ssm.Problem {
 		return gen.New(gen.Spec{Batch: 2, Dim: 4, Seqlen: 3, Dstate: 2, Groups: 2, VariableB: true, HasD: true}, 1)
 	}
 	for _, tc := range []struct {
 		name string
-		edit func(p *reference.Problem)
+		edit func(p *ssm.Problem)
 		want string
 	}{
-		{"zero batch", func(p *reference.Problem) { p.Batch = 0 }, "Batch = 0, want 1…"},
-		{"negative dstate", func(p *reference.Problem) { p.Dstate = -1 }, "Dstate = -1"},
-		{"groups", func(p *reference.Problem) { p.Groups = 3 }, "Groups = 3 does not divide Dim = 4"},
-		{"method", func(p *reference.Problem) { p.Method = 6 }, "Method = 6"},
-		{"short U", func(p *reference.Problem) { p.U = p.U[:5] }, "len(U) = 5, want 24 (batch·dim·seqlen)"},
-		{"short B", func(p *reference.Problem) { p.B = p.B[:1] }, "len(B) = 1, want 24 (batch·groups·dstate·seqlen)"},
-		{"long D", func(p *reference.Problem) { p.D = append(p.D, 1) }, "len(D) = 5, want 4 (dim)"},
-		{"complex A", func(p *reference.Problem) { p.Complex = true }, "len(A) = 8, want 16 (dim·dstate×2 (complex interleaved))"},
+		{"zero batch", func(p *ssm.Problem) { p.Batch = 0 }, "Batch = 0, want 1…"},
+		{"negative dstate", func(p *ssm.Problem) { p.Dstate = -1 }, "Dstate = -1"},
+		{"groups", func(p *ssm.Problem) { p.Groups = 3 }, "Groups = 3 does not divide Dim = 4"},
+		{"method", func(p *ssm.Problem) { p.Method = 6 }, "Method = 6"},
+		{"short U", func(p *ssm.Problem) { p.U = p.U[:5] }, "len(U) = 5, want 24 (batch·dim·seqlen)"},
+		{"short B", func(p *ssm.Problem) { p.B = p.B[:1] }, "len(B) = 1, want 24 (batch·groups·dstate·seqlen)"},
+		{"long D", func(p *ssm.Problem) { p.D = append(p.D, 1) }, "len(D) = 5, want 4 (dim)"},
+		{"complex A", func(p *ssm.Problem) { p.Complex = true }, "len(A) = 8, want 16 (dim·dstate×2 (complex interleaved))"},
 	} {
 		p := base()
 		tc.edit(p)
-		_, err := reference.Scan(p, reference.Float64)
+		_, err := reference.Scan(p, ssm.Float64)
 		assert.ErrorContains(t, err, tc.want, tc.name)
 		_, err = reference.ErrorScale(p)
 		assert.ErrorContains(t, err, tc.want, tc.name)
 	}
-	_, err := reference.Scan(base(), reference.Precision(7))
+	_, err := reference.Scan(base(), ssm.Precision(7))
 	assert.ErrorContains(t, err, "precision 7")
 }
 
 func ExampleScan() {
-	p := gen.New(gen.MambaBlock(reference.RK4, 1, 2, 4, 3), 42)
-	out, _ := reference.Scan(p, reference.Float64)
+	p := gen.New(gen.MambaBlock(ssm.RK4, 1, 2, 4, 3), 42)
+	out, _ := reference.Scan(p, ssm.Float64)
 	scale, _ := reference.ErrorScale(p)
 	fmt.Printf("%d outputs, %d state words, scale of out[0] %.3g\n", len(out.Out), len(out.LastState), scale.Out[0])
 	// Output: 8 outputs, 6 state words, scale of out[0] 0.52
@@ -264,7 +265,7 @@ func TestPropMagnitudeBoundsValues(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		c := gen.Problems(gen.Small).Draw(t, "case")
 		p := c.Problem
-		ref, err := reference.Scan(p, reference.Float64)
+		ref, err := reference.Scan(p, ssm.Float64)
 		require.NoError(t, err)
 		sc, err := reference.ErrorScale(p)
 		require.NoError(t, err)
@@ -340,7 +341,7 @@ func TestScaleDecayBound(t *testing.T) {
 		{"unstable: e^{t·a}", 2, []float64{math.Exp(2), math.Exp(4), math.Exp(6), math.Exp(8)}},
 		{"beyond float32 after two steps", 50, []float64{math.Exp(50), math.Exp(100), math.Exp(150), math.Exp(200)}},
 	} {
-		p := &reference.Problem{Batch: 1, Dim: 1, Seqlen: 4, Dstate: 1, Groups: 1, Method: reference.ZOH,
+		p := &ssm.Problem{Batch: 1, Dim: 1, Seqlen: 4, Dstate: 1, Groups: 1, Method: ssm.ZOH,
 			U: []float64{0, 0, 0, 0}, Delta: []float64{1, 1, 1, 1}, A: []float64{tc.a}, B: []float64{1}, C: []float64{1}}
 		sc, err := reference.ErrorScale(p)
 		require.NoError(t, err, tc.name)
@@ -371,7 +372,7 @@ func TestScaleSoftplusOfMinusInf(t *testing.T) {
 		{"delta_bias = −Inf", []float64{0.5, 0.5, 0.25}, []float64{0.5, 0.5, 0.25}, inf, -1000},
 	} {
 		scale := func(delta []float64, bias float64) *reference.Scale {
-			p := &reference.Problem{Batch: 1, Dim: 1, Seqlen: 3, Dstate: 1, Groups: 1, Method: reference.ZOH,
+			p := &ssm.Problem{Batch: 1, Dim: 1, Seqlen: 3, Dstate: 1, Groups: 1, Method: ssm.ZOH,
 				Softplus: true, U: []float64{3, 2, 1}, Delta: delta, DeltaBias: []float64{bias},
 				A: []float64{-1}, B: []float64{0.5}, C: []float64{1}}
 			sc, err := reference.ErrorScale(p)
@@ -397,22 +398,22 @@ func TestScaleSoftplusOfMinusInf(t *testing.T) {
 func TestScaleHomogeneousInU(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
-		m       reference.Method
+		m       ssm.Method
 		complex bool
 		a, b    []float64
 		u       float64
 	}{
-		{"foh, real, x = 250: Δ·|B|·u underflows", reference.FOH, false, []float64{250}, []float64{2e-81}, 4e-264},
-		{"foh, complex (FuzzScan-2903bcf9994869ac's state)", reference.FOH, true, []float64{709.78, -0.0025},
+		{"foh, real, x = 250: Δ·|B|·u underflows", ssm.FOH, false, []float64{250}, []float64{2e-81}, 4e-264},
+		{"foh, complex (FuzzScan-2903bcf9994869ac's state)", ssm.FOH, true, []float64{709.78, -0.0025},
 			[]float64{6.3e-199, -2.03e-81}, -3.66e-264},
-		{"ordinary", reference.ZOH, false, []float64{-1}, []float64{0.5}, 2},
+		{"ordinary", ssm.ZOH, false, []float64{-1}, []float64{0.5}, 2},
 	} {
 		c := []float64{1}
 		if tc.complex {
 			c = []float64{0.9, 0.5}
 		}
 		scale := func(u float64) *reference.Scale {
-			p := &reference.Problem{Batch: 1, Dim: 1, Seqlen: 2, Dstate: 1, Groups: 1, Method: tc.m, Complex: tc.complex,
+			p := &ssm.Problem{Batch: 1, Dim: 1, Seqlen: 2, Dstate: 1, Groups: 1, Method: tc.m, Complex: tc.complex,
 				U: []float64{u, u / 2}, Delta: []float64{1, 0.5}, A: tc.a, B: tc.b, C: c}
 			sc, err := reference.ErrorScale(p)
 			require.NoError(t, err, tc.name)
@@ -448,7 +449,7 @@ func TestScaleFlushedPartialProduct(t *testing.T) {
 		{"zoh, real, B = −1e-17: Δ·B = 1.04e-38, just below η", false, []float64{c}, []float64{-1e-17}},
 	} {
 		L := len(us)
-		p := &reference.Problem{Batch: 1, Dim: 1, Seqlen: L, Dstate: 1, Groups: 1, Method: reference.ZOH, Complex: tc.complex,
+		p := &ssm.Problem{Batch: 1, Dim: 1, Seqlen: L, Dstate: 1, Groups: 1, Method: ssm.ZOH, Complex: tc.complex,
 			VariableC: true, U: us, Delta: make([]float64, L), A: tc.a, B: tc.b, C: make([]float64, L*len(tc.a))}
 		for i := range p.Delta {
 			p.Delta[i] = c
@@ -467,14 +468,14 @@ func TestScaleFlushedPartialProduct(t *testing.T) {
 
 // float32Ratios is the test ratio of every output of the float32 evaluation
 // of p against the float64 reference, by the scale sc.
-func float32Ratios(t *testing.T, p *reference.Problem, sc *reference.Scale) []float64 {
-	exact, err := reference.Scan(p, reference.Float64)
+func float32Ratios(t *testing.T, p *ssm.Problem, sc *reference.Scale) []float64 {
+	exact, err := reference.Scan(p, ssm.Float64)
 	require.NoError(t, err)
-	f32, err := reference.Scan(p, reference.Float32)
+	f32, err := reference.Scan(p, ssm.Float32)
 	require.NoError(t, err)
 	rs := make([]float64, len(exact.Out))
 	for i := range rs {
-		rs[i] = reference.Ratio(math.Abs(f32.Out[i]-exact.Out[i]), sc.Out[i], sc.TinyOut[i], reference.Float32)
+		rs[i] = reference.Ratio(math.Abs(f32.Out[i]-exact.Out[i]), sc.Out[i], sc.TinyOut[i], ssm.Float32)
 	}
 	return rs
 }
@@ -488,8 +489,8 @@ func float32Ratios(t *testing.T, p *reference.Problem, sc *reference.Scale) []fl
 // more; x a few ulps from the pole keeps a finite scale, and x far from it
 // ErrorScale's.
 func TestScaleBilinearRoundedOntoPole(t *testing.T) {
-	pole := func(dt, are float64) *reference.Problem {
-		p := &reference.Problem{Batch: 1, Dim: 1, Seqlen: 4, Dstate: 1, Groups: 1, Method: reference.Bilinear, Complex: true,
+	pole := func(dt, are float64) *ssm.Problem {
+		p := &ssm.Problem{Batch: 1, Dim: 1, Seqlen: 4, Dstate: 1, Groups: 1, Method: ssm.Bilinear, Complex: true,
 			U: []float64{1, 3.14e-13, 2, 1}, Delta: []float64{0.5, dt, 0.25, 0.5},
 			A: []float64{are, 1.94e-23}, B: []float64{-1e-21, -1e-21}, C: []float64{1, 0.5}}
 		p.RoundToFloat32()
@@ -509,7 +510,7 @@ func TestScaleBilinearRoundedOntoPole(t *testing.T) {
 		p := pole(tc.dt, tc.are)
 		first, err := reference.ErrorScale(p)
 		require.NoError(t, err, tc.name)
-		sc, err := reference.ErrorScaleIn(p, reference.Float32)
+		sc, err := reference.ErrorScaleIn(p, ssm.Float32)
 		require.NoError(t, err, tc.name)
 		worstFirst := 0.0
 		for _, r := range float32Ratios(t, p, first) {
@@ -532,12 +533,12 @@ func TestScaleBilinearRoundedOntoPole(t *testing.T) {
 // precision, against the math package's own constants.
 func TestPrecisionConstants(t *testing.T) {
 	for _, tc := range []struct {
-		p                reference.Precision
+		p                ssm.Precision
 		u, tiny, largest float64
 	}{
-		{reference.Float32, 0x1p-24, math.SmallestNonzeroFloat32 * 0x1p23, math.MaxFloat32},
-		{reference.Float64, 0x1p-53, math.SmallestNonzeroFloat64 * 0x1p52, math.MaxFloat64},
-		{reference.Float64Natural, 0x1p-53, math.SmallestNonzeroFloat64 * 0x1p52, math.MaxFloat64},
+		{ssm.Float32, 0x1p-24, math.SmallestNonzeroFloat32 * 0x1p23, math.MaxFloat32},
+		{ssm.Float64, 0x1p-53, math.SmallestNonzeroFloat64 * 0x1p52, math.MaxFloat64},
+		{ssm.Float64Natural, 0x1p-53, math.SmallestNonzeroFloat64 * 0x1p52, math.MaxFloat64},
 	} {
 		if u, tiny, l := tc.p.UnitRoundoff(), tc.p.Tiny(), tc.p.Largest(); u != tc.u || tiny != tc.tiny || l != tc.largest {
 			t.Errorf("%v: u %g, η %g, largest %g; want %g, %g, %g", tc.p, u, tiny, l, tc.u, tc.tiny, tc.largest)

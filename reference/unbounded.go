@@ -3,6 +3,8 @@ package reference
 import (
 	"fmt"
 	"math"
+
+	"ssmverify/ssm"
 )
 
 // wide is a complex number m·2^e with an unbounded exponent: its parts are
@@ -63,15 +65,15 @@ func (a wide) float64s() (re, im float64) { return math.Ldexp(a.re, a.e), math.L
 // the row's Seqlen outputs and its last state (Dstate values, interleaved
 // (re, im) when Complex). Coefficients that overflow themselves (e^x for
 // x > log(MaxFloat64)) stay non-finite, as in Scan.
-func ScanRowUnbounded(p *Problem, b, d int) (out, state []float64, err error) {
+func ScanRowUnbounded(p *ssm.Problem, b, d int) (out, state []float64, err error) {
 	if err := p.Validate(); err != nil {
 		return nil, nil, err
 	}
 	if b < 0 || b >= p.Batch || d < 0 || d >= p.Dim {
 		return nil, nil, fmt.Errorf("reference: ScanRowUnbounded: row (b, d) = (%d, %d) outside batch %d × dim %d", b, d, p.Batch, p.Dim)
 	}
-	N, L, cw := p.Dstate, p.Seqlen, p.cw()
-	rp := p.rowParams(b, d)
+	N, L, cw := p.Dstate, p.Seqlen, p.ElemWords()
+	rp := rowParamsOf(p, b, d)
 	h := make([]wide, N)
 	out = make([]float64, L)
 	ab, bc := make([]float64, N), make([]float64, N)

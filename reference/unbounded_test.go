@@ -10,6 +10,7 @@ import (
 
 	"ssmverify/gen"
 	"ssmverify/reference"
+	"ssmverify/ssm"
 )
 
 // Where Scan's float64 evaluation stays in range, the unbounded one is the
@@ -20,7 +21,7 @@ func TestPropUnboundedMatchesScan(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		c := gen.Problems(gen.Small).Draw(t, "case")
 		p := c.Problem
-		ref, err := reference.Scan(p, reference.Float64)
+		ref, err := reference.Scan(p, ssm.Float64)
 		require.NoError(t, err)
 		sc, err := reference.ErrorScale(p)
 		require.NoError(t, err)
@@ -33,7 +34,7 @@ func TestPropUnboundedMatchesScan(t *testing.T) {
 				if math.IsNaN(s) || math.IsInf(s, 0) || math.Float64bits(s) == math.Float64bits(w) {
 					continue
 				}
-				if r := reference.Ratio(s-w, sc.Out[i], sc.TinyOut[i], reference.Float64); !(r <= 1) {
+				if r := reference.Ratio(s-w, sc.Out[i], sc.TinyOut[i], ssm.Float64); !(r <= 1) {
 					t.Fatalf("%v: out[%d]: Scan %.17g, unbounded %.17g: ratio %.3g > 1", c, i, s, w, r)
 				}
 			}
@@ -59,13 +60,13 @@ func TestScanRowUnbounded(t *testing.T) {
 		{"real: Ā itself overflows", false, []float64{1, -800, 1}, []float64{1e300, math.Inf(1), math.Inf(1)}, false},
 		{"real: in range, as Scan", false, []float64{1, 2, 3}, nil, false},
 	} {
-		p := &reference.Problem{Batch: 1, Dim: 2, Seqlen: 3, Dstate: 1, Groups: 1, Method: reference.ZOH,
+		p := &ssm.Problem{Batch: 1, Dim: 2, Seqlen: 3, Dstate: 1, Groups: 1, Method: ssm.ZOH,
 			VariableB: true, VariableC: true, U: []float64{1e300, 0, 1, 1, 2, 3}, Delta: append(tc.delta, 1, 1, 1),
 			A: []float64{-1, -2}, B: []float64{1, 1, 1}, C: []float64{1, 1, 1}}
 		if tc.complex { // a = −1 + 0i and −2 + 0i; B, C = 1 + 0i: twice the real outputs (2·Re Σ C·h)
 			p.Complex, p.A, p.B, p.C = true, []float64{-1, 0, -2, 0}, []float64{1, 0, 1, 0, 1, 0}, []float64{1, 0, 1, 0, 1, 0}
 		}
-		ref, err := reference.Scan(p, reference.Float64)
+		ref, err := reference.Scan(p, ssm.Float64)
 		require.NoError(t, err, tc.name)
 		out, state, err := reference.ScanRowUnbounded(p, 0, 0)
 		require.NoError(t, err, tc.name)
@@ -84,7 +85,7 @@ func TestScanRowUnbounded(t *testing.T) {
 }
 
 func TestScanRowUnboundedValidation(t *testing.T) {
-	p := &reference.Problem{Batch: 1, Dim: 1, Seqlen: 1, Dstate: 1, Groups: 1, Method: reference.ZOH,
+	p := &ssm.Problem{Batch: 1, Dim: 1, Seqlen: 1, Dstate: 1, Groups: 1, Method: ssm.ZOH,
 		U: []float64{1}, Delta: []float64{1}, A: []float64{-1}, B: []float64{1}, C: []float64{1}}
 	for _, row := range [][2]int{{1, 0}, {0, 1}, {-1, 0}} {
 		_, _, err := reference.ScanRowUnbounded(p, row[0], row[1])

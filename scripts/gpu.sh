@@ -6,11 +6,8 @@
 #                                   needs no cgo; stripped to fit a 64 MiB carry)
 #   scripts/gpu.sh run [PKG...]     there (nvcc, GPU, no Go): build
 #                                   build/libssmk_cuda.so, run every carried test
-#                                   binary against it (SSMK_BACKEND=cuda), then the
-#                                   kernel tests and the fuzz corpus against builds
-#                                   with 8 and 16 lanes per row in every scan
-#                                   (NARROW=0 skips them); logs to $OUT (or
-#                                   out/gpu), a table last
+#                                   binary against it (SSMK_BACKEND=cuda); logs to
+#                                   $OUT (or out/gpu), a table last
 #   scripts/gpu.sh gate             there: the gate against the CUDA build:
 #                                   make baseline, make gate BASELINE=…, and the
 #                                   gate of a deliberately slowed build
@@ -23,12 +20,12 @@
 #                                   initcheck and synccheck over the binding's
 #                                   kernel tests (make sanitize)
 #   scripts/gpu.sh variants NAME=FLAGS …
-#                                   there: build one libssmk_cuda.so per compile
-#                                   flag set (e.g. m8="-DSSMK_SCAN_MIN_BLOCKS=8"; "" is
-#                                   the default build) and time each with
+#                                   there: build one libssmk_cuda.so per variant
+#                                   (the sources of carry/cudalib_NAME/ where present,
+#                                   extra nvcc flags FLAGS) and time each with
 #                                   BenchmarkPlanMambaBlock; a table of µs per
-#                                   variant and method last (scripts/explore/explore.sh,
-#                                   bench/NOTES.md)
+#                                   variant and method last (scripts/explore/,
+#                                   docs/performance.md)
 #   scripts/gpu.sh fuzz [TIME]      there: fuzz the CUDA build with both Go fuzz
 #                                   targets at once for TIME (default 5m; workers
 #                                   per target FUZZ_PARALLEL, default 6), then
@@ -46,6 +43,8 @@ PKGS_DEFAULT="reference cudalib golden verify fuzz"
 
 build() {
 	rm -rf carry && mkdir -p carry
+	# a module of its own: copies of cudalib/ for scripts/explore stay out of ./...
+	printf 'module carry\n' >carry/go.mod
 	for pkg in ${PKGS:-$PKGS_DEFAULT}; do
 		echo "building carry/$pkg.test"
 		# The fuzz binary carries the fuzzer's coverage instrumentation (-fuzz=.),
@@ -74,18 +73,6 @@ run() {
 	local t0=$SECONDS
 	local pkgs=("$@")
 	[ ${#pkgs[@]} -gt 0 ] || pkgs=($(cd carry && ls *.test | sed 's/\.test$//'))
-	# Builds whose every scan kernel runs 8 or 16 lanes per row (the default
-	# build takes them only for some methods on large grids), compiled while
-	# the default build's first tests run (not its timed checks in verify);
-	# where cudalib or fuzz is among the packages, its scan tests or corpus
-	# then run against each as well (NARROW=0: skip).
-	local narrow=() npkgs=()
-	for pkg in cudalib fuzz; do [[ " ${pkgs[*]} " != *" $pkg "* ]] || npkgs+=("$pkg"); done
-	[ "${NARROW:-1}" = 0 ] || [ ${#npkgs[@]} -eq 0 ] || narrow=(8 16)
-	for seg in "${narrow[@]}"; do
-		SSMK_NVCC_EXTRA="-DSSMK_SCAN_SEG=$seg" cudalib/build-cuda.sh "build/libssmk_cuda_seg$seg.so" "${CUDA_ARCH:-90}" \
-			>"$out/build-seg$seg.log" 2>&1 &
-	done
 	cudalib/build-cuda.sh build/libssmk_cuda.so "${CUDA_ARCH:-90}" >"$out/build.log" 2>&1 || {
 		cat "$out/build.log"; echo "gpu.sh: the CUDA build failed"; exit 1; }
 	echo "built build/libssmk_cuda.so in $((SECONDS - t0)) s"
@@ -93,7 +80,6 @@ run() {
 	local fail=0
 	for pkg in "${pkgs[@]}"; do
 		local bin=carry/$pkg.test log=$out/$pkg.log
-		[ "$pkg" != verify ] || wait
 		[ -x "$bin" ] || { echo "gpu.sh: no $bin (run scripts/gpu.sh build first)"; exit 1; }
 		local s=$SECONDS
 		local extra=()
@@ -103,20 +89,6 @@ run() {
 		[ $rc -eq 0 ] || fail=1
 		rows+=("$(table_row "$pkg" $rc "$log" $s)")
 		grep -E -- '--- FAIL|^\s+[a-z_]+_test.go:[0-9]+: (library|selection|device|copy|largest)|^Benchmark|FAIL|panic' "$log" | head -60
-	done
-	wait
-	for seg in "${narrow[@]}"; do
-		local lib=$PWD/build/libssmk_cuda_seg$seg.so
-		[ -f "$lib" ] || { tail -20 "$out/build-seg$seg.log"; echo "gpu.sh: the SSMK_SCAN_SEG=$seg build failed"; fail=1; continue; }
-		for pkg in "${npkgs[@]}"; do
-			local log=$out/$pkg-seg$seg.log s=$SECONDS
-			(cd "$pkg" && SSMK_BACKEND=cuda SSMK_LIB=$lib "../carry/$pkg.test" -test.v -test.run '^(TestScan|TestPlans|Fuzz)' \
-				-test.timeout=300s) >"$log" 2>&1
-			local rc=$?
-			[ $rc -eq 0 ] || fail=1
-			rows+=("$(table_row "$pkg/seg$seg" $rc "$log" $s)")
-			grep -E -- '--- FAIL|FAIL|panic' "$log" | head -20
-		done
 	done
 	if python3 -c 'import numpy' 2>/dev/null; then python3 golden/check_numpy.py || fail=1; fi
 	[ ! -f "$out/verify-report/summary.txt" ] || { echo; cat "$out/verify-report/summary.txt"; }
@@ -270,7 +242,7 @@ sanitize() {
 	for tool in memcheck racecheck initcheck synccheck; do
 		local s=$SECONDS
 		(cd cudalib && SSMK_BACKEND=cuda compute-sanitizer --tool "$tool" --error-exitcode 99 ../carry/cudalib.test \
-			-test.run '^Test(ScanMatchesReference|ScanShapes|ScanNarrowScanSizes|ScanFastPathScales|DiscretizeMatchesReference|InputsUnchanged|Plans|CValidation|CopyBandwidth)$') \
+			-test.run '^Test(ScanMatchesReference|ScanShapes|ScanManyRows|ScanFastPathScales|DiscretizeMatchesReference|InputsUnchanged|Plans|CValidation|CopyBandwidth)$') \
 			>"$out/sanitize-$tool.log" 2>&1
 		local rc=$?
 		[ $rc -eq 0 ] || fail=1

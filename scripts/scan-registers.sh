@@ -5,8 +5,7 @@
 #
 # Why 128: the scan runs blocks of 128 threads, and a kernel over 128
 # registers fits fewer than 4 of them per SM. Every variant that crossed it
-# lost 10–50 % (bench/NOTES.md), and one review change that did so unnoticed
-# cost fp64 foh 13 % (variant 60). make cuda-check runs this with MAX = 128
+# lost 10–50 % (docs/performance.md), one of them unnoticed in review. make cuda-check runs this with MAX = 128
 # on CI's sm_90 build (nvcc 11.8); scripts/gpu.sh prints it for the GPU
 # machine's own build, whose nvcc may count differently.
 set -euo pipefail
@@ -16,22 +15,21 @@ command -v cuobjdump >/dev/null || { echo "scan-registers.sh: cuobjdump not foun
 [ -f "$lib" ] || { echo "scan-registers.sh: no library at $lib" >&2; exit 2; }
 [ -z "$max" ] || [[ "$max" =~ ^[0-9]+$ ]] || { echo "scan-registers.sh: MAX must be a number of registers, got '$max'" >&2; exit 2; }
 cuobjdump -res-usage "$lib" 2>/dev/null | awk -v limit="${max:-128}" -v strict="${max:+1}" '
-# scan_kernel<T, CPLX, M, VEC, SEG> mangled: I f|d Lb 0|1 E Li [n]M E Lb 0|1 E Li SEG E
+# scan_kernel<ScanTraits<T, CPLX, M, VEC>> mangled: ...ScanTraitsI f|d Lb 0|1 E Li [n]M E Lb 0|1 E
 function field(s,   i) { i = index(s, "E"); return substr(s, 1, i - 1) }
-/Function .*scan_kernelI/ { f = $0; next }
+/Function .*scan_kernel.*ScanTraitsI/ { f = $0; next }
 f != "" && /REG:/ {
     regs = $1; sub(/^REG:/, "", regs); regs += 0
     if (regs > top) top = regs
     if (regs > limit) {
-        s = f; sub(/.*scan_kernelI/, "", s)
+        s = f; sub(/.*ScanTraitsI/, "", s)
         dtype = substr(s, 1, 1) == "f" ? "fp32" : "fp64"
         kind = substr(s, 4, 1) == "1" ? "complex" : "real"
         s = substr(s, 6); sub(/^Li/, "", s); m = field(s); s = substr(s, length(m) + 2)
         split("zoh foh bilinear poly highorder rk4", names, " ")
         name = m ~ /^n/ ? "all methods" : names[m + 1]
         case_ = substr(s, 3, 1) == "1" ? "Mamba case" : "general"
-        s = substr(s, 5); sub(/^Li/, "", s); seg = field(s)
-        list = list (n++ ? "; " : "") dtype " " kind " " name " (" case_ ", " seg " lanes): " regs
+        list = list (n++ ? "; " : "") dtype " " kind " " name " (" case_ "): " regs
     }
     f = ""
 }

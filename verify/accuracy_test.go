@@ -6,9 +6,9 @@ import (
 
 	"pgregory.net/rapid"
 
-	"ssmverify/cudalib"
 	"ssmverify/gen"
-	"ssmverify/reference"
+	"ssmverify/judge"
+	"ssmverify/ssm"
 )
 
 // accuracyLimits are the shapes of the accuracy properties: batch 1–3, dim
@@ -31,7 +31,7 @@ func TestAccuracy(t *testing.T) {
 		t.Run(d.String(), func(t *testing.T) {
 			rapid.Check(t, func(rt *rapid.T) {
 				c := gen.Problems(accuracyLimits(d)).Draw(rt, "case")
-				dt := rapid.SampledFrom(cudalib.DTypes()).Draw(rt, "dtype")
+				dt := rapid.SampledFrom(ssm.DTypes()).Draw(rt, "dtype")
 				if c.Problem.Complex && fallback(c.Spec.Method, dt) {
 					rt.Skip("declared complex fallback: checked by TestComplexFallback")
 				}
@@ -44,7 +44,7 @@ func TestAccuracy(t *testing.T) {
 				}
 				if !cmp.Passed(dt) {
 					rt.Fatalf("%v %v: worst %s; threshold %g (%d non-finite)\nreproduce: gen.New(%#v, %d)",
-						c, dt, cmp.Worst, Threshold(dt), cmp.NonFinite, c.Spec, c.Seed)
+						c, dt, cmp.Worst, judge.Threshold(dt), cmp.NonFinite, c.Spec, c.Seed)
 				}
 			})
 		})
@@ -58,8 +58,8 @@ func TestAccuracyEveryCombination(t *testing.T) {
 	track(t)
 	type feat struct{ varB, varC, softplus, D, z, bias bool }
 	feats := []feat{{}, {true, true, true, true, true, true}, {varB: true}, {varC: true}, {softplus: true, bias: true}, {D: true, z: true}}
-	for _, m := range reference.Methods() {
-		for _, dt := range cudalib.DTypes() {
+	for _, m := range ssm.Methods() {
+		for _, dt := range ssm.DTypes() {
 			for _, isComplex := range []bool{false, true} {
 				if isComplex && fallback(m, dt) {
 					continue
@@ -76,7 +76,7 @@ func TestAccuracyEveryCombination(t *testing.T) {
 							t.Fatalf("%v %v: %v", s, dt, err)
 						}
 						if !cmp.Passed(dt) {
-							t.Errorf("%v %v seed %d: worst %s; threshold %g", s, dt, fi+1, cmp.Worst, Threshold(dt))
+							t.Errorf("%v %v seed %d: worst %s; threshold %g", s, dt, fi+1, cmp.Worst, judge.Threshold(dt))
 						}
 					}
 				}

@@ -12,6 +12,8 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+
+	"ssmverify/report"
 )
 
 // The seven performance checks (CHECKS.md) measure in the TestCheckN tests
@@ -253,21 +255,6 @@ func StableMeasure(measure func() (Samples, error)) (s Samples, noisy bool, err 
 	return s, true, nil
 }
 
-// Comparison7 is one method's row of Check7.
-type Comparison7 struct {
-	Method         string  `json:"method"`
-	MedianUS       float64 `json:"median_us"`
-	CILowUS        float64 `json:"ci95_low_us"`
-	CIHighUS       float64 `json:"ci95_high_us"`
-	RatioToZOH     float64 `json:"ratio_to_zoh"`
-	RatioCILow     float64 `json:"ratio_ci95_low"`
-	RatioCIHigh    float64 `json:"ratio_ci95_high"`
-	ElementsPerSec float64 `json:"elements_per_s"`
-	GBPerSec       float64 `json:"gb_per_s"`
-	FracCopyBW     float64 `json:"fraction_of_copy_bandwidth"`
-	Verdict        string  `json:"verdict"`
-}
-
 // MoreWorkThanZOH reports whether a method does at least zoh's work per
 // state update (zoh's exp plus more). Bilinear does not: it replaces the exp
 // by a division, which can legitimately be cheaper.
@@ -279,7 +266,7 @@ func MoreWorkThanZOH(method string) bool { return method != "zoh" && method != "
 // does at least zoh's work (MoreWorkThanZOH) yet runs significantly faster
 // (the upper end of the interval below 1 − max(5%, 3·spread)): the +63.76%
 // pattern, where the "faster" method ran another code path.
-func DecideMethod(method string, s, zoh Samples, maxSlowdown float64) (c Comparison7, err error) {
+func DecideMethod(method string, s, zoh Samples, maxSlowdown float64) (c report.Check7Row, err error) {
 	c.Method = method
 	c.MedianUS = s.Median()
 	c.CILowUS, c.CIHighUS = s.BootstrapCI()

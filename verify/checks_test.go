@@ -20,6 +20,8 @@ import (
 	"ssmverify/cudalib"
 	"ssmverify/gen"
 	"ssmverify/reference"
+	"ssmverify/report"
+	"ssmverify/ssm"
 )
 
 // Flags of the seven checks, after -args; they mirror the original
@@ -45,8 +47,8 @@ type checkConfig struct {
 	batch, dim, seqlen, dstate int
 	trials, warmup             int
 	maxSlowdown                float64
-	methods                    []reference.Method
-	dtype                      cudalib.DType
+	methods                    []ssm.Method
+	dtype                      ssm.DType
 	complex                    bool // Check7 only
 }
 
@@ -83,10 +85,10 @@ func config(t *testing.T) checkConfig {
 		}
 	}
 	var err error
-	if c.methods, err = reference.ParseMethods(*flagMethods); err != nil {
+	if c.methods, err = ssm.ParseMethods(*flagMethods); err != nil {
 		t.Fatalf("-methods: %v", err)
 	}
-	if c.dtype, err = cudalib.ParseDType(*flagDType); err != nil {
+	if c.dtype, err = ssm.ParseDType(*flagDType); err != nil {
 		t.Fatalf("-dtype: %v", err)
 	}
 	c.complex = *flagComplex
@@ -95,11 +97,11 @@ func config(t *testing.T) checkConfig {
 
 // checkProblem is the one problem definition of the checks: the Mamba-block
 // configuration, seed 1, for method m (all methods share the same inputs).
-func checkProblem(c checkConfig, m reference.Method, isComplex bool) *reference.Problem {
+func checkProblem(c checkConfig, m ssm.Method, isComplex bool) *ssm.Problem {
 	s := gen.MambaBlock(m, c.batch, c.dim, c.seqlen, c.dstate)
 	s.Complex = isComplex
 	p := gen.New(s, 1)
-	if c.dtype == cudalib.F32 {
+	if c.dtype == ssm.F32 {
 		p.RoundToFloat32()
 	}
 	return p
@@ -126,7 +128,7 @@ func writeCheck(t *testing.T, n int, v any) {
 	t.Logf("wrote %s", path)
 }
 
-func newPlan(t *testing.T, p *reference.Problem, dt cudalib.DType) (*cudalib.Plan, *cudalib.ScanBuffers) {
+func newPlan(t *testing.T, p *ssm.Problem, dt ssm.DType) (*cudalib.Plan, *cudalib.ScanBuffers) {
 	t.Helper()
 	b, err := lib.NewScanBuffers(p, dt)
 	if err != nil {
@@ -151,7 +153,7 @@ func TestCheck1IdenticalInputs(t *testing.T) {
 	track(t)
 	c := config(t)
 	hashes := map[string]map[string]string{}
-	table := Table{Name: "Check1: input hashes (" + c.String() + ")", Columns: []string{"array", "elements", "sha256", ""}}
+	table := report.Table{Name: "Check1: input hashes (" + c.String() + ")", Columns: []string{"array", "elements", "sha256", ""}}
 	for _, m := range c.methods {
 		p := checkProblem(c, m, false)
 		b, err := lib.NewScanBuffers(p, c.dtype)
@@ -223,7 +225,7 @@ func TestCheck1DecisionCatchesDifferentInputs(t *testing.T) {
 func TestCheck2Synchronisation(t *testing.T) {
 	track(t)
 	c := config(t)
-	plan, _ := newPlan(t, checkProblem(c, reference.ZOH, false), c.dtype)
+	plan, _ := newPlan(t, checkProblem(c, ssm.ZOH, false), c.dtype)
 	timers := []Timer{TimerHostUnsynced, TimerHostSynced, TimerEvents}
 	got, err := MeasureInterleaved([]*cudalib.Plan{plan, plan, plan}, timers, c.warmup, c.trials, 1)
 	if err != nil {
@@ -240,7 +242,7 @@ func TestCheck2Synchronisation(t *testing.T) {
 	if HarnessTimer != TimerEvents {
 		t.Errorf("the checks' harness times with %v, want device events", HarnessTimer)
 	}
-	table := Table{Name: "Check2: one launch timed three ways (" + c.String() + ")", Columns: []string{"timer", "median µs", "spread", ""}}
+	table := report.Table{Name: "Check2: one launch timed three ways (" + c.String() + ")", Columns: []string{"timer", "median µs", "spread", ""}}
 	for _, timer := range []Timer{TimerHostUnsynced, TimerHostSynced, TimerEvents} {
 		table.Rows = append(table.Rows, []string{timer.String(), us(res[timer].Median()), fmt.Sprintf("%.1f%%", 100*res[timer].Spread()), ""})
 	}
@@ -279,7 +281,7 @@ func TestCheck3Threading(t *testing.T) {
 	}
 	t.Logf("OMP_NUM_THREADS=%q MKL_NUM_THREADS=%q OPENBLAS_NUM_THREADS=%q GOMAXPROCS=%d CPUs=%d library threads=%d",
 		env["OMP_NUM_THREADS"], env["MKL_NUM_THREADS"], env["OPENBLAS_NUM_THREADS"], runtime.GOMAXPROCS(0), runtime.NumCPU(), lib.SetNumThreads(0))
-	plan, _ := newPlan(t, checkProblem(c, reference.ZOH, false), c.dtype)
+	plan, _ := newPlan(t, checkProblem(c, ssm.ZOH, false), c.dtype)
 	prev := lib.SetNumThreads(0)
 	defer lib.SetNumThreads(prev)
 	if _, err := plan.Time(c.warmup); err != nil {
@@ -384,7 +386,7 @@ func TestCheck4CodePaths(t *testing.T) {
 		t.Errorf("SSMK_BACKEND=%s but the loaded library's backend is %s", forced, lib.Backend)
 	}
 	// dt ≈ 0.3 makes the methods' g differ at x/2 … x³/24 with |x| up to ~5.
-	s := gen.MambaBlock(reference.ZOH, 1, 8, 64, c.dstate)
+	s := gen.MambaBlock(ssm.ZOH, 1, 8, 64, c.dstate)
 	result := map[string]any{"library": lib.Path, "backend": lib.Backend, "device": dev, "selection": lib.Selection}
 	var fallbacks []string
 	for _, isComplex := range []bool{false, true} {
@@ -394,10 +396,10 @@ func TestCheck4CodePaths(t *testing.T) {
 			base.DeltaBias[i] = 0.3 + math.Log(-math.Expm1(-0.3)) // inverse softplus of 0.3
 		}
 		outs := map[string][]float64{}
-		for _, m := range reference.Methods() {
+		for _, m := range ssm.Methods() {
 			caps := lib.Capabilities(m, c.dtype, isComplex)
 			if !caps.Supported() {
-				t.Logf("%v %s %v: declared unsupported", m, kindOf(isComplex), c.dtype)
+				t.Logf("%v %s %v: declared unsupported", m, ssm.AKind(isComplex), c.dtype)
 				continue
 			}
 			if isComplex && caps.ComplexZOHFallback() {
@@ -409,15 +411,15 @@ func TestCheck4CodePaths(t *testing.T) {
 			p.Method = m
 			out, err := lib.Scan(p, c.dtype)
 			if err != nil {
-				t.Fatalf("%v %s: %v", m, kindOf(isComplex), err)
+				t.Fatalf("%v %s: %v", m, ssm.AKind(isComplex), err)
 			}
 			outs[m.String()] = out.Out
 		}
-		minRel := 1e4 * Precision(c.dtype).UnitRoundoff()
+		minRel := 1e4 * c.dtype.Precision().UnitRoundoff()
 		for _, col := range Fingerprint(outs, minRel) {
-			t.Errorf("%s A: %s and %s give the same output (max relative difference %.3g < %.3g): one runs the other's code path", kindOf(isComplex), col.A, col.B, col.RelDiff, minRel)
+			t.Errorf("%s A: %s and %s give the same output (max relative difference %.3g < %.3g): one runs the other's code path", ssm.AKind(isComplex), col.A, col.B, col.RelDiff, minRel)
 		}
-		result[kindOf(isComplex)+"_methods_fingerprinted"] = len(outs)
+		result[ssm.AKind(isComplex)+"_methods_fingerprinted"] = len(outs)
 	}
 	result["declared_complex_fallbacks"] = fallbacks
 	result["passed"] = !t.Failed()
@@ -451,7 +453,7 @@ func TestCheck5Warmup(t *testing.T) {
 	}
 	var attempts []attempt
 	for a := 0; a < 3; a++ {
-		plan, _ := newPlan(t, checkProblem(c, reference.RK4, false), c.dtype)
+		plan, _ := newPlan(t, checkProblem(c, ssm.RK4, false), c.dtype)
 		s := make(Samples, 0, n)
 		for i := 0; i < n; i++ {
 			ms, err := plan.Time(1)
@@ -507,7 +509,7 @@ func TestCheck5DecisionCatchesShortWarmup(t *testing.T) {
 func TestCheck6MicroBenchmarks(t *testing.T) {
 	track(t)
 	c := config(t)
-	table := Table{Name: "Check6: micro-benchmarks (" + c.String() + ")", Columns: []string{"operation", "median µs", "spread", "ratio", "noisy", ""}}
+	table := report.Table{Name: "Check6: micro-benchmarks (" + c.String() + ")", Columns: []string{"operation", "median µs", "spread", "ratio", "noisy", ""}}
 	result := map[string]any{"config": c.String()}
 	row := func(name string, s Samples, noisy bool, ratio float64) {
 		r := ""
@@ -525,7 +527,7 @@ func TestCheck6MicroBenchmarks(t *testing.T) {
 		delta[i], a[i] = 0.01+0.09*float64(i%97)/97, -float64(1+i%c.dstate)
 	}
 	var zohDisc float64
-	for _, m := range reference.Methods() {
+	for _, m := range ssm.Methods() {
 		dp, err := lib.NewDiscretizePlan(m, c.dtype, false, delta, a)
 		if err != nil {
 			t.Fatal(err)
@@ -535,7 +537,7 @@ func TestCheck6MicroBenchmarks(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if m == reference.ZOH {
+		if m == ssm.ZOH {
 			zohDisc = s.Median()
 		}
 		row("discretize "+m.String(), s, noisy, s.Median()/zohDisc)
@@ -544,17 +546,17 @@ func TestCheck6MicroBenchmarks(t *testing.T) {
 	var full float64
 	for _, v := range []struct {
 		name string
-		edit func(p *reference.Problem)
+		edit func(p *ssm.Problem)
 	}{
-		{"scan zoh, Mamba block", func(*reference.Problem) {}},
-		{"scan zoh, no D", func(p *reference.Problem) { p.D = nil }},
-		{"scan zoh, no z", func(p *reference.Problem) { p.Z = nil }},
-		{"scan zoh, constant B/C", func(p *reference.Problem) {
+		{"scan zoh, Mamba block", func(*ssm.Problem) {}},
+		{"scan zoh, no D", func(p *ssm.Problem) { p.D = nil }},
+		{"scan zoh, no z", func(p *ssm.Problem) { p.Z = nil }},
+		{"scan zoh, constant B/C", func(p *ssm.Problem) {
 			p.VariableB, p.VariableC = false, false
 			p.B, p.C = p.B[:p.Dim*p.Dstate], p.C[:p.Dim*p.Dstate]
 		}},
 	} {
-		p := checkProblem(c, reference.ZOH, false)
+		p := checkProblem(c, ssm.ZOH, false)
 		v.edit(p)
 		plan, _ := newPlan(t, p, c.dtype)
 		s, noisy, err := StableMeasure(func() (Samples, error) { return Measure(plan, HarnessTimer, c.warmup, c.trials, 1) })
@@ -568,7 +570,7 @@ func TestCheck6MicroBenchmarks(t *testing.T) {
 	}
 	// The scalar bilinear against the dense route: for batch·dim channels,
 	// (I − ΔA/2)⁻¹(I + ΔA/2) by an LU solve of a dstate×dstate system.
-	dp, err := lib.NewDiscretizePlan(reference.Bilinear, c.dtype, false, delta, a)
+	dp, err := lib.NewDiscretizePlan(ssm.Bilinear, c.dtype, false, delta, a)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -585,7 +587,7 @@ func TestCheck6MicroBenchmarks(t *testing.T) {
 		for trial := 0; trial < max(5, c.trials/10); trial++ {
 			t0 := time.Now()
 			for ch := 0; ch < channels; ch++ {
-				if _, _, err := reference.Discretize(reference.Bilinear, delta[ch%len(delta)], A, B); err != nil {
+				if _, _, err := reference.Discretize(ssm.Bilinear, delta[ch%len(delta)], A, B); err != nil {
 					return nil, err
 				}
 			}
@@ -634,18 +636,21 @@ func TestCheck6DecisionRemeasuresNoise(t *testing.T) {
 // significantly faster. -sizes adds a scaling table.
 func TestCheck7MethodComparison(t *testing.T) {
 	track(t)
+	if t.Name() != report.Check7Test {
+		t.Fatalf("the gate runs Check7 as %s: rename report.Check7Test with the test", report.Check7Test)
+	}
 	c := config(t)
-	probe := checkProblem(c, reference.ZOH, c.complex)
+	probe := checkProblem(c, ssm.ZOH, c.complex)
 	bytesMoved := cudalib.ScanBytes(probe, c.dtype)
 	copyBW, err := lib.CopyBandwidth(max(bytesMoved, 64<<20), 10)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Every method's plan, then the trials round-robin across them.
-	var order []reference.Method
+	var order []ssm.Method
 	var plans []*cudalib.Plan
 	var timers []Timer
-	for _, m := range append([]reference.Method{reference.ZOH}, c.methods...) {
+	for _, m := range append([]ssm.Method{ssm.ZOH}, c.methods...) {
 		if slices.Contains(order, m) {
 			continue
 		}
@@ -656,16 +661,16 @@ func TestCheck7MethodComparison(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	samples := map[reference.Method]Samples{}
+	samples := map[ssm.Method]Samples{}
 	for i, m := range order {
 		samples[m] = measured[i]
 	}
-	table := Table{Name: fmt.Sprintf("Check7: method comparison (%s; copy bandwidth %.0f GB/s; %.2f MB per scan)", c, copyBW, float64(bytesMoved)/1e6),
+	table := report.Table{Name: fmt.Sprintf("Check7: method comparison (%s; copy bandwidth %.0f GB/s; %.2f MB per scan)", c, copyBW, float64(bytesMoved)/1e6),
 		Columns: []string{"method", "median µs", "95% CI µs", "Gelem/s", "GB/s", "% copy BW", "× zoh", "95% CI", "verdict", ""}}
-	var rows []Comparison7
+	var rows []report.Check7Row
 	elems := float64(c.batch * c.dim * c.seqlen)
 	for _, m := range c.methods {
-		row, err := DecideMethod(m.String(), samples[m], samples[reference.ZOH], c.maxSlowdown)
+		row, err := DecideMethod(m.String(), samples[m], samples[ssm.ZOH], c.maxSlowdown)
 		if err != nil {
 			t.Error(err)
 		}
@@ -683,11 +688,11 @@ func TestCheck7MethodComparison(t *testing.T) {
 	for m, s := range samples {
 		perMethod[m.String()] = s
 	}
-	result := map[string]any{"config": c.String(), "copy_bandwidth_gbps": copyBW, "bytes_per_scan": bytesMoved,
-		"elements_per_scan": c.batch * c.dim * c.seqlen, "max_slowdown": c.maxSlowdown, "methods": rows,
-		"samples_us": perMethod}
+	result := &report.Check7{Schema: report.Check7Schema, Config: c.String(), CopyBandwidthGBps: copyBW,
+		BytesPerScan: bytesMoved, ElementsPerScan: int64(c.batch * c.dim * c.seqlen), MaxSlowdown: c.maxSlowdown,
+		Methods: rows, Samples: perMethod}
 	if *flagSizes != "" {
-		sweep := Table{Name: "Check7: scaling", Columns: []string{"size", "method", "median µs", "GB/s", ""}}
+		sweep := report.Table{Name: "Check7: scaling", Columns: []string{"size", "method", "median µs", "GB/s", ""}}
 		for _, size := range strings.Split(*flagSizes, ",") {
 			var b, d, l, n int
 			if _, err := fmt.Sscanf(strings.TrimSpace(size), "%dx%dx%dx%d", &b, &d, &l, &n); err != nil {
@@ -707,9 +712,9 @@ func TestCheck7MethodComparison(t *testing.T) {
 			}
 		}
 		logTable(t, sweep)
-		result["scaling"] = sweep.Rows
+		result.Scaling = sweep.Rows
 	}
-	result["passed"] = !t.Failed()
+	result.Passed = !t.Failed()
 	writeCheck(t, 7, result)
 }
 

@@ -10,14 +10,16 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
-	"ssmverify/cudalib"
+	"ssmverify/judge"
 	"ssmverify/reference"
+	"ssmverify/report"
+	"ssmverify/ssm"
 )
 
 // sweepGrid is x = Δ·a over log-spaced magnitudes 1e-8 … 1e3 (24 per
 // decade), both signs, and 0; Δ is drawn in [0.5, 2] and a = x/Δ, both
 // rounded to the dtype, so the kernel's own product Δ·a is exercised.
-func sweepGrid(dt cudalib.DType, isComplex bool, seed uint64) (delta, a []float64) {
+func sweepGrid(dt ssm.DType, isComplex bool, seed uint64) (delta, a []float64) {
 	r := rand.New(rand.NewPCG(seed, 7))
 	var xs []float64
 	for k := 0; k <= 11*24; k++ {
@@ -26,7 +28,7 @@ func sweepGrid(dt cudalib.DType, isComplex bool, seed uint64) (delta, a []float6
 	}
 	xs = append(xs, 0)
 	round := func(v float64) float64 {
-		if dt == cudalib.F32 {
+		if dt == ssm.F32 {
 			return float64(float32(v))
 		}
 		return v
@@ -72,10 +74,10 @@ func quantile(v []float64, q float64) float64 {
 // (e^x overflowing float32), which is reported as such.
 func TestDiscretizeSweep(t *testing.T) {
 	track(t)
-	table := Table{Name: "discretize sweep: x = Δ·a, |x| in 1e-8…1e3, both signs and 0",
+	table := report.Table{Name: "discretize sweep: x = Δ·a, |x| in 1e-8…1e3, both signs and 0",
 		Columns: []string{"method", "dtype", "A", "points", "median ratio", "p99 ratio", "max ratio", "median ulp", "max ulp", "worst"}}
-	for _, m := range reference.Methods() {
-		for _, dt := range cudalib.DTypes() {
+	for _, m := range ssm.Methods() {
+		for _, dt := range ssm.DTypes() {
 			for _, isComplex := range []bool{false, true} {
 				if isComplex && fallback(m, dt) {
 					continue
@@ -85,9 +87,9 @@ func TestDiscretizeSweep(t *testing.T) {
 				if err != nil {
 					t.Fatalf("%v %v complex=%t: %v", m, dt, isComplex, err)
 				}
-				prec := Precision(dt)
+				prec := dt.Precision()
 				limit := math.MaxFloat64
-				if dt == cudalib.F32 {
+				if dt == ssm.F32 {
 					limit = math.MaxFloat32
 				}
 				var st sweepStats
@@ -102,9 +104,9 @@ func TestDiscretizeSweep(t *testing.T) {
 					x := complex(delta[i], 0) * av
 					var wa, wg complex128
 					if isComplex {
-						wa, wg = m.Complex(x)
+						wa, wg = reference.Complex(m, x)
 					} else {
-						ra, rg := m.Real(real(x))
+						ra, rg := reference.Real(m, real(x))
 						wa, wg = complex(ra, 0), complex(rg, 0)
 					}
 					wb := complex(delta[i], 0) * wg
@@ -119,18 +121,18 @@ func TestDiscretizeSweep(t *testing.T) {
 						rA = math.Inf(1)
 					}
 					r := math.Max(rA, rB)
-					ulp := math.Max(ULPs(real(ga), real(wa), dt), ULPs(real(gb), real(wb), dt))
+					ulp := math.Max(judge.ULPs(real(ga), real(wa), dt), judge.ULPs(real(gb), real(wb), dt))
 					where := fmt.Sprintf("x = %.6g: Ā kernel %v ref %v, Δg kernel %v ref %v", x, ga, wa, gb, wb)
 					st.add(r, ulp, where)
-					if !(r <= Threshold(dt)) {
+					if !(r <= judge.Threshold(dt)) {
 						failures++
 						if failures <= 3 {
-							t.Errorf("%v %v %s: ratio %.3g > %g at %s", m, dt, kindOf(isComplex), r, Threshold(dt), where)
+							t.Errorf("%v %v %s: ratio %.3g > %g at %s", m, dt, ssm.AKind(isComplex), r, judge.Threshold(dt), where)
 						}
 					}
-					rep.Add("TestDiscretizeSweep", m, dt, isComplex, r, ulp, r <= Threshold(dt), where)
+					rep.Add("TestDiscretizeSweep", m, dt, isComplex, r, ulp, r <= judge.Threshold(dt), where)
 				}
-				table.Rows = append(table.Rows, []string{m.String(), dt.String(), kindOf(isComplex), fmt.Sprint(len(st.ratios)),
+				table.Rows = append(table.Rows, []string{m.String(), dt.String(), ssm.AKind(isComplex), fmt.Sprint(len(st.ratios)),
 					fmt.Sprintf("%.3g", quantile(st.ratios, 0.5)), fmt.Sprintf("%.3g", quantile(st.ratios, 0.99)),
 					fmt.Sprintf("%.3g", slices.Max(st.ratios)), fmt.Sprintf("%.3g", quantile(st.ulps, 0.5)),
 					fmt.Sprintf("%.3g", slices.Max(st.ulps)), st.worst})
@@ -150,7 +152,7 @@ func kernelPair(abar, bcoef []float64, i int, isComplex bool) (complex128, compl
 
 // logTable logs a table with aligned columns; its last column (free text
 // such as the worst case) goes to the report only.
-func logTable(t *testing.T, tb Table) {
+func logTable(t *testing.T, tb report.Table) {
 	t.Helper()
 	cols := len(tb.Columns) - 1
 	w := make([]int, cols)
@@ -182,7 +184,7 @@ func logTable(t *testing.T, tb Table) {
 func TestBilinearDiagonalExact(t *testing.T) {
 	track(t)
 	r := rand.New(rand.NewPCG(2, 2))
-	for _, dt := range cudalib.DTypes() {
+	for _, dt := range ssm.DTypes() {
 		for trial := 0; trial < 50; trial++ {
 			n := 1 + r.IntN(8)
 			a := make([]float64, n)
@@ -195,11 +197,11 @@ func TestBilinearDiagonalExact(t *testing.T) {
 				default:
 					a[i] = (2*r.Float64() - 1) * math.Pow(10, 3*r.Float64()-1)
 				}
-				if dt == cudalib.F32 {
+				if dt == ssm.F32 {
 					a[i] = float64(float32(a[i]))
 				}
 			}
-			if dt == cudalib.F32 {
+			if dt == ssm.F32 {
 				dd = float64(float32(dd))
 			}
 			for i := range delta {
@@ -209,27 +211,27 @@ func TestBilinearDiagonalExact(t *testing.T) {
 			for i := range B {
 				B[i] = 2*r.Float64() - 1
 			}
-			abar, bcoef, err := lib.Discretize(reference.Bilinear, dt, false, delta, a)
+			abar, bcoef, err := lib.Discretize(ssm.Bilinear, dt, false, delta, a)
 			if err != nil {
 				t.Fatal(err)
 			}
-			mA, mB, err := reference.Discretize(reference.Bilinear, dd, mat.NewDiagDense(n, a), mat.NewDense(n, 1, B))
+			mA, mB, err := reference.Discretize(ssm.Bilinear, dd, mat.NewDiagDense(n, a), mat.NewDense(n, 1, B))
 			if err != nil {
 				t.Fatal(err)
 			}
 			for i := range a {
-				sA, sB := reference.DiscretizeScale(reference.Bilinear, dd, complex(a[i], 0), false)
+				sA, sB := reference.DiscretizeScale(ssm.Bilinear, dd, complex(a[i], 0), false)
 				// The matrix form (an LU solve of a diagonal system) errs by
 				// an ulp or two of its own: add its share to the scale.
 				sA += 2 * math.Abs(mA.At(i, i))
 				sB += 2 * math.Abs(mB.At(i, 0)/B[i])
-				rA := reference.Ratio(abar[i]-mA.At(i, i), sA, 2, Precision(dt))
-				rB := reference.Ratio(bcoef[i]*B[i]-mB.At(i, 0), sB*math.Abs(B[i]), 2, Precision(dt))
+				rA := reference.Ratio(abar[i]-mA.At(i, i), sA, 2, dt.Precision())
+				rB := reference.Ratio(bcoef[i]*B[i]-mB.At(i, 0), sB*math.Abs(B[i]), 2, dt.Precision())
 				rat := math.Max(rA, rB)
-				rep.Add("TestBilinearDiagonalExact", reference.Bilinear, dt, false, rat, ULPs(abar[i], mA.At(i, i), dt), rat <= Threshold(dt), fmt.Sprintf("x = %.9g", dd*a[i]))
-				if !(rat <= Threshold(dt)) {
+				rep.Add("TestBilinearDiagonalExact", ssm.Bilinear, dt, false, rat, judge.ULPs(abar[i], mA.At(i, i), dt), rat <= judge.Threshold(dt), fmt.Sprintf("x = %.9g", dd*a[i]))
+				if !(rat <= judge.Threshold(dt)) {
 					t.Errorf("%v: x = %.9g: kernel Ā %.9g, matrix %.17g; kernel B̄ %.9g, matrix %.17g: ratio %.3g > %g",
-						dt, dd*a[i], abar[i], mA.At(i, i), bcoef[i]*B[i], mB.At(i, 0), rat, Threshold(dt))
+						dt, dd*a[i], abar[i], mA.At(i, i), bcoef[i]*B[i], mB.At(i, 0), rat, judge.Threshold(dt))
 				}
 			}
 		}
@@ -263,7 +265,7 @@ func TestBilinearScalarShortcutLimit(t *testing.T) {
 	for i := range delta {
 		delta[i] = dd
 	}
-	abar, bcoef, err := lib.Discretize(reference.Bilinear, cudalib.F64, false, delta, diag)
+	abar, bcoef, err := lib.Discretize(ssm.Bilinear, ssm.F64, false, delta, diag)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,7 +273,7 @@ func TestBilinearScalarShortcutLimit(t *testing.T) {
 	for i := 0; i < n; i++ {
 		B.Set(i, 0, 1)
 	}
-	table := Table{Name: "bilinear: scalar shortcut vs matrix form for A = diag(−1…−8) + ε·offdiag, Δ = 0.1",
+	table := report.Table{Name: "bilinear: scalar shortcut vs matrix form for A = diag(−1…−8) + ε·offdiag, Δ = 0.1",
 		Columns: []string{"ε", "max |ΔĀ|", "max |ΔB̄|", "max |ΔĀ|/ε"}}
 	prev := -1.0
 	var ratios []float64
@@ -281,7 +283,7 @@ func TestBilinearScalarShortcutLimit(t *testing.T) {
 		for i := 0; i < n; i++ {
 			A.Set(i, i, diag[i])
 		}
-		mA, mB, err := reference.Discretize(reference.Bilinear, dd, A, B)
+		mA, mB, err := reference.Discretize(ssm.Bilinear, dd, A, B)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -315,7 +317,7 @@ func TestBilinearScalarShortcutLimit(t *testing.T) {
 	if lo, hi := slices.Min(ratios), slices.Max(ratios); hi > 1.5*lo {
 		t.Errorf("error/ε varies from %.3g to %.3g for ε in 1e-8…1e-4: want first order in ε", lo, hi)
 	}
-	logTable(t, Table{Name: table.Name, Columns: append(table.Columns, ""), Rows: func() [][]string {
+	logTable(t, report.Table{Name: table.Name, Columns: append(table.Columns, ""), Rows: func() [][]string {
 		var rows [][]string
 		for _, r := range table.Rows {
 			rows = append(rows, append(r, ""))
@@ -333,8 +335,8 @@ func TestBilinearScalarShortcutLimit(t *testing.T) {
 func TestStability(t *testing.T) {
 	track(t)
 	r := rand.New(rand.NewPCG(4, 4))
-	for _, m := range reference.Methods() {
-		for _, dt := range cudalib.DTypes() {
+	for _, m := range ssm.Methods() {
+		for _, dt := range ssm.DTypes() {
 			for _, isComplex := range []bool{false, true} {
 				if isComplex && fallback(m, dt) {
 					continue
@@ -356,13 +358,13 @@ func TestStability(t *testing.T) {
 				}
 				bound := 1.0
 				if isComplex {
-					bound += 2 * Precision(dt).UnitRoundoff()
+					bound += 2 * dt.Precision().UnitRoundoff()
 				}
 				for i := range delta {
 					ab, _ := kernelPair(abar, abar, i, isComplex)
 					if !(cmplx.Abs(ab) <= bound) {
 						av, _ := kernelPair(a, a, i, isComplex)
-						t.Errorf("%v %v %s: |Ā| = %.17g > %.17g at Δ = %g, a = %v", m, dt, kindOf(isComplex), cmplx.Abs(ab), bound, delta[i], av)
+						t.Errorf("%v %v %s: |Ā| = %.17g > %.17g at Δ = %g, a = %v", m, dt, ssm.AKind(isComplex), cmplx.Abs(ab), bound, delta[i], av)
 						break
 					}
 				}

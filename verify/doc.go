@@ -4,7 +4,8 @@
 // package reference and says, with evidence, whether every discretization
 // method computes what it claims.
 //
-// Every comparison is a scaled error ratio (reference.Ratio):
+// Every comparison is a scaled error ratio (reference.Ratio), judged by package
+// judge:
 //
 //	ratio = |kernel − reference| / (u·S + η·T)
 //
@@ -12,8 +13,8 @@
 // reference.DiscretizeScale), u the kernel dtype's unit roundoff and η·T an
 // underflow allowance. S bounds what a correct implementation can err by, so
 // correct kernels stay below 1 whatever the conditioning of the input; the
-// thresholds (ThresholdF32, ThresholdF64 = 4) are measured maxima with a
-// margin, and a logic error lands at 10⁶–10¹⁴.
+// thresholds (judge.ThresholdF32, judge.ThresholdF64 = 4) are measured maxima
+// with a margin, and a logic error lands at 10⁶–10¹⁴.
 //
 // The tests group by topic, so `go test ./verify -run X` selects them:
 //
@@ -37,9 +38,13 @@
 //	FP32VsFP64  both dtypes against the reference next to the problem's natural
 //	            float32 error (the reference's Float32 mode).
 //	Golden      every golden case (golden/), checksums verified.
+//	ConvergenceOrder  each method's global order, fitted from the library's
+//	            fp64 scan of h' = −h + 1 as Δ shrinks, against ssm.Method.Order.
+//	Check1 … Check7  the seven performance checks (CHECKS.md).
 //
 // TestMain writes report.json and summary.txt when given -report DIR (make
-// verify does); Report documents the JSON schema. verify/mutants proves the
+// verify does); the checks write check1.json … check7.json beside them.
+// Package report declares both, and the gate reads them. verify/mutants proves the
 // suite catches bugs: it builds the CPU library with each planted bug of its
 // catalogue and requires every one to fail the suite.
 package verify

@@ -3,8 +3,9 @@ package verify
 import (
 	"testing"
 
-	"ssmverify/cudalib"
 	"ssmverify/golden"
+	"ssmverify/judge"
+	"ssmverify/ssm"
 )
 
 // TestGolden: the library under test matches every golden case (golden/)
@@ -22,12 +23,12 @@ func TestGolden(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, dt := range cudalib.DTypes() {
+		for _, dt := range ssm.DTypes() {
 			if c.Complex && fallback(p.Method, dt) {
 				continue
 			}
 			q, ref := p, want
-			if dt == cudalib.F32 {
+			if dt == ssm.F32 {
 				q = p.Clone()
 				q.RoundToFloat32()
 				ref = nil
@@ -36,13 +37,13 @@ func TestGolden(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s %v: %v", c.Name, dt, err)
 			}
-			cmp, err := CompareScan(q, got, dt, ref, nil)
+			cmp, err := judge.CompareScan(q, got, dt, ref, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
 			rep.Add("TestGolden", p.Method, dt, p.Complex, cmp.Worst.Ratio, cmp.Worst.ULP, cmp.Passed(dt), c.Name+": "+cmp.Worst.String())
 			if !cmp.Passed(dt) {
-				t.Errorf("%s %v: worst %s; threshold %g", c.Name, dt, cmp.Worst, Threshold(dt))
+				t.Errorf("%s %v: worst %s; threshold %g", c.Name, dt, cmp.Worst, judge.Threshold(dt))
 			}
 		}
 	}

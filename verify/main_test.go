@@ -8,12 +8,14 @@ import (
 	"testing"
 
 	"ssmverify/cudalib"
-	"ssmverify/reference"
+	"ssmverify/judge"
+	"ssmverify/report"
+	"ssmverify/ssm"
 )
 
 var (
 	lib       *cudalib.Library
-	rep       *Report
+	rep       *report.Report
 	reportDir = flag.String("report", "", "write report.json and summary.txt into this folder")
 )
 
@@ -27,7 +29,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "verify: cannot open the library under test:", err)
 		os.Exit(2)
 	}
-	lib, rep = l, NewReport(l)
+	lib, rep = l, report.New(libraryInfo(l))
 	code := m.Run()
 	rep.Finish()
 	if *reportDir != "" {
@@ -39,6 +41,15 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// libraryInfo identifies l in the report.
+func libraryInfo(l *cudalib.Library) report.LibraryInfo {
+	dev, err := l.DeviceName()
+	if err != nil {
+		dev = "unavailable: " + err.Error()
+	}
+	return report.LibraryInfo{Path: l.Path, Backend: l.Backend, Device: dev, Selection: l.Selection, ABIVersion: l.ABIVersionOf()}
+}
+
 // track records the test's verdict in the report when it ends.
 func track(t *testing.T) {
 	t.Cleanup(func() { rep.Verdict(t.Name(), !t.Failed()) })
@@ -47,7 +58,7 @@ func track(t *testing.T) {
 // fallback reports whether the library declares that method m computes zoh
 // for complex A in dtype dt (then complex results are held to the library's
 // own zoh, in TestComplexFallback, not to the complex reference).
-func fallback(m reference.Method, dt cudalib.DType) bool {
+func fallback(m ssm.Method, dt ssm.DType) bool {
 	return lib.Capabilities(m, dt, true).ComplexZOHFallback()
 }
 
@@ -55,8 +66,8 @@ func fallback(m reference.Method, dt cudalib.DType) bool {
 // F32, so kernel and reference see the same numbers), compares with the
 // reference and records the comparison under test. It returns the
 // comparison and the (possibly rounded) problem.
-func scanChecked(test string, p *reference.Problem, dt cudalib.DType) (Comparison, *reference.Problem, error) {
-	if dt == cudalib.F32 {
+func scanChecked(test string, p *ssm.Problem, dt ssm.DType) (judge.Comparison, *ssm.Problem, error) {
+	if dt == ssm.F32 {
 		p = p.Clone()
 		p.RoundToFloat32()
 	}
@@ -64,11 +75,11 @@ func scanChecked(test string, p *reference.Problem, dt cudalib.DType) (Compariso
 	if err != nil {
 		var e *cudalib.Error
 		if errors.As(err, &e) && e.Status == cudalib.EUnsupported && !lib.Capabilities(p.Method, dt, p.Complex).Supported() {
-			return Comparison{}, p, errUnsupported
+			return judge.Comparison{}, p, errUnsupported
 		}
-		return Comparison{}, p, err
+		return judge.Comparison{}, p, err
 	}
-	c, err := CompareScan(p, got, dt, nil, nil)
+	c, err := judge.CompareScan(p, got, dt, nil, nil)
 	if err != nil {
 		return c, p, err
 	}

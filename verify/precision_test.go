@@ -5,9 +5,11 @@ import (
 	"math"
 	"testing"
 
-	"ssmverify/cudalib"
 	"ssmverify/gen"
+	"ssmverify/judge"
 	"ssmverify/reference"
+	"ssmverify/report"
+	"ssmverify/ssm"
 )
 
 // TestComplexFallback holds the library to its ssmk_capabilities word for
@@ -18,19 +20,19 @@ import (
 // support) fails, naming the method.
 func TestComplexFallback(t *testing.T) {
 	track(t)
-	table := Table{Name: "complex A: declared and observed behaviour", Columns: []string{"method", "dtype", "declared", "observed", "max |out − zoh out|"}}
-	for _, dt := range cudalib.DTypes() {
-		s := gen.MambaBlock(reference.ZOH, 2, 8, 64, 8)
+	table := report.Table{Name: "complex A: declared and observed behaviour", Columns: []string{"method", "dtype", "declared", "observed", "max |out − zoh out|"}}
+	for _, dt := range ssm.DTypes() {
+		s := gen.MambaBlock(ssm.ZOH, 2, 8, 64, 8)
 		s.Complex = true
 		base := gen.New(s, 11)
-		if dt == cudalib.F32 {
+		if dt == ssm.F32 {
 			base.RoundToFloat32()
 		}
 		zoh, err := lib.Scan(base, dt)
 		if err != nil {
 			t.Fatalf("zoh %v complex: %v", dt, err)
 		}
-		for _, m := range reference.Methods() {
+		for _, m := range ssm.Methods() {
 			caps := lib.Capabilities(m, dt, true)
 			declared := "native"
 			switch {
@@ -64,17 +66,17 @@ func TestComplexFallback(t *testing.T) {
 				if diff != 0 {
 					t.Errorf("%v %v: declares a complex zoh fallback but its output differs from its zoh output by %.3g", m, dt, diff)
 				}
-			case m != reference.ZOH && diff == 0:
+			case m != ssm.ZOH && diff == 0:
 				t.Errorf("UNDECLARED FALLBACK: %v %v claims native complex support but returns zoh's output", m, dt)
 				rep.Add("TestComplexFallback", m, dt, true, math.Inf(1), math.Inf(1), false, "undeclared complex fallback to zoh")
 			default:
-				c, err := CompareScan(p, got, dt, nil, nil)
+				c, err := judge.CompareScan(p, got, dt, nil, nil)
 				if err != nil {
 					t.Fatal(err)
 				}
 				rep.Add("TestComplexFallback", m, dt, true, c.Worst.Ratio, c.Worst.ULP, c.Passed(dt), c.Worst.String())
 				if !c.Passed(dt) {
-					t.Errorf("%v %v complex (declared native): worst %s; threshold %g", m, dt, c.Worst, Threshold(dt))
+					t.Errorf("%v %v complex (declared native): worst %s; threshold %g", m, dt, c.Worst, judge.Threshold(dt))
 				}
 			}
 		}
@@ -85,8 +87,8 @@ func TestComplexFallback(t *testing.T) {
 
 // withBlank appends an empty last column for logTable (which leaves the
 // last column, a free-text one in other tables, out of the log).
-func withBlank(t Table) Table {
-	out := Table{Name: t.Name, Columns: append(append([]string(nil), t.Columns...), "")}
+func withBlank(t report.Table) report.Table {
+	out := report.Table{Name: t.Name, Columns: append(append([]string(nil), t.Columns...), "")}
 	for _, r := range t.Rows {
 		out.Rows = append(out.Rows, append(append([]string(nil), r...), ""))
 	}
@@ -132,15 +134,15 @@ func errorStats(got, want []float64) (maxAbs, maxRel, meanRel, corr float64) {
 // the natural one or worse.
 func TestFP32VsFP64(t *testing.T) {
 	track(t)
-	table := Table{Name: "fp32 vs fp64 kernels against the float64 reference (Mamba block 2×16×256×16)",
+	table := report.Table{Name: "fp32 vs fp64 kernels against the float64 reference (Mamba block 2×16×256×16)",
 		Columns: []string{"method", "A", "dtype", "max abs err", "max rel err", "mean rel err", "1 − corr", "max ratio", "f32-mode max abs", "f32-mode max ratio"}}
-	for _, m := range reference.Methods() {
+	for _, m := range ssm.Methods() {
 		for _, isComplex := range []bool{false, true} {
 			s := gen.MambaBlock(m, 2, 16, 256, 16)
 			s.Complex = isComplex
 			p := gen.New(s, 5)
 			p.RoundToFloat32()
-			ref, err := reference.Scan(p, reference.Float64)
+			ref, err := reference.Scan(p, ssm.Float64)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -148,16 +150,16 @@ func TestFP32VsFP64(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			mode, err := reference.Scan(p, reference.Float32)
+			mode, err := reference.Scan(p, ssm.Float32)
 			if err != nil {
 				t.Fatal(err)
 			}
-			modeCmp, err := CompareScan(p, mode, cudalib.F32, ref, sc)
+			modeCmp, err := judge.CompareScan(p, mode, ssm.F32, ref, sc)
 			if err != nil {
 				t.Fatal(err)
 			}
 			modeAbs, _, _, _ := errorStats(mode.Out, ref.Out)
-			for _, dt := range cudalib.DTypes() {
+			for _, dt := range ssm.DTypes() {
 				if isComplex && fallback(m, dt) {
 					continue
 				}
@@ -165,18 +167,18 @@ func TestFP32VsFP64(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				c, err := CompareScan(p, got, dt, ref, sc)
+				c, err := judge.CompareScan(p, got, dt, ref, sc)
 				if err != nil {
 					t.Fatal(err)
 				}
 				rep.Add("TestFP32VsFP64", m, dt, isComplex, c.Worst.Ratio, c.Worst.ULP, c.Passed(dt), c.Worst.String())
 				maxAbs, maxRel, meanRel, corr := errorStats(got.Out, ref.Out)
-				table.Rows = append(table.Rows, []string{m.String(), kindOf(isComplex), dt.String(),
+				table.Rows = append(table.Rows, []string{m.String(), ssm.AKind(isComplex), dt.String(),
 					fmt.Sprintf("%.3g", maxAbs), fmt.Sprintf("%.3g", maxRel), fmt.Sprintf("%.3g", meanRel),
 					fmt.Sprintf("%.3g", 1-corr), fmt.Sprintf("%.3g", c.Worst.Ratio),
 					fmt.Sprintf("%.3g", modeAbs), fmt.Sprintf("%.3g", modeCmp.Worst.Ratio)})
 				if !c.Passed(dt) {
-					t.Errorf("%v %s %v: worst %s; threshold %g", m, kindOf(isComplex), dt, c.Worst, Threshold(dt))
+					t.Errorf("%v %s %v: worst %s; threshold %g", m, ssm.AKind(isComplex), dt, c.Worst, judge.Threshold(dt))
 				}
 			}
 		}

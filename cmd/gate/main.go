@@ -20,6 +20,7 @@ import (
 	"strings"
 
 	"ssmverify/gate"
+	"ssmverify/report"
 )
 
 // defaultRapidSeed is $RAPID_SEED when it is a number, else 1: a gate pins
@@ -81,7 +82,7 @@ func main() {
 		VerifyArgs: strings.Fields(*vargs), Task: *task, Baseline: *baseline, MaxRegression: *maxReg, Plots: *plots, RapidSeed: *seed, Log: os.Stderr}
 	r := gate.Run(cfg)
 	if *writeBaseline != "" && len(r.Errors) == 0 {
-		c7, err := gate.LoadCheck7(filepath.Join(*out, "verify", "check7.json"))
+		c7, err := report.LoadCheck7(filepath.Join(*out, "verify", "check7.json"))
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "gate: -write-baseline: %v (include Check7 in the run)\n", err)
 			os.Exit(gate.ExitSetup)

@@ -81,10 +81,10 @@ extern "C" {
 /* Status codes. */
 enum {
     SSMK_OK = 0,
-    SSMK_EINVAL = 1,      /* a bad argument; the message names it */
+    SSMK_EINVAL = 1,       /* a bad argument; the message names it */
     SSMK_EUNSUPPORTED = 2, /* this library does not do that method/dtype/complex combination */
-    SSMK_ENODEVICE = 3,   /* no usable GPU */
-    SSMK_EDEVICE = 4,     /* a device runtime error; the message carries the runtime's */
+    SSMK_ENODEVICE = 3,    /* no usable GPU */
+    SSMK_EDEVICE = 4,      /* a device runtime error; the message carries the runtime's */
     SSMK_ENOMEM = 5
 };
 
@@ -92,14 +92,7 @@ enum {
 enum { SSMK_F32 = 0, SSMK_F64 = 1 };
 
 /* Methods. */
-enum {
-    SSMK_ZOH = 0,
-    SSMK_FOH = 1,
-    SSMK_BILINEAR = 2,
-    SSMK_POLY = 3,
-    SSMK_HIGHORDER = 4,
-    SSMK_RK4 = 5
-};
+enum { SSMK_ZOH = 0, SSMK_FOH = 1, SSMK_BILINEAR = 2, SSMK_POLY = 3, SSMK_HIGHORDER = 4, SSMK_RK4 = 5 };
 
 /* Capability bits returned by ssmk_capabilities. */
 #define SSMK_CAP_SUPPORTED 1u
@@ -137,21 +130,21 @@ SSMK_API const char *ssmk_last_error(void);
  *   delta [n] real; A [n] real or complex;
  *   Abar  [n] real or complex: Ā;  Bcoef [n] real or complex: Δ·g, so that B̄ = Bcoef·B.
  * Synchronous, host pointers. n must be >= 1. */
-SSMK_API int32_t ssmk_discretize(int32_t method, int32_t dtype, int32_t is_complex, int64_t n,
-                                 const void *delta, const void *A, void *Abar, void *Bcoef);
+SSMK_API int32_t ssmk_discretize(int32_t method, int32_t dtype, int32_t is_complex, int64_t n, const void *delta,
+                                 const void *A, void *Abar, void *Bcoef);
 
 typedef struct ssmk_scan_args {
-    int32_t batch, dim, seqlen, dstate; /* all >= 1; dstate <= ssmk_max_dstate() */
-    int32_t n_groups;                   /* >= 1; dim % n_groups == 0 */
-    int32_t method, dtype, is_complex;  /* is_complex 0 or 1 */
+    int32_t batch, dim, seqlen, dstate;                   /* all >= 1; dstate <= ssmk_max_dstate() */
+    int32_t n_groups;                                     /* >= 1; dim % n_groups == 0 */
+    int32_t method, dtype, is_complex;                    /* is_complex 0 or 1 */
     int32_t is_variable_B, is_variable_C, delta_softplus; /* 0 or 1 */
-    const void *u;          /* [batch][dim][seqlen] real */
-    const void *delta;      /* [batch][dim][seqlen] real */
-    const void *A;          /* [dim][dstate] real or complex */
-    const void *B;          /* constant: [dim][dstate]; variable: [batch][n_groups][dstate][seqlen]; complex when is_complex */
-    const void *C;          /* as B */
-    const void *D;          /* [dim] real, or NULL */
-    const void *z;          /* [batch][dim][seqlen] real, or NULL */
+    const void *u;                                        /* [batch][dim][seqlen] real */
+    const void *delta;                                    /* [batch][dim][seqlen] real */
+    const void *A;                                        /* [dim][dstate] real or complex */
+    const void *B; /* constant: [dim][dstate]; variable: [batch][n_groups][dstate][seqlen]; complex when is_complex */
+    const void *C; /* as B */
+    const void *D; /* [dim] real, or NULL */
+    const void *z; /* [batch][dim][seqlen] real, or NULL */
     const void *delta_bias; /* [dim] real, or NULL */
     void *out;              /* [batch][dim][seqlen] real */
     void *last_state;       /* [batch][dim][dstate] real or complex, or NULL */

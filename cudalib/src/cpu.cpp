@@ -282,9 +282,8 @@ SSMK_API int32_t ssmk_plan_create(const ssmk_scan_args *args, ssmk_plan **plan) 
     struct {
         const void **dst;
         int64_t count;
-    } ins[] = {{&p->args.u, s.seq},    {&p->args.delta, s.seq}, {&p->args.A, s.a},
-               {&p->args.B, s.b},      {&p->args.C, s.c},       {&p->args.D, s.dim},
-               {&p->args.z, s.seq},    {&p->args.delta_bias, s.dim}};
+    } ins[] = {{&p->args.u, s.seq}, {&p->args.delta, s.seq}, {&p->args.A, s.a},   {&p->args.B, s.b},
+               {&p->args.C, s.c},   {&p->args.D, s.dim},     {&p->args.z, s.seq}, {&p->args.delta_bias, s.dim}};
     for (auto &in : ins) {
         *in.dst = dup(*in.dst, in.count, s.elem, &oom);
         if (*in.dst) p->owned.push_back((void *)*in.dst);

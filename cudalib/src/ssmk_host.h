@@ -129,11 +129,12 @@ inline int32_t validate_scan(const ssmk_scan_args *a, int32_t max_dstate) {
     struct {
         const char *name;
         int32_t v;
-    } sizes[] = {{"batch", a->batch}, {"dim", a->dim}, {"seqlen", a->seqlen}, {"dstate", a->dstate},
-                 {"n_groups", a->n_groups}};
+    } sizes[] = {
+        {"batch", a->batch}, {"dim", a->dim}, {"seqlen", a->seqlen}, {"dstate", a->dstate}, {"n_groups", a->n_groups}};
     for (auto &f : sizes)
         if (f.v < 1) return fail(SSMK_EINVAL, "%s = %d: want >= 1", f.name, f.v);
-    if (a->dstate > max_dstate) return fail(SSMK_EINVAL, "dstate = %d: want <= %d (ssmk_max_dstate)", a->dstate, max_dstate);
+    if (a->dstate > max_dstate)
+        return fail(SSMK_EINVAL, "dstate = %d: want <= %d (ssmk_max_dstate)", a->dstate, max_dstate);
     if (a->dim % a->n_groups != 0)
         return fail(SSMK_EINVAL, "n_groups = %d does not divide dim = %d", a->n_groups, a->dim);
     int32_t st = check_common(a->method, a->dtype, a->is_complex);
@@ -141,7 +142,8 @@ inline int32_t validate_scan(const ssmk_scan_args *a, int32_t max_dstate) {
     struct {
         const char *name;
         int32_t v;
-    } flags[] = {{"is_variable_B", a->is_variable_B}, {"is_variable_C", a->is_variable_C},
+    } flags[] = {{"is_variable_B", a->is_variable_B},
+                 {"is_variable_C", a->is_variable_C},
                  {"delta_softplus", a->delta_softplus}};
     for (auto &f : flags)
         if (f.v != 0 && f.v != 1) return fail(SSMK_EINVAL, "%s = %d: want 0 or 1", f.name, f.v);

@@ -19,7 +19,7 @@
  *     Bilinear's g there is
  *     one reciprocal where every x of the tile is in [−2^20, 0]. Poly's and
  *     rk4's Δ·g there is a polynomial in Δ whose coefficients are
- *     taylor_coef's times powers of a (cuda.cu's dpoly_coefs), where every
+ *     taylor_coef's times powers of a (scan_terms.cuh's dpoly_coefs), where every
  *     a of the row is 0 or within 2^±20 in magnitude.
  *   - real φ1(x): a polynomial for |x| < 1/2 (minimax in float, Taylor in
  *     double; phi1_series), (e^x − 1)/x from the
@@ -83,7 +83,7 @@ SSMK_HD double sabs(double x) { return fabs(x); }
  * 0 or ±∞) and 1/b is at least 2^-126, it is the reciprocal that
  * __fdividef multiplies by. __fdividef itself is built on the non-ftz
  * rcp.approx, which adds a test and a scaling for a subnormal b to every
- * call (five instructions for one: bench/NOTES.md, variant 46). */
+ * call (five instructions for one). */
 #ifdef __CUDA_ARCH__
 __device__ __forceinline__ float rcp_normal(float b) {
     float r;
@@ -135,45 +135,60 @@ SSMK_HD T horner(const T (&c)[N], T x) {
  * error on [−1/2, 1/2] (Remez exchange, scripts/explore/phi1_minimax.py):
  * 3.0e-9 ≈ u/20, and evaluated in float within 1.11 · 2^-24 of φ1 over that
  * interval, as the degree-7 Taylor polynomial it replaces (1.07 · 2^-24,
- * x⁸/9! ≤ 1.1e-8), one FFMA fewer per foh update (bench/NOTES.md, variant
- * 37). In double its Taylor series Σ x^k/(k+1)! to degree 14: the truncation
+ * x⁸/9! ≤ 1.1e-8), one FFMA fewer per foh update. In double its Taylor series Σ x^k/(k+1)! to degree 14: the truncation
  * x¹⁵/16! ≤ 1.5e-18 is below u/4. */
 SSMK_HD float phi1_series(float x) {
-    const float c[7] = {0.0001984119153348729f, 0.0013997324276715517f, 0.008333634585142136f,
-                        0.041665319353342056f,  0.16666662693023682f,   0.5000000596046448f,
+    const float c[7] = {0.0001984119153348729f,
+                        0.0013997324276715517f,
+                        0.008333634585142136f,
+                        0.041665319353342056f,
+                        0.16666662693023682f,
+                        0.5000000596046448f,
                         1.0f};
     return horner(c, x);
 }
 SSMK_HD double phi1_series(double x) {
     /* 1/(k+1)! for k = 14 … 1. The same arithmetic as horner(), written
-     * out: through horner() nvcc gave the double foh scan kernels 131–136
-     * registers instead of 128, one block per SM fewer and 13 % slower on
-     * the H200 (bench/NOTES.md, variant 60). */
-    const double c[14] = {1.0 / 1307674368000.0, 1.0 / 87178291200.0, 1.0 / 6227020800.0, 1.0 / 479001600.0,
-                          1.0 / 39916800.0,      1.0 / 3628800.0,     1.0 / 362880.0,     1.0 / 40320.0,
-                          1.0 / 5040.0,          1.0 / 720.0,         1.0 / 120.0,        1.0 / 24.0,
-                          1.0 / 6.0,             0.5};
+     * out: through horner() nvcc gives the double foh scan kernels more
+     * than 128 registers, one block per SM fewer (docs/performance.md). */
+    const double c[14] = {1.0 / 1307674368000.0,
+                          1.0 / 87178291200.0,
+                          1.0 / 6227020800.0,
+                          1.0 / 479001600.0,
+                          1.0 / 39916800.0,
+                          1.0 / 3628800.0,
+                          1.0 / 362880.0,
+                          1.0 / 40320.0,
+                          1.0 / 5040.0,
+                          1.0 / 720.0,
+                          1.0 / 120.0,
+                          1.0 / 24.0,
+                          1.0 / 6.0,
+                          0.5};
     double p = c[0];
     for (int k = 1; k < 14; k++) p = p * x + c[k];
     return p * x + 1.0;
 }
 
-/* foh's near branch on the GPU (cuda.cu's update_terms): φ1(x) where x is
+/* foh's near branch on the GPU (scan_terms.cuh's update_terms): φ1(x) where x is
  * known to lie in (−near_max, 0] in float — a tile that passed the fast
  * vote, which holds only where every x ≤ 0 — and in (−1/2, 1/2) in double
  * (phi1_series). One-sided, a degree-5 polynomial reaches float accuracy
  * over a wider interval than degree 6 does on both sides: the minimax one
  * on [−3/4, 0] (scripts/explore/phi1_minimax.py) errs by 1.5e-9 and
  * evaluates within 1.65 · 2^-24 of φ1, and 1 + x·φ1 within 2.1 ulp of
- * e^x. Against degree 6 on |x| < 1/2, one FFMA fewer per update, and in
- * the benchmark's problem 91 % of foh's (row, state, tile) triples take the
- * branch instead of 84 % (bench/NOTES.md, variant 53). */
+ * e^x. Against degree 6 on |x| < 1/2: one FFMA fewer per update, and more
+ * of a realistic problem's states take the branch. */
 template <typename T>
 constexpr T near_max();
 template <>
-constexpr float near_max<float>() { return 0.75f; }
+constexpr float near_max<float>() {
+    return 0.75f;
+}
 template <>
-constexpr double near_max<double>() { return 0.5; }
+constexpr double near_max<double>() {
+    return 0.5;
+}
 SSMK_HD float phi1_near(float x) {
     const float c[6] = {0.001008491381071508f, 0.008026577532291412f, 0.041548699140548706f,
                         0.16664579510688782f,  0.49999862909317017f,  1.0f};
@@ -215,11 +230,17 @@ SSMK_HD cplx<T> cmake(T re, T im) {
     return c;
 }
 template <typename T>
-SSMK_HD cplx<T> cadd(cplx<T> a, cplx<T> b) { return cmake(a.re + b.re, a.im + b.im); }
+SSMK_HD cplx<T> cadd(cplx<T> a, cplx<T> b) {
+    return cmake(a.re + b.re, a.im + b.im);
+}
 template <typename T>
-SSMK_HD cplx<T> cmul(cplx<T> a, cplx<T> b) { return cmake(a.re * b.re - a.im * b.im, a.re * b.im + a.im * b.re); }
+SSMK_HD cplx<T> cmul(cplx<T> a, cplx<T> b) {
+    return cmake(a.re * b.re - a.im * b.im, a.re * b.im + a.im * b.re);
+}
 template <typename T>
-SSMK_HD cplx<T> cscale(cplx<T> a, T s) { return cmake(a.re * s, a.im * s); }
+SSMK_HD cplx<T> cscale(cplx<T> a, T s) {
+    return cmake(a.re * s, a.im * s);
+}
 
 /* Smith's algorithm: a/b without forming |b|². Its denominator
  * d = b.re + b.im·r overflows for |b| near the top of the range, where the
@@ -285,7 +306,7 @@ constexpr bool uses_exp() {
 /* The Taylor methods' g = 1 + Σ_{k=1..deg} c_k·x^k: highorder to degree 1,
  * poly to 2, rk4 to 3, with c_k = 1/(k+1)! — the one table of their
  * coefficients, read by method_real_e and by the GPU scan's fast path,
- * which forms Δ·g as a polynomial in Δ (cuda.cu's dpoly_coefs). */
+ * which forms Δ·g as a polynomial in Δ (scan_terms.cuh's dpoly_coefs). */
 template <int M>
 constexpr int taylor_degree() {
 #if SSMK_MUTANT == 5
@@ -421,7 +442,7 @@ SSMK_HD_CALL void method_complex(int m, cplx<T> x, cplx<T> &abar, cplx<T> &g) {
 /* dt from the raw delta: bias, then softplus with its threshold at 20.
  * SELECT (the GPU scan): softplus is evaluated for every value and selected
  * below the threshold, the same values without a branch, which on the GPU
- * serialised a lane's K per-step chains (bench/NOTES.md, variant 43). */
+ * serialised a lane's K per-step chains. */
 template <bool SELECT = false, typename T>
 SSMK_HD T step_dt(T delta, const T *delta_bias, int d, int softplus) {
 #if SSMK_MUTANT == 8

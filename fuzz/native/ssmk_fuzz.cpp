@@ -78,10 +78,16 @@ struct Buf {
     std::vector<float> f;
     std::vector<double> d;
     Buf(int dt, size_t n) : dtype(dt) {
-        if (dt == SSMK_F32) f.assign(n, 0.0f); else d.assign(n, 0.0);
+        if (dt == SSMK_F32)
+            f.assign(n, 0.0f);
+        else
+            d.assign(n, 0.0);
     }
     void set(size_t i, double v) {
-        if (dtype == SSMK_F32) f[i] = float(v); else d[i] = v;
+        if (dtype == SSMK_F32)
+            f[i] = float(v);
+        else
+            d[i] = v;
     }
     double get(size_t i) const { return dtype == SSMK_F32 ? double(f[i]) : d[i]; }
     size_t size() const { return dtype == SSMK_F32 ? f.size() : d.size(); }
@@ -104,10 +110,14 @@ cld g_of(int m, cld x) {
             cld em1(expm1l(x.real()) * cosl(x.imag()) - 2 * s * s, expl(x.real()) * sinl(x.imag()));
             return em1 / x;
         }
-    case BILINEAR: return ld(1) / (ld(1) - x / ld(2));
-    case POLY: return ld(1) + x * (ld(0.5) + x / ld(6));
-    case HIGHORDER: return ld(1) + x / ld(2);
-    case RK4: return ld(1) + x * (ld(0.5) + x * (ld(1) / 6 + x / ld(24)));
+    case BILINEAR:
+        return ld(1) / (ld(1) - x / ld(2));
+    case POLY:
+        return ld(1) + x * (ld(0.5) + x / ld(6));
+    case HIGHORDER:
+        return ld(1) + x / ld(2);
+    case RK4:
+        return ld(1) + x * (ld(0.5) + x * (ld(1) / 6 + x / ld(24)));
     }
     return 1;
 }
@@ -138,22 +148,35 @@ void discretize_scale(int m, ld delta, cld a, bool cx, double &sA, double &sB) {
         evalA = cf * (2 + r) * e;
         auto horner = [&](int k, std::initializer_list<ld> c) {
             ld s = 0, p = 1;
-            for (ld ci : c) { s += fabsl(ci) * p; p *= r; }
+            for (ld ci : c) {
+                s += fabsl(ci) * p;
+                p *= r;
+            }
             return 2 * k * cf * s;
         };
         switch (m) {
-        case ZOH: g = 1; dg = 0; evalG = 0; break;
+        case ZOH:
+            g = 1;
+            dg = 0;
+            evalG = 0;
+            break;
         case FOH: {
             cld phi = g_of(FOH, x);
             g = std::abs(phi);
             cld d = r < 0.5 ? ld(0.5) + x * (ld(1) / 3 + x * (ld(1) / 8 + x / ld(30))) : (std::exp(x) - phi) / x;
             dg = std::abs(d);
             evalG = 4 * cf * g;
-            if (r < 0.5) evalG = std::max(evalG, 28 * cf * std::abs(g_of(FOH, cld(r))));
-            else evalG = std::max(evalG, cf * ((2 + r) * e + 2 * std::abs(std::exp(x) - ld(1))) / r);
+            if (r < 0.5)
+                evalG = std::max(evalG, 28 * cf * std::abs(g_of(FOH, cld(r))));
+            else
+                evalG = std::max(evalG, cf * ((2 + r) * e + 2 * std::abs(std::exp(x) - ld(1))) / r);
             break;
         }
-        case HIGHORDER: g = std::abs(ld(1) + x / ld(2)); dg = 0.5; evalG = horner(1, {1, 0.5}); break;
+        case HIGHORDER:
+            g = std::abs(ld(1) + x / ld(2));
+            dg = 0.5;
+            evalG = horner(1, {1, 0.5});
+            break;
         case POLY:
             g = std::abs(ld(1) + x * (ld(0.5) + x / ld(6)));
             dg = std::abs(ld(0.5) + x / ld(3));
@@ -184,7 +207,8 @@ void fuzz_discretize(Reader &rd) {
         for (int k = 0; k < w; k++) a.set(i * w + k, rd.value(dt));
     }
     Buf delta0 = delta, a0 = a;
-    if (ssmk_discretize(m, dt, cx, n, delta.ptr(), a.ptr(), ab.ptr(), bc.ptr()) != SSMK_OK) fail("ssmk_discretize failed on valid arguments");
+    if (ssmk_discretize(m, dt, cx, n, delta.ptr(), a.ptr(), ab.ptr(), bc.ptr()) != SSMK_OK)
+        fail("ssmk_discretize failed on valid arguments");
     if (!delta.same(delta0) || !a.same(a0)) fail("ssmk_discretize modified its inputs");
     const double u = dt == SSMK_F32 ? 0x1p-24 : 0x1p-53, eta = dt == SSMK_F32 ? 0x1p-126 : 0x1p-1022;
     const double big = dt == SSMK_F32 ? 3.4028234663852886e38 : 1.7976931348623157e308;
@@ -198,7 +222,8 @@ void fuzz_discretize(Reader &rd) {
             /* x is NaN in every precision: where the formula gives NaN (all
              * but zoh's Bcoef = Δ with a NaN a) the kernel must too. */
             cld x = d * av;
-            if (!cx && ((isnan(abar_of(m, x).real()) && !isnan(ka.real())) || (isnan((d * g_of(m, x)).real()) && !isnan(kb.real()))))
+            if (!cx && ((isnan(abar_of(m, x).real()) && !isnan(ka.real())) ||
+                        (isnan((d * g_of(m, x)).real()) && !isnan(kb.real()))))
                 fail("NaN input, the formula gives NaN, the kernel does not (real A)");
             continue;
         }
@@ -207,17 +232,22 @@ void fuzz_discretize(Reader &rd) {
         /* Rule 1 applies where the dtype's own evaluation cannot overflow
          * an intermediate: |x| within exp's range and x representable. */
         if (std::abs(x) > xmax || std::abs(x) > big) continue;
-        if (m == BILINEAR && std::abs(ld(1) - x / ld(2)) < 1e-3L) continue; /* the pole: error model holds, but skip the overflow band */
+        if (m == BILINEAR && std::abs(ld(1) - x / ld(2)) < 1e-3L)
+            continue; /* the pole: error model holds, but skip the overflow band */
         cld wa = abar_of(m, x), wb = d * g_of(m, x);
         if (!finite_c(wa) || !finite_c(wb)) continue;
-        if (fabsl(wa.real()) > big / 2 || fabsl(wa.imag()) > big / 2 || fabsl(wb.real()) > big / 2 || fabsl(wb.imag()) > big / 2) continue;
+        if (fabsl(wa.real()) > big / 2 || fabsl(wa.imag()) > big / 2 || fabsl(wb.real()) > big / 2 ||
+            fabsl(wb.imag()) > big / 2)
+            continue;
         double sA, sB;
         discretize_scale(m, d, av, cx, sA, sB);
         double tolA = 4 * (u * sA + 2 * eta), tolB = 4 * (u * sB + 2 * eta);
         if (!(double(std::abs(ka - wa)) <= tolA) || !(double(std::abs(kb - wb)) <= tolB)) {
-            fprintf(stderr, "method %d dtype %d complex %d at delta %.17Lg a (%.17Lg, %.17Lg): Abar (%.17Lg, %.17Lg) want (%.17Lg, %.17Lg) tol %g; Bcoef (%.17Lg, %.17Lg) want (%.17Lg, %.17Lg) tol %g\n",
-                    m, dt, cx, d, av.real(), av.imag(), ka.real(), ka.imag(), wa.real(), wa.imag(), tolA,
-                    kb.real(), kb.imag(), wb.real(), wb.imag(), tolB);
+            fprintf(stderr,
+                    "method %d dtype %d complex %d at delta %.17Lg a (%.17Lg, %.17Lg): Abar (%.17Lg, %.17Lg) want "
+                    "(%.17Lg, %.17Lg) tol %g; Bcoef (%.17Lg, %.17Lg) want (%.17Lg, %.17Lg) tol %g\n",
+                    m, dt, cx, d, av.real(), av.imag(), ka.real(), ka.imag(), wa.real(), wa.imag(), tolA, kb.real(),
+                    kb.imag(), wb.real(), wb.imag(), tolB);
             fail("ssmk_discretize outside the error model");
         }
     }
@@ -242,19 +272,35 @@ void run_scan(const ScanCase &s, int dt, std::vector<double> &out, std::vector<d
         for (size_t i = 0; i < v.size(); i++) b.set(i, v[i]);
         return b;
     };
-    Buf u = mk(s.u), delta = mk(s.delta), A = mk(s.A), B = mk(s.B), C = mk(s.C), D = mk(s.D), z = mk(s.z), bias = mk(s.bias);
+    Buf u = mk(s.u), delta = mk(s.delta), A = mk(s.A), B = mk(s.B), C = mk(s.C), D = mk(s.D), z = mk(s.z),
+        bias = mk(s.bias);
     std::vector<Buf *> ins = {&u, &delta, &A, &B, &C, &D, &z, &bias};
     std::vector<Buf> copies;
     for (Buf *b : ins) copies.push_back(*b);
     size_t nout = size_t(s.batch) * s.dim * s.L, nstate = size_t(s.batch) * s.dim * s.N * (s.cx ? 2 : 1);
     Buf o(dt, nout), st(dt, nstate);
     ssmk_scan_args a{};
-    a.batch = s.batch; a.dim = s.dim; a.seqlen = s.L; a.dstate = s.N; a.n_groups = s.groups;
-    a.method = s.method; a.dtype = dt; a.is_complex = s.cx; a.is_variable_B = s.varB; a.is_variable_C = s.varC;
+    a.batch = s.batch;
+    a.dim = s.dim;
+    a.seqlen = s.L;
+    a.dstate = s.N;
+    a.n_groups = s.groups;
+    a.method = s.method;
+    a.dtype = dt;
+    a.is_complex = s.cx;
+    a.is_variable_B = s.varB;
+    a.is_variable_C = s.varC;
     a.delta_softplus = s.softplus;
-    a.u = u.ptr(); a.delta = delta.ptr(); a.A = A.ptr(); a.B = B.ptr(); a.C = C.ptr();
-    a.D = s.hasD ? D.ptr() : nullptr; a.z = s.hasZ ? z.ptr() : nullptr; a.delta_bias = s.hasBias ? bias.ptr() : nullptr;
-    a.out = o.ptr(); a.last_state = s.state ? st.ptr() : nullptr;
+    a.u = u.ptr();
+    a.delta = delta.ptr();
+    a.A = A.ptr();
+    a.B = B.ptr();
+    a.C = C.ptr();
+    a.D = s.hasD ? D.ptr() : nullptr;
+    a.z = s.hasZ ? z.ptr() : nullptr;
+    a.delta_bias = s.hasBias ? bias.ptr() : nullptr;
+    a.out = o.ptr();
+    a.last_state = s.state ? st.ptr() : nullptr;
     if (ssmk_scan_fwd(&a) != SSMK_OK) fail("ssmk_scan_fwd failed on valid arguments");
     for (size_t i = 0; i < ins.size(); i++)
         if (!ins[i]->same(copies[i])) fail("ssmk_scan_fwd modified an input");
@@ -290,7 +336,8 @@ void ref_scan(const ScanCase &s, std::vector<ld> &out, std::vector<ld> &mag, std
                 for (int n = 0; n < s.N; n++) {
                     cld av(s.A[(d * s.N + n) * w], s.cx ? s.A[(d * s.N + n) * w + 1] : 0);
                     auto at = [&](const std::vector<double> &v, bool variable) {
-                        size_t k = variable ? (((size_t(b) * s.groups + g) * s.N + n) * s.L + t) * w : size_t(d * s.N + n) * w;
+                        size_t k =
+                            variable ? (((size_t(b) * s.groups + g) * s.N + n) * s.L + t) * w : size_t(d * s.N + n) * w;
                         return cld(v[k], s.cx ? v[k + 1] : 0);
                     };
                     cld x = dt * av;
@@ -310,7 +357,10 @@ void ref_scan(const ScanCase &s, std::vector<ld> &out, std::vector<ld> &mag, std
                 }
                 ld yr = s.cx ? 2 * y.real() : y.real();
                 M *= s.cx ? 2 : 1;
-                if (s.hasD) { yr += s.D[d] * uu; M += fabsl(s.D[d] * uu); }
+                if (s.hasD) {
+                    yr += s.D[d] * uu;
+                    M += fabsl(s.D[d] * uu);
+                }
                 /* Underflow: each of the t + 1 + N + 2 operations may flush a
                  * result below η, which the gate can scale by |z|. */
                 tiny[i] = (t + s.N + 3) * (1 + M * (1 + (s.hasZ ? fabsl(s.z[i]) : 0)));
@@ -342,8 +392,11 @@ void print_max_ratio() {
 }
 
 void dump(const ScanCase &s) {
-    fprintf(stderr, "batch %d dim %d seqlen %d dstate %d groups %d method %d complex %d varB %d varC %d softplus %d D %d z %d bias %d state %d\n",
-            s.batch, s.dim, s.L, s.N, s.groups, s.method, s.cx, s.varB, s.varC, s.softplus, s.hasD, s.hasZ, s.hasBias, s.state);
+    fprintf(stderr,
+            "batch %d dim %d seqlen %d dstate %d groups %d method %d complex %d varB %d varC %d softplus %d D %d z %d "
+            "bias %d state %d\n",
+            s.batch, s.dim, s.L, s.N, s.groups, s.method, s.cx, s.varB, s.varC, s.softplus, s.hasD, s.hasZ, s.hasBias,
+            s.state);
     const char *names[] = {"u", "delta", "A", "B", "C", "D", "z", "delta_bias"};
     const std::vector<double> *arrs[] = {&s.u, &s.delta, &s.A, &s.B, &s.C, &s.D, &s.z, &s.bias};
     for (int k = 0; k < 8; k++) {
@@ -355,16 +408,25 @@ void dump(const ScanCase &s) {
 
 void fuzz_scan(Reader &rd) {
     ScanCase s{};
-    s.batch = 1 + rd.byte() % 2; s.dim = 1 + rd.byte() % 4; s.L = 1 + rd.byte() % 24; s.N = 1 + rd.byte() % 16;
+    s.batch = 1 + rd.byte() % 2;
+    s.dim = 1 + rd.byte() % 4;
+    s.L = 1 + rd.byte() % 24;
+    s.N = 1 + rd.byte() % 16;
     uint8_t f = rd.byte();
     s.method = rd.byte() % 6;
     s.groups = (s.dim % 2 == 0 && (f & 0x80)) ? 2 : 1;
-    s.cx = f & 1; s.varB = (f >> 1) & 1; s.varC = (f >> 2) & 1; s.softplus = (f >> 3) & 1;
-    s.hasD = f & 0x10; s.hasZ = f & 0x20; s.hasBias = f & 0x40; s.state = rd.byte() & 1;
+    s.cx = f & 1;
+    s.varB = (f >> 1) & 1;
+    s.varC = (f >> 2) & 1;
+    s.softplus = (f >> 3) & 1;
+    s.hasD = f & 0x10;
+    s.hasZ = f & 0x20;
+    s.hasBias = f & 0x40;
+    s.state = rd.byte() & 1;
     if (rd.byte() == 0xff) s.N = ssmk_max_dstate();
     uint8_t mode = rd.byte();
-    int vdt = mode % 2;        /* the dtype raw bits are read in */
-    bool tame = mode & 2;      /* values ±10^e, e in [−3, 2), from 2 bytes each */
+    int vdt = mode % 2;   /* the dtype raw bits are read in */
+    bool tame = mode & 2; /* values ±10^e, e in [−3, 2), from 2 bytes each */
     size_t nio = size_t(s.batch) * s.dim * s.L;
     auto fill = [&](std::vector<double> &v, size_t n) {
         v.resize(n);
@@ -377,9 +439,14 @@ void fuzz_scan(Reader &rd) {
             }
         }
     };
-    fill(s.u, nio); fill(s.delta, nio); fill(s.A, size_t(s.dim) * s.N * (s.cx ? 2 : 1));
-    fill(s.B, bc_len(s, s.varB)); fill(s.C, bc_len(s, s.varC));
-    fill(s.D, s.dim); fill(s.z, nio); fill(s.bias, s.dim);
+    fill(s.u, nio);
+    fill(s.delta, nio);
+    fill(s.A, size_t(s.dim) * s.N * (s.cx ? 2 : 1));
+    fill(s.B, bc_len(s, s.varB));
+    fill(s.C, bc_len(s, s.varC));
+    fill(s.D, s.dim);
+    fill(s.z, nio);
+    fill(s.bias, s.dim);
     /* Inputs are rounded to float32 so both dtypes see the same values. */
     bool moderate = true;
     for (auto *v : {&s.u, &s.delta, &s.A, &s.B, &s.C, &s.D, &s.z, &s.bias})
@@ -406,7 +473,8 @@ void fuzz_scan(Reader &rd) {
         run_scan(s, dt, out, state);
         const ld u = dt == SSMK_F32 ? 0x1p-24L : 0x1p-53L;
         for (size_t i = 0; i < out.size(); i++) {
-            if (!s.cx && isnan(ref[i]) && !isnan(out[i])) fail("the long double scan is NaN, the kernel's is not (real A)");
+            if (!s.cx && isnan(ref[i]) && !isnan(out[i]))
+                fail("the long double scan is NaN, the kernel's is not (real A)");
             /* Tolerance: for moderate stable inputs (|values| ≤ 1e3, Re A ≤ 0)
              * SCAN_TOL·(u·S + η·T) with S and T from ref_scan: a coarse,
              * first-order form of reference.ErrorScale that ignores how
@@ -421,7 +489,9 @@ void fuzz_scan(Reader &rd) {
                 ld ratio = fabsl(out[i] - ref[i]) / (u * mag[i] + eta * tiny[i]);
                 if (ratio > g_max_ratio[dt]) g_max_ratio[dt] = double(ratio);
                 if (!(fabsl(out[i] - ref[i]) <= tol)) {
-                    fprintf(stderr, "scan dtype %d method %d complex %d output %zu: kernel %.17g, long double %.17Lg, magnitude %.3Lg, tolerance %.3Lg\n",
+                    fprintf(stderr,
+                            "scan dtype %d method %d complex %d output %zu: kernel %.17g, long double %.17Lg, "
+                            "magnitude %.3Lg, tolerance %.3Lg\n",
                             dt, s.method, s.cx, i, out[i], ref[i], mag[i], tol);
                     dump(s);
                     fail("ssmk_scan_fwd outside the tolerance");
@@ -441,7 +511,9 @@ extern "C" int LLVMFuzzerInitialize(int *, char ***) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     Reader rd{data, size};
-    if (rd.byte() % 2 == 0) fuzz_discretize(rd);
-    else fuzz_scan(rd);
+    if (rd.byte() % 2 == 0)
+        fuzz_discretize(rd);
+    else
+        fuzz_scan(rd);
     return 0;
 }

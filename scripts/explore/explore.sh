@@ -1,23 +1,25 @@
 #!/bin/bash
 # scripts/explore/explore.sh NAME=FLAGS ... (on the GPU machine, after scripts/gpu.sh build; scripts/gpu.sh variants
-# runs it): builds the variants in parallel (extra nvcc flags FLAGS; the source carry/cuda_NAME.cu and the header
-# carry/ssmk_methods_NAME.h where present, else the working tree's), reports the registers and state-loop sizes of
+# runs it): builds the variants in parallel (extra nvcc flags FLAGS; the sources of carry/cudalib_NAME/, a copy of
+# a cudalib/ tree, where present, else the working tree's cudalib/), reports the registers and state-loop sizes of
 # their fp32 kernels (from the built library's SASS), then times BenchmarkPlanMambaBlock for each, ROUNDS times
 # (default 1), and prints the medians, one column per variant. Logs go to $LOGS; sass.txt and table.txt to $OUT.
-# Exits 1 when a variant does not build or its benchmark fails.
+# ROUNDS=0 only builds; REBUILD=0 keeps the variants an earlier call built. Exits 1 when a variant does not
+# build or its benchmark fails.
 out=${OUT:-/tmp/out} logs=${LOGS:-/tmp/explore-logs}
 rm -rf "$logs"; mkdir -p "$out" "$logs" build
 fail=0
 for v in "$@"; do
   name=${v%%=*}; flags=${v#*=}
-  d=/tmp/lib-$name; rm -rf "$d"; cp -r cudalib "$d"
-  [ -f "carry/cuda_$name.cu" ] && cp "carry/cuda_$name.cu" "$d/src/cuda.cu"
-  [ -f "carry/ssmk_methods_$name.h" ] && cp "carry/ssmk_methods_$name.h" "$d/src/ssmk_methods.h"
+  # REBUILD=0 keeps a variant built by an earlier call on the same machine
+  [ "${REBUILD:-1}" = 0 ] && [ -f "build/variant-$name.so" ] && continue
+  d=/tmp/lib-$name; rm -rf "$d"
+  if [ -d "carry/cudalib_$name" ]; then cp -r "carry/cudalib_$name" "$d"; else cp -r cudalib "$d"; fi
   ( lib=$PWD/build/variant-$name.so
     SSMK_NVCC_EXTRA="$flags" "$d/build-cuda.sh" "$lib" 90 > "$logs/build-$name.log" 2>&1 ||
       { echo "BUILD FAIL $name"; grep -m5 error "$logs/build-$name.log"; exit 1; }
     for m in 0 1 2 3 4 5; do
-      f=$(cuobjdump -sass "$lib" | grep -o "_ZN[0-9A-Za-z_]*scan_kernelIfLb0ELi${m}ELb1E[0-9A-Za-z_]*ScanParamsE" | head -1)
+      f=$(cuobjdump -sass "$lib" | grep -o "_Z[0-9A-Za-z_]*scan_kernel[0-9A-Za-z_]*IfLb0ELi${m}ELb1E[0-9A-Za-z_]*ScanParamsE" | head -1)
       r=$(cuobjdump -res-usage "$lib" 2>&1 | grep -A1 "$f" | tail -1 | awk '{print $1,$2}')
       cuobjdump -sass -fun "$f" "$lib" > "$logs/$name-m$m.sass" 2>/dev/null
       l=$(python3 scripts/explore/loops.py "$logs/$name-m$m.sass" 2>/dev/null | awk '/^loop/ && $3+0>150 {printf "%s ", $3}')

@@ -1,4 +1,4 @@
-package reference
+package ssm
 
 import (
 	"fmt"
@@ -34,18 +34,15 @@ type Problem struct {
 
 // Shape names a problem's sizes and flags without its data, for messages.
 func (p *Problem) Shape() string {
-	kind := "real"
-	if p.Complex {
-		kind = "complex"
-	}
+	kind := AKind(p.Complex)
 	return fmt.Sprintf("%v %s batch=%d dim=%d seqlen=%d dstate=%d groups=%d varB=%t varC=%t D=%t z=%t bias=%t softplus=%t",
 		p.Method, kind, p.Batch, p.Dim, p.Seqlen, p.Dstate, p.Groups, p.VariableB, p.VariableC,
 		p.D != nil, p.Z != nil, p.DeltaBias != nil, p.Softplus)
 }
 
-// cw is the number of float64 words per element of the complex-capable
-// arrays (A, B, C, last state).
-func (p *Problem) cw() int {
+// ElemWords is the number of float64 words per element of the
+// complex-capable arrays (A, B, C, last state): 2 when Complex, else 1.
+func (p *Problem) ElemWords() int {
 	if p.Complex {
 		return 2
 	}
@@ -57,14 +54,14 @@ func (p *Problem) cw() int {
 func (p *Problem) Lens() map[string]int {
 	bc := func(variable bool) int {
 		if variable {
-			return p.Batch * p.Groups * p.Dstate * p.Seqlen * p.cw()
+			return p.Batch * p.Groups * p.Dstate * p.Seqlen * p.ElemWords()
 		}
-		return p.Dim * p.Dstate * p.cw()
+		return p.Dim * p.Dstate * p.ElemWords()
 	}
 	seq := p.Batch * p.Dim * p.Seqlen
 	return map[string]int{
 		"U": seq, "Delta": seq, "Z": seq,
-		"A": p.Dim * p.Dstate * p.cw(),
+		"A": p.Dim * p.Dstate * p.ElemWords(),
 		"B": bc(p.VariableB), "C": bc(p.VariableC),
 		"D": p.Dim, "DeltaBias": p.Dim,
 	}
@@ -75,7 +72,7 @@ func (p *Problem) OutLen() int { return p.Batch * p.Dim * p.Seqlen }
 
 // StateLen is the length in float64 words of the last state:
 // Batch·Dim·Dstate, twice that when Complex.
-func (p *Problem) StateLen() int { return p.Batch * p.Dim * p.Dstate * p.cw() }
+func (p *Problem) StateLen() int { return p.Batch * p.Dim * p.Dstate * p.ElemWords() }
 
 // Validate checks sizes, flags and array lengths. Its error names the
 // offending field, what was expected and what was given.
@@ -166,7 +163,21 @@ func (p *Problem) Clone() *Problem {
 func (p *Problem) BCIndex(variable bool, b, d, n, t int) int {
 	if variable {
 		grp := d / (p.Dim / p.Groups)
-		return (((b*p.Groups+grp)*p.Dstate+n)*p.Seqlen + t) * p.cw()
+		return (((b*p.Groups+grp)*p.Dstate+n)*p.Seqlen + t) * p.ElemWords()
 	}
-	return (d*p.Dstate + n) * p.cw()
+	return (d*p.Dstate + n) * p.ElemWords()
+}
+
+// Output is the result of a forward scan: Out is [Batch][Dim][Seqlen];
+// LastState is [Batch][Dim][Dstate], interleaved (re, im) when Complex.
+type Output struct {
+	Out, LastState []float64
+}
+
+// AKind names the kind of A: "complex" or "real", as reports print it.
+func AKind(isComplex bool) string {
+	if isComplex {
+		return "complex"
+	}
+	return "real"
 }

@@ -1,4 +1,4 @@
-package verify
+package report
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package reference
+package ssm
 
 import (
 	"fmt"
@@ -73,10 +73,11 @@ func ParseMethods(list string) ([]Method, error) {
 	return out, nil
 }
 
-// Order is the order p of the method's input coefficient: the local error
-// Δ·|g(x) − φ1(x)| of B̄/B against the exact input integral shrinks as
-// Δ^(p+1). zoh has order 1, highorder 2, poly 3, rk4 4; bilinear has order 2
-// (its error constant is x²/12). foh uses φ1 itself, so its local error is
+// Order is the method's order p: the local error Δ·|g(x) − φ1(x)| of B̄/B
+// against the exact input integral shrinks as Δ^(p+1), and the global error
+// of a scan of a constant input as Δ^p. zoh has order 1, highorder 2, poly 3,
+// rk4 4; bilinear has order 2 (its error constant is x²/12, and its Ā is the
+// (1,1) Padé approximant of e^x). foh uses φ1 itself, so its error is
 // rounding only: Order reports 0 for "exact".
 func (m Method) Order() int {
 	switch m {

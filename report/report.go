@@ -1,4 +1,4 @@
-package verify
+package report
 
 import (
 	"encoding/json"
@@ -11,8 +11,8 @@ import (
 	"sync"
 	"time"
 
-	"ssmverify/cudalib"
-	"ssmverify/reference"
+	"ssmverify/judge"
+	"ssmverify/ssm"
 )
 
 // ReportSchema names the version of report.json's layout.
@@ -29,6 +29,7 @@ const ReportSchema = "ssmverify.verify-report/v1"
 //	             threshold, worst, failed_by}]   one per method × dtype × real/complex
 //	tests      [{name, passed}]     every test function of the run
 //	tables     [{name, columns, rows}]           sweeps, fp32-vs-fp64, bilinear ε
+//	convergence {deltas, errors, slopes}         per method (Convergence)
 //
 // Ratios are the dimensionless scaled error ratio of reference.Ratio; ulps
 // are in the kernel's dtype.
@@ -41,7 +42,11 @@ type Report struct {
 	Cells   []*Cell       `json:"cells"`
 	Tests   []TestVerdict `json:"tests"`
 	Tables  []Table       `json:"tables"`
-	cells   map[cellKey]*Cell
+	// Convergence is the global error of each method's scan against the
+	// exact solution as Δ shrinks (TestConvergenceOrder); nil when that
+	// test did not run.
+	Convergence *Convergence `json:"convergence,omitempty"`
+	cells       map[cellKey]*Cell
 }
 
 // LibraryInfo identifies the library under test.
@@ -54,8 +59,8 @@ type LibraryInfo struct {
 }
 
 type cellKey struct {
-	m       reference.Method
-	dt      cudalib.DType
+	m       ssm.Method
+	dt      ssm.DType
 	complex bool
 }
 
@@ -107,7 +112,7 @@ func (n *Num) UnmarshalJSON(b []byte) error {
 		case "-inf":
 			*n = Num(math.Inf(-1))
 		default:
-			return fmt.Errorf("verify: %q is not a number, \"inf\", \"-inf\" or \"nan\"", s)
+			return fmt.Errorf("report: %q is not a number, \"inf\", \"-inf\" or \"nan\"", s)
 		}
 		return nil
 	}
@@ -132,16 +137,12 @@ type Table struct {
 	Rows    [][]string `json:"rows"`
 }
 
-// NewReport starts a report for library l.
-func NewReport(l *cudalib.Library) *Report {
-	dev, err := l.DeviceName()
-	if err != nil {
-		dev = "unavailable: " + err.Error()
-	}
-	r := &Report{Schema: ReportSchema, Started: time.Now().UTC().Format(time.RFC3339), cells: map[cellKey]*Cell{},
-		Library: LibraryInfo{Path: l.Path, Backend: l.Backend, Device: dev, Selection: l.Selection, ABIVersion: l.ABIVersionOf()}}
-	for _, m := range reference.Methods() {
-		for _, dt := range cudalib.DTypes() {
+// New starts a report for the library lib, with a cell for every method,
+// dtype and real/complex A.
+func New(lib LibraryInfo) *Report {
+	r := &Report{Schema: ReportSchema, Started: time.Now().UTC().Format(time.RFC3339), cells: map[cellKey]*Cell{}, Library: lib}
+	for _, m := range ssm.Methods() {
+		for _, dt := range ssm.DTypes() {
 			for _, c := range []bool{false, true} {
 				r.cell(m, dt, c)
 			}
@@ -150,18 +151,11 @@ func NewReport(l *cudalib.Library) *Report {
 	return r
 }
 
-func kindOf(isComplex bool) string {
-	if isComplex {
-		return "complex"
-	}
-	return "real"
-}
-
-func (r *Report) cell(m reference.Method, dt cudalib.DType, isComplex bool) *Cell {
+func (r *Report) cell(m ssm.Method, dt ssm.DType, isComplex bool) *Cell {
 	k := cellKey{m, dt, isComplex}
 	c := r.cells[k]
 	if c == nil {
-		c = &Cell{Method: m.String(), DType: dt.String(), Kind: kindOf(isComplex), Threshold: Num(Threshold(dt))}
+		c = &Cell{Method: m.String(), DType: dt.String(), Kind: ssm.AKind(isComplex), Threshold: Num(judge.Threshold(dt))}
 		r.cells[k] = c
 		r.Cells = append(r.Cells, c)
 	}
@@ -169,7 +163,7 @@ func (r *Report) cell(m reference.Method, dt cudalib.DType, isComplex bool) *Cel
 }
 
 // Add records one comparison made by test for (m, dt, isComplex).
-func (r *Report) Add(test string, m reference.Method, dt cudalib.DType, isComplex bool, ratio, ulp float64, passed bool, worst string) {
+func (r *Report) Add(test string, m ssm.Method, dt ssm.DType, isComplex bool, ratio, ulp float64, passed bool, worst string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	c := r.cell(m, dt, isComplex)
@@ -275,6 +269,26 @@ func (r *Report) Summary() string {
 		}
 	}
 	return b.String()
+}
+
+// SetConvergence records the convergence measurement.
+func (r *Report) SetConvergence(c *Convergence) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.Convergence = c
+}
+
+// Load reads a report.json written by Write.
+func Load(path string) (*Report, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var r Report
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &r, nil
 }
 
 // Write writes report.json and summary.txt into dir.

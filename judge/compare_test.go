@@ -1,12 +1,11 @@
-package verify
+package judge
 
 import (
 	"math"
 	"strings"
 	"testing"
 
-	"ssmverify/cudalib"
-	"ssmverify/reference"
+	"ssmverify/ssm"
 )
 
 // TestCompareScanNamesProblemsBeyondRange: a problem whose exact output
@@ -15,25 +14,25 @@ import (
 // problem, not the kernel, left the range; in float64, and with C = 1 in
 // float32, the same exact values pass without a note.
 func TestCompareScanNamesProblemsBeyondRange(t *testing.T) {
-	problem := func(c float64) *reference.Problem {
-		return &reference.Problem{Batch: 1, Dim: 1, Seqlen: 1, Dstate: 1, Groups: 1, Method: reference.ZOH,
+	problem := func(c float64) *ssm.Problem {
+		return &ssm.Problem{Batch: 1, Dim: 1, Seqlen: 1, Dstate: 1, Groups: 1, Method: ssm.ZOH,
 			U: []float64{1e5}, Delta: []float64{1}, A: []float64{0}, B: []float64{1e30}, C: []float64{c}}
 	}
 	for _, tc := range []struct {
 		name     string
 		c        float64
-		dt       cudalib.DType
+		dt       ssm.DType
 		out      float64 // the kernel's output
 		pass     bool
 		noteWant string // "" : no note
 	}{
-		{"float32 beyond range", 1e5, cudalib.F32, math.Inf(1), false, "may leave float32's range"},
-		{"float32 beyond range, finite garbage", 1e5, cudalib.F32, 3e38, false, "may leave float32's range"},
-		{"float32 within range", 1, cudalib.F32, 1e35, true, ""},
-		{"float64", 1e5, cudalib.F64, 1e40, true, ""},
+		{"float32 beyond range", 1e5, ssm.F32, math.Inf(1), false, "may leave float32's range"},
+		{"float32 beyond range, finite garbage", 1e5, ssm.F32, 3e38, false, "may leave float32's range"},
+		{"float32 within range", 1, ssm.F32, 1e35, true, ""},
+		{"float64", 1e5, ssm.F64, 1e40, true, ""},
 	} {
 		p := problem(tc.c)
-		got := &reference.Output{Out: []float64{tc.out}, LastState: []float64{1e35}}
+		got := &ssm.Output{Out: []float64{tc.out}, LastState: []float64{1e35}}
 		c, err := CompareScan(p, got, tc.dt, nil, nil)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
@@ -57,17 +56,17 @@ func TestCompareScanNamesProblemsBeyondRange(t *testing.T) {
 func TestULPs(t *testing.T) {
 	for _, tc := range []struct {
 		got, want float64
-		dt        cudalib.DType
+		dt        ssm.DType
 		ulps      float64
 	}{
-		{1, 1, cudalib.F32, 0},
-		{1 + 0x1p-23, 1, cudalib.F32, 1},
-		{1 + 0x1p-52, 1, cudalib.F64, 1},
-		{-2, -2 - 0x1p-22, cudalib.F32, 1}, // want's ulp above 2 is 2⁻²²
-		{0, 0x1p-149, cudalib.F32, 1},      // below the smallest normal: its ulp, 2⁻¹⁴⁹
-		{math.MaxFloat32, 1e40, cudalib.F32, (1e40 - math.MaxFloat32) / 0x1p104},
-		{math.Inf(1), 1, cudalib.F32, math.Inf(1)},
-		{math.NaN(), 1, cudalib.F64, math.Inf(1)},
+		{1, 1, ssm.F32, 0},
+		{1 + 0x1p-23, 1, ssm.F32, 1},
+		{1 + 0x1p-52, 1, ssm.F64, 1},
+		{-2, -2 - 0x1p-22, ssm.F32, 1}, // want's ulp above 2 is 2⁻²²
+		{0, 0x1p-149, ssm.F32, 1},      // below the smallest normal: its ulp, 2⁻¹⁴⁹
+		{math.MaxFloat32, 1e40, ssm.F32, (1e40 - math.MaxFloat32) / 0x1p104},
+		{math.Inf(1), 1, ssm.F32, math.Inf(1)},
+		{math.NaN(), 1, ssm.F64, math.Inf(1)},
 	} {
 		if got := ULPs(tc.got, tc.want, tc.dt); got != tc.ulps {
 			t.Errorf("ULPs(%g, %g, %v) = %g, want %g", tc.got, tc.want, tc.dt, got, tc.ulps)

@@ -1,12 +1,12 @@
-package verify
+package judge
 
 import (
 	"fmt"
 	"math"
 	"math/cmplx"
 
-	"ssmverify/cudalib"
 	"ssmverify/reference"
+	"ssmverify/ssm"
 )
 
 // Thresholds on the scaled error ratio |kernel − reference| / (u·S + η·T)
@@ -28,20 +28,11 @@ const (
 )
 
 // Threshold returns the ratio threshold for a dtype.
-func Threshold(dt cudalib.DType) float64 {
-	if dt == cudalib.F64 {
+func Threshold(dt ssm.DType) float64 {
+	if dt == ssm.F64 {
 		return ThresholdF64
 	}
 	return ThresholdF32
-}
-
-// Precision maps a kernel dtype to the reference precision whose unit
-// roundoff scales its errors.
-func Precision(dt cudalib.DType) reference.Precision {
-	if dt == cudalib.F64 {
-		return reference.Float64
-	}
-	return reference.Float32
 }
 
 // Worst describes the worst element of a comparison.
@@ -83,21 +74,21 @@ type Comparison struct {
 }
 
 // Passed reports whether every element is within the threshold.
-func (c Comparison) Passed(dt cudalib.DType) bool {
+func (c Comparison) Passed(dt ssm.DType) bool {
 	return c.NonFinite == 0 && c.Worst.Ratio <= Threshold(dt)
 }
 
 // ULPs is the distance between got and want in units of the last place of
 // want in the dtype (at least the dtype's smallest normal's ulp; for a want
 // beyond float32's range, the ulp at its top, 2¹⁰⁴).
-func ULPs(got, want float64, dt cudalib.DType) float64 {
+func ULPs(got, want float64, dt ssm.DType) float64 {
 	if got == want {
 		return 0
 	}
 	if math.IsNaN(got) || math.IsNaN(want) || math.IsInf(got, 0) || math.IsInf(want, 0) {
 		return math.Inf(1)
 	}
-	if dt == cudalib.F64 {
+	if dt == ssm.F64 {
 		w := math.Max(math.Abs(want), 0x1p-1022)
 		return math.Abs(got-want) / (math.Nextafter(w, math.Inf(1)) - w)
 	}
@@ -112,14 +103,14 @@ func ULPs(got, want float64, dt cudalib.DType) float64 {
 // reference and its error scale. The reference output and the scale may be
 // passed in to avoid recomputing them (nil: computed here, the scale by
 // reference.ErrorScaleIn in dt's precision).
-func CompareScan(p *reference.Problem, got *reference.Output, dt cudalib.DType, ref *reference.Output, sc *reference.Scale) (Comparison, error) {
+func CompareScan(p *ssm.Problem, got *ssm.Output, dt ssm.DType, ref *ssm.Output, sc *reference.Scale) (Comparison, error) {
 	var err error
 	if ref == nil {
-		if ref, err = reference.Scan(p, reference.Float64); err != nil {
+		if ref, err = reference.Scan(p, ssm.Float64); err != nil {
 			return Comparison{}, err
 		}
 	}
-	prec := Precision(dt)
+	prec := dt.Precision()
 	if sc == nil {
 		// in dt's precision: where x's rounding can reach bilinear's pole
 		// the first-order scale is not a bound (reference.ErrorScaleIn)

@@ -1,0 +1,91 @@
+/*
+ * cuda_host.h — what the CUDA build's translation units share on the host:
+ * CUDA errors as ABI statuses, and the launchers of kernels.cu.
+ *
+ * Every CUDA call and launch is checked; failures become SSMK_EDEVICE (or
+ * SSMK_ENODEVICE when there is no usable GPU, SSMK_ENOMEM when memory runs
+ * out) with the runtime's message. The process is never exited.
+ */
+#ifndef SSMK_CUDA_HOST_H
+#define SSMK_CUDA_HOST_H
+
+#include <cuda_runtime.h>
+
+#include <vector>
+
+#include "../ssmk_host.h"
+
+#include "ssmk.h"
+
+namespace ssmk {
+
+/* The ABI status for a failed CUDA call, with the runtime's message. */
+int32_t cuda_fail(cudaError_t e, const char *what);
+
+#define CU(call)                                                                                                       \
+    do {                                                                                                               \
+        cudaError_t e_ = (call);                                                                                       \
+        if (e_ != cudaSuccess) return ::ssmk::cuda_fail(e_, #call);                                                    \
+    } while (0)
+
+/* SSMK_OK when a CUDA device answers, else SSMK_ENODEVICE with the reason. */
+int32_t ensure_device();
+
+/* Launches the scan of a (device pointers) on stream s. */
+int32_t launch_scan(const ssmk_scan_args &a, cudaStream_t s);
+
+/* Launches ssmk_discretize's kernel over n elements (device pointers) on stream s. */
+int32_t launch_discretize(int32_t method, int32_t dtype, int32_t is_complex, int64_t n, const void *delta,
+                          const void *A, void *abar, void *bcoef, cudaStream_t s);
+
+} /* namespace ssmk */
+
+/* A plan (the ABI's opaque ssmk_plan) owns device buffers, a stream and two
+ * events; ssmk_copy_bandwidth borrows the same bookkeeping. */
+struct ssmk_plan {
+    bool is_scan = false, launched = false;
+    ssmk_scan_args dargs{}; /* device pointers */
+    ssmk::ScanSizes sz{};
+    int32_t method = 0, dtype = 0, is_complex = 0;
+    int64_t n = 0;
+    void *d_delta = nullptr, *d_A = nullptr, *d_abar = nullptr, *d_bcoef = nullptr;
+    cudaStream_t stream = nullptr;
+    cudaEvent_t ev0 = nullptr, ev1 = nullptr;
+    std::vector<void *> dbufs;
+
+    ~ssmk_plan() {
+        if (stream) cudaStreamSynchronize(stream);
+        for (void *p : dbufs) cudaFree(p);
+        if (ev0) cudaEventDestroy(ev0);
+        if (ev1) cudaEventDestroy(ev1);
+        if (stream) cudaStreamDestroy(stream);
+    }
+
+    int32_t init() {
+        CU(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+        CU(cudaEventCreate(&ev0));
+        CU(cudaEventCreate(&ev1));
+        return SSMK_OK;
+    }
+
+    /* A device copy of host array src (count elements of elem bytes), or
+     * nullptr for an absent one. */
+    int32_t upload(const void *src, int64_t count, size_t elem, const void **dst) {
+        *dst = nullptr;
+        if (!src) return SSMK_OK;
+        void *p = nullptr;
+        CU(cudaMalloc(&p, (size_t)count * elem));
+        dbufs.push_back(p);
+        CU(cudaMemcpyAsync(p, src, (size_t)count * elem, cudaMemcpyHostToDevice, stream));
+        *dst = p;
+        return SSMK_OK;
+    }
+
+    int32_t alloc(int64_t count, size_t elem, void **dst) {
+        CU(cudaMalloc(dst, (size_t)count * elem));
+        dbufs.push_back(*dst);
+        return SSMK_OK;
+    }
+};
+
+#endif

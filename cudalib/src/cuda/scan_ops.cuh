@@ -1,0 +1,137 @@
+/*
+ * scan_ops.cuh — the scan's device building blocks: a lane's run of K
+ * elements loaded and stored as 16-byte words, shuffles within a row's
+ * lanes, and arithmetic that reads the same for real and complex elements.
+ */
+#ifndef SSMK_SCAN_OPS_CUH
+#define SSMK_SCAN_OPS_CUH
+
+#include "../ssmk_methods.h"
+
+namespace ssmk {
+
+/* A lane's run of K elements seen as 16-byte words. */
+template <typename E, int K>
+union RunWords {
+    uint4 q[K * sizeof(E) / 16];
+    E e[K];
+};
+
+/* Loads (or stores) a lane's run of K elements. Full runs of a VEC kernel
+ * (seqlen a multiple of K, 16-byte aligned arrays) move as 16-byte words;
+ * partial runs — the tail of the sequence — element by element, with zero
+ * for the elements past its end. STREAM: the words with the evict-first
+ * hint (ld.global.cs, st.global.cs), for arrays each element of which is
+ * read or written once (scan_kernel's u, Δ, z and out). */
+template <typename E, int K, bool VEC, bool STREAM = false>
+__device__ __forceinline__ void load_run(const E *p, int avail, E (&v)[K]) {
+    if (avail >= K) {
+        if constexpr (VEC && (K * sizeof(E)) % 16 == 0) {
+            RunWords<E, K> w;
+            const uint4 *s = reinterpret_cast<const uint4 *>(p);
+#pragma unroll
+            for (int i = 0; i < (int)(K * sizeof(E) / 16); i++) w.q[i] = STREAM ? __ldcs(s + i) : s[i];
+#pragma unroll
+            for (int i = 0; i < K; i++) v[i] = w.e[i];
+        } else {
+#pragma unroll
+            for (int i = 0; i < K; i++) v[i] = p[i];
+        }
+    } else {
+#pragma unroll
+        for (int i = 0; i < K; i++) v[i] = i < avail ? p[i] : E{};
+    }
+}
+
+template <typename E, int K, bool VEC, bool STREAM = false>
+__device__ __forceinline__ void store_run(E *p, int avail, const E (&v)[K]) {
+    if (avail >= K) {
+        if constexpr (VEC && (K * sizeof(E)) % 16 == 0) {
+            RunWords<E, K> w;
+#pragma unroll
+            for (int i = 0; i < K; i++) w.e[i] = v[i];
+            uint4 *s = reinterpret_cast<uint4 *>(p);
+#pragma unroll
+            for (int i = 0; i < (int)(K * sizeof(E) / 16); i++) {
+                if constexpr (STREAM)
+                    __stcs(s + i, w.q[i]);
+                else
+                    s[i] = w.q[i];
+            }
+        } else {
+#pragma unroll
+            for (int i = 0; i < K; i++) p[i] = v[i];
+        }
+    } else {
+#pragma unroll
+        for (int i = 0; i < K; i++)
+            if (i < avail) p[i] = v[i];
+    }
+}
+
+/* Shuffles within a row's 32 lanes (the warp). */
+template <typename T>
+__device__ __forceinline__ T shfl_up(T v, int off) {
+    return __shfl_up_sync(0xffffffffu, v, off);
+}
+template <typename T>
+__device__ __forceinline__ cplx<T> shfl_up(cplx<T> v, int off) {
+    return cmake(__shfl_up_sync(0xffffffffu, v.re, off), __shfl_up_sync(0xffffffffu, v.im, off));
+}
+
+/* v of lane src, to every lane */
+template <typename T>
+__device__ __forceinline__ T shfl_from(T v, int src) {
+    return __shfl_sync(0xffffffffu, v, src);
+}
+template <typename T>
+__device__ __forceinline__ cplx<T> shfl_from(cplx<T> v, int src) {
+    return cmake(__shfl_sync(0xffffffffu, v.re, src), __shfl_sync(0xffffffffu, v.im, src));
+}
+
+/* Whether v is finite (both parts, for complex). */
+template <typename T>
+__device__ __forceinline__ bool vfinite(T v) {
+    return isfinite(v);
+}
+template <typename T>
+__device__ __forceinline__ bool vfinite(cplx<T> v) {
+    return isfinite(v.re) && isfinite(v.im);
+}
+
+template <typename T>
+__device__ __forceinline__ T vmul(T a, T b) {
+    return a * b;
+}
+template <typename T>
+__device__ __forceinline__ cplx<T> vmul(cplx<T> a, cplx<T> b) {
+    return cmul(a, b);
+}
+/* a·b + c */
+template <typename T>
+__device__ __forceinline__ T vfma(T a, T b, T c) {
+    return a * b + c;
+}
+template <typename T>
+__device__ __forceinline__ cplx<T> vfma(cplx<T> a, cplx<T> b, cplx<T> c) {
+    return cadd(cmul(a, b), c);
+}
+/* a·b + c rounded once, in the precision of its operands */
+__device__ __forceinline__ float sfma(float a, float b, float c) { return fmaf(a, b, c); }
+__device__ __forceinline__ double sfma(double a, double b, double c) { return fma(a, b, c); }
+template <typename V>
+__device__ __forceinline__ V vone() {
+    return V(1);
+}
+template <>
+__device__ __forceinline__ cplx<float> vone() {
+    return cmake(1.0f, 0.0f);
+}
+template <>
+__device__ __forceinline__ cplx<double> vone() {
+    return cmake(1.0, 0.0);
+}
+
+} /* namespace ssmk */
+
+#endif

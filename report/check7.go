@@ -1,0 +1,64 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+)
+
+// Check7Test is the name of the verify suite's test that writes check7.json
+// (the test asserts it), by which the gate runs Check7 in a process of its own.
+const Check7Test = "TestCheck7MethodComparison"
+
+// Check7Schema names the version of check7.json's layout.
+const Check7Schema = "ssmverify.check7/v1"
+
+// Check7 is the result of the seventh performance check (every method timed
+// on the same path and inputs, against zoh): what TestCheck7MethodComparison
+// writes as check7.json and the gate reads for its baselines and plots.
+type Check7 struct {
+	Schema            string      `json:"schema"`
+	Config            string      `json:"config"` // problem size, dtype, A, trials and warm-up
+	CopyBandwidthGBps float64     `json:"copy_bandwidth_gbps"`
+	BytesPerScan      int64       `json:"bytes_per_scan"` // bytes the scan must move (cudalib.ScanBytes)
+	ElementsPerScan   int64       `json:"elements_per_scan"`
+	MaxSlowdown       float64     `json:"max_slowdown"` // the allowed ratio to zoh
+	Methods           []Check7Row `json:"methods"`
+	// Samples are every method's timed launches, µs each, by method name.
+	Samples map[string][]float64 `json:"samples_us"`
+	// Scaling is the -sizes table: size, method, median µs, GB/s.
+	Scaling [][]string `json:"scaling,omitempty"`
+	Passed  bool       `json:"passed"`
+}
+
+// Check7Row is one method's row of Check7.
+type Check7Row struct {
+	Method         string  `json:"method"`
+	MedianUS       float64 `json:"median_us"`
+	CILowUS        float64 `json:"ci95_low_us"`
+	CIHighUS       float64 `json:"ci95_high_us"`
+	RatioToZOH     float64 `json:"ratio_to_zoh"`
+	RatioCILow     float64 `json:"ratio_ci95_low"`
+	RatioCIHigh    float64 `json:"ratio_ci95_high"`
+	ElementsPerSec float64 `json:"elements_per_s"`
+	GBPerSec       float64 `json:"gb_per_s"`
+	FracCopyBW     float64 `json:"fraction_of_copy_bandwidth"`
+	Verdict        string  `json:"verdict"`
+}
+
+// LoadCheck7 reads check7.json. A file without samples (written by an older
+// suite) is an error: the gate's comparisons need them.
+func LoadCheck7(path string) (*Check7, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var c Check7
+	if err := json.Unmarshal(b, &c); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(c.Samples) == 0 {
+		return nil, fmt.Errorf("%s has no samples_us (written by an older suite): rerun Check7", path)
+	}
+	return &c, nil
+}

@@ -1,0 +1,75 @@
+package verify
+
+import (
+	"fmt"
+	"math"
+
+	"ssmverify/cudalib"
+	"ssmverify/report"
+	"ssmverify/ssm"
+)
+
+// The convergence problem: h' = a·h + u with a = −1, u = 1, h(0) = 0,
+// integrated to T = 2 with L = T/Δ steps of the library's own scan (float64,
+// one state, C = 1), so that out[L−1] = h(T), whose exact value is
+// (e^{aT} − 1)/a. For a constant input each method's global error shrinks
+// as Δ^p, p = ssm.Method.Order (foh is exact: rounding only).
+const (
+	convergenceA = -1.0
+	convergenceT = 2.0
+)
+
+// ConvergenceTolerance is how far a fitted order may sit from the method's
+// order: the fit over Δ = 1/2 … 1/2048 sees the asymptotic slope plus the
+// higher-order terms at the largest steps.
+const ConvergenceTolerance = 0.3
+
+// MeasureConvergence scans the convergence problem with the library at
+// Δ = 2⁻¹ … 2⁻¹¹ for every method and fits each method's order.
+func MeasureConvergence(lib *cudalib.Library) (*report.Convergence, error) {
+	exact := (math.Exp(convergenceA*convergenceT) - 1) / convergenceA
+	c := &report.Convergence{Errors: map[string][]float64{}, Slopes: map[string]float64{}}
+	for k := 1; k <= 11; k++ {
+		c.Deltas = append(c.Deltas, math.Ldexp(1, -k))
+	}
+	for _, m := range ssm.Methods() {
+		for _, d := range c.Deltas {
+			L := int(math.Round(convergenceT / d))
+			p := &ssm.Problem{Batch: 1, Dim: 1, Seqlen: L, Dstate: 1, Groups: 1, Method: m,
+				U: fill(L, 1), Delta: fill(L, d), A: []float64{convergenceA}, B: []float64{1}, C: []float64{1}}
+			out, err := lib.Scan(p, ssm.F64)
+			if err != nil {
+				return c, fmt.Errorf("convergence scan of %v at Δ = %g: %w", m, d, err)
+			}
+			c.Errors[m.String()] = append(c.Errors[m.String()], math.Abs(out.Out[L-1]-exact))
+		}
+		c.Slopes[m.String()] = FitSlope(c.Deltas, c.Errors[m.String()])
+	}
+	return c, nil
+}
+
+func fill(n int, v float64) []float64 {
+	s := make([]float64, n)
+	for i := range s {
+		s[i] = v
+	}
+	return s
+}
+
+// FitSlope is the least-squares slope of log error against log Δ over the
+// points whose error is well above float64 rounding (1e-12: L ≤ 4096 steps of
+// rounding at 1e-16 each stay below it); 0 when fewer than three are.
+func FitSlope(x, y []float64) float64 {
+	var sx, sy, sxx, sxy, n float64
+	for i := range x {
+		if !(y[i] > 1e-12) {
+			continue
+		}
+		lx, ly := math.Log(x[i]), math.Log(y[i])
+		sx, sy, sxx, sxy, n = sx+lx, sy+ly, sxx+lx*lx, sxy+lx*ly, n+1
+	}
+	if n < 3 {
+		return 0 // at rounding everywhere: foh, or a method exact for this input
+	}
+	return (n*sxy - sx*sy) / (n*sxx - sx*sx)
+}
