@@ -38,7 +38,7 @@
 // # The non-finite policy
 //
 // Every output element is judged by Judge from four numbers: the kernel's
-// value k; the reference E, reference.Scan or Method.DiscretizeAt in
+// value k; the reference E, reference.Scan or reference.DiscretizeAt in
 // Float64 on the kernel's own inputs (for a scan row whose float64
 // recurrence goes non-finite on finite inputs, reference.ScanRowUnbounded:
 // a state beyond float64's range that a later Ā of 0 annihilates is ∞·0 =

@@ -34,7 +34,8 @@
 // (and the quotient scaled back where that changes it): unscaled, its
 // intermediates overflow for |x| near the float64 range, where φ1(x) ≈ −1/x
 // is a representable subnormal and Δ·φ1 ≈ −1/a is of order one.
-// Method.Real and Method.Complex give (Ā, g);
+// Real and Complex give a method's (Ā, g) (the methods themselves are
+// package ssm's vocabulary);
 // Discretize gives the matrix forms for a general real A:
 // Ā = e^{ΔA}; foh's B̄ = A⁻¹(e^{ΔA} − I)B from the augmented exponential
 // exp([[ΔA, ΔB], [0, 0]]), which needs no inverse and works for singular A;
