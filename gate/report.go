@@ -224,11 +224,11 @@ func finite(v float64) float64 {
 }
 
 // sortTests puts failures first (the reader's first concern), then by
-// package, the most telling first (the accuracy suite, the golden files,
-// the gate's own convergence test, the fuzz corpus), and name.
+// package, the most telling first (the verification suite, the golden
+// files, the fuzz corpus), and name.
 func sortTests(ts []Test) {
 	rank := map[string]int{Fail: 0, Pass: 1, Skip: 2}
-	pkgRank := map[string]int{"verify": 0, "golden": 1, "gate": 2, "fuzz": 3}
+	pkgRank := map[string]int{"verify": 0, "golden": 1, "fuzz": 2}
 	sort.SliceStable(ts, func(i, j int) bool {
 		if rank[ts[i].Result] != rank[ts[j].Result] {
 			return rank[ts[i].Result] < rank[ts[j].Result]
