@@ -74,8 +74,10 @@ verify: lib
 	@mkdir -p out
 	@echo "verify: golden files (checksums, reference reproduction)"
 	$(GO) test -count=1 ./golden
-	@echo "verify: the suite against the library under test (cudalib.OpenDefault; SSMK_LIB to choose)"
-	@$(GO) test -count=1 ./verify -args -report $(CURDIR)/out; st=$$?; echo; cat out/summary.txt; exit $$st
+	@echo "verify: the suite against the library under test (cudalib.OpenDefault; SSMK_LIB to choose); the raw log: out/verify.log"
+	@rm -f out/summary.txt; $(GO) test -count=1 -v ./verify -args -report $(CURDIR)/out >out/verify.log 2>&1; st=$$?; echo; \
+		if [ -s out/summary.txt ]; then cat out/summary.txt; else tail -30 out/verify.log; echo "verify: the suite wrote no summary"; fi; \
+		grep -E '^(ok|FAIL|---)' out/verify.log | grep -v -- '--- PASS' | head -40; exit $$st
 
 ## mutants: build the CPU library with each planted bug of the catalogue, run the suite against it, print the kill matrix
 mutants: lib

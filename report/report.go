@@ -254,6 +254,22 @@ func (r *Report) Summary() string {
 		fmt.Fprintf(&b, "%-10s %-5s %-8s %-5s %7d %10.3g %10.3g %9g\n", c.Method, c.DType, c.Kind, v, c.Checks,
 			float64(c.MaxRatio), float64(c.MaxULP), float64(c.Threshold))
 	}
+	b.WriteString("\nchecks: comparisons made; max ratio: the largest |kernel − reference| / (u·S + η·T), which decides\n" +
+		"(ok: every comparison at or below the threshold; -: none made); max ulp: the largest distance in units of\n" +
+		"the dtype's last place, for reading only (near a zero of a component it is large for a correct kernel)\n")
+	var checks []string
+	for _, t := range r.Tests {
+		if n, ok := performanceCheck(t.Name); ok {
+			v := "pass"
+			if !t.Passed {
+				v = "FAIL"
+			}
+			checks = append(checks, n+" "+v)
+		}
+	}
+	if len(checks) > 0 {
+		fmt.Fprintf(&b, "\nperformance checks (CHECKS.md; check1.json … check7.json): %s\n", strings.Join(checks, ", "))
+	}
 	var failed []string
 	for _, t := range r.Tests {
 		if !t.Passed {
@@ -269,6 +285,20 @@ func (r *Report) Summary() string {
 		}
 	}
 	return b.String()
+}
+
+// performanceCheck reports whether test is one of the seven performance
+// checks themselves (TestCheck1IdenticalInputs …, not their decision tests),
+// and its short name.
+func performanceCheck(test string) (string, bool) {
+	if len(test) < len("TestCheckN") || !strings.HasPrefix(test, "TestCheck") || strings.Contains(test, "Decision") || strings.Contains(test, "/") {
+		return "", false
+	}
+	n := test[len("TestCheck")]
+	if n < '1' || n > '7' {
+		return "", false
+	}
+	return "Check" + string(n), true
 }
 
 // SetConvergence records the convergence measurement.
