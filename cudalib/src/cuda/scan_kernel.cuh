@@ -106,29 +106,33 @@ struct StateBuf {
     V a, b[Tr::K], c[Tr::K];
 };
 
+/* A state's run of B or C: K elements of a variable array, or its one
+ * element of a fixed array (variable: the array is per step). */
+template <class Tr>
+__device__ __forceinline__ void load_state_run(bool variable, const LaneRun<Tr> &run, const typename Tr::V *q,
+                                               typename Tr::V (&v)[Tr::K]) {
+    if (Tr::kVec || variable) {
+        load_run<typename Tr::V, Tr::K, Tr::kVec>(q, run.avail, v);
+    } else {
+        const typename Tr::V f = *q;
+#pragma unroll
+        for (int i = 0; i < Tr::K; i++) v[i] = f;
+    }
+}
+
+/* A state's a and its run of B. */
 template <class Tr>
 __device__ __forceinline__ void load_b(const ScanRow<Tr> &row, const LaneRun<Tr> &run, const typename Tr::V *ap,
                                        const typename Tr::V *bs, StateBuf<Tr> &buf) {
     buf.a = *ap;
-    if (Tr::kVec || row.Bv) {
-        load_run<typename Tr::V, Tr::K, Tr::kVec>(bs, run.avail, buf.b);
-    } else {
-        const typename Tr::V f = *bs;
-#pragma unroll
-        for (int i = 0; i < Tr::K; i++) buf.b[i] = f;
-    }
+    load_state_run(row.Bv != nullptr, run, bs, buf.b);
 }
 
+/* A state's run of C. */
 template <class Tr>
 __device__ __forceinline__ void load_c(const ScanRow<Tr> &row, const LaneRun<Tr> &run, const typename Tr::V *cs,
                                        typename Tr::V (&cv)[Tr::K]) {
-    if (Tr::kVec || row.Cv) {
-        load_run<typename Tr::V, Tr::K, Tr::kVec>(cs, run.avail, cv);
-    } else {
-        const typename Tr::V f = *cs;
-#pragma unroll
-        for (int i = 0; i < Tr::K; i++) cv[i] = f;
-    }
+    load_state_run(row.Cv != nullptr, run, cs, cv);
 }
 
 /* The row's range of a·log2e (kFastTiles). An a that a fast path cannot take
