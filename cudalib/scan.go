@@ -401,3 +401,34 @@ func (p *Plan) Close() {
 	p.l.fn.planDestroy(p.h)
 	p.h = 0
 }
+
+// ScanArgNames are the fields of ssmk_scan_args that RunScanEdited can
+// change: the sizes and flags (set to a value) and the required arrays
+// (passed as NULL).
+var ScanArgNames = []string{"batch", "dim", "seqlen", "dstate", "n_groups", "method", "dtype", "is_complex",
+	"is_variable_B", "is_variable_C", "delta_softplus", "u", "delta", "A", "B", "C", "out"}
+
+// RunScanEdited calls ssmk_scan_fwd on the buffers with one field of the
+// argument struct changed: a size or flag set to value, or a required
+// array passed as NULL (value ignored). It is how the suite judges a
+// library's argument validation: the buffers stay valid for the unedited
+// problem, so any access the library makes with the bad value is still
+// within them or is the library's bug.
+func (l *Library) RunScanEdited(b *ScanBuffers, field string, value int32) error {
+	var pin runtime.Pinner
+	defer pin.Unpin()
+	a := b.args(&pin)
+	ints := map[string]*int32{"batch": &a.Batch, "dim": &a.Dim, "seqlen": &a.Seqlen, "dstate": &a.Dstate, "n_groups": &a.NGroups,
+		"method": &a.Method, "dtype": &a.DType, "is_complex": &a.IsComplex, "is_variable_B": &a.IsVariableB,
+		"is_variable_C": &a.IsVariableC, "delta_softplus": &a.Softplus}
+	ptrs := map[string]*unsafe.Pointer{"u": &a.U, "delta": &a.Delta, "A": &a.A, "B": &a.B, "C": &a.C, "out": &a.Out}
+	switch {
+	case ints[field] != nil:
+		*ints[field] = value
+	case ptrs[field] != nil:
+		*ptrs[field] = nil
+	default:
+		return fmt.Errorf("cudalib: RunScanEdited: field %q, want one of %v", field, ScanArgNames)
+	}
+	return l.call("ssmk_scan_fwd", func() int32 { return l.fn.scanFwd(unsafe.Pointer(a)) })
+}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"ssmverify/cudalib"
+	"ssmverify/diagnose"
 	"ssmverify/judge"
 	"ssmverify/reference"
 	"ssmverify/ssm"
@@ -246,7 +247,25 @@ func CheckScan(lib *cudalib.Library, p *ssm.Problem, dt ssm.DType, withState boo
 	if withState {
 		gs = b.LastState.Float64s()
 	}
-	return judgeScan(f, p, ref, dt, b.Out.Float64s(), gs)
+	if err := judgeScan(f, p, ref, dt, b.Out.Float64s(), gs); err != nil {
+		if ref == p && finiteInputs(p) {
+			// What the kernel computes instead (package diagnose).
+			return fmt.Errorf("%w\n  diagnosis: %s", err, diagnose.Scan(lib, p, dt))
+		}
+		return err
+	}
+	return nil
+}
+
+func finiteInputs(p *ssm.Problem) bool {
+	for _, s := range [][]float64{p.U, p.Delta, p.A, p.B, p.C, p.D, p.Z, p.DeltaBias} {
+		for _, v := range s {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // judgeScan judges a kernel's scan outputs got and, unless nil, its last
@@ -361,7 +380,7 @@ func guardedCall(f *Failure, lib *cudalib.Library, name string, m ssm.Method, dt
 	inputs []cudalib.NamedArray, outs []*guarded, call func() error) bool {
 	before := snapshot(inputs)
 	err := withDeadline(name, call)
-	if declaredUnsupported(lib, err, m, dt, isComplex) {
+	if declaredUnsupported(lib, err, name, m, dt, isComplex) {
 		return false
 	}
 	if err != nil {
@@ -380,10 +399,15 @@ func guardedCall(f *Failure, lib *cudalib.Library, name string, m ssm.Method, dt
 }
 
 // declaredUnsupported reports whether err is SSMK_EUNSUPPORTED for a
-// combination the library's capabilities declare unsupported: an honest
-// refusal, not a failure.
-func declaredUnsupported(lib *cudalib.Library, err error, m ssm.Method, dt ssm.DType, isComplex bool) bool {
-	return errors.Is(err, cudalib.EUnsupported) && !lib.Capabilities(m, dt, isComplex).Supported()
+// combination the library's capabilities declare unsupported (for a
+// discretize call, also one declared scan only): an honest refusal, not a
+// failure.
+func declaredUnsupported(lib *cudalib.Library, err error, call string, m ssm.Method, dt ssm.DType, isComplex bool) bool {
+	if !errors.Is(err, cudalib.EUnsupported) {
+		return false
+	}
+	c := lib.Capabilities(m, dt, isComplex)
+	return !c.Supported() || (c.ScanOnly() && strings.Contains(call, "discretize"))
 }
 
 // natural is the reference evaluation a plain kernel of dtype dt performs:

@@ -28,6 +28,8 @@ const ReportSchema = "ssmverify.verify-report/v1"
 //	cells      [{method, dtype, kind, checks, failures, max_ratio, max_ulp, ratios,
 //	             threshold, worst, failed_by}]   one per method × dtype × real/complex
 //	tests      [{name, passed}]     every test function of the run
+//	not_supported [{test, what}]    what a test did not judge because the library declares it unsupported
+//	diagnoses  [{test, method, dtype, kind, tag, finding}]  the cause of a failure (package diagnose)
 //	tables     [{name, columns, rows}]           sweeps, fp32-vs-fp64, bilinear ε
 //	convergence {deltas, errors, slopes}         per method (Convergence)
 //
@@ -42,6 +44,11 @@ type Report struct {
 	Cells   []*Cell       `json:"cells"`
 	Tests   []TestVerdict `json:"tests"`
 	Tables  []Table       `json:"tables"`
+	// NotSupported lists what tests left unjudged because the library
+	// declares it unsupported: counted apart, never a failure.
+	NotSupported []NotSupported `json:"not_supported,omitempty"`
+	// Diagnoses give the cause of failures, one per test and cell.
+	Diagnoses []Diagnosis `json:"diagnoses,omitempty"`
 	// Convergence is the global error of each method's scan against the
 	// exact solution as Δ shrinks (TestConvergenceOrder); nil when that
 	// test did not run.
@@ -64,11 +71,32 @@ type cellKey struct {
 	complex bool
 }
 
+// NotSupported is one thing a test did not judge because the library
+// declares it unsupported (ssmk_capabilities).
+type NotSupported struct {
+	Test string `json:"test"`
+	What string `json:"what"`
+}
+
+// Diagnosis is the cause of a failure (package diagnose): Tag for
+// machines, Finding for people.
+type Diagnosis struct {
+	Test    string `json:"test"`
+	Method  string `json:"method"`
+	DType   string `json:"dtype"`
+	Kind    string `json:"kind"`
+	Tag     string `json:"tag"`
+	Finding string `json:"finding"`
+}
+
 // Cell aggregates every comparison of one method × dtype × real/complex.
 type Cell struct {
-	Method    string   `json:"method"`
-	DType     string   `json:"dtype"`
-	Kind      string   `json:"kind"`
+	Method string `json:"method"`
+	DType  string `json:"dtype"`
+	Kind   string `json:"kind"`
+	// Support is what the library declares: "yes", "scan only", "zoh
+	// fallback" or "no" (ssmk_capabilities); "" when not asked.
+	Support   string   `json:"support,omitempty"`
 	Checks    int      `json:"checks"`
 	Failures  int      `json:"failures"`
 	MaxRatio  Num      `json:"max_ratio"`
@@ -184,6 +212,55 @@ func (r *Report) Add(test string, m ssm.Method, dt ssm.DType, isComplex bool, ra
 	}
 }
 
+// Declare records what the library declares for a cell.
+func (r *Report) Declare(m ssm.Method, dt ssm.DType, isComplex bool, c ssm.Caps) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := "no"
+	switch {
+	case c.Supported() && c.ComplexZOHFallback() && isComplex:
+		s = "zoh fallback"
+	case c.Supported() && c.ScanOnly():
+		s = "scan only"
+	case c.Supported():
+		s = "yes"
+	}
+	r.cell(m, dt, isComplex).Support = s
+}
+
+// Unsupported records that test did not judge what, as the library
+// declares it unsupported. Repeats are recorded once.
+func (r *Report) Unsupported(test, what string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, n := range r.NotSupported {
+		if n.Test == test && n.What == what {
+			return
+		}
+	}
+	r.NotSupported = append(r.NotSupported, NotSupported{test, what})
+}
+
+// WantDiagnosis reports whether test has no diagnosis yet for the cell
+// (one is enough: a diagnosis runs dozens of scans).
+func (r *Report) WantDiagnosis(test string, m ssm.Method, dt ssm.DType, isComplex bool) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, d := range r.Diagnoses {
+		if d.Test == test && d.Method == m.String() && d.DType == dt.String() && d.Kind == ssm.AKind(isComplex) {
+			return false
+		}
+	}
+	return true
+}
+
+// AddDiagnosis records the cause of a failure of test in a cell.
+func (r *Report) AddDiagnosis(test string, m ssm.Method, dt ssm.DType, isComplex bool, tag, finding string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.Diagnoses = append(r.Diagnoses, Diagnosis{test, m.String(), dt.String(), ssm.AKind(isComplex), tag, finding})
+}
+
 // Verdict records a test function's outcome.
 func (r *Report) Verdict(name string, passed bool) {
 	r.mu.Lock()
@@ -243,20 +320,36 @@ func (r *Report) Summary() string {
 	}
 	fmt.Fprintf(&b, "ssmverify %s — %s (%s, %s)\n", verdict, r.Library.Path, r.Library.Backend, r.Library.Device)
 	fmt.Fprintf(&b, "selection: %s\n\n", r.Library.Selection)
-	fmt.Fprintf(&b, "%-10s %-5s %-8s %-5s %7s %10s %10s %9s\n", "method", "dtype", "A", "", "checks", "max ratio", "max ulp", "threshold")
+	fmt.Fprintf(&b, "%-10s %-5s %-8s %-5s %-12s %7s %10s %10s %9s\n", "method", "dtype", "A", "", "declared", "checks", "max ratio", "max ulp", "threshold")
+	unsupported := 0
 	for _, c := range r.Cells {
 		v := "ok"
-		if c.Failures > 0 {
+		switch {
+		case c.Failures > 0:
 			v = "FAIL"
-		} else if c.Checks == 0 {
+		case c.Support == "no":
+			v, unsupported = "n/s", unsupported+1
+		case c.Checks == 0:
 			v = "-"
 		}
-		fmt.Fprintf(&b, "%-10s %-5s %-8s %-5s %7d %10.3g %10.3g %9g\n", c.Method, c.DType, c.Kind, v, c.Checks,
+		decl := c.Support
+		if decl == "" {
+			decl = "?"
+		}
+		fmt.Fprintf(&b, "%-10s %-5s %-8s %-5s %-12s %7d %10.3g %10.3g %9g\n", c.Method, c.DType, c.Kind, v, decl, c.Checks,
 			float64(c.MaxRatio), float64(c.MaxULP), float64(c.Threshold))
 	}
 	b.WriteString("\nchecks: comparisons made; max ratio: the largest |kernel − reference| / (u·S + η·T), which decides\n" +
-		"(ok: every comparison at or below the threshold; -: none made); max ulp: the largest distance in units of\n" +
-		"the dtype's last place, for reading only (near a zero of a component it is large for a correct kernel)\n")
+		"(ok: every comparison at or below the threshold; -: none made; n/s: declared not supported, not judged);\n" +
+		"declared: what ssmk_capabilities says (scan only: no ssmk_discretize); max ulp: the largest distance in\n" +
+		"units of the dtype's last place, for reading only (near a zero of a component it is large for a correct kernel)\n")
+	if unsupported > 0 || len(r.NotSupported) > 0 {
+		fmt.Fprintf(&b, "\nnot supported (declared by the library; not failures): %d of %d combinations", unsupported, len(r.Cells))
+		if len(r.NotSupported) > 0 {
+			fmt.Fprintf(&b, "; %d items left unjudged by tests (report.json: not_supported)", len(r.NotSupported))
+		}
+		b.WriteString("\n")
+	}
 	var checks []string
 	for _, t := range r.Tests {
 		if n, ok := performanceCheck(t.Name); ok {
@@ -282,6 +375,12 @@ func (r *Report) Summary() string {
 			if c.Failures > 0 {
 				fmt.Fprintf(&b, "  %s/%s/%s: %d of %d checks failed; worst %s\n", c.Method, c.DType, c.Kind, c.Failures, c.Checks, c.Worst)
 			}
+		}
+	}
+	if len(r.Diagnoses) > 0 {
+		b.WriteString("\ndiagnoses (what the kernel computes instead; package diagnose):\n")
+		for _, d := range r.Diagnoses {
+			fmt.Fprintf(&b, "  %s %s/%s/%s [%s]: %s\n", d.Test, d.Method, d.DType, d.Kind, d.Tag, d.Finding)
 		}
 	}
 	return b.String()

@@ -26,6 +26,14 @@
 #                                   BenchmarkPlanMambaBlock; a table of µs per
 #                                   variant and method last (scripts/explore/,
 #                                   docs/performance.md)
+#   scripts/gpu.sh report [TIME]    there: the whole judgement of one library: the
+#                                   suite with the seven checks (run), then a fuzz
+#                                   campaign of TIME (default 2m); SSMK_LIB=… names
+#                                   the library (default: the project's CUDA build);
+#                                   the summary is $OUT/verify-report/summary.txt
+#   scripts/gpu.sh adapter MAMBA_SRC OUT.so [upstream|fork|auto]
+#                                   there: an ssmk library from a Mamba-family
+#                                   tree's csrc/selective_scan (adapters/mamba/build.sh)
 #   scripts/gpu.sh fuzz [TIME]      there: fuzz the CUDA build with both Go fuzz
 #                                   targets at once for TIME (default 5m; workers
 #                                   per target FUZZ_PARALLEL, default 6), then
@@ -72,10 +80,20 @@ run() {
 	nvcc --version | tail -2
 	local t0=$SECONDS
 	local pkgs=("$@")
-	[ ${#pkgs[@]} -gt 0 ] || pkgs=($(cd carry && ls *.test | sed 's/\.test$//'))
-	cudalib/build-cuda.sh build/libssmk_cuda.so "${CUDA_ARCH:-90}" >"$out/build.log" 2>&1 || {
-		cat "$out/build.log"; echo "gpu.sh: the CUDA build failed"; exit 1; }
-	echo "built build/libssmk_cuda.so in $((SECONDS - t0)) s"
+	if [ -n "${SSMK_LIB:-}" ]; then
+		# A user's library: the suite, not the project's own binding and
+		# reference tests, judges it.
+		[ -f "$SSMK_LIB" ] || { echo "gpu.sh: SSMK_LIB=$SSMK_LIB does not exist"; exit 1; }
+		SSMK_LIB=$(cd "$(dirname "$SSMK_LIB")" && pwd)/$(basename "$SSMK_LIB")
+		export SSMK_LIB
+		[ ${#pkgs[@]} -gt 0 ] || pkgs=(verify golden)
+		echo "library under test: SSMK_LIB=$SSMK_LIB"
+	else
+		[ ${#pkgs[@]} -gt 0 ] || pkgs=($(cd carry && ls *.test | sed 's/\.test$//'))
+		cudalib/build-cuda.sh build/libssmk_cuda.so "${CUDA_ARCH:-90}" >"$out/build.log" 2>&1 || {
+			cat "$out/build.log"; echo "gpu.sh: the CUDA build failed"; exit 1; }
+		echo "built build/libssmk_cuda.so in $((SECONDS - t0)) s"
+	fi
 	local rows=()
 	local fail=0
 	for pkg in "${pkgs[@]}"; do
@@ -103,7 +121,7 @@ fuzz() {
 	out=$(mkdir -p "$out" && cd "$out" && pwd)
 	[ -x carry/fuzz.test ] || { echo "gpu.sh: no carry/fuzz.test (run scripts/gpu.sh build first)"; exit 1; }
 	nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
-	lib_cuda "$out"
+	[ -n "${SSMK_LIB:-}" ] || lib_cuda "$out"
 	local fail=0 pids=() before
 	before=$(ls fuzz/testdata/fuzz/*/)
 	for target in ${FUZZ_TARGETS:-FuzzDiscretize FuzzScan}; do
@@ -254,8 +272,27 @@ sanitize() {
 	return $fail
 }
 
+# report: the suite with the seven checks, then a fuzz campaign, against
+# one library; both tables last.
+report() {
+	local out=${OUT:-out/gpu} t=${1:-2m} rc=0
+	out=$(mkdir -p "$out" && cd "$out" && pwd)
+	OUT=$out run verify golden >"$out/run.txt" 2>&1 || rc=1
+	OUT=$out fuzz "$t" >"$out/fuzz.txt" 2>&1 || rc=1
+	cat "$out/run.txt" | tail -60
+	echo; echo "fuzz campaign ($t):"; tail -8 "$out/fuzz.txt"
+	return $rc
+}
+
+adapter() {
+	[ $# -ge 2 ] || { echo "usage: scripts/gpu.sh adapter MAMBA_SRC OUT.so [upstream|fork|auto]"; exit 2; }
+	adapters/mamba/build.sh "$@"
+}
+
 case "${1:-}" in
 build) shift; build "$@" ;;
+report) shift; report "$@" ;;
+adapter) shift; adapter "$@" ;;
 gate) shift; gate "$@" ;;
 bench) shift; bench "$@" ;;
 sanitize) shift; sanitize "$@" ;;

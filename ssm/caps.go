@@ -7,6 +7,7 @@ type Caps uint32
 const (
 	CapSupported          Caps = 1 // SSMK_CAP_SUPPORTED
 	CapComplexZOHFallback Caps = 2 // SSMK_CAP_COMPLEX_ZOH_FALLBACK
+	CapScanOnly           Caps = 4 // SSMK_CAP_SCAN_ONLY
 )
 
 // Supported reports bit 0.
@@ -14,3 +15,11 @@ func (c Caps) Supported() bool { return c&CapSupported != 0 }
 
 // ComplexZOHFallback reports bit 1: with complex A the method computes zoh.
 func (c Caps) ComplexZOHFallback() bool { return c&CapComplexZOHFallback != 0 }
+
+// ScanOnly reports bit 2: the scan and its plans support the combination,
+// ssmk_discretize does not (a kernel that discretizes inside its scan).
+func (c Caps) ScanOnly() bool { return c&CapScanOnly != 0 }
+
+// Discretizes reports whether ssmk_discretize is declared for the
+// combination: supported and not scan-only.
+func (c Caps) Discretizes() bool { return c.Supported() && !c.ScanOnly() }

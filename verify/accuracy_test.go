@@ -1,7 +1,6 @@
 package verify
 
 import (
-	"errors"
 	"testing"
 
 	"pgregory.net/rapid"
@@ -29,24 +28,32 @@ func TestAccuracy(t *testing.T) {
 	track(t)
 	for _, d := range []gen.Dist{gen.Realistic, gen.Stress} {
 		t.Run(d.String(), func(t *testing.T) {
+			test := "TestAccuracy/" + d.String()
+			// rapid replays the shrunk case last: the failure to diagnose.
+			var failing *ssm.Problem
+			var failingDT ssm.DType
 			rapid.Check(t, func(rt *rapid.T) {
 				c := gen.Problems(accuracyLimits(d)).Draw(rt, "case")
 				dt := rapid.SampledFrom(ssm.DTypes()).Draw(rt, "dtype")
 				if c.Problem.Complex && fallback(c.Spec.Method, dt) {
 					rt.Skip("declared complex fallback: checked by TestComplexFallback")
 				}
-				cmp, _, err := scanChecked("TestAccuracy/"+d.String(), c.Problem, dt)
-				if errors.Is(err, errUnsupported) {
+				if !judged(test, "scans of", c.Spec.Method, dt, c.Problem.Complex, false) {
 					rt.Skip("declared unsupported")
 				}
+				cmp, p, err := scanChecked(test, c.Problem, dt)
 				if err != nil {
-					rt.Fatalf("%v %v: %v", c, dt, err)
+					rt.Fatalf("%v %v: declared supported, but %v", c, dt, err)
 				}
 				if !cmp.Passed(dt) {
+					failing, failingDT = p, dt
 					rt.Fatalf("%v %v: worst %s; threshold %g (%d non-finite)\nreproduce: gen.New(%#v, %d)",
 						c, dt, cmp.Worst, judge.Threshold(dt), cmp.NonFinite, c.Spec, c.Seed)
 				}
 			})
+			if t.Failed() && failing != nil {
+				t.Log(diagnosis(test, failing, failingDT))
+			}
 		})
 	}
 }
@@ -68,15 +75,17 @@ func TestAccuracyEveryCombination(t *testing.T) {
 					for _, d := range []gen.Dist{gen.Realistic, gen.Stress} {
 						s := gen.Spec{Batch: 2, Dim: 6, Seqlen: 45, Dstate: 7, Groups: 3, Method: m, Complex: isComplex,
 							VariableB: f.varB, VariableC: f.varC, Softplus: f.softplus, HasD: f.D, HasZ: f.z, HasBias: f.bias, Dist: d}
-						cmp, _, err := scanChecked("TestAccuracyEveryCombination", gen.New(s, uint64(fi+1)), dt)
-						if errors.Is(err, errUnsupported) {
+						if !judged(t.Name(), "scans of", m, dt, isComplex, false) {
 							continue
 						}
+						cmp, p, err := scanChecked(t.Name(), gen.New(s, uint64(fi+1)), dt)
 						if err != nil {
-							t.Fatalf("%v %v: %v", s, dt, err)
+							t.Errorf("%v %v: declared supported, but %v", s, dt, err)
+							continue
 						}
 						if !cmp.Passed(dt) {
-							t.Errorf("%v %v seed %d: worst %s; threshold %g", s, dt, fi+1, cmp.Worst, judge.Threshold(dt))
+							t.Errorf("%v %v seed %d: worst %s; threshold %g%s", s, dt, fi+1, cmp.Worst, judge.Threshold(dt),
+								diagnosis(t.Name(), p, dt))
 						}
 					}
 				}

@@ -51,7 +51,8 @@ func JudgeOrder(m ssm.Method, deltas, errs []float64) error {
 }
 
 // MeasureConvergence scans the convergence problem with the library at
-// Δ = 2⁻¹ … 2⁻¹¹ for every method and fits each method's order.
+// Δ = 2⁻¹ … 2⁻¹¹ for every method the library declares in fp64 and fits
+// each method's order.
 func MeasureConvergence(lib *cudalib.Library) (*report.Convergence, error) {
 	exact := (math.Exp(convergenceA*convergenceT) - 1) / convergenceA
 	c := &report.Convergence{Errors: map[string][]float64{}, Slopes: map[string]float64{}}
@@ -59,6 +60,9 @@ func MeasureConvergence(lib *cudalib.Library) (*report.Convergence, error) {
 		c.Deltas = append(c.Deltas, math.Ldexp(1, -k))
 	}
 	for _, m := range ssm.Methods() {
+		if !lib.Capabilities(m, ssm.F64, false).Supported() {
+			continue
+		}
 		for _, d := range c.Deltas {
 			L := int(math.Round(convergenceT / d))
 			p := &ssm.Problem{Batch: 1, Dim: 1, Seqlen: L, Dstate: 1, Groups: 1, Method: m,

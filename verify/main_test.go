@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"ssmverify/cudalib"
+	"ssmverify/diagnose"
 	"ssmverify/judge"
 	"ssmverify/report"
 	"ssmverify/ssm"
@@ -30,6 +31,18 @@ func TestMain(m *testing.M) {
 		os.Exit(2)
 	}
 	lib, rep = l, report.New(libraryInfo(l))
+	for _, m := range ssm.Methods() {
+		for _, dt := range ssm.DTypes() {
+			for _, c := range []bool{false, true} {
+				rep.Declare(m, dt, c, l.Capabilities(m, dt, c))
+			}
+		}
+	}
+	if *reportDir == "" {
+		// make mutants runs ./verify and ./golden in one go test, where a
+		// -report flag would reach golden too.
+		*reportDir = os.Getenv("SSMK_REPORT_DIR")
+	}
 	code := m.Run()
 	rep.Finish()
 	if *reportDir != "" {
@@ -60,6 +73,35 @@ func track(t *testing.T) {
 // own zoh, in TestComplexFallback, not to the complex reference).
 func fallback(m ssm.Method, dt ssm.DType) bool {
 	return lib.Capabilities(m, dt, true).ComplexZOHFallback()
+}
+
+// judged reports whether the library declares (m, dt, real/complex A)
+// supported, through ssmk_discretize too when discretize is set; if not,
+// it records in the report that test left what unjudged. What a library
+// declares unsupported is never a failure.
+func judged(test, what string, m ssm.Method, dt ssm.DType, isComplex, discretize bool) bool {
+	c := lib.Capabilities(m, dt, isComplex)
+	if c.Supported() && (!discretize || !c.ScanOnly()) {
+		return true
+	}
+	why := "declared unsupported"
+	if c.Supported() {
+		why = "declared scan only: no ssmk_discretize"
+	}
+	rep.Unsupported(test, fmt.Sprintf("%s %v %v %s (%s)", what, m, dt, ssm.AKind(isComplex), why))
+	return false
+}
+
+// diagnosis investigates a failing scan of p in dt (package diagnose) once
+// per test and cell, records it in the report, and returns the line for
+// the test's log ("" when the cell already has one).
+func diagnosis(test string, p *ssm.Problem, dt ssm.DType) string {
+	if !rep.WantDiagnosis(test, p.Method, dt, p.Complex) {
+		return ""
+	}
+	f := diagnose.Scan(lib, p, dt)
+	rep.AddDiagnosis(test, p.Method, dt, p.Complex, f.Tag, f.String())
+	return "\ndiagnosis [" + f.Tag + "]: " + f.String()
 }
 
 // scanChecked runs the kernel on p in dt (rounding p to float32 first for

@@ -97,6 +97,7 @@ enum { SSMK_ZOH = 0, SSMK_FOH = 1, SSMK_BILINEAR = 2, SSMK_POLY = 3, SSMK_HIGHOR
 /* Capability bits returned by ssmk_capabilities. */
 #define SSMK_CAP_SUPPORTED 1u
 #define SSMK_CAP_COMPLEX_ZOH_FALLBACK 2u /* with complex A this method computes zoh instead */
+#define SSMK_CAP_SCAN_ONLY 4u            /* the scan (and its plans) do this; ssmk_discretize does not */
 
 /* 1 for this header. The suite refuses a library that returns another value. */
 SSMK_API int32_t ssmk_abi_version(void);
@@ -112,9 +113,17 @@ SSMK_API int32_t ssmk_device_name(char *buf, int32_t len);
 /* The largest dstate ssmk_scan_fwd accepts (this project's libraries: 256). */
 SSMK_API int32_t ssmk_max_dstate(void);
 
-/* Bit 0 SSMK_CAP_SUPPORTED; bit 1 SSMK_CAP_COMPLEX_ZOH_FALLBACK (a declared
- * fallback: with complex A the method computes the zoh result). 0 for an
- * unknown method, dtype, or is_complex other than 0 or 1. */
+/* Bit 0 SSMK_CAP_SUPPORTED: ssmk_scan_fwd, its plans and ssmk_discretize
+ * compute this combination. Bit 1 SSMK_CAP_COMPLEX_ZOH_FALLBACK (a declared
+ * fallback: with complex A the method computes the zoh result). Bit 2
+ * SSMK_CAP_SCAN_ONLY (extension, set together with bit 0): only the scan and
+ * its plans do; ssmk_discretize and ssmk_plan_create_discretize return
+ * SSMK_EUNSUPPORTED for it (a kernel that discretizes inside its scan, as
+ * Mamba's does). A library that never sets bit 2 is judged as in ABI v1.
+ * 0 for an unknown method, dtype, or is_complex other than 0 or 1.
+ *
+ * What a library declares unsupported is reported as such, never as a
+ * failure; a library that declares support and then refuses fails. */
 SSMK_API uint32_t ssmk_capabilities(int32_t method, int32_t dtype, int32_t is_complex);
 
 /* Host threads the library may use (the CPU build's OpenMP team). Returns the

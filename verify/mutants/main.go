@@ -21,30 +21,35 @@ import (
 	"time"
 )
 
-// Mutant is one planted bug.
+// Mutant is one planted bug and the cause its diagnosis must name.
 type Mutant struct {
 	K           int    `json:"k"`
 	Name        string `json:"name"`
 	Description string `json:"description"`
+	Cause       string `json:"cause"`
 }
+
+// MinDiagnosed is the fraction of mutants whose diagnosis must name their
+// cause.
+const MinDiagnosed = 0.9
 
 // Catalogue lists the mutants; each K appears as SSMK_MUTANT == K in the
 // C sources (TestCatalogueMatchesSources checks it).
 var Catalogue = []Mutant{
-	{1, "bilinear-sign", "bilinear with the sign flipped, Ā = (1 − x/2)/(1 + x/2), as in the original notes"},
-	{2, "rk4-factor", "rk4's x³ term divided by 12 instead of 24"},
-	{3, "foh-no-guard", "foh's φ1 as (e^x − 1)/x everywhere: no small-x guard (0/0 at x = 0, cancellation near it)"},
-	{4, "log2e", "float exp2f(x·log2e) with log2(e) = 1.4427 (wrong in the 5th digit)"},
-	{5, "poly-term", "poly without its x²/6 term"},
-	{6, "complex-fallback", "rk4 with complex A silently computes zoh (undeclared fallback)"},
-	{7, "no-D", "the D·u skip term dropped"},
-	{8, "softplus-order", "softplus applied before delta_bias is added"},
-	{9, "group-index", "variable B/C read from group d mod n_groups instead of d/(dim/n_groups)"},
-	{10, "conj-C", "C conjugated in the complex output"},
-	{11, "output-before-update", "y accumulated from the state before this step's update"},
-	{12, "complex-factor-2", "complex output Re(Σ C·h) without the factor 2"},
-	{13, "gate-no-z", "the SiLU gate as y·sigmoid(z) without the z factor"},
-	{14, "foh-narrow-guard", "foh's series guard at |x| < 1e-3 instead of 1/2: (e^x − 1)/x cancels for 1e-3 ≤ |x| ≪ 1"},
+	{1, "bilinear-sign", "bilinear with the sign flipped, Ā = (1 − x/2)/(1 + x/2), as in the original notes", "bilinear-sign"},
+	{2, "rk4-factor", "rk4's x³ term divided by 12 instead of 24", "g-term:x^3"},
+	{3, "foh-no-guard", "foh's φ1 as (e^x − 1)/x everywhere: no small-x guard (0/0 at x = 0, cancellation near it)", "phi1-no-guard"},
+	{4, "log2e", "float exp2f(x·log2e) with log2(e) = 1.4427 (wrong in the 5th digit)", "exp-scaled"},
+	{5, "poly-term", "poly without its x²/6 term", "method:highorder"},
+	{6, "complex-fallback", "rk4 with complex A silently computes zoh (undeclared fallback)", "method:zoh"},
+	{7, "no-D", "the D·u skip term dropped", "no-D"},
+	{8, "softplus-order", "softplus applied before delta_bias is added", "softplus-before-bias"},
+	{9, "group-index", "variable B/C read from group d mod n_groups instead of d/(dim/n_groups)", "group-index"},
+	{10, "conj-C", "C conjugated in the complex output", "conj-C"},
+	{11, "output-before-update", "y accumulated from the state before this step's update", "output-before-update"},
+	{12, "complex-factor-2", "complex output Re(Σ C·h) without the factor 2", "complex-factor-2"},
+	{13, "gate-no-z", "the SiLU gate as y·sigmoid(z) without the z factor", "gate-no-z"},
+	{14, "foh-narrow-guard", "foh's series guard at |x| < 1e-3 instead of 1/2: (e^x − 1)/x cancels for 1e-3 ≤ |x| ≪ 1", "phi1-narrow-guard"},
 }
 
 type result struct {
@@ -52,6 +57,11 @@ type result struct {
 	Killed   bool     `json:"killed"`
 	KilledBy []string `json:"killed_by"`
 	Seconds  float64  `json:"seconds"`
+	// Diagnosed is the most frequent diagnosis tag of the suite's failures
+	// (report.json's diagnoses); Correct when it is Cause.
+	Diagnosed string         `json:"diagnosed"`
+	Tags      map[string]int `json:"diagnosis_tags"`
+	Correct   bool           `json:"diagnosis_correct"`
 }
 
 var (
@@ -73,7 +83,7 @@ func main() {
 	}
 	base, _ := filepath.Abs("build/libssmk_cpu.so")
 	fmt.Printf("[baseline] %s ... ", base)
-	failed, err := suite(base, filepath.Join(*out, "mutant-0.log"))
+	failed, err := suite(base, filepath.Join(*out, "mutant-0.log"), filepath.Join(*out, "mutant-0"))
 	if err != nil || len(failed) > 0 {
 		fmt.Println("FAIL")
 		fatal(fmt.Errorf("the unmutated build must pass the suite: failed %v (%v); see %s/mutant-0.log", failed, err, *out))
@@ -91,14 +101,21 @@ func main() {
 		}
 		abs, _ := filepath.Abs(lib)
 		fmt.Printf("[%2d/%d] %-22s ... ", m.K, len(Catalogue), m.Name)
-		failed, err := suite(abs, filepath.Join(*out, fmt.Sprintf("mutant-%d.log", m.K)))
+		dir := filepath.Join(*out, fmt.Sprintf("mutant-%d", m.K))
+		failed, err := suite(abs, filepath.Join(*out, fmt.Sprintf("mutant-%d.log", m.K)), dir)
 		r := result{Mutant: m, KilledBy: failed, Killed: len(failed) > 0, Seconds: time.Since(t0).Seconds()}
+		r.Tags, r.Diagnosed = diagnoses(filepath.Join(dir, "report.json"))
+		r.Correct = r.Diagnosed == m.Cause
 		if err != nil && len(failed) == 0 {
 			// The suite died without a test failing (a crash in the library).
 			r.Killed, r.KilledBy = true, []string{"(crash: " + err.Error() + ")"}
 		}
 		if r.Killed {
-			fmt.Printf("killed by %d tests (%.0f s)\n", len(r.KilledBy), r.Seconds)
+			mark := "diagnosed"
+			if !r.Correct {
+				mark = fmt.Sprintf("MISDIAGNOSED (want %s)", m.Cause)
+			}
+			fmt.Printf("killed by %d tests (%.0f s); diagnosis %s: %s\n", len(r.KilledBy), r.Seconds, r.Diagnosed, mark)
 		} else {
 			fmt.Printf("SURVIVED (%.0f s)\n", r.Seconds)
 		}
@@ -109,17 +126,28 @@ func main() {
 	if err := os.WriteFile(filepath.Join(*out, "mutants.json"), append(js, '\n'), 0o644); err != nil {
 		fatal(err)
 	}
-	survivors := 0
+	survivors, correct := 0, 0
 	for _, r := range results {
 		if !r.Killed {
 			survivors++
 		}
+		if r.Correct {
+			correct++
+		}
 	}
 	fmt.Printf("\n%d of %d mutants killed in %.0f s; matrix in %s/mutants.json\n", len(results)-survivors, len(results), time.Since(start).Seconds(), *out)
+	acc := float64(correct) / float64(max(1, len(results)))
+	fmt.Printf("diagnosis: %d of %d mutants diagnosed with their cause (%.0f%%; at least %.0f%% required)\n", correct, len(results), 100*acc, 100*MinDiagnosed)
+	status := 0
 	if survivors > 0 {
 		fmt.Printf("FAIL: %d mutants survived: the suite misses those bugs\n", survivors)
-		os.Exit(1)
+		status = 1
 	}
+	if acc < MinDiagnosed && *only == "" {
+		fmt.Printf("FAIL: diagnosis accuracy %.0f%% below %.0f%%\n", 100*acc, 100*MinDiagnosed)
+		status = 1
+	}
+	os.Exit(status)
 }
 
 func run(name string, args ...string) error {
@@ -128,12 +156,14 @@ func run(name string, args ...string) error {
 	return c.Run()
 }
 
-// suite runs the suite against lib and returns the top-level tests that
-// failed (`--- FAIL: TestX` at the start of a line).
-func suite(lib, logPath string) ([]string, error) {
+// suite runs the suite against lib, with verify's report written into
+// reportDir, and returns the top-level tests that failed (`--- FAIL: TestX`
+// at the start of a line).
+func suite(lib, logPath, reportDir string) ([]string, error) {
 	args := append([]string{"test", "-count=1", "-v", "-timeout=10m"}, strings.Fields(*pkgs)...)
 	c := exec.Command(*gotest, args...)
-	c.Env = append(os.Environ(), "SSMK_LIB="+lib)
+	abs, _ := filepath.Abs(reportDir)
+	c.Env = append(os.Environ(), "SSMK_LIB="+lib, "SSMK_REPORT_DIR="+abs)
 	var buf bytes.Buffer
 	c.Stdout, c.Stderr = &buf, &buf
 	err := c.Run()
@@ -153,6 +183,38 @@ func suite(lib, logPath string) ([]string, error) {
 	}
 	sort.Strings(failed)
 	return failed, err
+}
+
+// diagnoses counts the diagnosis tags of a report.json and returns the
+// most frequent ("" when there is none; ties go to the tag seen first).
+func diagnoses(path string) (map[string]int, string) {
+	var r struct {
+		Diagnoses []struct {
+			Tag string `json:"tag"`
+		} `json:"diagnoses"`
+	}
+	b, err := os.ReadFile(path)
+	if err != nil || json.Unmarshal(b, &r) != nil {
+		return nil, ""
+	}
+	return mostFrequent(r.Diagnoses, func(d struct {
+		Tag string `json:"tag"`
+	}) string {
+		return d.Tag
+	})
+}
+
+func mostFrequent[T any](items []T, key func(T) string) (map[string]int, string) {
+	counts := map[string]int{}
+	best := ""
+	for _, it := range items {
+		k := key(it)
+		counts[k]++
+		if best == "" || counts[k] > counts[best] {
+			best = k
+		}
+	}
+	return counts, best
 }
 
 func printMatrix(results []result) {

@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# Builds an ssmk library from a Mamba-family tree's selective-scan kernel:
+#
+#   adapters/mamba/build.sh MAMBA_SRC OUT.so [FLAVOR]
+#
+# MAMBA_SRC is the tree's csrc/selective_scan folder (upstream
+# state-spaces/mamba, or a fork); FLAVOR is upstream (zoh only), fork (the
+# tree's SSMParamsBase has discretization_method, in the ABI's order) or auto
+# (default: fork when selective_scan.h declares discretization_method).
+#
+# It compiles adapters/mamba/ssmk_mamba.cu and the tree's
+# selective_scan_fwd_fp32.cu with the nvcc flags of the tree's setup.py
+# (found two folders up; the usual Mamba flags when there is none), against
+# the PyTorch headers of the python3 that imports torch (PYTHON to choose),
+# for CUDA_ARCH (default 90), and links c10 with an rpath. Nothing of the
+# tree is copied: the .so is built from the user's checkout in place.
+set -euo pipefail
+src=${1:?usage: adapters/mamba/build.sh MAMBA_SRC OUT.so [upstream|fork|auto]}
+out=${2:?usage: adapters/mamba/build.sh MAMBA_SRC OUT.so [upstream|fork|auto]}
+flavor=${3:-auto}
+arch=${CUDA_ARCH:-90}
+arch=${arch#sm_}
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+nvcc=${NVCC:-nvcc}
+python=${PYTHON:-python3}
+die() { echo "adapters/mamba: $*" >&2; exit 1; }
+
+[ -d "$src" ] || die "MAMBA_SRC=$src is not a folder (want the tree's csrc/selective_scan)"
+src=$(cd "$src" && pwd)
+for f in selective_scan.h selective_scan_common.h selective_scan_fwd_kernel.cuh selective_scan_fwd_fp32.cu; do
+	[ -f "$src/$f" ] || die "$src has no $f: MAMBA_SRC must be a Mamba-family csrc/selective_scan folder"
+done
+command -v "$nvcc" >/dev/null || die "$nvcc not found (set NVCC, or put CUDA's bin/ on PATH)"
+command -v "$python" >/dev/null || die "$python not found (PyTorch's headers are found through it; set PYTHON)"
+torch=$("$python" - <<'EOF' 2>&1
+import torch, torch.utils.cpp_extension as ext
+print(" ".join("-I" + p for p in ext.include_paths()))
+print(ext.library_paths()[0])
+print(int(torch._C._GLIBCXX_USE_CXX11_ABI))
+print(torch.__version__)
+EOF
+) || die "PyTorch not importable by $python (its c10 headers are needed): $(echo "$torch" | tail -1)"
+torch_inc=$(sed -n 1p <<<"$torch")
+torch_lib=$(sed -n 2p <<<"$torch")
+cxx11abi=$(sed -n 3p <<<"$torch")
+torch_version=$(sed -n 4p <<<"$torch")
+
+case $flavor in
+auto) if grep -q 'discretization_method' "$src/selective_scan.h"; then flavor=fork; else flavor=upstream; fi ;;
+upstream | fork) ;;
+*) die "FLAVOR=$flavor, want upstream, fork or auto" ;;
+esac
+methods=0
+if [ "$flavor" = fork ]; then
+	grep -q 'discretization_method' "$src/selective_scan.h" ||
+		die "FLAVOR=fork but $src/selective_scan.h has no discretization_method field"
+	methods=1
+fi
+
+# The tree's own nvcc flags: the quoted options of setup.py's CUDA (not HIP)
+# branch, append_nvcc_threads([...]); ptxas -v only adds noise.
+setup=$(cd "$src/../.." && pwd)/setup.py
+flags=()
+if [ -f "$setup" ]; then
+	mapfile -t flags < <("$python" - "$setup" <<'EOF'
+import re, sys
+text = open(sys.argv[1]).read()
+m = re.search(r'append_nvcc_threads\(\s*\[(.*?)\]', text, re.S)
+if m:
+    for f in re.findall(r'"(-[^"]+)"', m.group(1)):
+        if f != "--ptxas-options=-v":
+            print(f)
+EOF
+)
+fi
+if [ ${#flags[@]} -eq 0 ]; then
+	echo "adapters/mamba: no nvcc flags found in $setup; using Mamba's usual ones" >&2
+	flags=(-O3 -std=c++17 -U__CUDA_NO_HALF_OPERATORS__ -U__CUDA_NO_HALF_CONVERSIONS__ -U__CUDA_NO_BFLOAT16_OPERATORS__
+		-U__CUDA_NO_BFLOAT16_CONVERSIONS__ -U__CUDA_NO_BFLOAT162_OPERATORS__ -U__CUDA_NO_BFLOAT162_CONVERSIONS__
+		--expt-relaxed-constexpr --expt-extended-lambda --use_fast_math -lineinfo)
+fi
+# The tree's commit, for the device name and the findings: MAMBA_COMMIT, else
+# the checkout's own git (not an enclosing repository's, e.g. this one's).
+commit=${MAMBA_COMMIT:-}
+if [ -z "$commit" ] && top=$(git -C "$src" rev-parse --show-toplevel 2>/dev/null) && [ "$top" != "$root" ]; then
+	commit=$(git -C "$src" rev-parse --short=12 HEAD)
+fi
+commit=${commit:-unknown}
+
+mkdir -p "$(dirname "$out")"
+# The tree's kernel takes minutes to compile: its object is kept beside the
+# library and rebuilt when a source of the tree or the flags change.
+obj=${out%.so}.obj
+mkdir -p "$obj"
+common=("${flags[@]}" -gencode "arch=compute_${arch},code=sm_${arch}" -Xcompiler -fPIC
+	-D_GLIBCXX_USE_CXX11_ABI="$cxx11abi" -I"$src" -I"$root/cudalib/include" $torch_inc)
+echo "adapters/mamba: $flavor tree $src (commit $commit), PyTorch $torch_version, sm_$arch"
+echo "adapters/mamba: the tree's nvcc flags: ${flags[*]}"
+stamp=$(printf '%s\n' "${common[@]}" | cat - "$src"/*.h "$src"/*.cuh "$src/selective_scan_fwd_fp32.cu" | sha256sum | cut -c1-16)
+set -x
+if [ "$(cat "$obj/fwd_fp32.stamp" 2>/dev/null)" != "$stamp" ]; then
+	"$nvcc" "${common[@]}" -c "$src/selective_scan_fwd_fp32.cu" -o "$obj/fwd_fp32.o"
+	echo "$stamp" >"$obj/fwd_fp32.stamp"
+fi
+"$nvcc" "${common[@]}" -DSSMK_MAMBA_METHODS=$methods -DSSMK_MAMBA_COMMIT="\"$commit\"" \
+	-c "$here/ssmk_mamba.cu" -o "$obj/adapter.o"
+"$nvcc" -shared -o "$out" "$obj/adapter.o" "$obj/fwd_fp32.o" -L"$torch_lib" -lc10 -lc10_cuda \
+	-Xlinker -rpath="$torch_lib" -Xlinker --version-script="$root/cudalib/src/ssmk.map"

@@ -1,0 +1,378 @@
+/*
+ * ssmk_mamba.cu — the ssmk ABI (cudalib/include/ssmk.h) over the forward
+ * selective-scan kernel of a Mamba-family tree (csrc/selective_scan).
+ *
+ * This file is ours; it includes the user's selective_scan.h and
+ * selective_scan_common.h and links the user's selective_scan_fwd_fp32.cu
+ * (adapters/mamba/build.sh). It does what Mamba's Python wrapper
+ * (selective_scan.cpp) does for one call, without PyTorch tensors:
+ *
+ *   - SSMParamsBase from ssmk_scan_args: the ABI's dense layouts give the
+ *     strides (in elements of the array's own type: complex A and constant
+ *     B/C in c10::complex<float>, variable B/C in float with the time axis
+ *     2·seqlen long and (re, im) interleaved, as Mamba stores them);
+ *   - the chunk buffer x of [batch][dim][n_chunks][dstate] (a, h) pairs,
+ *     n_chunks = ceil(seqlen / 2048); the last state is h of the last chunk;
+ *   - with z, the kernel writes y to out and the gated y to out_z: the ABI's
+ *     out receives out_z.
+ *
+ * What the tree instantiates and the ABI can say: input float with weight
+ * float (real A) or c10::complex<float> (complex A), i.e. SSMK_F32. Upstream
+ * computes zoh only; a fork whose SSMParamsBase has discretization_method
+ * (SSMK_MAMBA_METHODS=1, detected by build.sh) gets the ABI's method number
+ * in it, as its enum uses the ABI's order. The method arithmetic is inside
+ * the scan, so ssmk_discretize is not provided: every supported combination
+ * is declared SSMK_CAP_SUPPORTED | SSMK_CAP_SCAN_ONLY.
+ *
+ * Arguments are validated by the ABI's rules before anything reaches the
+ * tree's code; C++ exceptions of the tree (C10_CUDA_CHECK) become
+ * SSMK_EDEVICE with their message. Everything else — strides the tree
+ * narrows to its index_t, grid limits, chunking — is the tree's behaviour,
+ * which is what the suite is there to judge.
+ */
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <string>
+
+/* What the tree's selective_scan_fwd_kernel.cuh includes before its own
+ * headers, which rely on it. */
+#include <c10/util/BFloat16.h>
+#include <c10/util/Half.h>
+
+#include "selective_scan.h"
+#include "selective_scan_common.h"
+#include "ssmk.h"
+
+template <typename input_t, typename weight_t>
+void selective_scan_fwd_cuda(SSMParamsBase &params, cudaStream_t stream);
+
+#ifndef SSMK_MAMBA_METHODS
+#define SSMK_MAMBA_METHODS 0
+#endif
+#ifndef SSMK_MAMBA_COMMIT
+#define SSMK_MAMBA_COMMIT "unknown"
+#endif
+
+namespace {
+
+thread_local std::string last_error;
+
+int32_t fail(int32_t status, const std::string &msg) {
+    last_error = msg;
+    return status;
+}
+
+int32_t cuda_fail(cudaError_t e, const char *what) {
+    return fail(e == cudaErrorMemoryAllocation ? SSMK_ENOMEM : SSMK_EDEVICE,
+                std::string(what) + ": " + cudaGetErrorString(e));
+}
+
+#define CUDA_TRY(call, what)                                                                                           \
+    do {                                                                                                               \
+        cudaError_t e_ = (call);                                                                                       \
+        if (e_ != cudaSuccess) return cuda_fail(e_, what);                                                             \
+    } while (0)
+
+bool method_supported(int32_t method) {
+    return SSMK_MAMBA_METHODS ? (method >= SSMK_ZOH && method <= SSMK_RK4) : method == SSMK_ZOH;
+}
+
+int32_t check_flag(int32_t v, const char *name) {
+    if (v == 0 || v == 1) return SSMK_OK;
+    return fail(SSMK_EINVAL, std::string(name) + " = " + std::to_string(v) + ", want 0 or 1");
+}
+
+/* validate applies the ABI's argument rules, in the order of the struct. */
+int32_t validate(const ssmk_scan_args *a) {
+    if (!a) return fail(SSMK_EINVAL, "args is NULL");
+    const struct {
+        const char *name;
+        int32_t v;
+    } sizes[] = {
+        {"batch", a->batch}, {"dim", a->dim}, {"seqlen", a->seqlen}, {"dstate", a->dstate}, {"n_groups", a->n_groups}};
+    for (const auto &s : sizes)
+        if (s.v < 1) return fail(SSMK_EINVAL, std::string(s.name) + " = " + std::to_string(s.v) + ", want >= 1");
+    if (a->dstate > MAX_DSTATE)
+        return fail(SSMK_EINVAL, "dstate = " + std::to_string(a->dstate) + ", want <= " + std::to_string(MAX_DSTATE));
+    if (a->dim % a->n_groups != 0)
+        return fail(SSMK_EINVAL,
+                    "n_groups = " + std::to_string(a->n_groups) + " does not divide dim = " + std::to_string(a->dim));
+    if (a->method < SSMK_ZOH || a->method > SSMK_RK4)
+        return fail(SSMK_EINVAL, "method = " + std::to_string(a->method) + ", want 0..5");
+    if (a->dtype != SSMK_F32 && a->dtype != SSMK_F64)
+        return fail(SSMK_EINVAL, "dtype = " + std::to_string(a->dtype) + ", want SSMK_F32 (0) or SSMK_F64 (1)");
+    int32_t st;
+    if ((st = check_flag(a->is_complex, "is_complex")) || (st = check_flag(a->is_variable_B, "is_variable_B")) ||
+        (st = check_flag(a->is_variable_C, "is_variable_C")) || (st = check_flag(a->delta_softplus, "delta_softplus")))
+        return st;
+    const struct {
+        const char *name;
+        const void *p;
+    } ptrs[] = {{"u", a->u}, {"delta", a->delta}, {"A", a->A}, {"B", a->B}, {"C", a->C}, {"out", a->out}};
+    for (const auto &p : ptrs)
+        if (!p.p) return fail(SSMK_EINVAL, std::string(p.name) + " is NULL");
+    if (!method_supported(a->method) || a->dtype != SSMK_F32)
+        return fail(SSMK_EUNSUPPORTED, std::string("this Mamba tree computes ") +
+                                           (SSMK_MAMBA_METHODS ? "the six methods" : "zoh only") +
+                                           " with float32 inputs (method " + std::to_string(a->method) + ", dtype " +
+                                           std::to_string(a->dtype) + ")");
+    return SSMK_OK;
+}
+
+} // namespace
+
+/* A plan: the tree's parameters and the device buffers they point into. */
+struct ssmk_plan {
+    SSMParamsBase params;
+    bool complex_ = false;
+    size_t seq_bytes = 0, state_count = 0;
+    void *buf[11] = {};
+    float *out_host_view = nullptr; /* out, or out_z with z */
+    void *x = nullptr;
+    cudaStream_t stream = nullptr;
+    bool launched = false;
+    ~ssmk_plan() {
+        for (void *p : buf) cudaFree(p);
+        if (stream) cudaStreamDestroy(stream);
+    }
+};
+
+namespace {
+
+enum { U, DELTA, A_, B_, C_, D_, Z, BIAS, OUT, OUT_Z, X };
+
+int32_t upload(ssmk_plan *p, int slot, const void *host, size_t bytes, const char *name) {
+    CUDA_TRY(cudaMalloc(&p->buf[slot], bytes), name);
+    if (host) CUDA_TRY(cudaMemcpy(p->buf[slot], host, bytes, cudaMemcpyHostToDevice), name);
+    return SSMK_OK;
+}
+
+/* set_strides fills the strides of SSMParamsBase for the ABI's layouts. */
+void set_strides(SSMParamsBase &q, const ssmk_scan_args *a) {
+    using index_t = SSMParamsBase::index_t;
+    const size_t L = a->seqlen, N = a->dstate, c = a->is_complex ? 2 : 1;
+    q.A_d_stride = index_t(N), q.A_dstate_stride = 1;
+    if (a->is_variable_B)
+        q.B_batch_stride = index_t(a->n_groups * N * L * c), q.B_group_stride = index_t(N * L * c),
+        q.B_dstate_stride = index_t(L * c);
+    else
+        q.B_d_stride = index_t(N), q.B_dstate_stride = 1;
+    if (a->is_variable_C)
+        q.C_batch_stride = index_t(a->n_groups * N * L * c), q.C_group_stride = index_t(N * L * c),
+        q.C_dstate_stride = index_t(L * c);
+    else
+        q.C_d_stride = index_t(N), q.C_dstate_stride = 1;
+    const index_t row = index_t(L), batch = index_t(size_t(a->dim) * L);
+    q.u_batch_stride = q.delta_batch_stride = q.z_batch_stride = q.out_batch_stride = q.out_z_batch_stride = batch;
+    q.u_d_stride = q.delta_d_stride = q.z_d_stride = q.out_d_stride = q.out_z_d_stride = row;
+}
+
+int32_t plan_build(const ssmk_scan_args *a, ssmk_plan *p) {
+    SSMParamsBase &q = p->params;
+    memset(&q, 0, sizeof(q));
+    const size_t B = a->batch, D = a->dim, L = a->seqlen, N = a->dstate, c = a->is_complex ? 2 : 1;
+    const size_t seq = B * D * L * sizeof(float);
+    const size_t bc_var = B * a->n_groups * N * L * c * sizeof(float), bc_const = D * N * c * sizeof(float);
+    q.batch = a->batch, q.dim = a->dim, q.seqlen = a->seqlen, q.dstate = a->dstate, q.n_groups = a->n_groups;
+    q.n_chunks = (a->seqlen + 2047) / 2048;
+    q.dim_ngroups_ratio = a->dim / a->n_groups;
+    q.is_variable_B = a->is_variable_B, q.is_variable_C = a->is_variable_C, q.delta_softplus = a->delta_softplus;
+#if SSMK_MAMBA_METHODS
+    q.discretization_method = static_cast<DiscretizationMethod>(a->method);
+#endif
+    set_strides(q, a);
+    p->complex_ = a->is_complex;
+    p->seq_bytes = seq;
+    p->state_count = B * D * N;
+    int32_t st;
+    if ((st = upload(p, U, a->u, seq, "u")) || (st = upload(p, DELTA, a->delta, seq, "delta")) ||
+        (st = upload(p, A_, a->A, D * N * c * sizeof(float), "A")) ||
+        (st = upload(p, B_, a->B, a->is_variable_B ? bc_var : bc_const, "B")) ||
+        (st = upload(p, C_, a->C, a->is_variable_C ? bc_var : bc_const, "C")) ||
+        (a->D && (st = upload(p, D_, a->D, D * sizeof(float), "D"))) || (a->z && (st = upload(p, Z, a->z, seq, "z"))) ||
+        (a->delta_bias && (st = upload(p, BIAS, a->delta_bias, D * sizeof(float), "delta_bias"))) ||
+        (st = upload(p, OUT, nullptr, seq, "out")) || (a->z && (st = upload(p, OUT_Z, nullptr, seq, "out_z"))) ||
+        (st = upload(p, X, nullptr, B * D * q.n_chunks * N * 2 * c * sizeof(float), "x (chunk states)")))
+        return st;
+    q.u_ptr = p->buf[U], q.delta_ptr = p->buf[DELTA], q.A_ptr = p->buf[A_], q.B_ptr = p->buf[B_], q.C_ptr = p->buf[C_];
+    q.D_ptr = p->buf[D_], q.z_ptr = p->buf[Z], q.delta_bias_ptr = p->buf[BIAS];
+    q.out_ptr = p->buf[OUT], q.out_z_ptr = p->buf[OUT_Z], q.x_ptr = p->buf[X];
+    p->out_host_view = static_cast<float *>(a->z ? p->buf[OUT_Z] : p->buf[OUT]);
+    CUDA_TRY(cudaStreamCreateWithFlags(&p->stream, cudaStreamNonBlocking), "cudaStreamCreate");
+    return SSMK_OK;
+}
+
+int32_t launch(ssmk_plan *p) {
+    try {
+        if (p->complex_)
+            selective_scan_fwd_cuda<float, complex_t>(p->params, p->stream);
+        else
+            selective_scan_fwd_cuda<float, float>(p->params, p->stream);
+    } catch (const std::exception &e) {
+        return fail(SSMK_EDEVICE, std::string("the tree's selective_scan_fwd_cuda: ") + e.what());
+    }
+    CUDA_TRY(cudaGetLastError(), "selective_scan_fwd launch");
+    p->launched = true;
+    return SSMK_OK;
+}
+
+/* fetch_state copies h of the last chunk: x[b][d][n_chunks-1][n] = (a, h),
+ * real (2 floats) or complex (4 floats: a.re a.im h.re h.im). */
+int32_t fetch_state(ssmk_plan *p, float *last_state) {
+    const size_t N = p->params.dstate, chunks = p->params.n_chunks, c = p->complex_ ? 2 : 1;
+    const size_t pair = 2 * c * sizeof(float), rows = p->state_count / N;
+    std::string host(rows * N * pair, '\0');
+    const char *src = static_cast<const char *>(p->buf[X]) + (chunks - 1) * N * pair;
+    CUDA_TRY(cudaMemcpy2D(&host[0], N * pair, src, chunks * N * pair, N * pair, rows, cudaMemcpyDeviceToHost),
+             "last state");
+    const float *h = reinterpret_cast<const float *>(host.data());
+    for (size_t i = 0; i < rows * N; i++)
+        for (size_t k = 0; k < c; k++) last_state[i * c + k] = h[i * 2 * c + c + k];
+    return SSMK_OK;
+}
+
+} // namespace
+
+extern "C" {
+
+SSMK_API int32_t ssmk_abi_version(void) { return SSMK_ABI_VERSION; }
+
+SSMK_API const char *ssmk_backend(void) { return "cuda"; }
+
+SSMK_API int32_t ssmk_device_name(char *buf, int32_t len) {
+    if (!buf || len < 1) return fail(SSMK_EINVAL, "buf is NULL or len < 1");
+    cudaDeviceProp prop;
+    int dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || cudaGetDeviceProperties(&prop, dev) != cudaSuccess)
+        return fail(SSMK_ENODEVICE, "no usable CUDA device");
+    snprintf(buf, size_t(len), "%s (sm_%d%d), Mamba %s %s", prop.name, prop.major, prop.minor,
+             SSMK_MAMBA_METHODS ? "fork" : "upstream", SSMK_MAMBA_COMMIT);
+    return SSMK_OK;
+}
+
+SSMK_API int32_t ssmk_max_dstate(void) { return MAX_DSTATE; }
+
+SSMK_API uint32_t ssmk_capabilities(int32_t method, int32_t dtype, int32_t is_complex) {
+    if (method < SSMK_ZOH || method > SSMK_RK4 || (dtype != SSMK_F32 && dtype != SSMK_F64) ||
+        (is_complex != 0 && is_complex != 1))
+        return 0;
+    if (dtype != SSMK_F32 || !method_supported(method)) return 0;
+    return SSMK_CAP_SUPPORTED | SSMK_CAP_SCAN_ONLY;
+}
+
+SSMK_API int32_t ssmk_set_num_threads(int32_t) { return 1; }
+
+SSMK_API const char *ssmk_last_error(void) { return last_error.c_str(); }
+
+SSMK_API int32_t ssmk_discretize(int32_t method, int32_t dtype, int32_t is_complex, int64_t n, const void *delta,
+                                 const void *A, void *Abar, void *Bcoef) {
+    if (n < 1) return fail(SSMK_EINVAL, "n = " + std::to_string(n) + ", want >= 1");
+    if (!delta || !A || !Abar || !Bcoef) return fail(SSMK_EINVAL, "delta, A, Abar or Bcoef is NULL");
+    (void)method, (void)dtype, (void)is_complex;
+    return fail(SSMK_EUNSUPPORTED, "Mamba's kernel discretizes inside the scan (declared SSMK_CAP_SCAN_ONLY)");
+}
+
+SSMK_API int32_t ssmk_plan_create(const ssmk_scan_args *args, ssmk_plan **plan) {
+    if (!plan) return fail(SSMK_EINVAL, "plan is NULL");
+    int32_t st = validate(args);
+    if (st) return st;
+    ssmk_plan *p = new ssmk_plan;
+    if ((st = plan_build(args, p))) {
+        delete p;
+        return st;
+    }
+    *plan = p;
+    return SSMK_OK;
+}
+
+SSMK_API int32_t ssmk_plan_create_discretize(int32_t method, int32_t dtype, int32_t is_complex, int64_t n,
+                                             const void *delta, const void *A, ssmk_plan **plan) {
+    if (!plan) return fail(SSMK_EINVAL, "plan is NULL");
+    if (n < 1) return fail(SSMK_EINVAL, "n = " + std::to_string(n) + ", want >= 1");
+    if (!delta || !A) return fail(SSMK_EINVAL, "delta or A is NULL");
+    (void)method, (void)dtype, (void)is_complex;
+    return fail(SSMK_EUNSUPPORTED, "Mamba's kernel discretizes inside the scan (declared SSMK_CAP_SCAN_ONLY)");
+}
+
+SSMK_API int32_t ssmk_plan_launch(ssmk_plan *plan) {
+    if (!plan) return fail(SSMK_EINVAL, "plan is NULL");
+    return launch(plan);
+}
+
+SSMK_API int32_t ssmk_plan_sync(ssmk_plan *plan) {
+    if (!plan) return fail(SSMK_EINVAL, "plan is NULL");
+    CUDA_TRY(cudaStreamSynchronize(plan->stream), "cudaStreamSynchronize");
+    return SSMK_OK;
+}
+
+SSMK_API int32_t ssmk_plan_time(ssmk_plan *plan, int32_t iters, double *ms_total) {
+    if (!plan || !ms_total || iters < 1) return fail(SSMK_EINVAL, "plan or ms_total is NULL, or iters < 1");
+    cudaEvent_t e0, e1;
+    CUDA_TRY(cudaEventCreate(&e0), "cudaEventCreate");
+    CUDA_TRY(cudaEventCreate(&e1), "cudaEventCreate");
+    int32_t st = SSMK_OK;
+    cudaEventRecord(e0, plan->stream);
+    for (int32_t i = 0; i < iters && !st; i++) st = launch(plan);
+    cudaEventRecord(e1, plan->stream);
+    cudaError_t e = cudaEventSynchronize(e1);
+    float ms = 0;
+    if (!st && e == cudaSuccess) e = cudaEventElapsedTime(&ms, e0, e1);
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+    if (st) return st;
+    if (e != cudaSuccess) return cuda_fail(e, "timing events");
+    *ms_total = ms;
+    return SSMK_OK;
+}
+
+SSMK_API int32_t ssmk_plan_fetch(ssmk_plan *plan, void *out, void *last_state) {
+    if (!plan || !out) return fail(SSMK_EINVAL, "plan or out is NULL");
+    if (!plan->launched) return fail(SSMK_EINVAL, "plan: fetch before any launch");
+    CUDA_TRY(cudaStreamSynchronize(plan->stream), "cudaStreamSynchronize");
+    CUDA_TRY(cudaMemcpy(out, plan->out_host_view, plan->seq_bytes, cudaMemcpyDeviceToHost), "out");
+    return last_state ? fetch_state(plan, static_cast<float *>(last_state)) : SSMK_OK;
+}
+
+SSMK_API void ssmk_plan_destroy(ssmk_plan *plan) { delete plan; }
+
+SSMK_API int32_t ssmk_scan_fwd(const ssmk_scan_args *args) {
+    ssmk_plan *p = nullptr;
+    int32_t st = ssmk_plan_create(args, &p);
+    if (!st) st = ssmk_plan_launch(p);
+    if (!st) st = ssmk_plan_fetch(p, args->out, args->last_state);
+    ssmk_plan_destroy(p);
+    return st;
+}
+
+SSMK_API int32_t ssmk_copy_bandwidth(int64_t bytes, int32_t iters, double *gbytes_per_s) {
+    if (bytes < 1 || iters < 1 || !gbytes_per_s) return fail(SSMK_EINVAL, "bytes < 1, iters < 1 or gbytes_per_s NULL");
+    void *a = nullptr, *b = nullptr;
+    CUDA_TRY(cudaMalloc(&a, size_t(bytes)), "cudaMalloc");
+    if (cudaMalloc(&b, size_t(bytes)) != cudaSuccess) {
+        cudaFree(a);
+        return fail(SSMK_ENOMEM, "cudaMalloc");
+    }
+    cudaEvent_t e0, e1;
+    cudaEventCreate(&e0);
+    cudaEventCreate(&e1);
+    cudaMemcpy(b, a, size_t(bytes), cudaMemcpyDeviceToDevice);
+    cudaEventRecord(e0);
+    for (int32_t i = 0; i < iters; i++) cudaMemcpyAsync(b, a, size_t(bytes), cudaMemcpyDeviceToDevice);
+    cudaEventRecord(e1);
+    cudaError_t e = cudaEventSynchronize(e1);
+    float ms = 0;
+    cudaEventElapsedTime(&ms, e0, e1);
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+    cudaFree(a);
+    cudaFree(b);
+    if (e != cudaSuccess) return cuda_fail(e, "copy");
+    *gbytes_per_s = 2.0 * double(bytes) * iters / (ms * 1e6);
+    return SSMK_OK;
+}
+
+} // extern "C"

@@ -1,0 +1,332 @@
+package diagnose
+
+import (
+	"fmt"
+	"math"
+	"math/cmplx"
+	"strings"
+
+	"ssmverify/judge"
+	"ssmverify/reference"
+	"ssmverify/ssm"
+)
+
+// Scanner is what a diagnosis needs of a library: its forward scan in a
+// dtype (cudalib.Library satisfies it).
+type Scanner interface {
+	Scan(p *ssm.Problem, dt ssm.DType) (*ssm.Output, error)
+}
+
+// Finding is the diagnosis of one failing scan.
+type Finding struct {
+	// Tag names the cause for machines ("no-D", "method:zoh",
+	// "bilinear-sign", …); "none" when no diagnosis fits, "" when the
+	// failure did not reproduce.
+	Tag string `json:"tag"`
+	// Cause says in words what the kernel computes instead.
+	Cause string `json:"cause"`
+	// Also lists other slips the result is equally consistent with.
+	Also []string `json:"also,omitempty"`
+	// Needs lists the features the failure needs: switched off one at a
+	// time, each of these makes the kernel pass.
+	Needs []string `json:"needs,omitempty"`
+	// Where says which array, part and steps fail.
+	Where string `json:"where"`
+	// Evidence carries the numbers behind the cause.
+	Evidence []string `json:"evidence,omitempty"`
+}
+
+// String is the finding on one line, as the summary prints it.
+func (f Finding) String() string {
+	var b strings.Builder
+	b.WriteString(f.Cause)
+	if len(f.Also) > 0 {
+		fmt.Fprintf(&b, " (equally consistent: %s)", strings.Join(f.Also, ", "))
+	}
+	if len(f.Needs) > 0 {
+		fmt.Fprintf(&b, "; needs %s", strings.Join(f.Needs, ", "))
+	}
+	if f.Where != "" {
+		fmt.Fprintf(&b, "; %s", f.Where)
+	}
+	for _, e := range f.Evidence {
+		fmt.Fprintf(&b, "; %s", e)
+	}
+	return b.String()
+}
+
+// Scan investigates why the kernel of s fails on p in dtype dt. p is used
+// as given (a float32 caller rounds it first, as the suite does). It tries,
+// in order: the usual slips of the whole scan (each method's formula, D,
+// the bias, softplus's order, groups, conj C, the complex factor 2, the
+// output read before the update, the gate, the last state without B); the
+// kernel's discretization probed through its own scan against each
+// method's Ā and g and their usual slips (a flipped sign, a scaled
+// exponent, a constant or Δ factor, a polynomial term, φ1's cancellation);
+// a constant ratio or one proportional to an input; then it switches
+// features off one at a time and says which the failure needs, and where
+// it shows.
+func Scan(s Scanner, p *ssm.Problem, dt ssm.DType) Finding {
+	got, err := s.Scan(p, dt)
+	if err != nil {
+		return Finding{Tag: "error", Cause: "the kernel refuses the problem: " + err.Error()}
+	}
+	ref, err := reference.Scan(p, ssm.Float64)
+	if err != nil {
+		return Finding{Tag: "error", Cause: "the reference refuses the problem: " + err.Error()}
+	}
+	sc, err := reference.ErrorScaleIn(p, dt.Precision())
+	if err != nil {
+		return Finding{Tag: "error", Cause: "error scale: " + err.Error()}
+	}
+	cmp, _ := judge.CompareScan(p, got, dt, ref, sc)
+	if cmp.Passed(dt) {
+		return Finding{Cause: "the failure does not reproduce on this problem"}
+	}
+	f := Finding{Tag: "none", Cause: "no diagnosis fits", Where: where(p, got, ref, sc, dt)}
+	for _, sl := range slips(p.Method) {
+		if !sl.applies(p) {
+			continue
+		}
+		if c, ok := slipMatches(p, got, dt, sl, sc); ok {
+			if f.Tag == "none" {
+				f.Tag, f.Cause = sl.tag, sl.cause
+				f.Evidence = append(f.Evidence, fmt.Sprintf("the kernel matches this formula within %.2g of the threshold, the reference by %.3g", c.Worst.Ratio, cmp.Worst.Ratio))
+			} else {
+				f.Also = append(f.Also, sl.tag)
+			}
+		}
+	}
+	if f.Tag == "none" {
+		if pts, err := probe(s, p.Method, dt, p.Complex); err != nil {
+			f.Evidence = append(f.Evidence, "the discretization probe failed: "+err.Error())
+		} else if tag, cause, ev, ok := explainDiscretization(p.Method, dt, p.Complex, pts); ok {
+			f.Tag, f.Cause = tag, cause
+			f.Evidence = append(f.Evidence, ev)
+		}
+	}
+	if f.Tag == "none" && (p.Softplus || p.Z != nil) {
+		if sp, gate, err := probeElementwise(s, p.Method, dt); err == nil {
+			if tag, cause, ok := explainElementwise(dt, sp, gate); ok {
+				f.Tag, f.Cause = tag, cause
+			}
+		}
+	}
+	if f.Tag == "none" {
+		if r := ratioPattern(p, got, ref); r != "" {
+			f.Tag, f.Cause = "ratio", r
+		}
+	}
+	f.Needs = needs(s, p, dt)
+	return f
+}
+
+// slipMatches compares the kernel's result with slip sl of p.
+func slipMatches(p *ssm.Problem, got *ssm.Output, dt ssm.DType, sl slip, sc *reference.Scale) (judge.Comparison, bool) {
+	if sl.transform != nil {
+		q := sl.transform(p)
+		c, err := judge.CompareScan(q, got, dt, nil, nil)
+		if err == nil && !c.Passed(dt) && c.Beyond > 0 {
+			// The slip's problem leaves the dtype's range (a step made
+			// negative grows the state): judge the elements whose every
+			// intermediate stays in range.
+			return compareInRange(q, got, dt)
+		}
+		return c, err == nil && c.Passed(dt)
+	}
+	alt := slipScan(p, sl.edit)
+	if sl.rescale != nil {
+		sc = copyScale(sc)
+		sl.rescale(p, sc)
+	}
+	c, err := judge.CompareScan(p, got, dt, alt, sc)
+	return c, err == nil && c.Passed(dt)
+}
+
+// compareInRange compares got with the reference of q on the elements whose
+// magnitude bounds (reference.Scale's MagOut, PathMagOut, PathMagState) stay
+// within the dtype's largest number; the others take the reference's value.
+func compareInRange(q *ssm.Problem, got *ssm.Output, dt ssm.DType) (judge.Comparison, bool) {
+	ref, err := reference.Scan(q, ssm.Float64)
+	if err != nil {
+		return judge.Comparison{}, false
+	}
+	sc, err := reference.ErrorScaleIn(q, dt.Precision())
+	if err != nil {
+		return judge.Comparison{}, false
+	}
+	largest := dt.Precision().Largest()
+	masked := &ssm.Output{Out: append([]float64(nil), got.Out...), LastState: append([]float64(nil), got.LastState...)}
+	kept := 0
+	for i := range masked.Out {
+		if sc.MagOut[i] > largest || sc.PathMagOut[i] > largest {
+			masked.Out[i] = ref.Out[i]
+		} else {
+			kept++
+		}
+	}
+	w := q.ElemWords()
+	for i := range sc.PathMagState {
+		if sc.PathMagState[i] > largest {
+			copy(masked.LastState[i*w:(i+1)*w], ref.LastState[i*w:(i+1)*w])
+		}
+	}
+	c, err := judge.CompareScan(q, masked, dt, ref, sc)
+	return c, err == nil && kept > 0 && c.NonFinite == 0 && c.Worst.Ratio <= judge.Threshold(dt)
+}
+
+func copyScale(sc *reference.Scale) *reference.Scale {
+	c := *sc
+	c.Out, c.TinyOut = append([]float64(nil), sc.Out...), append([]float64(nil), sc.TinyOut...)
+	c.LastState, c.TinyState = append([]float64(nil), sc.LastState...), append([]float64(nil), sc.TinyState...)
+	return &c
+}
+
+// where says which arrays fail, which part of a complex state, and from
+// which step.
+func where(p *ssm.Problem, got, ref *ssm.Output, sc *reference.Scale, dt ssm.DType) string {
+	prec, thr := dt.Precision(), judge.Threshold(dt)
+	firstT, outBad := -1, 0
+	for i := range ref.Out {
+		r := reference.Ratio(got.Out[i]-ref.Out[i], sc.Out[i], sc.TinyOut[i], prec)
+		if r > thr || math.IsNaN(r) || math.IsNaN(got.Out[i]) {
+			outBad++
+			if t := i % p.Seqlen; firstT < 0 || t < firstT {
+				firstT = t
+			}
+		}
+	}
+	stBad, reBad, imBad := 0, 0, 0
+	for i := range sc.LastState {
+		w := p.ElemWords()
+		bad := func(k int) bool {
+			r := reference.Ratio(got.LastState[i*w+k]-ref.LastState[i*w+k], sc.LastState[i], sc.TinyState[i], prec)
+			return r > thr || math.IsNaN(r)
+		}
+		re, im := bad(0), p.Complex && bad(1)
+		if re || im {
+			stBad++
+		}
+		if re {
+			reBad++
+		}
+		if im {
+			imBad++
+		}
+	}
+	var parts []string
+	if outBad > 0 {
+		s := fmt.Sprintf("out wrong at %d of %d elements from step %d", outBad, len(ref.Out), firstT)
+		switch {
+		case firstT == 0:
+			s += " (the first)"
+		case firstT >= 2048:
+			s += " (only past the first 2048 steps: a chunk boundary)"
+		}
+		parts = append(parts, s)
+	} else {
+		parts = append(parts, "out right")
+	}
+	if stBad > 0 {
+		s := fmt.Sprintf("last_state wrong at %d of %d", stBad, len(sc.LastState))
+		if p.Complex {
+			switch {
+			case imBad == 0:
+				s += " (real parts only)"
+			case reBad == 0:
+				s += " (imaginary parts only)"
+			}
+		}
+		parts = append(parts, s)
+	} else {
+		parts = append(parts, "last_state right")
+	}
+	return strings.Join(parts, ", ")
+}
+
+// ratioPattern looks at kernel/reference over the elements of each array:
+// a constant ratio, or one proportional to an input (per state: B, C, A;
+// per output: D, u, z).
+func ratioPattern(p *ssm.Problem, got, ref *ssm.Output) string {
+	type series struct {
+		name string
+		r    []complex128
+		in   map[string][]complex128
+	}
+	w := p.ElemWords()
+	val := func(s []float64, i int) complex128 {
+		if w == 2 {
+			return complex(s[2*i], s[2*i+1])
+		}
+		return complex(s[i], 0)
+	}
+	st := series{name: "last_state", in: map[string][]complex128{}}
+	for i := 0; i < p.StateLen()/w; i++ {
+		d, n := i/p.Dstate%p.Dim, i%p.Dstate
+		st.r = append(st.r, val(got.LastState, i)/val(ref.LastState, i))
+		st.in["A[d][n]"] = append(st.in["A[d][n]"], val(p.A, d*p.Dstate+n))
+		if !p.VariableB {
+			st.in["B[d][n]"] = append(st.in["B[d][n]"], val(p.B, d*p.Dstate+n))
+		}
+		if !p.VariableC {
+			st.in["C[d][n]"] = append(st.in["C[d][n]"], val(p.C, d*p.Dstate+n))
+		}
+	}
+	out := series{name: "out", in: map[string][]complex128{}}
+	for i := range ref.Out {
+		out.r = append(out.r, complex(got.Out[i]/ref.Out[i], 0))
+		out.in["u"] = append(out.in["u"], complex(p.U[i], 0))
+		if p.D != nil {
+			out.in["D[d]"] = append(out.in["D[d]"], complex(p.D[i/p.Seqlen%p.Dim], 0))
+		}
+		if p.Z != nil {
+			out.in["z"] = append(out.in["z"], complex(p.Z[i], 0))
+		}
+	}
+	for _, s := range []series{out, st} {
+		if k, ok := constant(s.r); ok && cmplx.Abs(k-1) > 1e-3 {
+			return fmt.Sprintf("%s is %.6g × the reference everywhere", s.name, k)
+		}
+		for name, in := range s.in {
+			for _, pw := range []int{1, -1} {
+				v := make([]complex128, len(s.r))
+				for i := range v {
+					if pw == 1 {
+						v[i] = s.r[i] / in[i]
+					} else {
+						v[i] = s.r[i] * in[i]
+					}
+				}
+				if k, ok := constant(v); ok {
+					op := "×"
+					if pw == -1 {
+						op = "/"
+					}
+					return fmt.Sprintf("%s = %.6g × reference %s %s: the ratio follows %s", s.name, k, op, name, name)
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// constant reports whether every finite v is within 1e-3 of their median.
+func constant(v []complex128) (complex128, bool) {
+	var re []float64
+	var im []float64
+	for _, x := range v {
+		if !cmplx.IsNaN(x) && !cmplx.IsInf(x) {
+			re, im = append(re, real(x)), append(im, imag(x))
+		}
+	}
+	if len(re) < 2 {
+		return 0, false
+	}
+	k := complex(median(re), median(im))
+	for i := range re {
+		if cmplx.Abs(complex(re[i], im[i])-k) > 1e-3*math.Max(cmplx.Abs(k), 1e-30) {
+			return k, false
+		}
+	}
+	return k, true
+}

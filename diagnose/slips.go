@@ -1,0 +1,240 @@
+package diagnose
+
+import (
+	"math"
+	"math/cmplx"
+
+	"ssmverify/reference"
+	"ssmverify/ssm"
+)
+
+// slip is one alternative formula for the whole scan: the reference with
+// one usual mistake made on purpose. A kernel that fails against the
+// reference and passes against a slip computes that slip.
+//
+// Where the slip is the ABI's scan of another problem (D dropped, Δ
+// computed otherwise, C conjugated, …), transform gives that problem and
+// the comparison uses its reference and its own error scale. Otherwise
+// slipScan evaluates the edit, and rescale adapts the original problem's
+// error scale to the slip's magnitudes.
+type slip struct {
+	tag, cause string
+	applies    func(p *ssm.Problem) bool
+	transform  func(p *ssm.Problem) *ssm.Problem
+	edit       slipEdit
+	rescale    func(p *ssm.Problem, sc *reference.Scale)
+}
+
+// slipEdit lists the mistakes slipScan makes.
+type slipEdit struct {
+	outBeforeUpdate bool // y read from the state before this step's update
+	gateNoZ         bool // y·σ(z) instead of y·z·σ(z)
+	noFactor2       bool // complex y = Re(Σ C·h)
+	stateWithoutB   bool // last state h/B (constant B applied at the output only)
+	// coef, where set, replaces the method's (Ā, g): the package's tests
+	// plant coefficient bugs with it.
+	coef func(x complex128) (complex128, complex128)
+}
+
+func always(*ssm.Problem) bool { return true }
+
+func edited(p *ssm.Problem, f func(q *ssm.Problem)) *ssm.Problem {
+	q := p.Clone()
+	f(q)
+	return q
+}
+
+// slips is the catalogue, most specific first: a method swap explains
+// everything a coefficient slip does, so it comes last.
+func slips(m ssm.Method) []slip {
+	s := []slip{
+		{tag: "no-D", cause: "the D·u skip term is missing", applies: func(p *ssm.Problem) bool { return p.D != nil },
+			transform: func(p *ssm.Problem) *ssm.Problem { return edited(p, func(q *ssm.Problem) { q.D = nil }) }},
+		{tag: "no-bias", cause: "delta_bias is ignored", applies: func(p *ssm.Problem) bool { return p.DeltaBias != nil },
+			transform: func(p *ssm.Problem) *ssm.Problem { return edited(p, func(q *ssm.Problem) { q.DeltaBias = nil }) }},
+		{tag: "softplus-before-bias", cause: "Δ = softplus(δ) + delta_bias: softplus is applied before the bias is added",
+			applies: func(p *ssm.Problem) bool { return p.Softplus && p.DeltaBias != nil }, transform: softplusFirst},
+		{tag: "group-index", cause: "variable B/C are read from group d mod n_groups instead of d / (dim / n_groups)",
+			applies: func(p *ssm.Problem) bool { return p.Groups > 1 && p.Groups < p.Dim && (p.VariableB || p.VariableC) }, transform: groupsModulo},
+		{tag: "conj-C", cause: "the complex output uses conj(C)·h instead of C·h", applies: func(p *ssm.Problem) bool { return p.Complex },
+			transform: func(p *ssm.Problem) *ssm.Problem {
+				return edited(p, func(q *ssm.Problem) {
+					for i := 1; i < len(q.C); i += 2 {
+						q.C[i] = -q.C[i]
+					}
+				})
+			}},
+		{tag: "complex-factor-2", cause: "the complex output is Re(Σ C·h), without the factor 2", applies: func(p *ssm.Problem) bool { return p.Complex },
+			edit: slipEdit{noFactor2: true}},
+		{tag: "output-before-update", cause: "y is read from the state before this step's update (C·h[t−1] instead of C·h[t])",
+			applies: always, edit: slipEdit{outBeforeUpdate: true}},
+		{tag: "gate-no-z", cause: "the SiLU gate is y·σ(z) instead of y·z·σ(z)", applies: func(p *ssm.Problem) bool { return p.Z != nil },
+			edit: slipEdit{gateNoZ: true}, rescale: func(p *ssm.Problem, sc *reference.Scale) {
+				for i, z := range p.Z {
+					f := math.Max(1, 1/math.Abs(z))
+					sc.Out[i], sc.TinyOut[i] = sc.Out[i]*f, sc.TinyOut[i]*f
+				}
+			}},
+		{tag: "no-gate", cause: "z is ignored: the output is not gated", applies: func(p *ssm.Problem) bool { return p.Z != nil },
+			transform: func(p *ssm.Problem) *ssm.Problem { return edited(p, func(q *ssm.Problem) { q.Z = nil }) }},
+		{tag: "state-without-B", cause: "the last state is h / B: with constant B the kernel keeps the state without B and applies B at the output",
+			applies: func(p *ssm.Problem) bool { return !p.VariableB }, edit: slipEdit{stateWithoutB: true},
+			rescale: func(p *ssm.Problem, sc *reference.Scale) {
+				for i := range sc.LastState {
+					d, n := i/p.Dstate%p.Dim, i%p.Dstate
+					b := cmplx.Abs(bAt(p, d*p.Dstate+n))
+					f := math.Max(1, 1/b)
+					sc.LastState[i], sc.TinyState[i] = sc.LastState[i]*f, sc.TinyState[i]*f
+				}
+			}},
+	}
+	for _, o := range ssm.Methods() {
+		if o != m {
+			o := o
+			s = append(s, slip{tag: "method:" + o.String(), cause: "it computes " + o.String() + "'s coefficients, not " + m.String() + "'s",
+				applies: always, transform: func(p *ssm.Problem) *ssm.Problem { return edited(p, func(q *ssm.Problem) { q.Method = o }) }})
+		}
+	}
+	return s
+}
+
+func bAt(p *ssm.Problem, i int) complex128 {
+	if p.Complex {
+		return complex(p.B[2*i], p.B[2*i+1])
+	}
+	return complex(p.B[i], 0)
+}
+
+// softplusFirst is p with Δ = softplus(δ) + bias given directly (softplus
+// off, no bias).
+func softplusFirst(p *ssm.Problem) *ssm.Problem {
+	if !p.Softplus || p.DeltaBias == nil {
+		return p.Clone()
+	}
+	return edited(p, func(q *ssm.Problem) {
+		for i, v := range q.Delta {
+			q.Delta[i] = softplus(v, true) + p.DeltaBias[i/p.Seqlen%p.Dim]
+		}
+		q.Softplus, q.DeltaBias = false, nil
+	})
+}
+
+// groupsModulo is p with one group per channel holding the values of group
+// d mod n_groups.
+func groupsModulo(p *ssm.Problem) *ssm.Problem {
+	q := p.Clone()
+	if p.Groups == 1 || !(p.VariableB || p.VariableC) {
+		return q
+	}
+	q.Groups = p.Dim
+	per := p.Dstate * p.Seqlen * p.ElemWords()
+	regroup := func(s []float64) []float64 {
+		out := make([]float64, 0, p.Batch*p.Dim*per)
+		for b := 0; b < p.Batch; b++ {
+			for d := 0; d < p.Dim; d++ {
+				out = append(out, s[(b*p.Groups+d%p.Groups)*per:][:per]...)
+			}
+		}
+		return out
+	}
+	if p.VariableB {
+		q.B = regroup(p.B)
+	}
+	if p.VariableC {
+		q.C = regroup(p.C)
+	}
+	return q
+}
+
+// slipScan is a plain float64 scan of p with the mistakes of e: its own
+// code, sharing with the reference only the method coefficients.
+func slipScan(p *ssm.Problem, e slipEdit) *ssm.Output {
+	o := &ssm.Output{Out: make([]float64, p.OutLen()), LastState: make([]float64, p.StateLen())}
+	L, N, cw := p.Seqlen, p.Dstate, p.ElemWords()
+	val := func(s []float64, i int) complex128 {
+		if p.Complex {
+			return complex(s[2*i], s[2*i+1])
+		}
+		return complex(s[i], 0)
+	}
+	h := make([]complex128, N)
+	for b := 0; b < p.Batch; b++ {
+		for d := 0; d < p.Dim; d++ {
+			grp := d / (p.Dim / p.Groups)
+			bc := func(s []float64, variable bool, n, t int) complex128 {
+				if variable {
+					return val(s, ((b*p.Groups+grp)*N+n)*L+t)
+				}
+				return val(s, d*N+n)
+			}
+			for n := range h {
+				h[n] = 0
+			}
+			for t := 0; t < L; t++ {
+				i := (b*p.Dim+d)*L + t
+				dt := reference.StepDelta(p, i)
+				u := p.U[i]
+				var acc complex128
+				for n := 0; n < N; n++ {
+					x := complex(dt, 0) * val(p.A, d*N+n)
+					ab, g := coef(p.Method, p.Complex, x)
+					if e.coef != nil {
+						ab, g = e.coef(x)
+					}
+					c := bc(p.C, p.VariableC, n, t)
+					if e.outBeforeUpdate {
+						acc += c * h[n]
+					}
+					h[n] = ab*h[n] + complex(dt, 0)*g*bc(p.B, p.VariableB, n, t)*complex(u, 0)
+					if !e.outBeforeUpdate {
+						acc += c * h[n]
+					}
+				}
+				y := real(acc)
+				if p.Complex && !e.noFactor2 {
+					y *= 2
+				}
+				if p.D != nil {
+					y += p.D[d] * u
+				}
+				if p.Z != nil {
+					z := p.Z[i]
+					if e.gateNoZ {
+						y /= 1 + math.Exp(-z)
+					} else {
+						y = y * z / (1 + math.Exp(-z))
+					}
+				}
+				o.Out[i] = y
+			}
+			for n := 0; n < N; n++ {
+				v := h[n]
+				if e.stateWithoutB {
+					v /= bc(p.B, false, n, 0)
+				}
+				j := ((b*p.Dim+d)*N + n) * cw
+				o.LastState[j] = real(v)
+				if p.Complex {
+					o.LastState[j+1] = imag(v)
+				}
+			}
+		}
+	}
+	return o
+}
+
+func softplus(x float64, on bool) float64 {
+	if on && x <= 20 {
+		return math.Log1p(math.Exp(x))
+	}
+	return x
+}
+
+// coef is (Ā, g) of method m at x, real or complex.
+func coef(m ssm.Method, isComplex bool, x complex128) (complex128, complex128) {
+	if isComplex {
+		return reference.Complex(m, x)
+	}
+	ab, g := reference.Real(m, real(x))
+	return complex(ab, 0), complex(g, 0)
+}
