@@ -170,3 +170,42 @@ func noSoftplus(p *ssm.Problem) *ssm.Problem {
 	q.Softplus = false
 	return q
 }
+
+// Prefix is p cut to its first batch rows, steps and states (the arrays
+// re-laid for the smaller shape), for diagnosing a large failing problem
+// on a smaller one.
+func Prefix(p *ssm.Problem, batch, seqlen, dstate int) *ssm.Problem {
+	q := p
+	if seqlen < p.Seqlen {
+		q = truncate(q, seqlen)
+	}
+	if batch < q.Batch {
+		q = firstBatch(q)
+	}
+	if dstate < q.Dstate {
+		q = fewerStates(q, dstate)
+	}
+	return q
+}
+
+// fewerStates keeps the first n states of A, B, C.
+func fewerStates(p *ssm.Problem, n int) *ssm.Problem {
+	q := p.Clone()
+	q.Dstate = n
+	w := p.ElemWords()
+	cut := func(s []float64, variable bool) []float64 {
+		per := w // words per state element of a row
+		if variable {
+			per = p.Seqlen * w
+		}
+		rows := len(s) / (p.Dstate * per)
+		out := make([]float64, 0, rows*n*per)
+		for r := 0; r < rows; r++ {
+			out = append(out, s[r*p.Dstate*per:][:n*per]...)
+		}
+		return out
+	}
+	q.A = cut(p.A, false)
+	q.B, q.C = cut(p.B, p.VariableB), cut(p.C, p.VariableC)
+	return q
+}

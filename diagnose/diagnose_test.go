@@ -149,3 +149,17 @@ func TestRatioPattern(t *testing.T) {
 		t.Fatalf("ratio pattern %q, want one following B[d][n]", r)
 	}
 }
+
+// TestPrefixIsValid: a prefix of a problem is a valid problem of the
+// prefix's shape.
+func TestPrefixIsValid(t *testing.T) {
+	p := problem(ssm.FOH, true, nil)
+	q := Prefix(p, 1, 7, 2)
+	if err := q.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	part, _ := reference.Scan(q, ssm.Float64)
+	if len(part.Out) != q.Dim*7 {
+		t.Fatalf("len(out) = %d", len(part.Out))
+	}
+}

@@ -99,9 +99,30 @@ func diagnosis(test string, p *ssm.Problem, dt ssm.DType) string {
 	if !rep.WantDiagnosis(test, p.Method, dt, p.Complex) {
 		return ""
 	}
-	f := diagnose.Scan(lib, p, dt)
+	f := diagnoseSmall(p, dt)
 	rep.AddDiagnosis(test, p.Method, dt, p.Complex, f.Tag, f.String())
 	return "\ndiagnosis [" + f.Tag + "]: " + f.String()
+}
+
+// diagnoseSmall diagnoses p, or, when p is large (a diagnosis scans it a
+// few dozen times), the smallest of its prefixes that still fails: batch
+// row 0, the first 64, 512 or 2049 steps, the first 16 states.
+func diagnoseSmall(p *ssm.Problem, dt ssm.DType) diagnose.Finding {
+	const large = 1 << 17
+	if p.OutLen()*p.Dstate <= large {
+		return diagnose.Scan(lib, p, dt)
+	}
+	for _, L := range []int{64, 512, 2049} {
+		q := diagnose.Prefix(p, 1, min(L, p.Seqlen), min(16, p.Dstate))
+		if got, err := lib.Scan(q, dt); err == nil {
+			if c, err := judge.CompareScan(q, got, dt, nil, nil); err == nil && !c.Passed(dt) {
+				f := diagnose.Scan(lib, q, dt)
+				f.Evidence = append(f.Evidence, "diagnosed on the prefix "+q.Shape())
+				return f
+			}
+		}
+	}
+	return diagnose.Finding{Tag: "none", Cause: "not diagnosed: no small prefix of the problem fails (" + p.Shape() + ")"}
 }
 
 // scanChecked runs the kernel on p in dt (rounding p to float32 first for
