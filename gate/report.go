@@ -36,6 +36,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"ssmverify/report"
 )
 
 // Schema names the version of report.json.
@@ -195,18 +197,14 @@ func (r *Report) Write(dir string) error {
 
 // Load reads a report.json and checks its schema.
 func Load(path string) (*Report, error) {
-	b, err := os.ReadFile(path)
+	r, err := report.ReadJSON[Report](path)
 	if err != nil {
 		return nil, err
-	}
-	var r Report
-	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if r.Schema != Schema {
 		return nil, fmt.Errorf("%s: schema %q, want %q", path, r.Schema, Schema)
 	}
-	return &r, nil
+	return r, nil
 }
 
 // finite replaces ±Inf and NaN (a broken kernel's ratios) by ±MaxFloat64

@@ -1,9 +1,7 @@
 package report
 
 import (
-	"encoding/json"
 	"fmt"
-	"os"
 )
 
 // Check7Test is the name of the verify suite's test that writes check7.json
@@ -49,16 +47,12 @@ type Check7Row struct {
 // LoadCheck7 reads check7.json. A file without samples (written by an older
 // suite) is an error: the gate's comparisons need them.
 func LoadCheck7(path string) (*Check7, error) {
-	b, err := os.ReadFile(path)
+	c, err := ReadJSON[Check7](path)
 	if err != nil {
 		return nil, err
-	}
-	var c Check7
-	if err := json.Unmarshal(b, &c); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if len(c.Samples) == 0 {
 		return nil, fmt.Errorf("%s has no samples_us (written by an older suite): rerun Check7", path)
 	}
-	return &c, nil
+	return c, nil
 }

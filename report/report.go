@@ -408,16 +408,21 @@ func (r *Report) SetConvergence(c *Convergence) {
 }
 
 // Load reads a report.json written by Write.
-func Load(path string) (*Report, error) {
+func Load(path string) (*Report, error) { return ReadJSON[Report](path) }
+
+// ReadJSON reads the JSON file at path into a new T; a decoding error names
+// the file. The loaders of report.json, check7.json and the gate's report
+// share it.
+func ReadJSON[T any](path string) (*T, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	var r Report
-	if err := json.Unmarshal(b, &r); err != nil {
+	var v T
+	if err := json.Unmarshal(b, &v); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	return &r, nil
+	return &v, nil
 }
 
 // Write writes report.json and summary.txt into dir.
