@@ -69,7 +69,7 @@ func (f Finding) String() string {
 func Scan(s Scanner, p *ssm.Problem, dt ssm.DType) Finding {
 	got, err := s.Scan(p, dt)
 	if err != nil {
-		return Finding{Tag: "error", Cause: "the kernel refuses the problem: " + err.Error()}
+		return refusal(s, p, dt, err)
 	}
 	ref, err := reference.Scan(p, ssm.Float64)
 	if err != nil {

@@ -1,6 +1,7 @@
 package diagnose
 
 import (
+	"errors"
 	"math"
 	"math/cmplx"
 	"strings"
@@ -161,5 +162,54 @@ func TestPrefixIsValid(t *testing.T) {
 	part, _ := reference.Scan(q, ssm.Float64)
 	if len(part.Out) != q.Dim*7 {
 		t.Fatalf("len(out) = %d", len(part.Out))
+	}
+}
+
+// limited refuses problems with more than maxDim channels, as a kernel
+// with a grid limit does.
+type limited struct {
+	fake
+	maxDim int
+}
+
+func (l limited) Scan(p *ssm.Problem, dt ssm.DType) (*ssm.Output, error) {
+	if p.Dim > l.maxDim {
+		return nil, errors.New("invalid configuration argument")
+	}
+	return l.fake.Scan(p, dt)
+}
+
+// TestRefusalNamesTheSize: a refusal is explained by the one reduction
+// that makes the kernel accept the problem.
+func TestRefusalNamesTheSize(t *testing.T) {
+	p := problem(ssm.ZOH, false, nil)
+	f := Scan(limited{maxDim: 4}, p, ssm.F64)
+	if f.Tag != "refusal:dim" || !strings.Contains(f.String(), "dim 6 → 4") {
+		t.Fatalf("diagnosed %q: %s", f.Tag, f)
+	}
+	if f := Scan(limited{maxDim: 1}, p, ssm.F64); f.Tag != "refusal" {
+		t.Fatalf("nothing makes it accept, diagnosed %q: %s", f.Tag, f)
+	}
+}
+
+// TestFirstChannels: channels are independent, so the first n channels'
+// reference is the full reference's.
+func TestFirstChannels(t *testing.T) {
+	p := problem(ssm.FOH, true, nil) // 6 channels in 3 groups
+	q := firstChannels(p, 4)
+	full, err := reference.Scan(p, ssm.Float64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	part, err := reference.Scan(q, ssm.Float64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for b := 0; b < p.Batch; b++ {
+		for i := 0; i < 4*p.Seqlen; i++ {
+			if part.Out[b*4*p.Seqlen+i] != full.Out[b*p.Dim*p.Seqlen+i] {
+				t.Fatalf("batch %d element %d: %g, want %g", b, i, part.Out[b*4*p.Seqlen+i], full.Out[b*p.Dim*p.Seqlen+i])
+			}
+		}
 	}
 }

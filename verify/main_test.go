@@ -1,9 +1,9 @@
 package verify
 
 import (
-	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"testing"
 
@@ -128,7 +128,9 @@ func diagnoseSmall(p *ssm.Problem, dt ssm.DType) diagnose.Finding {
 // scanChecked runs the kernel on p in dt (rounding p to float32 first for
 // F32, so kernel and reference see the same numbers), compares with the
 // reference and records the comparison under test. It returns the
-// comparison and the (possibly rounded) problem.
+// comparison and the (possibly rounded) problem. Callers ask judged first:
+// a refusal here is of a declared combination, recorded as a failure of
+// its cell and returned with the refusal's diagnosis.
 func scanChecked(test string, p *ssm.Problem, dt ssm.DType) (judge.Comparison, *ssm.Problem, error) {
 	if dt == ssm.F32 {
 		p = p.Clone()
@@ -136,11 +138,8 @@ func scanChecked(test string, p *ssm.Problem, dt ssm.DType) (judge.Comparison, *
 	}
 	got, err := lib.Scan(p, dt)
 	if err != nil {
-		var e *cudalib.Error
-		if errors.As(err, &e) && e.Status == cudalib.EUnsupported && !lib.Capabilities(p.Method, dt, p.Complex).Supported() {
-			return judge.Comparison{}, p, errUnsupported
-		}
-		return judge.Comparison{}, p, err
+		rep.Add(test, p.Method, dt, p.Complex, math.Inf(1), math.Inf(1), false, "refused: "+err.Error())
+		return judge.Comparison{}, p, fmt.Errorf("%w%s", err, diagnosis(test, p, dt))
 	}
 	c, err := judge.CompareScan(p, got, dt, nil, nil)
 	if err != nil {
@@ -149,5 +148,3 @@ func scanChecked(test string, p *ssm.Problem, dt ssm.DType) (judge.Comparison, *
 	rep.Add(test, p.Method, dt, p.Complex, c.Worst.Ratio, c.Worst.ULP, c.Passed(dt), c.Worst.String())
 	return c, p, nil
 }
-
-var errUnsupported = errors.New("declared unsupported")
