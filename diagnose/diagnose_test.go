@@ -85,19 +85,26 @@ func TestScanNamesPlantedCauses(t *testing.T) {
 		{"exp-scaled", ssm.ZOH, false, nil, fake{edit: coefBug(ssm.ZOH, func(x, _, g complex128) (complex128, complex128) {
 			return cmplx.Exp(x * 1.0001), g
 		})}},
+		{"phase-scaled", ssm.FOH, true, nil, fake{edit: coefBug(ssm.FOH, func(x, _, g complex128) (complex128, complex128) {
+			return cmplx.Exp(complex(real(x), math.Log2E*imag(x))), g
+		})}},
 		{"g-term:x^2", ssm.RK4, false, nil, fake{edit: coefBug(ssm.RK4, func(x, ab, g complex128) (complex128, complex128) {
 			return ab, g + x*x/3
 		})}},
 		{"phi1-no-guard", ssm.FOH, false, func(s *gen.Spec) { s.Dstate = 1 }, fake{edit: coefBug(ssm.FOH, func(x, ab, g complex128) (complex128, complex128) {
 			return ab, (cmplx.Exp(x) - 1) / x
 		})}},
-		{"delta-power", ssm.ZOH, false, nil, fake{edit: coefBug(ssm.ZOH, func(x, ab, g complex128) (complex128, complex128) {
-			return ab, g * 0 // replaced below: Bcoef without Δ needs Δ, see deltaFree
-		})}},
+		{"delta-power", ssm.ZOH, false, nil, fake{edit: &slipEdit{bcoef: func(x complex128, dt float64) complex128 { return 1 }}}},
+		{"taylor:phi2/4·Δ^1", ssm.FOH, false, nil, fake{edit: &slipEdit{bcoef: func(x complex128, dt float64) complex128 {
+			return complex(dt*dt, 0) * (0.5 + x/6 + x*x/24 + x*x*x/120) // a first-order hold's A⁻²(e^{ΔA} − I − ΔA), truncated
+		}}}},
+		{"g-not-of-x", ssm.Poly, false, nil, fake{edit: &slipEdit{bcoef: func(x complex128, dt float64) complex128 {
+			return complex(dt, 0) * (1 + x/2 + complex(dt/4, 0)) // a term in Δ alone
+		}}}},
+		{"input-without-u", ssm.RK4, false, nil, fake{edit: &slipEdit{extra: func(x complex128, dt float64) complex128 {
+			return complex(dt, 0) * x / 2 // Δ²·a·B/2 added whatever u is
+		}}}},
 	} {
-		if c.tag == "delta-power" {
-			continue // Δ is not visible to a coefficient hook; covered by TestExplainDiscretization
-		}
 		for _, dt := range ssm.DTypes() {
 			p := problem(c.m, c.complex, c.tweak)
 			if c.tag == "phi1-no-guard" {

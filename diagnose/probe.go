@@ -14,6 +14,7 @@ type point struct {
 	delta   float64
 	a, x    complex128
 	abar, g complex128 // measured: Ā and g = Bcoef/Δ
+	zero    complex128 // measured: the state after one step with u = 0 (must be 0)
 	// aKnown is false where Bcoef is 0 or not finite: Ā·Bcoef / Bcoef
 	// then says nothing about Ā.
 	aKnown bool
@@ -32,7 +33,7 @@ var probeDeltas = []float64{0.5, 0.03125}
 // for a library whose ssmk_discretize does not exist (SSMK_CAP_SCAN_ONLY):
 // one channel per (Δ, a), dstate 1, B = 1, C = 1, no D, z or bias, u = 1 at
 // t = 0. With seqlen 1 the last state is Bcoef; with seqlen 2 (u = 0 at
-// t = 1) it is Ā·Bcoef.
+// t = 1) it is Ā·Bcoef; with u = 0 throughout it must be 0.
 func probe(s Scanner, m ssm.Method, dt ssm.DType, isComplex bool) ([]point, error) {
 	var pts []point
 	ims := []float64{0}
@@ -50,30 +51,35 @@ func probe(s Scanner, m ssm.Method, dt ssm.DType, isComplex bool) ([]point, erro
 			}
 		}
 	}
-	one, err := probeRun(s, m, dt, isComplex, pts, 1)
+	zero, err := probeRun(s, m, dt, isComplex, pts, 1, 0)
 	if err != nil {
 		return nil, err
 	}
-	two, err := probeRun(s, m, dt, isComplex, pts, 2)
+	one, err := probeRun(s, m, dt, isComplex, pts, 1, 1)
+	if err != nil {
+		return nil, err
+	}
+	two, err := probeRun(s, m, dt, isComplex, pts, 2, 1)
 	if err != nil {
 		return nil, err
 	}
 	for i := range pts {
 		pts[i].g = one[i] / complex(pts[i].delta, 0)
 		pts[i].abar = two[i] / one[i]
+		pts[i].zero = zero[i]
 		pts[i].aKnown = one[i] != 0 && !cmplx.IsNaN(one[i]) && !cmplx.IsInf(one[i])
 	}
 	return pts, nil
 }
 
-func probeRun(s Scanner, m ssm.Method, dt ssm.DType, isComplex bool, pts []point, seqlen int) ([]complex128, error) {
+func probeRun(s Scanner, m ssm.Method, dt ssm.DType, isComplex bool, pts []point, seqlen int, u0 float64) ([]complex128, error) {
 	n := len(pts)
 	p := &ssm.Problem{Batch: 1, Dim: n, Seqlen: seqlen, Dstate: 1, Groups: 1, Method: m, Complex: isComplex}
 	w := p.ElemWords()
 	p.U, p.Delta = make([]float64, n*seqlen), make([]float64, n*seqlen)
 	p.A, p.B, p.C = make([]float64, n*w), make([]float64, n*w), make([]float64, n*w)
 	for i, pt := range pts {
-		p.U[i*seqlen] = 1
+		p.U[i*seqlen] = u0
 		for t := 0; t < seqlen; t++ {
 			p.Delta[i*seqlen+t] = pt.delta
 		}
@@ -186,6 +192,18 @@ func abarCandidates(m ssm.Method, isComplex bool, pts []point) []formula {
 		}
 	}
 	c := median(cs)
+	// the phase of Ā against Im x, where it does not wrap (|Im x| ≤ 1)
+	var phs []float64
+	for _, pt := range pts {
+		if pt.aKnown && imag(pt.x) != 0 && math.Abs(imag(pt.x)) <= 1 && math.Abs(real(pt.x)) <= 1 {
+			phs = append(phs, cmplx.Phase(pt.abar)/imag(pt.x))
+		}
+	}
+	cp := median(phs)
+	phaseWhy := ""
+	if math.Abs(cp-math.Log2E) < 1e-4 {
+		phaseWhy = " (c = log2(e): the angle went through exp2's scaling, as cos/sin of Im x·log2e)"
+	}
 	why := "a wrong log2(e) in exp2(x·log2e)?"
 	switch {
 	case math.Abs(c-math.Log2E) < 1e-4:
@@ -200,6 +218,8 @@ func abarCandidates(m ssm.Method, isComplex bool, pts []point) []formula {
 			func(pt point) complex128 { return cmplx.Exp(complex(c*real(pt.x), imag(pt.x))) }, nil},
 		{"exp-scaled", fmt.Sprintf("Ā = e^{c·x} with c = %.9g (real and imaginary parts): the exponent is scaled by a constant (%s)", c, why),
 			func(pt point) complex128 { return cmplx.Exp(complex(c, 0) * pt.x) }, nil},
+		{"phase-scaled", fmt.Sprintf("Ā = e^{Re x}·e^{i·c·Im x} with c = %.9g: the modulus is right, the rotation is scaled by a constant%s", cp, phaseWhy),
+			func(pt point) complex128 { return cmplx.Exp(complex(real(pt.x), cp*imag(pt.x))) }, nil},
 		{"euler", "Ā = 1 + x: forward Euler instead of the exponential", func(pt point) complex128 { return 1 + pt.x }, nil},
 	}
 	for _, o := range ssm.Methods() {
@@ -324,6 +344,12 @@ func explainDiscretization(m ssm.Method, dt ssm.DType, isComplex bool, pts []poi
 		return "", "", "", false
 	}
 	evidence = fmt.Sprintf("probe of %d (Δ, a) pairs through the scan: Ā off by up to %.3g tolerances, g by %.3g", len(pts), aWorst, gWorst)
+	for _, pt := range pts {
+		if pt.zero != 0 && !cmplx.IsNaN(pt.zero) && !cmplx.IsInf(pt.zero) { // NaN·0 is a NaN coefficient, judged below
+			return "input-without-u", "with u = 0 the state is not 0: part of the input term is not multiplied by u",
+				fmt.Sprintf("%s; at x = %v, Δ = %g one step with u = 0 leaves h = %v", evidence, pt.x, pt.delta, pt.zero), true
+		}
+	}
 	if t, c, ok := cancellation(m, dt, isComplex, pts); ok {
 		return t, c, evidence, true
 	}
@@ -335,13 +361,73 @@ func explainDiscretization(m ssm.Method, dt ssm.DType, isComplex bool, pts []poi
 		}
 		return "abar-unknown", "Ā differs from " + m.String() + "'s and from every usual slip", evidence + worstPoint(pts, dt, true, refA), true
 	}
-	for _, f := range gCandidates(m, isComplex, pts) {
+	for _, f := range append(gCandidates(m, isComplex, pts), taylorCandidates()...) {
 		if ok, w := fitsMag(pts, dt, false, f); ok {
 			return f.tag, f.cause, fmt.Sprintf("%s; it fits within %.2g tolerances", evidence, w), true
 		}
 	}
+	if d1, d2, x, ok := notFunctionOfX(pts, dt); ok {
+		return "g-not-of-x", "g = Bcoef/Δ is not a function of x = Δ·a alone: the formula combines Δ and a otherwise (a term in Δ or a alone)",
+			fmt.Sprintf("%s; at x = %v: g = %v with Δ = %g, %v with Δ = %g", evidence, x, d1.g, d1.delta, d2.g, d2.delta), true
+	}
 	return "g-unknown", "g = Bcoef/Δ differs from " + m.String() + "'s and from every usual slip", evidence + worstPoint(pts, dt, false, refG), true
 }
+
+// notFunctionOfX finds two probe points with the same x and different Δ
+// whose g differ beyond rounding.
+func notFunctionOfX(pts []point, dt ssm.DType) (point, point, complex128, bool) {
+	for _, p1 := range pts {
+		for _, p2 := range pts {
+			if p1.delta > p2.delta && p1.x == p2.x && relErr(p1.g, p2.g) > 4*tol(dt, p1.x) && !cmplx.IsNaN(p1.g) && !cmplx.IsNaN(p2.g) {
+				return p1, p2, p1.x, true
+			}
+		}
+	}
+	return point{}, point{}, 0, false
+}
+
+// phiTaylor is the sum of the first n terms of the Taylor series of φ_j,
+// φ_j(x) = Σ_k x^k/(k+j)! (φ0 = e^x, φ1 = (e^x − 1)/x, φ2 = (e^x − 1 − x)/x²).
+func phiTaylor(j, n int, x complex128) complex128 {
+	var s complex128
+	term := complex(1/factorial(j), 0)
+	for k := 0; k < n; k++ {
+		s += term
+		term *= x / complex(float64(k+j+1), 0)
+	}
+	return s
+}
+
+func factorial(n int) float64 {
+	f := 1.0
+	for i := 2; i <= n; i++ {
+		f *= float64(i)
+	}
+	return f
+}
+
+// taylorCandidates are Bcoef = Δ^(k+1)·(the first n Taylor terms of φ_j):
+// the ABI's poly, highorder and rk4 are truncations of φ1, a forward Euler
+// input is φ0's first term, and a first-order hold written as
+// A⁻²(e^{ΔA} − I − ΔA)·B is Δ²·φ2.
+func taylorCandidates() []formula {
+	var fs []formula
+	for j := 0; j <= 2; j++ {
+		for k := 0; k <= 1; k++ {
+			for n := 1; n <= 5; n++ {
+				j, k, n := j, k, n
+				fs = append(fs, formula{fmt.Sprintf("taylor:phi%d/%d·Δ^%d", j, n, k),
+					fmt.Sprintf("Bcoef = Δ^%d·(the first %d Taylor terms of φ%d(x)), φ%d(x) = %s", k+1, n, j, j, phiName[j]),
+					func(pt point) complex128 {
+						return phiTaylor(j, n, pt.x) * complex(math.Pow(pt.delta, float64(k)), 0)
+					}, nil})
+			}
+		}
+	}
+	return fs
+}
+
+var phiName = []string{"e^x", "(e^x − 1)/x", "(e^x − 1 − x)/x²"}
 
 func worstPoint(pts []point, dt ssm.DType, abar bool, ref func(point) complex128) string {
 	worst, at := -1.0, point{}

@@ -34,6 +34,9 @@ type slipEdit struct {
 	// coef, where set, replaces the method's (Ā, g): the package's tests
 	// plant coefficient bugs with it.
 	coef func(x complex128) (complex128, complex128)
+	// bcoef, where set, replaces Bcoef = Δ·g, and extra adds a term to the
+	// state update that u does not multiply (tests of the probe).
+	bcoef, extra func(x complex128, dt float64) complex128
 }
 
 func always(*ssm.Problem) bool { return true }
@@ -185,7 +188,14 @@ func slipScan(p *ssm.Problem, e slipEdit) *ssm.Output {
 					if e.outBeforeUpdate {
 						acc += c * h[n]
 					}
-					h[n] = ab*h[n] + complex(dt, 0)*g*bc(p.B, p.VariableB, n, t)*complex(u, 0)
+					bcoef := complex(dt, 0) * g
+					if e.bcoef != nil {
+						bcoef = e.bcoef(x, dt)
+					}
+					h[n] = ab*h[n] + bcoef*bc(p.B, p.VariableB, n, t)*complex(u, 0)
+					if e.extra != nil {
+						h[n] += e.extra(x, dt)
+					}
 					if !e.outBeforeUpdate {
 						acc += c * h[n]
 					}

@@ -248,13 +248,35 @@ func CheckScan(lib *cudalib.Library, p *ssm.Problem, dt ssm.DType, withState boo
 		gs = b.LastState.Float64s()
 	}
 	if err := judgeScan(f, p, ref, dt, b.Out.Float64s(), gs); err != nil {
-		if ref == p && finiteInputs(p) {
-			// What the kernel computes instead (package diagnose).
-			return fmt.Errorf("%w\n  diagnosis: %s", err, diagnose.Scan(lib, p, dt))
+		if ref == p {
+			return fmt.Errorf("%w\n  diagnosis: %s", err, diagnoseFuzz(lib, p, dt))
 		}
 		return err
 	}
 	return nil
+}
+
+// diagnoseFuzz is the diagnosis of a failing fuzz scan (package diagnose).
+// The error model behind a diagnosis holds for finite inputs: an input
+// with NaN or ±Inf is diagnosed with those values set to 0, where it still
+// fails, and otherwise said to fail only through them.
+func diagnoseFuzz(lib *cudalib.Library, p *ssm.Problem, dt ssm.DType) string {
+	if finiteInputs(p) {
+		return diagnose.Scan(lib, p, dt).String()
+	}
+	q := p.Clone()
+	for _, s := range [][]float64{q.U, q.Delta, q.A, q.B, q.C, q.D, q.Z, q.DeltaBias} {
+		for i, v := range s {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				s[i] = 0
+			}
+		}
+	}
+	f := diagnose.Scan(lib, q, dt)
+	if f.Tag == "" {
+		return "none fits: the failure needs the input's NaN or ±Inf (with them set to 0 the kernel passes); the non-finite policy judged it"
+	}
+	return f.String() + "; diagnosed on the input with its NaN and ±Inf set to 0"
 }
 
 func finiteInputs(p *ssm.Problem) bool {

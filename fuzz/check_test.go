@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"ssmverify/gen"
 	"ssmverify/reference"
 	"ssmverify/ssm"
 )
@@ -287,5 +288,15 @@ func TestJudgeScanSoftplusOfMinusInf(t *testing.T) {
 		if got := err == nil; got != c.ok {
 			t.Errorf("%s: accepted %t, want %t: %v", c.name, got, c.ok, err)
 		}
+	}
+}
+
+// TestDiagnoseFuzzNonFinite: a failure that needs its input's NaN is said
+// to, rather than diagnosed on the error model's terms.
+func TestDiagnoseFuzzNonFinite(t *testing.T) {
+	p := gen.New(gen.Spec{Batch: 1, Dim: 2, Seqlen: 5, Dstate: 2, Groups: 1, Method: ssm.ZOH, Dist: gen.Realistic}, 1)
+	p.U[3] = math.NaN()
+	if got := diagnoseFuzz(lib, p, ssm.F64); !strings.Contains(got, "needs the input's NaN") {
+		t.Fatalf("diagnoseFuzz = %q", got)
 	}
 }

@@ -112,6 +112,9 @@ func diagnoseSmall(p *ssm.Problem, dt ssm.DType) diagnose.Finding {
 	if p.OutLen()*p.Dstate <= large {
 		return diagnose.Scan(lib, p, dt)
 	}
+	if _, err := lib.Scan(p, dt); err != nil {
+		return diagnose.Scan(lib, p, dt) // a refusal: diagnosed by shrinking sizes, without references
+	}
 	for _, L := range []int{64, 512, 2049} {
 		q := diagnose.Prefix(p, 1, min(L, p.Seqlen), min(16, p.Dstate))
 		if got, err := lib.Scan(q, dt); err == nil {
