@@ -1,0 +1,151 @@
+package verify
+
+import (
+	"flag"
+	"math/rand/v2"
+	"testing"
+
+	"ssmverify/cudalib"
+	"ssmverify/judge"
+	"ssmverify/reference"
+	"ssmverify/ssm"
+)
+
+var flagHuge = flag.Bool("huge", false, "run TestHugeIndices: arrays past 2³¹ elements (about 80 GB of host memory and 30 GB of device memory; a GPU machine)")
+
+// TestHugeIndices: sizes where 32-bit index arithmetic wraps, in float32
+// with the method the library declares first.
+//
+//   - long rows: batch·dim·seqlen = 2³¹ + 128 (dim 8, seqlen 2²⁸ + 16), the
+//     flat index of channel 7 passing 2³¹ 128 steps before its end;
+//   - a wide carry: batch·dim·dstate = 257·32768·256 > 2³¹ with seqlen 1,
+//     the size of a chunked kernel's buffer of chunk states
+//     (batch·dim·chunks·dstate), last_state NULL.
+//
+// A full reference would need the error scale of 2³¹ elements; instead the
+// states decay fast (a in −5…−1, Δ in ½…1: |Ā| ≤ e^{−½} per step), so a
+// window of steps started 256 steps early from a zero state has the same
+// reference to within e^{−64} relatively, and rows are independent: the
+// first and last steps of every channel, and the first and last batch
+// rows, are judged as problems of their own.
+func TestHugeIndices(t *testing.T) {
+	if !*flagHuge {
+		t.Skip("-huge not set: arrays past 2³¹ elements need about 80 GB of host memory (scripts/gpu.sh, VERIFY_FLAGS=-huge)")
+	}
+	track(t)
+	m, ok := firstDeclared(t, ssm.F32)
+	if !ok {
+		return
+	}
+	t.Run("long rows", func(t *testing.T) { hugeRows(t, m, 8, 1<<28+16) })
+	t.Run("wide carry", func(t *testing.T) { hugeCarry(t, m, 257, 32768, 256) })
+}
+
+// TestHugeIndicesHarness runs the same judgement at small sizes, where the
+// whole reference is cheap: the windows must pass a correct library.
+func TestHugeIndicesHarness(t *testing.T) {
+	m, ok := firstDeclared(t, ssm.F32)
+	if !ok {
+		return
+	}
+	t.Run("long rows", func(t *testing.T) { hugeRows(t, m, 3, 3000) })
+	t.Run("wide carry", func(t *testing.T) { hugeCarry(t, m, 4, 8, 16) })
+}
+
+func firstDeclared(t *testing.T, dt ssm.DType) (ssm.Method, bool) {
+	for _, m := range ssm.Methods() {
+		if judged(t.Name(), "huge scans of", m, dt, false, false) {
+			return m, true
+		}
+	}
+	return 0, false
+}
+
+// decaying is a real problem whose states forget within a few steps.
+func decaying(m ssm.Method, batch, dim, seqlen, dstate int) *ssm.Problem {
+	r := rand.New(rand.NewPCG(31, 31))
+	p := &ssm.Problem{Batch: batch, Dim: dim, Seqlen: seqlen, Dstate: dstate, Groups: 1, Method: m}
+	n := batch * dim * seqlen
+	p.U, p.Delta = make([]float64, n), make([]float64, n)
+	for i := range p.U {
+		p.U[i] = float64(float32(2*r.Float64() - 1))
+		p.Delta[i] = float64(float32(0.5 + 0.5*r.Float64()))
+	}
+	p.A, p.B, p.C = make([]float64, dim*dstate), make([]float64, dim*dstate), make([]float64, dim*dstate)
+	for i := range p.A {
+		p.A[i] = float64(float32(-1 - 4*r.Float64()))
+		p.B[i] = float64(float32(2*r.Float64() - 1))
+		p.C[i] = float64(float32(2*r.Float64() - 1))
+	}
+	return p
+}
+
+// judgeWindow judges the kernel's out[b][d][t0:t1] (and its last state when
+// t1 is the end) on the window problem of steps t0−warm … t1 of row (b, d).
+func judgeWindow(t *testing.T, p *ssm.Problem, out []float32, state []float32, b, d, t0, t1, warm int) {
+	t.Helper()
+	s := max(0, t0-warm)
+	L, N := t1-s, p.Dstate
+	row := (b*p.Dim + d) * p.Seqlen
+	q := &ssm.Problem{Batch: 1, Dim: 1, Seqlen: L, Dstate: N, Groups: 1, Method: p.Method,
+		U: p.U[row+s : row+t1], Delta: p.Delta[row+s : row+t1],
+		A: p.A[d*N : (d+1)*N], B: p.B[d*N : (d+1)*N], C: p.C[d*N : (d+1)*N]}
+	ref, err := reference.Scan(q, ssm.Float64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := &ssm.Output{Out: append([]float64(nil), ref.Out...), LastState: append([]float64(nil), ref.LastState...)}
+	for i := t0; i < t1; i++ {
+		got.Out[i-s] = float64(out[row+i])
+	}
+	if t1 == p.Seqlen && state != nil {
+		for n := 0; n < N; n++ {
+			got.LastState[n] = float64(state[(b*p.Dim+d)*N+n])
+		}
+	}
+	c, err := judge.CompareScan(q, got, ssm.F32, ref, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep.Add(t.Name(), p.Method, ssm.F32, false, c.Worst.Ratio, c.Worst.ULP, c.Passed(ssm.F32), c.Worst.String())
+	if !c.Passed(ssm.F32) {
+		t.Errorf("batch %d channel %d steps %d…%d (flat index from %d): worst %s", b, d, t0, t1, row+t0, c.Worst)
+	}
+}
+
+func hugeRows(t *testing.T, m ssm.Method, dim, seqlen int) {
+	p := decaying(m, 1, dim, seqlen, 2)
+	b, err := lib.NewScanBuffers(p, ssm.F32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lib.RunScan(b); err != nil {
+		t.Fatalf("declared supported, but %v (dim·seqlen = %d)", err, dim*seqlen)
+	}
+	for d := 0; d < dim; d++ {
+		judgeWindow(t, p, b.Out.F32, b.LastState.F32, 0, d, 0, 512, 0)
+		judgeWindow(t, p, b.Out.F32, b.LastState.F32, 0, d, seqlen-512, seqlen, 256)
+	}
+}
+
+func hugeCarry(t *testing.T, m ssm.Method, batch, dim, dstate int) {
+	if lib.MaxDstate() < dstate {
+		t.Skipf("ssmk_max_dstate() = %d < %d", lib.MaxDstate(), dstate)
+	}
+	p := decaying(m, batch, dim, 1, dstate)
+	b, err := lib.NewScanBuffers(p, ssm.F32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.LastState = cudalib.Array{} // NULL: only the library's own carry buffer is that large
+	if err := lib.RunScan(b); err != nil {
+		t.Fatalf("declared supported, but %v (batch·dim·dstate = %d)", err, batch*dim*dstate)
+	}
+	for _, bb := range []int{0, batch - 2, batch - 1} {
+		for _, d := range []int{0, dim / 2, dim - 1} {
+			judgeWindow(t, p, b.Out.F32, nil, bb, d, 0, 1, 0)
+		}
+	}
+	t.Logf("rows judged: batch 0, %d, %d × channels 0, %d, %d (the carry index of the last row is %d)",
+		batch-2, batch-1, dim/2, dim-1, (batch*dim-1)*dstate)
+}
