@@ -194,6 +194,10 @@ func TestRefusalNamesTheSize(t *testing.T) {
 	if f.Tag != "refusal:dim" || !strings.Contains(f.String(), "dim 6 → 4") {
 		t.Fatalf("diagnosed %q: %s", f.Tag, f)
 	}
+	one := problem(ssm.ZOH, true, func(s *gen.Spec) { s.Groups = 1 })
+	if f := Scan(limited{maxDim: 3}, one, ssm.F64); f.Tag != "refusal:dim" || !strings.Contains(f.String(), "dim 6 → 3") {
+		t.Fatalf("one group: diagnosed %q: %s", f.Tag, f)
+	}
 	if f := Scan(limited{maxDim: 1}, p, ssm.F64); f.Tag != "refusal" {
 		t.Fatalf("nothing makes it accept, diagnosed %q: %s", f.Tag, f)
 	}

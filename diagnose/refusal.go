@@ -53,8 +53,12 @@ func shrunk(ok bool, f func() *ssm.Problem) *ssm.Problem {
 	return f()
 }
 
-// halfDim is about half of p's channels, a whole number of groups.
+// halfDim is about half of p's channels (with groups, a whole number of
+// them).
 func halfDim(p *ssm.Problem) int {
+	if p.Groups == 1 {
+		return (p.Dim + 1) / 2
+	}
 	per := p.Dim / p.Groups
 	return max(per, (p.Groups+1)/2*per)
 }
@@ -63,7 +67,7 @@ func halfDim(p *ssm.Problem) int {
 func firstChannels(p *ssm.Problem, n int) *ssm.Problem {
 	q := p.Clone()
 	per := p.Dim / p.Groups
-	q.Dim, q.Groups = n, n/per
+	q.Dim, q.Groups = n, max(1, n/per) // one group: every channel reads group 0
 	w, L, N := p.ElemWords(), p.Seqlen, p.Dstate
 	rows := func(s []float64, rowLen, blocks, keep, all int) []float64 {
 		if s == nil {

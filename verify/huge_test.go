@@ -61,23 +61,38 @@ func firstDeclared(t *testing.T, dt ssm.DType) (ssm.Method, bool) {
 	return 0, false
 }
 
-// decaying is a real problem whose states forget within a few steps.
+// decaying is a real problem, with variable B and C in one group, whose
+// states forget within a few steps.
 func decaying(m ssm.Method, batch, dim, seqlen, dstate int) *ssm.Problem {
 	r := rand.New(rand.NewPCG(31, 31))
-	p := &ssm.Problem{Batch: batch, Dim: dim, Seqlen: seqlen, Dstate: dstate, Groups: 1, Method: m}
-	n := batch * dim * seqlen
-	p.U, p.Delta = make([]float64, n), make([]float64, n)
-	for i := range p.U {
-		p.U[i] = float64(float32(2*r.Float64() - 1))
-		p.Delta[i] = float64(float32(0.5 + 0.5*r.Float64()))
+	p := &ssm.Problem{Batch: batch, Dim: dim, Seqlen: seqlen, Dstate: dstate, Groups: 1, Method: m, VariableB: true, VariableC: true}
+	uniform := func(n int, lo, hi float64) []float64 {
+		s := make([]float64, n)
+		for i := range s {
+			s[i] = float64(float32(lo + (hi-lo)*r.Float64()))
+		}
+		return s
 	}
-	p.A, p.B, p.C = make([]float64, dim*dstate), make([]float64, dim*dstate), make([]float64, dim*dstate)
-	for i := range p.A {
-		p.A[i] = float64(float32(-1 - 4*r.Float64()))
-		p.B[i] = float64(float32(2*r.Float64() - 1))
-		p.C[i] = float64(float32(2*r.Float64() - 1))
-	}
+	p.U, p.Delta = uniform(batch*dim*seqlen, -1, 1), uniform(batch*dim*seqlen, 0.5, 1)
+	p.A = uniform(dim*dstate, -5, -1)
+	p.B, p.C = uniform(batch*dstate*seqlen, -1, 1), uniform(batch*dstate*seqlen, -1, 1)
 	return p
+}
+
+// window is steps s … t1 of row (b, d) of p as a problem of its own.
+func window(p *ssm.Problem, b, d, s, t1 int) *ssm.Problem {
+	L, N := t1-s, p.Dstate
+	row := (b*p.Dim + d) * p.Seqlen
+	bc := func(v []float64) []float64 {
+		out := make([]float64, 0, N*L)
+		for n := 0; n < N; n++ {
+			i := p.BCIndex(true, b, d, n, s)
+			out = append(out, v[i:i+L]...)
+		}
+		return out
+	}
+	return &ssm.Problem{Batch: 1, Dim: 1, Seqlen: L, Dstate: N, Groups: 1, Method: p.Method, VariableB: true, VariableC: true,
+		U: p.U[row+s : row+t1], Delta: p.Delta[row+s : row+t1], A: p.A[d*N : (d+1)*N], B: bc(p.B), C: bc(p.C)}
 }
 
 // judgeWindow judges the kernel's out[b][d][t0:t1] (and its last state when
@@ -85,11 +100,8 @@ func decaying(m ssm.Method, batch, dim, seqlen, dstate int) *ssm.Problem {
 func judgeWindow(t *testing.T, p *ssm.Problem, out []float32, state []float32, b, d, t0, t1, warm int) {
 	t.Helper()
 	s := max(0, t0-warm)
-	L, N := t1-s, p.Dstate
-	row := (b*p.Dim + d) * p.Seqlen
-	q := &ssm.Problem{Batch: 1, Dim: 1, Seqlen: L, Dstate: N, Groups: 1, Method: p.Method,
-		U: p.U[row+s : row+t1], Delta: p.Delta[row+s : row+t1],
-		A: p.A[d*N : (d+1)*N], B: p.B[d*N : (d+1)*N], C: p.C[d*N : (d+1)*N]}
+	N, row := p.Dstate, (b*p.Dim+d)*p.Seqlen
+	q := window(p, b, d, s, t1)
 	ref, err := reference.Scan(q, ssm.Float64)
 	if err != nil {
 		t.Fatal(err)
