@@ -278,7 +278,7 @@ report() {
 	local out=${OUT:-out/gpu} t=${1:-2m} rc=0
 	out=$(mkdir -p "$out" && cd "$out" && pwd)
 	OUT=$out run verify golden >"$out/run.txt" 2>&1 || rc=1
-	OUT=$out fuzz "$t" >"$out/fuzz.txt" 2>&1 || rc=1
+	OUT=$out MEMCHECK_TIME=${MEMCHECK_TIME:-60} fuzz "$t" >"$out/fuzz.txt" 2>&1 || rc=1
 	cat "$out/run.txt" | tail -60
 	echo; echo "fuzz campaign ($t):"; tail -8 "$out/fuzz.txt"
 	return $rc

@@ -213,7 +213,10 @@ int32_t launch(ssmk_plan *p) {
         else
             selective_scan_fwd_cuda<float, float>(p->params, p->stream);
     } catch (const std::exception &e) {
-        return fail(SSMK_EDEVICE, std::string("the tree's selective_scan_fwd_cuda: ") + e.what());
+        /* c10::Error's what() goes on with advice and a C++ backtrace:
+         * the first line is the error. */
+        const std::string what = e.what();
+        return fail(SSMK_EDEVICE, "the tree's selective_scan_fwd_cuda: " + what.substr(0, what.find('\n')));
     }
     CUDA_TRY(cudaGetLastError(), "selective_scan_fwd launch");
     p->launched = true;
