@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"ssmverify/cudalib"
+	"ssmverify/ssm"
 )
 
 var (
@@ -33,12 +34,30 @@ func TestMain(m *testing.M) {
 // from the bytes (special values by index, ordinary values, raw bits), for
 // the method, dtype and real/complex the first arguments select.
 func FuzzDiscretize(f *testing.F) {
+	if !discretizesAny() {
+		f.Skip("the library declares ssmk_discretize for no combination (scan only): nothing to fuzz")
+	}
 	f.Fuzz(func(t *testing.T, method, dtype uint8, isComplex bool, data []byte) {
 		in := DecodeDiscretize(method, dtype, isComplex, data)
 		if err := CheckDiscretize(lib, in); err != nil {
 			t.Fatal(err)
 		}
 	})
+}
+
+// discretizesAny reports whether the library declares ssmk_discretize for
+// some method, dtype and real/complex A.
+func discretizesAny() bool {
+	for _, m := range ssm.Methods() {
+		for _, dt := range ssm.DTypes() {
+			for _, c := range []bool{false, true} {
+				if lib.Capabilities(m, dt, c).Discretizes() {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // FuzzScan: ssmk_scan_fwd on a small problem whose shape and flags come from
