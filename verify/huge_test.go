@@ -37,8 +37,27 @@ func TestHugeIndices(t *testing.T) {
 	if !ok {
 		return
 	}
-	t.Run("long rows", func(t *testing.T) { hugeRows(t, m, 8, 1<<28+16) })
-	t.Run("wide carry", func(t *testing.T) { hugeCarry(t, m, 257, 32768, 256) })
+	// Each case runs first at the harness's small size: a failure only at
+	// the large one is diagnosed as the index wrapping (the large run may
+	// leave the device unusable, so nothing is probed after it).
+	for _, c := range []struct {
+		name       string
+		small, big func(t *testing.T)
+		size       string
+	}{
+		{"long rows", func(t *testing.T) { hugeRows(t, m, 3, 3000) }, func(t *testing.T) { hugeRows(t, m, 8, 1<<28+16) },
+			"batch·dim·seqlen = 2³¹ + 128"},
+		{"wide carry", func(t *testing.T) { hugeCarry(t, m, 4, 8, 16) }, func(t *testing.T) { hugeCarry(t, m, 257, 32768, 256) },
+			"batch·dim·dstate = 2155872256 > 2³¹ (a chunked kernel's buffer of chunk states)"},
+	} {
+		smallOK := t.Run(c.name+" small", c.small)
+		if !t.Run(c.name, c.big) && smallOK && rep.WantDiagnosis(t.Name()+"/"+c.name, m, ssm.F32, false) {
+			why := "fails only past 2³¹ elements (" + c.size + "); the same judgement passes at small sizes: " +
+				"32-bit index arithmetic wraps (an int or uint32 offset or stride)"
+			rep.AddDiagnosis(t.Name()+"/"+c.name, m, ssm.F32, false, "index-wrap", why)
+			t.Logf("diagnosis [index-wrap]: %s", why)
+		}
+	}
 }
 
 // TestHugeIndicesHarness runs the same judgement at small sizes, where the
