@@ -55,17 +55,11 @@ func (f Finding) String() string {
 	return b.String()
 }
 
-// Scan investigates why the kernel of s fails on p in dtype dt. p is used
-// as given (a float32 caller rounds it first, as the suite does). It tries,
-// in order: the usual slips of the whole scan (each method's formula, D,
-// the bias, softplus's order, groups, conj C, the complex factor 2, the
-// output read before the update, the gate, the last state without B); the
-// kernel's discretization probed through its own scan against each
-// method's Ā and g and their usual slips (a flipped sign, a scaled
-// exponent, a constant or Δ factor, a polynomial term, φ1's cancellation);
-// a constant ratio or one proportional to an input; then it switches
-// features off one at a time and says which the failure needs, and where
-// it shows.
+// Scan investigates why the kernel of s fails on p in dtype dt; p is used
+// as given (a float32 caller rounds it first, as the suite does). The steps
+// and their order are the package documentation's. A refusal is explained
+// by the reductions the kernel accepts; a failure that does not reproduce
+// gives an empty Tag.
 func Scan(s Scanner, p *ssm.Problem, dt ssm.DType) Finding {
 	got, err := s.Scan(p, dt)
 	if err != nil {
