@@ -1,0 +1,37 @@
+// Package diagnose says what a failing kernel computes instead of the
+// selective scan of the ABI (cudalib/include/ssmk.h).
+//
+// A failure is a comparison with the float64 reference whose scaled error
+// ratio exceeds the threshold (package judge). A diagnosis tests
+// hypotheses about it, each against the same error model and threshold, and
+// names the first that holds:
+//
+//  1. A slip of the whole scan: the reference of p with one usual mistake
+//     (D·u dropped, delta_bias ignored, softplus before the bias, groups
+//     indexed d mod n_groups, conj(C), the complex factor 2 missing, y read
+//     before the state update, the gate as y·σ(z) or missing, the last state
+//     without B, another method's formula). A slip that is the ABI's scan of
+//     another problem is judged with that problem's own error scale.
+//  2. The discretization, probed through the kernel's own scan (so that a
+//     library without ssmk_discretize is diagnosed too): one channel per
+//     (Δ, a), dstate 1, B = C = 1 and u = 1 at t = 0 give Bcoef = Δ·g with
+//     seqlen 1 and Ā·Bcoef with seqlen 2; u = 0 must give 0. Ā and g are held to the
+//     method's within 8u·(4 + |x|), x = Δ·a (e^x's condition number is |x|),
+//     and otherwise to candidates with fitted constants: a flipped sign, an
+//     exponent or rotation scaled by c, a constant or Δ^p factor, a
+//     polynomial term c·x^k, truncated Taylor series of φ0, φ1, φ2, another
+//     method, φ1's cancellation near 0; or g is found not to be a function of
+//     x alone.
+//  3. Softplus and the SiLU gate, probed with a = 0, where Ā = g = 1.
+//  4. A ratio kernel/reference that is constant or follows an input.
+//
+// Independently, each feature of p is switched off in turn (keeping the
+// steps Δ) to say which the failure needs, and where it shows is located
+// (output or last state, real or imaginary part, from which step). A
+// refusal of the problem is explained by halving one size at a time.
+//
+// Each hypothesis has a test that plants it in a fake kernel and requires
+// its tag (diagnose_test.go); the planted mutants of verify/mutants are the
+// test set on a real library, where make mutants requires 90% of them to be
+// named. The tags are stable: report.json and the mutation harness use them.
+package diagnose
