@@ -62,6 +62,10 @@ type Comparison struct {
 	// NonFinite counts kernel values that are NaN or ±Inf where the
 	// reference is finite: always a failure.
 	NonFinite int
+	// Unmatched counts elements whose reference is NaN or ±Inf and whose
+	// kernel value is not the same (NaN for NaN, the same infinity): a
+	// finite answer where there is none is a failure, never a silent pass.
+	Unmatched int
 	// Beyond is the largest of the error scale's magnitude bounds (every
 	// intermediate of any evaluation order, Mag, the states on the way to an
 	// element, PathMag, and the products of Ā that a time-parallel scan
@@ -75,7 +79,7 @@ type Comparison struct {
 
 // Passed reports whether every element is within the threshold.
 func (c Comparison) Passed(dt ssm.DType) bool {
-	return c.NonFinite == 0 && c.Worst.Ratio <= Threshold(dt)
+	return c.NonFinite == 0 && c.Unmatched == 0 && c.Worst.Ratio <= Threshold(dt)
 }
 
 // ULPs is the distance between got and want in units of the last place of
@@ -121,11 +125,19 @@ func CompareScan(p *ssm.Problem, got *ssm.Output, dt ssm.DType, ref *ssm.Output,
 	var c Comparison
 	note := func(r, g, w, ulp float64, array string, idx []int) {
 		c.Elements++
-		if math.IsNaN(r) || math.IsInf(g, 0) {
-			if !math.IsNaN(w) && !math.IsInf(w, 0) {
-				c.NonFinite++
-				r = math.Inf(1)
+		if math.IsNaN(w) || math.IsInf(w, 0) {
+			if !(math.IsNaN(w) && math.IsNaN(g)) && g != w {
+				c.Unmatched++
+				if c.Unmatched == 1 {
+					c.Worst = Worst{Ratio: math.Inf(1), ULP: math.Inf(1), Array: array, Index: idx, Got: g, Want: w,
+						Note: "the reference is not finite here and the kernel does not match it"}
+				}
 			}
+			return
+		}
+		if math.IsNaN(r) || math.IsInf(g, 0) { // a non-finite kernel value; the reference is finite here
+			c.NonFinite++
+			r = math.Inf(1)
 		}
 		if r > c.Worst.Ratio || (c.Worst.Array == "" && c.Elements == 1) {
 			c.Worst = Worst{Ratio: r, ULP: ulp, Array: array, Index: idx, Got: g, Want: w}

@@ -73,3 +73,33 @@ func TestULPs(t *testing.T) {
 		}
 	}
 }
+
+// TestCompareScanNonFiniteReference: where the reference is NaN or ±Inf
+// the kernel must give the same; a finite value there is counted and
+// fails (it used to pass silently).
+func TestCompareScanNonFiniteReference(t *testing.T) {
+	p := &ssm.Problem{Batch: 1, Dim: 1, Seqlen: 2, Dstate: 1, Groups: 1, Method: ssm.ZOH,
+		U: []float64{1, 1}, Delta: []float64{0.5, 0.5}, A: []float64{-1}, B: []float64{1}, C: []float64{1}}
+	nan, inf := math.NaN(), math.Inf(1)
+	for _, tc := range []struct {
+		name      string
+		want, got float64
+		unmatched int
+	}{
+		{"NaN matched by NaN", nan, nan, 0},
+		{"NaN answered with a finite value", nan, 0.25, 1},
+		{"+Inf matched", inf, inf, 0},
+		{"+Inf answered with −Inf", inf, -inf, 1},
+		{"+Inf answered with a finite value", inf, 3e38, 1},
+	} {
+		ref := &ssm.Output{Out: []float64{0.5, tc.want}, LastState: []float64{0.7}}
+		got := &ssm.Output{Out: []float64{0.5, tc.got}, LastState: []float64{0.7}}
+		c, err := CompareScan(p, got, ssm.F64, ref, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Unmatched != tc.unmatched || c.Passed(ssm.F64) != (tc.unmatched == 0) {
+			t.Errorf("%s: unmatched %d, passed %t; want %d, %t", tc.name, c.Unmatched, c.Passed(ssm.F64), tc.unmatched, tc.unmatched == 0)
+		}
+	}
+}

@@ -25,7 +25,11 @@
 // outputs and last state (complex states by their modulus), and keeps the
 // worst element with its ratio, its distance in ulps of the dtype (ULPs) and
 // its position. A NaN or infinite kernel value where the reference is finite
-// counts apart (NonFinite) and always fails. Where the error model bounds an
+// counts apart (NonFinite) and always fails; where the reference itself is
+// NaN or ±Inf the kernel must give the same (NaN, or the same infinity), and
+// anything else counts apart (Unmatched) and fails: no silent pass. (The
+// fuzzers' own non-finite policy, package fuzz, is wider: it also allows the
+// dtype's IEEE 754 behaviour where the float64 reference stays finite.) Where the error model bounds an
 // intermediate beyond the dtype's range, the problem itself may leave the
 // range; the comparison still fails, and says so (Worst.Note), so that a
 // generator's overflow is not read as the kernel's bug.
