@@ -54,6 +54,7 @@ var Catalogue = []Mutant{
 
 type result struct {
 	Mutant
+	Outcome  Outcome  `json:"outcome"`
 	Killed   bool     `json:"killed"`
 	KilledBy []string `json:"killed_by"`
 	Seconds  float64  `json:"seconds"`
@@ -83,7 +84,7 @@ func main() {
 	}
 	base, _ := filepath.Abs("build/libssmk_cpu.so")
 	fmt.Printf("[baseline] %s ... ", base)
-	failed, err := suite(base, filepath.Join(*out, "mutant-0.log"), filepath.Join(*out, "mutant-0"))
+	failed, _, err := suite(base, filepath.Join(*out, "mutant-0.log"), filepath.Join(*out, "mutant-0"))
 	if err != nil || len(failed) > 0 {
 		fmt.Println("FAIL")
 		fatal(fmt.Errorf("the unmutated build must pass the suite: failed %v (%v); see %s/mutant-0.log", failed, err, *out))
@@ -102,21 +103,21 @@ func main() {
 		abs, _ := filepath.Abs(lib)
 		fmt.Printf("[%2d/%d] %-22s ... ", m.K, len(Catalogue), m.Name)
 		dir := filepath.Join(*out, fmt.Sprintf("mutant-%d", m.K))
-		failed, err := suite(abs, filepath.Join(*out, fmt.Sprintf("mutant-%d.log", m.K)), dir)
-		r := result{Mutant: m, KilledBy: failed, Killed: len(failed) > 0, Seconds: time.Since(t0).Seconds()}
+		failed, log, err := suite(abs, filepath.Join(*out, fmt.Sprintf("mutant-%d.log", m.K)), dir)
+		r := result{Mutant: m, KilledBy: failed, Outcome: classify(failed, err, log), Seconds: time.Since(t0).Seconds()}
+		r.Killed = r.Outcome == Killed
 		r.Tags, r.Diagnosed = diagnoses(filepath.Join(dir, "report.json"))
 		r.Correct = r.Diagnosed == m.Cause
-		if err != nil && len(failed) == 0 {
-			// The suite died without a test failing (a crash in the library).
-			r.Killed, r.KilledBy = true, []string{"(crash: " + err.Error() + ")"}
-		}
-		if r.Killed {
+		switch {
+		case r.Outcome != Killed && r.Outcome != Survived:
+			fmt.Printf("%s, not a kill (%.0f s): see %s/mutant-%d.log\n", strings.ToUpper(string(r.Outcome)), r.Seconds, *out, m.K)
+		case r.Killed:
 			mark := "diagnosed"
 			if !r.Correct {
 				mark = fmt.Sprintf("MISDIAGNOSED (want %s)", m.Cause)
 			}
 			fmt.Printf("killed by %d tests (%.0f s); diagnosis %s: %s\n", len(r.KilledBy), r.Seconds, r.Diagnosed, mark)
-		} else {
+		default:
 			fmt.Printf("SURVIVED (%.0f s)\n", r.Seconds)
 		}
 		results = append(results, r)
@@ -140,7 +141,7 @@ func main() {
 	fmt.Printf("diagnosis: %d of %d mutants diagnosed with their cause (%.0f%%; at least %.0f%% required)\n", correct, len(results), 100*acc, 100*MinDiagnosed)
 	status := 0
 	if survivors > 0 {
-		fmt.Printf("FAIL: %d mutants survived: the suite misses those bugs\n", survivors)
+		fmt.Printf("FAIL: %d mutants not killed (survived, crashed, or the suite could not run): see the lines above\n", survivors)
 		status = 1
 	}
 	if acc < MinDiagnosed && *only == "" {
@@ -159,7 +160,7 @@ func run(name string, args ...string) error {
 // suite runs the suite against lib, with verify's report written into
 // reportDir, and returns the top-level tests that failed (`--- FAIL: TestX`
 // at the start of a line).
-func suite(lib, logPath, reportDir string) ([]string, error) {
+func suite(lib, logPath, reportDir string) ([]string, []byte, error) {
 	args := append([]string{"test", "-count=1", "-v", "-timeout=10m"}, strings.Fields(*pkgs)...)
 	c := exec.Command(*gotest, args...)
 	abs, _ := filepath.Abs(reportDir)
@@ -182,7 +183,35 @@ func suite(lib, logPath, reportDir string) ([]string, error) {
 		}
 	}
 	sort.Strings(failed)
-	return failed, err
+	return failed, buf.Bytes(), err
+}
+
+// Outcome is what one run of the suite against a mutant shows.
+type Outcome string
+
+const (
+	Killed    Outcome = "killed"     // a test failed
+	Survived  Outcome = "survived"   // every test passed
+	Crashed   Outcome = "crashed"    // the process died (a signal, a Go panic) before a test failed
+	NotLoaded Outcome = "not loaded" // the suite could not open the library
+	RunError  Outcome = "error"      // it exited non-zero for another reason (a build error, a timeout)
+)
+
+// classify tells a kill (a test failed) from the ways a run can end
+// without one: only a failed test proves the suite caught the bug.
+func classify(failed []string, err error, log []byte) Outcome {
+	text := string(log)
+	switch {
+	case len(failed) > 0:
+		return Killed
+	case err == nil:
+		return Survived
+	case strings.Contains(text, "cannot open the library under test"):
+		return NotLoaded
+	case strings.Contains(text, "signal SIG") || strings.Contains(text, "panic: ") || strings.Contains(text, "fatal error: "):
+		return Crashed
+	}
+	return RunError
 }
 
 // diagnoses counts the diagnosis tags of a report.json and returns the
