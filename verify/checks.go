@@ -210,18 +210,23 @@ const SteadyWithin = 0.05
 
 // SteadyState (Check5) returns the cold-start cost (first iteration over the
 // steady median, the median of the second half) and the number of
-// iterations until steady state: the first k from which the median of a
-// window of 5 iterations sits within the steady band. The window keeps a
-// single noise spike on a busy machine from counting as warm-up, while a
-// genuine cold start (several slow iterations in a row) still counts.
+// iterations until steady state: the first k whose iteration, and the
+// median of the window of 5 from it, sit within the steady band. A single
+// noise spike after a warm start is not leading and does not count; every
+// slow iteration at the start does, one alone included.
 func SteadyState(s Samples) (cold float64, warmupNeeded int) {
 	tail := Samples(s[len(s)/2:])
 	steady := tail.Median()
 	band := math.Max(SteadyWithin, 2*tail.Spread())
 	cold = s[0] / steady
+	// The warm-up is the leading run of iterations outside the band: it ends
+	// at the first iteration within it whose next few agree (their median
+	// is within it too), so that one lucky sample inside a warm-up does not
+	// end it, and one slow first iteration is counted, not smoothed away.
 	const window = 5
-	for k := 0; k+window <= len(s); k++ {
-		if math.Abs(Samples(s[k:k+window]).Median()-steady)/steady <= band {
+	for k := 0; k < len(s); k++ {
+		within := func(v float64) bool { return math.Abs(v-steady)/steady <= band }
+		if within(s[k]) && within(Samples(s[k:min(len(s), k+window)]).Median()) {
 			return cold, k
 		}
 	}

@@ -507,8 +507,21 @@ func TestCheck5Warmup(t *testing.T) {
 func TestCheck5DecisionCatchesShortWarmup(t *testing.T) {
 	s := Samples{900, 700, 520, 430, 330, 301, 299, 300, 302, 300, 301, 300, 299, 301}
 	cold, needed := SteadyState(s)
-	if needed != 3 || cold < 2.9 {
-		t.Fatalf("cold %.2f, needed %d: want 3.0 and 3", cold, needed)
+	if needed != 5 || cold < 2.9 {
+		t.Fatalf("cold %.2f, needed %d: want 3.0 and 5 (330 is 10%% above the steady 300)", cold, needed)
+	}
+	// One slow first iteration (a 7.5× cold start) is warm-up, not smoothed
+	// away by the window, and a harness without warm-up fails on it.
+	one := Samples{2250, 300, 301, 299, 300, 302, 300, 301, 300, 299, 301, 300}
+	if c, n := SteadyState(one); n != 1 || c < 7 {
+		t.Fatalf("a single cold iteration: cold %.2f, needed %d; want 7.5 and 1", c, n)
+	}
+	if err := DecideWarmup(1, 0); err == nil {
+		t.Fatal("no warm-up accepted for a cold first iteration")
+	}
+	// A lucky sample inside a warm-up does not end it.
+	if _, n := SteadyState(Samples{900, 300, 800, 700, 600, 300, 301, 299, 300, 302, 300, 301, 300, 299}); n != 5 {
+		t.Fatalf("a lucky second sample ended the warm-up at %d, want 5", n)
 	}
 	// One noise spike after a warm start is not warm-up.
 	if _, n := SteadyState(Samples{300, 301, 299, 900, 300, 302, 300, 301, 300, 299, 301, 300}); n != 0 {
