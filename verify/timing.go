@@ -93,8 +93,9 @@ func (t Timer) String() string {
 	return [...]string{"device events (ssmk_plan_time)", "host clock + ssmk_plan_sync", "host clock, no sync"}[t]
 }
 
-// HarnessTimer is the timer every check but Check2 uses; Check2 asserts it
-// is the event timer.
+// HarnessTimer is the timer every check but Check2 uses: the device events,
+// which Check2 holds against a synchronised host clock. It is a constant of
+// this code, not something a run can change, so no test compares it.
 const HarnessTimer = TimerEvents
 
 // Measure times a plan: warmup launches (not recorded), then trials samples
