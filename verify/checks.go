@@ -242,6 +242,22 @@ func DecideWarmup(needed, harnessWarmup int) error {
 	return nil
 }
 
+// DecideLessWork (Check6): a scan with a feature removed (no D, no z,
+// constant B/C) does less work than the full scan and must not take longer
+// beyond noise, max(10%, 3 × the larger spread): a kernel whose path for
+// the simpler problem is slower has a dispatch bug. A noisy measurement
+// decides nothing (ok is false: undecided).
+func DecideLessWork(name string, full, less Samples, fullNoisy, lessNoisy bool) (ok bool, err error) {
+	if fullNoisy || lessNoisy {
+		return false, nil
+	}
+	tol := math.Max(0.10, 3*math.Max(full.Spread(), less.Spread()))
+	if r := less.Median() / full.Median(); r > 1+tol {
+		return true, fmt.Errorf("%s takes %.3g× the full scan's time (tolerance %.3g): doing less work costs more", name, r, 1+tol)
+	}
+	return true, nil
+}
+
 // NoiseBound is Check6's bound on a measurement's spread: beyond it the
 // figure is measured again and, if still noisy, marked noisy.
 const NoiseBound = 0.10

@@ -578,16 +578,19 @@ func TestCheck6MicroBenchmarks(t *testing.T) {
 		}
 		row("discretize "+m.String(), s, noisy, s.Median()/zohDisc)
 	}
-	// The scan with and without its features (zoh).
-	var full float64
+	// The scan with and without its features (the base method): less work
+	// must not cost more (DecideLessWork).
+	var full Samples
+	var fullNoisy bool
+	base := c.base().String()
 	for _, v := range []struct {
 		name string
 		edit func(p *ssm.Problem)
 	}{
-		{"scan zoh, Mamba block", func(*ssm.Problem) {}},
-		{"scan zoh, no D", func(p *ssm.Problem) { p.D = nil }},
-		{"scan zoh, no z", func(p *ssm.Problem) { p.Z = nil }},
-		{"scan zoh, constant B/C", func(p *ssm.Problem) {
+		{"scan " + base + ", Mamba block", func(*ssm.Problem) {}},
+		{"scan " + base + ", no D", func(p *ssm.Problem) { p.D = nil }},
+		{"scan " + base + ", no z", func(p *ssm.Problem) { p.Z = nil }},
+		{"scan " + base + ", constant B/C", func(p *ssm.Problem) {
 			p.VariableB, p.VariableC = false, false
 			p.B, p.C = p.B[:p.Dim*p.Dstate], p.C[:p.Dim*p.Dstate]
 		}},
@@ -599,10 +602,21 @@ func TestCheck6MicroBenchmarks(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if full == 0 {
-			full = s.Median()
+		if full == nil {
+			full, fullNoisy = s, noisy
+			row(v.name, s, noisy, 1)
+			continue
 		}
-		row(v.name, s, noisy, s.Median()/full)
+		decided, err := DecideLessWork(v.name, full, s, fullNoisy, noisy)
+		if err != nil {
+			t.Error(err)
+		}
+		ratio := s.Median() / full.Median()
+		if !decided {
+			ratio = 0 // a noisy figure is not divided: undecided
+			t.Logf("%s: noisy, undecided", v.name)
+		}
+		row(v.name, s, noisy, ratio)
 	}
 	if judged(t.Name(), "the scalar-vs-dense comparison of", ssm.Bilinear, c.dtype, false, true) {
 		result["dense_over_scalar"] = bilinearDense(t, c, delta, a, row)
@@ -647,6 +661,19 @@ func bilinearDense(t *testing.T, c checkConfig, delta, a []float64, row func(str
 	row("bilinear scalar (kernel)", scalar, noisy, 0)
 	row("bilinear dense LU (gonum, CPU)", dense, dnoisy, dense.Median()/scalar.Median())
 	return dense.Median() / scalar.Median()
+}
+
+func TestCheck6DecisionCatchesCostlierLessWork(t *testing.T) {
+	full := Samples{100, 101, 99, 100, 100}
+	if _, err := DecideLessWork("no z", full, Samples{80, 81, 79, 80, 80}, false, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := DecideLessWork("no z", full, Samples{130, 131, 129, 130, 130}, false, false); err == nil {
+		t.Fatal("a scan without z 1.3× slower than the full scan passed")
+	}
+	if ok, err := DecideLessWork("no z", full, Samples{130, 60, 200, 90, 150}, false, true); ok || err != nil {
+		t.Fatalf("a noisy figure decided (ok %t, err %v)", ok, err)
+	}
 }
 
 func TestCheck6DecisionRemeasuresNoise(t *testing.T) {
