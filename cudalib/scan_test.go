@@ -145,57 +145,18 @@ func TestScanManyRows(t *testing.T) {
 	}
 }
 
-// Unstable inputs whose sequential state stays finite while the products of
-// Ā over runs of steps overflow: the time-parallel scan forms such products
-// (the sequential recurrence never does), and ∞·0 = NaN where the state is
-// 0 made the CUDA build return NaN (FuzzScan on the H200: poly, complex,
-// fp64). Each row's state is 0 until step 100 (u = 0), and steps 20–83
-// have |Ā| far above 1 — e^60 in float32, e^400 in float64, for bilinear
-// 2/ε at x = 2(1 − ε) — so that two or more of them overflow the dtype
-// while each is finite; the later steps are a realistic stable problem.
-// Every kernel must match the reference here; the CPU build, which is
-// sequential, passes by construction.
+// TestScanUnstableProducts: gen.UnstableProducts for every method, dtype
+// and real/complex A (the suite's TestUnstableProducts judges a user's
+// library on the same problems). The CPU build, which is sequential, passes
+// by construction.
 func TestScanUnstableProducts(t *testing.T) {
 	l := open(t)
-	const seqlen, from, to, quiet = 300, 20, 84, 100
 	for _, m := range ssm.Methods() {
 		for _, dt := range ssm.DTypes() {
 			for _, isComplex := range []bool{false, true} {
-				s := gen.Spec{Batch: 2, Dim: 3, Seqlen: seqlen, Dstate: 4, Groups: 1, Method: m, Complex: isComplex,
-					VariableB: true, VariableC: true, HasD: true, Dist: gen.Realistic}
-				p := gen.New(s, 5)
-				// a = −1 (real) or −1 + i·n·10⁻⁹: Δ alone sets x = −Δ.
-				cw := 1
-				if isComplex {
-					cw = 2
-				}
-				for i := 0; i < len(p.A)/cw; i++ {
-					p.A[cw*i] = -1
-					if isComplex {
-						p.A[cw*i+1] = float64(i%s.Dstate) * 1e-9
-					}
-				}
-				big := 60.0 // x of the unstable steps: e^x finite, e^{2x} not
-				if dt == ssm.F64 {
-					big = 400
-				}
-				if m == ssm.Bilinear {
-					eps := 0x1p-20 // Ā = (2 − ε)/ε
-					if dt == ssm.F64 {
-						eps = 0x1p-40
-					}
-					big = 2 * (1 - eps)
-				}
-				for r := 0; r < s.Batch*s.Dim; r++ {
-					for step := 0; step < quiet; step++ {
-						p.U[r*seqlen+step] = 0
-						if step >= from && step < to {
-							p.Delta[r*seqlen+step] = -big
-						}
-					}
-				}
+				p := gen.UnstableProducts(m, dt, isComplex)
 				r, where := scanRatio(t, l, p, dt)
-				assert.LessOrEqual(t, r, float64(ratioLimit), "%v %v: %s", s, dt, where)
+				assert.LessOrEqual(t, r, float64(ratioLimit), "%v %v %s: %s", m, dt, ssm.AKind(isComplex), where)
 			}
 		}
 	}

@@ -449,3 +449,52 @@ func worstPoint(pts []point, dt ssm.DType, abar bool, ref func(point) complex128
 	}
 	return fmt.Sprintf("; worst at x = %v (Δ = %g): kernel %v, %v", at.x, at.delta, v, ref(at))
 }
+
+// Discretized explains a failure of ssmk_discretize itself, from its
+// outputs at the points where the caller's comparison failed: Ā[i] and
+// Bcoef[i] at (Δ[i], a[i]), failed[i] set where the kernel is beyond the
+// threshold. These values are exact outputs, not read back through a scan
+// (probe), so they resolve what a probe's tolerance cannot: φ1 = (e^x −
+// 1)/x cancelling by 20u just outside a too-narrow series guard, which the
+// error model (reference.DiscretizeScale) rejects. Failures of foh confined
+// to 0 < |x| < 1, none at x = 0, the worst at the smallest |x|, are a
+// narrow guard; anything else goes to the probe's explanations.
+func Discretized(m ssm.Method, dt ssm.DType, isComplex bool, delta []float64, a, abar, bcoef []complex128, failed []bool) Finding {
+	var pts []point
+	var bad []point
+	for i := range delta {
+		pt := point{delta: delta[i], a: a[i], x: complex(delta[i], 0) * a[i], abar: abar[i], aKnown: true}
+		if delta[i] != 0 {
+			pt.g = bcoef[i] / complex(delta[i], 0)
+		}
+		pts = append(pts, pt)
+		if failed[i] {
+			bad = append(bad, pt)
+		}
+	}
+	if len(bad) == 0 {
+		return Finding{Cause: "no point failed"}
+	}
+	if m == ssm.FOH {
+		narrow := true
+		for _, pt := range bad {
+			r := cmplx.Abs(pt.x)
+			narrow = narrow && r > 0 && r < 1
+		}
+		if narrow {
+			sort.Slice(bad, func(i, j int) bool { return cmplx.Abs(bad[i].x) < cmplx.Abs(bad[j].x) })
+			lo, hi := bad[0], bad[len(bad)-1]
+			_, glo := coef(m, isComplex, lo.x)
+			_, ghi := coef(m, isComplex, hi.x)
+			if len(bad) == 1 || relErr(lo.g, glo) >= relErr(hi.g, ghi) {
+				return Finding{Tag: "phi1-narrow-guard", Cause: fmt.Sprintf("φ1 = (e^x − 1)/x cancels for %.3g ≤ |x| ≤ %.3g (ssmk_discretize; "+
+					"relative error of g %.3g at the smaller |x|, %.3g at the larger): the small-x series guard is too narrow",
+					cmplx.Abs(lo.x), cmplx.Abs(hi.x), relErr(lo.g, glo), relErr(hi.g, ghi))}
+			}
+		}
+	}
+	if tag, cause, ev, ok := explainDiscretization(m, dt, isComplex, pts); ok {
+		return Finding{Tag: tag, Cause: cause, Evidence: []string{ev + " (ssmk_discretize's outputs)"}}
+	}
+	return Finding{Tag: "none", Cause: "no diagnosis fits the failing points of ssmk_discretize"}
+}

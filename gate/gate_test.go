@@ -158,6 +158,9 @@ func TestMarkdownVerdictMatchesExit(t *testing.T) {
 			r.Tests = r.Tests[:1]
 			r.Performance = []Perf{{Method: "foh", Verdict: Undecided}}
 		}, ExitUndecided, "UNDECIDED"},
+		{"undecided check", func(r *Report) {
+			r.Tests = append(r.Tests[:1], Test{Package: "verify", Name: "TestCheck6MicroBenchmarks", Result: Undecided, Output: []string{"every figure noisy"}})
+		}, ExitUndecided, "UNDECIDED"},
 		{"setup", func(r *Report) { r.Errors = []string{"no GPU: …"} }, ExitSetup, "ERROR"},
 		{"nothing ran", func(r *Report) { r.Tests = nil }, ExitSetup, "ERROR"},
 	} {
@@ -168,6 +171,9 @@ func TestMarkdownVerdictMatchesExit(t *testing.T) {
 		first := strings.SplitN(md, "\n", 2)[0]
 		if r.ExitCode != tc.exit || !strings.Contains(first, tc.badge) {
 			t.Errorf("%s: exit %d, first line %q; want exit %d and %s", tc.name, r.ExitCode, first, tc.exit, tc.badge)
+		}
+		if tc.name == "undecided check" && !strings.Contains(md, "TestCheck6MicroBenchmarks: every figure noisy") {
+			t.Errorf("an undecided check is not listed with its reason:\n%s", md)
 		}
 		if tc.name == "fail" && (!strings.Contains(md, "TestSweep") || strings.Index(md, "### Failures") > strings.Index(md, "<sub>")) {
 			t.Errorf("fail: the failure is not listed before the footer:\n%s", md)

@@ -40,6 +40,8 @@ func WriteJUnit(path string, r *Report) error {
 			tc.Failure = &junit.Result{Message: msg, Data: strings.Join(append(t.Output, "reproduce: "+t.Reproduce), "\n")}
 		case Skip:
 			tc.Skipped = &junit.Result{Message: "skipped"}
+		case Undecided:
+			tc.Skipped = &junit.Result{Message: "undecided: " + strings.Join(t.Output, " ")}
 		}
 		suites.Suites[i].AddTestcase(tc)
 	}

@@ -71,6 +71,20 @@ func Markdown(r *Report) string {
 		}
 		b.WriteString("\n")
 	}
+	var undecided []string
+	for _, t := range r.Tests {
+		if t.Result == Undecided {
+			undecided = append(undecided, fmt.Sprintf("`%s` %s: %s", t.Package, t.Name, strings.Join(t.Output, " ")))
+		}
+	}
+	undecided = append(undecided, r.Undecided...)
+	if len(undecided) > 0 {
+		b.WriteString("### Undecided (could not be decided on this machine: not a pass)\n\n")
+		for _, u := range undecided {
+			fmt.Fprintf(&b, "- %s\n", u)
+		}
+		b.WriteString("\n")
+	}
 	if regressions > 0 {
 		b.WriteString("### Regressions\n\n")
 		for _, p := range r.Performance {

@@ -78,7 +78,11 @@ type Report struct {
 	Host      Host     `json:"host"`
 	Errors    []string `json:"errors,omitempty"` // setup errors, one line each
 
-	Tests       []Test   `json:"tests"`
+	Tests []Test `json:"tests"`
+	// Undecided lists the parts of passed tests that could not be decided
+	// on this machine, with the reason (a wholly undecided test is a Test
+	// with Result undecided).
+	Undecided   []string `json:"undecided,omitempty"`
 	Figures     []Figure `json:"figures"`
 	Performance []Perf   `json:"performance,omitempty"`
 	Baseline    string   `json:"baseline,omitempty"` // the baseline file compared with
@@ -107,7 +111,7 @@ type Host struct {
 type Test struct {
 	Package   string   `json:"package"`
 	Name      string   `json:"name"`
-	Result    string   `json:"result"` // pass, fail, skip
+	Result    string   `json:"result"` // pass, fail, skip, undecided
 	Seconds   float64  `json:"seconds"`
 	Task      string   `json:"task,omitempty"`
 	Output    []string `json:"output,omitempty"` // a failure's log lines (at most 40)
@@ -167,6 +171,11 @@ func (r *Report) Decide() {
 		r.Verdict, r.ExitCode = Fail, ExitFail
 	default:
 		r.Verdict, r.ExitCode = Pass, ExitPass
+		for _, t := range r.Tests {
+			if t.Result == Undecided {
+				r.Verdict, r.ExitCode = Undecided, ExitUndecided
+			}
+		}
 		for _, p := range r.Performance {
 			if p.Verdict == Regression {
 				r.Verdict, r.ExitCode = Fail, ExitFail
@@ -225,7 +234,7 @@ func finite(v float64) float64 {
 // package, the most telling first (the verification suite, the golden
 // files, the fuzz corpus), and name.
 func sortTests(ts []Test) {
-	rank := map[string]int{Fail: 0, Pass: 1, Skip: 2}
+	rank := map[string]int{Fail: 0, Undecided: 1, Pass: 2, Skip: 3}
 	pkgRank := map[string]int{"verify": 0, "golden": 1, "fuzz": 2}
 	sort.SliceStable(ts, func(i, j int) bool {
 		if rank[ts[i].Result] != rank[ts[j].Result] {

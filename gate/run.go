@@ -115,6 +115,13 @@ func Run(cfg Config) *Report {
 	verifyDir := filepath.Join(cfg.Out, "verify")
 	m := &measured{verify: loadVerifyReport(filepath.Join(verifyDir, "report.json"))}
 	r.Figures = append(r.Figures, verifyFigures(m.verify, cfg.Task)...)
+	if m.verify != nil {
+		for _, u := range m.verify.Undecided {
+			if u.Part != "" {
+				r.Undecided = append(r.Undecided, fmt.Sprintf("%s (%s): %s", u.Test, u.Part, u.Reason))
+			}
+		}
+	}
 	r.Figures = append(r.Figures, convergenceFigures(m.verify, cfg.Task)...)
 	if c7, err := report.LoadCheck7(filepath.Join(verifyDir, "check7.json")); err == nil {
 		m.check7 = c7
@@ -305,6 +312,16 @@ func testsOf(rep gtr.Report, pkg string, cfg Config, libPath string) []Test {
 				res = Fail // Unknown: started but never finished (a crash)
 			}
 			tt := Test{Package: pkg, Name: t.Name, Result: res, Seconds: t.Duration.Seconds(), Task: cfg.Task}
+			if res == Skip {
+				// A check that could not decide here says "undecided: why"
+				// when it skips: that is not a skip of choice.
+				for _, l := range t.Output {
+					if _, why, ok := strings.Cut(l, "undecided: "); ok {
+						tt.Result, tt.Output = Undecided, []string{strings.TrimSpace(why)}
+						break
+					}
+				}
+			}
 			if res == Fail {
 				tt.Output = capLines(t.Output, 40)
 				tt.Reproduce = reproduce(cfg, pkg, t.Name, libPath)

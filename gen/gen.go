@@ -251,3 +251,82 @@ func (g drawer) a(n int, complexA bool, maxDt float64, seqlen int) (re, im float
 	}
 	return re, im
 }
+
+// UnstableProducts is a problem whose sequential state stays finite while
+// the products of Ā over runs of steps overflow: a time-parallel scan forms
+// such products (the sequential recurrence never does), and ∞·0 = NaN where
+// the state is 0 made this project's CUDA build return NaN (FuzzScan on the
+// H200: poly, complex, fp64). Each row's state is 0 until step 100 (u = 0),
+// and steps 20–83 have |Ā| far above 1 (softplus off, Δ < 0, a = −1 or
+// −1 + i·n·10⁻⁹) — e^60 in float32, e^400 in float64, for bilinear 2/ε at
+// x = 2(1 − ε) — so that two or more of them overflow the dtype while each
+// is finite; the later steps are a realistic stable problem. A correct
+// kernel of any design matches the reference here.
+func UnstableProducts(m ssm.Method, dt ssm.DType, isComplex bool) *ssm.Problem {
+	const seqlen, from, to, quiet = 300, 20, 84, 100
+	s := Spec{Batch: 2, Dim: 3, Seqlen: seqlen, Dstate: 4, Groups: 1, Method: m, Complex: isComplex,
+		VariableB: true, VariableC: true, HasD: true, Dist: Realistic}
+	p := New(s, 5)
+	cw := 1
+	if isComplex {
+		cw = 2
+	}
+	for i := 0; i < len(p.A)/cw; i++ {
+		p.A[cw*i] = -1
+		if isComplex {
+			p.A[cw*i+1] = float64(i%s.Dstate) * 1e-9
+		}
+	}
+	big := 60.0 // x of the unstable steps: e^x finite, e^{2x} not
+	if dt == ssm.F64 {
+		big = 400
+	}
+	if m == ssm.Bilinear {
+		eps := 0x1p-20 // Ā = (2 − ε)/ε
+		if dt == ssm.F64 {
+			eps = 0x1p-40
+		}
+		big = 2 * (1 - eps)
+	}
+	for r := 0; r < s.Batch*s.Dim; r++ {
+		for step := 0; step < quiet; step++ {
+			p.U[r*seqlen+step] = 0
+			if step >= from && step < to {
+				p.Delta[r*seqlen+step] = -big
+			}
+		}
+	}
+	return p
+}
+
+// SweepGrid is (Δ, a) for x = Δ·a over log-spaced magnitudes 1e-8 … 1e3
+// (24 per decade), both signs, and 0; Δ is drawn in [0.5, 2] and a = x/Δ,
+// both rounded to the dtype, so that a kernel's own product Δ·a is
+// exercised. For complex A, a is interleaved (re, im), the same modulus at
+// a random angle in the left and right half-planes.
+func SweepGrid(dt ssm.DType, isComplex bool, seed uint64) (delta, a []float64) {
+	r := rand.New(rand.NewPCG(seed, 7))
+	var xs []float64
+	for k := 0; k <= 11*24; k++ {
+		mag := math.Pow(10, -8+float64(k)/24)
+		xs = append(xs, mag, -mag)
+	}
+	xs = append(xs, 0)
+	round := func(v float64) float64 {
+		if dt == ssm.F32 {
+			return float64(float32(v))
+		}
+		return v
+	}
+	for _, x := range xs {
+		d := round(0.5 + 1.5*r.Float64())
+		delta = append(delta, d)
+		if isComplex {
+			th := math.Pi * (2*r.Float64() - 1)
+			a = append(a, round(x/d*math.Cos(th)), round(math.Abs(x)/d*math.Sin(th)))
+		} else {
+			a = append(a, round(x/d))
+		}
+	}
+	return delta, a
+}

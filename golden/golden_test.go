@@ -1,9 +1,11 @@
 package golden
 
 import (
+	"encoding/json"
 	"flag"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,7 +18,7 @@ import (
 	"ssmverify/ssm"
 )
 
-var update = flag.Bool("update", false, "regenerate golden/ from gen.New and the reference")
+var update = flag.Bool("update", false, "regenerate golden/ from gen.New and the exact scan (ExactScan)")
 
 func TestMain(m *testing.M) {
 	flag.Parse()
@@ -30,8 +32,11 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// The reference reproduces every golden output to ≤ 1 ulp: a change to the
-// reference must be a deliberate regeneration, visible in review.
+// TestGoldenReferenceReproduces: the float64 reference against the golden
+// outputs, which come from the exact scan (ExactScan) and not from it: every
+// output and last-state element within the reference's own error model
+// (judge's float64 threshold on the scaled ratio). A slip in the reference
+// — a sign, a dropped term, a flag read the other way — fails here.
 func TestGoldenReferenceReproduces(t *testing.T) {
 	man, err := Load(".")
 	require.NoError(t, err)
@@ -41,14 +46,61 @@ func TestGoldenReferenceReproduces(t *testing.T) {
 		require.NoError(t, err)
 		got, err := reference.Scan(p, ssm.Float64)
 		require.NoError(t, err)
+		cmp, err := judge.CompareScan(p, &ssm.Output{Out: got.Out, LastState: got.LastState}, ssm.F64, want, nil)
+		require.NoError(t, err)
+		if !cmp.Passed(ssm.F64) {
+			t.Errorf("%s: the reference is off the exact scan: worst %s", c.Name, cmp.Worst)
+		}
+	}
+}
+
+// TestGoldenIsExact: the golden outputs are ExactScan's, to the bit.
+func TestGoldenIsExact(t *testing.T) {
+	man, err := Load(".")
+	require.NoError(t, err)
+	for _, c := range man.Cases {
+		p, want, err := c.Problem(".")
+		require.NoError(t, err)
+		got, err := ExactScan(p)
+		require.NoError(t, err, c.Name)
 		for i := range want.Out {
-			if u := judge.ULPs(got.Out[i], want.Out[i], ssm.F64); u > 1 {
-				t.Errorf("%s: out[%d] = %.17g, golden %.17g (%.0f ulp)", c.Name, i, got.Out[i], want.Out[i], u)
+			if math.Float64bits(got.Out[i]) != math.Float64bits(want.Out[i]) {
+				t.Fatalf("%s: out[%d] = %.17g, the exact scan gives %.17g: regenerate (go test ./golden -update)", c.Name, i, want.Out[i], got.Out[i])
 			}
 		}
 		for i := range want.LastState {
-			if u := judge.ULPs(got.LastState[i], want.LastState[i], ssm.F64); u > 1 {
-				t.Errorf("%s: last_state[%d] = %.17g, golden %.17g (%.0f ulp)", c.Name, i, got.LastState[i], want.LastState[i], u)
+			if math.Float64bits(got.LastState[i]) != math.Float64bits(want.LastState[i]) {
+				t.Fatalf("%s: last_state[%d] = %.17g, the exact scan gives %.17g", c.Name, i, want.LastState[i], got.LastState[i])
+			}
+		}
+	}
+}
+
+// TestGoldenInputsRegenerate: the inputs of every generated case are
+// gen.New's for the manifest's spec and seed, to the bit: a change to the
+// generators is a visible regeneration of the golden files.
+func TestGoldenInputsRegenerate(t *testing.T) {
+	man, err := Load(".")
+	require.NoError(t, err)
+	entries := map[string]Entry{}
+	for _, e := range Entries() {
+		entries[e.Name] = e
+	}
+	for _, c := range man.Cases {
+		p, _, err := c.Problem(".")
+		require.NoError(t, err)
+		q, _ := entries[c.Name].problem()
+		for name, pair := range map[string][2][]float64{"u": {p.U, q.U}, "delta": {p.Delta, q.Delta}, "A": {p.A, q.A}, "B": {p.B, q.B},
+			"C": {p.C, q.C}, "D": {p.D, q.D}, "z": {p.Z, q.Z}, "delta_bias": {p.DeltaBias, q.DeltaBias}} {
+			if len(pair[0]) != len(pair[1]) {
+				t.Errorf("%s: %s has %d elements, the generator gives %d", c.Name, name, len(pair[0]), len(pair[1]))
+				continue
+			}
+			for i := range pair[0] {
+				if math.Float64bits(pair[0][i]) != math.Float64bits(pair[1][i]) {
+					t.Errorf("%s: %s[%d] = %.17g, the generator gives %.17g: regenerate (go test ./golden -update)", c.Name, name, i, pair[0][i], pair[1][i])
+					break
+				}
 			}
 		}
 	}
@@ -146,4 +198,55 @@ func TestNPYFormat(t *testing.T) {
 	assert.ErrorContains(t, err, "not '<f8'")
 	_, _, err = DecodeNPY(b[:len(b)-8])
 	assert.ErrorContains(t, err, "needs 96 bytes")
+}
+
+// numpyPython finds a python3 that imports NumPy; "" if none. CI sets
+// SSMK_REQUIRE_NUMPY=1 (it installs python3-numpy), where a missing NumPy
+// fails instead of skipping.
+func numpyPython(t *testing.T) string {
+	for _, py := range []string{"python3", "/usr/bin/python3"} {
+		if exec.Command(py, "-c", "import numpy").Run() == nil {
+			return py
+		}
+	}
+	if os.Getenv("SSMK_REQUIRE_NUMPY") != "" {
+		t.Fatal("SSMK_REQUIRE_NUMPY is set but no python3 imports numpy (Debian: apt-get install python3-numpy)")
+	}
+	t.Skip("no python3 with NumPy (Debian: apt-get install python3-numpy)")
+	return ""
+}
+
+// TestNumPyRecomputes: check_numpy.py loads every case and its own NumPy
+// scan agrees with the golden outputs; on a copy whose one output is off by
+// 10⁻⁹ relative (its checksum updated, so only the recomputation can tell)
+// it fails and names the case.
+func TestNumPyRecomputes(t *testing.T) {
+	py := numpyPython(t)
+	out, err := exec.Command(py, "check_numpy.py", ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("check_numpy.py: %v\n%s", err, out)
+	}
+	t.Logf("%s", out)
+
+	dir := t.TempDir()
+	copyDir(t, ".", dir)
+	man, err := Load(dir)
+	require.NoError(t, err)
+	c := man.Cases[4]
+	f := c.Files["out"]
+	_, want, err := c.Problem(dir)
+	require.NoError(t, err)
+	want.Out[3] *= 1 + 1e-9
+	b, err := EncodeNPY(f.Shape, want.Out)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, f.File), b, 0o644))
+	f.SHA256 = sum(b)
+	man.Cases[4].Files["out"] = f
+	js, err := json.MarshalIndent(man, "", "  ")
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "manifest.json"), js, 0o644))
+	out, err = exec.Command(py, "check_numpy.py", dir).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), c.Name) {
+		t.Fatalf("an output off by 1e-9 passed check_numpy.py (err %v):\n%s", err, out)
+	}
 }

@@ -11,7 +11,6 @@ import (
 	"sort"
 
 	"ssmverify/gen"
-	"ssmverify/reference"
 	"ssmverify/ssm"
 )
 
@@ -181,10 +180,11 @@ func Generate(dir string) (*Manifest, error) {
 		return nil, err
 	}
 	man := &Manifest{Schema: ManifestSchema, Generator: "go test ./golden -update",
-		Note: "float64, C order; complex arrays end in an axis of 2 (re, im); out = the ssmk ABI forward scan, last_state = h after the last step"}
+		Note: "float64, C order; complex arrays end in an axis of 2 (re, im); out = the ssmk ABI forward scan, last_state = h after the last step; " +
+			"outputs from the exact scan (256-bit arithmetic, golden.ExactScan) rounded once to float64, not from the reference"}
 	for _, c := range Entries() {
 		p, dist := c.problem()
-		out, err := reference.Scan(p, ssm.Float64)
+		out, err := ExactScan(p)
 		if err != nil {
 			return nil, fmt.Errorf("golden: %s: %w", c.Name, err)
 		}

@@ -103,3 +103,33 @@ func TestCompareScanNonFiniteReference(t *testing.T) {
 		}
 	}
 }
+
+// TestULPsOf: the normwise ulp measure: an error against the magnitude of
+// the terms, not against a value that cancelled to near 0.
+func TestULPsOf(t *testing.T) {
+	for _, c := range []struct {
+		diff, mag float64
+		dt        ssm.DType
+		want      float64
+	}{
+		{0, 1, ssm.F32, 0},
+		{0x1p-23, 1, ssm.F32, 1},
+		{0x1p-52, 1, ssm.F64, 1},
+		{-3 * 0x1p-23, 1, ssm.F32, 3},
+		{0x1p-23, 1e-30, ssm.F32, 0x1p100}, // float32's ulp at 1e-30 is 2⁻¹²³
+		{math.NaN(), 1, ssm.F64, math.Inf(1)},
+	} {
+		got := ULPsOf(c.diff, c.mag, c.dt)
+		if !(got == c.want || math.Abs(got-c.want) <= 1e-9*c.want) {
+			t.Errorf("ULPsOf(%g, %g, %v) = %g, want %g", c.diff, c.mag, c.dt, got, c.want)
+		}
+	}
+	// A value near 0 by cancellation, one float32 ulp of its terms off:
+	// ULPs counts millions, ULPsOf one.
+	if u := ULPs(1e-7+0x1p-23, 1e-7, ssm.F32); u < 1e6 {
+		t.Errorf("ULPs near 0 = %g: the test's premise", u)
+	}
+	if u := ULPsOf(0x1p-23, math.Max(1e-7, 1), ssm.F32); u != 1 {
+		t.Errorf("ULPsOf against the terms' magnitude = %g, want 1", u)
+	}
+}

@@ -137,9 +137,15 @@ func boundCoef(m ssm.Method, x complex128, isComplex bool) coefBound {
 		if r < 0.5 {
 			// A kernel may use a polynomial for φ1 near 0 (Taylor's, or a
 			// minimax one within u/20 of φ1, whose coefficients are within a
-			// few percent of Taylor's): Horner's bound for degree 14,
-			// 28·u·Σ|x|^k/(k+1)! ≤ 28·u·(e^|x| − 1)/|x|, covers both.
-			c.evalG = math.Max(c.evalG, 28*cf*Phi1(r))
+			// few percent of Taylor's), by Horner's rule. Step k's two
+			// roundings are at most u·(|x·q_{k+1}| + |q_k|) ≤ 2u·Σ_{j≥k}
+			// |c_j||x|^{j−k}, weighted by |x|^k in the result: in all
+			// 2u·Σ_j (j+1)|c_j||x|^j = 2u·e^|x| for c_j = 1/(j+1)!; the
+			// coefficients' own rounding adds u·Σ|c_j||x|^j = u·φ1(|x|),
+			// the minimax error u/20. Not the generic 2k·u·Σ|c_j||x|^j
+			// (28u for degree 14): that admitted (e^x − 1)/x from |x| =
+			// 0.05 on, 20u of cancellation (mutant 14 survived it).
+			c.evalG = math.Max(c.evalG, cf*(2*math.Exp(r)+Phi1(r)+0.05))
 		}
 		if r >= 0.5 {
 			// A kernel may take (e^x − 1)/x from the e^x it already has

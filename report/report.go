@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -27,7 +28,8 @@ const ReportSchema = "ssmverify.verify-report/v1"
 //	passed     bool                 every cell and every test passed
 //	cells      [{method, dtype, kind, checks, failures, max_ratio, max_ulp, ratios,
 //	             threshold, worst, failed_by}]   one per method × dtype × real/complex
-//	tests      [{name, passed}]     every test function of the run
+//	tests      [{name, passed, outcome}]  every test function of the run (outcome: pass, fail, skip, undecided)
+//	undecided  [{test, part, reason}]     what a test could not decide on this machine, and why
 //	not_supported [{test, what}]    what a test did not judge because the library declares it unsupported
 //	diagnoses  [{test, method, dtype, kind, tag, finding}]  the cause of a failure (package diagnose)
 //	tables     [{name, columns, rows}]           sweeps, fp32-vs-fp64, bilinear ε
@@ -47,6 +49,9 @@ type Report struct {
 	// NotSupported lists what tests left unjudged because the library
 	// declares it unsupported: counted apart, never a failure.
 	NotSupported []NotSupported `json:"not_supported,omitempty"`
+	// Undecided lists what tests could not decide on this machine (a
+	// whole test when Part is empty), with the reason: never a pass.
+	Undecided []UndecidedPart `json:"undecided,omitempty"`
 	// Diagnoses give the cause of failures, one per test and cell.
 	Diagnoses []Diagnosis `json:"diagnoses,omitempty"`
 	// Convergence is the global error of each method's scan against the
@@ -152,10 +157,30 @@ func (n *Num) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// TestVerdict is one test function's outcome.
+// Outcome is what a test function decided.
+type Outcome string
+
+const (
+	Passed    Outcome = "pass"
+	Failed    Outcome = "fail"
+	Skipped   Outcome = "skip"      // not run here (a flag, a short run)
+	Undecided Outcome = "undecided" // ran, and could not decide on this machine
+)
+
+// TestVerdict is one test function's outcome. Passed is false only for a
+// failure: an undecided or skipped test did not fail, and did not pass
+// either (Outcome says which).
 type TestVerdict struct {
-	Name   string `json:"name"`
-	Passed bool   `json:"passed"`
+	Name    string  `json:"name"`
+	Passed  bool    `json:"passed"`
+	Outcome Outcome `json:"outcome"`
+}
+
+// UndecidedPart is what a test could not decide, and why.
+type UndecidedPart struct {
+	Test   string `json:"test"`
+	Part   string `json:"part,omitempty"` // empty: the whole test
+	Reason string `json:"reason"`
 }
 
 // Table is a named table of figures (strings, already formatted).
@@ -262,10 +287,45 @@ func (r *Report) AddDiagnosis(test string, m ssm.Method, dt ssm.DType, isComplex
 }
 
 // Verdict records a test function's outcome.
-func (r *Report) Verdict(name string, passed bool) {
+func (r *Report) Verdict(name string, o Outcome) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.Tests = append(r.Tests, TestVerdict{name, passed})
+	r.Tests = append(r.Tests, TestVerdict{name, o != Failed, o})
+}
+
+// Undecide records that test could not decide part of what it decides (the
+// whole of it when part is empty), and why.
+func (r *Report) Undecide(test, part, reason string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.Undecided = append(r.Undecided, UndecidedPart{test, part, reason})
+}
+
+// IsUndecided reports whether test was undecided as a whole.
+func (r *Report) IsUndecided(test string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, u := range r.Undecided {
+		if u.Test == test && u.Part == "" {
+			return true
+		}
+	}
+	return false
+}
+
+// undecidedParts lists the parts of test that were undecided.
+func (r *Report) undecidedParts(test string) []string {
+	var parts []string
+	for _, u := range r.Undecided {
+		if u.Test == test {
+			if u.Part == "" {
+				parts = append(parts, u.Reason)
+			} else {
+				parts = append(parts, u.Part+": "+u.Reason)
+			}
+		}
+	}
+	return parts
 }
 
 // AddTable adds (or replaces) a named table.
@@ -288,6 +348,55 @@ func contains(s []string, v string) bool {
 		}
 	}
 	return false
+}
+
+// Merge adds what an earlier run of the suite against the same library
+// recorded (prev, read from its report.json): its tests, tables, undecided
+// parts, unjudged items, diagnoses and comparisons. A run split over
+// processes (Check7 in a fresh process of its own, the rest after it:
+// scripts/gpu.sh) reports as one.
+func (r *Report) Merge(prev *Report) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if prev.Library.Path != r.Library.Path {
+		return fmt.Errorf("report: cannot merge a report of %s into one of %s", prev.Library.Path, r.Library.Path)
+	}
+	r.Tests = append(prev.Tests, r.Tests...)
+	r.Undecided = append(prev.Undecided, r.Undecided...)
+	r.NotSupported = append(prev.NotSupported, r.NotSupported...)
+	r.Diagnoses = append(prev.Diagnoses, r.Diagnoses...)
+	for _, t := range prev.Tables {
+		if !slices.ContainsFunc(r.Tables, func(u Table) bool { return u.Name == t.Name }) {
+			r.Tables = append(r.Tables, t)
+		}
+	}
+	if r.Convergence == nil {
+		r.Convergence = prev.Convergence
+	}
+	for _, pc := range prev.Cells {
+		m, err := ssm.ParseMethod(pc.Method)
+		if err != nil {
+			return fmt.Errorf("report: merging: %w", err)
+		}
+		dt, err := ssm.ParseDType(pc.DType)
+		if err != nil {
+			return fmt.Errorf("report: merging: %w", err)
+		}
+		c := r.cell(m, dt, pc.Kind == ssm.AKind(true))
+		c.Checks += pc.Checks
+		c.Failures += pc.Failures
+		c.Ratios = append(c.Ratios, pc.Ratios...)
+		for _, f := range pc.FailedBy {
+			if !contains(c.FailedBy, f) {
+				c.FailedBy = append(c.FailedBy, f)
+			}
+		}
+		if pc.MaxRatio > c.MaxRatio || math.IsNaN(float64(pc.MaxRatio)) {
+			c.MaxRatio, c.Worst = pc.MaxRatio, pc.Worst
+		}
+		c.MaxULP = Num(math.Max(float64(c.MaxULP), float64(pc.MaxULP)))
+	}
+	return nil
 }
 
 // Finish computes the overall verdict.
@@ -320,7 +429,7 @@ func (r *Report) Summary() string {
 	}
 	fmt.Fprintf(&b, "ssmverify %s — %s (%s, %s)\n", verdict, r.Library.Path, r.Library.Backend, r.Library.Device)
 	fmt.Fprintf(&b, "selection: %s\n\n", r.Library.Selection)
-	fmt.Fprintf(&b, "%-10s %-5s %-8s %-5s %-12s %7s %10s %10s %9s\n", "method", "dtype", "A", "", "declared", "checks", "max ratio", "max ulp", "threshold")
+	fmt.Fprintf(&b, "%-10s %-5s %-8s %-5s %-12s %7s %10s %10s %9s\n", "method", "dtype", "A", "", "declared", "checks", "max ratio", "max ulp*", "threshold")
 	unsupported := 0
 	for _, c := range r.Cells {
 		v := "ok"
@@ -341,8 +450,9 @@ func (r *Report) Summary() string {
 	}
 	b.WriteString("\nchecks: comparisons made; max ratio: the largest |kernel − reference| / (u·S + η·T), which decides\n" +
 		"(ok: every comparison at or below the threshold; -: none made; n/s: declared not supported, not judged);\n" +
-		"declared: what ssmk_capabilities says (scan only: no ssmk_discretize); max ulp: the largest distance in\n" +
-		"units of the dtype's last place, for reading only (near a zero of a component it is large for a correct kernel)\n")
+		"declared: what ssmk_capabilities says (scan only: no ssmk_discretize); max ulp*: the largest error in units\n" +
+		"of the dtype's last place of the magnitude of the element's terms (normwise, like the ratio), for reading only:\n" +
+		"large where the problem is ill-conditioned (bilinear near its pole), which the ratio's scale accounts for\n")
 	if unsupported > 0 || len(r.NotSupported) > 0 {
 		fmt.Fprintf(&b, "\nnot supported (declared by the library; not failures): %d of %d combinations", unsupported, len(r.Cells))
 		if len(r.NotSupported) > 0 {
@@ -353,15 +463,24 @@ func (r *Report) Summary() string {
 	var checks []string
 	for _, t := range r.Tests {
 		if n, ok := performanceCheck(t.Name); ok {
-			v := "pass"
-			if !t.Passed {
+			v := string(t.Outcome)
+			if t.Outcome == Failed {
 				v = "FAIL"
 			}
-			checks = append(checks, n+" "+v)
+			line := fmt.Sprintf("  %s %s", n, v)
+			if parts := r.undecidedParts(t.Name); len(parts) > 0 {
+				if t.Outcome == Undecided {
+					line += ": "
+				} else {
+					line += "; undecided: "
+				}
+				line += strings.Join(parts, "; ")
+			}
+			checks = append(checks, line)
 		}
 	}
 	if len(checks) > 0 {
-		fmt.Fprintf(&b, "\nperformance checks (CHECKS.md; check1.json … check7.json): %s\n", strings.Join(checks, ", "))
+		fmt.Fprintf(&b, "\nperformance checks (CHECKS.md; check1.json … check7.json; undecided: could not decide on this machine, not a pass):\n%s\n", strings.Join(checks, "\n"))
 	}
 	var failed []string
 	for _, t := range r.Tests {

@@ -58,6 +58,31 @@ func TestChunkBoundaries(t *testing.T) {
 	}
 }
 
+// TestUnstableProducts: gen.UnstableProducts, where a time-parallel scan
+// forms products of Ā that overflow while the sequential state stays
+// finite (and is 0, so that ∞·0 = NaN shows).
+func TestUnstableProducts(t *testing.T) {
+	track(t)
+	for _, m := range ssm.Methods() {
+		for _, dt := range ssm.DTypes() {
+			for _, isComplex := range []bool{false, true} {
+				if (isComplex && fallback(m, dt)) || !judged(t.Name(), "scans of", m, dt, isComplex, false) {
+					continue
+				}
+				cmp, p, err := scanChecked(t.Name(), gen.UnstableProducts(m, dt, isComplex), dt)
+				if err != nil {
+					t.Errorf("%v %v %s: declared supported, but %v", m, dt, ssm.AKind(isComplex), err)
+					continue
+				}
+				if !cmp.Passed(dt) {
+					t.Errorf("%v %v %s unstable products: worst %s; threshold %g%s", m, dt, ssm.AKind(isComplex), cmp.Worst, judge.Threshold(dt),
+						diagnosis(t.Name(), p, dt))
+				}
+			}
+		}
+	}
+}
+
 // TestLargestDstate: dstate = ssmk_max_dstate() across a chunk boundary.
 func TestLargestDstate(t *testing.T) {
 	track(t)

@@ -2,6 +2,7 @@ package verify
 
 import (
 	"bufio"
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -50,6 +51,23 @@ func DecideIdenticalInputs(hashes map[string]map[string]string) error {
 	return nil
 }
 
+// DecideRepeatedLaunches compares the output of a plan's first launch with
+// its output after more launches: they must be bitwise equal (NaN where NaN),
+// else the kernel changed the inputs it keeps on the device, or is not
+// deterministic.
+func DecideRepeatedLaunches(first, later []float64) error {
+	if len(first) != len(later) {
+		return fmt.Errorf("the plan's output has %d elements after its first launch and %d later", len(first), len(later))
+	}
+	for i := range first {
+		if math.Float64bits(first[i]) != math.Float64bits(later[i]) && !(math.IsNaN(first[i]) && math.IsNaN(later[i])) {
+			return fmt.Errorf("a plan's later launches give another output than its first (element %d: %v, then %v): "+
+				"the kernel modified the inputs it keeps on the device, or is not deterministic", i, first[i], later[i])
+		}
+	}
+	return nil
+}
+
 func sortedKeys[V any](m map[string]V) []string {
 	k := make([]string, 0, len(m))
 	for s := range m {
@@ -59,23 +77,31 @@ func sortedKeys[V any](m map[string]V) []string {
 	return k
 }
 
-// SyncTolerance is how far the synced host time may sit from the event time:
-// 10% or three times the larger measured spread, whichever is larger (host
-// clocks add the launch and sync overhead, a few µs, to each launch).
-func SyncTolerance(synced, events Samples) float64 {
-	return math.Max(0.10, 3*math.Max(synced.Spread(), events.Spread()))
-}
+// SyncTolerance is how far the synced host time may sit from the event
+// time: 10% (host clocks add the launch and sync overhead, a few µs, to
+// each launch).
+const SyncTolerance = 0.10
 
-// DecideSync (Check2): the synced host time and the event time must agree
-// within SyncTolerance; it returns how many times the unsynced host time
-// underestimates the event time (1 on a synchronous backend).
-func DecideSync(unsynced, synced, events Samples) (underestimate float64, err error) {
+// DecideSync (Check2) compares the synced host time with the event time,
+// measured interleaved: their ratio's 95% bootstrap interval lying wholly
+// outside 1 ± SyncTolerance fails (one of the two timers is wrong); a
+// median ratio within it passes; a median outside it whose interval still
+// reaches it is noise, and decides nothing (decided false). It returns how
+// many times the unsynced host time underestimates the event time (1 on a
+// synchronous backend).
+func DecideSync(unsynced, synced, events Samples) (underestimate float64, decided bool, err error) {
 	ev, sy, un := events.Median(), synced.Median(), unsynced.Median()
 	underestimate = ev / un
-	if d, tol := math.Abs(sy-ev)/ev, SyncTolerance(synced, events); d > tol {
-		return underestimate, fmt.Errorf("synced host time %.4g µs and event time %.4g µs differ by %.1f%% (tolerance %.1f%%): one of the two timers is wrong", sy, ev, 100*d, 100*tol)
+	ratio := sy / ev
+	lo, hi := RatioCI(synced, events)
+	switch {
+	case lo > 1+SyncTolerance || hi < 1-SyncTolerance:
+		return underestimate, true, fmt.Errorf("synced host time %.4g µs and event time %.4g µs: ratio %.3f (95%% CI %.3f–%.3f) outside 1 ± %.2f: one of the two timers is wrong",
+			sy, ev, ratio, lo, hi, SyncTolerance)
+	case math.Abs(ratio-1) <= SyncTolerance:
+		return underestimate, true, nil
 	}
-	return underestimate, nil
+	return underestimate, false, nil
 }
 
 // ThreadSetting is one assignment of a threading variable in a script.
@@ -155,6 +181,21 @@ func DecideScripts(settings []ThreadSetting) error {
 		return fmt.Errorf("inconsistent thread settings across scripts (methods run by them are not comparable):\n  %s", strings.Join(problems, "\n  "))
 	}
 	return nil
+}
+
+// DecideThreadResult (Check3, every backend): the output of method with 1
+// host thread and with n must be bitwise equal; a library whose result
+// depends on its thread count makes benchmarks under different settings
+// compare different computations.
+func DecideThreadResult(method string, n int, one, all []byte) error {
+	if bytes.Equal(one, all) {
+		return nil
+	}
+	first := 0
+	for first < min(len(one), len(all)) && one[first] == all[first] {
+		first++
+	}
+	return fmt.Errorf("%s: the output with 1 and %d host threads differs (first at byte %d of %d): the result depends on the thread setting", method, n, first, len(one))
 }
 
 // ThreadNoise is the tolerance within which throughput must not depend on
@@ -242,20 +283,27 @@ func DecideWarmup(needed, harnessWarmup int) error {
 	return nil
 }
 
+// LessWorkTolerance is how much longer than the full scan a scan with a
+// feature removed may take before Check6 calls it costlier: 10%.
+const LessWorkTolerance = 0.10
+
 // DecideLessWork (Check6): a scan with a feature removed (no D, no z,
-// constant B/C) does less work than the full scan and must not take longer
-// beyond noise, max(10%, 3 × the larger spread): a kernel whose path for
-// the simpler problem is slower has a dispatch bug. A noisy measurement
-// decides nothing (ok is false: undecided).
-func DecideLessWork(name string, full, less Samples, fullNoisy, lessNoisy bool) (ok bool, err error) {
-	if fullNoisy || lessNoisy {
-		return false, nil
+// constant B/C) does less work than the full scan, measured interleaved
+// with it, and must not take longer: the 95% bootstrap interval of their
+// ratio lying wholly above 1 + LessWorkTolerance fails (the simpler
+// problem's path is slower: a dispatch bug); a median ratio within it
+// passes; a median above it whose interval still reaches it is noise and
+// decides nothing (ok false: undecided).
+func DecideLessWork(name string, full, less Samples) (ok bool, err error) {
+	r := less.Median() / full.Median()
+	lo, hi := RatioCI(less, full)
+	switch {
+	case lo > 1+LessWorkTolerance:
+		return true, fmt.Errorf("%s takes %.3g× the full scan's time (95%% CI %.3g–%.3g, over 1 + %.2g): doing less work costs more", name, r, lo, hi, LessWorkTolerance)
+	case r <= 1+LessWorkTolerance:
+		return true, nil
 	}
-	tol := math.Max(0.10, 3*math.Max(full.Spread(), less.Spread()))
-	if r := less.Median() / full.Median(); r > 1+tol {
-		return true, fmt.Errorf("%s takes %.3g× the full scan's time (tolerance %.3g): doing less work costs more", name, r, 1+tol)
-	}
-	return true, nil
+	return false, nil
 }
 
 // NoiseBound is Check6's bound on a measurement's spread: beyond it the

@@ -101,7 +101,7 @@ func config(t *testing.T) checkConfig {
 		}
 	}
 	if len(declared) == 0 {
-		t.Skipf("undecided: the library declares none of the methods %v for %v %s", c.methods, c.dtype, ssm.AKind(c.complex))
+		undecided(t, "the library declares none of the methods %v for %v %s", c.methods, c.dtype, ssm.AKind(c.complex))
 	}
 	c.methods = declared
 	return c
@@ -204,6 +204,15 @@ func TestCheck1IdenticalInputs(t *testing.T) {
 		if !bytes.Equal(out1, b.Out.Bytes()) {
 			t.Errorf("%v: two runs on the same inputs gave different outputs: the kernel is not deterministic", m)
 		}
+		// A plan keeps its inputs on the device; the host hashes above cannot
+		// see them. A kernel that writes into them (softplus or the bias
+		// applied in place, an input used as scratch) feeds its next launch
+		// other inputs, so the plan's first and its later launches must agree
+		// bitwise. An idempotent in-place write leaves the output unchanged
+		// and is, for every output, harmless; it is not caught.
+		if err := DecideRepeatedLaunches(planOutputs(t, b, c.warmup+2)); err != nil {
+			t.Errorf("%v: %v", m, err)
+		}
 		hashes[m.String()] = before
 		if len(table.Rows) == 0 {
 			for _, in := range b.Inputs() {
@@ -230,6 +239,40 @@ func TestCheck1IdenticalInputs(t *testing.T) {
 	writeCheck(t, 1, map[string]any{"config": c.String(), "dtype": c.dtype.String(), "hashes": hashes, "passed": !t.Failed()})
 }
 
+// planOutputs launches a fresh plan of b once and fetches its output, then
+// launches it n more times and fetches again.
+func planOutputs(t *testing.T, b *cudalib.ScanBuffers, n int) (first, later []float64) {
+	t.Helper()
+	plan, err := lib.NewPlan(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plan.Close()
+	if err := plan.Launch(); err != nil {
+		t.Fatal(err)
+	}
+	if first, _, err = plan.Fetch(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := plan.Time(n); err != nil {
+		t.Fatal(err)
+	}
+	if later, _, err = plan.Fetch(); err != nil {
+		t.Fatal(err)
+	}
+	return first, later
+}
+
+func TestCheck1DecisionCatchesDeviceInputCorruption(t *testing.T) {
+	if err := DecideRepeatedLaunches([]float64{1, 2, math.NaN()}, []float64{1, 2, math.NaN()}); err != nil {
+		t.Fatalf("equal outputs (NaN at the same place) rejected: %v", err)
+	}
+	err := DecideRepeatedLaunches([]float64{1, 2, 3}, []float64{1, 2, math.Nextafter(3, 4)})
+	if err == nil || !strings.Contains(err.Error(), "element 2") {
+		t.Fatalf("a one-ulp change after repeated launches not caught: %v", err)
+	}
+}
+
 func TestCheck1DecisionCatchesDifferentInputs(t *testing.T) {
 	same := map[string]map[string]string{"zoh": {"u": "aa", "B": "bb"}, "rk4": {"u": "aa", "B": "bb"}}
 	if err := DecideIdenticalInputs(same); err != nil {
@@ -250,7 +293,9 @@ func TestCheck2Synchronisation(t *testing.T) {
 	c := config(t)
 	plan, _ := newPlan(t, checkProblem(c, c.base(), false), c.dtype)
 	timers := []Timer{TimerHostUnsynced, TimerHostSynced, TimerEvents}
-	got, err := MeasureInterleaved([]*cudalib.Plan{plan, plan, plan}, timers, c.warmup, c.trials, 1)
+	// At least 60 rounds: the decision is a ratio's bootstrap interval, and
+	// the CPU build's launches spread by 30% on a busy 2-core machine.
+	got, err := MeasureInterleaved([]*cudalib.Plan{plan, plan, plan}, timers, c.warmup, max(c.trials, 60), 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,7 +303,7 @@ func TestCheck2Synchronisation(t *testing.T) {
 	for i, timer := range timers {
 		res[timer] = got[i]
 	}
-	under, err := DecideSync(res[TimerHostUnsynced], res[TimerHostSynced], res[TimerEvents])
+	under, decided, err := DecideSync(res[TimerHostUnsynced], res[TimerHostSynced], res[TimerEvents])
 	if err != nil {
 		t.Error(err)
 	}
@@ -274,24 +319,40 @@ func TestCheck2Synchronisation(t *testing.T) {
 	}
 	writeCheck(t, 2, map[string]any{"config": c.String(), "median_us": map[string]float64{"host_unsynced": res[TimerHostUnsynced].Median(),
 		"host_synced": res[TimerHostSynced].Median(), "events": res[TimerEvents].Median()}, "underestimate": under,
-		"tolerance": SyncTolerance(res[TimerHostSynced], res[TimerEvents]), "harness": HarnessTimer.String(), "passed": !t.Failed()})
+		"tolerance": SyncTolerance, "decided": decided, "harness": HarnessTimer.String(), "passed": !t.Failed()})
+	if !decided {
+		lo, hi := RatioCI(res[TimerHostSynced], res[TimerEvents])
+		undecided(t, "synced host time / event time %.3f with a 95%% interval %.3f–%.3f across 1 ± %.2f: too noisy to tell", res[TimerHostSynced].Median()/res[TimerEvents].Median(), lo, hi, SyncTolerance)
+	}
 }
 
 func TestCheck2DecisionCatchesWrongTimers(t *testing.T) {
-	ev := Samples{300, 301, 299, 302, 300}
-	under, err := DecideSync(Samples{5, 5, 6, 5, 5}, Samples{303, 305, 302, 304, 303}, ev)
-	if err != nil || under < 50 {
-		t.Fatalf("agreeing timers rejected or underestimate %.1f: %v", under, err)
+	ev := Samples{300, 301, 299, 302, 300, 301, 300, 299}
+	under, decided, err := DecideSync(Samples{5, 5, 6, 5, 5}, Samples{303, 305, 302, 304, 303, 304, 302, 303}, ev)
+	if err != nil || !decided || under < 50 {
+		t.Fatalf("agreeing timers: decided %t, underestimate %.1f, %v", decided, under, err)
 	}
-	if _, err := DecideSync(Samples{5, 5, 5}, Samples{6, 5, 6}, ev); err == nil {
-		t.Fatal("a 'synced' timer that measured only the launch was accepted")
+	// A timer that measures only the launch, and one that reports half the
+	// work (cudalib's mutant 16 plants that one in the CPU build).
+	for _, synced := range []Samples{{6, 5, 6, 5, 6, 5}, {600, 610, 590, 605, 600, 598}} {
+		if _, decided, err := DecideSync(Samples{5, 5, 5}, synced, ev); err == nil || !decided {
+			t.Errorf("synced %v against events %v accepted (decided %t)", synced, ev, decided)
+		}
+	}
+	// Noise that straddles the tolerance decides nothing.
+	if _, decided, err := DecideSync(Samples{5}, Samples{250, 420, 330, 260, 400, 340}, Samples{300, 290, 310, 280, 320, 300}); decided || err != nil {
+		t.Errorf("a noisy comparison decided (decided %t, %v)", decided, err)
 	}
 }
 
-// TestCheck3Threading: thread settings logged; throughput with the library's
-// host threads at 1 and at the CPU count: on a GPU backend it must not
-// depend on them (ThreadNoise), on the CPU build the scaling is reported.
-// With -scripts DIR, the scripts' thread settings must agree.
+// TestCheck3Threading: thread settings logged. On every backend the output
+// must not depend on the library's host thread count (1 against at least
+// 2, bitwise): a benchmark that ran methods under different settings would
+// otherwise compare different computations. On a GPU backend the time must
+// not depend on it either (ThreadNoise); the CPU build's time depends on
+// its threads by design, so there its scaling is reported and that part is
+// undecided. The thread settings of shell and Slurm scripts must agree:
+// those of -scripts DIR, else the repository's own scripts.
 func TestCheck3Threading(t *testing.T) {
 	track(t)
 	c := config(t)
@@ -299,18 +360,44 @@ func TestCheck3Threading(t *testing.T) {
 	for _, v := range []string{"OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"} {
 		env[v] = os.Getenv(v)
 	}
+	nAll := max(2, runtime.NumCPU())
 	t.Logf("OMP_NUM_THREADS=%q MKL_NUM_THREADS=%q OPENBLAS_NUM_THREADS=%q GOMAXPROCS=%d CPUs=%d library threads=%d",
 		env["OMP_NUM_THREADS"], env["MKL_NUM_THREADS"], env["OPENBLAS_NUM_THREADS"], runtime.GOMAXPROCS(0), runtime.NumCPU(), lib.SetNumThreads(0))
-	plan, _ := newPlan(t, checkProblem(c, c.base(), false), c.dtype)
 	prev := lib.SetNumThreads(0)
 	defer lib.SetNumThreads(prev)
+	result := map[string]any{"config": c.String(), "env": env, "gomaxprocs": runtime.GOMAXPROCS(0), "cpus": runtime.NumCPU()}
+
+	// The result: every method at 1 and at nAll threads, through the scan
+	// call (not a plan: Check1 judges what plans keep on the device).
+	for _, m := range c.methods {
+		b, err := lib.NewScanBuffers(checkProblem(c, m, false), c.dtype)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var outs [2][]byte
+		for i, n := range []int{1, nAll} {
+			lib.SetNumThreads(n)
+			if err := lib.RunScan(b); err != nil {
+				t.Fatal(err)
+			}
+			outs[i] = bytes.Clone(b.Out.Bytes())
+		}
+		if err := DecideThreadResult(m.String(), nAll, outs[0], outs[1]); err != nil {
+			t.Error(err)
+		}
+	}
+	result["results_compared"] = len(c.methods)
+
+	// The time, alternating the thread count round by round so that machine
+	// noise falls on both.
+	plan, _ := newPlan(t, checkProblem(c, c.base(), false), c.dtype)
+	lib.SetNumThreads(prev)
 	if _, err := plan.Time(c.warmup); err != nil {
 		t.Fatal(err)
 	}
-	// Alternate the thread count round by round, so machine noise falls on both.
 	var one, all Samples
 	for i := 0; i < c.trials; i++ {
-		for _, n := range []int{1, runtime.NumCPU()} {
+		for _, n := range []int{1, nAll} {
 			lib.SetNumThreads(n)
 			s, err := Measure(plan, HarnessTimer, 0, 1, 1)
 			if err != nil {
@@ -323,34 +410,52 @@ func TestCheck3Threading(t *testing.T) {
 			}
 		}
 	}
-	result := map[string]any{"config": c.String(), "env": env, "gomaxprocs": runtime.GOMAXPROCS(0), "cpus": runtime.NumCPU(),
-		"median_us_1_thread": one.Median(), "median_us_all_threads": all.Median()}
+	result["median_us_1_thread"], result["median_us_all_threads"] = one.Median(), all.Median()
 	if lib.Backend == "cpu" {
-		t.Logf("CPU build: %s µs with 1 thread, %s µs with %d: speed-up %.2f×", us(one.Median()), us(all.Median()), runtime.NumCPU(), one.Median()/all.Median())
+		partlyUndecided(t, "timing", fmt.Sprintf("the CPU build's speed depends on its threads by design: %s µs with 1 thread, %s µs with %d (speed-up %.2f×), reported, not judged",
+			us(one.Median()), us(all.Median()), nAll, one.Median()/all.Median()))
 		result["speedup"] = one.Median() / all.Median()
 	} else {
 		ratio, err := DecideThreadIndependence(one, all)
 		if err != nil {
 			t.Error(err)
 		}
-		t.Logf("%s backend: 1 thread %s µs, %d threads %s µs: ratio %.3f (tolerance ±%.3f)", lib.Backend, us(one.Median()), runtime.NumCPU(), us(all.Median()), ratio, ThreadNoise(one, all))
+		t.Logf("%s backend: 1 thread %s µs, %d threads %s µs: ratio %.3f (tolerance ±%.3f)", lib.Backend, us(one.Median()), nAll, us(all.Median()), ratio, ThreadNoise(one, all))
 		result["ratio"] = ratio
 	}
+
+	dirs := []string{"../scripts", "../docs/slurm"}
 	if *flagScripts != "" {
-		settings, err := ScanScripts(*flagScripts)
+		dirs = strings.Split(*flagScripts, ",")
+	}
+	var settings []ThreadSetting
+	for _, dir := range dirs {
+		s, err := ScanScripts(dir)
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("-scripts: %v", err)
 		}
-		for _, s := range settings {
-			t.Logf("%s:%d %s=%s", s.File, s.Line, s.Var, s.Value)
-		}
-		result["script_settings"] = settings
-		if err := DecideScripts(settings); err != nil {
-			t.Error(err)
-		}
+		settings = append(settings, s...)
+	}
+	t.Logf("scripts scanned: %s; %d thread settings", strings.Join(dirs, ", "), len(settings))
+	for _, s := range settings {
+		t.Logf("%s:%d %s=%s", s.File, s.Line, s.Var, s.Value)
+	}
+	result["scripts"], result["script_settings"] = dirs, settings
+	if err := DecideScripts(settings); err != nil {
+		t.Error(err)
 	}
 	result["passed"] = !t.Failed()
 	writeCheck(t, 3, result)
+}
+
+func TestCheck3DecisionCatchesThreadDependentResult(t *testing.T) {
+	a := []byte{1, 2, 3, 4}
+	if err := DecideThreadResult("zoh", 2, a, bytes.Clone(a)); err != nil {
+		t.Fatalf("equal outputs rejected: %v", err)
+	}
+	if err := DecideThreadResult("zoh", 2, a, []byte{1, 2, 3, 5}); err == nil || !strings.Contains(err.Error(), "1 and 2 host threads") {
+		t.Fatalf("an output that depends on the thread count was accepted: %v", err)
+	}
 }
 
 func TestCheck3DecisionCatchesInconsistentScripts(t *testing.T) {
@@ -578,12 +683,11 @@ func TestCheck6MicroBenchmarks(t *testing.T) {
 		}
 		row("discretize "+m.String(), s, noisy, s.Median()/zohDisc)
 	}
-	// The scan with and without its features (the base method): less work
-	// must not cost more (DecideLessWork).
-	var full Samples
-	var fullNoisy bool
+	// The scan with and without its features (the base method), measured
+	// interleaved so that noise falls on all alike: less work must not cost
+	// more (DecideLessWork).
 	base := c.base().String()
-	for _, v := range []struct {
+	variants := []struct {
 		name string
 		edit func(p *ssm.Problem)
 	}{
@@ -594,30 +698,37 @@ func TestCheck6MicroBenchmarks(t *testing.T) {
 			p.VariableB, p.VariableC = false, false
 			p.B, p.C = p.B[:p.Dim*p.Dstate], p.C[:p.Dim*p.Dstate]
 		}},
-	} {
+	}
+	var plans []*cudalib.Plan
+	var timers []Timer
+	for _, v := range variants {
 		p := checkProblem(c, c.base(), false)
 		v.edit(p)
 		plan, _ := newPlan(t, p, c.dtype)
-		s, noisy, err := StableMeasure(func() (Samples, error) { return Measure(plan, HarnessTimer, c.warmup, c.trials, 1) })
-		if err != nil {
-			t.Fatal(err)
-		}
-		if full == nil {
-			full, fullNoisy = s, noisy
-			row(v.name, s, noisy, 1)
-			continue
-		}
-		decided, err := DecideLessWork(v.name, full, s, fullNoisy, noisy)
+		plans, timers = append(plans, plan), append(timers, HarnessTimer)
+	}
+	// At least 60 rounds: the decision is a ratio's bootstrap interval.
+	scans, err := MeasureInterleaved(plans, timers, c.warmup, max(c.trials, 60), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	decided := 0
+	row(variants[0].name, scans[0], scans[0].Spread() > NoiseBound, 1)
+	for k, v := range variants[1:] {
+		s := scans[k+1]
+		ok, err := DecideLessWork(v.name, scans[0], s)
 		if err != nil {
 			t.Error(err)
 		}
-		ratio := s.Median() / full.Median()
-		if !decided {
-			ratio = 0 // a noisy figure is not divided: undecided
-			t.Logf("%s: noisy, undecided", v.name)
+		if ok {
+			decided++
+		} else {
+			lo, hi := RatioCI(s, scans[0])
+			partlyUndecided(t, v.name, fmt.Sprintf("%.3g× the full scan with a 95%% interval %.3g–%.3g across 1 + %.2g: too noisy to tell", s.Median()/scans[0].Median(), lo, hi, LessWorkTolerance))
 		}
-		row(v.name, s, noisy, ratio)
+		row(v.name, s, s.Spread() > NoiseBound, s.Median()/scans[0].Median())
 	}
+	result["less_work_decided"] = decided
 	if judged(t.Name(), "the scalar-vs-dense comparison of", ssm.Bilinear, c.dtype, false, true) {
 		result["dense_over_scalar"] = bilinearDense(t, c, delta, a, row)
 	}
@@ -664,14 +775,14 @@ func bilinearDense(t *testing.T, c checkConfig, delta, a []float64, row func(str
 }
 
 func TestCheck6DecisionCatchesCostlierLessWork(t *testing.T) {
-	full := Samples{100, 101, 99, 100, 100}
-	if _, err := DecideLessWork("no z", full, Samples{80, 81, 79, 80, 80}, false, false); err != nil {
-		t.Fatal(err)
+	full := Samples{100, 101, 99, 100, 100, 102, 99, 101}
+	if ok, err := DecideLessWork("no z", full, Samples{80, 81, 79, 80, 80, 81, 80, 79}); !ok || err != nil {
+		t.Fatalf("a cheaper scan without z: ok %t, %v", ok, err)
 	}
-	if _, err := DecideLessWork("no z", full, Samples{130, 131, 129, 130, 130}, false, false); err == nil {
+	if _, err := DecideLessWork("no z", full, Samples{130, 131, 129, 130, 130, 131, 130, 129}); err == nil {
 		t.Fatal("a scan without z 1.3× slower than the full scan passed")
 	}
-	if ok, err := DecideLessWork("no z", full, Samples{130, 60, 200, 90, 150}, false, true); ok || err != nil {
+	if ok, err := DecideLessWork("no z", full, Samples{130, 60, 200, 90, 150, 70, 180, 100}); ok || err != nil {
 		t.Fatalf("a noisy figure decided (ok %t, err %v)", ok, err)
 	}
 }

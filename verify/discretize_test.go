@@ -10,42 +10,13 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"ssmverify/diagnose"
+	"ssmverify/gen"
 	"ssmverify/judge"
 	"ssmverify/reference"
 	"ssmverify/report"
 	"ssmverify/ssm"
 )
-
-// sweepGrid is x = Δ·a over log-spaced magnitudes 1e-8 … 1e3 (24 per
-// decade), both signs, and 0; Δ is drawn in [0.5, 2] and a = x/Δ, both
-// rounded to the dtype, so the kernel's own product Δ·a is exercised.
-func sweepGrid(dt ssm.DType, isComplex bool, seed uint64) (delta, a []float64) {
-	r := rand.New(rand.NewPCG(seed, 7))
-	var xs []float64
-	for k := 0; k <= 11*24; k++ {
-		mag := math.Pow(10, -8+float64(k)/24)
-		xs = append(xs, mag, -mag)
-	}
-	xs = append(xs, 0)
-	round := func(v float64) float64 {
-		if dt == ssm.F32 {
-			return float64(float32(v))
-		}
-		return v
-	}
-	for _, x := range xs {
-		d := round(0.5 + 1.5*r.Float64())
-		delta = append(delta, d)
-		if isComplex {
-			// The same modulus at a random angle in the left and right half-planes.
-			th := math.Pi * (2*r.Float64() - 1)
-			a = append(a, round(x/d*math.Cos(th)), round(math.Abs(x)/d*math.Sin(th)))
-		} else {
-			a = append(a, round(x/d))
-		}
-	}
-	return delta, a
-}
 
 type sweepStats struct {
 	ratios, ulps []float64
@@ -85,7 +56,7 @@ func TestDiscretizeSweep(t *testing.T) {
 				if !judged(t.Name(), "ssmk_discretize of", m, dt, isComplex, true) {
 					continue
 				}
-				delta, a := sweepGrid(dt, isComplex, uint64(m)+1)
+				delta, a := gen.SweepGrid(dt, isComplex, uint64(m)+1)
 				abar, bcoef, err := lib.Discretize(m, dt, isComplex, delta, a)
 				if err != nil {
 					t.Errorf("%v %v complex=%t: declared supported, but %v", m, dt, isComplex, err)
@@ -98,6 +69,9 @@ func TestDiscretizeSweep(t *testing.T) {
 				}
 				var st sweepStats
 				failures := 0
+				var pd []float64
+				var pa, pAbar, pBcoef []complex128
+				var pFailed []bool
 				for i := range delta {
 					var av complex128
 					if isComplex {
@@ -125,9 +99,18 @@ func TestDiscretizeSweep(t *testing.T) {
 						rA = math.Inf(1)
 					}
 					r := math.Max(rA, rB)
-					ulp := math.Max(judge.ULPs(real(ga), real(wa), dt), judge.ULPs(real(gb), real(wb), dt))
+					// Normwise, as the summary's ulp* column: against the
+					// modulus, and for bilinear's Ā, which cancels to 0 at
+					// x = −2, against its terms' (1 + |x|/2)/|1 − x/2|.
+					magA := cmplx.Abs(wa)
+					if m == ssm.Bilinear {
+						magA = math.Max(magA, (1+cmplx.Abs(x)/2)/cmplx.Abs(1-x/2))
+					}
+					ulp := math.Max(judge.ULPsOf(cmplx.Abs(ga-wa), magA, dt), judge.ULPsOf(cmplx.Abs(gb-wb), cmplx.Abs(wb), dt))
 					where := fmt.Sprintf("x = %.6g: Ā kernel %v ref %v, Δg kernel %v ref %v", x, ga, wa, gb, wb)
 					st.add(r, ulp, where)
+					pd, pa, pAbar, pBcoef = append(pd, delta[i]), append(pa, av), append(pAbar, ga), append(pBcoef, gb)
+					pFailed = append(pFailed, !(r <= judge.Threshold(dt)))
 					if !(r <= judge.Threshold(dt)) {
 						failures++
 						if failures <= 3 {
@@ -135,6 +118,11 @@ func TestDiscretizeSweep(t *testing.T) {
 						}
 					}
 					rep.Add("TestDiscretizeSweep", m, dt, isComplex, r, ulp, r <= judge.Threshold(dt), where)
+				}
+				if failures > 0 && rep.WantDiagnosis(t.Name(), m, dt, isComplex) {
+					f := diagnose.Discretized(m, dt, isComplex, pd, pa, pAbar, pBcoef, pFailed)
+					rep.AddDiagnosis(t.Name(), m, dt, isComplex, f.Tag, f.String())
+					t.Errorf("%v %v %s: %d of %d points fail; diagnosis [%s]: %s", m, dt, ssm.AKind(isComplex), failures, len(pd), f.Tag, f)
 				}
 				table.Rows = append(table.Rows, []string{m.String(), dt.String(), ssm.AKind(isComplex), fmt.Sprint(len(st.ratios)),
 					fmt.Sprintf("%.3g", quantile(st.ratios, 0.5)), fmt.Sprintf("%.3g", quantile(st.ratios, 0.99)),
@@ -236,7 +224,9 @@ func TestBilinearDiagonalExact(t *testing.T) {
 				rA := reference.Ratio(abar[i]-mA.At(i, i), sA, 2, dt.Precision())
 				rB := reference.Ratio(bcoef[i]*B[i]-mB.At(i, 0), sB*math.Abs(B[i]), 2, dt.Precision())
 				rat := math.Max(rA, rB)
-				rep.Add("TestBilinearDiagonalExact", ssm.Bilinear, dt, false, rat, judge.ULPs(abar[i], mA.At(i, i), dt), rat <= judge.Threshold(dt), fmt.Sprintf("x = %.9g", dd*a[i]))
+				x := dd * a[i]
+				rep.Add("TestBilinearDiagonalExact", ssm.Bilinear, dt, false, rat, judge.ULPsOf(abar[i]-mA.At(i, i), math.Max(math.Abs(mA.At(i, i)), (1+math.Abs(x)/2)/math.Abs(1-x/2)), dt),
+					rat <= judge.Threshold(dt), fmt.Sprintf("x = %.9g", x))
 				if !(rat <= judge.Threshold(dt)) {
 					t.Errorf("%v: x = %.9g: kernel Ā %.9g, matrix %.17g; kernel B̄ %.9g, matrix %.17g: ratio %.3g > %g",
 						dt, dd*a[i], abar[i], mA.At(i, i), bcoef[i]*B[i], mB.At(i, 0), rat, judge.Threshold(dt))

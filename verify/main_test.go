@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"testing"
 
 	"ssmverify/cudalib"
@@ -18,6 +19,7 @@ var (
 	lib       *cudalib.Library
 	rep       *report.Report
 	reportDir = flag.String("report", "", "write report.json and summary.txt into this folder")
+	appendRep = flag.Bool("append", false, "merge the report.json already in -report's folder (an earlier part of the same run) into this one")
 )
 
 // TestMain opens the library under test once (cudalib.OpenDefault: the CPU
@@ -43,6 +45,16 @@ func TestMain(m *testing.M) {
 		// -report flag would reach golden too.
 		*reportDir = os.Getenv("SSMK_REPORT_DIR")
 	}
+	if *appendRep {
+		prev, err := report.Load(filepath.Join(*reportDir, "report.json"))
+		if err == nil {
+			err = rep.Merge(prev)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "verify: -append:", err)
+			os.Exit(2)
+		}
+	}
 	code := m.Run()
 	rep.Finish()
 	if *reportDir != "" {
@@ -65,7 +77,37 @@ func libraryInfo(l *cudalib.Library) report.LibraryInfo {
 
 // track records the test's verdict in the report when it ends.
 func track(t *testing.T) {
-	t.Cleanup(func() { rep.Verdict(t.Name(), !t.Failed()) })
+	t.Cleanup(func() { rep.Verdict(t.Name(), outcome(t)) })
+}
+
+func outcome(t *testing.T) report.Outcome {
+	switch {
+	case t.Failed():
+		return report.Failed
+	case t.Skipped() && rep.IsUndecided(t.Name()):
+		return report.Undecided
+	case t.Skipped():
+		return report.Skipped
+	}
+	return report.Passed
+}
+
+// undecided ends a test that cannot decide on this machine: the report
+// shows it as undecided with the reason, never as a pass.
+func undecided(t *testing.T, format string, args ...any) {
+	t.Helper()
+	reason := fmt.Sprintf(format, args...)
+	rep.Undecide(t.Name(), "", reason)
+	t.Skip("undecided: " + reason)
+}
+
+// partlyUndecided records that part of what a test decides could not be
+// decided here; the test's verdict covers the rest, and the report names
+// the part with the reason.
+func partlyUndecided(t *testing.T, part, reason string) {
+	t.Helper()
+	rep.Undecide(t.Name(), part, reason)
+	t.Logf("undecided (%s): %s", part, reason)
 }
 
 // fallback reports whether the library declares that method m computes zoh

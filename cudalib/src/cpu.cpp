@@ -71,6 +71,13 @@ void scan_row_real(const ssmk_scan_args *a, int64_t row) {
 #if SSMK_MUTANT == 11
             y += cv * h[n]; /* the output read before the state update */
             h[n] = ab * h[n] + (dt * g) * bv * uu;
+#elif SSMK_MUTANT == 17
+            /* A reduction whose order follows the team size: with more than
+             * one thread, y sums the states from the last one down. */
+            h[n] = ab * h[n] + (dt * g) * bv * uu;
+            if (threads() == 1) y += cv * h[n];
+            if (threads() > 1 && n == N - 1)
+                for (int k = N - 1; k >= 0; k--) y += Cb[k * cns + t * cts] * h[k];
 #else
             h[n] = ab * h[n] + (dt * g) * bv * uu;
             y += cv * h[n];
@@ -204,6 +211,9 @@ struct ssmk_plan {
     void *delta = nullptr, *A = nullptr, *abar = nullptr, *bcoef = nullptr;
     ScanSizes sz{};
     std::vector<void *> owned;
+#if SSMK_MUTANT == 18
+    int tuning_launches = 0;
+#endif
 
     ~ssmk_plan() {
         for (void *p : owned) free(p);
@@ -330,6 +340,40 @@ SSMK_API int32_t ssmk_plan_create_discretize(int32_t method, int32_t dtype, int3
 
 SSMK_API int32_t ssmk_plan_launch(ssmk_plan *p) {
     if (!p) return fail(SSMK_EINVAL, "plan is NULL");
+#if SSMK_MUTANT == 15
+    /* The bias added to the plan's own copy of delta in place. */
+    if (p->is_scan && p->args.delta_bias) {
+        ssmk_scan_args a = p->args;
+        for (int64_t i = 0; i < p->sz.seq; i++) {
+            int d = (int)((i / a.seqlen) % a.dim);
+            if (a.dtype == SSMK_F64)
+                ((double *)a.delta)[i] += ((const double *)a.delta_bias)[d];
+            else
+                ((float *)a.delta)[i] += ((const float *)a.delta_bias)[d];
+        }
+        static std::vector<float> zero_f;
+        static std::vector<double> zero_d;
+        zero_f.assign((size_t)a.dim, 0.0f);
+        zero_d.assign((size_t)a.dim, 0.0);
+        a.delta_bias = a.dtype == SSMK_F64 ? (const void *)zero_d.data() : (const void *)zero_f.data();
+        run_scan(&a);
+        p->launched = true;
+        return SSMK_OK;
+    }
+#endif
+#if SSMK_MUTANT == 18
+    /* An autotuner: the first 16 launches of a plan try slower variants. */
+    if (p->tuning_launches++ < 16 && p->is_scan) run_scan(&p->args);
+#endif
+#if SSMK_MUTANT == 19
+    /* Without z the plan takes an unfused path that does the scan twice. */
+    if (p->is_scan && !p->args.z) run_scan(&p->args);
+#endif
+#if SSMK_MUTANT == 20
+    /* foh's plan runs an unoptimised path: three extra passes. */
+    if (p->is_scan && p->args.method == SSMK_FOH)
+        for (int i = 0; i < 3; i++) run_scan(&p->args);
+#endif
     if (p->is_scan)
         run_scan(&p->args);
     else
@@ -349,6 +393,9 @@ SSMK_API int32_t ssmk_plan_time(ssmk_plan *p, int32_t iters, double *ms_total) {
     double t0 = now_ms();
     for (int32_t i = 0; i < iters; i++) ssmk_plan_launch(p);
     *ms_total = now_ms() - t0;
+#if SSMK_MUTANT == 16
+    *ms_total *= 0.5; /* a timer that lies: events around half the work */
+#endif
     return SSMK_OK;
 }
 

@@ -208,7 +208,7 @@ SSMK_HD T phi1_from_exp(T x, T e) {
 #else
     const T near = phi1_series(x);
 #if SSMK_MUTANT == 14
-    return sabs(x) < T(1e-3) ? near : far; /* the guard too narrow: (e − 1)/x cancels for 1e-3 ≤ |x| ≪ 1 */
+    return sabs(x) < T(0.03) ? near : far; /* the guard too narrow: (e − 1)/x cancels for 0.03 ≤ |x| < 1/2 */
 #else
     return sabs(x) < T(0.5) ? near : far;
 #endif

@@ -479,10 +479,13 @@ void fuzz_scan(Reader &rd) {
              * SCAN_TOL·(u·S + η·T) with S and T from ref_scan: a coarse,
              * first-order form of reference.ErrorScale that ignores how
              * errors cancel and compound (Go's FuzzScan applies the full
-             * model at threshold 4). SCAN_TOL = 1024 keeps the float64
-             * comparison at ~1e-13 relative and the float32 one at ~6e-5,
-             * far below the O(1) error of a wrong formula, index or flag;
-             * the largest ratio measured is printed at exit (README). */
+             * model at threshold 4, and is the precise gate). S is the
+             * magnitude sum M (≥ |y|) times 16 + 2(t + 1) + N + … ≥ 19, so
+             * SCAN_TOL = 1024 allows at least 1.2e-3 of M in float32 (2.2e-12
+             * in float64) at the first step, growing with t and N (about
+             * 1e-2 of M at t = 64, N = 16): far below the O(1) error of a
+             * wrong formula, index or flag, not a test of the last bits.
+             * The largest ratio measured is printed at exit. */
             if (moderate && isfinite(ref[i]) && isfinite(mag[i]) && mag[i] < 1e30L) {
                 const ld eta = dt == SSMK_F32 ? 0x1p-126L : 0x1p-1022L;
                 ld tol = SCAN_TOL * (u * mag[i] + eta * tiny[i]);

@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -55,5 +58,71 @@ func TestClassify(t *testing.T) {
 		if got := classify(c.failed, c.err, []byte(c.log)); got != c.want {
 			t.Errorf("classify(%v, %v, %q) = %s, want %s", c.failed, c.err, c.log, got, c.want)
 		}
+	}
+}
+
+// TestOnlyCheck: a check fault is killed by its own check alone.
+func TestOnlyCheck(t *testing.T) {
+	for _, c := range []struct {
+		failed []string
+		n      int
+		want   bool
+	}{
+		{[]string{"TestCheck1IdenticalInputs"}, 1, true},
+		{[]string{"TestCheck2Synchronisation"}, 1, false},
+		{[]string{"TestCheck1IdenticalInputs", "TestCheck7MethodComparison"}, 1, false},
+		{nil, 5, false},
+	} {
+		if got := onlyCheck(c.failed, c.n); got != c.want {
+			t.Errorf("onlyCheck(%v, %d) = %t, want %t", c.failed, c.n, got, c.want)
+		}
+	}
+	for _, m := range Catalogue {
+		if (m.Check > 0) == (m.Cause != "") || (m.Check > 0 && checkTest(m.Check) == "") {
+			t.Errorf("mutant %d: a kernel bug names a cause, a check fault a check (1–7): cause %q, check %d", m.K, m.Cause, m.Check)
+		}
+	}
+}
+
+// Every CUDA mutant is planted in the CUDA sources, and every one planted
+// there is catalogued.
+func TestCUDACatalogueMatchesSources(t *testing.T) {
+	files, err := filepath.Glob("../../cudalib/src/cuda/*")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no CUDA sources: %v", err)
+	}
+	var src string
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		src += string(b)
+	}
+	planted := map[int]bool{}
+	for _, m := range regexp.MustCompile(`SSMK_MUTANT [!=]= (\d+)`).FindAllStringSubmatch(src, -1) {
+		k, _ := strconv.Atoi(m[1])
+		planted[k] = true
+	}
+	for _, m := range CUDACatalogue {
+		if !planted[m.K] {
+			t.Errorf("CUDA mutant %d (%s) is not planted in cudalib/src/cuda/", m.K, m.Name)
+		}
+		if m.K <= 100 || m.Cause != "" || m.Check != 0 {
+			t.Errorf("CUDA mutant %d: numbers above 100 (the CPU catalogue's are below), no cause, no check", m.K)
+		}
+		delete(planted, m.K)
+	}
+	for k := range planted {
+		t.Errorf("cudalib/src/cuda/ plants mutant %d, which CUDACatalogue lacks", k)
+	}
+}
+
+// TestFailedTests: only top-level "--- FAIL: " lines at the start of a line
+// name a failed test, once each.
+func TestFailedTests(t *testing.T) {
+	log := "=== RUN   TestA\n--- FAIL: TestA (0.1s)\n    --- FAIL: TestA/sub (0.0s)\n--- PASS: TestB (0.0s)\n--- FAIL: TestA (0.1s)\n--- FAIL: TestC (1s)\nFAIL\n"
+	if got := failedTests([]byte(log)); strings.Join(got, ",") != "TestA,TestC" {
+		t.Errorf("failedTests = %v, want [TestA TestC]", got)
 	}
 }

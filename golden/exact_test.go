@@ -1,0 +1,92 @@
+package golden
+
+import (
+	"math"
+	"testing"
+
+	"ssmverify/judge"
+	"ssmverify/ssm"
+)
+
+// TestExactFunctions: the derivation's exp, log, sin and cos against Go's
+// math at float64 (within an ulp: both are that close to the truth) and
+// against identities at the working precision (exp(log y) = y and
+// sin² + cos² = 1 to 2⁻²⁴⁰).
+func TestExactFunctions(t *testing.T) {
+	for _, x := range []float64{0, 1e-300, -1e-20, 1e-8, 0.5, -0.75, 1, -2, 3.5, 20, -87.3, 700, -745, 1e4 + 0.25} {
+		e, ok := bexp(bf(x))
+		if !ok {
+			t.Fatalf("bexp(%g) refused", x)
+		}
+		if got, _ := e.Float64(); judge.ULPs(got, math.Exp(x), ssm.F64) > 1 {
+			t.Errorf("bexp(%g) = %.17g, math.Exp %.17g", x, got, math.Exp(x))
+		}
+		if x > 0 && x < 700 {
+			y, _ := bexp(bf(x))
+			back := blog(y)
+			if d := bsub(back, bf(x)); d.Sign() != 0 && d.MantExp(nil) > -240+max(0, math.Ilogb(x)) {
+				t.Errorf("log(exp(%g)) − %g = %g", x, x, d)
+			}
+		}
+		s, c := bsincos(bf(x))
+		sf, _ := s.Float64()
+		cf, _ := c.Float64()
+		if math.Abs(x) < 1e5 && (judge.ULPs(sf, math.Sin(x), ssm.F64) > 1 && math.Abs(sf-math.Sin(x)) > 1e-300 || judge.ULPs(cf, math.Cos(x), ssm.F64) > 1) {
+			t.Errorf("bsincos(%g) = %.17g, %.17g; math %.17g, %.17g", x, sf, cf, math.Sin(x), math.Cos(x))
+		}
+		one := badd(bmul(s, s), bmul(c, c))
+		if d := bsub(one, bf(1)); d.Sign() != 0 && d.MantExp(nil) > -240 {
+			t.Errorf("sin² + cos² − 1 = %g at %g", d, x)
+		}
+	}
+	if e, _ := bexp(bf(-1e7)); e.Sign() != 0 {
+		t.Error("bexp(−1e7) is not 0")
+	}
+	if _, ok := bexp(bf(1e7)); ok {
+		t.Error("bexp(1e7) accepted")
+	}
+	if v, _ := ln2.Float64(); v != math.Ln2 {
+		t.Errorf("ln 2 = %.17g", v)
+	}
+	if v, _ := pi.Float64(); v != math.Pi {
+		t.Errorf("π = %.17g", v)
+	}
+}
+
+// TestExactMethods: the header's table at points where it is known in
+// closed form, and its refusals.
+func TestExactMethods(t *testing.T) {
+	f := func(v bc) complex128 { re, _ := v.re.Float64(); im, _ := v.im.Float64(); return complex(re, im) }
+	for _, c := range []struct {
+		m       ssm.Method
+		x       complex128
+		abar, g complex128
+	}{
+		{ssm.ZOH, 0, 1, 1},
+		{ssm.FOH, 0, 1, 1},
+		{ssm.FOH, complex(math.Log(2), 0), 2, complex(1/math.Log(2), 0)},
+		{ssm.FOH, complex(0, math.Pi), -1, complex(0, 2/math.Pi)}, // (e^{iπ} − 1)/(iπ) = 2i/π
+		{ssm.Bilinear, 1, 3, 2},
+		{ssm.Bilinear, complex(0, 2), complex(0, 1), complex(0.5, 0.5)},
+		{ssm.Poly, 1, complex(math.E, 0), 1 + 0.5 + 1.0/6},
+		{ssm.HighOrder, -2, complex(math.Exp(-2), 0), 0},
+		{ssm.RK4, 2, complex(math.Exp(2), 0), 1 + 1 + 4.0/6 + 8.0/24},
+	} {
+		abar, g, err := exactMethod(c.m, bcOf(real(c.x), imag(c.x)))
+		if err != nil {
+			t.Fatalf("%v at %v: %v", c.m, c.x, err)
+		}
+		ga, gg := f(abar), f(g)
+		for _, p := range [][2]complex128{{ga, c.abar}, {gg, c.g}} {
+			if d := p[0] - p[1]; math.Hypot(real(d), imag(d)) > 4e-16*math.Max(1, math.Hypot(real(p[1]), imag(p[1]))) {
+				t.Errorf("%v at %v: (Ā, g) = (%v, %v), want (%v, %v)", c.m, c.x, ga, gg, c.abar, c.g)
+			}
+		}
+	}
+	if _, _, err := exactMethod(ssm.Bilinear, bcOf(2, 0)); err == nil {
+		t.Error("bilinear at its pole x = 2 accepted")
+	}
+	if _, _, err := exactMethod(ssm.ZOH, bcOf(2e6, 0)); err == nil {
+		t.Error("e^(2e6) accepted")
+	}
+}
