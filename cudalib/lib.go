@@ -56,6 +56,19 @@ type abi struct {
 	planFetch            func(plan uintptr, out, lastState unsafe.Pointer) int32
 	planDestroy          func(plan uintptr)
 	copyBandwidth        func(bytes int64, iters int32, gbps unsafe.Pointer) int32
+
+	// Extensions: nil where the library does not export them.
+	scanFwdState    func(args, h0 unsafe.Pointer) int32
+	planCreateState func(args, h0, plan unsafe.Pointer) int32
+}
+
+// extensions are the ABI's optional functions: a library of ABI v1 lacks
+// them and is judged without them (its capabilities say so too).
+func (a *abi) extensions() map[string]any {
+	return map[string]any{
+		"ssmk_scan_fwd_state":    &a.scanFwdState,
+		"ssmk_plan_create_state": &a.planCreateState,
+	}
 }
 
 func (a *abi) symbols() map[string]any {
@@ -101,6 +114,11 @@ func Open(path string) (*Library, error) {
 			return nil, fmt.Errorf("cudalib: %s lacks %s: not an ssmk ABI v%d library", abs, name, ABIVersion)
 		}
 		purego.RegisterLibFunc(ptr, h, name)
+	}
+	for name, ptr := range l.fn.extensions() {
+		if _, err := purego.Dlsym(h, name); err == nil {
+			purego.RegisterLibFunc(ptr, h, name)
+		}
 	}
 	if v := l.fn.abiVersion(); v != ABIVersion {
 		return nil, &ABIError{Path: abs, Got: int(v)}

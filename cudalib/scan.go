@@ -107,6 +107,7 @@ type ScanBuffers struct {
 	DType   ssm.DType
 
 	U, Delta, A, B, C, D, Z, DeltaBias Array
+	InitialState                       Array // absent (Len 0) for a scan from h = 0
 	Out, LastState                     Array
 }
 
@@ -120,8 +121,8 @@ func (l *Library) NewScanBuffers(p *ssm.Problem, dt ssm.DType) (*ScanBuffers, er
 		Problem: p, DType: dt,
 		U: NewArray(p.U, dt), Delta: NewArray(p.Delta, dt), A: NewArray(p.A, dt),
 		B: NewArray(p.B, dt), C: NewArray(p.C, dt), D: NewArray(p.D, dt), Z: NewArray(p.Z, dt),
-		DeltaBias: NewArray(p.DeltaBias, dt),
-		Out:       zeros(p.OutLen(), dt), LastState: zeros(p.StateLen(), dt),
+		DeltaBias: NewArray(p.DeltaBias, dt), InitialState: NewArray(p.InitialState, dt),
+		Out: zeros(p.OutLen(), dt), LastState: zeros(p.StateLen(), dt),
 	}, nil
 }
 
@@ -144,7 +145,7 @@ func (l *Library) checkProblem(p *ssm.Problem, dt ssm.DType) error {
 // Inputs lists the input arrays by name, in ABI order (absent ones too).
 func (b *ScanBuffers) Inputs() []NamedArray {
 	return []NamedArray{{"u", b.U}, {"delta", b.Delta}, {"A", b.A}, {"B", b.B}, {"C", b.C},
-		{"D", b.D}, {"z", b.Z}, {"delta_bias", b.DeltaBias}}
+		{"D", b.D}, {"z", b.Z}, {"delta_bias", b.DeltaBias}, {"initial_state", b.InitialState}}
 }
 
 // NamedArray is an array with its ABI name.
@@ -176,13 +177,33 @@ func b2i(v bool) int32 {
 	return 0
 }
 
-// RunScan calls ssmk_scan_fwd on the buffers; Out and LastState receive
-// the results.
+// RunScan calls ssmk_scan_fwd on the buffers (ssmk_scan_fwd_state where
+// there is an initial state); Out and LastState receive the results.
 func (l *Library) RunScan(b *ScanBuffers) error {
 	var pin runtime.Pinner
 	defer pin.Unpin()
 	a := b.args(&pin)
+	if b.InitialState.Present() {
+		if l.fn.scanFwdState == nil {
+			return l.lacks("ssmk_scan_fwd_state")
+		}
+		h0 := b.InitialState.pin(&pin)
+		return l.call("ssmk_scan_fwd_state", func() int32 { return l.fn.scanFwdState(unsafe.Pointer(a), h0) })
+	}
 	return l.call("ssmk_scan_fwd", func() int32 { return l.fn.scanFwd(unsafe.Pointer(a)) })
+}
+
+// HasInitialState reports whether the library exports the initial-state
+// extension (ssmk_scan_fwd_state and ssmk_plan_create_state).
+func (l *Library) HasInitialState() bool {
+	return l.fn.scanFwdState != nil && l.fn.planCreateState != nil
+}
+
+// lacks is the error for a call of an extension the library does not
+// export.
+func (l *Library) lacks(name string) error {
+	return &Error{Func: name, Status: EUnsupported,
+		Msg: fmt.Sprintf("%s does not export %s (an ABI extension: a scan from an initial state)", l.Path, name)}
 }
 
 // Scan runs the forward scan of p in dtype dt and returns the results
@@ -300,9 +321,20 @@ func (l *Library) NewPlan(b *ScanBuffers) (*Plan, error) {
 	defer pin.Unpin()
 	a := b.args(&pin)
 	var h uintptr
-	err := l.call("ssmk_plan_create", func() int32 {
-		return l.fn.planCreate(unsafe.Pointer(a), unsafe.Pointer(&h))
-	})
+	var err error
+	if b.InitialState.Present() {
+		if l.fn.planCreateState == nil {
+			return nil, l.lacks("ssmk_plan_create_state")
+		}
+		h0 := b.InitialState.pin(&pin)
+		err = l.call("ssmk_plan_create_state", func() int32 {
+			return l.fn.planCreateState(unsafe.Pointer(a), h0, unsafe.Pointer(&h))
+		})
+	} else {
+		err = l.call("ssmk_plan_create", func() int32 {
+			return l.fn.planCreate(unsafe.Pointer(a), unsafe.Pointer(&h))
+		})
+	}
 	if err != nil {
 		return nil, err
 	}

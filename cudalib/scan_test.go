@@ -634,3 +634,50 @@ func TestOutParamsSurviveStackGrowth(t *testing.T) {
 		plan.Close()
 	}
 }
+
+// TestInitialStateExtension: the extension scans from the given state (the
+// reference's answer), NULL means h = 0, and a library without the
+// extension's symbols (ABI v1) refuses a problem with an initial state with
+// SSMK_EUNSUPPORTED naming the function, in the scan and in plans alike.
+func TestInitialStateExtension(t *testing.T) {
+	l := open(t)
+	require.True(t, l.HasInitialState(), "this project's libraries export the extension")
+	for _, isComplex := range []bool{false, true} {
+		for _, dt := range ssm.DTypes() {
+			s := gen.Spec{Batch: 2, Dim: 3, Seqlen: 70, Dstate: 5, Groups: 1, Method: ssm.FOH, Complex: isComplex,
+				VariableB: true, HasD: true, Dist: gen.Realistic}
+			p := gen.New(s, 8)
+			gen.SetInitialState(p, 9)
+			assert.True(t, l.Capabilities(ssm.FOH, dt, isComplex).InitialState())
+			r, where := scanRatio(t, l, p, dt)
+			assert.LessOrEqual(t, r, float64(ratioLimit), "%v %s: %s", dt, ssm.AKind(isComplex), where)
+			// The plan form gives the same answer.
+			b, err := l.NewScanBuffers(p, dt)
+			require.NoError(t, err)
+			plan, err := l.NewPlan(b)
+			require.NoError(t, err)
+			require.NoError(t, plan.Launch())
+			out, _, err := plan.Fetch()
+			require.NoError(t, err)
+			plan.Close()
+			got, err := l.Scan(p, dt)
+			require.NoError(t, err)
+			assert.Equal(t, got.Out, out, "%v %s: the plan and the scan from the same state differ", dt, ssm.AKind(isComplex))
+		}
+	}
+	v1 := *l
+	v1.fn.scanFwdState, v1.fn.planCreateState = nil, nil
+	p := gen.New(gen.Spec{Batch: 1, Dim: 1, Seqlen: 4, Dstate: 2, Groups: 1, Method: ssm.ZOH, Dist: gen.Realistic}, 1)
+	gen.SetInitialState(p, 2)
+	b, err := v1.NewScanBuffers(p, ssm.F64)
+	require.NoError(t, err)
+	for _, err := range []error{v1.RunScan(b), func() error { _, err := v1.NewPlan(b); return err }()} {
+		var e *Error
+		require.ErrorAs(t, err, &e)
+		assert.Equal(t, EUnsupported, e.Status)
+		assert.Contains(t, e.Error(), "does not export ssmk_")
+	}
+	p.InitialState = nil
+	_, err = v1.Scan(p, ssm.F64)
+	assert.NoError(t, err, "a scan from h = 0 needs no extension")
+}

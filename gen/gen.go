@@ -330,3 +330,14 @@ func SweepGrid(dt ssm.DType, isComplex bool, seed uint64) (delta, a []float64) {
 	}
 	return delta, a
 }
+
+// SetInitialState gives p a seeded initial state: every state drawn
+// uniformly from [−1, 1] (real and imaginary part), the magnitudes a
+// trained model's state reaches after a prefill.
+func SetInitialState(p *ssm.Problem, seed uint64) {
+	r := rand.New(rand.NewPCG(seed, 11))
+	p.InitialState = make([]float64, p.StateLen())
+	for i := range p.InitialState {
+		p.InitialState[i] = 2*r.Float64() - 1
+	}
+}

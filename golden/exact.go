@@ -269,6 +269,9 @@ func ExactScan(p *ssm.Problem) (*ssm.Output, error) {
 			grp := d / perGroup
 			for n := range h {
 				h[n] = bcOf(0, 0)
+				if p.InitialState != nil {
+					h[n] = elem(p.InitialState, (b*D+d)*N+n)
+				}
 			}
 			for t := 0; t < L; t++ {
 				i := (b*D+d)*L + t

@@ -4,6 +4,7 @@ import (
 	"math"
 	"testing"
 
+	"ssmverify/gen"
 	"ssmverify/judge"
 	"ssmverify/ssm"
 )
@@ -88,5 +89,40 @@ func TestExactMethods(t *testing.T) {
 	}
 	if _, _, err := exactMethod(ssm.ZOH, bcOf(2e6, 0)); err == nil {
 		t.Error("e^(2e6) accepted")
+	}
+}
+
+// TestExactScanInitialState: from an initial state the exact scan agrees
+// with the float64 reference within its error model, and in two pieces
+// (the first's last state passed on) with itself in one.
+func TestExactScanInitialState(t *testing.T) {
+	for _, isComplex := range []bool{false, true} {
+		p := gen.New(gen.Spec{Batch: 1, Dim: 2, Seqlen: 9, Dstate: 3, Groups: 1, Method: ssm.RK4, Complex: isComplex, HasD: true, Dist: gen.Realistic}, 3)
+		gen.SetInitialState(p, 4)
+		whole, err := ExactScan(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmp, err := judge.CompareScan(p, &ssm.Output{Out: whole.Out, LastState: whole.LastState}, ssm.F64, nil, nil)
+		if err != nil || !cmp.Passed(ssm.F64) {
+			t.Fatalf("%s: the exact scan from a state is off the reference: %v %v", ssm.AKind(isComplex), cmp.Worst, err)
+		}
+		q, _ := p.Steps(4, 9)
+		first, _ := p.Steps(0, 4)
+		first.InitialState = p.InitialState
+		o1, err := ExactScan(first)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q.InitialState = o1.LastState
+		o2, err := ExactScan(q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, v := range o2.LastState {
+			if d := math.Abs(v - whole.LastState[i]); d > 1e-15*math.Max(1, math.Abs(v)) {
+				t.Errorf("%s: last_state[%d] %v in pieces, %v whole", ssm.AKind(isComplex), i, v, whole.LastState[i])
+			}
+		}
 	}
 }

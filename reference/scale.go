@@ -235,6 +235,15 @@ func errorScale(p *ssm.Problem, u0 float64) (*Scale, error) {
 			rp := rowParamsOf(p, b, d)
 			for n := 0; n < N; n++ {
 				H[n], Sh[n], Th[n], P[n], Pk[n], R[n], PS[n] = 0, 0, 0, 0, 0, 0, 0
+				// An initial state is an exact input (the kernel gets it in
+				// its dtype, as the reference does): its magnitude, no error.
+				if p.InitialState != nil {
+					k := ((b*p.Dim+d)*N + n) * p.ElemWords()
+					H[n] = math.Abs(p.InitialState[k])
+					if p.Complex {
+						H[n] = math.Hypot(p.InitialState[k], p.InitialState[k+1])
+					}
+				}
 				if p.Complex {
 					a[n] = complex(p.A[2*(d*N+n)], p.A[2*(d*N+n)+1])
 				} else {

@@ -146,6 +146,9 @@ func scanReal[T float](p *ssm.Problem, o *ssm.Output) {
 			rp := rowParamsOf(p, b, d)
 			for n := range h {
 				h[n] = 0
+				if p.InitialState != nil {
+					h[n] = T(p.InitialState[(b*p.Dim+d)*N+n])
+				}
 				a[n] = T(p.A[d*N+n])
 			}
 			for t := 0; t < L; t++ {
@@ -185,6 +188,10 @@ func scanComplex[T float](p *ssm.Problem, o *ssm.Output) {
 			rp := rowParamsOf(p, b, d)
 			for n := range h {
 				h[n] = cpx[T]{}
+				if p.InitialState != nil {
+					k := 2 * ((b*p.Dim+d)*N + n)
+					h[n] = cpx[T]{T(p.InitialState[k]), T(p.InitialState[k+1])}
+				}
 				a[n] = cpx[T]{T(p.A[2*(d*N+n)]), T(p.A[2*(d*N+n)+1])}
 			}
 			for t := 0; t < L; t++ {

@@ -545,3 +545,51 @@ func TestPrecisionConstants(t *testing.T) {
 		}
 	}
 }
+
+// TestScanResumes: the float64 reference scanned in pieces, each from the
+// last state of the one before, is the one-call scan bit for bit (the same
+// operations in the same order), with and without an initial state.
+func TestScanResumes(t *testing.T) {
+	for _, isComplex := range []bool{false, true} {
+		for _, m := range ssm.Methods() {
+			s := gen.Spec{Batch: 2, Dim: 3, Seqlen: 23, Dstate: 4, Groups: 3, Method: m, Complex: isComplex,
+				VariableB: true, VariableC: true, Softplus: true, HasD: true, HasZ: true, HasBias: true, Dist: gen.Realistic}
+			p := gen.New(s, 3)
+			for _, h0 := range []bool{false, true} {
+				if h0 {
+					gen.SetInitialState(p, 4)
+				}
+				whole, err := reference.Scan(p, ssm.Float64)
+				if err != nil {
+					t.Fatal(err)
+				}
+				state := p.InitialState
+				out := make([]float64, p.OutLen())
+				cuts := []int{0, 1, 2, 9, 10, 22, 23}
+				for k := 1; k < len(cuts); k++ {
+					q, err := p.Steps(cuts[k-1], cuts[k])
+					if err != nil {
+						t.Fatal(err)
+					}
+					q.InitialState = state
+					o, err := reference.Scan(q, ssm.Float64)
+					if err != nil {
+						t.Fatal(err)
+					}
+					state = o.LastState
+					p.PutSteps(out, o.Out, cuts[k-1], cuts[k])
+				}
+				for i := range whole.Out {
+					if math.Float64bits(whole.Out[i]) != math.Float64bits(out[i]) {
+						t.Fatalf("%v %s h0=%t: out[%d] = %v in pieces, %v in one call", m, ssm.AKind(isComplex), h0, i, out[i], whole.Out[i])
+					}
+				}
+				for i := range whole.LastState {
+					if math.Float64bits(whole.LastState[i]) != math.Float64bits(state[i]) {
+						t.Fatalf("%v %s h0=%t: last_state[%d] differs", m, ssm.AKind(isComplex), h0, i)
+					}
+				}
+			}
+		}
+	}
+}

@@ -8,6 +8,7 @@ const (
 	CapSupported          Caps = 1 // SSMK_CAP_SUPPORTED
 	CapComplexZOHFallback Caps = 2 // SSMK_CAP_COMPLEX_ZOH_FALLBACK
 	CapScanOnly           Caps = 4 // SSMK_CAP_SCAN_ONLY
+	CapInitialState       Caps = 8 // SSMK_CAP_INITIAL_STATE (extension: ssmk_scan_fwd_state, ssmk_plan_create_state)
 )
 
 // Supported reports bit 0.
@@ -19,6 +20,10 @@ func (c Caps) ComplexZOHFallback() bool { return c&CapComplexZOHFallback != 0 }
 // ScanOnly reports bit 2: the scan and its plans support the combination,
 // ssmk_discretize does not (a kernel that discretizes inside its scan).
 func (c Caps) ScanOnly() bool { return c&CapScanOnly != 0 }
+
+// InitialState reports whether the combination is scanned from a given
+// state (ssmk_scan_fwd_state, ssmk_plan_create_state).
+func (c Caps) InitialState() bool { return c.Supported() && c&CapInitialState != 0 }
 
 // Discretizes reports whether ssmk_discretize is declared for the
 // combination: supported and not scan-only.

@@ -17,8 +17,11 @@ import (
 //	B, C constant     [Dim][Dstate] ×2
 //	B, C variable     [Batch][Groups][Dstate][Seqlen] ×2
 //	D, DeltaBias      [Dim]
+//	InitialState      [Batch][Dim][Dstate] ×2
 //
-// D, Z and DeltaBias are optional: nil means absent.
+// D, Z and DeltaBias are optional: nil means absent. InitialState (an ABI
+// extension, SSMK_CAP_INITIAL_STATE) is h before step 0, the layout of the
+// last state; nil means h = 0, as in ABI v1.
 type Problem struct {
 	Batch, Dim, Seqlen, Dstate int
 	Groups                     int // n_groups ≥ 1, dividing Dim; channel d uses group d / (Dim/Groups)
@@ -30,6 +33,7 @@ type Problem struct {
 
 	U, Delta, A, B, C []float64
 	D, Z, DeltaBias   []float64
+	InitialState      []float64
 }
 
 // Shape names a problem's sizes and flags without its data, for messages.
@@ -37,7 +41,7 @@ func (p *Problem) Shape() string {
 	kind := AKind(p.Complex)
 	return fmt.Sprintf("%v %s batch=%d dim=%d seqlen=%d dstate=%d groups=%d varB=%t varC=%t D=%t z=%t bias=%t softplus=%t",
 		p.Method, kind, p.Batch, p.Dim, p.Seqlen, p.Dstate, p.Groups, p.VariableB, p.VariableC,
-		p.D != nil, p.Z != nil, p.DeltaBias != nil, p.Softplus)
+		p.D != nil, p.Z != nil, p.DeltaBias != nil, p.Softplus) + map[bool]string{true: " initial_state", false: ""}[p.InitialState != nil]
 }
 
 // ElemWords is the number of float64 words per element of the
@@ -63,7 +67,7 @@ func (p *Problem) Lens() map[string]int {
 		"U": seq, "Delta": seq, "Z": seq,
 		"A": p.Dim * p.Dstate * p.ElemWords(),
 		"B": bc(p.VariableB), "C": bc(p.VariableC),
-		"D": p.Dim, "DeltaBias": p.Dim,
+		"D": p.Dim, "DeltaBias": p.Dim, "InitialState": p.StateLen(),
 	}
 }
 
@@ -98,7 +102,7 @@ func (p *Problem) Validate() error {
 		optional bool
 	}{
 		{"U", p.U, false}, {"Delta", p.Delta, false}, {"A", p.A, false}, {"B", p.B, false}, {"C", p.C, false},
-		{"D", p.D, true}, {"Z", p.Z, true}, {"DeltaBias", p.DeltaBias, true},
+		{"D", p.D, true}, {"Z", p.Z, true}, {"DeltaBias", p.DeltaBias, true}, {"InitialState", p.InitialState, true},
 	} {
 		if f.optional && f.s == nil {
 			continue
@@ -116,6 +120,8 @@ func (p *Problem) layout(name string) string {
 		c = "×2 (complex interleaved)"
 	}
 	switch name {
+	case "InitialState":
+		return "batch·dim·dstate" + c
 	case "U", "Delta", "Z":
 		return "batch·dim·seqlen"
 	case "A":
@@ -136,7 +142,7 @@ func (p *Problem) layout(name string) string {
 // RoundToFloat32 rounds every input to the nearest float32 in place, so a
 // float32 kernel and the float64 reference see exactly the same numbers.
 func (p *Problem) RoundToFloat32() {
-	for _, s := range [][]float64{p.U, p.Delta, p.A, p.B, p.C, p.D, p.Z, p.DeltaBias} {
+	for _, s := range [][]float64{p.U, p.Delta, p.A, p.B, p.C, p.D, p.Z, p.DeltaBias, p.InitialState} {
 		for i, v := range s {
 			s[i] = float64(float32(v))
 		}
@@ -153,7 +159,7 @@ func (p *Problem) Clone() *Problem {
 		return append([]float64(nil), s...)
 	}
 	q.U, q.Delta, q.A, q.B, q.C = cp(p.U), cp(p.Delta), cp(p.A), cp(p.B), cp(p.C)
-	q.D, q.Z, q.DeltaBias = cp(p.D), cp(p.Z), cp(p.DeltaBias)
+	q.D, q.Z, q.DeltaBias, q.InitialState = cp(p.D), cp(p.Z), cp(p.DeltaBias), cp(p.InitialState)
 	return &q
 }
 
@@ -180,4 +186,49 @@ func AKind(isComplex bool) string {
 		return "complex"
 	}
 	return "real"
+}
+
+// Steps returns steps t0 … t1−1 of p as a problem of its own (every array
+// along time cut to the window, the rest shared by copy), with no initial
+// state: the caller sets one to resume a scan there.
+func (p *Problem) Steps(t0, t1 int) (*Problem, error) {
+	if t0 < 0 || t1 > p.Seqlen || t0 >= t1 {
+		return nil, fmt.Errorf("problem: steps %d…%d of a sequence of %d: want 0 ≤ t0 < t1 ≤ %d", t0, t1, p.Seqlen, p.Seqlen)
+	}
+	q := p.Clone()
+	q.Seqlen, q.InitialState = t1-t0, nil
+	L, w := p.Seqlen, t1-t0
+	seq := func(s []float64) []float64 {
+		if s == nil {
+			return nil
+		}
+		out := make([]float64, 0, p.Batch*p.Dim*w)
+		for r := 0; r < p.Batch*p.Dim; r++ {
+			out = append(out, s[r*L+t0:r*L+t1]...)
+		}
+		return out
+	}
+	bc := func(s []float64, variable bool) []float64 {
+		if !variable {
+			return s
+		}
+		ew := p.ElemWords()
+		out := make([]float64, 0, p.Batch*p.Groups*p.Dstate*w*ew)
+		for k := 0; k < p.Batch*p.Groups*p.Dstate; k++ {
+			out = append(out, s[(k*L+t0)*ew:(k*L+t1)*ew]...)
+		}
+		return out
+	}
+	q.U, q.Delta, q.Z = seq(p.U), seq(p.Delta), seq(p.Z)
+	q.B, q.C = bc(q.B, p.VariableB), bc(q.C, p.VariableC)
+	return q, q.Validate()
+}
+
+// PutSteps writes the output of Steps(t0, t1) (Batch·Dim rows of t1 − t0
+// steps) into its place in out, an output of p (OutLen elements).
+func (p *Problem) PutSteps(out, piece []float64, t0, t1 int) {
+	w := t1 - t0
+	for r := 0; r < p.Batch*p.Dim; r++ {
+		copy(out[r*p.Seqlen+t0:r*p.Seqlen+t1], piece[r*w:(r+1)*w])
+	}
 }

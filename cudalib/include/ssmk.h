@@ -98,6 +98,7 @@ enum { SSMK_ZOH = 0, SSMK_FOH = 1, SSMK_BILINEAR = 2, SSMK_POLY = 3, SSMK_HIGHOR
 #define SSMK_CAP_SUPPORTED 1u
 #define SSMK_CAP_COMPLEX_ZOH_FALLBACK 2u /* with complex A this method computes zoh instead */
 #define SSMK_CAP_SCAN_ONLY 4u            /* the scan (and its plans) do this; ssmk_discretize does not */
+#define SSMK_CAP_INITIAL_STATE 8u        /* ssmk_scan_fwd_state and ssmk_plan_create_state take an initial state */
 
 /* 1 for this header. The suite refuses a library that returns another value. */
 SSMK_API int32_t ssmk_abi_version(void);
@@ -120,6 +121,10 @@ SSMK_API int32_t ssmk_max_dstate(void);
  * its plans do; ssmk_discretize and ssmk_plan_create_discretize return
  * SSMK_EUNSUPPORTED for it (a kernel that discretizes inside its scan, as
  * Mamba's does). A library that never sets bit 2 is judged as in ABI v1.
+ * Bit 3 SSMK_CAP_INITIAL_STATE (extension, with bit 0): the library exports
+ * ssmk_scan_fwd_state and ssmk_plan_create_state, and they scan this
+ * combination from a given state. A library without it (ABI v1) is judged
+ * on scans from h = 0 alone.
  * 0 for an unknown method, dtype, or is_complex other than 0 or 1.
  *
  * What a library declares unsupported is reported as such, never as a
@@ -171,12 +176,25 @@ _Static_assert(sizeof(ssmk_scan_args) == 128, "ssmk_scan_args layout");
 /* The forward scan on host pointers; synchronous. */
 SSMK_API int32_t ssmk_scan_fwd(const ssmk_scan_args *args);
 
+/* EXTENSION (SSMK_CAP_INITIAL_STATE): the forward scan from a given state.
+ * initial_state [batch][dim][dstate], real or complex as last_state, is h
+ * before step 0 (the scan above starts from h = 0; NULL here means that
+ * too); it is read, never written, and may be the last_state of an earlier
+ * call: scanning a sequence in pieces, each from the last state of the one
+ * before, is scanning it in one call, up to rounding. SSMK_EUNSUPPORTED for
+ * a combination whose capabilities lack bit 3. */
+SSMK_API int32_t ssmk_scan_fwd_state(const ssmk_scan_args *args, const void *initial_state);
+
 /* Device-resident plans, for timing without host transfers. */
 typedef struct ssmk_plan ssmk_plan;
 
 /* Validates, allocates device buffers and uploads the inputs; keeps no host
  * pointer after returning. *plan is set only on success. */
 SSMK_API int32_t ssmk_plan_create(const ssmk_scan_args *args, ssmk_plan **plan);
+
+/* EXTENSION (SSMK_CAP_INITIAL_STATE): a plan whose every launch scans from
+ * initial_state (uploaded with the inputs; NULL: from h = 0). */
+SSMK_API int32_t ssmk_plan_create_state(const ssmk_scan_args *args, const void *initial_state, ssmk_plan **plan);
 
 /* A plan of n elementwise discretizations (ssmk_discretize's arguments). */
 SSMK_API int32_t ssmk_plan_create_discretize(int32_t method, int32_t dtype, int32_t is_complex, int64_t n,

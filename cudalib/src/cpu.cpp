@@ -45,8 +45,43 @@ T finish_at(const ssmk_scan_args *a, int64_t i, T y, T u, int d) {
     return finish_output(y, u, (const T *)a->D, d, a->z != nullptr, a->z ? ((const T *)a->z)[i] : T(0));
 }
 
+#if SSMK_MUTANT == 24
+/* bfloat16's rounding (to nearest even, 8 bits of mantissa). */
+inline float round_half(float v) {
+    uint32_t b;
+    memcpy(&b, &v, 4);
+    b = (b + 0x7fffu + ((b >> 16) & 1u)) & 0xffff0000u;
+    memcpy(&v, &b, 4);
+    return v;
+}
+inline double round_half(double v) { return round_half((float)v); }
 template <typename T>
-void scan_row_real(const ssmk_scan_args *a, int64_t row) {
+cplx<T> round_half(cplx<T> v) {
+    return cmake(round_half(v.re), round_half(v.im));
+}
+#endif
+
+/* Row row's initial state: h0[row·N …] (the layout of last_state), or 0.
+ * Mutation testing plants the usual slips of resuming a scan here. */
+template <typename V>
+V initial_of(const V *h0, int64_t row, int N, int n, int dim) {
+    if (!h0) return V{};
+#if SSMK_MUTANT == 21
+    (void)row, (void)N, (void)n, (void)dim;
+    return V{}; /* the initial state ignored */
+#elif SSMK_MUTANT == 23
+    return h0[(row % dim) * N + n]; /* read from batch entry 0 */
+#elif SSMK_MUTANT == 24
+    (void)dim;
+    return round_half(h0[row * N + n]); /* kept in 16 bits */
+#else
+    (void)dim;
+    return h0[row * N + n];
+#endif
+}
+
+template <typename T>
+void scan_row_real(const ssmk_scan_args *a, const void *h0, int64_t row) {
     const int L = a->seqlen, N = a->dstate, b = (int)(row / a->dim), d = (int)(row % a->dim);
     const int grp = group_of(d, a->dim, a->n_groups);
     const T *u = (const T *)a->u + row * L, *delta = (const T *)a->delta + row * L;
@@ -59,7 +94,11 @@ void scan_row_real(const ssmk_scan_args *a, int64_t row) {
     const int64_t bns = a->is_variable_B ? L : 1, bts = a->is_variable_B ? 1 : 0;
     const int64_t cns = a->is_variable_C ? L : 1, cts = a->is_variable_C ? 1 : 0;
     T h[SSMK_MAX_DSTATE];
-    for (int n = 0; n < N; n++) h[n] = T(0);
+    for (int n = 0; n < N; n++) h[n] = initial_of((const T *)h0, row, N, n, a->dim);
+#if SSMK_MUTANT == 22
+    T late[SSMK_MAX_DSTATE]; /* the initial state applied one step late */
+    for (int n = 0; n < N; n++) late[n] = h[n], h[n] = T(0);
+#endif
     for (int t = 0; t < L; t++) {
         const T dt = step_dt(delta[t], (const T *)a->delta_bias, d, a->delta_softplus);
         const T uu = u[t];
@@ -84,6 +123,10 @@ void scan_row_real(const ssmk_scan_args *a, int64_t row) {
 #endif
         }
         ((T *)a->out)[row * L + t] = finish_at(a, row * L + t, y, uu, d);
+#if SSMK_MUTANT == 22
+        if (t == 0)
+            for (int n = 0; n < N; n++) h[n] += late[n];
+#endif
     }
     if (a->last_state) {
         T *s = (T *)a->last_state + row * N;
@@ -92,7 +135,7 @@ void scan_row_real(const ssmk_scan_args *a, int64_t row) {
 }
 
 template <typename T>
-void scan_row_complex(const ssmk_scan_args *a, int64_t row) {
+void scan_row_complex(const ssmk_scan_args *a, const void *h0, int64_t row) {
     const int L = a->seqlen, N = a->dstate, b = (int)(row / a->dim), d = (int)(row % a->dim);
     const int grp = group_of(d, a->dim, a->n_groups);
     const T *u = (const T *)a->u + row * L, *delta = (const T *)a->delta + row * L;
@@ -104,7 +147,7 @@ void scan_row_complex(const ssmk_scan_args *a, int64_t row) {
     const int64_t bns = a->is_variable_B ? L : 1, bts = a->is_variable_B ? 1 : 0;
     const int64_t cns = a->is_variable_C ? L : 1, cts = a->is_variable_C ? 1 : 0;
     cplx<T> h[SSMK_MAX_DSTATE];
-    for (int n = 0; n < N; n++) h[n] = cmake(T(0), T(0));
+    for (int n = 0; n < N; n++) h[n] = initial_of((const cplx<T> *)h0, row, N, n, a->dim);
     for (int t = 0; t < L; t++) {
         const T dt = step_dt(delta[t], (const T *)a->delta_bias, d, a->delta_softplus);
         const T uu = u[t];
@@ -139,18 +182,18 @@ void for_rows(int64_t rows, F row) {
 }
 
 /* The scan proper, on validated arguments. */
-void run_scan(const ssmk_scan_args *a) {
+void run_scan(const ssmk_scan_args *a, const void *h0 = nullptr) {
     const int64_t rows = (int64_t)a->batch * a->dim;
     if (a->dtype == SSMK_F64) {
         if (a->is_complex)
-            for_rows(rows, [a](int64_t r) { scan_row_complex<double>(a, r); });
+            for_rows(rows, [a, h0](int64_t r) { scan_row_complex<double>(a, h0, r); });
         else
-            for_rows(rows, [a](int64_t r) { scan_row_real<double>(a, r); });
+            for_rows(rows, [a, h0](int64_t r) { scan_row_real<double>(a, h0, r); });
     } else {
         if (a->is_complex)
-            for_rows(rows, [a](int64_t r) { scan_row_complex<float>(a, r); });
+            for_rows(rows, [a, h0](int64_t r) { scan_row_complex<float>(a, h0, r); });
         else
-            for_rows(rows, [a](int64_t r) { scan_row_real<float>(a, r); });
+            for_rows(rows, [a, h0](int64_t r) { scan_row_real<float>(a, h0, r); });
     }
 }
 
@@ -209,6 +252,7 @@ struct ssmk_plan {
     int32_t method = 0, dtype = 0, is_complex = 0;
     int64_t n = 0;
     void *delta = nullptr, *A = nullptr, *abar = nullptr, *bcoef = nullptr;
+    const void *h0 = nullptr; /* the plan's copy of the initial state, or NULL */
     ScanSizes sz{};
     std::vector<void *> owned;
 #if SSMK_MUTANT == 18
@@ -278,7 +322,18 @@ SSMK_API int32_t ssmk_scan_fwd(const ssmk_scan_args *args) {
     return SSMK_OK;
 }
 
+SSMK_API int32_t ssmk_scan_fwd_state(const ssmk_scan_args *args, const void *initial_state) {
+    int32_t st = validate_scan(args, SSMK_MAX_DSTATE);
+    if (st) return st;
+    run_scan(args, initial_state);
+    return SSMK_OK;
+}
+
 SSMK_API int32_t ssmk_plan_create(const ssmk_scan_args *args, ssmk_plan **plan) {
+    return ssmk_plan_create_state(args, nullptr, plan);
+}
+
+SSMK_API int32_t ssmk_plan_create_state(const ssmk_scan_args *args, const void *initial_state, ssmk_plan **plan) {
     if (!plan) return fail(SSMK_EINVAL, "plan is NULL");
     int32_t st = validate_scan(args, SSMK_MAX_DSTATE);
     if (st) return st;
@@ -297,6 +352,10 @@ SSMK_API int32_t ssmk_plan_create(const ssmk_scan_args *args, ssmk_plan **plan) 
     for (auto &in : ins) {
         *in.dst = dup(*in.dst, in.count, s.elem, &oom);
         if (*in.dst) p->owned.push_back((void *)*in.dst);
+    }
+    if (initial_state) {
+        p->h0 = dup(initial_state, s.state, s.elem, &oom);
+        if (p->h0) p->owned.push_back((void *)p->h0);
     }
     p->args.out = malloc((size_t)s.seq * s.elem);
     p->args.last_state = malloc((size_t)s.state * s.elem);
@@ -356,26 +415,26 @@ SSMK_API int32_t ssmk_plan_launch(ssmk_plan *p) {
         zero_f.assign((size_t)a.dim, 0.0f);
         zero_d.assign((size_t)a.dim, 0.0);
         a.delta_bias = a.dtype == SSMK_F64 ? (const void *)zero_d.data() : (const void *)zero_f.data();
-        run_scan(&a);
+        run_scan(&a, p->h0);
         p->launched = true;
         return SSMK_OK;
     }
 #endif
 #if SSMK_MUTANT == 18
     /* An autotuner: the first 16 launches of a plan try slower variants. */
-    if (p->tuning_launches++ < 16 && p->is_scan) run_scan(&p->args);
+    if (p->tuning_launches++ < 16 && p->is_scan) run_scan(&p->args, p->h0);
 #endif
 #if SSMK_MUTANT == 19
     /* Without z the plan takes an unfused path that does the scan twice. */
-    if (p->is_scan && !p->args.z) run_scan(&p->args);
+    if (p->is_scan && !p->args.z) run_scan(&p->args, p->h0);
 #endif
 #if SSMK_MUTANT == 20
     /* foh's plan runs an unoptimised path: three extra passes. */
     if (p->is_scan && p->args.method == SSMK_FOH)
-        for (int i = 0; i < 3; i++) run_scan(&p->args);
+        for (int i = 0; i < 3; i++) run_scan(&p->args, p->h0);
 #endif
     if (p->is_scan)
-        run_scan(&p->args);
+        run_scan(&p->args, p->h0);
     else
         run_discretize(p->method, p->dtype, p->is_complex, p->n, p->delta, p->A, p->abar, p->bcoef);
     p->launched = true;

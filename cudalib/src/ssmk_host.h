@@ -55,7 +55,7 @@ inline int32_t check_common(int32_t method, int32_t dtype, int32_t is_complex) {
 inline uint32_t native_capabilities(int32_t method, int32_t dtype, int32_t is_complex) {
     if (method < 0 || method > 5 || (dtype != SSMK_F32 && dtype != SSMK_F64) || (is_complex != 0 && is_complex != 1))
         return 0;
-    return SSMK_CAP_SUPPORTED;
+    return SSMK_CAP_SUPPORTED | SSMK_CAP_INITIAL_STATE;
 }
 
 inline int32_t validate_name_buffer(const char *buf, int32_t len) {

@@ -12,18 +12,21 @@ import (
 // livingDocs are the documents that describe the project as it is (the
 // dated findings and performance notes record what was true on their day).
 var livingDocs = []string{"README.md", "CHECKS.md", "docs/mutants.md", "docs/diagnosis.md", "docs/gpu.md",
-	"docs/fuzzing.md", "docs/gate.md", "docs/adapters.md", "golden/check_numpy.py"}
+	"docs/fuzzing.md", "docs/gate.md", "docs/adapters.md", "docs/abi.md", "golden/check_numpy.py"}
 
 // TestDocumentedCounts: every count the living documents state of what the
 // repository holds — kernel-bug mutants, check faults, CUDA mutants, golden
 // cases, seed inputs of the fuzz corpus — is the count today.
 func TestDocumentedCounts(t *testing.T) {
 	root := "../.."
-	kernel, checks := 0, 0
+	kernel, checks, resume := 0, 0, 0
 	for _, m := range Catalogue {
-		if m.Check > 0 {
+		switch {
+		case m.Check > 0:
 			checks++
-		} else {
+		case m.Run != "":
+			resume++
+		default:
 			kernel++
 		}
 	}
@@ -44,6 +47,7 @@ func TestDocumentedCounts(t *testing.T) {
 	}{
 		{regexp.MustCompile(`(\d+) kernel[- ]bug`), kernel},
 		{regexp.MustCompile(`(\d+) check faults`), checks},
+		{regexp.MustCompile(`(\d+) resumption bugs`), resume},
 		{regexp.MustCompile(`(\d+) CUDA mutants`), len(CUDACatalogue)},
 		{regexp.MustCompile(`(\d+) golden cases`), len(man.Cases)},
 		{regexp.MustCompile(`over the (\d+) cases`), len(man.Cases)},

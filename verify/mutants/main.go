@@ -43,6 +43,9 @@ type Mutant struct {
 	Description string `json:"description"`
 	Cause       string `json:"cause,omitempty"`
 	Check       int    `json:"check,omitempty"`
+	// Run restricts the suite to the tests that judge this bug's feature
+	// (a -run pattern over ./verify; "" runs the whole suite).
+	Run string `json:"run,omitempty"`
 }
 
 // MinDiagnosed is the fraction of mutants whose diagnosis must name their
@@ -52,39 +55,46 @@ const MinDiagnosed = 0.9
 // Catalogue lists the mutants; each K appears as SSMK_MUTANT == K in the
 // C sources (TestCatalogueMatchesSources checks it).
 var Catalogue = []Mutant{
-	{1, "bilinear-sign", "bilinear with the sign flipped, Ā = (1 − x/2)/(1 + x/2), as in the original notes", "bilinear-sign", 0},
-	{2, "rk4-factor", "rk4's x³ term divided by 12 instead of 24", "g-term:x^3", 0},
-	{3, "foh-no-guard", "foh's φ1 as (e^x − 1)/x everywhere: no small-x guard (0/0 at x = 0, cancellation near it)", "phi1-no-guard", 0},
-	{4, "log2e", "float exp2f(x·log2e) with log2(e) = 1.4427 (wrong in the 5th digit)", "exp-scaled", 0},
-	{5, "poly-term", "poly without its x²/6 term", "method:highorder", 0},
-	{6, "complex-fallback", "rk4 with complex A silently computes zoh (undeclared fallback)", "method:zoh", 0},
-	{7, "no-D", "the D·u skip term dropped", "no-D", 0},
-	{8, "softplus-order", "softplus applied before delta_bias is added", "softplus-before-bias", 0},
-	{9, "group-index", "variable B/C read from group d mod n_groups instead of d/(dim/n_groups)", "group-index", 0},
-	{10, "conj-C", "C conjugated in the complex output", "conj-C", 0},
-	{11, "output-before-update", "y accumulated from the state before this step's update", "output-before-update", 0},
-	{12, "complex-factor-2", "complex output Re(Σ C·h) without the factor 2", "complex-factor-2", 0},
-	{13, "gate-no-z", "the SiLU gate as y·sigmoid(z) without the z factor", "gate-no-z", 0},
-	{14, "foh-narrow-guard", "foh's series guard at |x| < 0.03 instead of 1/2: (e^x − 1)/x cancels by up to 20u for 0.03 ≤ |x| < 1/2", "phi1-narrow-guard", 0},
-	{15, "device-inputs", "a plan adds delta_bias into its own copy of delta in place: each later launch sees other inputs", "", 1},
-	{16, "timer-lies", "ssmk_plan_time reports half the elapsed time (events around half the work)", "", 2},
-	{17, "thread-result", "with more than one thread, y sums the states in reverse order: the result depends on the thread count", "", 3},
-	{18, "autotune-warmup", "an autotuner: the first 16 launches of a plan also run a slower variant (the harness warms up 10)", "", 5},
-	{19, "no-z-slow", "a scan without z takes an unfused path that does the scan twice: less work costs more", "", 6},
-	{20, "foh-slow", "foh's plans run three extra passes: 4× zoh, beyond Check7's limit", "", 7},
+	{1, "bilinear-sign", "bilinear with the sign flipped, Ā = (1 − x/2)/(1 + x/2), as in the original notes", "bilinear-sign", 0, ""},
+	{2, "rk4-factor", "rk4's x³ term divided by 12 instead of 24", "g-term:x^3", 0, ""},
+	{3, "foh-no-guard", "foh's φ1 as (e^x − 1)/x everywhere: no small-x guard (0/0 at x = 0, cancellation near it)", "phi1-no-guard", 0, ""},
+	{4, "log2e", "float exp2f(x·log2e) with log2(e) = 1.4427 (wrong in the 5th digit)", "exp-scaled", 0, ""},
+	{5, "poly-term", "poly without its x²/6 term", "method:highorder", 0, ""},
+	{6, "complex-fallback", "rk4 with complex A silently computes zoh (undeclared fallback)", "method:zoh", 0, ""},
+	{7, "no-D", "the D·u skip term dropped", "no-D", 0, ""},
+	{8, "softplus-order", "softplus applied before delta_bias is added", "softplus-before-bias", 0, ""},
+	{9, "group-index", "variable B/C read from group d mod n_groups instead of d/(dim/n_groups)", "group-index", 0, ""},
+	{10, "conj-C", "C conjugated in the complex output", "conj-C", 0, ""},
+	{11, "output-before-update", "y accumulated from the state before this step's update", "output-before-update", 0, ""},
+	{12, "complex-factor-2", "complex output Re(Σ C·h) without the factor 2", "complex-factor-2", 0, ""},
+	{13, "gate-no-z", "the SiLU gate as y·sigmoid(z) without the z factor", "gate-no-z", 0, ""},
+	{14, "foh-narrow-guard", "foh's series guard at |x| < 0.03 instead of 1/2: (e^x − 1)/x cancels by up to 20u for 0.03 ≤ |x| < 1/2", "phi1-narrow-guard", 0, ""},
+	{15, "device-inputs", "a plan adds delta_bias into its own copy of delta in place: each later launch sees other inputs", "", 1, ""},
+	{16, "timer-lies", "ssmk_plan_time reports half the elapsed time (events around half the work)", "", 2, ""},
+	{17, "thread-result", "with more than one thread, y sums the states in reverse order: the result depends on the thread count", "", 3, ""},
+	{18, "autotune-warmup", "an autotuner: the first 16 launches of a plan also run a slower variant (the harness warms up 10)", "", 5, ""},
+	{19, "no-z-slow", "a scan without z takes an unfused path that does the scan twice: less work costs more", "", 6, ""},
+	{20, "foh-slow", "foh's plans run three extra passes: 4× zoh, beyond Check7's limit", "", 7, ""},
+	{21, "h0-ignored", "ssmk_scan_fwd_state ignores the initial state: every piece starts from 0", "", 0, resumeRun},
+	{22, "h0-late", "the initial state added after the first step's update instead of before it", "", 0, resumeRun},
+	{23, "h0-batch", "the initial state read from batch entry 0 for every batch row", "", 0, resumeRun},
+	{24, "h0-16bit", "the initial state kept in 16 bits (bfloat16) when it is read", "", 0, resumeRun},
 }
+
+// resumeRun is the suite's test of scans that resume from a state.
+const resumeRun = "^TestResumption$"
 
 // CUDACatalogue lists the mutants of the CUDA library's own code, which
 // the CPU build does not have; each K appears as SSMK_MUTANT == K (or
 // != K) in cudalib/src/cuda/.
 var CUDACatalogue = []Mutant{
-	{101, "scan-level", "time-parallel composition: the lanes' scan of affine maps leaves out the product of level 8 (Kogge–Stone)", "", 0},
-	{102, "carry-dropped", "time-parallel composition: the state entering a tile is not composed into lane 0's map (lanes 1–31 start from 0)", "", 0},
-	{103, "expsum-window", "fast path (e^{a·ΣΔ} windows): the ΣΔ of each scan level summed over the wrong runs", "", 0},
-	{104, "near-range", "foh's near branch: the degree-5 series taken up to |x| < 1.5, twice its interval", "", 0},
-	{105, "rescan-skipped", "the rescan: a tile whose products of Ā overflow is never rescanned sequentially (∞·0 = NaN stays)", "", 0},
-	{106, "dpoly-power", "fast path (Taylor methods' Δ·g as a polynomial in Δ): coefficients c_k·a^(k+1), one power too many", "", 0},
-	{107, "bilinear-du", "fast path (input term from Δ·u): bilinear's B·(Δ·u·g) as zoh's B·(Δ·u), g dropped", "", 0},
+	{101, "scan-level", "time-parallel composition: the lanes' scan of affine maps leaves out the product of level 8 (Kogge–Stone)", "", 0, ""},
+	{102, "carry-dropped", "time-parallel composition: the state entering a tile is not composed into lane 0's map (lanes 1–31 start from 0)", "", 0, ""},
+	{103, "expsum-window", "fast path (e^{a·ΣΔ} windows): the ΣΔ of each scan level summed over the wrong runs", "", 0, ""},
+	{104, "near-range", "foh's near branch: the degree-5 series taken up to |x| < 1.5, twice its interval", "", 0, ""},
+	{105, "rescan-skipped", "the rescan: a tile whose products of Ā overflow is never rescanned sequentially (∞·0 = NaN stays)", "", 0, ""},
+	{106, "dpoly-power", "fast path (Taylor methods' Δ·g as a polynomial in Δ): coefficients c_k·a^(k+1), one power too many", "", 0, ""},
+	{107, "bilinear-du", "fast path (input term from Δ·u): bilinear's B·(Δ·u·g) as zoh's B·(Δ·u), g dropped", "", 0, ""},
 }
 
 // checkRun selects the seven checks (not their decision tests, which use
@@ -175,8 +185,11 @@ func main() {
 		fmt.Printf("[%2d/%d] %-22s ... ", m.K, len(catalogue), m.Name)
 		dir := filepath.Join(*out, fmt.Sprintf("mutant-%d", m.K))
 		pkgs, run := *pkgs, ""
-		if m.Check > 0 {
+		switch {
+		case m.Check > 0:
 			pkgs, run = "./verify", checkRun
+		case m.Run != "":
+			pkgs, run = "./verify", m.Run
 		}
 		failed, log, err := suite(abs, pkgs, run, filepath.Join(*out, fmt.Sprintf("mutant-%d.log", m.K)), dir)
 		r := result{Mutant: m, KilledBy: failed, Outcome: classify(failed, err, log), Seconds: time.Since(t0).Seconds()}
@@ -213,12 +226,15 @@ func main() {
 	if err := os.WriteFile(filepath.Join(*out, "mutants.json"), append(js, '\n'), 0o644); err != nil {
 		fatal(err)
 	}
-	survivors, correct, kernel, diagnosable := 0, 0, 0, 0
+	survivors, correct, kernel, resume, diagnosable := 0, 0, 0, 0, 0
 	for _, r := range results {
 		if !r.Killed {
 			survivors++
 		}
-		if r.Check == 0 {
+		switch {
+		case r.Run != "":
+			resume++
+		case r.Check == 0:
 			kernel++
 		}
 		if r.Cause != "" {
@@ -228,8 +244,8 @@ func main() {
 			correct++
 		}
 	}
-	fmt.Printf("\n%d of %d mutants killed in %.0f s (%d kernel bugs; %d check faults, each by its check alone); matrix in %s/mutants.json\n",
-		len(results)-survivors, len(results), time.Since(start).Seconds(), kernel, len(results)-kernel, *out)
+	fmt.Printf("\n%d of %d mutants killed in %.0f s (%d kernel bugs; %d resumption bugs; %d check faults, each by its check alone); matrix in %s/mutants.json\n",
+		len(results)-survivors, len(results), time.Since(start).Seconds(), kernel, resume, len(results)-kernel-resume, *out)
 	acc := float64(correct) / float64(max(1, diagnosable))
 	if diagnosable > 0 {
 		fmt.Printf("diagnosis: %d of %d kernel-bug mutants diagnosed with their cause (%.0f%%; at least %.0f%% required)\n", correct, diagnosable, 100*acc, 100*MinDiagnosed)

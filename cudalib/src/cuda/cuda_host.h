@@ -32,7 +32,8 @@ int32_t cuda_fail(cudaError_t e, const char *what);
 int32_t ensure_device();
 
 /* Launches the scan of a (device pointers) on stream s. */
-int32_t launch_scan(const ssmk_scan_args &a, cudaStream_t s);
+/* h0: the device copy of the initial state, or NULL (h = 0). */
+int32_t launch_scan(const ssmk_scan_args &a, const void *h0, cudaStream_t s);
 
 /* Launches ssmk_discretize's kernel over n elements (device pointers) on stream s. */
 int32_t launch_discretize(int32_t method, int32_t dtype, int32_t is_complex, int64_t n, const void *delta,
@@ -49,6 +50,7 @@ struct ssmk_plan {
     int32_t method = 0, dtype = 0, is_complex = 0;
     int64_t n = 0;
     void *d_delta = nullptr, *d_A = nullptr, *d_abar = nullptr, *d_bcoef = nullptr;
+    const void *d_h0 = nullptr; /* the initial state on the device, or NULL */
     cudaStream_t stream = nullptr;
     cudaEvent_t ev0 = nullptr, ev1 = nullptr;
     std::vector<void *> dbufs;

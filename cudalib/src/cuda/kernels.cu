@@ -94,7 +94,7 @@ __global__ void discretize_kernel(int method, long long n, const T *delta, const
 
 } /* namespace */
 
-int32_t launch_scan(const ssmk_scan_args &a, cudaStream_t s) {
+int32_t launch_scan(const ssmk_scan_args &a, const void *h0, cudaStream_t s) {
     ScanParams p;
     p.batch = a.batch;
     p.dim = a.dim;
@@ -116,6 +116,7 @@ int32_t launch_scan(const ssmk_scan_args &a, cudaStream_t s) {
     p.delta_bias = a.delta_bias;
     p.out = a.out;
     p.last_state = a.last_state;
+    p.h0 = h0;
     const size_t elem = a.dtype == SSMK_F64 ? 8 : 4, velem = elem * (a.is_complex ? 2 : 1);
     /* 16-byte runs need every run to start on a multiple of K elements
      * (seqlen a multiple of K) and 16-byte aligned arrays (device buffers

@@ -40,7 +40,7 @@ using namespace ssmk;
 
 namespace {
 
-int32_t plan_scan(const ssmk_scan_args *args, ssmk_plan **out) {
+int32_t plan_scan(const ssmk_scan_args *args, const void *initial_state, ssmk_plan **out) {
     ssmk_plan *p = new (std::nothrow) ssmk_plan;
     if (!p) return fail(SSMK_ENOMEM, "out of host memory for the plan");
     p->is_scan = true;
@@ -58,6 +58,7 @@ int32_t plan_scan(const ssmk_scan_args *args, ssmk_plan **out) {
                {args->z, s.seq, &p->dargs.z}, {args->delta_bias, s.dim, &p->dargs.delta_bias}};
     for (auto &in : ins)
         if (!st) st = p->upload(in.src, in.count, s.elem, in.dst);
+    if (!st) st = p->upload(initial_state, s.state, s.elem, &p->d_h0);
     if (!st) st = p->alloc(s.seq, s.elem, &p->dargs.out);
     if (!st) st = p->alloc(s.state, s.elem, &p->dargs.last_state);
     if (!st) {
@@ -87,7 +88,7 @@ int32_t fetch(ssmk_plan *p, void *out, void *last_state) {
 }
 
 int32_t launch(ssmk_plan *p) {
-    if (p->is_scan) return launch_scan(p->dargs, p->stream);
+    if (p->is_scan) return launch_scan(p->dargs, p->d_h0, p->stream);
     return launch_discretize(p->method, p->dtype, p->is_complex, p->n, p->d_delta, p->d_A, p->d_abar, p->d_bcoef,
                              p->stream);
 }
@@ -131,12 +132,16 @@ SSMK_API int32_t ssmk_set_num_threads(int32_t n) {
 SSMK_API const char *ssmk_last_error(void) { return error_buffer(); }
 
 SSMK_API int32_t ssmk_plan_create(const ssmk_scan_args *args, ssmk_plan **plan) {
+    return ssmk_plan_create_state(args, nullptr, plan);
+}
+
+SSMK_API int32_t ssmk_plan_create_state(const ssmk_scan_args *args, const void *initial_state, ssmk_plan **plan) {
     if (!plan) return fail(SSMK_EINVAL, "plan is NULL");
     int32_t st = validate_scan(args, SSMK_MAX_DSTATE);
     if (st) return st;
     st = ensure_device();
     if (st) return st;
-    return plan_scan(args, plan);
+    return plan_scan(args, initial_state, plan);
 }
 
 SSMK_API int32_t ssmk_plan_create_discretize(int32_t method, int32_t dtype, int32_t is_complex, int64_t n,
@@ -223,11 +228,13 @@ SSMK_API int32_t ssmk_discretize(int32_t method, int32_t dtype, int32_t is_compl
     return st;
 }
 
-SSMK_API int32_t ssmk_scan_fwd(const ssmk_scan_args *args) {
+SSMK_API int32_t ssmk_scan_fwd(const ssmk_scan_args *args) { return ssmk_scan_fwd_state(args, nullptr); }
+
+SSMK_API int32_t ssmk_scan_fwd_state(const ssmk_scan_args *args, const void *initial_state) {
     int32_t st = validate_scan(args, SSMK_MAX_DSTATE);
     if (st) return st;
     ssmk_plan *p = nullptr;
-    st = ssmk_plan_create(args, &p);
+    st = ssmk_plan_create_state(args, initial_state, &p);
     if (!st) st = ssmk_plan_launch(p);
     if (!st) st = fetch(p, args->out, args->last_state);
     ssmk_plan_destroy(p);

@@ -54,6 +54,7 @@ struct ScanParams {
     long long rows;
     const void *u, *delta, *A, *B, *C, *D, *z, *delta_bias;
     void *out, *last_state;
+    const void *h0; /* [rows][dstate] initial state, or NULL: h = 0 */
 };
 
 /* Whether the state being updated loads the next one (state_update's NX):
@@ -530,7 +531,9 @@ __global__ void __launch_bounds__(kScanThreads) scan_kernel(const ScanParams p) 
     row.Bf = (const V *)p.B + (long long)row.d * row.N, row.Cf = (const V *)p.C + (long long)row.d * row.N;
     row.carry = reinterpret_cast<V *>(smem) + warp * row.N;
     row_a2_range(row, lane);
-    for (int n = lane; n < row.N; n += Tr::kLanes) row.carry[n] = V{};
+    /* The carry into the first tile is the initial state. */
+    const V *h0 = p.h0 ? (const V *)p.h0 + r * row.N : nullptr;
+    for (int n = lane; n < row.N; n += Tr::kLanes) row.carry[n] = h0 ? h0[n] : V{};
 
     int t0 = 0;
     for (; t0 + Tr::kTile <= row.L; t0 += Tr::kTile) scan_tile<Tr, true>(p, row, t0, lane);

@@ -1,0 +1,151 @@
+package verify
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"ssmverify/gen"
+	"ssmverify/judge"
+	"ssmverify/ssm"
+)
+
+// resumeCuts are the ways a sequence of L steps is cut into pieces: at
+// random points, token by token (generation feeds one step at a time), and
+// around every boundary a kernel may have inside the sequence: its tiles'
+// and chunks' powers of two, Mamba's 2048-step chunk, and the first and
+// last step.
+func resumeCuts(L int, r *rand.Rand) map[string][]int {
+	cuts := map[string][]int{}
+	random := []int{0, L}
+	for len(random) < 5 {
+		if c := 1 + r.IntN(L-1); !slices.Contains(random, c) {
+			random = append(random, c)
+		}
+	}
+	slices.Sort(random)
+	cuts["random"] = random
+	if L <= 64 {
+		var each []int
+		for t := 0; t <= L; t++ {
+			each = append(each, t)
+		}
+		cuts["token by token"] = each
+	}
+	bounds := []int{0, 1}
+	for _, b := range []int{31, 32, 33, 255, 256, 257, 2047, 2048, 2049, 4096, L - 1} {
+		if b > 1 && b < L && !slices.Contains(bounds, b) {
+			bounds = append(bounds, b)
+		}
+	}
+	slices.Sort(bounds)
+	cuts["boundaries"] = append(bounds, L)
+	return cuts
+}
+
+// scanInPieces scans p cut at cuts, each piece from the last state the
+// kernel returned for the one before (the first from p's initial state),
+// and returns the pieces' outputs in place and the last state.
+func scanInPieces(p *ssm.Problem, dt ssm.DType, cuts []int) (*ssm.Output, error) {
+	out := &ssm.Output{Out: make([]float64, p.OutLen())}
+	state := p.InitialState
+	for k := 1; k < len(cuts); k++ {
+		q, err := p.Steps(cuts[k-1], cuts[k])
+		if err != nil {
+			return nil, err
+		}
+		q.InitialState = state
+		o, err := lib.Scan(q, dt)
+		if err != nil {
+			return nil, fmt.Errorf("the piece of steps %d…%d: %w", cuts[k-1], cuts[k], err)
+		}
+		p.PutSteps(out.Out, o.Out, cuts[k-1], cuts[k])
+		state = o.LastState
+	}
+	out.LastState = state
+	return out, nil
+}
+
+// TestResumption: a scan in pieces, each from the last state of the one
+// before (ssmk_scan_fwd_state), is the scan in one call: every piece's
+// output and the final state are judged against the float64 reference of
+// the whole sequence with its error model. Not bitwise: the kernel's
+// association may differ with the cut, and the state is rounded to the
+// dtype at each cut, as it is at every step of a sequential kernel. Cut at
+// random, token by token, and around every boundary a kernel may have; the
+// first piece starts from a random initial state. A library that does not
+// declare SSMK_CAP_INITIAL_STATE is reported, not failed.
+func TestResumption(t *testing.T) {
+	track(t)
+	specs := []gen.Spec{
+		{Batch: 2, Dim: 3, Seqlen: 40, Dstate: 4, Groups: 3, VariableB: true, VariableC: true, Softplus: true,
+			HasD: true, HasZ: true, HasBias: true, Dist: gen.Realistic},
+		{Batch: 1, Dim: 2, Seqlen: 4100, Dstate: 2, Groups: 1, VariableB: true, VariableC: true, Softplus: true,
+			HasBias: true, Dist: gen.Realistic},
+	}
+	for _, m := range ssm.Methods() {
+		for _, dt := range ssm.DTypes() {
+			for _, isComplex := range []bool{false, true} {
+				if (isComplex && fallback(m, dt)) || !judged(t.Name(), "resumption of", m, dt, isComplex, false) {
+					continue
+				}
+				if !lib.Capabilities(m, dt, isComplex).InitialState() || !lib.HasInitialState() {
+					rep.Unsupported(t.Name(), fmt.Sprintf("resumption of %v %v %s (declared without SSMK_CAP_INITIAL_STATE)", m, dt, ssm.AKind(isComplex)))
+					continue
+				}
+				for si, s := range specs {
+					s.Method, s.Complex = m, isComplex
+					p := gen.New(s, uint64(40+si))
+					gen.SetInitialState(p, uint64(50+si))
+					if dt == ssm.F32 {
+						p.RoundToFloat32()
+					}
+					r := rand.New(rand.NewPCG(uint64(si), uint64(m)))
+					for name, cuts := range resumeCuts(s.Seqlen, r) {
+						got, err := scanInPieces(p, dt, cuts)
+						if err != nil {
+							t.Errorf("%v %v %s %s, cut %s: declared supported, but %v", m, dt, ssm.AKind(isComplex), s, name, err)
+							continue
+						}
+						cmp, err := judge.CompareScan(p, got, dt, nil, nil)
+						if err != nil {
+							t.Fatal(err)
+						}
+						rep.Add(t.Name(), m, dt, isComplex, cmp.Worst.Ratio, cmp.Worst.ULP, cmp.Passed(dt), name+": "+cmp.Worst.String())
+						if !cmp.Passed(dt) {
+							t.Errorf("%v %v %s %s, cut %s at %v: worst %s; threshold %g%s", m, dt, ssm.AKind(isComplex), s, name, shortCuts(cuts),
+								cmp.Worst, judge.Threshold(dt), whereInPiece(cmp.Worst, cuts))
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// shortCuts prints the cut points, eliding a long run.
+func shortCuts(cuts []int) string {
+	if len(cuts) <= 12 {
+		return fmt.Sprint(cuts)
+	}
+	return fmt.Sprintf("%v … %v (%d pieces)", cuts[:4], cuts[len(cuts)-2:], len(cuts)-1)
+}
+
+// whereInPiece says where the worst output element lies relative to the
+// pieces: at a piece's first step (the initial state's handling), or inside.
+func whereInPiece(w judge.Worst, cuts []int) string {
+	if w.Array != "out" || len(w.Index) != 3 {
+		return ""
+	}
+	t := w.Index[2]
+	for k := 0; k+1 < len(cuts); k++ {
+		if t >= cuts[k] && t < cuts[k+1] {
+			if t == cuts[k] && k > 0 {
+				return fmt.Sprintf("\nwhere: step %d, the first of a piece: the state passed in is mishandled", t)
+			}
+			return fmt.Sprintf("\nwhere: step %d, %d steps into the piece that starts at %d", t, t-cuts[k], cuts[k])
+		}
+	}
+	return ""
+}
