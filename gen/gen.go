@@ -341,3 +341,16 @@ func SetInitialState(p *ssm.Problem, seed uint64) {
 		p.InitialState[i] = 2*r.Float64() - 1
 	}
 }
+
+// TrainedDeltas gives p the Δ that trained Mamba models feed their scan:
+// softplus on, no separate bias, and pre-activations spread uniformly over
+// [−20, 20] — the range in which trained models keep Δ's pre-activation
+// (ports to new hardware have lost accuracy there), where softplus runs from
+// 2·10⁻⁹ to its pass-through at 20.
+func TrainedDeltas(p *ssm.Problem, seed uint64) {
+	r := rand.New(rand.NewPCG(seed, 13))
+	p.Softplus, p.DeltaBias = true, nil
+	for i := range p.Delta {
+		p.Delta[i] = 40*r.Float64() - 20
+	}
+}

@@ -12,10 +12,10 @@ import (
 )
 
 // resumeCuts are the ways a sequence of L steps is cut into pieces: at
-// random points, token by token (generation feeds one step at a time), and
-// around every boundary a kernel may have inside the sequence: its tiles'
-// and chunks' powers of two, Mamba's 2048-step chunk, and the first and
-// last step.
+// random points, token by token (generation feeds one step at a time), a
+// long prefill followed by 256 single tokens, and around every
+// boundary a kernel may have inside the sequence: its tiles' and chunks'
+// powers of two, Mamba's 2048-step chunk, and the first and last step.
 func resumeCuts(L int, r *rand.Rand) map[string][]int {
 	cuts := map[string][]int{}
 	random := []int{0, L}
@@ -41,6 +41,15 @@ func resumeCuts(L int, r *rand.Rand) map[string][]int {
 	}
 	slices.Sort(bounds)
 	cuts["boundaries"] = append(bounds, L)
+	if L > 256 {
+		// A long prefill, then 256 steps one token at a time: the state is
+		// carried across 256 calls after thousands of steps in one.
+		tokens := []int{0}
+		for t := L - 256; t <= L; t++ {
+			tokens = append(tokens, t)
+		}
+		cuts["prefill then 256 tokens"] = tokens
+	}
 	return cuts
 }
 
@@ -73,8 +82,10 @@ func scanInPieces(p *ssm.Problem, dt ssm.DType, cuts []int) (*ssm.Output, error)
 // the whole sequence with its error model. Not bitwise: the kernel's
 // association may differ with the cut, and the state is rounded to the
 // dtype at each cut, as it is at every step of a sequential kernel. Cut at
-// random, token by token, and around every boundary a kernel may have; the
-// first piece starts from a random initial state. A library that does not
+// random, token by token, a long prefill then 256 single tokens, and
+// around every boundary a kernel may have; the first piece starts from a
+// random initial state; the long sequence has Δ as trained models feed it
+// (gen.TrainedDeltas: pre-activations over [−20, 20], softplus on). A library that does not
 // declare SSMK_CAP_INITIAL_STATE is reported, not failed.
 func TestResumption(t *testing.T) {
 	track(t)
@@ -98,6 +109,9 @@ func TestResumption(t *testing.T) {
 					s.Method, s.Complex = m, isComplex
 					p := gen.New(s, uint64(40+si))
 					gen.SetInitialState(p, uint64(50+si))
+					if si == 1 {
+						gen.TrainedDeltas(p, uint64(60+si)) // Δ as trained models feed it
+					}
 					if dt == ssm.F32 {
 						p.RoundToFloat32()
 					}
