@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"ssmverify/gen"
-	"ssmverify/reference"
+	"ssmverify/judge"
 	"ssmverify/ssm"
 )
 
@@ -48,22 +48,10 @@ func TestDiscretizeScaleIsTight(t *testing.T) {
 				t.Fatal(err)
 			}
 			worst, nearWorst := 0.0, 0.0
-			for i := range delta {
-				av, ga, gb := complex(a[i], 0), complex(abar[i], 0), complex(bcoef[i], 0)
-				if isComplex {
-					av, ga, gb = complex(a[2*i], a[2*i+1]), complex(abar[2*i], abar[2*i+1]), complex(bcoef[2*i], bcoef[2*i+1])
-				}
-				x := complex(delta[i], 0) * av
-				wa, wg := reference.Complex(m, x)
-				wb := complex(delta[i], 0) * wg
-				if cmplx.Abs(wa) > math.MaxFloat32 || cmplx.Abs(wb) > math.MaxFloat32 || cmplx.IsNaN(wa) {
-					continue
-				}
-				sA, sB := reference.DiscretizeScale(m, delta[i], av, isComplex)
-				rB := reference.Ratio(cmplx.Abs(gb-wb), sB, 2, ssm.Float32)
-				worst = math.Max(worst, math.Max(reference.Ratio(cmplx.Abs(ga-wa), sA, 2, ssm.Float32), rB))
-				if ax := cmplx.Abs(x); ax >= 1e-3 && ax < 0.5 {
-					nearWorst = math.Max(nearWorst, rB)
+			for _, pt := range judge.CompareDiscretize(m, ssm.F32, isComplex, delta, a, abar, bcoef) {
+				worst = math.Max(worst, pt.Ratio())
+				if ax := cmplx.Abs(pt.X); ax >= 1e-3 && ax < 0.5 {
+					nearWorst = math.Max(nearWorst, pt.RatioBcoef)
 				}
 			}
 			name := fmt.Sprintf("%v fp32 %s", m, ssm.AKind(isComplex))

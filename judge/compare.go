@@ -206,3 +206,67 @@ func CompareScan(p *ssm.Problem, got *ssm.Output, dt ssm.DType, ref *ssm.Output,
 	}
 	return c, nil
 }
+
+// DiscretizePoint is one (Δ, a) of ssmk_discretize judged against the
+// reference: the kernel's Ā and Bcoef = Δ·g beside the reference's, their
+// scaled error ratios (reference.DiscretizeScale; +Inf where the kernel
+// gives NaN) and the larger normwise ulp error (against the modulus, and
+// for bilinear's Ā, which cancels to 0 at x = −2, against its terms'
+// (1 + |x|/2)/|1 − x/2|).
+type DiscretizePoint struct {
+	Delta                            float64
+	A, X                             complex128
+	Abar, Bcoef, WantAbar, WantBcoef complex128
+	RatioAbar, RatioBcoef, ULP       float64
+}
+
+// Ratio is the point's larger ratio, which decides.
+func (p DiscretizePoint) Ratio() float64 { return math.Max(p.RatioAbar, p.RatioBcoef) }
+
+func (p DiscretizePoint) String() string {
+	return fmt.Sprintf("x = %.6g: Ā kernel %v ref %v, Δg kernel %v ref %v", p.X, p.Abar, p.WantAbar, p.Bcoef, p.WantBcoef)
+}
+
+// CompareDiscretize judges ssmk_discretize's outputs abar and bcoef at
+// (delta[i], a[i]) (complex a, abar and bcoef interleaved). Points whose
+// reference value is not finite or beyond the dtype's range are left out:
+// the fuzzers' non-finite policy covers them.
+func CompareDiscretize(m ssm.Method, dt ssm.DType, isComplex bool, delta, a, abar, bcoef []float64) []DiscretizePoint {
+	prec := dt.Precision()
+	limit := prec.Largest()
+	at := func(s []float64, i int) complex128 {
+		if isComplex {
+			return complex(s[2*i], s[2*i+1])
+		}
+		return complex(s[i], 0)
+	}
+	var pts []DiscretizePoint
+	for i := range delta {
+		p := DiscretizePoint{Delta: delta[i], A: at(a, i), Abar: at(abar, i), Bcoef: at(bcoef, i)}
+		p.X = complex(p.Delta, 0) * p.A
+		var wg complex128
+		if isComplex {
+			p.WantAbar, wg = reference.Complex(m, p.X)
+		} else {
+			ra, rg := reference.Real(m, real(p.X))
+			p.WantAbar, wg = complex(ra, 0), complex(rg, 0)
+		}
+		p.WantBcoef = complex(p.Delta, 0) * wg
+		if cmplx.Abs(p.WantAbar) > limit || cmplx.Abs(p.WantBcoef) > limit || cmplx.IsNaN(p.WantAbar) || cmplx.IsInf(p.WantAbar) {
+			continue
+		}
+		sA, sB := reference.DiscretizeScale(m, p.Delta, p.A, isComplex)
+		p.RatioAbar = reference.Ratio(cmplx.Abs(p.Abar-p.WantAbar), sA, 2, prec)
+		p.RatioBcoef = reference.Ratio(cmplx.Abs(p.Bcoef-p.WantBcoef), sB, 2, prec)
+		if cmplx.IsNaN(p.Abar) || cmplx.IsNaN(p.Bcoef) {
+			p.RatioAbar = math.Inf(1)
+		}
+		magA := cmplx.Abs(p.WantAbar)
+		if m == ssm.Bilinear {
+			magA = math.Max(magA, (1+cmplx.Abs(p.X)/2)/cmplx.Abs(1-p.X/2))
+		}
+		p.ULP = math.Max(ULPsOf(cmplx.Abs(p.Abar-p.WantAbar), magA, dt), ULPsOf(cmplx.Abs(p.Bcoef-p.WantBcoef), cmplx.Abs(p.WantBcoef), dt))
+		pts = append(pts, p)
+	}
+	return pts
+}

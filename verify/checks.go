@@ -77,31 +77,50 @@ func sortedKeys[V any](m map[string]V) []string {
 	return k
 }
 
+// RatioDecision is the comparison of two interleaved measurements by the
+// ratio of their medians against a band [Min, Max]: the ratio with its 95%
+// bootstrap interval, whether it decided, and whether the ratio is in the
+// band.
+type RatioDecision struct {
+	Ratio, Lo, Hi float64
+	Decided, In   bool
+}
+
+// DecideRatio decides median(a)/median(b) against [lo, hi]: an interval
+// wholly outside the band is out (decided); a median inside it is in
+// (decided); a median outside whose interval still reaches the band is
+// noise, and decides nothing. Check2 and Check6 decide by it.
+func DecideRatio(a, b Samples, lo, hi float64) RatioDecision {
+	d := RatioDecision{Ratio: a.Median() / b.Median()}
+	d.Lo, d.Hi = RatioCI(a, b)
+	switch {
+	case d.Lo > hi || d.Hi < lo:
+		d.Decided = true
+	case d.Ratio >= lo && d.Ratio <= hi:
+		d.Decided, d.In = true, true
+	}
+	return d
+}
+
 // SyncTolerance is how far the synced host time may sit from the event
 // time: 10% (host clocks add the launch and sync overhead, a few µs, to
 // each launch).
 const SyncTolerance = 0.10
 
 // DecideSync (Check2) compares the synced host time with the event time,
-// measured interleaved: their ratio's 95% bootstrap interval lying wholly
-// outside 1 ± SyncTolerance fails (one of the two timers is wrong); a
-// median ratio within it passes; a median outside it whose interval still
-// reaches it is noise, and decides nothing (decided false). It returns how
-// many times the unsynced host time underestimates the event time (1 on a
+// measured interleaved, by DecideRatio against 1 ± SyncTolerance: decided
+// and out fails (one of the two timers is wrong). It returns how many
+// times the unsynced host time underestimates the event time (1 on a
 // synchronous backend).
-func DecideSync(unsynced, synced, events Samples) (underestimate float64, decided bool, err error) {
-	ev, sy, un := events.Median(), synced.Median(), unsynced.Median()
-	underestimate = ev / un
-	ratio := sy / ev
-	lo, hi := RatioCI(synced, events)
-	switch {
-	case lo > 1+SyncTolerance || hi < 1-SyncTolerance:
-		return underestimate, true, fmt.Errorf("synced host time %.4g µs and event time %.4g µs: ratio %.3f (95%% CI %.3f–%.3f) outside 1 ± %.2f: one of the two timers is wrong",
-			sy, ev, ratio, lo, hi, SyncTolerance)
-	case math.Abs(ratio-1) <= SyncTolerance:
-		return underestimate, true, nil
+func DecideSync(unsynced, synced, events Samples) (underestimate float64, d RatioDecision, err error) {
+	ev, sy := events.Median(), synced.Median()
+	underestimate = ev / unsynced.Median()
+	d = DecideRatio(synced, events, 1-SyncTolerance, 1+SyncTolerance)
+	if d.Decided && !d.In {
+		err = fmt.Errorf("synced host time %.4g µs and event time %.4g µs: ratio %.3f (95%% CI %.3f–%.3f) outside 1 ± %.2f: one of the two timers is wrong",
+			sy, ev, d.Ratio, d.Lo, d.Hi, SyncTolerance)
 	}
-	return underestimate, false, nil
+	return underestimate, d, err
 }
 
 // ThreadSetting is one assignment of a threading variable in a script.
@@ -289,21 +308,15 @@ const LessWorkTolerance = 0.10
 
 // DecideLessWork (Check6): a scan with a feature removed (no D, no z,
 // constant B/C) does less work than the full scan, measured interleaved
-// with it, and must not take longer: the 95% bootstrap interval of their
-// ratio lying wholly above 1 + LessWorkTolerance fails (the simpler
-// problem's path is slower: a dispatch bug); a median ratio within it
-// passes; a median above it whose interval still reaches it is noise and
-// decides nothing (ok false: undecided).
-func DecideLessWork(name string, full, less Samples) (ok bool, err error) {
-	r := less.Median() / full.Median()
-	lo, hi := RatioCI(less, full)
-	switch {
-	case lo > 1+LessWorkTolerance:
-		return true, fmt.Errorf("%s takes %.3g× the full scan's time (95%% CI %.3g–%.3g, over 1 + %.2g): doing less work costs more", name, r, lo, hi, LessWorkTolerance)
-	case r <= 1+LessWorkTolerance:
-		return true, nil
+// with it, and must not take longer: by DecideRatio against
+// [0, 1 + LessWorkTolerance], decided and out fails (the simpler problem's
+// path is slower: a dispatch bug); undecided decides nothing.
+func DecideLessWork(name string, full, less Samples) (d RatioDecision, err error) {
+	d = DecideRatio(less, full, 0, 1+LessWorkTolerance)
+	if d.Decided && !d.In {
+		err = fmt.Errorf("%s takes %.3g× the full scan's time (95%% CI %.3g–%.3g, over 1 + %.2g): doing less work costs more", name, d.Ratio, d.Lo, d.Hi, LessWorkTolerance)
 	}
-	return false, nil
+	return d, err
 }
 
 // NoiseBound is Check6's bound on a measurement's spread: beyond it the

@@ -303,7 +303,7 @@ func TestCheck2Synchronisation(t *testing.T) {
 	for i, timer := range timers {
 		res[timer] = got[i]
 	}
-	under, decided, err := DecideSync(res[TimerHostUnsynced], res[TimerHostSynced], res[TimerEvents])
+	under, sync, err := DecideSync(res[TimerHostUnsynced], res[TimerHostSynced], res[TimerEvents])
 	if err != nil {
 		t.Error(err)
 	}
@@ -319,29 +319,28 @@ func TestCheck2Synchronisation(t *testing.T) {
 	}
 	writeCheck(t, 2, map[string]any{"config": c.String(), "median_us": map[string]float64{"host_unsynced": res[TimerHostUnsynced].Median(),
 		"host_synced": res[TimerHostSynced].Median(), "events": res[TimerEvents].Median()}, "underestimate": under,
-		"tolerance": SyncTolerance, "decided": decided, "harness": HarnessTimer.String(), "passed": !t.Failed()})
-	if !decided {
-		lo, hi := RatioCI(res[TimerHostSynced], res[TimerEvents])
-		undecided(t, "synced host time / event time %.3f with a 95%% interval %.3f–%.3f across 1 ± %.2f: too noisy to tell", res[TimerHostSynced].Median()/res[TimerEvents].Median(), lo, hi, SyncTolerance)
+		"tolerance": SyncTolerance, "decided": sync.Decided, "harness": HarnessTimer.String(), "passed": !t.Failed()})
+	if !sync.Decided {
+		undecided(t, "synced host time / event time %.3f with a 95%% interval %.3f–%.3f across 1 ± %.2f: too noisy to tell", sync.Ratio, sync.Lo, sync.Hi, SyncTolerance)
 	}
 }
 
 func TestCheck2DecisionCatchesWrongTimers(t *testing.T) {
 	ev := Samples{300, 301, 299, 302, 300, 301, 300, 299}
-	under, decided, err := DecideSync(Samples{5, 5, 6, 5, 5}, Samples{303, 305, 302, 304, 303, 304, 302, 303}, ev)
-	if err != nil || !decided || under < 50 {
-		t.Fatalf("agreeing timers: decided %t, underestimate %.1f, %v", decided, under, err)
+	under, d, err := DecideSync(Samples{5, 5, 6, 5, 5}, Samples{303, 305, 302, 304, 303, 304, 302, 303}, ev)
+	if err != nil || !d.Decided || under < 50 {
+		t.Fatalf("agreeing timers: decided %t, underestimate %.1f, %v", d.Decided, under, err)
 	}
 	// A timer that measures only the launch, and one that reports half the
 	// work (cudalib's mutant 16 plants that one in the CPU build).
 	for _, synced := range []Samples{{6, 5, 6, 5, 6, 5}, {600, 610, 590, 605, 600, 598}} {
-		if _, decided, err := DecideSync(Samples{5, 5, 5}, synced, ev); err == nil || !decided {
-			t.Errorf("synced %v against events %v accepted (decided %t)", synced, ev, decided)
+		if _, d, err := DecideSync(Samples{5, 5, 5}, synced, ev); err == nil || !d.Decided {
+			t.Errorf("synced %v against events %v accepted (decided %t)", synced, ev, d.Decided)
 		}
 	}
 	// Noise that straddles the tolerance decides nothing.
-	if _, decided, err := DecideSync(Samples{5}, Samples{250, 420, 330, 260, 400, 340}, Samples{300, 290, 310, 280, 320, 300}); decided || err != nil {
-		t.Errorf("a noisy comparison decided (decided %t, %v)", decided, err)
+	if _, d, err := DecideSync(Samples{5}, Samples{250, 420, 330, 260, 400, 340}, Samples{300, 290, 310, 280, 320, 300}); d.Decided || err != nil {
+		t.Errorf("a noisy comparison decided (decided %t, %v)", d.Decided, err)
 	}
 }
 
@@ -716,17 +715,16 @@ func TestCheck6MicroBenchmarks(t *testing.T) {
 	row(variants[0].name, scans[0], scans[0].Spread() > NoiseBound, 1)
 	for k, v := range variants[1:] {
 		s := scans[k+1]
-		ok, err := DecideLessWork(v.name, scans[0], s)
+		d, err := DecideLessWork(v.name, scans[0], s)
 		if err != nil {
 			t.Error(err)
 		}
-		if ok {
+		if d.Decided {
 			decided++
 		} else {
-			lo, hi := RatioCI(s, scans[0])
-			partlyUndecided(t, v.name, fmt.Sprintf("%.3g× the full scan with a 95%% interval %.3g–%.3g across 1 + %.2g: too noisy to tell", s.Median()/scans[0].Median(), lo, hi, LessWorkTolerance))
+			partlyUndecided(t, v.name, fmt.Sprintf("%.3g× the full scan with a 95%% interval %.3g–%.3g across 1 + %.2g: too noisy to tell", d.Ratio, d.Lo, d.Hi, LessWorkTolerance))
 		}
-		row(v.name, s, s.Spread() > NoiseBound, s.Median()/scans[0].Median())
+		row(v.name, s, s.Spread() > NoiseBound, d.Ratio)
 	}
 	result["less_work_decided"] = decided
 	if judged(t.Name(), "the scalar-vs-dense comparison of", ssm.Bilinear, c.dtype, false, true) {
@@ -776,14 +774,14 @@ func bilinearDense(t *testing.T, c checkConfig, delta, a []float64, row func(str
 
 func TestCheck6DecisionCatchesCostlierLessWork(t *testing.T) {
 	full := Samples{100, 101, 99, 100, 100, 102, 99, 101}
-	if ok, err := DecideLessWork("no z", full, Samples{80, 81, 79, 80, 80, 81, 80, 79}); !ok || err != nil {
-		t.Fatalf("a cheaper scan without z: ok %t, %v", ok, err)
+	if d, err := DecideLessWork("no z", full, Samples{80, 81, 79, 80, 80, 81, 80, 79}); !d.Decided || err != nil {
+		t.Fatalf("a cheaper scan without z: decided %t, %v", d.Decided, err)
 	}
 	if _, err := DecideLessWork("no z", full, Samples{130, 131, 129, 130, 130, 131, 130, 129}); err == nil {
 		t.Fatal("a scan without z 1.3× slower than the full scan passed")
 	}
-	if ok, err := DecideLessWork("no z", full, Samples{130, 60, 200, 90, 150, 70, 180, 100}); ok || err != nil {
-		t.Fatalf("a noisy figure decided (ok %t, err %v)", ok, err)
+	if d, err := DecideLessWork("no z", full, Samples{130, 60, 200, 90, 150, 70, 180, 100}); d.Decided || err != nil {
+		t.Fatalf("a noisy figure decided (decided %t, err %v)", d.Decided, err)
 	}
 }
 

@@ -62,54 +62,15 @@ func TestDiscretizeSweep(t *testing.T) {
 					t.Errorf("%v %v complex=%t: declared supported, but %v", m, dt, isComplex, err)
 					continue
 				}
-				prec := dt.Precision()
-				limit := math.MaxFloat64
-				if dt == ssm.F32 {
-					limit = math.MaxFloat32
-				}
 				var st sweepStats
 				failures := 0
 				var pd []float64
 				var pa, pAbar, pBcoef []complex128
 				var pFailed []bool
-				for i := range delta {
-					var av complex128
-					if isComplex {
-						av = complex(a[2*i], a[2*i+1])
-					} else {
-						av = complex(a[i], 0)
-					}
-					x := complex(delta[i], 0) * av
-					var wa, wg complex128
-					if isComplex {
-						wa, wg = reference.Complex(m, x)
-					} else {
-						ra, rg := reference.Real(m, real(x))
-						wa, wg = complex(ra, 0), complex(rg, 0)
-					}
-					wb := complex(delta[i], 0) * wg
-					ga, gb := kernelPair(abar, bcoef, i, isComplex)
-					if cmplx.Abs(wa) > limit || cmplx.Abs(wb) > limit || cmplx.IsNaN(wa) || cmplx.IsInf(wa) {
-						continue // beyond the dtype's range: the fuzzers' non-finite policy covers it
-					}
-					sA, sB := reference.DiscretizeScale(m, delta[i], av, isComplex)
-					rA := reference.Ratio(cmplx.Abs(ga-wa), sA, 2, prec)
-					rB := reference.Ratio(cmplx.Abs(gb-wb), sB, 2, prec)
-					if cmplx.IsNaN(ga) || cmplx.IsNaN(gb) {
-						rA = math.Inf(1)
-					}
-					r := math.Max(rA, rB)
-					// Normwise, as the summary's ulp* column: against the
-					// modulus, and for bilinear's Ā, which cancels to 0 at
-					// x = −2, against its terms' (1 + |x|/2)/|1 − x/2|.
-					magA := cmplx.Abs(wa)
-					if m == ssm.Bilinear {
-						magA = math.Max(magA, (1+cmplx.Abs(x)/2)/cmplx.Abs(1-x/2))
-					}
-					ulp := math.Max(judge.ULPsOf(cmplx.Abs(ga-wa), magA, dt), judge.ULPsOf(cmplx.Abs(gb-wb), cmplx.Abs(wb), dt))
-					where := fmt.Sprintf("x = %.6g: Ā kernel %v ref %v, Δg kernel %v ref %v", x, ga, wa, gb, wb)
-					st.add(r, ulp, where)
-					pd, pa, pAbar, pBcoef = append(pd, delta[i]), append(pa, av), append(pAbar, ga), append(pBcoef, gb)
+				for _, pt := range judge.CompareDiscretize(m, dt, isComplex, delta, a, abar, bcoef) {
+					r, where := pt.Ratio(), pt.String()
+					st.add(r, pt.ULP, where)
+					pd, pa, pAbar, pBcoef = append(pd, pt.Delta), append(pa, pt.A), append(pAbar, pt.Abar), append(pBcoef, pt.Bcoef)
 					pFailed = append(pFailed, !(r <= judge.Threshold(dt)))
 					if !(r <= judge.Threshold(dt)) {
 						failures++
@@ -117,7 +78,7 @@ func TestDiscretizeSweep(t *testing.T) {
 							t.Errorf("%v %v %s: ratio %.3g > %g at %s", m, dt, ssm.AKind(isComplex), r, judge.Threshold(dt), where)
 						}
 					}
-					rep.Add("TestDiscretizeSweep", m, dt, isComplex, r, ulp, r <= judge.Threshold(dt), where)
+					rep.Add("TestDiscretizeSweep", m, dt, isComplex, r, pt.ULP, r <= judge.Threshold(dt), where)
 				}
 				if failures > 0 && rep.WantDiagnosis(t.Name(), m, dt, isComplex) {
 					f := diagnose.Discretized(m, dt, isComplex, pd, pa, pAbar, pBcoef, pFailed)
