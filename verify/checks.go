@@ -293,6 +293,22 @@ func SteadyState(s Samples) (cold float64, warmupNeeded int) {
 	return cold, len(s)
 }
 
+// PairedWarmup (Check5) judges a fresh plan's iterations against a warm
+// plan's, each fresh iteration timed next to one warm iteration: the
+// ratios fresh/warm go through SteadyState, so that a burst of machine noise,
+// which slows both of a pair alike, cancels instead of widening the steady
+// band or raising the steady median until a genuine warm-up hides inside
+// them. It returns the cold-start cost (first ratio over the steady ratio)
+// and the iterations until steady state.
+func PairedWarmup(fresh, warm Samples) (cold float64, warmupNeeded int) {
+	n := min(len(fresh), len(warm))
+	r := make(Samples, n)
+	for i := range r {
+		r[i] = fresh[i] / warm[i]
+	}
+	return SteadyState(r)
+}
+
 // DecideWarmup (Check5): the harness's warm-up must cover the iterations
 // the measurement needed.
 func DecideWarmup(needed, harnessWarmup int) error {

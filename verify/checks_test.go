@@ -559,37 +559,58 @@ func TestCheck4DecisionCatchesSharedCodePath(t *testing.T) {
 }
 
 // TestCheck5Warmup: every iteration of a fresh plan timed, the first launch
-// included (module load and, in a fresh process, context creation on a
-// GPU: run it alone, go test -run Check5, to see those). Reports the
-// cold-start cost and the iterations until steady state (within 5% of the
-// steady median), and asserts the harness's warm-up covers them.
+// included, each next to one iteration of a warm plan of the same problem
+// (PairedWarmup), so that machine noise slows both of a pair and cancels.
+// The warm plan's own first iterations are the process's cold start (module
+// load and, on a GPU in a fresh process, context creation: run it alone,
+// go test -run Check5, to see those); they are timed and reported. Asserts
+// the harness's warm-up covers the fresh plan's warm-up.
 func TestCheck5Warmup(t *testing.T) {
 	track(t)
 	c := config(t)
 	n := max(30, 3*c.warmup)
-	// A genuine cold start shows in every fresh plan; a noise burst on a busy
-	// machine only adds slow iterations to one measurement. So up to three
-	// fresh plans are measured and the smallest warm-up count decides.
+	p := checkProblem(c, c.methods[len(c.methods)-1], false)
+	warm, _ := newPlan(t, p, c.dtype)
+	timeOne := func(plan *cudalib.Plan) float64 {
+		ms, err := plan.Time(1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ms * 1e3
+	}
+	first := make(Samples, n)
+	for i := range first {
+		first[i] = timeOne(warm)
+	}
+	processCold, processNeeded := SteadyState(first)
+	t.Logf("warm plan: first launch in the process %s µs, steady median %s µs: cold start %.2f×; %d iterations before steady state (unpaired)",
+		us(first[0]), us(Samples(first[n/2:]).Median()), processCold, processNeeded)
+	// A genuine cold start shows in every fresh plan; noise that pairing
+	// does not cancel only adds slow iterations to one measurement. So up to
+	// three fresh plans are measured and the smallest warm-up count decides.
 	type attempt struct {
-		Iterations Samples `json:"iterations_us"`
-		Cold       float64 `json:"cold_start_ratio"`
-		Needed     int     `json:"warmup_needed"`
+		Fresh  Samples `json:"fresh_us"`
+		Warm   Samples `json:"warm_us"`
+		Cold   float64 `json:"cold_start_ratio"`
+		Needed int     `json:"warmup_needed"`
 	}
 	var attempts []attempt
 	for a := 0; a < 3; a++ {
-		plan, _ := newPlan(t, checkProblem(c, c.methods[len(c.methods)-1], false), c.dtype)
-		s := make(Samples, 0, n)
+		fresh, _ := newPlan(t, p, c.dtype)
+		f, w := make(Samples, n), make(Samples, n)
 		for i := 0; i < n; i++ {
-			ms, err := plan.Time(1)
-			if err != nil {
-				t.Fatal(err)
+			// Alternate which of a pair goes first, so that neither is
+			// always the one to find the caches of the other.
+			if i%2 == 0 {
+				f[i], w[i] = timeOne(fresh), timeOne(warm)
+			} else {
+				w[i], f[i] = timeOne(warm), timeOne(fresh)
 			}
-			s = append(s, ms*1e3)
 		}
-		cold, needed := SteadyState(s)
-		attempts = append(attempts, attempt{s, cold, needed})
-		t.Logf("fresh plan %d: first launch %s µs, steady median %s µs: cold start %.2f×; %d iterations before steady state; harness warm-up %d",
-			a+1, us(s[0]), us(Samples(s[n/2:]).Median()), cold, needed, c.warmup)
+		cold, needed := PairedWarmup(f, w)
+		attempts = append(attempts, attempt{f, w, cold, needed})
+		t.Logf("fresh plan %d: first launch %s µs next to a warm %s µs, steady medians %s / %s µs: cold start %.2f×; %d iterations before steady state; harness warm-up %d",
+			a+1, us(f[0]), us(w[0]), us(Samples(f[n/2:]).Median()), us(Samples(w[n/2:]).Median()), cold, needed, c.warmup)
 		if needed <= c.warmup {
 			break
 		}
@@ -601,7 +622,8 @@ func TestCheck5Warmup(t *testing.T) {
 	if err := DecideWarmup(best, c.warmup); err != nil {
 		t.Error(err)
 	}
-	writeCheck(t, 5, map[string]any{"config": c.String(), "attempts": attempts, "warmup_needed": best,
+	writeCheck(t, 5, map[string]any{"config": c.String(), "process_first_us": first, "process_cold_start_ratio": processCold,
+		"process_warmup_needed": processNeeded, "attempts": attempts, "warmup_needed": best,
 		"harness_warmup": c.warmup, "passed": !t.Failed()})
 }
 
@@ -633,6 +655,36 @@ func TestCheck5DecisionCatchesShortWarmup(t *testing.T) {
 	}
 	if err := DecideWarmup(needed, 10); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestCheck5PairingCancelsNoise: an autotuner's 16 slow launches (2×) while
+// the machine is busy over the second half (both plans 1.8× slower there, as
+// on a shared 2-core CI machine): the fresh plan's own samples hide the
+// warm-up (its steady median rises to meet it), the ratios to the warm plan
+// timed beside it do not.
+func TestCheck5PairingCancelsNoise(t *testing.T) {
+	const n = 30
+	fresh, warm := make(Samples, n), make(Samples, n)
+	for i := range fresh {
+		busy := 1.0
+		if i >= 14 {
+			busy = 1.8 + 0.3*float64(i%3)
+		}
+		warm[i] = 300 * busy * (1 + 0.01*float64(i%2))
+		fresh[i] = 300 * busy
+		if i < 16 {
+			fresh[i] *= 2
+		}
+	}
+	if _, n := SteadyState(fresh); n > 10 {
+		t.Fatalf("the unpaired samples already show %d iterations of warm-up: the test does not model the hiding", n)
+	}
+	if _, n := PairedWarmup(fresh, warm); n != 16 {
+		t.Fatalf("paired ratios: %d iterations of warm-up, want 16", n)
+	}
+	if err := DecideWarmup(16, 10); err == nil {
+		t.Fatal("a warm-up of 10 accepted for 16 slow launches")
 	}
 }
 
