@@ -60,6 +60,7 @@ type abi struct {
 	// Extensions: nil where the library does not export them.
 	scanFwdState    func(args, h0 unsafe.Pointer) int32
 	planCreateState func(args, h0, plan unsafe.Pointer) int32
+	scanFeatures    func(method, dtype, isComplex int32, f unsafe.Pointer) int32
 }
 
 // extensions are the ABI's optional functions: a library of ABI v1 lacks
@@ -68,6 +69,7 @@ func (a *abi) extensions() map[string]any {
 	return map[string]any{
 		"ssmk_scan_fwd_state":    &a.scanFwdState,
 		"ssmk_plan_create_state": &a.planCreateState,
+		"ssmk_scan_features":     &a.scanFeatures,
 	}
 }
 

@@ -185,7 +185,7 @@ func (l *Library) RunScan(b *ScanBuffers) error {
 	a := b.args(&pin)
 	if b.InitialState.Present() {
 		if l.fn.scanFwdState == nil {
-			return l.lacks("ssmk_scan_fwd_state")
+			return l.lacks("ssmk_scan_fwd_state", "a scan from an initial state")
 		}
 		h0 := b.InitialState.pin(&pin)
 		return l.call("ssmk_scan_fwd_state", func() int32 { return l.fn.scanFwdState(unsafe.Pointer(a), h0) })
@@ -201,9 +201,9 @@ func (l *Library) HasInitialState() bool {
 
 // lacks is the error for a call of an extension the library does not
 // export.
-func (l *Library) lacks(name string) error {
+func (l *Library) lacks(name, what string) error {
 	return &Error{Func: name, Status: EUnsupported,
-		Msg: fmt.Sprintf("%s does not export %s (an ABI extension: a scan from an initial state)", l.Path, name)}
+		Msg: fmt.Sprintf("%s does not export %s (an ABI extension: %s)", l.Path, name, what)}
 }
 
 // Scan runs the forward scan of p in dtype dt and returns the results
@@ -220,6 +220,46 @@ func (l *Library) Scan(p *ssm.Problem, dt ssm.DType) (*ssm.Output, error) {
 }
 
 // Capabilities returns ssmk_capabilities(m, dt, isComplex).
+// featureSet is ssmk_feature_set (layout guarded in ssmk.h: 32 bytes).
+type featureSet struct {
+	Options     uint32
+	HeadDim     int32
+	DimMultiple int32
+	MaxGroups   int32
+	Dstates     uint32
+	Reserved    [3]int32
+}
+
+// Features returns what the library's scan takes for the combination:
+// ssmk_scan_features where the capabilities carry SSMK_CAP_FEATURES,
+// ssm.AllFeatures (ABI v1) otherwise. An error for a library that declares
+// the bit without exporting the function, refuses the call, or declares
+// something unusable (ssm.Features.Validate).
+func (l *Library) Features(m ssm.Method, dt ssm.DType, isComplex bool) (ssm.Features, error) {
+	c := l.Capabilities(m, dt, isComplex)
+	if !c.Supported() || c&ssm.CapFeatures == 0 {
+		return ssm.AllFeatures, nil
+	}
+	if l.fn.scanFeatures == nil {
+		return ssm.Features{}, l.lacks("ssmk_scan_features", "SSMK_CAP_FEATURES is set")
+	}
+	var fs featureSet
+	var pin runtime.Pinner
+	defer pin.Unpin()
+	pin.Pin(&fs)
+	if err := l.call("ssmk_scan_features", func() int32 {
+		return l.fn.scanFeatures(int32(m), int32(dt), b2i(isComplex), unsafe.Pointer(&fs))
+	}); err != nil {
+		return ssm.Features{}, err
+	}
+	f := ssm.Features{Options: ssm.Option(fs.Options), HeadDim: int(fs.HeadDim), DimMultiple: int(fs.DimMultiple),
+		MaxGroups: int(fs.MaxGroups), Dstates: fs.Dstates}
+	if err := f.Validate(); err != nil {
+		return ssm.Features{}, fmt.Errorf("cudalib: %s: ssmk_scan_features(%v, %v, %s): %w", l.Path, m, dt, ssm.AKind(isComplex), err)
+	}
+	return f, nil
+}
+
 func (l *Library) Capabilities(m ssm.Method, dt ssm.DType, isComplex bool) ssm.Caps {
 	return ssm.Caps(l.fn.capabilities(int32(m), int32(dt), b2i(isComplex)))
 }
@@ -324,7 +364,7 @@ func (l *Library) NewPlan(b *ScanBuffers) (*Plan, error) {
 	var err error
 	if b.InitialState.Present() {
 		if l.fn.planCreateState == nil {
-			return nil, l.lacks("ssmk_plan_create_state")
+			return nil, l.lacks("ssmk_plan_create_state", "a scan from an initial state")
 		}
 		h0 := b.InitialState.pin(&pin)
 		err = l.call("ssmk_plan_create_state", func() int32 {

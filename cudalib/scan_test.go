@@ -681,3 +681,35 @@ func TestInitialStateExtension(t *testing.T) {
 	_, err = v1.Scan(p, ssm.F64)
 	assert.NoError(t, err, "a scan from h = 0 needs no extension")
 }
+
+// TestFeaturesExtension: this project's libraries declare every option on
+// every shape for each supported combination; a library that sets
+// SSMK_CAP_FEATURES without exporting ssmk_scan_features is an error, not
+// a silent "takes everything"; a library without the bit (ABI v1) takes
+// everything.
+func TestFeaturesExtension(t *testing.T) {
+	l := open(t)
+	for _, isComplex := range []bool{false, true} {
+		for _, dt := range ssm.DTypes() {
+			for _, m := range ssm.Methods() {
+				require.NotZero(t, l.Capabilities(m, dt, isComplex)&ssm.CapFeatures)
+				f, err := l.Features(m, dt, isComplex)
+				require.NoError(t, err)
+				assert.True(t, f.All(), "%v %v %s: %v", m, dt, ssm.AKind(isComplex), f)
+			}
+		}
+	}
+	var fs featureSet
+	require.Equal(t, 32, int(unsafe.Sizeof(fs)), "featureSet must match ssmk_feature_set")
+	lacking := *l
+	lacking.fn.scanFeatures = nil
+	_, err := lacking.Features(ssm.ZOH, ssm.F32, false)
+	var e *Error
+	require.ErrorAs(t, err, &e)
+	assert.Contains(t, e.Error(), "does not export ssmk_scan_features")
+	v1 := *l
+	v1.fn.capabilities = func(method, dtype, isComplex int32) uint32 { return uint32(ssm.CapSupported) }
+	f, err := v1.Features(ssm.ZOH, ssm.F32, false)
+	require.NoError(t, err)
+	assert.True(t, f.All())
+}

@@ -169,9 +169,6 @@ func (g drawer) values(n int) []float64 {
 	return v
 }
 
-// inverseSoftplus returns v with log1p(exp(v)) = dt.
-func inverseSoftplus(dt float64) float64 { return dt + math.Log(-math.Expm1(-dt)) }
-
 // deltas fills Delta (and DeltaBias) and returns the largest step dt the
 // problem can take after bias and softplus.
 func (g drawer) deltas(p *ssm.Problem, s Spec) float64 {
@@ -186,7 +183,7 @@ func (g drawer) deltas(p *ssm.Problem, s Spec) float64 {
 		var bias float64
 		switch {
 		case s.Dist == Realistic && s.Softplus:
-			bias = inverseSoftplus(g.logUniform(1e-3, 1e-1))
+			bias = ssm.InverseSoftplus(g.logUniform(1e-3, 1e-1))
 		case s.Dist == Stress && s.Softplus:
 			bias = g.sign() * g.logUniform(1e-2, 30) // crosses the threshold at 20
 		case s.Dist == Stress:
@@ -204,7 +201,7 @@ func (g drawer) deltas(p *ssm.Problem, s Spec) float64 {
 					// Mamba's projection output around the bias.
 					v = 0.1 * g.r.NormFloat64()
 					if !s.HasBias {
-						v += inverseSoftplus(g.logUniform(1e-3, 1e-1))
+						v += ssm.InverseSoftplus(g.logUniform(1e-3, 1e-1))
 					}
 				case s.Dist == Realistic:
 					v = g.logUniform(1e-3, 1e-1)
@@ -353,4 +350,22 @@ func TrainedDeltas(p *ssm.Problem, seed uint64) {
 	for i := range p.Delta {
 		p.Delta[i] = 40*r.Float64() - 20
 	}
+}
+
+// Within returns s with its sizes moved to the nearest that f declares
+// (ssm.Features.Sizes) and its B/C made variable where f takes no constant
+// B/C, constant where it takes no variable: a problem drawn from the result
+// can be fitted (ssm.Features.Fit applies the options and the heads).
+func (s Spec) Within(f ssm.Features) Spec {
+	if f.All() {
+		return s
+	}
+	s.Dim, s.Dstate, s.Groups = f.Sizes(s.Dim, s.Dstate, s.Groups)
+	if f.Options&ssm.OptConstantBC == 0 {
+		s.VariableB, s.VariableC = true, true
+	}
+	if f.Options&ssm.OptVariableBC == 0 {
+		s.VariableB, s.VariableC = false, false
+	}
+	return s
 }

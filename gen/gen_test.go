@@ -84,3 +84,27 @@ func TestStressBilinearAwayFromPole(t *testing.T) {
 		}
 	}
 }
+
+// TestWithin: a spec moved within a declaration gives problems that fit it.
+func TestWithin(t *testing.T) {
+	decls := []ssm.Features{
+		ssm.AllFeatures,
+		{Options: ssm.OptSoftplusOn | ssm.OptVariableBC, DimMultiple: 128, MaxGroups: 1, Dstates: 1 << 4},
+		{Options: ssm.OptSoftplusOn | ssm.OptVariableBC, HeadDim: 16, DimMultiple: 1, Dstates: 1<<7 | 1<<8},
+		{Options: ssm.OptSoftplusOff | ssm.OptConstantBC, DimMultiple: 4},
+	}
+	for _, f := range decls {
+		for seed := uint64(1); seed <= 20; seed++ {
+			s := Spec{Batch: 1, Dim: int(seed%7) + 1, Seqlen: 3, Dstate: int(seed%5) + 1, Groups: 1 + int(seed%2), Method: ssm.ZOH,
+				VariableB: seed%3 == 0, VariableC: true, HasD: true, HasZ: seed%2 == 0, HasBias: true, Softplus: seed%2 == 1}
+			if s.Dim%s.Groups != 0 {
+				s.Dim *= s.Groups
+			}
+			w := s.Within(f)
+			p := New(w, seed)
+			if _, _, err := f.Fit(p); err != nil {
+				t.Errorf("%v: %v within %v: %v", f, s, w, err)
+			}
+		}
+	}
+}

@@ -31,6 +31,7 @@ const ReportSchema = "ssmverify.verify-report/v1"
 //	tests      [{name, passed, outcome}]  every test function of the run (outcome: pass, fail, skip, undecided)
 //	undecided  [{test, part, reason}]     what a test could not decide on this machine, and why
 //	not_supported [{test, what}]    what a test did not judge because the library declares it unsupported
+//	fitted     [{test, what}]     how tests changed their problems to what the library declares it takes
 //	diagnoses  [{test, method, dtype, kind, tag, finding}]  the cause of a failure (package diagnose)
 //	tables     [{name, columns, rows}]           sweeps, fp32-vs-fp64, bilinear ε
 //	convergence {deltas, errors, slopes}         per method (Convergence)
@@ -49,6 +50,9 @@ type Report struct {
 	// NotSupported lists what tests left unjudged because the library
 	// declares it unsupported: counted apart, never a failure.
 	NotSupported []NotSupported `json:"not_supported,omitempty"`
+	// Fitted lists how tests changed their problems to what the library
+	// declares it takes (ssmk_scan_features: D dropped, heads shared, …).
+	Fitted []NotSupported `json:"fitted,omitempty"`
 	// Undecided lists what tests could not decide on this machine (a
 	// whole test when Part is empty), with the reason: never a pass.
 	Undecided []UndecidedPart `json:"undecided,omitempty"`
@@ -101,7 +105,10 @@ type Cell struct {
 	Kind   string `json:"kind"`
 	// Support is what the library declares: "yes", "scan only", "zoh
 	// fallback" or "no" (ssmk_capabilities); "" when not asked.
-	Support   string   `json:"support,omitempty"`
+	Support string `json:"support,omitempty"`
+	// Features is what ssmk_scan_features declares for the cell when it
+	// is not every option on every shape; "" otherwise.
+	Features  string   `json:"features,omitempty"`
 	Checks    int      `json:"checks"`
 	Failures  int      `json:"failures"`
 	MaxRatio  Num      `json:"max_ratio"`
@@ -258,12 +265,34 @@ func (r *Report) Declare(m ssm.Method, dt ssm.DType, isComplex bool, c ssm.Caps)
 func (r *Report) Unsupported(test, what string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, n := range r.NotSupported {
-		if n.Test == test && n.What == what {
-			return
+	r.NotSupported = appendOnce(r.NotSupported, NotSupported{test, what})
+}
+
+// Fit records that test changed its problems as what says, to what the
+// library declares it takes. Repeats are recorded once.
+func (r *Report) Fit(test, what string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.Fitted = appendOnce(r.Fitted, NotSupported{test, what})
+}
+
+// DeclareFeatures records a cell's ssmk_scan_features when it is not every
+// option on every shape.
+func (r *Report) DeclareFeatures(m ssm.Method, dt ssm.DType, isComplex bool, f ssm.Features) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !f.All() {
+		r.cell(m, dt, isComplex).Features = f.String()
+	}
+}
+
+func appendOnce(l []NotSupported, n NotSupported) []NotSupported {
+	for _, x := range l {
+		if x == n {
+			return l
 		}
 	}
-	r.NotSupported = append(r.NotSupported, NotSupported{test, what})
+	return append(l, n)
 }
 
 // WantDiagnosis reports whether test has no diagnosis yet for the cell
@@ -364,6 +393,7 @@ func (r *Report) Merge(prev *Report) error {
 	r.Tests = append(prev.Tests, r.Tests...)
 	r.Undecided = append(prev.Undecided, r.Undecided...)
 	r.NotSupported = append(prev.NotSupported, r.NotSupported...)
+	r.Fitted = append(prev.Fitted, r.Fitted...)
 	r.Diagnoses = append(prev.Diagnoses, r.Diagnoses...)
 	for _, t := range prev.Tables {
 		if !slices.ContainsFunc(r.Tables, func(u Table) bool { return u.Name == t.Name }) {
@@ -395,6 +425,9 @@ func (r *Report) Merge(prev *Report) error {
 			c.MaxRatio, c.Worst = pc.MaxRatio, pc.Worst
 		}
 		c.MaxULP = Num(math.Max(float64(c.MaxULP), float64(pc.MaxULP)))
+		if c.Features == "" {
+			c.Features = pc.Features
+		}
 	}
 	return nil
 }
@@ -459,6 +492,21 @@ func (r *Report) Summary() string {
 			fmt.Fprintf(&b, "; %d items left unjudged by tests (report.json: not_supported)", len(r.NotSupported))
 		}
 		b.WriteString("\n")
+	}
+	var features []string
+	for _, c := range r.Cells {
+		if c.Features != "" {
+			line := fmt.Sprintf("  %s/%s/%s: %s", c.Method, c.DType, c.Kind, c.Features)
+			if !slices.ContainsFunc(features, func(l string) bool { return strings.HasSuffix(l, ": "+c.Features) }) {
+				features = append(features, line)
+			}
+		}
+	}
+	if len(features) > 0 {
+		fmt.Fprintf(&b, "\ndeclared features (ssmk_scan_features; the first cell of each declaration):\n%s\n", strings.Join(features, "\n"))
+		if len(r.Fitted) > 0 {
+			fmt.Fprintf(&b, "problems fitted to them in %d tests (report.json: fitted), e.g. %s: %s\n", len(r.Fitted), r.Fitted[0].Test, r.Fitted[0].What)
+		}
 	}
 	var checks []string
 	for _, t := range r.Tests {

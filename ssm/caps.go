@@ -5,10 +5,11 @@ package ssm
 type Caps uint32
 
 const (
-	CapSupported          Caps = 1 // SSMK_CAP_SUPPORTED
-	CapComplexZOHFallback Caps = 2 // SSMK_CAP_COMPLEX_ZOH_FALLBACK
-	CapScanOnly           Caps = 4 // SSMK_CAP_SCAN_ONLY
-	CapInitialState       Caps = 8 // SSMK_CAP_INITIAL_STATE (extension: ssmk_scan_fwd_state, ssmk_plan_create_state)
+	CapSupported          Caps = 1  // SSMK_CAP_SUPPORTED
+	CapComplexZOHFallback Caps = 2  // SSMK_CAP_COMPLEX_ZOH_FALLBACK
+	CapScanOnly           Caps = 4  // SSMK_CAP_SCAN_ONLY
+	CapInitialState       Caps = 8  // SSMK_CAP_INITIAL_STATE (extension: ssmk_scan_fwd_state, ssmk_plan_create_state)
+	CapFeatures           Caps = 16 // SSMK_CAP_FEATURES (extension: ssmk_scan_features)
 )
 
 // Supported reports bit 0.

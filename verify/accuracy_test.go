@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"errors"
 	"testing"
 
 	"pgregory.net/rapid"
@@ -41,7 +42,14 @@ func TestAccuracy(t *testing.T) {
 				if !judged(test, "scans of", c.Spec.Method, dt, c.Problem.Complex, false) {
 					rt.Skip("declared unsupported")
 				}
-				cmp, p, err := scanChecked(test, c.Problem, dt)
+				p := c.Problem
+				if w := within(c.Spec, dt); w != c.Spec {
+					p = gen.New(w, c.Seed)
+				}
+				cmp, p, err := scanChecked(test, p, dt)
+				if errors.Is(err, errNotTaken) {
+					rt.Skip(err)
+				}
 				if err != nil {
 					rt.Fatalf("%v %v: declared supported, but %v", c, dt, err)
 				}
@@ -78,7 +86,10 @@ func TestAccuracyEveryCombination(t *testing.T) {
 						if !judged(t.Name(), "scans of", m, dt, isComplex, false) {
 							continue
 						}
-						cmp, p, err := scanChecked(t.Name(), gen.New(s, uint64(fi+1)), dt)
+						cmp, p, err := scanChecked(t.Name(), gen.New(within(s, dt), uint64(fi+1)), dt)
+						if errors.Is(err, errNotTaken) {
+							continue
+						}
 						if err != nil {
 							t.Errorf("%v %v: declared supported, but %v", s, dt, err)
 							continue

@@ -1,15 +1,18 @@
 package verify
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"ssmverify/cudalib"
 	"ssmverify/diagnose"
+	"ssmverify/gen"
 	"ssmverify/judge"
 	"ssmverify/report"
 	"ssmverify/ssm"
@@ -37,6 +40,13 @@ func TestMain(m *testing.M) {
 		for _, dt := range ssm.DTypes() {
 			for _, c := range []bool{false, true} {
 				rep.Declare(m, dt, c, l.Capabilities(m, dt, c))
+				f, err := l.Features(m, dt, c)
+				if err != nil {
+					fmt.Fprintln(os.Stderr, "verify: the library's declared features:", err)
+					os.Exit(2)
+				}
+				declared[combo{m, dt, c}] = f
+				rep.DeclareFeatures(m, dt, c, f)
 			}
 		}
 	}
@@ -134,6 +144,50 @@ func judged(test, what string, m ssm.Method, dt ssm.DType, isComplex, discretize
 	return false
 }
 
+// combo is a method, dtype and real/complex A.
+type combo struct {
+	m         ssm.Method
+	dt        ssm.DType
+	isComplex bool
+}
+
+// declared is what the library's scan takes for each combination
+// (ssmk_scan_features; ssm.AllFeatures for a library of ABI v1).
+var declared = map[combo]ssm.Features{}
+
+func featuresOf(m ssm.Method, dt ssm.DType, isComplex bool) ssm.Features {
+	return declared[combo{m, dt, isComplex}]
+}
+
+// errNotTaken marks a problem outside what the library declares it takes:
+// recorded as not supported, never a failure.
+var errNotTaken = errors.New("outside what the library declares it takes (ssmk_scan_features)")
+
+// fitProblem returns p as the library takes it (ssm.Features.Fit of its
+// declaration for p's combination), recording under test what was changed,
+// or an errNotTaken error, recorded as not supported, when p cannot be
+// fitted.
+func fitProblem(test string, p *ssm.Problem, dt ssm.DType) (*ssm.Problem, error) {
+	f := featuresOf(p.Method, dt, p.Complex)
+	q, notes, err := f.Fit(p)
+	if err != nil {
+		rep.Unsupported(test, fmt.Sprintf("%v %v %s: %v", p.Method, dt, ssm.AKind(p.Complex), err))
+		return nil, fmt.Errorf("%w: %v", errNotTaken, err)
+	}
+	if len(notes) > 0 {
+		rep.Fit(test, strings.Join(notes, "; "))
+	}
+	return q, nil
+}
+
+// within is spec s moved within the library's declaration for its
+// combination in dt (gen.Spec.Within): the suite's own problems drawn at
+// sizes the library takes instead of left unjudged; scanChecked fits the
+// rest.
+func within(s gen.Spec, dt ssm.DType) gen.Spec {
+	return s.Within(featuresOf(s.Method, dt, s.Complex))
+}
+
 // diagnosis investigates a failing scan of p in dt (package diagnose) once
 // per test and cell, records it in the report, and returns the line for
 // the test's log ("" when the cell already has one).
@@ -177,6 +231,10 @@ func diagnoseSmall(p *ssm.Problem, dt ssm.DType) diagnose.Finding {
 // a refusal here is of a declared combination, recorded as a failure of
 // its cell and returned with the refusal's diagnosis.
 func scanChecked(test string, p *ssm.Problem, dt ssm.DType) (judge.Comparison, *ssm.Problem, error) {
+	p, err := fitProblem(test, p, dt)
+	if err != nil {
+		return judge.Comparison{}, p, err
+	}
 	if dt == ssm.F32 {
 		p = p.Clone()
 		p.RoundToFloat32()

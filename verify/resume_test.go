@@ -107,10 +107,14 @@ func TestResumption(t *testing.T) {
 				}
 				for si, s := range specs {
 					s.Method, s.Complex = m, isComplex
-					p := gen.New(s, uint64(40+si))
+					p := gen.New(within(s, dt), uint64(40+si))
 					gen.SetInitialState(p, uint64(50+si))
 					if si == 1 {
 						gen.TrainedDeltas(p, uint64(60+si)) // Δ as trained models feed it
+					}
+					p, err := fitProblem(t.Name(), p, dt)
+					if err != nil {
+						continue
 					}
 					if dt == ssm.F32 {
 						p.RoundToFloat32()

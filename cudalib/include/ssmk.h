@@ -99,6 +99,7 @@ enum { SSMK_ZOH = 0, SSMK_FOH = 1, SSMK_BILINEAR = 2, SSMK_POLY = 3, SSMK_HIGHOR
 #define SSMK_CAP_COMPLEX_ZOH_FALLBACK 2u /* with complex A this method computes zoh instead */
 #define SSMK_CAP_SCAN_ONLY 4u            /* the scan (and its plans) do this; ssmk_discretize does not */
 #define SSMK_CAP_INITIAL_STATE 8u        /* ssmk_scan_fwd_state and ssmk_plan_create_state take an initial state */
+#define SSMK_CAP_FEATURES 16u            /* ssmk_scan_features declares the options, shapes and structure it takes */
 
 /* 1 for this header. The suite refuses a library that returns another value. */
 SSMK_API int32_t ssmk_abi_version(void);
@@ -125,6 +126,10 @@ SSMK_API int32_t ssmk_max_dstate(void);
  * ssmk_scan_fwd_state and ssmk_plan_create_state, and they scan this
  * combination from a given state. A library without it (ABI v1) is judged
  * on scans from h = 0 alone.
+ * Bit 4 SSMK_CAP_FEATURES (extension, with bit 0): the library exports
+ * ssmk_scan_features, and what it declares for this combination limits
+ * what the suite asks of the scan. A library without it takes every option
+ * of the scan on every shape (ABI v1).
  * 0 for an unknown method, dtype, or is_complex other than 0 or 1.
  *
  * What a library declares unsupported is reported as such, never as a
@@ -184,6 +189,47 @@ SSMK_API int32_t ssmk_scan_fwd(const ssmk_scan_args *args);
  * before, is scanning it in one call, up to rounding. SSMK_EUNSUPPORTED for
  * a combination whose capabilities lack bit 3. */
 SSMK_API int32_t ssmk_scan_fwd_state(const ssmk_scan_args *args, const void *initial_state);
+
+/* EXTENSION (SSMK_CAP_FEATURES): what the scan of a combination takes, for
+ * a kernel that computes part of the forward above, as an engine's fused op
+ * does (llama.cpp's ggml_ssm_scan leaves D, z and delta_bias to other ops,
+ * always applies softplus, and on some backends takes only some shapes).
+ * The suite asks only for what is declared here and reports the rest as not
+ * supported; a call outside it may return SSMK_EUNSUPPORTED, and a refusal
+ * of a call inside it fails. */
+
+/* Options of the scan (bits of ssmk_feature_set.options). */
+#define SSMK_FEAT_D 1u                /* D != NULL: the D·u skip term */
+#define SSMK_FEAT_Z 2u                /* z != NULL: the SiLU gate */
+#define SSMK_FEAT_DELTA_BIAS 4u       /* delta_bias != NULL */
+#define SSMK_FEAT_SOFTPLUS_OFF 8u     /* delta_softplus = 0: Δ used as given */
+#define SSMK_FEAT_SOFTPLUS_ON 16u     /* delta_softplus = 1 */
+#define SSMK_FEAT_CONSTANT_BC 32u     /* is_variable_B = 0 or is_variable_C = 0 */
+#define SSMK_FEAT_VARIABLE_BC 64u     /* is_variable_B = 1 or is_variable_C = 1 */
+#define SSMK_FEAT_ALL 127u
+
+typedef struct ssmk_feature_set {
+    uint32_t options;     /* SSMK_FEAT_* bits: the options the scan takes */
+    int32_t head_dim;     /* 0: no structure; k >= 1: Mamba-2 heads of k channels: for every head
+                           * (channels h·k … h·k+k−1) A[d][n] is one value for all its channels d and all n,
+                           * delta[b][d][t] (and delta_bias[d]) one value per (b, t) for all its channels;
+                           * dim is a multiple of k and no head straddles two groups ((dim/n_groups) % k == 0) */
+    int32_t dim_multiple; /* dim must be a multiple of this (>= 1) */
+    int32_t max_groups;   /* n_groups <= this; 0: any */
+    uint32_t dstates;     /* 0: any dstate up to ssmk_max_dstate(); else bit k set: dstate = 2^k is taken */
+    int32_t reserved[3];  /* written as 0 */
+} ssmk_feature_set;
+
+/* Layout guard: eight 4-byte fields. */
+#if defined(__cplusplus)
+static_assert(sizeof(ssmk_feature_set) == 32, "ssmk_feature_set layout");
+#elif defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
+_Static_assert(sizeof(ssmk_feature_set) == 32, "ssmk_feature_set layout");
+#endif
+
+/* Fills *f for the combination; SSMK_EINVAL for a NULL f, SSMK_EUNSUPPORTED
+ * for a combination without bits 0 and 4. */
+SSMK_API int32_t ssmk_scan_features(int32_t method, int32_t dtype, int32_t is_complex, ssmk_feature_set *f);
 
 /* Device-resident plans, for timing without host transfers. */
 typedef struct ssmk_plan ssmk_plan;

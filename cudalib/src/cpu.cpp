@@ -299,6 +299,10 @@ SSMK_API uint32_t ssmk_capabilities(int32_t method, int32_t dtype, int32_t is_co
     return native_capabilities(method, dtype, is_complex);
 }
 
+SSMK_API int32_t ssmk_scan_features(int32_t method, int32_t dtype, int32_t is_complex, ssmk_feature_set *f) {
+    return native_scan_features(method, dtype, is_complex, f);
+}
+
 SSMK_API int32_t ssmk_set_num_threads(int32_t n) {
     int prev = threads();
     if (n > 0) __atomic_store_n(&g_threads, n, __ATOMIC_RELAXED);

@@ -55,7 +55,19 @@ inline int32_t check_common(int32_t method, int32_t dtype, int32_t is_complex) {
 inline uint32_t native_capabilities(int32_t method, int32_t dtype, int32_t is_complex) {
     if (method < 0 || method > 5 || (dtype != SSMK_F32 && dtype != SSMK_F64) || (is_complex != 0 && is_complex != 1))
         return 0;
-    return SSMK_CAP_SUPPORTED | SSMK_CAP_INITIAL_STATE;
+    return SSMK_CAP_SUPPORTED | SSMK_CAP_INITIAL_STATE | SSMK_CAP_FEATURES;
+}
+
+/* ssmk_scan_features of such a library: every option on every shape. */
+inline int32_t native_scan_features(int32_t method, int32_t dtype, int32_t is_complex, ssmk_feature_set *f) {
+    if (!f) return fail(SSMK_EINVAL, "f is NULL");
+    if (!(native_capabilities(method, dtype, is_complex) & SSMK_CAP_FEATURES))
+        return fail(SSMK_EUNSUPPORTED, "method = %d, dtype = %d, is_complex = %d: not a supported combination", method,
+                    dtype, is_complex);
+    *f = ssmk_feature_set{};
+    f->options = SSMK_FEAT_ALL;
+    f->dim_multiple = 1;
+    return SSMK_OK;
 }
 
 inline int32_t validate_name_buffer(const char *buf, int32_t len) {

@@ -119,6 +119,10 @@ SSMK_API uint32_t ssmk_capabilities(int32_t method, int32_t dtype, int32_t is_co
     return native_capabilities(method, dtype, is_complex);
 }
 
+SSMK_API int32_t ssmk_scan_features(int32_t method, int32_t dtype, int32_t is_complex, ssmk_feature_set *f) {
+    return native_scan_features(method, dtype, is_complex, f);
+}
+
 /* The CUDA build uses one host thread: the value is recorded and returned,
  * and has no effect on the kernels (Check3 verifies that). */
 static int g_threads = 1;
