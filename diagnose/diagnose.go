@@ -17,6 +17,32 @@ type Scanner interface {
 	Scan(p *ssm.Problem, dt ssm.DType) (*ssm.Output, error)
 }
 
+// Declarer is a Scanner that declares what its scan takes
+// (cudalib.Library: ssmk_scan_features).
+type Declarer interface {
+	Features(m ssm.Method, dt ssm.DType, isComplex bool) (ssm.Features, error)
+}
+
+// exactScanner hands a Declarer the problems a diagnosis makes up (probes,
+// ablations, shrunk sizes) as it takes them with the same solution
+// (ssm.Features.Exact), and refuses, saying why, those it cannot take so.
+type exactScanner struct {
+	s Scanner
+	d Declarer
+}
+
+func (e exactScanner) Scan(p *ssm.Problem, dt ssm.DType) (*ssm.Output, error) {
+	f, err := e.d.Features(p.Method, dt, p.Complex)
+	if err != nil {
+		return nil, err
+	}
+	q, err := f.Exact(p)
+	if err != nil {
+		return nil, fmt.Errorf("outside what the library declares it takes: %w", err)
+	}
+	return e.s.Scan(q, dt)
+}
+
 // Finding is the diagnosis of one failing scan.
 type Finding struct {
 	// Tag names the cause for machines ("no-D", "method:zoh",
@@ -61,6 +87,9 @@ func (f Finding) String() string {
 // by the reductions the kernel accepts; a failure that does not reproduce
 // gives an empty Tag.
 func Scan(s Scanner, p *ssm.Problem, dt ssm.DType) Finding {
+	if d, ok := s.(Declarer); ok {
+		s = exactScanner{s, d}
+	}
 	got, err := s.Scan(p, dt)
 	if err != nil {
 		return refusal(s, p, dt, err)
@@ -111,14 +140,24 @@ func Scan(s Scanner, p *ssm.Problem, dt ssm.DType) Finding {
 			f.Tag, f.Cause = "ratio", r
 		}
 	}
+	if f.Tag == "none" {
+		if tag, cause, ok := narrowArithmetic(dt, cmp.Worst.Ratio); ok {
+			f.Tag, f.Cause = tag, cause
+		}
+	}
 	f.Needs = needs(s, p, dt)
 	return f
 }
 
 // slipMatches compares the kernel's result with slip sl of p.
 func slipMatches(p *ssm.Problem, got *ssm.Output, dt ssm.DType, sl slip, sc *reference.Scale) (judge.Comparison, bool) {
-	if sl.transform != nil {
-		q := sl.transform(p)
+	if sl.transform != nil || sl.transformIn != nil {
+		var q *ssm.Problem
+		if sl.transform != nil {
+			q = sl.transform(p)
+		} else {
+			q = sl.transformIn(p, dt)
+		}
 		c, err := judge.CompareScan(q, got, dt, nil, nil)
 		if err == nil && !c.Passed(dt) && c.Beyond > 0 {
 			// The slip's problem leaves the dtype's range (a step made
@@ -323,4 +362,31 @@ func constant(v []complex128) (complex128, bool) {
 		}
 	}
 	return k, true
+}
+
+// narrowArithmetic explains a failure whose size is that of a narrower
+// arithmetic than dt's: the ratio scales with the unit roundoff, so a
+// float32 kernel that passes the error model at 2⁻¹¹ (fp16, or TF32 in a
+// matrix product) but not at 2⁻²⁴ computes part of its result with 11-bit
+// significands; at 2⁻⁸, bfloat16's; a float64 kernel that passes at 2⁻²⁴
+// computes in float32 somewhere. The coarsest such explanation is not
+// given: a ratio beyond bfloat16's is a wrong formula, not rounding.
+func narrowArithmetic(dt ssm.DType, ratio float64) (tag, cause string, ok bool) {
+	th, u := judge.Threshold(dt), dt.Precision().UnitRoundoff()
+	type rung struct {
+		bits       int
+		tag, names string
+	}
+	rungs := []rung{{11, "narrow:11-bit", "fp16, or TF32 in a matrix product"}, {8, "narrow:8-bit", "bfloat16"}}
+	if dt == ssm.F64 {
+		rungs = []rung{{24, "narrow:24-bit", "float32"}}
+	}
+	for _, r := range rungs {
+		scale := math.Ldexp(1, -r.bits) / u
+		if ratio/scale <= th {
+			return r.tag, fmt.Sprintf("the error's size is that of rounding with %d-bit significands (%s) somewhere in the computation: "+
+				"the worst ratio %.3g is %.2g at a unit roundoff of 2^-%d, within the threshold %g", r.bits, r.names, ratio, ratio/scale, r.bits, th), true
+		}
+	}
+	return "", "", false
 }

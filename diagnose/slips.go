@@ -21,8 +21,10 @@ type slip struct {
 	tag, cause string
 	applies    func(p *ssm.Problem) bool
 	transform  func(p *ssm.Problem) *ssm.Problem
-	edit       slipEdit
-	rescale    func(p *ssm.Problem, sc *reference.Scale)
+	// transformIn is transform for a slip made in the kernel's dtype.
+	transformIn func(p *ssm.Problem, dt ssm.DType) *ssm.Problem
+	edit        slipEdit
+	rescale     func(p *ssm.Problem, sc *reference.Scale)
 }
 
 // slipEdit lists the mistakes slipScan makes.
@@ -57,6 +59,8 @@ func slips(m ssm.Method) []slip {
 			transform: func(p *ssm.Problem) *ssm.Problem { return edited(p, func(q *ssm.Problem) { q.DeltaBias = nil }) }},
 		{tag: "softplus-before-bias", cause: "Δ = softplus(δ) + delta_bias: softplus is applied before the bias is added",
 			applies: func(p *ssm.Problem) bool { return p.Softplus && p.DeltaBias != nil }, transform: softplusFirst},
+		{tag: "softplus-cancellation", cause: "softplus is computed as log(1 + e^x) in the dtype: 1 + e^x rounds e^x's digits away, so Δ loses its relative accuracy for pre-activations x below about −3 and is 0 below about −17 in fp32 (log1p(e^x) keeps it)",
+			applies: func(p *ssm.Problem) bool { return p.Softplus }, transformIn: softplusCancelled},
 		{tag: "group-index", cause: "variable B/C are read from group d mod n_groups instead of d / (dim / n_groups)",
 			applies: func(p *ssm.Problem) bool { return p.Groups > 1 && p.Groups < p.Dim && (p.VariableB || p.VariableC) }, transform: groupsModulo},
 		{tag: "conj-C", cause: "the complex output uses conj(C)·h instead of C·h", applies: func(p *ssm.Problem) bool { return p.Complex },
@@ -117,6 +121,34 @@ func softplusFirst(p *ssm.Problem) *ssm.Problem {
 	return edited(p, func(q *ssm.Problem) {
 		for i, v := range q.Delta {
 			q.Delta[i] = softplus(v, true) + p.DeltaBias[i/p.Seqlen%p.Dim]
+		}
+		q.Softplus, q.DeltaBias = false, nil
+	})
+}
+
+// softplusCancelled is p with Δ given directly (softplus off, no bias) as
+// log(1 + e^x) evaluated in dt: x = δ + bias, e^x and 1 + e^x and the log
+// each rounded to dt, x itself above 20.
+func softplusCancelled(p *ssm.Problem, dt ssm.DType) *ssm.Problem {
+	return edited(p, func(q *ssm.Problem) {
+		for i, v := range q.Delta {
+			b := 0.0
+			if p.DeltaBias != nil {
+				b = p.DeltaBias[i/p.Seqlen%p.Dim]
+			}
+			if dt == ssm.F32 {
+				x := float32(v) + float32(b)
+				if x <= 20 {
+					x = float32(math.Log(float64(1 + float32(math.Exp(float64(x))))))
+				}
+				q.Delta[i] = float64(x)
+				continue
+			}
+			if x := v + b; x <= 20 {
+				q.Delta[i] = math.Log(1 + math.Exp(x))
+			} else {
+				q.Delta[i] = x
+			}
 		}
 		q.Softplus, q.DeltaBias = false, nil
 	})

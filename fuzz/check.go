@@ -219,6 +219,15 @@ func fmtA(a complex128, isComplex bool) string {
 // unless withState), with guarded outputs and a snapshot of the inputs, and
 // judges every output element by the non-finite policy.
 func CheckScan(lib *cudalib.Library, p *ssm.Problem, dt ssm.DType, withState bool) error {
+	// A library that declares what its scan takes (ssmk_scan_features) is
+	// given the input as it takes it; one it cannot take is not judged.
+	decl, err := lib.Features(p.Method, dt, p.Complex)
+	if err != nil {
+		return err
+	}
+	if p, _, err = decl.Fit(p); err != nil {
+		return nil
+	}
 	f := &Failure{Input: fmt.Sprintf("scan %s %v last_state=%t", p.Shape(), dt, withState)}
 	b, err := lib.NewScanBuffers(p, dt)
 	if err != nil { // the decoder makes valid problems: a rejection is a binding or decoder bug

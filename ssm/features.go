@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"slices"
 	"strings"
 )
 
@@ -243,6 +244,35 @@ func (f Features) Fit(p *Problem) (*Problem, []string, error) {
 		return p, nil, nil
 	}
 	return q, notes, nil
+}
+
+// Exact is Fit where the fitted problem has the same solution as p: the
+// steps kept (delta_bias folded, softplus applied ahead or undone) and
+// nothing else changed; an error where fitting would change what p
+// computes (D or z dropped, A or Δ not already shared per head, softplus
+// turned on over a step Δ ≤ 0). For probes that read a kernel's results
+// as p's.
+func (f Features) Exact(p *Problem) (*Problem, error) {
+	q, notes, err := f.Fit(p)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case p.D != nil && q.D == nil:
+		return nil, fmt.Errorf("D is not taken")
+	case p.Z != nil && q.Z == nil:
+		return nil, fmt.Errorf("z is not taken")
+	case slices.Contains(notes, "softplus on (Δ ≤ 0 present: other steps)"):
+		return nil, fmt.Errorf("softplus is always applied and Δ ≤ 0 has no inverse")
+	}
+	if f.HeadDim > 0 {
+		r := p.Clone()
+		shareHeads(r, f.HeadDim)
+		if !slices.Equal(r.A, p.A) || !slices.Equal(r.Delta, p.Delta) {
+			return nil, fmt.Errorf("A and Δ are not shared by heads of %d channels", f.HeadDim)
+		}
+	}
+	return q, nil
 }
 
 // shareHeads gives every channel of a head of k the head's first

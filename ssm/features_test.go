@@ -159,3 +159,28 @@ func TestFeaturesString(t *testing.T) {
 		t.Fatalf("got %q\nwant %q", got, want)
 	}
 }
+
+func TestExact(t *testing.T) {
+	p := block(4, 1, 3, false)
+	p.Softplus = false
+	if _, err := ggmlCPU.Exact(p); err == nil || !strings.Contains(err.Error(), "D is not taken") {
+		t.Fatalf("D dropped accepted: %v", err)
+	}
+	p.D, p.Z = nil, nil
+	q, err := ggmlCPU.Exact(p)
+	if err != nil || !q.Softplus || q.DeltaBias != nil {
+		t.Fatalf("steps kept: %v", err)
+	}
+	p.Delta[0] = -1
+	if _, err := ggmlCPU.Exact(p); err == nil {
+		t.Fatal("softplus over Δ ≤ 0 accepted")
+	}
+	heads := Features{Options: OptAll, HeadDim: 2, DimMultiple: 1}
+	if _, err := heads.Exact(block(4, 1, 3, false)); err == nil {
+		t.Fatal("unshared heads accepted")
+	}
+	shared, _, _ := heads.Fit(block(4, 1, 3, false))
+	if _, err := heads.Exact(shared); err != nil {
+		t.Fatalf("shared heads refused: %v", err)
+	}
+}

@@ -33,18 +33,38 @@ func TestAccuracy(t *testing.T) {
 			// rapid replays the shrunk case last: the failure to diagnose.
 			var failing *ssm.Problem
 			var failingDT ssm.DType
+			// Draw among the combinations the library declares, so that a
+			// library of one (ggml: zoh, fp32, real A) is judged as often as
+			// one of all 24; complex fallbacks are TestComplexFallback's.
+			var combos []combo
+			for _, m := range ssm.Methods() {
+				for _, dt := range ssm.DTypes() {
+					for _, isComplex := range []bool{false, true} {
+						if !(isComplex && fallback(m, dt)) && judged(test, "scans of", m, dt, isComplex, false) {
+							combos = append(combos, combo{m, dt, isComplex})
+						}
+					}
+				}
+			}
+			if len(combos) == 0 {
+				t.Skip("no combination declared")
+			}
+			// rapid ends a failing test with t.Fatalf (runtime.Goexit): the
+			// diagnosis of the shrunk case runs deferred.
+			defer func() {
+				if t.Failed() && failing != nil {
+					t.Log(diagnosis(test, failing, failingDT))
+				}
+			}()
 			rapid.Check(t, func(rt *rapid.T) {
-				c := gen.Problems(accuracyLimits(d)).Draw(rt, "case")
-				dt := rapid.SampledFrom(ssm.DTypes()).Draw(rt, "dtype")
-				if c.Problem.Complex && fallback(c.Spec.Method, dt) {
-					rt.Skip("declared complex fallback: checked by TestComplexFallback")
-				}
-				if !judged(test, "scans of", c.Spec.Method, dt, c.Problem.Complex, false) {
-					rt.Skip("declared unsupported")
-				}
+				cb := rapid.SampledFrom(combos).Draw(rt, "combination")
+				limits := accuracyLimits(d)
+				limits.Methods, limits.Complex = []ssm.Method{cb.m}, map[bool]int{false: 1, true: 2}[cb.isComplex]
+				c := gen.Problems(limits).Draw(rt, "case")
+				dt := cb.dt
 				p := c.Problem
 				if w := within(c.Spec, dt); w != c.Spec {
-					p = gen.New(w, c.Seed)
+					c.Spec, p = w, gen.New(w, c.Seed)
 				}
 				cmp, p, err := scanChecked(test, p, dt)
 				if errors.Is(err, errNotTaken) {
@@ -55,13 +75,10 @@ func TestAccuracy(t *testing.T) {
 				}
 				if !cmp.Passed(dt) {
 					failing, failingDT = p, dt
-					rt.Fatalf("%v %v: worst %s; threshold %g (%d non-finite)\nreproduce: gen.New(%#v, %d)",
-						c, dt, cmp.Worst, judge.Threshold(dt), cmp.NonFinite, c.Spec, c.Seed)
+					rt.Fatalf("%v %v: worst %s; threshold %g (%d non-finite)\nreproduce: gen.New(%#v, %d)%s",
+						c, dt, cmp.Worst, judge.Threshold(dt), cmp.NonFinite, c.Spec, c.Seed, fittedNote(c.Problem, p))
 				}
 			})
-			if t.Failed() && failing != nil {
-				t.Log(diagnosis(test, failing, failingDT))
-			}
 		})
 	}
 }
@@ -103,4 +120,13 @@ func TestAccuracyEveryCombination(t *testing.T) {
 			}
 		}
 	}
+}
+
+// fittedNote says, where the problem scanned is not gen.New's, that it was
+// fitted to what the library declares.
+func fittedNote(drawn, scanned *ssm.Problem) string {
+	if drawn.Shape() == scanned.Shape() {
+		return ""
+	}
+	return "\nthen fitted to the library's declared features (ssm.Features.Fit): " + scanned.Shape()
 }

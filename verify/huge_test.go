@@ -110,8 +110,12 @@ func window(p *ssm.Problem, b, d, s, t1 int) *ssm.Problem {
 		}
 		return out
 	}
-	return &ssm.Problem{Batch: 1, Dim: 1, Seqlen: L, Dstate: N, Groups: 1, Method: p.Method, VariableB: true, VariableC: true,
-		U: p.U[row+s : row+t1], Delta: p.Delta[row+s : row+t1], A: p.A[d*N : (d+1)*N], B: bc(p.B), C: bc(p.C)}
+	q := &ssm.Problem{Batch: 1, Dim: 1, Seqlen: L, Dstate: N, Groups: 1, Method: p.Method, VariableB: true, VariableC: true,
+		Softplus: p.Softplus, U: p.U[row+s : row+t1], Delta: p.Delta[row+s : row+t1], A: p.A[d*N : (d+1)*N], B: bc(p.B), C: bc(p.C)}
+	if p.DeltaBias != nil {
+		q.DeltaBias = p.DeltaBias[d : d+1]
+	}
+	return q
 }
 
 // judgeWindow judges the kernel's out[b][d][t0:t1] (and its last state when
@@ -145,7 +149,10 @@ func judgeWindow(t *testing.T, p *ssm.Problem, out []float32, state []float32, b
 }
 
 func hugeRows(t *testing.T, m ssm.Method, dim, seqlen int) {
-	p := decaying(m, 1, dim, seqlen, 2)
+	p, err := fitProblem(t.Name(), decaying(m, 1, dim, seqlen, 2), ssm.F32)
+	if err != nil {
+		t.Skip(err)
+	}
 	b, err := lib.NewScanBuffers(p, ssm.F32)
 	if err != nil {
 		t.Fatal(err)
@@ -163,7 +170,10 @@ func hugeCarry(t *testing.T, m ssm.Method, batch, dim, dstate int) {
 	if lib.MaxDstate() < dstate {
 		t.Skipf("ssmk_max_dstate() = %d < %d", lib.MaxDstate(), dstate)
 	}
-	p := decaying(m, batch, dim, 1, dstate)
+	p, err := fitProblem(t.Name(), decaying(m, batch, dim, 1, dstate), ssm.F32)
+	if err != nil {
+		t.Skip(err)
+	}
 	b, err := lib.NewScanBuffers(p, ssm.F32)
 	if err != nil {
 		t.Fatal(err)

@@ -212,7 +212,11 @@ func diagnoseSmall(p *ssm.Problem, dt ssm.DType) diagnose.Finding {
 		return diagnose.Scan(lib, p, dt) // a refusal: diagnosed by shrinking sizes, without references
 	}
 	for _, L := range []int{64, 512, 2049} {
-		q := diagnose.Prefix(p, 1, min(L, p.Seqlen), min(16, p.Dstate))
+		n := min(16, p.Dstate)
+		if !featuresOf(p.Method, dt, p.Complex).TakesDstate(n) {
+			n = p.Dstate
+		}
+		q := diagnose.Prefix(p, 1, min(L, p.Seqlen), n)
 		if got, err := lib.Scan(q, dt); err == nil {
 			if c, err := judge.CompareScan(q, got, dt, nil, nil); err == nil && !c.Passed(dt) {
 				f := diagnose.Scan(lib, q, dt)
