@@ -16,7 +16,7 @@ STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 WARN     := -Wall -Wextra -Werror
 CXXFLAGS ?= -O3 -std=c++17 -fPIC -fopenmp -fvisibility=hidden $(WARN)
 
-.PHONY: all help lib lib-cuda cuda-check test verify mutants fuzz fuzz-native gate gate-bin baseline bench sanitize vet fmt-check lint bench-ref gpu-build clean
+.PHONY: all help lib lib-cuda cuda-check test verify ggml mutants fuzz fuzz-native gate gate-bin baseline bench sanitize vet fmt-check lint bench-ref gpu-build clean
 
 all: lib
 
@@ -82,6 +82,13 @@ verify: lib
 ## mutants: build the CPU library with each planted bug of the catalogue, run the suite against it, print the kill matrix
 mutants: lib
 	$(GO) run ./verify/mutants
+
+## ggml: build the ssmk adapter over ggml_ssm_scan from GGML_SRC (a ggml or llama.cpp checkout) for GGML_BACKEND (cpu, or cuda) and verify it; SSMK_GGML_HEAD_DIM=k verifies the Mamba-2 path (docs/adapters.md)
+GGML_BACKEND ?= cpu
+ggml:
+	@test -n "$(GGML_SRC)" || { echo "make ggml: set GGML_SRC to a ggml or llama.cpp checkout (docs/adapters.md)"; exit 2; }
+	adapters/ggml/build.sh $(GGML_SRC) $(BUILD)/ggml/$(GGML_BACKEND).so $(GGML_BACKEND)
+	SSMK_LIB=$(CURDIR)/$(BUILD)/ggml/$(GGML_BACKEND).so $(MAKE) --no-print-directory verify
 
 ## gate: the merge gate (cmd/gate): accuracy, golden, fuzz-corpus replay, the seven checks and the
 ## convergence orders against the library under test (SSMK_LIB to choose); writes OUT/report.json (out/gate),

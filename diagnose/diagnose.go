@@ -141,7 +141,9 @@ func Scan(s Scanner, p *ssm.Problem, dt ssm.DType) Finding {
 		}
 	}
 	if f.Tag == "none" {
-		if tag, cause, ok := narrowArithmetic(dt, cmp.Worst.Ratio); ok {
+		if tag, cause, ok := halfOverflow(dt, cmp.NonFinite, ref); ok {
+			f.Tag, f.Cause = tag, cause
+		} else if tag, cause, ok := narrowArithmetic(dt, cmp.Worst.Ratio); ok {
 			f.Tag, f.Cause = tag, cause
 		}
 	}
@@ -389,4 +391,29 @@ func narrowArithmetic(dt ssm.DType, ratio float64) (tag, cause string, ok bool) 
 		}
 	}
 	return "", "", false
+}
+
+// halfMax is the largest finite fp16 number.
+const halfMax = 65504
+
+// halfOverflow explains non-finite results of a float32 kernel where the
+// reference is finite and its output or state exceeds fp16's largest
+// number, 65504, though not float32's: an intermediate kept in half
+// precision overflows.
+func halfOverflow(dt ssm.DType, nonFinite int, ref *ssm.Output) (tag, cause string, ok bool) {
+	if dt != ssm.F32 || nonFinite == 0 {
+		return "", "", false
+	}
+	big := 0.0
+	for _, v := range append(append([]float64(nil), ref.Out...), ref.LastState...) {
+		if math.IsInf(v, 0) || math.IsNaN(v) {
+			return "", "", false
+		}
+		big = math.Max(big, math.Abs(v))
+	}
+	if big <= halfMax || big > math.MaxFloat32 {
+		return "", "", false
+	}
+	return "narrow:fp16-overflow", fmt.Sprintf("%d results are ±Inf or NaN where the reference is finite, with magnitudes up to %.3g: "+
+		"beyond fp16's largest number %d, within float32's: an intermediate kept in half precision overflows", nonFinite, big, halfMax), true
 }

@@ -224,3 +224,31 @@ func TestFirstChannels(t *testing.T) {
 		}
 	}
 }
+
+// TestNarrowArithmetic: a float32 error of fp16's size is named, one of a
+// wrong formula's size is not; non-finite results where the reference
+// exceeds 65504 are an fp16 overflow, where it exceeds float32's range not.
+func TestNarrowArithmetic(t *testing.T) {
+	if tag, _, ok := narrowArithmetic(ssm.F32, 345); !ok || tag != "narrow:11-bit" {
+		t.Fatalf("ratio 345 in fp32: %q %t, want narrow:11-bit", tag, ok)
+	}
+	if tag, _, ok := narrowArithmetic(ssm.F32, 1e5); !ok || tag != "narrow:8-bit" {
+		t.Fatalf("ratio 1e5 in fp32: %q %t, want narrow:8-bit", tag, ok)
+	}
+	if _, _, ok := narrowArithmetic(ssm.F32, 1e7); ok {
+		t.Fatal("ratio 1e7 explained as rounding")
+	}
+	if tag, _, ok := narrowArithmetic(ssm.F64, 1e8); !ok || tag != "narrow:24-bit" {
+		t.Fatalf("ratio 1e8 in fp64: %q %t", tag, ok)
+	}
+	ref := &ssm.Output{Out: []float64{1, -9.2e7}}
+	if tag, _, ok := halfOverflow(ssm.F32, 2, ref); !ok || tag != "narrow:fp16-overflow" {
+		t.Fatalf("fp16 overflow not named: %q", tag)
+	}
+	if _, _, ok := halfOverflow(ssm.F32, 2, &ssm.Output{Out: []float64{1, 6e4}}); ok {
+		t.Fatal("an overflow named where every result fits fp16")
+	}
+	if _, _, ok := halfOverflow(ssm.F32, 0, ref); ok {
+		t.Fatal("an overflow named without non-finite results")
+	}
+}

@@ -34,6 +34,15 @@
 #   scripts/gpu.sh adapter MAMBA_SRC OUT.so [upstream|fork|auto]
 #                                   there: an ssmk library from a Mamba-family
 #                                   tree's csrc/selective_scan (adapters/mamba/build.sh)
+#   scripts/gpu.sh ggml GGML_SRC [build|run|all]
+#                                   there: ggml's ggml_ssm_scan on its CUDA and CPU
+#                                   backends (adapters/ggml/build.sh, into
+#                                   GGML_BUILD, default /tmp/ssmk-ggml, kept while
+#                                   the machine is warm), then the verify suite
+#                                   against each in the Mamba-1 path and the
+#                                   Mamba-2 path (heads of 64), and TestSideBySide
+#                                   of the two backends; summaries in
+#                                   $OUT/ggml-*, a table last
 #   scripts/gpu.sh mutants [K,K,…]  there: the CUDA library's planted mutants
 #                                   (verify/mutants -cuda: CUDACatalogue), built in
 #                                   parallel, the suite against each from the carried
@@ -75,7 +84,7 @@ build() {
 
 # table_row NAME RC LOG START: run's table line for a test binary's log.
 table_row() {
-	printf '%-13s %-4s %5d %5d %5d %6ds' "$1" "$([ "$2" -eq 0 ] && echo ok || echo FAIL)" \
+	printf '%-20s %-4s %5d %5d %5d %6ds' "$1" "$([ "$2" -eq 0 ] && echo ok || echo FAIL)" \
 		"$(grep -c -- '^\s*--- PASS' "$3")" "$(grep -c -- '^\s*--- FAIL' "$3")" "$(grep -c -- '^\s*--- SKIP' "$3")" $((SECONDS - $4))
 }
 
@@ -126,7 +135,7 @@ run() {
 	if python3 -c 'import numpy' 2>/dev/null; then python3 golden/check_numpy.py || fail=1; fi
 	[ ! -f "$out/verify-report/summary.txt" ] || { echo; cat "$out/verify-report/summary.txt"; }
 	echo
-	printf '%-13s %-4s %5s %5s %5s %7s\n' package rc pass fail skip time
+	printf '%-20s %-4s %5s %5s %5s %7s\n' package rc pass fail skip time
 	printf '%s\n' "${rows[@]}"
 	return $fail
 }
@@ -309,6 +318,42 @@ report() {
 	return $rc
 }
 
+ggml() {
+	local src=${1:?usage: scripts/gpu.sh ggml GGML_SRC [build|run|all]} what=${2:-all}
+	local out=${OUT:-out/gpu} dir=${GGML_BUILD:-/tmp/ssmk-ggml}
+	mkdir -p "$out"
+	out=$(cd "$out" && pwd)
+	if [ "$what" != run ] || [ ! -f "$dir/cuda.so" ]; then
+		local t0=$SECONDS
+		adapters/ggml/build.sh "$src" "$dir/cuda.so" cuda || exit 1
+		adapters/ggml/build.sh "$src" "$dir/cpu.so" cpu || exit 1
+		echo "built the ggml adapters in $((SECONDS - t0)) s"
+	fi
+	[ "$what" != build ] || return 0
+	[ -x carry/verify.test ] || { echo "gpu.sh: no carry/verify.test (run PKGS=verify scripts/gpu.sh build first)"; exit 1; }
+	nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 | tee "$out/nvidia-smi.txt"
+	local rows=() fail=0
+	for mode in ${GGML_MODES:-0 64}; do
+		for be in cuda cpu; do
+			local name=ggml-$be-hd$mode s=$SECONDS rc=0
+			(cd verify && SSMK_LIB="$dir/$be.so" SSMK_GGML_HEAD_DIM=$mode ../carry/verify.test -test.v -test.timeout=540s \
+				-report "$out/$name" ${VERIFY_FLAGS:-}) >"$out/$name.log" 2>&1 || rc=$?
+			[ $rc -eq 0 ] || fail=1
+			rows+=("$(table_row "$name" $rc "$out/$name.log" $s)")
+		done
+		local name=ggml-sidebyside-hd$mode s=$SECONDS rc=0
+		(cd verify && SSMK_LIB="$dir/cuda.so" SSMK_COMPARE_LIB="$dir/cpu.so" SSMK_GGML_HEAD_DIM=$mode ../carry/verify.test -test.v \
+			-test.timeout=540s -test.run='^TestSideBySide$') >"$out/$name.log" 2>&1 || rc=$?
+		rows+=("$(table_row "$name" $rc "$out/$name.log" $s)")
+	done
+	for f in "$out"/ggml-*/summary.txt; do echo "== $f"; sed -n '1,/^$/p;/^failed tests/,$p' "$f" | head -40; done
+	grep -h -A16 'side by side:' "$out"/ggml-sidebyside-*.log
+	echo
+	printf '%-20s %-4s %5s %5s %5s %7s\n' run rc pass fail skip time
+	printf '%s\n' "${rows[@]}"
+	return $fail
+}
+
 adapter() {
 	[ $# -ge 2 ] || { echo "usage: scripts/gpu.sh adapter MAMBA_SRC OUT.so [upstream|fork|auto]"; exit 2; }
 	adapters/mamba/build.sh "$@"
@@ -318,6 +363,7 @@ case "${1:-}" in
 build) shift; build "$@" ;;
 report) shift; report "$@" ;;
 adapter) shift; adapter "$@" ;;
+ggml) shift; ggml "$@" ;;
 gate) shift; gate "$@" ;;
 bench) shift; bench "$@" ;;
 sanitize) shift; sanitize "$@" ;;

@@ -128,16 +128,21 @@ func (f Features) TakesDstate(n int) bool {
 }
 
 // Sizes returns the sizes nearest to (dim, dstate, groups) that the
-// declaration takes: groups lowered to MaxGroups, dim raised to a multiple
-// of DimMultiple and of groups·HeadDim, dstate to the smallest declared
-// size ≥ dstate (else the largest). For generators: a problem drawn at
-// these sizes can be fitted.
+// declaration takes: dim raised to a multiple of DimMultiple and HeadDim,
+// groups lowered to MaxGroups and then to the largest count that divides
+// dim into whole heads, dstate to the smallest declared size ≥ dstate (else
+// the largest). For generators: a problem drawn at these sizes can be
+// fitted, and is no larger than it must be.
 func (f Features) Sizes(dim, dstate, groups int) (int, int, int) {
+	hd := max(1, f.HeadDim)
+	step := lcm(max(1, f.DimMultiple), hd)
+	dim = (dim + step - 1) / step * step
 	if f.MaxGroups > 0 && groups > f.MaxGroups {
 		groups = f.MaxGroups
 	}
-	step := lcm(max(1, f.DimMultiple), groups*max(1, f.HeadDim))
-	dim = (dim + step - 1) / step * step
+	for groups > 1 && (dim%groups != 0 || (dim/groups)%hd != 0) {
+		groups--
+	}
 	if f.Dstates != 0 && !f.TakesDstate(dstate) {
 		l := f.dstateList()
 		best := l[len(l)-1]

@@ -139,7 +139,9 @@ func TestFeaturesSizes(t *testing.T) {
 		{Features{Options: OptAll, DimMultiple: 128, MaxGroups: 1, Dstates: 1 << 4}, 5, 3, 2, 128, 16, 1},
 		{Features{Options: OptAll, DimMultiple: 1, Dstates: 1<<7 | 1<<8}, 64, 200, 1, 64, 256, 1},
 		{Features{Options: OptAll, DimMultiple: 1, Dstates: 1<<7 | 1<<8}, 64, 300, 1, 64, 256, 1},
-		{Features{Options: OptAll, DimMultiple: 1, HeadDim: 16}, 40, 8, 2, 64, 8, 2},
+		{Features{Options: OptAll, DimMultiple: 1, HeadDim: 16}, 40, 8, 2, 48, 8, 1},
+		{Features{Options: OptAll, DimMultiple: 1, HeadDim: 64}, 60, 8, 32, 64, 8, 1},
+		{Features{Options: OptAll, DimMultiple: 1, HeadDim: 16}, 60, 8, 2, 64, 8, 2},
 	} {
 		d, n, g := c.f.Sizes(c.dim, c.dstate, c.groups)
 		if d != c.wantDim || n != c.wantN || g != c.wantGrps {

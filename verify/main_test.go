@@ -202,7 +202,8 @@ func diagnosis(test string, p *ssm.Problem, dt ssm.DType) string {
 
 // diagnoseSmall diagnoses p, or, when p is large (a diagnosis scans it a
 // few dozen times), the smallest of its prefixes that still fails: batch
-// row 0, the first 64, 512 or 2049 steps, the first 16 states.
+// row 0, the first 64, 512 or 2049 steps, the first 16 states; p itself
+// when none does and p is not too large.
 func diagnoseSmall(p *ssm.Problem, dt ssm.DType) diagnose.Finding {
 	const large = 1 << 17
 	if p.OutLen()*p.Dstate <= large {
@@ -224,6 +225,11 @@ func diagnoseSmall(p *ssm.Problem, dt ssm.DType) diagnose.Finding {
 				return f
 			}
 		}
+	}
+	// The failure needs the whole problem: diagnosed on it where a few
+	// dozen scans of it stay affordable.
+	if p.OutLen()*p.Dstate <= 1<<22 {
+		return diagnose.Scan(lib, p, dt)
 	}
 	return diagnose.Finding{Tag: "none", Cause: "not diagnosed: no small prefix of the problem fails (" + p.Shape() + ")"}
 }
