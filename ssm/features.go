@@ -264,7 +264,7 @@ func (f Features) Exact(p *Problem) (*Problem, error) {
 	}
 	switch {
 	case p.D != nil && q.D == nil:
-		return nil, fmt.Errorf("D is not taken")
+		return nil, fmt.Errorf("the skip term D is not taken")
 	case p.Z != nil && q.Z == nil:
 		return nil, fmt.Errorf("z is not taken")
 	case slices.Contains(notes, "softplus on (Δ ≤ 0 present: other steps)"):
@@ -274,7 +274,7 @@ func (f Features) Exact(p *Problem) (*Problem, error) {
 		r := p.Clone()
 		shareHeads(r, f.HeadDim)
 		if !slices.Equal(r.A, p.A) || !slices.Equal(r.Delta, p.Delta) {
-			return nil, fmt.Errorf("A and Δ are not shared by heads of %d channels", f.HeadDim)
+			return nil, fmt.Errorf("the problem's A and Δ are not shared by heads of %d channels", f.HeadDim)
 		}
 	}
 	return q, nil

@@ -201,8 +201,9 @@ SSMK_API uint32_t ssmk_capabilities(int32_t method, int32_t dtype, int32_t is_co
 SSMK_API int32_t ssmk_scan_features(int32_t method, int32_t dtype, int32_t is_complex, ssmk_feature_set *f) {
     if (!f) return fail(SSMK_EINVAL, "f is NULL");
     if (!supported(method, dtype, is_complex))
-        return fail(SSMK_EUNSUPPORTED, "method = %d, dtype = %d, is_complex = %d: ggml_ssm_scan computes zoh in float32 with real A", method,
-                    dtype, is_complex);
+        return fail(SSMK_EUNSUPPORTED,
+                    "method = %d, dtype = %d, is_complex = %d: ggml_ssm_scan computes zoh in float32 with real A",
+                    method, dtype, is_complex);
     features(f);
     return SSMK_OK;
 }
@@ -229,13 +230,15 @@ SSMK_API const char *ssmk_last_error(void) { return g_error; }
 SSMK_API int32_t ssmk_discretize(int32_t method, int32_t dtype, int32_t is_complex, int64_t n, const void *delta,
                                  const void *A, void *Abar, void *Bcoef) {
     (void)method, (void)dtype, (void)is_complex, (void)n, (void)delta, (void)A, (void)Abar, (void)Bcoef;
-    return fail(SSMK_EUNSUPPORTED, "ggml_ssm_scan discretizes inside its scan: no ssmk_discretize (SSMK_CAP_SCAN_ONLY)");
+    return fail(SSMK_EUNSUPPORTED,
+                "ggml_ssm_scan discretizes inside its scan: no ssmk_discretize (SSMK_CAP_SCAN_ONLY)");
 }
 
 SSMK_API int32_t ssmk_plan_create_discretize(int32_t method, int32_t dtype, int32_t is_complex, int64_t n,
                                              const void *delta, const void *A, ssmk_plan **plan) {
     (void)method, (void)dtype, (void)is_complex, (void)n, (void)delta, (void)A, (void)plan;
-    return fail(SSMK_EUNSUPPORTED, "ggml_ssm_scan discretizes inside its scan: no discretize plans (SSMK_CAP_SCAN_ONLY)");
+    return fail(SSMK_EUNSUPPORTED,
+                "ggml_ssm_scan discretizes inside its scan: no discretize plans (SSMK_CAP_SCAN_ONLY)");
 }
 
 static int32_t check_flag(int32_t v, const char *name) {
@@ -267,45 +270,63 @@ static int32_t validate(const ssmk_scan_args *a) {
     for (int i = 0; i < 6; i++)
         if (!pp[i]) return fail(SSMK_EINVAL, "%s is NULL", pn[i]);
     if (!supported(a->method, a->dtype, a->is_complex))
-        return fail(SSMK_EUNSUPPORTED, "method %d, dtype %d, is_complex %d: ggml_ssm_scan computes zoh in float32 with real A%s",
-                    a->method, a->dtype, a->is_complex, head_dim() < 0 ? " (and SSMK_GGML_HEAD_DIM is not a number in 0..65536)" : "");
-    if (a->D) return fail(SSMK_EUNSUPPORTED, "D: ggml_ssm_scan has no skip term (llama.cpp adds D·u with ggml_mul and ggml_add)");
-    if (a->z) return fail(SSMK_EUNSUPPORTED, "z: ggml_ssm_scan has no gate (llama.cpp applies y·silu(z) with other ops)");
+        return fail(SSMK_EUNSUPPORTED,
+                    "method %d, dtype %d, is_complex %d: ggml_ssm_scan computes zoh in float32 with real A%s",
+                    a->method, a->dtype, a->is_complex,
+                    head_dim() < 0 ? " (and SSMK_GGML_HEAD_DIM is not a number in 0..65536)" : "");
+    if (a->D)
+        return fail(SSMK_EUNSUPPORTED,
+                    "D: ggml_ssm_scan has no skip term (llama.cpp adds D·u with ggml_mul and ggml_add)");
+    if (a->z)
+        return fail(SSMK_EUNSUPPORTED, "z: ggml_ssm_scan has no gate (llama.cpp applies y·silu(z) with other ops)");
     if (a->delta_bias)
-        return fail(SSMK_EUNSUPPORTED, "delta_bias: ggml_ssm_scan takes dt with its bias already added (llama.cpp: ggml_add)");
-    if (!a->delta_softplus) return fail(SSMK_EUNSUPPORTED, "delta_softplus = 0: ggml_ssm_scan always applies softplus to dt");
+        return fail(SSMK_EUNSUPPORTED,
+                    "delta_bias: ggml_ssm_scan takes dt with its bias already added (llama.cpp: ggml_add)");
+    if (!a->delta_softplus)
+        return fail(SSMK_EUNSUPPORTED, "delta_softplus = 0: ggml_ssm_scan always applies softplus to dt");
     ssmk_feature_set f;
     features(&f);
     if (!a->is_variable_B || !a->is_variable_C)
-        return fail(SSMK_EUNSUPPORTED, "constant B/C: ggml_ssm_scan takes B and C per group and token (is_variable_B = %d, is_variable_C = %d)",
-                    a->is_variable_B, a->is_variable_C);
-    if (a->dim % f.dim_multiple) return fail(SSMK_EUNSUPPORTED, "dim = %d: this backend takes multiples of %d", a->dim, f.dim_multiple);
+        return fail(
+            SSMK_EUNSUPPORTED,
+            "constant B/C: ggml_ssm_scan takes B and C per group and token (is_variable_B = %d, is_variable_C = %d)",
+            a->is_variable_B, a->is_variable_C);
+    if (a->dim % f.dim_multiple)
+        return fail(SSMK_EUNSUPPORTED, "dim = %d: this backend takes multiples of %d", a->dim, f.dim_multiple);
     if (f.max_groups && a->n_groups > f.max_groups)
         return fail(SSMK_EUNSUPPORTED, "n_groups = %d: this backend takes at most %d", a->n_groups, f.max_groups);
     if (f.dstates && (a->dstate & (a->dstate - 1) || !(f.dstates & (uint32_t)a->dstate)))
-        return fail(SSMK_EUNSUPPORTED, "dstate = %d: this backend takes %s", a->dstate, f.dstates == (1u << 4) ? "16" : "128 or 256");
+        return fail(SSMK_EUNSUPPORTED, "dstate = %d: this backend takes %s", a->dstate,
+                    f.dstates == (1u << 4) ? "16" : "128 or 256");
     /* The CUDA backend narrows byte strides to int. */
     if ((int64_t)a->seqlen * a->dim * 4 > INT32_MAX || (int64_t)a->seqlen * a->n_groups * a->dstate * 4 > INT32_MAX ||
         (int64_t)a->dim * a->dstate * 4 > INT32_MAX)
-        return fail(SSMK_EUNSUPPORTED, "batch row of %d×%d×%d: ggml narrows its byte strides to int", a->dim, a->seqlen, a->dstate);
+        return fail(SSMK_EUNSUPPORTED, "batch row of %d×%d×%d: ggml narrows its byte strides to int", a->dim, a->seqlen,
+                    a->dstate);
     int hd = f.head_dim;
     if (hd > 0) {
         if (a->dim % hd || (a->dim / a->n_groups) % hd)
-            return fail(SSMK_EINVAL, "dim = %d, n_groups = %d: heads of %d channels (SSMK_GGML_HEAD_DIM) must tile each group", a->dim,
-                        a->n_groups, hd);
+            return fail(SSMK_EINVAL,
+                        "dim = %d, n_groups = %d: heads of %d channels (SSMK_GGML_HEAD_DIM) must tile each group",
+                        a->dim, a->n_groups, hd);
         const float *A = a->A, *dt = a->delta;
         for (int d = 0; d < a->dim; d++)
             for (int n = 0; n < a->dstate; n++)
                 if (A[(int64_t)d * a->dstate + n] != A[(int64_t)(d / hd * hd) * a->dstate])
-                    return fail(SSMK_EINVAL, "A[%d][%d] = %g differs from A[%d][0] = %g: Mamba-2 heads of %d channels have one A", d, n,
-                                A[(int64_t)d * a->dstate + n], d / hd * hd, A[(int64_t)(d / hd * hd) * a->dstate], hd);
+                    return fail(SSMK_EINVAL,
+                                "A[%d][%d] = %g differs from A[%d][0] = %g: Mamba-2 heads of %d channels have one A", d,
+                                n, A[(int64_t)d * a->dstate + n], d / hd * hd, A[(int64_t)(d / hd * hd) * a->dstate],
+                                hd);
         for (int b = 0; b < a->batch; b++)
             for (int d = 0; d < a->dim; d++)
                 for (int t = 0; t < a->seqlen; t++) {
-                    int64_t i = ((int64_t)b * a->dim + d) * a->seqlen + t, h = ((int64_t)b * a->dim + d / hd * hd) * a->seqlen + t;
+                    int64_t i = ((int64_t)b * a->dim + d) * a->seqlen + t,
+                            h = ((int64_t)b * a->dim + d / hd * hd) * a->seqlen + t;
                     if (dt[i] != dt[h])
-                        return fail(SSMK_EINVAL, "delta[%d][%d][%d] = %g differs from its head's delta[%d][%d][%d] = %g: Mamba-2 heads of %d channels have one Δ", b,
-                                    d, t, dt[i], b, d / hd * hd, t, dt[h], hd);
+                        return fail(SSMK_EINVAL,
+                                    "delta[%d][%d][%d] = %g differs from its head's delta[%d][%d][%d] = %g: Mamba-2 "
+                                    "heads of %d channels have one Δ",
+                                    b, d, t, dt[i], b, d / hd * hd, t, dt[h], hd);
                 }
     }
     return SSMK_OK;
@@ -353,7 +374,8 @@ static int32_t build(const ssmk_scan_args *a, const float *h0, ssmk_plan **out) 
     struct ggml_tensor *s = ggml_new_tensor_4d(ctx, GGML_TYPE_F32, N, hd, nh, B);
     struct ggml_tensor *x = ggml_new_tensor_4d(ctx, GGML_TYPE_F32, hd, nh, L, B);
     struct ggml_tensor *dt = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, nh, L, B);
-    struct ggml_tensor *A = f.head_dim > 0 ? ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 1, nh) : ggml_new_tensor_2d(ctx, GGML_TYPE_F32, N, nh);
+    struct ggml_tensor *A =
+        f.head_dim > 0 ? ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 1, nh) : ggml_new_tensor_2d(ctx, GGML_TYPE_F32, N, nh);
     struct ggml_tensor *Bt = ggml_new_tensor_4d(ctx, GGML_TYPE_F32, N, ng, L, B);
     struct ggml_tensor *Ct = ggml_new_tensor_4d(ctx, GGML_TYPE_F32, N, ng, L, B);
     struct ggml_tensor *ids = ggml_new_tensor_1d(ctx, GGML_TYPE_I32, B);
@@ -367,7 +389,9 @@ static int32_t build(const ssmk_scan_args *a, const float *h0, ssmk_plan **out) 
     if (!ggml_backend_supports_op(be, p->res)) {
         ggml_free(p->ctx);
         free(p);
-        return fail(SSMK_EUNSUPPORTED, "ggml's %s backend does not support this ggml_ssm_scan (supports_op: dstate %lld, head_dim %lld, n_head %lld, n_groups %lld)",
+        return fail(SSMK_EUNSUPPORTED,
+                    "ggml's %s backend does not support this ggml_ssm_scan (supports_op: dstate %lld, head_dim %lld, "
+                    "n_head %lld, n_groups %lld)",
                     ggml_backend_name(be), (long long)N, (long long)hd, (long long)nh, (long long)ng);
     }
     p->buf = ggml_backend_alloc_ctx_tensors(ctx, be);
@@ -378,7 +402,8 @@ static int32_t build(const ssmk_scan_args *a, const float *h0, ssmk_plan **out) 
     }
 
     /* Host staging in ggml's layouts. */
-    const int64_t nx = B * L * dim, ndt = B * L * nh, nA = f.head_dim > 0 ? nh : dim * N, nbc = B * L * ng * N, ns = B * dim * N;
+    const int64_t nx = B * L * dim, ndt = B * L * nh, nA = f.head_dim > 0 ? nh : dim * N, nbc = B * L * ng * N,
+                  ns = B * dim * N;
     float *buf = malloc(sizeof(float) * (size_t)(nx > nbc ? (nx > ns ? nx : ns) : (nbc > ns ? nbc : ns)));
     int32_t *idv = malloc(sizeof(int32_t) * (size_t)B);
     if (!buf || !idv) {
@@ -407,7 +432,8 @@ static int32_t build(const ssmk_scan_args *a, const float *h0, ssmk_plan **out) 
         for (int64_t b = 0; b < B; b++)
             for (int64_t t = 0; t < L; t++)
                 for (int64_t g = 0; g < ng; g++)
-                    for (int64_t n = 0; n < N; n++) buf[((b * L + t) * ng + g) * N + n] = src[((b * ng + g) * N + n) * L + t];
+                    for (int64_t n = 0; n < N; n++)
+                        buf[((b * L + t) * ng + g) * N + n] = src[((b * ng + g) * N + n) * L + t];
         ggml_backend_tensor_set(k ? Ct : Bt, buf, 0, sizeof(float) * (size_t)nbc);
     }
     for (int64_t b = 0; b < B; b++) { /* sequence b's state in row B−1−b */
@@ -427,7 +453,8 @@ static int32_t build(const ssmk_scan_args *a, const float *h0, ssmk_plan **out) 
 
 static int32_t compute(ssmk_plan *p) {
     enum ggml_status st = ggml_backend_graph_compute_async(g_backend, p->graph);
-    if (st != GGML_STATUS_SUCCESS) return fail(SSMK_EDEVICE, "ggml_backend_graph_compute_async: %s", ggml_status_to_string(st));
+    if (st != GGML_STATUS_SUCCESS)
+        return fail(SSMK_EDEVICE, "ggml_backend_graph_compute_async: %s", ggml_status_to_string(st));
     p->launched = 1;
     return SSMK_OK;
 }
@@ -445,7 +472,8 @@ static int32_t fetch(ssmk_plan *p, void *out, void *last_state) {
         for (int64_t t = 0; t < L; t++)
             for (int64_t d = 0; d < dim; d++) o[(b * dim + d) * L + t] = y[(b * L + t) * dim + d];
     free(y);
-    if (last_state) ggml_backend_tensor_get(p->res, last_state, sizeof(float) * (size_t)ny, sizeof(float) * (size_t)(B * dim * N));
+    if (last_state)
+        ggml_backend_tensor_get(p->res, last_state, sizeof(float) * (size_t)ny, sizeof(float) * (size_t)(B * dim * N));
     return SSMK_OK;
 }
 
@@ -546,7 +574,8 @@ SSMK_API int32_t ssmk_copy_bandwidth(int64_t bytes, int32_t iters, double *gbyte
     struct ggml_tensor *src = ctx ? ggml_new_tensor_1d(ctx, GGML_TYPE_I8, bytes) : NULL;
     struct ggml_tensor *dst = ctx ? ggml_new_tensor_1d(ctx, GGML_TYPE_I8, bytes) : NULL;
     if (!src || !dst || !(buf = ggml_backend_alloc_ctx_tensors(ctx, be))) {
-        st = fail(SSMK_ENOMEM, "cannot allocate 2 × %lld bytes on ggml's %s backend", (long long)bytes, ggml_backend_name(be));
+        st = fail(SSMK_ENOMEM, "cannot allocate 2 × %lld bytes on ggml's %s backend", (long long)bytes,
+                  ggml_backend_name(be));
         goto done;
     }
     ggml_backend_tensor_memset(src, 1, 0, (size_t)bytes);

@@ -199,13 +199,13 @@ SSMK_API int32_t ssmk_scan_fwd_state(const ssmk_scan_args *args, const void *ini
  * of a call inside it fails. */
 
 /* Options of the scan (bits of ssmk_feature_set.options). */
-#define SSMK_FEAT_D 1u                /* D != NULL: the D·u skip term */
-#define SSMK_FEAT_Z 2u                /* z != NULL: the SiLU gate */
-#define SSMK_FEAT_DELTA_BIAS 4u       /* delta_bias != NULL */
-#define SSMK_FEAT_SOFTPLUS_OFF 8u     /* delta_softplus = 0: Δ used as given */
-#define SSMK_FEAT_SOFTPLUS_ON 16u     /* delta_softplus = 1 */
-#define SSMK_FEAT_CONSTANT_BC 32u     /* is_variable_B = 0 or is_variable_C = 0 */
-#define SSMK_FEAT_VARIABLE_BC 64u     /* is_variable_B = 1 or is_variable_C = 1 */
+#define SSMK_FEAT_D 1u            /* D != NULL: the D·u skip term */
+#define SSMK_FEAT_Z 2u            /* z != NULL: the SiLU gate */
+#define SSMK_FEAT_DELTA_BIAS 4u   /* delta_bias != NULL */
+#define SSMK_FEAT_SOFTPLUS_OFF 8u /* delta_softplus = 0: Δ used as given */
+#define SSMK_FEAT_SOFTPLUS_ON 16u /* delta_softplus = 1 */
+#define SSMK_FEAT_CONSTANT_BC 32u /* is_variable_B = 0 or is_variable_C = 0 */
+#define SSMK_FEAT_VARIABLE_BC 64u /* is_variable_B = 1 or is_variable_C = 1 */
 #define SSMK_FEAT_ALL 127u
 
 typedef struct ssmk_feature_set {
