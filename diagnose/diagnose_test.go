@@ -252,3 +252,33 @@ func TestNarrowArithmetic(t *testing.T) {
 		t.Fatal("an overflow named without non-finite results")
 	}
 }
+
+// TestResumption: pieces replayed with each mistake in taking the initial
+// state are named by that mistake (real and complex A, two methods); the
+// correct pieces by none.
+func TestResumptionSlips(t *testing.T) {
+	for _, isComplex := range []bool{false, true} {
+		for _, m := range []ssm.Method{ssm.ZOH, ssm.Bilinear} {
+			p := gen.New(gen.Spec{Batch: 3, Dim: 2, Seqlen: 30, Dstate: 3, Groups: 1, Method: m, Complex: isComplex,
+				VariableB: true, VariableC: true, Softplus: true, HasD: true, HasZ: true, HasBias: true, Dist: gen.Realistic}, 5)
+			gen.SetInitialState(p, 6)
+			cuts := []int{0, 7, 8, 20, 30}
+			for _, sl := range stateSlips {
+				got, err := replay(p, cuts, sl)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if f := Resumption(p, got, ssm.F64, cuts); f.Tag != sl.tag {
+					t.Errorf("%v %s: planted %s, diagnosed %s (%s)", m, ssm.AKind(isComplex), sl.tag, f.Tag, f.Cause)
+				}
+			}
+			right, err := replay(p, cuts, stateSlip{edit: func(_ *ssm.Problem, h []float64) []float64 { return h }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f := Resumption(p, right, ssm.F64, cuts); f.Tag != "none" {
+				t.Errorf("%v %s: correct pieces diagnosed %s", m, ssm.AKind(isComplex), f.Tag)
+			}
+		}
+	}
+}

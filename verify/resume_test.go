@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"ssmverify/diagnose"
 	"ssmverify/gen"
 	"ssmverify/judge"
 	"ssmverify/ssm"
@@ -132,8 +133,8 @@ func TestResumption(t *testing.T) {
 						}
 						rep.Add(t.Name(), m, dt, isComplex, cmp.Worst.Ratio, cmp.Worst.ULP, cmp.Passed(dt), name+": "+cmp.Worst.String())
 						if !cmp.Passed(dt) {
-							t.Errorf("%v %v %s %s, cut %s at %v: worst %s; threshold %g%s", m, dt, ssm.AKind(isComplex), s, name, shortCuts(cuts),
-								cmp.Worst, judge.Threshold(dt), whereInPiece(cmp.Worst, cuts))
+							t.Errorf("%v %v %s %s, cut %s at %v: worst %s; threshold %g%s%s", m, dt, ssm.AKind(isComplex), s, name, shortCuts(cuts),
+								cmp.Worst, judge.Threshold(dt), whereInPiece(cmp.Worst, cuts), resumeDiagnosis(t.Name(), p, got, dt, cuts))
 						}
 					}
 				}
@@ -166,4 +167,16 @@ func whereInPiece(w judge.Worst, cuts []int) string {
 		}
 	}
 	return ""
+}
+
+// resumeDiagnosis names the mistake in taking the initial state that the
+// failing pieces match (diagnose.Resumption), once per test and cell, and
+// records it; "" when the cell has one already.
+func resumeDiagnosis(test string, p *ssm.Problem, got *ssm.Output, dt ssm.DType, cuts []int) string {
+	if !rep.WantDiagnosis(test, p.Method, dt, p.Complex) {
+		return ""
+	}
+	f := diagnose.Resumption(p, got, dt, cuts)
+	rep.AddDiagnosis(test, p.Method, dt, p.Complex, f.Tag, f.String())
+	return "\ndiagnosis [" + f.Tag + "]: " + f.String()
 }

@@ -75,10 +75,10 @@ var Catalogue = []Mutant{
 	{18, "autotune-warmup", "an autotuner: the first 16 launches of a plan also run a slower variant (the harness warms up 10)", "", 5, ""},
 	{19, "no-z-slow", "a scan without z takes an unfused path that does the scan twice: less work costs more", "", 6, ""},
 	{20, "foh-slow", "foh's plans run three extra passes: 4× zoh, beyond Check7's limit", "", 7, ""},
-	{21, "h0-ignored", "ssmk_scan_fwd_state ignores the initial state: every piece starts from 0", "", 0, resumeRun},
-	{22, "h0-late", "the initial state added after the first step's update instead of before it", "", 0, resumeRun},
-	{23, "h0-batch", "the initial state read from batch entry 0 for every batch row", "", 0, resumeRun},
-	{24, "h0-16bit", "the initial state kept in 16 bits (bfloat16) when it is read", "", 0, resumeRun},
+	{21, "h0-ignored", "ssmk_scan_fwd_state ignores the initial state: every piece starts from 0", "h0-ignored", 0, resumeRun},
+	{22, "h0-late", "the initial state added after the first step's update instead of before it", "h0-late", 0, resumeRun},
+	{23, "h0-batch", "the initial state read from batch entry 0 for every batch row", "h0-batch", 0, resumeRun},
+	{24, "h0-16bit", "the initial state kept in 16 bits (bfloat16) when it is read", "h0-16bit", 0, resumeRun},
 }
 
 // resumeRun is the suite's test of scans that resume from a state.
@@ -248,7 +248,7 @@ func main() {
 		len(results)-survivors, len(results), time.Since(start).Seconds(), kernel, resume, len(results)-kernel-resume, *out)
 	acc := float64(correct) / float64(max(1, diagnosable))
 	if diagnosable > 0 {
-		fmt.Printf("diagnosis: %d of %d kernel-bug mutants diagnosed with their cause (%.0f%%; at least %.0f%% required)\n", correct, diagnosable, 100*acc, 100*MinDiagnosed)
+		fmt.Printf("diagnosis: %d of %d kernel and resumption bugs diagnosed with their cause (%.0f%%; at least %.0f%% required)\n", correct, diagnosable, 100*acc, 100*MinDiagnosed)
 	}
 	status := 0
 	if survivors > 0 {

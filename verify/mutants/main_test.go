@@ -79,9 +79,9 @@ func TestOnlyCheck(t *testing.T) {
 	}
 	for _, m := range Catalogue {
 		kernel, check, resume := m.Cause != "" && m.Check == 0 && m.Run == "", m.Check > 0 && checkTest(m.Check) != "" && m.Cause == "" && m.Run == "",
-			m.Run != "" && m.Cause == "" && m.Check == 0
+			m.Run != "" && m.Cause != "" && m.Check == 0
 		if !kernel && !check && !resume {
-			t.Errorf("mutant %d: a kernel bug names a cause, a check fault a check (1–7), a resumption bug a -run pattern: cause %q, check %d, run %q", m.K, m.Cause, m.Check, m.Run)
+			t.Errorf("mutant %d: a kernel bug names a cause, a check fault a check (1–7), a resumption bug a cause and a -run pattern: cause %q, check %d, run %q", m.K, m.Cause, m.Check, m.Run)
 		}
 	}
 }

@@ -1,0 +1,141 @@
+package diagnose
+
+import (
+	"fmt"
+	"math"
+
+	"ssmverify/judge"
+	"ssmverify/reference"
+	"ssmverify/ssm"
+)
+
+// stateSlip is one usual mistake in how a scan takes its initial state:
+// edit returns the state the kernel would start a piece q from, given the
+// state h0 it was passed.
+type stateSlip struct {
+	tag, cause string
+	edit       func(q *ssm.Problem, h0 []float64) []float64
+	// firstFromZero: the piece's first output is read before h₀ arrives,
+	// as from h = 0.
+	firstFromZero bool
+}
+
+var stateSlips = []stateSlip{
+	{"h0-ignored", "the initial state is ignored: every piece starts from h = 0",
+		func(q *ssm.Problem, h0 []float64) []float64 { return nil }, false},
+	{"h0-late", "the initial state is added after the first step's update and output (h₁ = Ā·0 + B̄u + h₀) instead of before them: Ā misses h₀, and the first output h₀, once per piece",
+		lateState, true},
+	{"h0-batch", "every batch row starts from the initial state of batch row 0",
+		func(q *ssm.Problem, h0 []float64) []float64 {
+			per := len(h0) / q.Batch
+			out := make([]float64, len(h0))
+			for b := 0; b < q.Batch; b++ {
+				copy(out[b*per:(b+1)*per], h0[:per])
+			}
+			return out
+		}, false},
+	{"h0-16bit", "the initial state is kept in 16 bits (bfloat16) when it is read",
+		func(q *ssm.Problem, h0 []float64) []float64 {
+			out := make([]float64, len(h0))
+			for i, v := range h0 {
+				out[i] = bfloat16(v)
+			}
+			return out
+		}, false},
+}
+
+// lateState is the h₀' whose correct scan equals adding h₀ after the first
+// update: Ā₀·h₀' = h₀, with Ā₀ of each channel and state at the piece's
+// first step.
+func lateState(q *ssm.Problem, h0 []float64) []float64 {
+	out := make([]float64, len(h0))
+	w := q.ElemWords()
+	for b := 0; b < q.Batch; b++ {
+		for d := 0; d < q.Dim; d++ {
+			dt := reference.StepDelta(q, (b*q.Dim+d)*q.Seqlen)
+			for n := 0; n < q.Dstate; n++ {
+				i := (b*q.Dim+d)*q.Dstate + n
+				a := complex(q.A[(d*q.Dstate+n)*w], 0)
+				h := complex(h0[i*w], 0)
+				if w == 2 {
+					a = complex(q.A[(d*q.Dstate+n)*w], q.A[(d*q.Dstate+n)*w+1])
+					h = complex(h0[i*w], h0[i*w+1])
+				}
+				abar, _ := reference.Complex(q.Method, complex(dt, 0)*a)
+				v := h / abar
+				out[i*w] = real(v)
+				if w == 2 {
+					out[i*w+1] = imag(v)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// bfloat16 rounds v to bfloat16 (8 significant bits, to nearest even).
+func bfloat16(v float64) float64 {
+	b := math.Float32bits(float32(v))
+	b = (b + 0x7fff + (b>>16)&1) &^ 0xffff
+	return float64(math.Float32frombits(b))
+}
+
+// Resumption diagnoses a scan of p in pieces (cut at cuts, each piece from
+// the kernel's last state of the one before) whose assembled result got
+// fails: the pieces are replayed in the float64 reference with each usual
+// mistake in taking the initial state, and the mistake whose replay the
+// kernel matches within the threshold is named. It needs no kernel calls.
+func Resumption(p *ssm.Problem, got *ssm.Output, dt ssm.DType, cuts []int) Finding {
+	f := Finding{Tag: "none", Cause: "no diagnosis fits: the kernel matches no usual mistake in taking the initial state"}
+	for _, sl := range stateSlips {
+		alt, err := replay(p, cuts, sl)
+		if err != nil {
+			return Finding{Tag: "error", Cause: "replaying the pieces: " + err.Error()}
+		}
+		c, err := judge.CompareScan(p, got, dt, alt, nil)
+		if err == nil && c.Passed(dt) {
+			if f.Tag == "none" {
+				f.Tag, f.Cause = sl.tag, sl.cause
+				f.Evidence = append(f.Evidence, fmt.Sprintf("the pieces replayed so match the kernel within %.2g of the threshold", c.Worst.Ratio))
+			} else {
+				f.Also = append(f.Also, sl.tag)
+			}
+		}
+	}
+	return f
+}
+
+// replay is the scan of p in pieces in the float64 reference, each piece
+// starting from sl's edit of the last state of the one before.
+func replay(p *ssm.Problem, cuts []int, sl stateSlip) (*ssm.Output, error) {
+	out := &ssm.Output{Out: make([]float64, p.OutLen())}
+	state := p.InitialState
+	for k := 1; k < len(cuts); k++ {
+		q, err := p.Steps(cuts[k-1], cuts[k])
+		if err != nil {
+			return nil, err
+		}
+		if state != nil {
+			q.InitialState = sl.edit(q, state)
+		}
+		o, err := reference.Scan(q, ssm.Float64)
+		if err != nil {
+			return nil, err
+		}
+		if sl.firstFromZero && q.InitialState != nil {
+			z := q.Clone()
+			z.InitialState = nil
+			o0, err := reference.Scan(z, ssm.Float64)
+			if err != nil {
+				return nil, err
+			}
+			for i := 0; i < len(o.Out); i += q.Seqlen {
+				o.Out[i] = o0.Out[i]
+			}
+		}
+		p.PutSteps(out.Out, o.Out, cuts[k-1], cuts[k])
+		state = o.LastState
+	}
+	out.LastState = state
+	return out, nil
+}
