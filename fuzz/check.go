@@ -225,6 +225,9 @@ func CheckScan(lib *cudalib.Library, p *ssm.Problem, dt ssm.DType, withState boo
 	if err != nil {
 		return err
 	}
+	if p.InitialState != nil && !(lib.Capabilities(p.Method, dt, p.Complex).InitialState() && lib.HasInitialState()) {
+		return nil // a scan from a state is not declared: not judged
+	}
 	if p, _, err = decl.Fit(p); err != nil {
 		return nil
 	}

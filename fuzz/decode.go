@@ -228,7 +228,9 @@ func DecodeDiscretize(method, dtype uint8, isComplex bool, data []byte) Discreti
 }
 
 // ScanShape is the header of a FuzzScan input; every field is reduced into
-// its valid range, so any bytes decode to a valid problem.
+// its valid range, so any bytes decode to a valid problem. Groups bit 0
+// picks 2 groups (for an even dim), bit 1 (GroupsInitialState) a scan from
+// an initial state.
 type ScanShape struct {
 	Method, DType, Flags               uint8
 	Batch, Dim, Seqlen, Dstate, Groups uint8
@@ -246,10 +248,14 @@ const (
 	FlagNoLastState // pass last_state = NULL
 )
 
+// GroupsInitialState is the bit of ScanShape.Groups that asks for a scan
+// from an initial state (ssmk_scan_fwd_state), decoded after delta_bias.
+const GroupsInitialState = 2
+
 // DecodeScan decodes a FuzzScan input: batch 1…2, dim 1…4, seqlen 1…40,
 // dstate 1…16 or (Dstate ≥ 128) the library's maximum, groups a divisor of
-// dim; then the inputs in ABI order (u, delta, A, B, C, D, z, delta_bias),
-// from the bytes while they last and ordinary values after. With Batch ≥ 128
+// dim; then the inputs in ABI order (u, delta, A, B, C, D, z, delta_bias,
+// the initial state), from the bytes while they last and ordinary values after. With Batch ≥ 128
 // the sequence is that problem's time series repeated to seqlen LongSteps + L
 // (L = 1…40 the decoded seqlen): a GPU kernel runs its fast paths only on
 // full tiles of time steps (256 in the float scan), which 40 steps never
@@ -305,6 +311,9 @@ func DecodeScan(s ScanShape, data []byte, maxDstate int) (*ssm.Problem, ssm.DTyp
 	}
 	if s.Flags&FlagDeltaBias != 0 {
 		p.DeltaBias = fill(want["DeltaBias"], signed)
+	}
+	if s.Groups&GroupsInitialState != 0 {
+		p.InitialState = fill(p.StateLen(), signed)
 	}
 	if s.Batch >= 128 {
 		repeatInTime(p, LongSteps+p.Seqlen)

@@ -158,6 +158,9 @@ func scanSeeds() []seed {
 		{"long-delta-one", ScanShape{Batch: 128, Seqlen: 3, Dstate: 15, Flags: FlagVariableB | FlagVariableC},
 			uThenDelta(4, "1", "1", "1", "1")},
 		{"long-u-specials", ScanShape{Batch: 128, Seqlen: 9, Dstate: 1}, specials("NaN", "+Inf", "-Inf", "subnormal-min", "subnormal-max", "max", "-max", "0", "-0", "1")},
+		// Scans from an initial state (ssmk_scan_fwd_state), short and long.
+		{"initial-state", ScanShape{Batch: 1, Dim: 1, Seqlen: 8, Dstate: 3, Groups: GroupsInitialState | 1, Flags: all}, none},
+		{"long-initial-state-complex", ScanShape{Batch: 128 | 1, Dim: 1, Seqlen: 5, Dstate: 4, Groups: GroupsInitialState, Flags: all | FlagComplex}, none},
 	}
 	var seeds []seed
 	for _, m := range ssm.Methods() {
