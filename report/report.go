@@ -295,17 +295,25 @@ func appendOnce(l []NotSupported, n NotSupported) []NotSupported {
 	return append(l, n)
 }
 
-// WantDiagnosis reports whether test has no diagnosis yet for the cell
-// (one is enough: a diagnosis runs dozens of scans).
+// WantDiagnosis reports whether test, or another subtest of its top-level
+// test, has no diagnosis yet for the cell (one is enough: a diagnosis runs
+// dozens of scans).
 func (r *Report) WantDiagnosis(test string, m ssm.Method, dt ssm.DType, isComplex bool) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, d := range r.Diagnoses {
-		if d.Test == test && d.Method == m.String() && d.DType == dt.String() && d.Kind == ssm.AKind(isComplex) {
+		if topLevel(d.Test) == topLevel(test) && d.Method == m.String() && d.DType == dt.String() && d.Kind == ssm.AKind(isComplex) {
 			return false
 		}
 	}
 	return true
+}
+
+// topLevel is a test's top-level name: the subtests of one test (its
+// lengths, its distributions) share one diagnosis per cell.
+func topLevel(test string) string {
+	name, _, _ := strings.Cut(test, "/")
+	return name
 }
 
 // AddDiagnosis records the cause of a failure of test in a cell.

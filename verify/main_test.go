@@ -205,7 +205,7 @@ func diagnosis(test string, p *ssm.Problem, dt ssm.DType) string {
 // row 0, the first 64, 512 or 2049 steps, the first 16 states; p itself
 // when none does and p is not too large.
 func diagnoseSmall(p *ssm.Problem, dt ssm.DType) diagnose.Finding {
-	const large = 1 << 17
+	const large = 1 << 15
 	if p.OutLen()*p.Dstate <= large {
 		return diagnose.Scan(lib, p, dt)
 	}

@@ -170,11 +170,21 @@ func whereInPiece(w judge.Worst, cuts []int) string {
 }
 
 // resumeDiagnosis names the mistake in taking the initial state that the
-// failing pieces match (diagnose.Resumption), once per test and cell, and
-// records it; "" when the cell has one already.
+// failing pieces match (diagnose.Resumption), or, where the scan from h = 0
+// in one call fails as well, the scan's diagnosis; once per test and cell, recorded;
+// "" when the cell has one already.
 func resumeDiagnosis(test string, p *ssm.Problem, got *ssm.Output, dt ssm.DType, cuts []int) string {
 	if !rep.WantDiagnosis(test, p.Method, dt, p.Complex) {
 		return ""
+	}
+	// A kernel whose scan from h = 0 in one call fails too is wrong apart
+	// from the state it is given: the scan's own diagnosis says how.
+	q := p.Clone()
+	q.InitialState = nil
+	if whole, err := lib.Scan(q, dt); err != nil {
+		return diagnosis(test, q, dt)
+	} else if c, err := judge.CompareScan(q, whole, dt, nil, nil); err != nil || !c.Passed(dt) {
+		return diagnosis(test, q, dt)
 	}
 	f := diagnose.Resumption(p, got, dt, cuts)
 	rep.AddDiagnosis(test, p.Method, dt, p.Complex, f.Tag, f.String())
