@@ -49,7 +49,14 @@ cuda)
 *) die "backend $backend: want cpu or cuda" ;;
 esac
 command -v cmake >/dev/null || die "cmake not found (Debian: apt-get install cmake)"
-commit=${GGML_COMMIT:-$(git -C "$src" rev-parse HEAD 2>/dev/null || echo unknown)}
+# The checkout's own HEAD only: a copy without .git inside another repository
+# would otherwise report that repository's commit.
+commit=${GGML_COMMIT:-}
+if [ -z "$commit" ]; then
+	commit=unknown
+	top=$(git -C "$src" rev-parse --show-toplevel 2>/dev/null || true)
+	[ "$top" != "$src" ] || commit=$(git -C "$src" rev-parse HEAD)
+fi
 
 mkdir -p "$(dirname "$out")"
 out=$(cd "$(dirname "$out")" && pwd)/$(basename "$out")
