@@ -393,9 +393,6 @@ func narrowArithmetic(dt ssm.DType, ratio float64) (tag, cause string, ok bool) 
 	return "", "", false
 }
 
-// halfMax is the largest finite fp16 number.
-const halfMax = 65504
-
 // halfOverflow explains non-finite results of a float32 kernel where the
 // reference is finite and its output or state exceeds fp16's largest
 // number, 65504, though not float32's: an intermediate kept in half
@@ -411,9 +408,9 @@ func halfOverflow(dt ssm.DType, nonFinite int, ref *ssm.Output) (tag, cause stri
 		}
 		big = math.Max(big, math.Abs(v))
 	}
-	if big <= halfMax || big > math.MaxFloat32 {
+	if big <= ssm.Float16Max || big > math.MaxFloat32 {
 		return "", "", false
 	}
 	return "narrow:fp16-overflow", fmt.Sprintf("%d results are ±Inf or NaN where the reference is finite, with magnitudes up to %.3g: "+
-		"beyond fp16's largest number %d, within float32's: an intermediate kept in half precision overflows", nonFinite, big, halfMax), true
+		"beyond fp16's largest number %g, within float32's: an intermediate kept in half precision overflows", nonFinite, big, float64(ssm.Float16Max)), true
 }

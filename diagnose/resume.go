@@ -2,7 +2,6 @@ package diagnose
 
 import (
 	"fmt"
-	"math"
 
 	"ssmverify/judge"
 	"ssmverify/reference"
@@ -38,7 +37,7 @@ var stateSlips = []stateSlip{
 		func(q *ssm.Problem, h0 []float64) []float64 {
 			out := make([]float64, len(h0))
 			for i, v := range h0 {
-				out[i] = bfloat16(v)
+				out[i] = ssm.RoundBFloat16(v)
 			}
 			return out
 		}, false},
@@ -71,13 +70,6 @@ func lateState(q *ssm.Problem, h0 []float64) []float64 {
 		}
 	}
 	return out
-}
-
-// bfloat16 rounds v to bfloat16 (8 significant bits, to nearest even).
-func bfloat16(v float64) float64 {
-	b := math.Float32bits(float32(v))
-	b = (b + 0x7fff + (b>>16)&1) &^ 0xffff
-	return float64(math.Float32frombits(b))
 }
 
 // Resumption diagnoses a scan of p in pieces (cut at cuts, each piece from
