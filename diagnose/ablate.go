@@ -165,7 +165,7 @@ func noSoftplus(p *ssm.Problem) *ssm.Problem {
 		if p.DeltaBias != nil {
 			bias = p.DeltaBias[i/p.Seqlen%p.Dim]
 		}
-		q.Delta[i] = softplus(v+bias, true) - bias
+		q.Delta[i] = ssm.Softplus(v+bias) - bias
 	}
 	q.Softplus = false
 	return q

@@ -57,7 +57,7 @@ func explainElementwise(dt ssm.DType, sp, gate []float64) (tag, cause string, ok
 	}
 	spOK, gateOK := true, true
 	for i, x := range softplusXs {
-		if !near(sp[i], softplus(x, true), math.Abs(x)) {
+		if !near(sp[i], ssm.Softplus(x), math.Abs(x)) {
 			spOK = false
 		}
 	}

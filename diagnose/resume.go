@@ -100,34 +100,23 @@ func Resumption(p *ssm.Problem, got *ssm.Output, dt ssm.DType, cuts []int) Findi
 // replay is the scan of p in pieces in the float64 reference, each piece
 // starting from sl's edit of the last state of the one before.
 func replay(p *ssm.Problem, cuts []int, sl stateSlip) (*ssm.Output, error) {
-	out := &ssm.Output{Out: make([]float64, p.OutLen())}
-	state := p.InitialState
-	for k := 1; k < len(cuts); k++ {
-		q, err := p.Steps(cuts[k-1], cuts[k])
-		if err != nil {
-			return nil, err
-		}
-		if state != nil {
-			q.InitialState = sl.edit(q, state)
+	return p.InPieces(cuts, func(q *ssm.Problem) (*ssm.Output, error) {
+		if q.InitialState != nil {
+			q.InitialState = sl.edit(q, q.InitialState)
 		}
 		o, err := reference.Scan(q, ssm.Float64)
+		if err != nil || !sl.firstFromZero || q.InitialState == nil {
+			return o, err
+		}
+		z := q.Clone()
+		z.InitialState = nil
+		o0, err := reference.Scan(z, ssm.Float64)
 		if err != nil {
 			return nil, err
 		}
-		if sl.firstFromZero && q.InitialState != nil {
-			z := q.Clone()
-			z.InitialState = nil
-			o0, err := reference.Scan(z, ssm.Float64)
-			if err != nil {
-				return nil, err
-			}
-			for i := 0; i < len(o.Out); i += q.Seqlen {
-				o.Out[i] = o0.Out[i]
-			}
+		for i := 0; i < len(o.Out); i += q.Seqlen {
+			o.Out[i] = o0.Out[i]
 		}
-		p.PutSteps(out.Out, o.Out, cuts[k-1], cuts[k])
-		state = o.LastState
-	}
-	out.LastState = state
-	return out, nil
+		return o, nil
+	})
 }

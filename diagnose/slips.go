@@ -120,7 +120,7 @@ func softplusFirst(p *ssm.Problem) *ssm.Problem {
 	}
 	return edited(p, func(q *ssm.Problem) {
 		for i, v := range q.Delta {
-			q.Delta[i] = softplus(v, true) + p.DeltaBias[i/p.Seqlen%p.Dim]
+			q.Delta[i] = ssm.Softplus(v) + p.DeltaBias[i/p.Seqlen%p.Dim]
 		}
 		q.Softplus, q.DeltaBias = false, nil
 	})
@@ -263,13 +263,6 @@ func slipScan(p *ssm.Problem, e slipEdit) *ssm.Output {
 		}
 	}
 	return o
-}
-
-func softplus(x float64, on bool) float64 {
-	if on && x <= 20 {
-		return math.Log1p(math.Exp(x))
-	}
-	return x
 }
 
 // coef is (Ā, g) of method m at x, real or complex.

@@ -232,3 +232,28 @@ func (p *Problem) PutSteps(out, piece []float64, t0, t1 int) {
 		copy(out[r*p.Seqlen+t0:r*p.Seqlen+t1], piece[r*w:(r+1)*w])
 	}
 }
+
+// InPieces scans p cut at cuts (0 = cuts[0] < … < cuts[len−1] = Seqlen)
+// with scan, each piece (Steps) given as its InitialState the last state
+// scan returned for the one before, the first p's initial state; it returns
+// the pieces' outputs in their places (PutSteps) and the last state. A
+// kernel's scan in pieces and the reference's replays of it share it.
+func (p *Problem) InPieces(cuts []int, scan func(piece *Problem) (*Output, error)) (*Output, error) {
+	out := &Output{Out: make([]float64, p.OutLen())}
+	state := p.InitialState
+	for k := 1; k < len(cuts); k++ {
+		q, err := p.Steps(cuts[k-1], cuts[k])
+		if err != nil {
+			return nil, err
+		}
+		q.InitialState = state
+		o, err := scan(q)
+		if err != nil {
+			return nil, fmt.Errorf("the piece of steps %d…%d: %w", cuts[k-1], cuts[k], err)
+		}
+		p.PutSteps(out.Out, o.Out, cuts[k-1], cuts[k])
+		state = o.LastState
+	}
+	out.LastState = state
+	return out, nil
+}

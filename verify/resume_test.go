@@ -54,27 +54,10 @@ func resumeCuts(L int, r *rand.Rand) map[string][]int {
 	return cuts
 }
 
-// scanInPieces scans p cut at cuts, each piece from the last state the
-// kernel returned for the one before (the first from p's initial state),
-// and returns the pieces' outputs in place and the last state.
+// scanInPieces scans p cut at cuts with the library, each piece from the
+// last state the kernel returned for the one before (ssm.Problem.InPieces).
 func scanInPieces(p *ssm.Problem, dt ssm.DType, cuts []int) (*ssm.Output, error) {
-	out := &ssm.Output{Out: make([]float64, p.OutLen())}
-	state := p.InitialState
-	for k := 1; k < len(cuts); k++ {
-		q, err := p.Steps(cuts[k-1], cuts[k])
-		if err != nil {
-			return nil, err
-		}
-		q.InitialState = state
-		o, err := lib.Scan(q, dt)
-		if err != nil {
-			return nil, fmt.Errorf("the piece of steps %d…%d: %w", cuts[k-1], cuts[k], err)
-		}
-		p.PutSteps(out.Out, o.Out, cuts[k-1], cuts[k])
-		state = o.LastState
-	}
-	out.LastState = state
-	return out, nil
+	return p.InPieces(cuts, func(q *ssm.Problem) (*ssm.Output, error) { return lib.Scan(q, dt) })
 }
 
 // TestResumption: a scan in pieces, each from the last state of the one
