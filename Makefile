@@ -8,7 +8,7 @@ CUDA_ARCH ?= 90
 BUILD    := build
 SRC      := cudalib/src
 INC      := cudalib/include
-HEADERS  := $(INC)/ssmk.h $(SRC)/ssmk_methods.h $(SRC)/ssmk_host.h
+HEADERS  := $(INC)/ssmk.h $(SRC)/ssmk_methods.h $(SRC)/ssmk_host.h $(SRC)/ssmk_narrow.h
 CUDA_SRC := $(wildcard $(SRC)/cuda/*.cu $(SRC)/cuda/*.cuh $(SRC)/cuda/*.h)
 # The C, C++ and CUDA sources make lint formats (.clang-format).
 CLANG_FORMAT_SRC := $(wildcard $(SRC)/*.cpp $(SRC)/*.h $(INC)/*.h $(SRC)/cuda/*) fuzz/native/ssmk_fuzz.cpp adapters/mamba/ssmk_mamba.cu adapters/ggml/ssmk_ggml.c

@@ -193,8 +193,35 @@ func TestCapabilities(t *testing.T) {
 			}
 		}
 	}
-	for _, bad := range [][3]int32{{6, 0, 0}, {-1, 0, 0}, {0, 2, 0}, {0, 0, 2}} {
+	// the CPU build takes the 16-bit input types, for its scan only
+	for _, dt := range ssm.NarrowDTypes() {
+		for _, c := range []bool{false, true} {
+			raw := ssm.Caps(l.fn.capabilities(0, int32(dt), b2i(c)))
+			assert.Equal(t, ssm.CapNarrowInputs|ssm.CapScanOnly|ssm.CapSupported, raw&(ssm.CapNarrowInputs|ssm.CapScanOnly|ssm.CapSupported), "%v complex=%t", dt, c)
+			assert.True(t, l.Capabilities(0, dt, c).Supported())
+		}
+	}
+	for _, bad := range [][3]int32{{6, 0, 0}, {-1, 0, 0}, {0, 4, 0}, {0, -1, 0}, {0, 0, 2}} {
 		assert.Zero(t, l.fn.capabilities(bad[0], bad[1], bad[2]), "unknown arguments %v", bad)
+	}
+}
+
+// TestCapsForNarrow: a 16-bit dtype counts as supported only with
+// SSMK_CAP_NARROW_INPUTS, so that a library of ABI v1 that answers
+// "supported" for any dtype is not judged on one; and always scan only.
+func TestCapsForNarrow(t *testing.T) {
+	for _, tc := range []struct {
+		raw  ssm.Caps
+		dt   ssm.DType
+		want ssm.Caps
+	}{
+		{ssm.CapSupported, ssm.F32, ssm.CapSupported},
+		{ssm.CapSupported, ssm.BF16, 0},
+		{ssm.CapSupported | ssm.CapInitialState, ssm.F16, 0},
+		{ssm.CapNarrowInputs, ssm.F16, 0},
+		{ssm.CapSupported | ssm.CapNarrowInputs, ssm.F16, ssm.CapSupported | ssm.CapNarrowInputs | ssm.CapScanOnly},
+	} {
+		assert.Equal(t, tc.want, tc.raw.For(tc.dt), "%#x for %v", uint32(tc.raw), tc.dt)
 	}
 }
 

@@ -8,22 +8,36 @@ import (
 	"ssmverify/ssm"
 )
 
-// Array is a host array of one dtype, as the library reads or writes it.
-// Exactly one of its slices is non-nil for a present array; both are nil
-// for an absent optional array (passed as NULL).
+// Array is a host array of one element type, as the library reads or
+// writes it. At most one of its slices is non-nil: F32 or F64 for those
+// types, N16 for the 16-bit input types (bit patterns of Narrow, F16 or
+// BF16); all are nil for an absent optional array (passed as NULL).
 type Array struct {
-	F32 []float32
-	F64 []float64
+	F32    []float32
+	F64    []float64
+	N16    []uint16
+	Narrow ssm.DType // F16 or BF16 where N16 is set
 }
 
-// NewArray converts v to dtype dt (rounding to nearest for F32). A nil v
-// gives the absent array.
+// NewArray converts v to the element type of dt's inputs (rounding to
+// nearest for F32, F16 and BF16). A nil v gives the absent array.
 func NewArray(v []float64, dt ssm.DType) Array {
 	if v == nil {
 		return Array{}
 	}
-	if dt == ssm.F64 {
+	switch dt {
+	case ssm.F64:
 		return Array{F64: append(make([]float64, 0, len(v)), v...)}
+	case ssm.F16, ssm.BF16:
+		a := Array{N16: make([]uint16, len(v)), Narrow: dt}
+		enc := ssm.Float16Bits
+		if dt == ssm.BF16 {
+			enc = ssm.BFloat16Bits
+		}
+		for i, x := range v {
+			a.N16[i] = enc(x)
+		}
+		return a
 	}
 	a := Array{F32: make([]float32, len(v))}
 	for i, x := range v {
@@ -33,19 +47,23 @@ func NewArray(v []float64, dt ssm.DType) Array {
 }
 
 func zeros(n int, dt ssm.DType) Array {
-	if dt == ssm.F64 {
+	switch dt {
+	case ssm.F64:
 		return Array{F64: make([]float64, n)}
+	case ssm.F16, ssm.BF16:
+		return Array{N16: make([]uint16, n), Narrow: dt}
 	}
 	return Array{F32: make([]float32, n)}
 }
 
 // Len is the number of elements (complex values count twice).
-func (a Array) Len() int { return max(len(a.F32), len(a.F64)) }
+func (a Array) Len() int { return max(len(a.F32), len(a.F64), len(a.N16)) }
 
 // Present reports whether the array is passed (non-NULL).
-func (a Array) Present() bool { return a.F32 != nil || a.F64 != nil }
+func (a Array) Present() bool { return a.F32 != nil || a.F64 != nil || a.N16 != nil }
 
-// Float64s returns the values widened to float64 (nil for an absent array).
+// Float64s returns the values widened to float64, exactly (nil for an
+// absent array).
 func (a Array) Float64s() []float64 {
 	switch {
 	case a.F64 != nil:
@@ -54,6 +72,16 @@ func (a Array) Float64s() []float64 {
 		v := make([]float64, len(a.F32))
 		for i, x := range a.F32 {
 			v[i] = float64(x)
+		}
+		return v
+	case a.N16 != nil:
+		dec := ssm.Float16FromBits
+		if a.Narrow == ssm.BF16 {
+			dec = ssm.BFloat16FromBits
+		}
+		v := make([]float64, len(a.N16))
+		for i, x := range a.N16 {
+			v[i] = dec(x)
 		}
 		return v
 	}
@@ -67,6 +95,8 @@ func (a Array) Bytes() []byte {
 		return unsafe.Slice((*byte)(unsafe.Pointer(&a.F64[0])), 8*len(a.F64))
 	case len(a.F32) > 0:
 		return unsafe.Slice((*byte)(unsafe.Pointer(&a.F32[0])), 4*len(a.F32))
+	case len(a.N16) > 0:
+		return unsafe.Slice((*byte)(unsafe.Pointer(&a.N16[0])), 2*len(a.N16))
 	}
 	return nil
 }
@@ -80,6 +110,8 @@ func (a Array) pin(p *runtime.Pinner) unsafe.Pointer {
 		ptr = unsafe.Pointer(&a.F64[0])
 	case len(a.F32) > 0:
 		ptr = unsafe.Pointer(&a.F32[0])
+	case len(a.N16) > 0:
+		ptr = unsafe.Pointer(&a.N16[0])
 	default:
 		return nil
 	}
@@ -100,6 +132,8 @@ type scanArgs struct {
 
 // ScanBuffers are the host arrays of one scan call in the library's dtype:
 // the inputs converted from a Problem, and the outputs the library fills.
+// For a 16-bit dtype the inputs (u, Δ, variable B and C, z, out) are of
+// that type and the weights and states of its weight type, float32.
 // Keeping them lets a caller hash exactly what the kernel read and check
 // that it left the inputs alone.
 type ScanBuffers struct {
@@ -117,12 +151,19 @@ func (l *Library) NewScanBuffers(p *ssm.Problem, dt ssm.DType) (*ScanBuffers, er
 	if err := l.checkProblem(p, dt); err != nil {
 		return nil, err
 	}
+	w := dt.Weight()
+	bc := func(variable bool) ssm.DType {
+		if variable {
+			return dt
+		}
+		return w
+	}
 	return &ScanBuffers{
 		Problem: p, DType: dt,
-		U: NewArray(p.U, dt), Delta: NewArray(p.Delta, dt), A: NewArray(p.A, dt),
-		B: NewArray(p.B, dt), C: NewArray(p.C, dt), D: NewArray(p.D, dt), Z: NewArray(p.Z, dt),
-		DeltaBias: NewArray(p.DeltaBias, dt), InitialState: NewArray(p.InitialState, dt),
-		Out: zeros(p.OutLen(), dt), LastState: zeros(p.StateLen(), dt),
+		U: NewArray(p.U, dt), Delta: NewArray(p.Delta, dt), A: NewArray(p.A, w),
+		B: NewArray(p.B, bc(p.VariableB)), C: NewArray(p.C, bc(p.VariableC)), D: NewArray(p.D, w), Z: NewArray(p.Z, dt),
+		DeltaBias: NewArray(p.DeltaBias, w), InitialState: NewArray(p.InitialState, w),
+		Out: zeros(p.OutLen(), dt), LastState: zeros(p.StateLen(), w),
 	}, nil
 }
 
@@ -130,8 +171,8 @@ func (l *Library) checkProblem(p *ssm.Problem, dt ssm.DType) error {
 	if p == nil {
 		return fmt.Errorf("cudalib: problem is nil")
 	}
-	if dt != ssm.F32 && dt != ssm.F64 {
-		return fmt.Errorf("cudalib: dtype = %d, want F32 (0) or F64 (1)", int32(dt))
+	if !dt.Valid() {
+		return fmt.Errorf("cudalib: dtype = %d, want F32 (0), F64 (1), F16 (2) or BF16 (3)", int32(dt))
 	}
 	if err := p.Validate(); err != nil {
 		return fmt.Errorf("cudalib: %w", err)
@@ -219,7 +260,6 @@ func (l *Library) Scan(p *ssm.Problem, dt ssm.DType) (*ssm.Output, error) {
 	return &ssm.Output{Out: b.Out.Float64s(), LastState: b.LastState.Float64s()}, nil
 }
 
-// Capabilities returns ssmk_capabilities(m, dt, isComplex).
 // featureSet is ssmk_feature_set (layout guarded in ssmk.h: 32 bytes).
 type featureSet struct {
 	Options     uint32
@@ -260,8 +300,11 @@ func (l *Library) Features(m ssm.Method, dt ssm.DType, isComplex bool) (ssm.Feat
 	return f, nil
 }
 
+// Capabilities returns ssmk_capabilities(m, dt, isComplex); for a 16-bit
+// dtype, the word as ssm.Caps.For reads it: supported only
+// with SSMK_CAP_NARROW_INPUTS, and scan only.
 func (l *Library) Capabilities(m ssm.Method, dt ssm.DType, isComplex bool) ssm.Caps {
-	return ssm.Caps(l.fn.capabilities(int32(m), int32(dt), b2i(isComplex)))
+	return ssm.Caps(l.fn.capabilities(int32(m), int32(dt), b2i(isComplex))).For(dt)
 }
 
 func checkDiscretize(m ssm.Method, dt ssm.DType, isComplex bool, delta, a []float64) error {
@@ -269,7 +312,7 @@ func checkDiscretize(m ssm.Method, dt ssm.DType, isComplex bool, delta, a []floa
 		return fmt.Errorf("cudalib: method = %d, want 0…5 (zoh foh bilinear poly highorder rk4)", int32(m))
 	}
 	if dt != ssm.F32 && dt != ssm.F64 {
-		return fmt.Errorf("cudalib: dtype = %d, want F32 (0) or F64 (1)", int32(dt))
+		return fmt.Errorf("cudalib: dtype = %d, want F32 (0) or F64 (1): ssmk_discretize has no 16-bit dtypes", int32(dt))
 	}
 	if len(delta) == 0 {
 		return fmt.Errorf("cudalib: len(delta) = 0, want ≥ 1")
@@ -305,8 +348,11 @@ func (l *Library) Discretize(m ssm.Method, dt ssm.DType, isComplex bool, delta, 
 // do to catch writes outside the buffers.
 func (l *Library) DiscretizeInto(m ssm.Method, isComplex bool, delta, a, abar, bcoef Array) error {
 	dt := ssm.F32
-	if delta.F64 != nil {
+	switch {
+	case delta.F64 != nil:
 		dt = ssm.F64
+	case delta.N16 != nil:
+		return fmt.Errorf("cudalib: delta is %v: ssmk_discretize has no 16-bit dtypes", delta.Narrow)
 	}
 	n := delta.Len()
 	if err := checkDiscretize(m, dt, isComplex, make([]float64, n), make([]float64, a.Len())); err != nil {
@@ -349,7 +395,7 @@ func (l *Library) CopyBandwidth(bytes int64, iters int) (float64, error) {
 type Plan struct {
 	l        *Library
 	h        uintptr
-	dt       ssm.DType
+	dt, sdt  ssm.DType // of out (Ā) and of last_state (Δ·g)
 	outLen   int
 	stateLen int
 	cleanup  runtime.Cleanup
@@ -378,7 +424,7 @@ func (l *Library) NewPlan(b *ScanBuffers) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	return l.newPlan(h, b.DType, b.Out.Len(), b.LastState.Len()), nil
+	return l.newPlan(h, b.DType, b.DType.Weight(), b.Out.Len(), b.LastState.Len()), nil
 }
 
 // NewDiscretizePlan calls ssmk_plan_create_discretize.
@@ -397,11 +443,11 @@ func (l *Library) NewDiscretizePlan(m ssm.Method, dt ssm.DType, isComplex bool, 
 	if err != nil {
 		return nil, err
 	}
-	return l.newPlan(h, dt, len(a), len(a)), nil
+	return l.newPlan(h, dt, dt, len(a), len(a)), nil
 }
 
-func (l *Library) newPlan(h uintptr, dt ssm.DType, outLen, stateLen int) *Plan {
-	p := &Plan{l: l, h: h, dt: dt, outLen: outLen, stateLen: stateLen}
+func (l *Library) newPlan(h uintptr, dt, sdt ssm.DType, outLen, stateLen int) *Plan {
+	p := &Plan{l: l, h: h, dt: dt, sdt: sdt, outLen: outLen, stateLen: stateLen}
 	// A plan dropped without Close still frees its device memory.
 	destroy := l.fn.planDestroy
 	p.cleanup = runtime.AddCleanup(p, func(h uintptr) { destroy(h) }, h)
@@ -454,7 +500,7 @@ func (p *Plan) Fetch() (out, second []float64, err error) {
 	if err := p.live("Fetch"); err != nil {
 		return nil, nil, err
 	}
-	o, s := zeros(p.outLen, p.dt), zeros(p.stateLen, p.dt)
+	o, s := zeros(p.outLen, p.dt), zeros(p.stateLen, p.sdt)
 	var pin runtime.Pinner
 	defer pin.Unpin()
 	po, ps := o.pin(&pin), s.pin(&pin)

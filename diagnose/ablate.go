@@ -34,9 +34,7 @@ func needs(s Scanner, p *ssm.Problem, dt ssm.DType) []string {
 			continue
 		}
 		q := f.drop(p)
-		if dt == ssm.F32 {
-			q.RoundToFloat32() // what the kernel sees
-		}
+		q.RoundTo(dt) // what the kernel sees
 		got, err := s.Scan(q, dt)
 		if err != nil {
 			continue

@@ -120,7 +120,17 @@ func Scan(s Scanner, p *ssm.Problem, dt ssm.DType) Finding {
 			}
 		}
 	}
-	if f.Tag == "none" {
+	if f.Tag == "none" && dt.Narrow() {
+		if tag, cause, ok := outputTruncated(p, got, ref, sc, dt); ok {
+			f.Tag, f.Cause = tag, cause
+		} else if tag, cause, ok := explainNarrow(s, p.Method, dt); ok {
+			f.Tag, f.Cause = tag, cause
+		}
+	}
+	// The probes scan problems of their own values, which a 16-bit input
+	// type would round: a mixed-precision kernel's formulas are diagnosed
+	// by its float32 variant.
+	if f.Tag == "none" && !dt.Narrow() {
 		if pts, err := probe(s, p.Method, dt, p.Complex); err != nil {
 			f.Evidence = append(f.Evidence, "the discretization probe failed: "+err.Error())
 		} else if tag, cause, ev, ok := explainDiscretization(p.Method, dt, p.Complex, pts); ok {
@@ -128,7 +138,7 @@ func Scan(s Scanner, p *ssm.Problem, dt ssm.DType) Finding {
 			f.Evidence = append(f.Evidence, ev)
 		}
 	}
-	if f.Tag == "none" && (p.Softplus || p.Z != nil) {
+	if f.Tag == "none" && !dt.Narrow() && (p.Softplus || p.Z != nil) {
 		if sp, gate, err := probeElementwise(s, p.Method, dt); err == nil {
 			if tag, cause, ok := explainElementwise(dt, sp, gate); ok {
 				f.Tag, f.Cause = tag, cause
@@ -157,8 +167,8 @@ func slipMatches(p *ssm.Problem, got *ssm.Output, dt ssm.DType, sl slip, sc *ref
 		var q *ssm.Problem
 		if sl.transform != nil {
 			q = sl.transform(p)
-		} else {
-			q = sl.transformIn(p, dt)
+		} else if q = sl.transformIn(p, dt); q == nil {
+			return judge.Comparison{}, false // not a slip of this dtype
 		}
 		c, err := judge.CompareScan(q, got, dt, nil, nil)
 		if err == nil && !c.Passed(dt) && c.Beyond > 0 {
@@ -223,7 +233,7 @@ func where(p *ssm.Problem, got, ref *ssm.Output, sc *reference.Scale, dt ssm.DTy
 	prec, thr := dt.Precision(), judge.Threshold(dt)
 	firstT, outBad := -1, 0
 	for i := range ref.Out {
-		r := reference.Ratio(got.Out[i]-ref.Out[i], sc.Out[i], sc.TinyOut[i], prec)
+		r := judge.OutputRatio(got.Out[i]-ref.Out[i], ref.Out[i], sc.Out[i], sc.TinyOut[i], dt)
 		if r > thr || math.IsNaN(r) || math.IsNaN(got.Out[i]) {
 			outBad++
 			if t := i % p.Seqlen; firstT < 0 || t < firstT {
@@ -391,6 +401,37 @@ func narrowArithmetic(dt ssm.DType, ratio float64) (tag, cause string, ok bool) 
 		}
 	}
 	return "", "", false
+}
+
+// outputTruncated explains a 16-bit dtype's failure whose every failing
+// output lies toward zero from the reference within one ulp of the narrow
+// type, while the state passes: the output is truncated (rounded toward
+// zero, the upper bits of a float kept) instead of rounded to nearest.
+func outputTruncated(p *ssm.Problem, got, ref *ssm.Output, sc *reference.Scale, dt ssm.DType) (tag, cause string, ok bool) {
+	failing, toward := 0, 0
+	for i, w := range ref.Out {
+		g := got.Out[i]
+		if r := judge.OutputRatio(g-w, w, sc.Out[i], sc.TinyOut[i], dt); !(r > judge.Threshold(dt)) {
+			continue
+		}
+		failing++
+		if math.Abs(g) <= math.Abs(w) && (g == 0 || math.Signbit(g) == math.Signbit(w)) && judge.ULPs(g, w, dt) <= 1 {
+			toward++
+		}
+	}
+	if failing == 0 || toward < failing {
+		return "", "", false
+	}
+	for i := range sc.LastState {
+		w := p.ElemWords()
+		for k := 0; k < w; k++ {
+			if r := reference.Ratio(got.LastState[i*w+k]-ref.LastState[i*w+k], sc.LastState[i], sc.TinyState[i], dt.Precision()); r > judge.Threshold(dt) {
+				return "", "", false
+			}
+		}
+	}
+	return "output-truncated", fmt.Sprintf("the %v output is truncated, not rounded to nearest: every one of the %d failing outputs lies toward 0 from "+
+		"the reference within one %v ulp, and the float32 state is right", dt, failing, dt), true
 }
 
 // halfOverflow explains non-finite results of a float32 kernel where the

@@ -61,6 +61,8 @@ func slips(m ssm.Method) []slip {
 			applies: func(p *ssm.Problem) bool { return p.Softplus && p.DeltaBias != nil }, transform: softplusFirst},
 		{tag: "softplus-cancellation", cause: "softplus is computed as log(1 + e^x) in the dtype: 1 + e^x rounds e^x's digits away, so Δ loses its relative accuracy for pre-activations x below about −3 and is 0 below about −17 in fp32 (log1p(e^x) keeps it)",
 			applies: func(p *ssm.Problem) bool { return p.Softplus }, transformIn: softplusCancelled},
+		{tag: "delta-16bit", cause: "Δ is rounded to the 16-bit input type after the bias and softplus: the step a mixed-precision kernel keeps in float32 is stored in 16 bits",
+			applies: func(p *ssm.Problem) bool { return p.Softplus || p.DeltaBias != nil }, transformIn: deltaNarrowed},
 		{tag: "group-index", cause: "variable B/C are read from group d mod n_groups instead of d / (dim / n_groups)",
 			applies: func(p *ssm.Problem) bool { return p.Groups > 1 && p.Groups < p.Dim && (p.VariableB || p.VariableC) }, transform: groupsModulo},
 		{tag: "conj-C", cause: "the complex output uses conj(C)·h instead of C·h", applies: func(p *ssm.Problem) bool { return p.Complex },
@@ -272,4 +274,26 @@ func coef(m ssm.Method, isComplex bool, x complex128) (complex128, complex128) {
 	}
 	ab, g := reference.Real(m, real(x))
 	return complex(ab, 0), complex(g, 0)
+}
+
+// deltaNarrowed is p with Δ as a mixed-precision kernel that stores its
+// step in its 16-bit input type computes it: δ + bias and softplus in
+// float32, then rounded to dt; nil for a full-precision dt.
+func deltaNarrowed(p *ssm.Problem, dt ssm.DType) *ssm.Problem {
+	if !dt.Narrow() {
+		return nil
+	}
+	return edited(p, func(q *ssm.Problem) {
+		for i, v := range q.Delta {
+			x := float32(v)
+			if p.DeltaBias != nil {
+				x += float32(p.DeltaBias[i/p.Seqlen%p.Dim])
+			}
+			if p.Softplus && x <= 20 {
+				x = float32(math.Log1p(math.Exp(float64(x))))
+			}
+			q.Delta[i] = dt.Round(float64(x))
+		}
+		q.DeltaBias, q.Softplus = nil, false
+	})
 }

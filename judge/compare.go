@@ -92,15 +92,67 @@ func (c Comparison) Passed(dt ssm.DType) bool {
 	return c.NonFinite == 0 && c.Unmatched == 0 && c.Worst.Ratio <= Threshold(dt)
 }
 
+// OutputRatio is the scaled error ratio of an output element: Ratio's
+// |diff| / (u·S + η·T) for F32 and F64. For a 16-bit dtype the kernel
+// computes in float32 and rounds each output once to the narrow type, so
+// the ratio is of the error beyond that rounding, max(0, |diff| − ρ) /
+// (u·S + η·T) in float32's u and η, with ρ the rounding's bound at any
+// value a correct float32 evaluation can reach (within the threshold θ of
+// the model): ρ = u_out·(|want| + θ·(u·S + η·T)) + spacing/2 (u_out = 2⁻¹¹
+// for fp16, 2⁻⁸ for bf16: half an ulp relative to the value; spacing/2,
+// half the narrow type's subnormal spacing, below its normal range). The
+// rounding is exact arithmetic, not a model, so it needs no margin: a
+// kernel that rounds to nearest stays at the float32 arithmetic's ≲ 1,
+// while one that truncates (up to a whole ulp), or keeps its state, Δ or
+// Δ·A in 16 bits (errors of u_out times the terms' magnitudes), exceeds it
+// by orders of magnitude, 2¹³ to 2¹⁶ times the float32 model.
+func OutputRatio(diff, want, scale, tiny float64, dt ssm.DType) float64 {
+	prec := dt.Precision()
+	if !dt.Narrow() {
+		return reference.Ratio(diff, scale, tiny, prec)
+	}
+	model := prec.UnitRoundoff()*scale + prec.Tiny()*tiny
+	rho := dt.OutputRoundoff()*(math.Abs(want)+Threshold(dt)*model) + dt.OutputSpacing()/2
+	switch d := math.Abs(diff) - rho; {
+	case math.IsNaN(d):
+		return math.NaN()
+	case d <= 0:
+		return 0
+	default:
+		return d / model
+	}
+}
+
+// outputMayOverflow reports whether a correct kernel of a 16-bit dtype may
+// store got, ±Inf, for an output whose reference is want (finite): its
+// float32 value, anywhere within the threshold of the model around want,
+// may reach the narrow type's overflow point with got's sign (fp16: 65520,
+// from which rounding to nearest gives ∞).
+func outputMayOverflow(got, want, scale, tiny float64, dt ssm.DType) bool {
+	if !dt.Narrow() || !math.IsInf(got, 0) {
+		return false
+	}
+	prec := dt.Precision()
+	reach := Threshold(dt) * (prec.UnitRoundoff()*scale + prec.Tiny()*tiny)
+	if got > 0 {
+		return want+reach >= dt.OutputOverflow()
+	}
+	return want-reach <= -dt.OutputOverflow()
+}
+
 // ULPs is the distance between got and want in units of the last place of
 // want in the dtype (at least the dtype's smallest normal's ulp; for a want
-// beyond float32's range, the ulp at its top, 2¹⁰⁴).
+// beyond float32's range, the ulp at its top, 2¹⁰⁴; for a 16-bit dtype,
+// the ulp of its narrow type, the output's).
 func ULPs(got, want float64, dt ssm.DType) float64 {
 	if got == want {
 		return 0
 	}
 	if math.IsNaN(got) || math.IsNaN(want) || math.IsInf(got, 0) || math.IsInf(want, 0) {
 		return math.Inf(1)
+	}
+	if dt.Narrow() {
+		return math.Abs(got-want) / narrowULP(want, dt)
 	}
 	if dt == ssm.F64 {
 		w := math.Max(math.Abs(want), 0x1p-1022)
@@ -111,6 +163,17 @@ func ULPs(got, want float64, dt ssm.DType) float64 {
 	}
 	w := float32(math.Max(math.Abs(want), 0x1p-126))
 	return math.Abs(got-want) / float64(math.Nextafter32(w, float32(math.Inf(1)))-w)
+}
+
+// narrowULP is the spacing of the 16-bit type's values at |want| (that of
+// its normal range's bottom below it, of its top above it).
+func narrowULP(want float64, dt ssm.DType) float64 {
+	bits, minNormal := 11, ssm.Float16MinNormal
+	if dt == ssm.BF16 {
+		bits, minNormal = 8, 0x1p-126
+	}
+	_, e := math.Frexp(math.Min(math.Max(math.Abs(want), minNormal), dt.OutputLargest())) // ∈ [2^(e−1), 2^e)
+	return math.Ldexp(1, e-bits)
 }
 
 // ULPsOf is |diff| in units of the last place of mag (≥ 0) in the dtype:
@@ -146,7 +209,7 @@ func CompareScan(p *ssm.Problem, got *ssm.Output, dt ssm.DType, ref *ssm.Output,
 		}
 	}
 	var c Comparison
-	note := func(r, g, w, ulp float64, array string, idx []int) {
+	note := func(r, g, w, ulp float64, array string, idx []int, overflowOK bool) {
 		c.Elements++
 		if math.IsNaN(w) || math.IsInf(w, 0) {
 			if !(math.IsNaN(w) && math.IsNaN(g)) && g != w {
@@ -158,7 +221,7 @@ func CompareScan(p *ssm.Problem, got *ssm.Output, dt ssm.DType, ref *ssm.Output,
 			}
 			return
 		}
-		if math.IsNaN(r) || math.IsInf(g, 0) { // a non-finite kernel value; the reference is finite here
+		if math.IsNaN(r) || (math.IsInf(g, 0) && !overflowOK) { // a non-finite kernel value; the reference is finite here
 			c.NonFinite++
 			r = math.Inf(1)
 		}
@@ -169,11 +232,15 @@ func CompareScan(p *ssm.Problem, got *ssm.Output, dt ssm.DType, ref *ssm.Output,
 	L, N := p.Seqlen, p.Dstate
 	for i := range ref.Out {
 		g, w := got.Out[i], ref.Out[i]
-		r := reference.Ratio(g-w, sc.Out[i], sc.TinyOut[i], prec)
+		r := OutputRatio(g-w, w, sc.Out[i], sc.TinyOut[i], dt)
 		if math.IsNaN(g) {
 			r = math.NaN()
 		}
-		note(r, g, w, ULPsOf(g-w, math.Max(math.Abs(w), sc.MagOut[i]), dt), "out", []int{i / (p.Dim * L), i / L % p.Dim, i % L})
+		ok := outputMayOverflow(g, w, sc.Out[i], sc.TinyOut[i], dt)
+		if ok {
+			r = 0
+		}
+		note(r, g, w, ULPsOf(g-w, math.Max(math.Abs(w), sc.MagOut[i]), dt), "out", []int{i / (p.Dim * L), i / L % p.Dim, i % L}, ok)
 	}
 	for i := range sc.LastState {
 		var d, g, w, mag float64
@@ -189,7 +256,7 @@ func CompareScan(p *ssm.Problem, got *ssm.Output, dt ssm.DType, ref *ssm.Output,
 		if math.IsNaN(d) {
 			r = math.NaN()
 		}
-		note(r, g, w, ULPsOf(d, math.Max(mag, sc.MagState[i]), dt), "last_state", []int{i / (p.Dim * N), i / N % p.Dim, i % N})
+		note(r, g, w, ULPsOf(d, math.Max(mag, sc.MagState[i]), dt.Weight()), "last_state", []int{i / (p.Dim * N), i / N % p.Dim, i % N}, false)
 	}
 	largest, name := prec.Largest(), prec.String()
 	// PathMagState is at least MagState (the state's own terms): no need to read both.

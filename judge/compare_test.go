@@ -133,3 +133,68 @@ func TestULPsOf(t *testing.T) {
 		t.Errorf("ULPsOf against the terms' magnitude = %g, want 1", u)
 	}
 }
+
+// TestCompareScanNarrowOutput: a 16-bit dtype's output is held to one
+// rounding of the float32 result to nearest: the nearest value passes,
+// the truncated one fails, fp16's overflow is ∞ exactly where the value
+// passes 65520, and its subnormals round like its normals.
+func TestCompareScanNarrowOutput(t *testing.T) {
+	inf := math.Inf(1)
+	for _, tc := range []struct {
+		name string
+		dt   ssm.DType
+		u, b float64 // y = u·b exactly (zoh, a = 0, Δ = 1, C = 1)
+		out  float64
+		pass bool
+	}{
+		{"fp16 nearest", ssm.F16, 1, 1 + 0.75*0x1p-10, 1 + 0x1p-10, true},
+		{"fp16 truncated", ssm.F16, 1, 1 + 0.75*0x1p-10, 1, false},
+		{"fp16 exact", ssm.F16, 3, 1, 3, true},
+		{"fp16 one ulp off", ssm.F16, 3, 1, 3 + 0x1p-9, false},
+		{"bf16 nearest", ssm.BF16, 1, 1 + 0.75*0x1p-7, 1 + 0x1p-7, true},
+		{"bf16 truncated", ssm.BF16, 1, 1 + 0.75*0x1p-7, 1, false},
+		{"bf16 negative nearest", ssm.BF16, -1, 1 + 0.75*0x1p-7, -1 - 0x1p-7, true},
+		{"fp16 overflow to inf", ssm.F16, 60000, 1.2, inf, true},
+		{"fp16 overflow kept finite", ssm.F16, 60000, 1.2, ssm.Float16Max, false},
+		{"fp16 largest is not inf", ssm.F16, ssm.Float16Max, 1, inf, false},
+		{"fp16 overflow, wrong sign", ssm.F16, -60000, 1.2, inf, false},
+		{"fp16 subnormal tie to even", ssm.F16, ssm.Float16MinSub, 1.5, 2 * ssm.Float16MinSub, true},
+		{"fp16 subnormal flushed", ssm.F16, ssm.Float16MinSub, 1.5, 0, false},
+		{"fp32 unchanged", ssm.F32, 1, 1 + 0.75*0x1p-10, 1 + 0x1p-10, false},
+	} {
+		p := &ssm.Problem{Batch: 1, Dim: 1, Seqlen: 1, Dstate: 1, Groups: 1, Method: ssm.ZOH,
+			U: []float64{tc.u}, Delta: []float64{1}, A: []float64{0}, B: []float64{tc.b}, C: []float64{1}}
+		state := float64(float32(tc.u * tc.b))
+		c, err := CompareScan(p, &ssm.Output{Out: []float64{tc.out}, LastState: []float64{state}}, tc.dt, nil, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if c.Passed(tc.dt) != tc.pass {
+			t.Errorf("%s: passed %t, want %t (%s; %d non-finite)", tc.name, c.Passed(tc.dt), tc.pass, c.Worst, c.NonFinite)
+		}
+	}
+}
+
+// TestOutputRatio: the ratio of a 16-bit output is the error beyond half
+// an ulp of the narrow type, in units of the float32 model.
+func TestOutputRatio(t *testing.T) {
+	const scale = 1.0 // u·S = 2⁻²⁴
+	model := 0x1p-24
+	for _, tc := range []struct {
+		diff, want float64
+		dt         ssm.DType
+		ratio      float64
+	}{
+		{0x1p-12, 1, ssm.F16, 0},                         // within half an ulp (2⁻¹¹)
+		{0x1p-11 + 4*model, 1, ssm.F16, 3.5 - 4*0x1p-11}, // half an ulp plus 4u; ρ also covers the threshold's reach (4u·2⁻¹¹) and half the subnormal spacing (2⁻²⁵)
+		{0x1p-8 + 8*model, 1, ssm.BF16, 8 - 4*0x1p-8},    // bf16: half an ulp is 2⁻⁸
+		{3 * model, 1, ssm.F32, 3},                       // fp32: Ratio
+		{math.NaN(), 1, ssm.F16, math.NaN()},             //
+		{ssm.Float16MinSub / 2, 0, ssm.F16, 0},           // half the subnormal spacing
+	} {
+		got := OutputRatio(tc.diff, tc.want, scale, 0, tc.dt)
+		if !(got == tc.ratio || math.IsNaN(got) && math.IsNaN(tc.ratio) || math.Abs(got-tc.ratio) < 1e-9) {
+			t.Errorf("OutputRatio(%g, %g, %v) = %g, want %g", tc.diff, tc.want, tc.dt, got, tc.ratio)
+		}
+	}
+}

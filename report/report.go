@@ -202,7 +202,7 @@ type Table struct {
 func New(lib LibraryInfo) *Report {
 	r := &Report{Schema: ReportSchema, Started: time.Now().UTC().Format(time.RFC3339), cells: map[cellKey]*Cell{}, Library: lib}
 	for _, m := range ssm.Methods() {
-		for _, dt := range ssm.DTypes() {
+		for _, dt := range ssm.AllDTypes() {
 			for _, c := range []bool{false, true} {
 				r.cell(m, dt, c)
 			}

@@ -10,7 +10,22 @@ const (
 	CapScanOnly           Caps = 4  // SSMK_CAP_SCAN_ONLY
 	CapInitialState       Caps = 8  // SSMK_CAP_INITIAL_STATE (extension: ssmk_scan_fwd_state, ssmk_plan_create_state)
 	CapFeatures           Caps = 16 // SSMK_CAP_FEATURES (extension: ssmk_scan_features)
+	CapNarrowInputs       Caps = 32 // SSMK_CAP_NARROW_INPUTS (extension: the 16-bit input types, F16 and BF16)
 )
+
+// For returns c as it holds for dtype dt: for a 16-bit input type, 0
+// unless bit 5 (CapNarrowInputs) is set with bit 0 (a library of ABI v1
+// knows no such dtype and is never judged on one), and always scan only
+// (the ABI defines ssmk_discretize for F32 and F64 alone).
+func (c Caps) For(dt DType) Caps {
+	if !dt.Narrow() {
+		return c
+	}
+	if c&CapNarrowInputs == 0 || !c.Supported() {
+		return 0
+	}
+	return c | CapScanOnly
+}
 
 // Supported reports bit 0.
 func (c Caps) Supported() bool { return c&CapSupported != 0 }

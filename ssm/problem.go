@@ -149,6 +149,44 @@ func (p *Problem) RoundToFloat32() {
 	}
 }
 
+// RoundTo rounds every input in place to the element type a kernel of dt
+// reads it in, so that kernel and reference see exactly the same numbers:
+// F32 as RoundToFloat32, F64 not at all; for a 16-bit dtype u, Δ, z and
+// variable B and C to that type (saturated at its largest finite value, so
+// that a problem drawn for float32 stays finite) and the weights and the
+// initial state to float32.
+func (p *Problem) RoundTo(dt DType) {
+	switch {
+	case dt == F32:
+		p.RoundToFloat32()
+		return
+	case !dt.Narrow():
+		return
+	}
+	in := [][]float64{p.U, p.Delta, p.Z}
+	w := [][]float64{p.A, p.D, p.DeltaBias, p.InitialState}
+	for _, bc := range []struct {
+		s        []float64
+		variable bool
+	}{{p.B, p.VariableB}, {p.C, p.VariableC}} {
+		if bc.variable {
+			in = append(in, bc.s)
+		} else {
+			w = append(w, bc.s)
+		}
+	}
+	for _, s := range in {
+		for i, v := range s {
+			s[i] = dt.RoundFinite(v)
+		}
+	}
+	for _, s := range w {
+		for i, v := range s {
+			s[i] = float64(float32(v))
+		}
+	}
+}
+
 // Clone returns a deep copy.
 func (p *Problem) Clone() *Problem {
 	q := *p

@@ -2,6 +2,7 @@ package verify
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 
 	"pgregory.net/rapid"
@@ -30,57 +31,76 @@ func TestAccuracy(t *testing.T) {
 	for _, d := range []gen.Dist{gen.Realistic, gen.Stress} {
 		t.Run(d.String(), func(t *testing.T) {
 			test := "TestAccuracy/" + d.String()
-			// rapid replays the shrunk case last: the failure to diagnose.
-			var failing *ssm.Problem
-			var failingDT ssm.DType
 			// Draw among the combinations the library declares, so that a
 			// library of one (ggml: zoh, fp32, real A) is judged as often as
-			// one of all 24; complex fallbacks are TestComplexFallback's.
-			var combos []combo
-			for _, m := range ssm.Methods() {
-				for _, dt := range ssm.DTypes() {
-					for _, isComplex := range []bool{false, true} {
-						if !(isComplex && fallback(m, dt)) && judged(test, "scans of", m, dt, isComplex, false) {
-							combos = append(combos, combo{m, dt, isComplex})
-						}
-					}
-				}
-			}
-			if len(combos) == 0 {
-				t.Skip("no combination declared")
-			}
-			// rapid ends a failing test with t.Fatalf (runtime.Goexit): the
-			// diagnosis of the shrunk case runs deferred.
-			defer func() {
-				if t.Failed() && failing != nil {
-					t.Log(diagnosis(test, failing, failingDT))
-				}
-			}()
-			rapid.Check(t, func(rt *rapid.T) {
-				cb := rapid.SampledFrom(combos).Draw(rt, "combination")
-				limits := accuracyLimits(d)
-				limits.Methods, limits.Complex = []ssm.Method{cb.m}, map[bool]int{false: 1, true: 2}[cb.isComplex]
-				c := gen.Problems(limits).Draw(rt, "case")
-				dt := cb.dt
-				p := c.Problem
-				if w := within(c.Spec, dt); w != c.Spec {
-					c.Spec, p = w, gen.New(w, c.Seed)
-				}
-				cmp, p, err := scanChecked(test, p, dt)
-				if errors.Is(err, errNotTaken) {
-					rt.Skip(err)
-				}
-				if err != nil {
-					rt.Fatalf("%v %v: declared supported, but %v", c, dt, err)
-				}
-				if !cmp.Passed(dt) {
-					failing, failingDT = p, dt
-					rt.Fatalf("%v %v: worst %s; threshold %g (%d non-finite)\nreproduce: gen.New(%#v, %d)%s",
-						c, dt, cmp.Worst, judge.Threshold(dt), cmp.NonFinite, c.Spec, c.Seed, fittedNote(c.Problem, p))
-				}
-			})
+			// one of all 24.
+			accuracyProperty(t, test, d, declaredCombos(test, ssm.DTypes()))
 		})
 	}
+}
+
+// declaredCombos lists the scans of every method × dtype of dtypes ×
+// real/complex A that the library declares, for test (the others are
+// recorded as not supported; complex fallbacks are TestComplexFallback's).
+func declaredCombos(test string, dtypes []ssm.DType) []combo {
+	var out []combo
+	for _, m := range ssm.Methods() {
+		for _, dt := range dtypes {
+			for _, isComplex := range []bool{false, true} {
+				if !(isComplex && fallback(m, dt)) && judged(test, "scans of", m, dt, isComplex, false) {
+					out = append(out, combo{m, dt, isComplex})
+				}
+			}
+		}
+	}
+	return out
+}
+
+// accuracyProperty is the accuracy property of test over the combinations
+// combos (those the library declares): a rapid draw of one, a shape, its
+// options and inputs in distribution d, scanned and judged; the shrunk
+// failing case is diagnosed.
+func accuracyProperty(t *testing.T, test string, d gen.Dist, combos []combo) {
+	if len(combos) == 0 {
+		t.Skip("no combination declared")
+	}
+	// rapid replays the shrunk case last: the failure to diagnose.
+	var failing *ssm.Problem
+	var failingDT ssm.DType
+	// rapid ends a failing test with t.Fatalf (runtime.Goexit): the
+	// diagnosis of the shrunk case runs deferred.
+	defer func() {
+		if t.Failed() && failing != nil {
+			t.Log(diagnosis(test, failing, failingDT))
+		}
+	}()
+	rapid.Check(t, func(rt *rapid.T) {
+		cb := rapid.SampledFrom(combos).Draw(rt, "combination")
+		limits := accuracyLimits(d)
+		limits.Methods, limits.Complex = []ssm.Method{cb.m}, map[bool]int{false: 1, true: 2}[cb.isComplex]
+		c := gen.Problems(limits).Draw(rt, "case")
+		dt := cb.dt
+		p := c.Problem
+		if w := within(c.Spec, dt); w != c.Spec {
+			c.Spec, p = w, gen.New(w, c.Seed)
+		}
+		cmp, p, err := scanChecked(test, p, dt)
+		if errors.Is(err, errNotTaken) {
+			rt.Skip(err)
+		}
+		if err != nil {
+			rt.Fatalf("%v %v: declared supported, but %v", c, dt, err)
+		}
+		if !cmp.Passed(dt) {
+			failing, failingDT = p, dt
+			round := ""
+			if dt != ssm.F64 {
+				round = fmt.Sprintf(", then RoundTo(%v)", dt)
+			}
+			rt.Fatalf("%v %v: worst %s; threshold %g (%d non-finite)\nreproduce: gen.New(%#v, %d)%s%s",
+				c, dt, cmp.Worst, judge.Threshold(dt), cmp.NonFinite, c.Spec, c.Seed, round, fittedNote(c.Problem, p))
+		}
+	})
 }
 
 // TestAccuracyEveryCombination runs one small fixed case of every method ×

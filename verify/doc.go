@@ -35,8 +35,17 @@
 //	Stability   |Ā| ≤ 1 for Re(a) < 0, every method, Δ·|a| up to 1e6.
 //	ComplexFallback  capabilities held to their word: native methods match the
 //	            complex reference and differ from zoh; declared fallbacks equal zoh.
-//	FP32VsFP64  both dtypes against the reference next to the problem's natural
-//	            float32 error (the reference's Float32 mode).
+//	ErrorByDType  every dtype (fp64, fp32, bf16, fp16) per method on one Mamba
+//	            block: against the reference of its rounded inputs (judged) and
+//	            end to end, against that of the unrounded ones (the table of
+//	            what each method loses in each type).
+//	Narrow      the mixed-precision dtypes (fp16, bf16 inputs; float32 weights
+//	            and state): rapid properties, every combination, and the
+//	            special values of the 16-bit types (fp16's overflow at 65520
+//	            and subnormals, a 4096-step accumulation that needs a float32
+//	            state, large |Δ·a|, Δ after softplus). Their outputs are judged
+//	            by judge.OutputRatio: float32 arithmetic plus one rounding to
+//	            nearest of the output.
 //	Golden      every golden case (golden/), checksums verified.
 //	ConvergenceOrder  each method's global order, fitted from the library's
 //	            fp64 scan of h' = −h + 1 as Δ shrinks, against ssm.Method.Order.

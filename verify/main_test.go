@@ -37,7 +37,7 @@ func TestMain(m *testing.M) {
 	}
 	lib, rep = l, report.New(libraryInfo(l))
 	for _, m := range ssm.Methods() {
-		for _, dt := range ssm.DTypes() {
+		for _, dt := range ssm.AllDTypes() {
 			for _, c := range []bool{false, true} {
 				rep.Declare(m, dt, c, l.Capabilities(m, dt, c))
 				f, err := l.Features(m, dt, c)
@@ -234,8 +234,9 @@ func diagnoseSmall(p *ssm.Problem, dt ssm.DType) diagnose.Finding {
 	return diagnose.Finding{Tag: "none", Cause: "not diagnosed: no small prefix of the problem fails (" + p.Shape() + ")"}
 }
 
-// scanChecked runs the kernel on p in dt (rounding p to float32 first for
-// F32, so kernel and reference see the same numbers), compares with the
+// scanChecked runs the kernel on p in dt (rounding p first to the types
+// the kernel reads, ssm.Problem.RoundTo, so kernel and reference see the
+// same numbers), compares with the
 // reference and records the comparison under test. It returns the
 // comparison and the (possibly rounded) problem. Callers ask judged first:
 // a refusal here is of a declared combination, recorded as a failure of
@@ -245,9 +246,9 @@ func scanChecked(test string, p *ssm.Problem, dt ssm.DType) (judge.Comparison, *
 	if err != nil {
 		return judge.Comparison{}, p, err
 	}
-	if dt == ssm.F32 {
+	if dt != ssm.F64 {
 		p = p.Clone()
-		p.RoundToFloat32()
+		p.RoundTo(dt)
 	}
 	got, err := lib.Scan(p, dt)
 	if err != nil {

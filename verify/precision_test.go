@@ -134,49 +134,50 @@ func errorStats(got, want []float64) (maxAbs, maxRel, meanRel, corr float64) {
 	return
 }
 
-// TestFP32VsFP64: per method, real and complex, the fp32 and fp64 kernels on
-// the same (float32-representable) Mamba-block inputs against the float64
-// reference: max abs error, max and mean relative error, correlation, max
-// scaled ratio — next to the float32 reference mode's own error, the
-// problem's natural float32 error. fp64 must be at rounding level and fp32
-// within its threshold; the table says whether the kernel's fp32 error is
-// the natural one or worse.
-func TestFP32VsFP64(t *testing.T) {
+// TestErrorByDType: per method, real and complex A, the kernel in every
+// dtype it declares — fp64, fp32, and the 16-bit input types bf16 and
+// fp16 — on one Mamba-block problem (2×16×256×16), each on the problem's
+// inputs rounded to what that dtype reads (ssm.Problem.RoundTo), judged
+// against the float64 reference of those inputs: max abs, max and mean
+// relative error, correlation and the max scaled ratio, which must pass;
+// and end to end, against the float64 reference of the unrounded inputs:
+// what a user loses by running the method in that dtype, input rounding
+// included. For fp32, the float32 reference mode's ratio beside it (the
+// problem's natural float32 error) says whether the kernel's error is the
+// natural one or worse.
+func TestErrorByDType(t *testing.T) {
 	track(t)
-	table := report.Table{Name: "fp32 vs fp64 kernels against the float64 reference (Mamba block 2×16×256×16)",
-		Columns: []string{"method", "A", "dtype", "max abs err", "max rel err", "mean rel err", "1 − corr", "max ratio", "f32-mode max abs", "f32-mode max ratio"}}
+	table := report.Table{Name: "error by dtype against the float64 reference (Mamba block 2×16×256×16)",
+		Columns: []string{"method", "A", "dtype", "max abs err", "max rel err", "mean rel err", "1 − corr", "max ratio",
+			"end-to-end max rel", "end-to-end mean rel", "f32-mode max ratio"}}
 	for _, m := range ssm.Methods() {
 		for _, isComplex := range []bool{false, true} {
 			s := gen.MambaBlock(m, 2, 16, 256, 16)
 			s.Complex = isComplex
-			p, err := fitProblem(t.Name(), gen.New(within(s, ssm.F32), 5), ssm.F32)
+			exact, err := fitProblem(t.Name(), gen.New(within(s, ssm.F32), 5), ssm.F32)
 			if err != nil {
 				continue
 			}
-			p.RoundToFloat32()
-			ref, err := reference.Scan(p, ssm.Float64)
+			exactRef, err := reference.Scan(exact, ssm.Float64)
 			if err != nil {
 				t.Fatal(err)
 			}
-			sc, err := reference.ErrorScale(p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			mode, err := reference.Scan(p, ssm.Float32)
-			if err != nil {
-				t.Fatal(err)
-			}
-			modeCmp, err := judge.CompareScan(p, mode, ssm.F32, ref, sc)
-			if err != nil {
-				t.Fatal(err)
-			}
-			modeAbs, _, _, _ := errorStats(mode.Out, ref.Out)
-			for _, dt := range ssm.DTypes() {
+			for _, dt := range []ssm.DType{ssm.F64, ssm.F32, ssm.BF16, ssm.F16} {
 				if isComplex && fallback(m, dt) {
 					continue
 				}
 				if !judged(t.Name(), "scans of", m, dt, isComplex, false) {
 					continue
+				}
+				p := exact.Clone()
+				p.RoundTo(dt)
+				ref, err := reference.Scan(p, ssm.Float64)
+				if err != nil {
+					t.Fatal(err)
+				}
+				sc, err := reference.ErrorScaleIn(p, dt.Precision())
+				if err != nil {
+					t.Fatal(err)
 				}
 				got, err := lib.Scan(p, dt)
 				if err != nil {
@@ -187,12 +188,25 @@ func TestFP32VsFP64(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				rep.Add("TestFP32VsFP64", m, dt, isComplex, c.Worst.Ratio, c.Worst.ULP, c.Passed(dt), c.Worst.String())
+				rep.Add("TestErrorByDType", m, dt, isComplex, c.Worst.Ratio, c.Worst.ULP, c.Passed(dt), c.Worst.String())
 				maxAbs, maxRel, meanRel, corr := errorStats(got.Out, ref.Out)
+				_, e2eMax, e2eMean, _ := errorStats(got.Out, exactRef.Out)
+				mode := "—"
+				if dt == ssm.F32 {
+					f32, err := reference.Scan(p, ssm.Float32)
+					if err != nil {
+						t.Fatal(err)
+					}
+					modeCmp, err := judge.CompareScan(p, f32, ssm.F32, ref, sc)
+					if err != nil {
+						t.Fatal(err)
+					}
+					mode = fmt.Sprintf("%.3g", modeCmp.Worst.Ratio)
+				}
 				table.Rows = append(table.Rows, []string{m.String(), ssm.AKind(isComplex), dt.String(),
 					fmt.Sprintf("%.3g", maxAbs), fmt.Sprintf("%.3g", maxRel), fmt.Sprintf("%.3g", meanRel),
 					fmt.Sprintf("%.3g", 1-corr), fmt.Sprintf("%.3g", c.Worst.Ratio),
-					fmt.Sprintf("%.3g", modeAbs), fmt.Sprintf("%.3g", modeCmp.Worst.Ratio)})
+					fmt.Sprintf("%.3g", e2eMax), fmt.Sprintf("%.3g", e2eMean), mode})
 				if !c.Passed(dt) {
 					t.Errorf("%v %s %v: worst %s; threshold %g%s", m, ssm.AKind(isComplex), dt, c.Worst, judge.Threshold(dt), diagnosis(t.Name(), p, dt))
 				}

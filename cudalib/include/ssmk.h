@@ -15,6 +15,8 @@
  *     outermost dimension first.
  *   - dtype selects the element type of EVERY floating-point array of a call:
  *     SSMK_F32 (float) or SSMK_F64 (double). The library computes in it.
+ *     EXTENSION (SSMK_CAP_NARROW_INPUTS): the mixed-precision dtypes
+ *     SSMK_F16 and SSMK_BF16 (see MIXED PRECISION below).
  *   - Complex arrays are interleaved (re, im) pairs: shape [..., n] is stored
  *     as [..., n, 2].
  *   - Every function returns a status; after a non-zero status,
@@ -59,6 +61,24 @@
  *   and last_state[b][d][n] = h[n] after the last step; grp = d / (dim /
  *   n_groups). The summation order over n and the use of fused multiply-add
  *   are the library's choice.
+ *
+ * MIXED PRECISION (extension, SSMK_CAP_NARROW_INPUTS)
+ *   Mamba's kernels take 16-bit activations with float32 weights and state.
+ *   With dtype SSMK_F16 (IEEE binary16) or SSMK_BF16 (bfloat16) the
+ *   INPUT arrays — u, delta, variable B and C, z, and out — hold 16-bit bit
+ *   patterns (uint16_t, the format's own encoding), and the WEIGHT arrays —
+ *   A, constant B and C, D, delta_bias, initial_state and last_state — are
+ *   float (complex: interleaved float pairs): Mamba's combinations, input
+ *   half or bfloat16 with weights float or complex float. Every step
+ *   computes as in SSMK_F32 from the exactly widened inputs; each out
+ *   element is rounded once to the input type, to nearest, ties to even
+ *   (fp16 overflows to ±Inf from 65520 on; its subnormals are kept). The
+ *   precision of the state between steps is the library's business, but it
+ *   is judged: the suite's error model allows float32 arithmetic plus the
+ *   output's one rounding, so a state kept in 16 bits, or Δ or Δ·A rounded
+ *   to 16 bits, fails. These dtypes are the scan's only (capabilities carry
+ *   SSMK_CAP_SCAN_ONLY: ssmk_discretize returns SSMK_EUNSUPPORTED), and
+ *   plans fetch out in the input type and last_state in float.
  */
 #ifndef SSMK_H
 #define SSMK_H
@@ -88,8 +108,9 @@ enum {
     SSMK_ENOMEM = 5
 };
 
-/* Element types. */
-enum { SSMK_F32 = 0, SSMK_F64 = 1 };
+/* Element types. SSMK_F16 and SSMK_BF16 (extension): 16-bit inputs with
+ * float weights and state (MIXED PRECISION above). */
+enum { SSMK_F32 = 0, SSMK_F64 = 1, SSMK_F16 = 2, SSMK_BF16 = 3 };
 
 /* Methods. */
 enum { SSMK_ZOH = 0, SSMK_FOH = 1, SSMK_BILINEAR = 2, SSMK_POLY = 3, SSMK_HIGHORDER = 4, SSMK_RK4 = 5 };
@@ -100,6 +121,7 @@ enum { SSMK_ZOH = 0, SSMK_FOH = 1, SSMK_BILINEAR = 2, SSMK_POLY = 3, SSMK_HIGHOR
 #define SSMK_CAP_SCAN_ONLY 4u            /* the scan (and its plans) do this; ssmk_discretize does not */
 #define SSMK_CAP_INITIAL_STATE 8u        /* ssmk_scan_fwd_state and ssmk_plan_create_state take an initial state */
 #define SSMK_CAP_FEATURES 16u            /* ssmk_scan_features declares the options, shapes and structure it takes */
+#define SSMK_CAP_NARROW_INPUTS 32u /* dtype SSMK_F16 or SSMK_BF16: the scan takes 16-bit inputs (mixed precision) */
 
 /* 1 for this header. The suite refuses a library that returns another value. */
 SSMK_API int32_t ssmk_abi_version(void);
@@ -130,6 +152,11 @@ SSMK_API int32_t ssmk_max_dstate(void);
  * ssmk_scan_features, and what it declares for this combination limits
  * what the suite asks of the scan. A library without it takes every option
  * of the scan on every shape (ABI v1).
+ * Bit 5 SSMK_CAP_NARROW_INPUTS (extension; only for dtype SSMK_F16 or
+ * SSMK_BF16, with bits 0 and 2): the scan and its plans take this 16-bit
+ * input type with float weights (MIXED PRECISION). A combination of a
+ * 16-bit dtype is supported only when bit 5 is set with bit 0, so that a
+ * library of ABI v1, which knows no such dtype, is never judged on one.
  * 0 for an unknown method, dtype, or is_complex other than 0 or 1.
  *
  * What a library declares unsupported is reported as such, never as a

@@ -11,15 +11,20 @@
 #include <time.h>
 
 #include <new>
+#include <type_traits>
 #include <vector>
 
 #include "ssmk.h"
 #include "ssmk_host.h"
 #include "ssmk_methods.h"
+#include "ssmk_narrow.h"
 
 using namespace ssmk;
 
 namespace {
+
+/* The CPU build takes the 16-bit input types (scan only), in float32. */
+constexpr bool kNarrowInputs = true;
 
 int g_threads = 0; /* 0: not yet read from OpenMP */
 
@@ -39,27 +44,43 @@ double now_ms() {
 }
 
 /* Output element i (row·L + t) with its gate applied: finish_output with z[i]
- * where there is a z. */
-template <typename T>
-T finish_at(const ssmk_scan_args *a, int64_t i, T y, T u, int d) {
-    return finish_output(y, u, (const T *)a->D, d, a->z != nullptr, a->z ? ((const T *)a->z)[i] : T(0));
+ * where there is a z, stored in the input type I. */
+template <typename I, typename T>
+void store_output(const ssmk_scan_args *a, int64_t i, T y, T u, int d) {
+    const T v = finish_output(y, u, (const T *)a->D, d, a->z != nullptr, a->z ? T(widen(((const I *)a->z)[i])) : T(0));
+    ((I *)a->out)[i] = narrow<I>(v);
 }
 
-#if SSMK_MUTANT == 24
+#if SSMK_MUTANT == 24 || SSMK_MUTANT == 25 || SSMK_MUTANT == 28
 /* bfloat16's rounding (to nearest even, 8 bits of mantissa). */
-inline float round_half(float v) {
-    uint32_t b;
-    memcpy(&b, &v, 4);
-    b = (b + 0x7fffu + ((b >> 16) & 1u)) & 0xffff0000u;
-    memcpy(&v, &b, 4);
-    return v;
-}
+inline float round_half(float v) { return widen(to_bfloat16(v)); }
 inline double round_half(double v) { return round_half((float)v); }
 template <typename T>
 cplx<T> round_half(cplx<T> v) {
     return cmake(round_half(v.re), round_half(v.im));
 }
 #endif
+
+/* The planted slips of a mixed-precision kernel: each rounds a value a
+ * correct one keeps in float to 16 bits, for the 16-bit input types only:
+ * the state (25) or Δ·A (28) to bfloat16, Δ to the input type (27). */
+template <typename I, typename V>
+V narrow_slip(V v, int k) {
+#if SSMK_MUTANT == 25 || SSMK_MUTANT == 28
+    if (sizeof(I) == 2 && k == SSMK_MUTANT) return round_half(v);
+#else
+    (void)k;
+#endif
+    return v;
+}
+
+template <typename I, typename T>
+T delta_slip(T dt) {
+#if SSMK_MUTANT == 27
+    if constexpr (sizeof(I) == 2) return T(widen(narrow<I>(dt)));
+#endif
+    return dt;
+}
 
 /* Row row's initial state: h0[row·N …] (the layout of last_state), or 0.
  * Mutation testing plants the usual slips of resuming a scan here. */
@@ -80,95 +101,122 @@ V initial_of(const V *h0, int64_t row, int N, int n, int dim) {
 #endif
 }
 
+template <typename V>
+struct real_of {
+    using type = V;
+};
 template <typename T>
-void scan_row_real(const ssmk_scan_args *a, const void *h0, int64_t row) {
-    const int L = a->seqlen, N = a->dstate, b = (int)(row / a->dim), d = (int)(row % a->dim);
-    const int grp = group_of(d, a->dim, a->n_groups);
-    const T *u = (const T *)a->u + row * L, *delta = (const T *)a->delta + row * L;
-    const T *A = (const T *)a->A + (int64_t)d * N;
-    const T *B = (const T *)a->B, *C = (const T *)a->C;
-    /* Offsets of element (n, t) of B and C: n*ns + t*ts from base. */
-    const int64_t vbase = ((int64_t)b * a->n_groups + grp) * N * L;
-    const T *Bb = a->is_variable_B ? B + vbase : B + (int64_t)d * N;
-    const T *Cb = a->is_variable_C ? C + vbase : C + (int64_t)d * N;
-    const int64_t bns = a->is_variable_B ? L : 1, bts = a->is_variable_B ? 1 : 0;
-    const int64_t cns = a->is_variable_C ? L : 1, cts = a->is_variable_C ? 1 : 0;
-    T h[SSMK_MAX_DSTATE];
-    for (int n = 0; n < N; n++) h[n] = initial_of((const T *)h0, row, N, n, a->dim);
-#if SSMK_MUTANT == 22
-    T late[SSMK_MAX_DSTATE]; /* the initial state applied one step late */
-    for (int n = 0; n < N; n++) late[n] = h[n], h[n] = T(0);
-#endif
-    for (int t = 0; t < L; t++) {
-        const T dt = step_dt(delta[t], (const T *)a->delta_bias, d, a->delta_softplus);
-        const T uu = u[t];
-        T y = T(0);
-        for (int n = 0; n < N; n++) {
-            T ab, g;
-            method_real(a->method, dt * A[n], ab, g);
-            const T bv = Bb[n * bns + t * bts], cv = Cb[n * cns + t * cts];
-#if SSMK_MUTANT == 11
-            y += cv * h[n]; /* the output read before the state update */
-            h[n] = ab * h[n] + (dt * g) * bv * uu;
-#elif SSMK_MUTANT == 17
-            /* A reduction whose order follows the team size: with more than
-             * one thread, y sums the states from the last one down. */
-            h[n] = ab * h[n] + (dt * g) * bv * uu;
-            if (threads() == 1) y += cv * h[n];
-            if (threads() > 1 && n == N - 1)
-                for (int k = N - 1; k >= 0; k--) y += Cb[k * cns + t * cts] * h[k];
-#else
-            h[n] = ab * h[n] + (dt * g) * bv * uu;
-            y += cv * h[n];
-#endif
+struct real_of<cplx<T>> {
+    using type = T;
+};
+
+/* B or C as a row reads it: element (n, t) at p + n·ns + t·ts, in V where
+ * the array is of the weight type (constant, or any array of a
+ * full-precision dtype), else in the input type I (variable, 16-bit),
+ * widened. */
+template <typename I, typename V>
+struct BCRow {
+    const void *p;
+    int64_t ns, ts;
+    bool narrow; /* a variable array of a 16-bit input type */
+};
+
+template <typename I, typename V>
+V bc_at(const BCRow<I, V> &s, int n, int t) {
+    using T = typename real_of<V>::type;
+    if constexpr (!std::is_same<I, T>::value) {
+        if (s.narrow) {
+            const I *e = (const I *)s.p + (n * s.ns + t * s.ts) * (int64_t)(sizeof(V) / sizeof(T));
+            if constexpr (std::is_same<V, T>::value)
+                return T(widen(e[0]));
+            else
+                return cmake(T(widen(e[0])), T(widen(e[1])));
         }
-        ((T *)a->out)[row * L + t] = finish_at(a, row * L + t, y, uu, d);
-#if SSMK_MUTANT == 22
-        if (t == 0)
-            for (int n = 0; n < N; n++) h[n] += late[n];
-#endif
     }
-    if (a->last_state) {
-        T *s = (T *)a->last_state + row * N;
-        for (int n = 0; n < N; n++) s[n] = h[n];
-    }
+    return ((const V *)s.p)[n * s.ns + t * s.ts];
 }
 
-template <typename T>
-void scan_row_complex(const ssmk_scan_args *a, const void *h0, int64_t row) {
-    const int L = a->seqlen, N = a->dstate, b = (int)(row / a->dim), d = (int)(row % a->dim);
-    const int grp = group_of(d, a->dim, a->n_groups);
-    const T *u = (const T *)a->u + row * L, *delta = (const T *)a->delta + row * L;
-    const cplx<T> *A = (const cplx<T> *)a->A + (int64_t)d * N;
-    const cplx<T> *B = (const cplx<T> *)a->B, *C = (const cplx<T> *)a->C;
-    const int64_t vbase = ((int64_t)b * a->n_groups + grp) * N * L;
-    const cplx<T> *Bb = a->is_variable_B ? B + vbase : B + (int64_t)d * N;
-    const cplx<T> *Cb = a->is_variable_C ? C + vbase : C + (int64_t)d * N;
-    const int64_t bns = a->is_variable_B ? L : 1, bts = a->is_variable_B ? 1 : 0;
-    const int64_t cns = a->is_variable_C ? L : 1, cts = a->is_variable_C ? 1 : 0;
-    cplx<T> h[SSMK_MAX_DSTATE];
-    for (int n = 0; n < N; n++) h[n] = initial_of((const cplx<T> *)h0, row, N, n, a->dim);
-    for (int t = 0; t < L; t++) {
-        const T dt = step_dt(delta[t], (const T *)a->delta_bias, d, a->delta_softplus);
-        const T uu = u[t];
-        cplx<T> acc = cmake(T(0), T(0));
-        for (int n = 0; n < N; n++) {
-            cplx<T> ab, g;
-            method_complex(a->method, cscale(A[n], dt), ab, g);
-            const cplx<T> bu = cscale(cmul(cscale(g, dt), Bb[n * bns + t * bts]), uu);
-            const cplx<T> cv = Cb[n * cns + t * cts];
-#if SSMK_MUTANT == 11
-            acc = cadd(acc, c_times_h(cv, h[n]));
-            h[n] = cadd(cmul(ab, h[n]), bu);
-#else
-            h[n] = cadd(cmul(ab, h[n]), bu);
-            acc = cadd(acc, c_times_h(cv, h[n]));
+template <typename I, typename V>
+BCRow<I, V> bc_row(const ssmk_scan_args *a, const void *p, int32_t variable, int64_t row) {
+    using T = typename real_of<V>::type;
+    const int N = a->dstate, L = a->seqlen, b = (int)(row / a->dim), d = (int)(row % a->dim);
+    if (variable) {
+        const int64_t off = ((int64_t)b * a->n_groups + group_of(d, a->dim, a->n_groups)) * N * L;
+        if (std::is_same<I, T>::value) return {(const V *)p + off, L, 1, false};
+        return {(const I *)p + off * (int64_t)(sizeof(V) / sizeof(T)), L, 1, true};
+    }
+    return {(const V *)p + (int64_t)d * N, 1, 0, false};
+}
+
+/* One (batch, dim) row of the scan: inputs of type I (u, delta, variable
+ * B/C, z, out), weights and state of type T (real) or cplx<T> (V). */
+template <typename I, typename T, typename V>
+void scan_row(const ssmk_scan_args *a, const void *h0, int64_t row) {
+    constexpr bool kComplex = !std::is_same<T, V>::value;
+    const int L = a->seqlen, N = a->dstate, d = (int)(row % a->dim);
+    const I *u = (const I *)a->u + row * L, *delta = (const I *)a->delta + row * L;
+    const V *A = (const V *)a->A + (int64_t)d * N;
+    const BCRow<I, V> Bs = bc_row<I, V>(a, a->B, a->is_variable_B, row);
+    const BCRow<I, V> Cs = bc_row<I, V>(a, a->C, a->is_variable_C, row);
+    V h[SSMK_MAX_DSTATE];
+    for (int n = 0; n < N; n++) h[n] = initial_of((const V *)h0, row, N, n, a->dim);
+#if SSMK_MUTANT == 22
+    V late[SSMK_MAX_DSTATE]; /* the initial state applied one step late */
+    for (int n = 0; n < N; n++) late[n] = h[n], h[n] = V{};
 #endif
+    for (int t = 0; t < L; t++) {
+        const T dt = delta_slip<I>(step_dt(T(widen(delta[t])), (const T *)a->delta_bias, d, a->delta_softplus));
+        const T uu = T(widen(u[t]));
+        V acc{};
+        for (int n = 0; n < N; n++) {
+            V ab, g;
+            const V bv = bc_at(Bs, n, t), cv = bc_at(Cs, n, t);
+            if constexpr (kComplex) {
+                method_complex(a->method, narrow_slip<I>(cscale(A[n], dt), 28), ab, g);
+                const V bu = cscale(cmul(cscale(g, dt), bv), uu);
+#if SSMK_MUTANT == 11
+                acc = cadd(acc, c_times_h(cv, h[n]));
+                h[n] = narrow_slip<I>(cadd(cmul(ab, h[n]), bu), 25);
+#else
+                h[n] = narrow_slip<I>(cadd(cmul(ab, h[n]), bu), 25);
+                acc = cadd(acc, c_times_h(cv, h[n]));
+#endif
+            } else {
+                method_real(a->method, narrow_slip<I>(dt * A[n], 28), ab, g);
+#if SSMK_MUTANT == 11
+                acc += cv * h[n]; /* the output read before the state update */
+                h[n] = ab * h[n] + (dt * g) * bv * uu;
+#elif SSMK_MUTANT == 17
+                /* A reduction whose order follows the team size: with more
+                 * than one thread, y sums the states from the last one down. */
+                h[n] = ab * h[n] + (dt * g) * bv * uu;
+                if (threads() == 1) acc += cv * h[n];
+                if (threads() > 1 && n == N - 1)
+                    for (int k = N - 1; k >= 0; k--) acc += bc_at(Cs, k, t) * h[k];
+#else
+                h[n] = narrow_slip<I>(ab * h[n] + (dt * g) * bv * uu, 25);
+                acc += cv * h[n];
+#endif
+            }
         }
-        ((T *)a->out)[row * L + t] = finish_at(a, row * L + t, complex_output(acc.re), uu, d);
+        T y;
+        if constexpr (kComplex)
+            y = complex_output(acc.re);
+        else
+            y = acc;
+        store_output<I>(a, row * L + t, y, uu, d);
+#if SSMK_MUTANT == 22
+        if (t == 0)
+            for (int n = 0; n < N; n++) {
+                if constexpr (kComplex)
+                    h[n] = cadd(h[n], late[n]);
+                else
+                    h[n] += late[n];
+            }
+#endif
     }
     if (a->last_state) {
-        cplx<T> *s = (cplx<T> *)a->last_state + row * N;
+        V *s = (V *)a->last_state + row * N;
         for (int n = 0; n < N; n++) s[n] = h[n];
     }
 }
@@ -181,19 +229,31 @@ void for_rows(int64_t rows, F row) {
     for (int64_t r = 0; r < rows; r++) row(r);
 }
 
-/* The scan proper, on validated arguments. */
-void run_scan(const ssmk_scan_args *a, const void *h0 = nullptr) {
+template <typename I, typename T>
+void run_scan_t(const ssmk_scan_args *a, const void *h0) {
     const int64_t rows = (int64_t)a->batch * a->dim;
-    if (a->dtype == SSMK_F64) {
-        if (a->is_complex)
-            for_rows(rows, [a, h0](int64_t r) { scan_row_complex<double>(a, h0, r); });
-        else
-            for_rows(rows, [a, h0](int64_t r) { scan_row_real<double>(a, h0, r); });
-    } else {
-        if (a->is_complex)
-            for_rows(rows, [a, h0](int64_t r) { scan_row_complex<float>(a, h0, r); });
-        else
-            for_rows(rows, [a, h0](int64_t r) { scan_row_real<float>(a, h0, r); });
+    if (a->is_complex)
+        for_rows(rows, [a, h0](int64_t r) { scan_row<I, T, cplx<T>>(a, h0, r); });
+    else
+        for_rows(rows, [a, h0](int64_t r) { scan_row<I, T, T>(a, h0, r); });
+}
+
+/* The scan proper, on validated arguments: one instantiation per input
+ * type, each computing in its weight type. */
+void run_scan(const ssmk_scan_args *a, const void *h0 = nullptr) {
+    switch (a->dtype) {
+    case SSMK_F64:
+        run_scan_t<double, double>(a, h0);
+        break;
+    case SSMK_F16:
+        run_scan_t<half16, float>(a, h0);
+        break;
+    case SSMK_BF16:
+        run_scan_t<bfloat16, float>(a, h0);
+        break;
+    default:
+        run_scan_t<float, float>(a, h0);
+        break;
     }
 }
 
@@ -296,11 +356,11 @@ SSMK_API int32_t ssmk_device_name(char *buf, int32_t len) {
 SSMK_API int32_t ssmk_max_dstate(void) { return SSMK_MAX_DSTATE; }
 
 SSMK_API uint32_t ssmk_capabilities(int32_t method, int32_t dtype, int32_t is_complex) {
-    return native_capabilities(method, dtype, is_complex);
+    return native_capabilities(method, dtype, is_complex, kNarrowInputs);
 }
 
 SSMK_API int32_t ssmk_scan_features(int32_t method, int32_t dtype, int32_t is_complex, ssmk_feature_set *f) {
-    return native_scan_features(method, dtype, is_complex, f);
+    return native_scan_features(method, dtype, is_complex, kNarrowInputs, f);
 }
 
 SSMK_API int32_t ssmk_set_num_threads(int32_t n) {
@@ -320,14 +380,14 @@ SSMK_API int32_t ssmk_discretize(int32_t method, int32_t dtype, int32_t is_compl
 }
 
 SSMK_API int32_t ssmk_scan_fwd(const ssmk_scan_args *args) {
-    int32_t st = validate_scan(args, SSMK_MAX_DSTATE);
+    int32_t st = validate_scan(args, SSMK_MAX_DSTATE, kNarrowInputs);
     if (st) return st;
     run_scan(args);
     return SSMK_OK;
 }
 
 SSMK_API int32_t ssmk_scan_fwd_state(const ssmk_scan_args *args, const void *initial_state) {
-    int32_t st = validate_scan(args, SSMK_MAX_DSTATE);
+    int32_t st = validate_scan(args, SSMK_MAX_DSTATE, kNarrowInputs);
     if (st) return st;
     run_scan(args, initial_state);
     return SSMK_OK;
@@ -339,7 +399,7 @@ SSMK_API int32_t ssmk_plan_create(const ssmk_scan_args *args, ssmk_plan **plan) 
 
 SSMK_API int32_t ssmk_plan_create_state(const ssmk_scan_args *args, const void *initial_state, ssmk_plan **plan) {
     if (!plan) return fail(SSMK_EINVAL, "plan is NULL");
-    int32_t st = validate_scan(args, SSMK_MAX_DSTATE);
+    int32_t st = validate_scan(args, SSMK_MAX_DSTATE, kNarrowInputs);
     if (st) return st;
     ssmk_plan *p = new (std::nothrow) ssmk_plan;
     if (!p) return fail(SSMK_ENOMEM, "out of host memory for the plan");
@@ -351,18 +411,20 @@ SSMK_API int32_t ssmk_plan_create_state(const ssmk_scan_args *args, const void *
     struct {
         const void **dst;
         int64_t count;
-    } ins[] = {{&p->args.u, s.seq}, {&p->args.delta, s.seq}, {&p->args.A, s.a},   {&p->args.B, s.b},
-               {&p->args.C, s.c},   {&p->args.D, s.dim},     {&p->args.z, s.seq}, {&p->args.delta_bias, s.dim}};
+        size_t elem;
+    } ins[] = {{&p->args.u, s.seq, s.in},   {&p->args.delta, s.seq, s.in},    {&p->args.A, s.a, s.w},
+               {&p->args.B, s.b, s.b_elem}, {&p->args.C, s.c, s.c_elem},      {&p->args.D, s.dim, s.w},
+               {&p->args.z, s.seq, s.in},   {&p->args.delta_bias, s.dim, s.w}};
     for (auto &in : ins) {
-        *in.dst = dup(*in.dst, in.count, s.elem, &oom);
+        *in.dst = dup(*in.dst, in.count, in.elem, &oom);
         if (*in.dst) p->owned.push_back((void *)*in.dst);
     }
     if (initial_state) {
-        p->h0 = dup(initial_state, s.state, s.elem, &oom);
+        p->h0 = dup(initial_state, s.state, s.w, &oom);
         if (p->h0) p->owned.push_back((void *)p->h0);
     }
-    p->args.out = malloc((size_t)s.seq * s.elem);
-    p->args.last_state = malloc((size_t)s.state * s.elem);
+    p->args.out = malloc((size_t)s.seq * s.in);
+    p->args.last_state = malloc((size_t)s.state * s.w);
     if (p->args.out) p->owned.push_back(p->args.out);
     if (p->args.last_state) p->owned.push_back(p->args.last_state);
     if (oom || !p->args.out || !p->args.last_state) {
@@ -405,7 +467,7 @@ SSMK_API int32_t ssmk_plan_launch(ssmk_plan *p) {
     if (!p) return fail(SSMK_EINVAL, "plan is NULL");
 #if SSMK_MUTANT == 15
     /* The bias added to the plan's own copy of delta in place. */
-    if (p->is_scan && p->args.delta_bias) {
+    if (p->is_scan && p->args.delta_bias && !narrow_dtype(p->args.dtype)) {
         ssmk_scan_args a = p->args;
         for (int64_t i = 0; i < p->sz.seq; i++) {
             int d = (int)((i / a.seqlen) % a.dim);
@@ -465,8 +527,8 @@ SSMK_API int32_t ssmk_plan_time(ssmk_plan *p, int32_t iters, double *ms_total) {
 SSMK_API int32_t ssmk_plan_fetch(ssmk_plan *p, void *out, void *last_state) {
     if (int32_t st = validate_fetch(p, out, p && p->launched)) return st;
     if (p->is_scan) {
-        memcpy(out, p->args.out, (size_t)p->sz.seq * p->sz.elem);
-        if (last_state) memcpy(last_state, p->args.last_state, (size_t)p->sz.state * p->sz.elem);
+        memcpy(out, p->args.out, (size_t)p->sz.seq * p->sz.in);
+        if (last_state) memcpy(last_state, p->args.last_state, (size_t)p->sz.state * p->sz.w);
         return SSMK_OK;
     }
     size_t bytes = (size_t)p->n * (p->is_complex ? 2 : 1) * (p->dtype == SSMK_F64 ? 8 : 4);

@@ -41,27 +41,34 @@ inline const char *method_name(int32_t m) {
     return (m >= 0 && m <= 5) ? names[m] : "?";
 }
 
+/* The 16-bit input types (the mixed-precision dtypes, float32 weights). */
+inline bool narrow_dtype(int32_t dtype) { return dtype == SSMK_F16 || dtype == SSMK_BF16; }
+
 inline int32_t check_common(int32_t method, int32_t dtype, int32_t is_complex) {
     if (method < 0 || method > 5)
         return fail(SSMK_EINVAL, "method = %d: want 0..5 (zoh foh bilinear poly highorder rk4)", method);
-    if (dtype != SSMK_F32 && dtype != SSMK_F64)
-        return fail(SSMK_EINVAL, "dtype = %d: want SSMK_F32 (0) or SSMK_F64 (1)", dtype);
+    if (dtype != SSMK_F32 && dtype != SSMK_F64 && !narrow_dtype(dtype))
+        return fail(SSMK_EINVAL, "dtype = %d: want SSMK_F32 (0), SSMK_F64 (1), SSMK_F16 (2) or SSMK_BF16 (3)", dtype);
     if (is_complex != 0 && is_complex != 1) return fail(SSMK_EINVAL, "is_complex = %d: want 0 or 1", is_complex);
     return SSMK_OK;
 }
 
-/* The capabilities of a library that runs every method natively in both
- * dtypes, real and complex (both of this project's backends). */
-inline uint32_t native_capabilities(int32_t method, int32_t dtype, int32_t is_complex) {
-    if (method < 0 || method > 5 || (dtype != SSMK_F32 && dtype != SSMK_F64) || (is_complex != 0 && is_complex != 1))
-        return 0;
-    return SSMK_CAP_SUPPORTED | SSMK_CAP_INITIAL_STATE | SSMK_CAP_FEATURES;
+/* The capabilities of a library that runs every method natively in fp32
+ * and fp64, real and complex (both of this project's backends), and, where
+ * narrow is set, with fp16 and bfloat16 inputs too (its scan only). */
+inline uint32_t native_capabilities(int32_t method, int32_t dtype, int32_t is_complex, bool narrow) {
+    if (method < 0 || method > 5 || (is_complex != 0 && is_complex != 1)) return 0;
+    const uint32_t scan = SSMK_CAP_SUPPORTED | SSMK_CAP_INITIAL_STATE | SSMK_CAP_FEATURES;
+    if (dtype == SSMK_F32 || dtype == SSMK_F64) return scan;
+    if (narrow && narrow_dtype(dtype)) return scan | SSMK_CAP_SCAN_ONLY | SSMK_CAP_NARROW_INPUTS;
+    return 0;
 }
 
 /* ssmk_scan_features of such a library: every option on every shape. */
-inline int32_t native_scan_features(int32_t method, int32_t dtype, int32_t is_complex, ssmk_feature_set *f) {
+inline int32_t native_scan_features(int32_t method, int32_t dtype, int32_t is_complex, bool narrow,
+                                    ssmk_feature_set *f) {
     if (!f) return fail(SSMK_EINVAL, "f is NULL");
-    if (!(native_capabilities(method, dtype, is_complex) & SSMK_CAP_FEATURES))
+    if (!(native_capabilities(method, dtype, is_complex, narrow) & SSMK_CAP_FEATURES))
         return fail(SSMK_EUNSUPPORTED, "method = %d, dtype = %d, is_complex = %d: not a supported combination", method,
                     dtype, is_complex);
     *f = ssmk_feature_set{};
@@ -101,6 +108,9 @@ inline int32_t validate_discretize(int32_t method, int32_t dtype, int32_t is_com
                                    const void *A, const void *abar, const void *bcoef) {
     int32_t st = check_common(method, dtype, is_complex);
     if (st) return st;
+    if (narrow_dtype(dtype))
+        return fail(SSMK_EUNSUPPORTED, "dtype = %d: the 16-bit input types are the scan's only (SSMK_CAP_SCAN_ONLY)",
+                    dtype);
     if (n < 1) return fail(SSMK_EINVAL, "n = %lld: want >= 1", (long long)n);
     if (n > (int64_t)1 << 40) return fail(SSMK_EINVAL, "n = %lld: want <= 2^40", (long long)n);
     if (!delta) return fail(SSMK_EINVAL, "delta is NULL");
@@ -110,15 +120,21 @@ inline int32_t validate_discretize(int32_t method, int32_t dtype, int32_t is_com
     return SSMK_OK;
 }
 
-/* Element counts (in scalars of the dtype, complex counted twice) of every
- * array of a validated scan. */
+/* Bytes per scalar of a dtype's inputs (u, delta, variable B/C, z, out)
+ * and of its weights (A, constant B/C, D, delta_bias, the states). */
+inline size_t input_size(int32_t dtype) { return dtype == SSMK_F64 ? 8 : narrow_dtype(dtype) ? 2 : 4; }
+inline size_t weight_size(int32_t dtype) { return dtype == SSMK_F64 ? 8 : 4; }
+
+/* Element counts (in scalars, complex counted twice) of every array of a
+ * validated scan, and the bytes per scalar of each. */
 struct ScanSizes {
-    int64_t seq;   /* u, delta, z, out */
-    int64_t a;     /* A */
-    int64_t b, c;  /* B, C */
-    int64_t dim;   /* D, delta_bias */
-    int64_t state; /* last_state */
-    size_t elem;   /* bytes per scalar */
+    int64_t seq;           /* u, delta, z, out */
+    int64_t a;             /* A */
+    int64_t b, c;          /* B, C */
+    int64_t dim;           /* D, delta_bias */
+    int64_t state;         /* last_state, initial_state */
+    size_t in, w;          /* bytes per scalar of the inputs and of the weights */
+    size_t b_elem, c_elem; /* of B and C: in when variable, else w */
 };
 
 inline ScanSizes scan_sizes(const ssmk_scan_args *a) {
@@ -132,11 +148,15 @@ inline ScanSizes scan_sizes(const ssmk_scan_args *a) {
     s.c = a->is_variable_C ? var : cst;
     s.dim = a->dim;
     s.state = (int64_t)a->batch * a->dim * a->dstate * cw;
-    s.elem = a->dtype == SSMK_F64 ? 8 : 4;
+    s.in = input_size(a->dtype);
+    s.w = weight_size(a->dtype);
+    s.b_elem = a->is_variable_B ? s.in : s.w;
+    s.c_elem = a->is_variable_C ? s.in : s.w;
     return s;
 }
 
-inline int32_t validate_scan(const ssmk_scan_args *a, int32_t max_dstate) {
+/* narrow: the library takes the 16-bit input types (else SSMK_EUNSUPPORTED). */
+inline int32_t validate_scan(const ssmk_scan_args *a, int32_t max_dstate, bool narrow) {
     if (!a) return fail(SSMK_EINVAL, "args is NULL");
     struct {
         const char *name;
@@ -151,6 +171,8 @@ inline int32_t validate_scan(const ssmk_scan_args *a, int32_t max_dstate) {
         return fail(SSMK_EINVAL, "n_groups = %d does not divide dim = %d", a->n_groups, a->dim);
     int32_t st = check_common(a->method, a->dtype, a->is_complex);
     if (st) return st;
+    if (!narrow && narrow_dtype(a->dtype))
+        return fail(SSMK_EUNSUPPORTED, "dtype = %d: this library does not take 16-bit inputs", a->dtype);
     struct {
         const char *name;
         int32_t v;

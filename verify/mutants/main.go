@@ -79,10 +79,18 @@ var Catalogue = []Mutant{
 	{22, "h0-late", "the initial state added after the first step's update instead of before it", "h0-late", 0, resumeRun},
 	{23, "h0-batch", "the initial state read from batch entry 0 for every batch row", "h0-batch", 0, resumeRun},
 	{24, "h0-16bit", "the initial state kept in 16 bits (bfloat16) when it is read", "h0-16bit", 0, resumeRun},
+	{25, "state-16bit", "fp16/bf16 inputs: the state kept in bfloat16 between steps instead of float32", "state-16bit", 0, narrowRun},
+	{26, "output-truncated", "fp16/bf16 inputs: each output truncated to the 16-bit type instead of rounded to nearest", "output-truncated", 0, narrowRun},
+	{27, "delta-16bit", "fp16/bf16 inputs: Δ rounded to the input type after the bias and softplus", "delta-16bit", 0, narrowRun},
+	{28, "dA-16bit", "fp16/bf16 inputs: Δ·A rounded to bfloat16 before the exponential", "dA-16bit", 0, narrowRun},
 }
 
 // resumeRun is the suite's test of scans that resume from a state.
 const resumeRun = "^TestResumption$"
+
+// narrowRun is the suite's tests of the 16-bit input types (verify's
+// TestNarrow…), the only ones that scan in them.
+const narrowRun = "^TestNarrow"
 
 // CUDACatalogue lists the mutants of the CUDA library's own code, which
 // the CPU build does not have; each K appears as SSMK_MUTANT == K (or
@@ -226,12 +234,14 @@ func main() {
 	if err := os.WriteFile(filepath.Join(*out, "mutants.json"), append(js, '\n'), 0o644); err != nil {
 		fatal(err)
 	}
-	survivors, correct, kernel, resume, diagnosable := 0, 0, 0, 0, 0
+	survivors, correct, kernel, resume, narrow, diagnosable := 0, 0, 0, 0, 0, 0
 	for _, r := range results {
 		if !r.Killed {
 			survivors++
 		}
 		switch {
+		case r.Run == narrowRun:
+			narrow++
 		case r.Run != "":
 			resume++
 		case r.Check == 0:
@@ -244,11 +254,11 @@ func main() {
 			correct++
 		}
 	}
-	fmt.Printf("\n%d of %d mutants killed in %.0f s (%d kernel bugs; %d resumption bugs; %d check faults, each by its check alone); matrix in %s/mutants.json\n",
-		len(results)-survivors, len(results), time.Since(start).Seconds(), kernel, resume, len(results)-kernel-resume, *out)
+	fmt.Printf("\n%d of %d mutants killed in %.0f s (%d kernel bugs; %d resumption bugs; %d mixed-precision bugs; %d check faults, each by its check alone); matrix in %s/mutants.json\n",
+		len(results)-survivors, len(results), time.Since(start).Seconds(), kernel, resume, narrow, len(results)-kernel-resume-narrow, *out)
 	acc := float64(correct) / float64(max(1, diagnosable))
 	if diagnosable > 0 {
-		fmt.Printf("diagnosis: %d of %d kernel and resumption bugs diagnosed with their cause (%.0f%%; at least %.0f%% required)\n", correct, diagnosable, 100*acc, 100*MinDiagnosed)
+		fmt.Printf("diagnosis: %d of %d kernel, resumption and mixed-precision bugs diagnosed with their cause (%.0f%%; at least %.0f%% required)\n", correct, diagnosable, 100*acc, 100*MinDiagnosed)
 	}
 	status := 0
 	if survivors > 0 {

@@ -40,6 +40,10 @@ using namespace ssmk;
 
 namespace {
 
+/* The CUDA kernels take fp32 and fp64 inputs only: the 16-bit input types
+ * are declared unsupported (and refused) until they do. */
+constexpr bool kNarrowInputs = false;
+
 int32_t plan_scan(const ssmk_scan_args *args, const void *initial_state, ssmk_plan **out) {
     ssmk_plan *p = new (std::nothrow) ssmk_plan;
     if (!p) return fail(SSMK_ENOMEM, "out of host memory for the plan");
@@ -51,16 +55,17 @@ int32_t plan_scan(const ssmk_scan_args *args, const void *initial_state, ssmk_pl
     const struct {
         const void *src;
         int64_t count;
+        size_t elem;
         const void **dst;
-    } ins[] = {{args->u, s.seq, &p->dargs.u}, {args->delta, s.seq, &p->dargs.delta},
-               {args->A, s.a, &p->dargs.A},   {args->B, s.b, &p->dargs.B},
-               {args->C, s.c, &p->dargs.C},   {args->D, s.dim, &p->dargs.D},
-               {args->z, s.seq, &p->dargs.z}, {args->delta_bias, s.dim, &p->dargs.delta_bias}};
+    } ins[] = {{args->u, s.seq, s.in, &p->dargs.u},   {args->delta, s.seq, s.in, &p->dargs.delta},
+               {args->A, s.a, s.w, &p->dargs.A},      {args->B, s.b, s.b_elem, &p->dargs.B},
+               {args->C, s.c, s.c_elem, &p->dargs.C}, {args->D, s.dim, s.w, &p->dargs.D},
+               {args->z, s.seq, s.in, &p->dargs.z},   {args->delta_bias, s.dim, s.w, &p->dargs.delta_bias}};
     for (auto &in : ins)
-        if (!st) st = p->upload(in.src, in.count, s.elem, in.dst);
-    if (!st) st = p->upload(initial_state, s.state, s.elem, &p->d_h0);
-    if (!st) st = p->alloc(s.seq, s.elem, &p->dargs.out);
-    if (!st) st = p->alloc(s.state, s.elem, &p->dargs.last_state);
+        if (!st) st = p->upload(in.src, in.count, in.elem, in.dst);
+    if (!st) st = p->upload(initial_state, s.state, s.w, &p->d_h0);
+    if (!st) st = p->alloc(s.seq, s.in, &p->dargs.out);
+    if (!st) st = p->alloc(s.state, s.w, &p->dargs.last_state);
     if (!st) {
         cudaError_t e = cudaStreamSynchronize(p->stream); /* host inputs may be freed after return */
         if (e != cudaSuccess) st = cuda_fail(e, "cudaStreamSynchronize(upload)");
@@ -76,9 +81,9 @@ int32_t plan_scan(const ssmk_scan_args *args, const void *initial_state, ssmk_pl
 int32_t fetch(ssmk_plan *p, void *out, void *last_state) {
     CU(cudaStreamSynchronize(p->stream));
     if (p->is_scan) {
-        CU(cudaMemcpy(out, p->dargs.out, (size_t)p->sz.seq * p->sz.elem, cudaMemcpyDeviceToHost));
+        CU(cudaMemcpy(out, p->dargs.out, (size_t)p->sz.seq * p->sz.in, cudaMemcpyDeviceToHost));
         if (last_state)
-            CU(cudaMemcpy(last_state, p->dargs.last_state, (size_t)p->sz.state * p->sz.elem, cudaMemcpyDeviceToHost));
+            CU(cudaMemcpy(last_state, p->dargs.last_state, (size_t)p->sz.state * p->sz.w, cudaMemcpyDeviceToHost));
         return SSMK_OK;
     }
     size_t bytes = (size_t)p->n * (p->is_complex ? 2 : 1) * (p->dtype == SSMK_F64 ? 8 : 4);
@@ -116,11 +121,11 @@ SSMK_API int32_t ssmk_device_name(char *buf, int32_t len) {
 SSMK_API int32_t ssmk_max_dstate(void) { return SSMK_MAX_DSTATE; }
 
 SSMK_API uint32_t ssmk_capabilities(int32_t method, int32_t dtype, int32_t is_complex) {
-    return native_capabilities(method, dtype, is_complex);
+    return native_capabilities(method, dtype, is_complex, kNarrowInputs);
 }
 
 SSMK_API int32_t ssmk_scan_features(int32_t method, int32_t dtype, int32_t is_complex, ssmk_feature_set *f) {
-    return native_scan_features(method, dtype, is_complex, f);
+    return native_scan_features(method, dtype, is_complex, kNarrowInputs, f);
 }
 
 /* The CUDA build uses one host thread: the value is recorded and returned,
@@ -141,7 +146,7 @@ SSMK_API int32_t ssmk_plan_create(const ssmk_scan_args *args, ssmk_plan **plan) 
 
 SSMK_API int32_t ssmk_plan_create_state(const ssmk_scan_args *args, const void *initial_state, ssmk_plan **plan) {
     if (!plan) return fail(SSMK_EINVAL, "plan is NULL");
-    int32_t st = validate_scan(args, SSMK_MAX_DSTATE);
+    int32_t st = validate_scan(args, SSMK_MAX_DSTATE, kNarrowInputs);
     if (st) return st;
     st = ensure_device();
     if (st) return st;
@@ -235,7 +240,7 @@ SSMK_API int32_t ssmk_discretize(int32_t method, int32_t dtype, int32_t is_compl
 SSMK_API int32_t ssmk_scan_fwd(const ssmk_scan_args *args) { return ssmk_scan_fwd_state(args, nullptr); }
 
 SSMK_API int32_t ssmk_scan_fwd_state(const ssmk_scan_args *args, const void *initial_state) {
-    int32_t st = validate_scan(args, SSMK_MAX_DSTATE);
+    int32_t st = validate_scan(args, SSMK_MAX_DSTATE, kNarrowInputs);
     if (st) return st;
     ssmk_plan *p = nullptr;
     st = ssmk_plan_create_state(args, initial_state, &p);
