@@ -6,6 +6,12 @@ ABI's definition in cudalib/include/ssmk.h, float64 and complex128), which
 must agree with the golden outputs: a third derivation beside the Go
 reference and the exact 256-bit scan that wrote the files.
 
+Mixed-precision cases (a "dtype" of fp16 or bf16) hold their inputs in
+that type: files of encoding "float16" are NumPy float16 ('<f2'); those of
+encoding "bfloat16" are the bit patterns in uint16 ('<u2'), widened here as
+(bits.astype(np.uint32) << 16).view(np.float32). Their out_rounded must be
+the golden out rounded once to the type, by NumPy's own rounding.
+
     python3 golden/check_numpy.py [golden-folder]
 """
 import hashlib
@@ -17,7 +23,7 @@ import numpy as np
 
 # NumPy's float64 scan against the exact outputs: normwise, the largest
 # difference over the largest |output| (of out and of last_state apart).
-# Measured: at most 6.6e-14 over the 39 cases (numpy 1.24.2, 2026-11-25); a
+# Measured: at most 6.6e-14 over the 54 cases (numpy 1.24.2, 2026-11-25); a
 # wrong sign, term or index is O(1).
 TOLERANCE = 1e-12
 
@@ -79,6 +85,31 @@ def scan(case, a):
     return out, state
 
 
+def load(path, encoding):
+    """A golden file as float64, from its encoding."""
+    arr = np.load(path)
+    want = {"": np.float64, "float16": np.float16, "bfloat16": np.uint16}[encoding]
+    assert arr.dtype == want and arr.dtype.byteorder in "<=|", f"{path}: dtype {arr.dtype}, encoding {encoding!r}"
+    if encoding == "bfloat16":
+        arr = (arr.astype(np.uint32) << 16).view(np.float32)
+    return arr.astype(np.float64)
+
+
+def round_to(v, bits, emin, overflow):
+    """v rounded to nearest, ties to even, to a binary format of `bits`
+    significand bits whose smallest normal exponent is emin (one rounding
+    from float64, independent of NumPy's float16 conversion)."""
+    a = np.abs(v)
+    _, e = np.frexp(np.where(a > 0, a, 1))
+    q = np.ldexp(1.0, np.maximum(e - 1, emin) - (bits - 1))
+    r = np.round(a / q) * q  # np.round: half to even
+    r = np.where(a >= overflow, np.inf, np.where(a > 0, r, a))
+    return np.copysign(r, v)
+
+
+ROUNDING = {"fp16": (11, -14, 65520.0), "bf16": (8, -126, float.fromhex("0x1.ffp+127"))}
+
+
 def normwise(got, want):
     scale = np.abs(want).max()
     return np.abs(got - want).max() / scale if scale > 0 else np.abs(got).max()
@@ -95,12 +126,18 @@ for case in manifest["cases"]:
         path = os.path.join(root, f["file"])
         digest = hashlib.sha256(open(path, "rb").read()).hexdigest()
         assert digest == f["sha256"], f"{path}: sha256 {digest}, manifest {f['sha256']}"
-        arr = np.load(path)
-        assert arr.dtype == np.float64 and arr.dtype.byteorder in "<=", f"{path}: dtype {arr.dtype}"
+        arr = load(path, f.get("encoding", ""))
         assert list(arr.shape) == f["shape"], f"{path}: shape {arr.shape}, manifest {f['shape']}"
         assert arr.flags["C_CONTIGUOUS"], path
         arrays[name] = arr
         files += 1
+    if case.get("dtype"):
+        rounded = round_to(arrays["out"], *ROUNDING[case["dtype"]])
+        same = (rounded == arrays["out_rounded"]) | (np.isnan(rounded) & np.isnan(arrays["out_rounded"]))
+        if case["dtype"] == "fp16":
+            same &= arrays["out"].astype(np.float16).astype(np.float64) == arrays["out_rounded"]
+        if not same.all():
+            failed.append(f"{case['name']}: out_rounded is not out rounded to {case['dtype']} at {int((~same).sum())} elements")
     out, state = scan(case, arrays)
     d = max(normwise(out, arrays["out"]), normwise(state, arrays["last_state"]))
     worst = max(worst, d)

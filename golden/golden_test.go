@@ -73,7 +73,54 @@ func TestGoldenIsExact(t *testing.T) {
 				t.Fatalf("%s: last_state[%d] = %.17g, the exact scan gives %.17g", c.Name, i, want.LastState[i], got.LastState[i])
 			}
 		}
+		if !c.Narrow() {
+			continue
+		}
+		// out_rounded is the exact out rounded once to the case's type
+		dt, err := c.Type()
+		require.NoError(t, err)
+		f := c.Files["out_rounded"]
+		_, rounded, err := ReadNPYAs(f.File, f.Encoding)
+		require.NoError(t, err, c.Name)
+		for i := range want.Out {
+			if r := dt.Round(want.Out[i]); math.Float64bits(r) != math.Float64bits(rounded[i]) {
+				t.Fatalf("%s: out_rounded[%d] = %.17g, the exact out %.17g rounds to %.17g in %v", c.Name, i, rounded[i], want.Out[i], r, dt)
+			}
+		}
 	}
+}
+
+// TestGoldenNarrowCases: the mixed-precision cases hold their inputs in
+// their 16-bit type and their weights as float32 values; fp16's overflow
+// case has outputs an exact kernel stores as ±Inf.
+func TestGoldenNarrowCases(t *testing.T) {
+	man, err := Load(".")
+	require.NoError(t, err)
+	narrow, overflow := 0, false
+	for _, c := range man.Cases {
+		if !c.Narrow() {
+			continue
+		}
+		narrow++
+		dt, err := c.Type()
+		require.NoError(t, err)
+		p, want, err := c.Problem(".")
+		require.NoError(t, err)
+		for _, in := range []string{"u", "delta"} {
+			assert.Equal(t, EncodingOf(dt), c.Files[in].Encoding, "%s: %s", c.Name, in)
+		}
+		assert.Equal(t, EncFloat64, c.Files["A"].Encoding, "%s: A", c.Name)
+		for _, v := range p.A {
+			assert.Equal(t, v, float64(float32(v)), "%s: A holds float32 values", c.Name)
+		}
+		for _, v := range want.Out {
+			if math.IsInf(dt.Round(v), 0) {
+				overflow = true
+			}
+		}
+	}
+	assert.Equal(t, 15, narrow, "fp16 and bf16: six methods real, zoh complex; fp16's overflow")
+	assert.True(t, overflow, "a case whose exact output rounds to ±Inf in fp16")
 }
 
 // TestGoldenInputsRegenerate: the inputs of every generated case are
@@ -198,6 +245,23 @@ func TestNPYFormat(t *testing.T) {
 	assert.ErrorContains(t, err, "not '<f8'")
 	_, _, err = DecodeNPY(b[:len(b)-8])
 	assert.ErrorContains(t, err, "needs 96 bytes")
+
+	// the 16-bit encodings: '<f2' and bfloat16 bit patterns in '<u2'
+	for _, enc := range []string{EncFloat16, EncBFloat16} {
+		v := []float64{1, -2.5, 0.25, math.Inf(-1)}
+		b, err := EncodeNPYAs([]int{4}, v, enc)
+		require.NoError(t, err)
+		assert.Len(t, b, 128+2*4, enc) // the header padded to 128 bytes, 2 bytes a value
+		_, got, err := DecodeNPYAs(b, enc)
+		require.NoError(t, err)
+		assert.Equal(t, v, got, enc)
+		_, err = EncodeNPYAs([]int{1}, []float64{0.1}, enc)
+		assert.ErrorContains(t, err, "is not a "+enc+" value")
+		_, _, err = DecodeNPY(b)
+		assert.ErrorContains(t, err, "not '<f8'")
+	}
+	_, err = EncodeNPYAs([]int{1}, []float64{1}, "float8")
+	assert.ErrorContains(t, err, `unknown encoding "float8"`)
 }
 
 // numpyPython finds a python3 that imports NumPy; "" if none. CI sets

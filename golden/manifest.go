@@ -29,20 +29,27 @@ type Manifest struct {
 // its files (inputs u, delta, A, B, C and the present optional ones; outputs
 // out and last_state).
 type Case struct {
-	Name          string          `json:"name"`
-	Method        string          `json:"method"`
-	Complex       bool            `json:"complex"`
-	Batch         int             `json:"batch"`
-	Dim           int             `json:"dim"`
-	Seqlen        int             `json:"seqlen"`
-	Dstate        int             `json:"dstate"`
-	Groups        int             `json:"n_groups"`
-	VariableB     bool            `json:"is_variable_B"`
-	VariableC     bool            `json:"is_variable_C"`
-	DeltaSoftplus bool            `json:"delta_softplus"`
-	Dist          string          `json:"dist"`
-	Seed          uint64          `json:"seed"`
-	Files         map[string]File `json:"files"`
+	Name          string `json:"name"`
+	Method        string `json:"method"`
+	Complex       bool   `json:"complex"`
+	Batch         int    `json:"batch"`
+	Dim           int    `json:"dim"`
+	Seqlen        int    `json:"seqlen"`
+	Dstate        int    `json:"dstate"`
+	Groups        int    `json:"n_groups"`
+	VariableB     bool   `json:"is_variable_B"`
+	VariableC     bool   `json:"is_variable_C"`
+	DeltaSoftplus bool   `json:"delta_softplus"`
+	Dist          string `json:"dist"`
+	Seed          uint64 `json:"seed"`
+	// DType is "" for a case of the full-precision dtypes (float64 files,
+	// judged in fp64 and, rounded, in fp32), or "fp16" or "bf16" for a
+	// mixed-precision case: its inputs u, delta, z and variable B and C
+	// are of that type (File.Encoding), its weights float32 values stored
+	// as float64, and it is judged in that dtype alone. Its out_rounded is
+	// the exact out rounded once to the type: what an exact kernel stores.
+	DType string          `json:"dtype,omitempty"`
+	Files map[string]File `json:"files"`
 }
 
 // File is one array of a case.
@@ -50,6 +57,9 @@ type File struct {
 	File   string `json:"file"` // relative to the golden folder
 	Shape  []int  `json:"shape"`
 	SHA256 string `json:"sha256"`
+	// Encoding is "" (float64, '<f8'), "float16" ('<f2') or "bfloat16"
+	// ('<u2' bit patterns; EncBFloat16 says how NumPy reads them).
+	Encoding string `json:"encoding,omitempty"`
 }
 
 // Entry is a golden case before generation: a name, a gen.Spec and a seed,
@@ -59,14 +69,47 @@ type Entry struct {
 	Spec  gen.Spec
 	Seed  uint64
 	Build func() *ssm.Problem
+	// DType, for a mixed-precision case (F16, BF16): the problem's inputs
+	// are rounded to it (ssm.Problem.RoundTo); 0 (F32) otherwise.
+	DType ssm.DType
 }
 
 // problem returns the entry's problem and the name of its distribution.
 func (e Entry) problem() (*ssm.Problem, string) {
+	var p *ssm.Problem
+	dist := "fuzz"
 	if e.Build != nil {
-		return e.Build(), "fuzz"
+		p = e.Build()
+	} else {
+		p, dist = gen.New(e.Spec, e.Seed), e.Spec.Dist.String()
 	}
-	return gen.New(e.Spec, e.Seed), e.Spec.Dist.String()
+	if e.DType.Narrow() {
+		p.RoundTo(e.DType)
+	}
+	return p, dist
+}
+
+// narrowEntries are the mixed-precision cases: every method in the Mamba
+// block with real A, zoh with complex A, in fp16 and bf16, and fp16's
+// overflow (outputs past 65520, which an exact kernel stores as ±Inf).
+func narrowEntries() []Entry {
+	var out []Entry
+	for _, dt := range ssm.NarrowDTypes() {
+		for _, m := range ssm.Methods() {
+			s := gen.MambaBlock(m, 2, 4, 24, 5)
+			out = append(out, Entry{Name: fmt.Sprintf("%v-real-mamba-%v", m, dt), Spec: s, Seed: uint64(700 + 10*int(m) + int(dt)), DType: dt})
+		}
+		s := gen.MambaBlock(ssm.ZOH, 2, 4, 24, 5)
+		s.Complex = true
+		out = append(out, Entry{Name: fmt.Sprintf("zoh-complex-mamba-%v", dt), Spec: s, Seed: uint64(790 + int(dt)), DType: dt})
+	}
+	out = append(out, Entry{Name: "zoh-real-overflow-fp16", DType: ssm.F16, Build: func() *ssm.Problem {
+		// a = 0: Ā = 1, the state sums Δ·B·u: 30000, 60000, 90000, 120000, then back to 20000
+		return &ssm.Problem{Batch: 1, Dim: 1, Seqlen: 5, Dstate: 1, Groups: 1, Method: ssm.ZOH,
+			U: []float64{30000, 30000, 30000, 30000, -100000}, Delta: []float64{1, 1, 1, 1, 1},
+			A: []float64{0}, B: []float64{1}, C: []float64{1}}
+	}})
+	return out
 }
 
 // fuzzFound are golden cases from kernel behaviour the fuzzers showed.
@@ -126,7 +169,8 @@ func Entries() []Entry {
 			}
 		}
 	}
-	return append(out, fuzzFound...)
+	out = append(out, fuzzFound...)
+	return append(out, narrowEntries()...)
 }
 
 func sum(b []byte) string {
@@ -134,41 +178,51 @@ func sum(b []byte) string {
 	return hex.EncodeToString(h[:])
 }
 
-// arrays returns a problem's arrays by ABI name with their shapes.
-func arrays(p *ssm.Problem, out *ssm.Output) map[string]struct {
+// array is one golden file's content: its shape, values and encoding.
+type array struct {
 	shape []int
 	data  []float64
-} {
+	enc   string
+}
+
+// arrays returns a problem's arrays by ABI name with their shapes; for a
+// 16-bit dtype dt the inputs in its encoding and out_rounded, the exact
+// output rounded to it.
+func arrays(p *ssm.Problem, out *ssm.Output, dt ssm.DType) map[string]array {
 	cw := []int{}
 	if p.Complex {
 		cw = []int{2}
 	}
-	bc := func(variable bool) []int {
+	in := EncodingOf(dt)
+	bc := func(variable bool) ([]int, string) {
 		if variable {
-			return append([]int{p.Batch, p.Groups, p.Dstate, p.Seqlen}, cw...)
+			return append([]int{p.Batch, p.Groups, p.Dstate, p.Seqlen}, cw...), in
 		}
-		return append([]int{p.Dim, p.Dstate}, cw...)
+		return append([]int{p.Dim, p.Dstate}, cw...), EncFloat64
 	}
 	seq := []int{p.Batch, p.Dim, p.Seqlen}
-	m := map[string]struct {
-		shape []int
-		data  []float64
-	}{
-		"u": {seq, p.U}, "delta": {seq, p.Delta}, "A": {append([]int{p.Dim, p.Dstate}, cw...), p.A},
-		"B": {bc(p.VariableB), p.B}, "C": {bc(p.VariableC), p.C},
-		"out": {seq, out.Out}, "last_state": {append([]int{p.Batch, p.Dim, p.Dstate}, cw...), out.LastState},
+	bShape, bEnc := bc(p.VariableB)
+	cShape, cEnc := bc(p.VariableC)
+	m := map[string]array{
+		"u": {seq, p.U, in}, "delta": {seq, p.Delta, in}, "A": {append([]int{p.Dim, p.Dstate}, cw...), p.A, EncFloat64},
+		"B": {bShape, p.B, bEnc}, "C": {cShape, p.C, cEnc},
+		"out": {seq, out.Out, EncFloat64}, "last_state": {append([]int{p.Batch, p.Dim, p.Dstate}, cw...), out.LastState, EncFloat64},
 	}
-	for name, v := range map[string][]float64{"D": p.D, "z": p.Z, "delta_bias": p.DeltaBias} {
-		if v != nil {
-			shape := []int{p.Dim}
-			if name == "z" {
-				shape = seq
-			}
-			m[name] = struct {
-				shape []int
-				data  []float64
-			}{shape, v}
+	if dt.Narrow() {
+		r := make([]float64, len(out.Out))
+		for i, v := range out.Out {
+			r[i] = dt.Round(v)
 		}
+		m["out_rounded"] = array{seq, r, in}
+	}
+	if p.D != nil {
+		m["D"] = array{[]int{p.Dim}, p.D, EncFloat64}
+	}
+	if p.DeltaBias != nil {
+		m["delta_bias"] = array{[]int{p.Dim}, p.DeltaBias, EncFloat64}
+	}
+	if p.Z != nil {
+		m["z"] = array{seq, p.Z, in}
 	}
 	return m
 }
@@ -181,7 +235,10 @@ func Generate(dir string) (*Manifest, error) {
 	}
 	man := &Manifest{Schema: ManifestSchema, Generator: "go test ./golden -update",
 		Note: "float64, C order; complex arrays end in an axis of 2 (re, im); out = the ssmk ABI forward scan, last_state = h after the last step; " +
-			"outputs from the exact scan (256-bit arithmetic, golden.ExactScan) rounded once to float64, not from the reference"}
+			"outputs from the exact scan (256-bit arithmetic, golden.ExactScan) rounded once to float64, not from the reference; " +
+			"cases with a dtype (fp16, bf16) hold their inputs u, delta, z and variable B/C in that type (files with encoding float16: NumPy '<f2'; " +
+			"bfloat16: '<u2' bit patterns, read as (np.load(f).astype(np.uint32) << 16).view(np.float32)), their weights as float64 values of float32, " +
+			"and out_rounded, the exact out rounded once to the type"}
 	for _, c := range Entries() {
 		p, dist := c.problem()
 		out, err := ExactScan(p)
@@ -191,11 +248,14 @@ func Generate(dir string) (*Manifest, error) {
 		gc := Case{Name: c.Name, Method: p.Method.String(), Complex: p.Complex, Batch: p.Batch, Dim: p.Dim,
 			Seqlen: p.Seqlen, Dstate: p.Dstate, Groups: p.Groups, VariableB: p.VariableB, VariableC: p.VariableC,
 			DeltaSoftplus: p.Softplus, Dist: dist, Seed: c.Seed, Files: map[string]File{}}
+		if c.DType.Narrow() {
+			gc.DType = c.DType.String()
+		}
 		if err := os.MkdirAll(filepath.Join(dir, "cases", c.Name), 0o755); err != nil {
 			return nil, err
 		}
-		for name, a := range arrays(p, out) {
-			b, err := EncodeNPY(a.shape, a.data)
+		for name, a := range arrays(p, out, c.DType) {
+			b, err := EncodeNPYAs(a.shape, a.data, a.enc)
 			if err != nil {
 				return nil, fmt.Errorf("golden: %s/%s: %w", c.Name, name, err)
 			}
@@ -203,7 +263,7 @@ func Generate(dir string) (*Manifest, error) {
 			if err := os.WriteFile(filepath.Join(dir, rel), b, 0o644); err != nil {
 				return nil, err
 			}
-			gc.Files[name] = File{File: rel, Shape: a.shape, SHA256: sum(b)}
+			gc.Files[name] = File{File: rel, Shape: a.shape, SHA256: sum(b), Encoding: a.enc}
 		}
 		man.Cases = append(man.Cases, gc)
 	}
@@ -250,6 +310,22 @@ func Load(dir string) (*Manifest, error) {
 	return &man, nil
 }
 
+// Type is the dtype a case is judged in: F16 or BF16 for a mixed-precision
+// case; for the others F32 (they are judged in fp64 and fp32 both).
+func (c Case) Type() (ssm.DType, error) {
+	if c.DType == "" {
+		return ssm.F32, nil
+	}
+	dt, err := ssm.ParseDType(c.DType)
+	if err != nil || !dt.Narrow() {
+		return 0, fmt.Errorf("golden: case %s: dtype %q: want fp16, bf16 or none", c.Name, c.DType)
+	}
+	return dt, nil
+}
+
+// Narrow reports whether the case is a mixed-precision one.
+func (c Case) Narrow() bool { return c.DType != "" }
+
 // Problem rebuilds a case's problem and expected output from its files.
 func (c Case) Problem(dir string) (*ssm.Problem, *ssm.Output, error) {
 	m, err := ssm.ParseMethod(c.Method)
@@ -267,7 +343,7 @@ func (c Case) Problem(dir string) (*ssm.Problem, *ssm.Output, error) {
 			}
 			return nil
 		}
-		_, d, err := ReadNPY(filepath.Join(dir, f.File))
+		_, d, err := ReadNPYAs(filepath.Join(dir, f.File), f.Encoding)
 		if err != nil {
 			return err
 		}
