@@ -18,9 +18,20 @@ if [ -n "${NVCC_CCBIN:-}" ]; then ccbin=(-ccbin "$NVCC_CCBIN")
 elif "$nvcc" --version | grep -q 'release 11\.' && command -v g++-11 >/dev/null; then ccbin=(-ccbin g++-11)
 fi
 mkdir -p "$(dirname "$out")"
+flags=("${ccbin[@]}" -O3 -std=c++17 -lineinfo --expt-relaxed-constexpr ${SSMK_NVCC_EXTRA:-}
+  -Xcompiler -fPIC,-fvisibility=hidden,-Wall,-Wextra,-Werror -Werror all-warnings
+  -gencode "arch=compute_${arch},code=sm_${arch}" -I"$here/include")
+# Each translation unit in parallel (kernels.cu and kernels_narrow.cu take
+# most of the time, about equally), then one link.
+objs=$(mktemp -d)
+trap 'rm -rf "$objs"' EXIT
+pids=()
+for src in "$here"/src/cuda/*.cu; do
+  (set -x; "$nvcc" "${flags[@]}" -c -o "$objs/$(basename "$src" .cu).o" "$src") &
+  pids+=($!)
+done
+st=0
+for p in "${pids[@]}"; do wait "$p" || st=1; done
+[ "$st" -eq 0 ] || { echo "build-cuda.sh: a translation unit failed to compile" >&2; exit 1; }
 set -x
-"$nvcc" "${ccbin[@]}" -O3 -std=c++17 -lineinfo --expt-relaxed-constexpr ${SSMK_NVCC_EXTRA:-} \
-  -Xcompiler -fPIC,-fvisibility=hidden,-Wall,-Wextra,-Werror -Werror all-warnings \
-  -gencode "arch=compute_${arch},code=sm_${arch}" \
-  -I"$here/include" -shared -o "$out" "$here"/src/cuda/*.cu \
-  -Xlinker --version-script="$here/src/ssmk.map"
+"$nvcc" "${flags[@]}" -shared -o "$out" "$objs"/*.o -Xlinker --version-script="$here/src/ssmk.map"

@@ -46,6 +46,9 @@ func TestNarrowScan(t *testing.T) {
 	for _, dt := range ssm.NarrowDTypes() {
 		for _, m := range ssm.Methods() {
 			for _, isComplex := range []bool{false, true} {
+				if !l.Capabilities(m, dt, isComplex).Supported() {
+					continue // the CUDA build's complex A with 16-bit inputs (declared)
+				}
 				for fi, full := range []bool{false, true} {
 					s := gen.Spec{Batch: 2, Dim: 6, Seqlen: 37, Dstate: 5, Groups: 3, Method: m, Complex: isComplex,
 						VariableB: full, VariableC: full, Softplus: full, HasD: full, HasZ: full, HasBias: full}

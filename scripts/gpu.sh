@@ -14,8 +14,11 @@
 #                                   (-DSSMK_SLOW_WORK=1) against the same
 #                                   baseline, which must fail; one .tgz each
 #   scripts/gpu.sh bench            there: Check7 at 8×512×1024×16 and 8×2048×4096×16,
-#                                   fp32/fp64, real/complex, after the accuracy tests
-#                                   against the same build; a dated table (make bench)
+#                                   fp32/fp64 real/complex and bf16/fp16 real
+#                                   (BENCH_DTYPES), after the accuracy tests against
+#                                   the same build; with BENCH_MAMBA_LIB=adapter.so,
+#                                   Mamba's own kernel in fp32 and bf16 beside it;
+#                                   a dated table (make bench)
 #   scripts/gpu.sh sanitize         there: compute-sanitizer memcheck, racecheck,
 #                                   initcheck and synccheck over the binding's
 #                                   kernel tests (make sanitize)
@@ -241,35 +244,46 @@ bench() {
 		-report "$out/bench-accuracy") >"$out/bench-accuracy.log" 2>&1
 	local acc=$?
 	grep -E '^(ok|FAIL|PASS)|--- FAIL' "$out/bench-accuracy.log" | head -5
-	for size in ${BENCH_SIZES:-8x512x1024x16 8x2048x4096x16}; do
+	# check7 SIZE DTYPE COMPLEX LABEL [SSMK_LIB]: one Check7 into bench/SIZE-DTYPE-COMPLEX-LABEL
+	check7() {
+		local size=$1 dt=$2 cx=$3 label=$4 lib=${5:-} b d l n
 		IFS=x read -r b d l n <<<"$size"
-		for dt in fp32 fp64; do
+		local dir=$out/bench/$size-$dt-$cx-$label
+		mkdir -p "$dir"
+		echo "== Check7 $label $size $dt complex=$cx"
+		# Check7's own verdict (a method suspiciously fast, say) is
+		# reported in the table, not a reason to stop measuring.
+		(cd verify && SSMK_LIB=$lib SSMK_BACKEND=$backend ../carry/verify.test -test.run '^TestCheck7MethodComparison$' -batch "$b" -dim "$d" \
+			-seqlen "$l" -dstate "$n" -dtype "$dt" -complex="$cx" -max-slowdown 1e9 -report "$dir") >"$dir/check7.log" 2>&1
+		[ -f "$dir/check7.json" ] || { tail -20 "$dir/check7.log"; echo "gpu.sh: Check7 wrote no check7.json"; exit 1; }
+		grep -h 'SUSPICIOUS\|SLOW' "$dir/check7.log" | sed "s/^ */  $label $size $dt complex=$cx: /"
+	}
+	for size in ${BENCH_SIZES:-8x512x1024x16 8x2048x4096x16}; do
+		for dt in ${BENCH_DTYPES:-fp32 fp64 bf16 fp16}; do
 			for cx in false true; do
-				local dir=$out/bench/$size-$dt-$cx
-				mkdir -p "$dir"
-				echo "== Check7 $size $dt complex=$cx"
-				# Check7's own verdict (a method suspiciously fast, say) is
-				# reported in the table, not a reason to stop measuring.
-				(cd verify && SSMK_BACKEND=$backend ../carry/verify.test -test.run '^TestCheck7MethodComparison$' -batch "$b" -dim "$d" \
-					-seqlen "$l" -dstate "$n" -dtype "$dt" -complex="$cx" -max-slowdown 1e9 -report "$dir") >"$dir/check7.log" 2>&1
-				[ -f "$dir/check7.json" ] || { tail -20 "$dir/check7.log"; echo "gpu.sh: Check7 wrote no check7.json"; exit 1; }
-				grep -h 'SUSPICIOUS\|SLOW' "$dir/check7.log" | sed "s/^ */  $size $dt complex=$cx: /"
+				# the CUDA build declares complex A with 16-bit inputs unsupported
+				case $dt in bf16 | fp16) [ "$cx" = false ] || continue ;; esac
+				check7 "$size" "$dt" "$cx" ssmk
 			done
 		done
+		# BENCH_MAMBA_LIB: Mamba's own kernel (adapters/mamba) in the same visit, fp32 and bf16, real A
+		if [ -n "${BENCH_MAMBA_LIB:-}" ]; then
+			for dt in fp32 bf16; do check7 "$size" "$dt" false mamba "$BENCH_MAMBA_LIB"; done
+		fi
 	done
 	python3 - "$out" "$gpu" "$acc" <<'PY' | tee "$out/bench.txt"
 # the table: every size, dtype, real/complex and method (check7.json files)
 import glob, json, os, sys
 out, gpu, acc = sys.argv[1], sys.argv[2], sys.argv[3]
 print(f"make bench: {gpu}; accuracy of the same build: {'pass' if acc == '0' else 'FAIL'}")
-print(f"{'size':16} {'dtype':5} {'A':7} {'method':9} {'median µs':>10} {'GB/s':>8} {'% copy BW':>9} {'× zoh':>6}  floor µs")
+print(f"{'library':7} {'size':16} {'dtype':5} {'A':7} {'method':9} {'median µs':>10} {'GB/s':>8} {'% copy BW':>9} {'× zoh':>6}  floor µs")
 for path in sorted(glob.glob(os.path.join(out, "bench", "*", "check7.json")), key=lambda p: (p.split("/")[-2].split("-")[0].count("4096"), p)):
-    size, dt, cx = os.path.basename(os.path.dirname(path)).split("-")
+    size, dt, cx, label = os.path.basename(os.path.dirname(path)).split("-")
     c = json.load(open(path))
     floor = c["bytes_per_scan"] / (c["copy_bandwidth_gbps"] * 1e3)
     for m in c["methods"]:
         flag = "" if m["ratio_to_zoh"] <= 1.10 else "  > 1.10×"
-        print(f"{size:16} {dt:5} {'complex' if cx == 'true' else 'real':7} {m['method']:9} {m['median_us']:10.1f} {m['gb_per_s']:8.1f} "
+        print(f"{label:7} {size:16} {dt:5} {'complex' if cx == 'true' else 'real':7} {m['method']:9} {m['median_us']:10.1f} {m['gb_per_s']:8.1f} "
               f"{100 * m['fraction_of_copy_bandwidth']:9.2f} {m['ratio_to_zoh']:6.3f}  {floor:8.1f}{flag}")
 PY
 	[ "$backend" != cuda ] || tee -a "$out/bench.txt" <"$out/registers.txt"

@@ -15,15 +15,17 @@ command -v cuobjdump >/dev/null || { echo "scan-registers.sh: cuobjdump not foun
 [ -f "$lib" ] || { echo "scan-registers.sh: no library at $lib" >&2; exit 2; }
 [ -z "$max" ] || [[ "$max" =~ ^[0-9]+$ ]] || { echo "scan-registers.sh: MAX must be a number of registers, got '$max'" >&2; exit 2; }
 cuobjdump -res-usage "$lib" 2>/dev/null | awk -v limit="${max:-128}" -v strict="${max:+1}" '
-# scan_kernel<ScanTraits<T, CPLX, M, VEC>> mangled: ...ScanTraitsI f|d Lb 0|1 E Li [n]M E Lb 0|1 E
+# scan_kernel<ScanTraits<T, CPLX, M, VEC, IN>> mangled: ...ScanTraitsI f|d Lb 0|1 E Li [n]M E Lb 0|1 E IN
 function field(s,   i) { i = index(s, "E"); return substr(s, 1, i - 1) }
-/Function .*scan_kernel.*ScanTraitsI/ { f = $0; next }
+/Function .*scan_kernel(_narrow)?.*ScanTraitsI/ { f = $0; next }
 f != "" && /REG:/ {
     regs = $1; sub(/^REG:/, "", regs); regs += 0
     if (regs > top) top = regs
     if (regs > limit) {
         s = f; sub(/.*ScanTraitsI/, "", s)
         dtype = substr(s, 1, 1) == "f" ? "fp32" : "fp64"
+        if (s ~ /bfloat16/) dtype = "bf16"   # ScanTraits<float, …, IN>: the 16-bit input types
+        else if (s ~ /half16/) dtype = "fp16"
         kind = substr(s, 4, 1) == "1" ? "complex" : "real"
         s = substr(s, 6); sub(/^Li/, "", s); m = field(s); s = substr(s, length(m) + 2)
         split("zoh foh bilinear poly highorder rk4", names, " ")

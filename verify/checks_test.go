@@ -36,7 +36,7 @@ var (
 	flagTrials      = flag.Int("trials", 0, "checks: timed samples per figure (default 100 on a GPU)")
 	flagWarmup      = flag.Int("warmup", 0, "checks: warm-up launches before timing (default 10 on a GPU)")
 	flagMethods     = flag.String("methods", "all", "checks: comma-separated methods")
-	flagDType       = flag.String("dtype", "fp32", "checks: fp32 or fp64")
+	flagDType       = flag.String("dtype", "fp32", "checks: fp32, fp64, or the 16-bit input types fp16 and bf16")
 	flagScripts     = flag.String("scripts", "", "Check3: folder of shell/Slurm scripts to scan for thread settings")
 	flagMaxSlowdown = flag.Float64("max-slowdown", 0, "Check7: fail a method slower than zoh by more than this factor (default 1.25 on a GPU, 3 on the CPU build)")
 	flagSizes       = flag.String("sizes", "", "Check7: sizes to sweep, e.g. 1x64x256x16,8x512x1024x16")
@@ -127,9 +127,7 @@ func checkProblem(c checkConfig, m ssm.Method, isComplex bool) *ssm.Problem {
 	if err != nil {
 		panic(err) // gen.Spec.Within's sizes always fit (gen's TestWithin)
 	}
-	if c.dtype == ssm.F32 {
-		p.RoundToFloat32()
-	}
+	p.RoundTo(c.dtype) // what the kernel reads
 	return p
 }
 

@@ -97,13 +97,27 @@ common=("${flags[@]}" -gencode "arch=compute_${arch},code=sm_${arch}" -Xcompiler
 	-D_GLIBCXX_USE_CXX11_ABI="$cxx11abi" -I"$src" -I"$root/cudalib/include" $torch_inc)
 echo "adapters/mamba: $flavor tree $src (commit $commit), PyTorch $torch_version, sm_$arch"
 echo "adapters/mamba: the tree's nvcc flags: ${flags[*]}"
-stamp=$(printf '%s\n' "${common[@]}" | cat - "$src"/*.h "$src"/*.cuh "$src/selective_scan_fwd_fp32.cu" | sha256sum | cut -c1-16)
-set -x
-if [ "$(cat "$obj/fwd_fp32.stamp" 2>/dev/null)" != "$stamp" ]; then
-	"$nvcc" "${common[@]}" -c "$src/selective_scan_fwd_fp32.cu" -o "$obj/fwd_fp32.o"
-	echo "$stamp" >"$obj/fwd_fp32.stamp"
+# The fp16 and bf16 instantiations too where the tree has them (SSMK_MAMBA_NARROW=0
+# leaves them out: a third of the compile time each); the files compile in parallel.
+kinds=(fp32)
+narrow=0
+if [ "${SSMK_MAMBA_NARROW:-1}" = 1 ] && [ -f "$src/selective_scan_fwd_fp16.cu" ] && [ -f "$src/selective_scan_fwd_bf16.cu" ]; then
+	kinds=(fp32 fp16 bf16)
+	narrow=1
 fi
-"$nvcc" "${common[@]}" -DSSMK_MAMBA_METHODS=$methods -DSSMK_MAMBA_COMMIT="\"$commit\"" \
+set -x
+pids=()
+for k in "${kinds[@]}"; do
+	stamp=$(printf '%s\n' "${common[@]}" | cat - "$src"/*.h "$src"/*.cuh "$src/selective_scan_fwd_$k.cu" | sha256sum | cut -c1-16)
+	if [ "$(cat "$obj/fwd_$k.stamp" 2>/dev/null)" != "$stamp" ]; then
+		("$nvcc" "${common[@]}" -c "$src/selective_scan_fwd_$k.cu" -o "$obj/fwd_$k.o" && echo "$stamp" >"$obj/fwd_$k.stamp") &
+		pids+=($!)
+	fi
+done
+for p in "${pids[@]}"; do wait "$p" || die "the tree's selective_scan_fwd kernels failed to compile"; done
+"$nvcc" "${common[@]}" -DSSMK_MAMBA_METHODS=$methods -DSSMK_MAMBA_NARROW=$narrow -DSSMK_MAMBA_COMMIT="\"$commit\"" \
 	-c "$here/ssmk_mamba.cu" -o "$obj/adapter.o"
-"$nvcc" -shared -o "$out" "$obj/adapter.o" "$obj/fwd_fp32.o" -L"$torch_lib" -lc10 -lc10_cuda \
+kernels=()
+for k in "${kinds[@]}"; do kernels+=("$obj/fwd_$k.o"); done
+"$nvcc" -shared -o "$out" "$obj/adapter.o" "${kernels[@]}" -L"$torch_lib" -lc10 -lc10_cuda \
 	-Xlinker -rpath="$torch_lib" -Xlinker --version-script="$root/cudalib/src/ssmk.map"

@@ -3,8 +3,9 @@
  * selective-scan kernel of a Mamba-family tree (csrc/selective_scan).
  *
  * This file is ours; it includes the user's selective_scan.h and
- * selective_scan_common.h and links the user's selective_scan_fwd_fp32.cu
- * (adapters/mamba/build.sh). It does what Mamba's Python wrapper
+ * selective_scan_common.h and links the user's selective_scan_fwd_fp32.cu,
+ * and where the tree has them selective_scan_fwd_fp16.cu and _bf16.cu
+ * (adapters/mamba/build.sh; SSMK_MAMBA_NARROW=1). It does what Mamba's Python wrapper
  * (selective_scan.cpp) does for one call, without PyTorch tensors:
  *
  *   - SSMParamsBase from ssmk_scan_args: the ABI's dense layouts give the
@@ -17,7 +18,11 @@
  *     out receives out_z.
  *
  * What the tree instantiates and the ABI can say: input float with weight
- * float (real A) or c10::complex<float> (complex A), i.e. SSMK_F32. Upstream
+ * float (real A) or c10::complex<float> (complex A), i.e. SSMK_F32; and
+ * input c10::Half or c10::BFloat16 with the same weights, the ABI's
+ * mixed-precision SSMK_F16 and SSMK_BF16 (u, delta, z, out and variable B/C
+ * of the input type, whose bit patterns are IEEE binary16 and bfloat16's;
+ * A, constant B/C, D, delta_bias and the state in float). Upstream
  * computes zoh only; a fork whose SSMParamsBase has discretization_method
  * (SSMK_MAMBA_METHODS=1, detected by build.sh) gets the ABI's method number
  * in it, as its enum uses the ABI's order. The method arithmetic is inside
@@ -56,6 +61,10 @@ void selective_scan_fwd_cuda(SSMParamsBase &params, cudaStream_t stream);
 #ifndef SSMK_MAMBA_COMMIT
 #define SSMK_MAMBA_COMMIT "unknown"
 #endif
+/* 1: the tree's fp16 and bf16 forward kernels are linked. */
+#ifndef SSMK_MAMBA_NARROW
+#define SSMK_MAMBA_NARROW 0
+#endif
 
 namespace {
 
@@ -76,6 +85,13 @@ int32_t cuda_fail(cudaError_t e, const char *what) {
         cudaError_t e_ = (call);                                                                                       \
         if (e_ != cudaSuccess) return cuda_fail(e_, what);                                                             \
     } while (0)
+
+bool dtype_supported(int32_t dtype) {
+    return dtype == SSMK_F32 || (SSMK_MAMBA_NARROW && (dtype == SSMK_F16 || dtype == SSMK_BF16));
+}
+
+/* Bytes of an element of u, delta, z, out and variable B/C. */
+size_t input_size(int32_t dtype) { return dtype == SSMK_F16 || dtype == SSMK_BF16 ? 2 : sizeof(float); }
 
 bool method_supported(int32_t method) {
     return SSMK_MAMBA_METHODS ? (method >= SSMK_ZOH && method <= SSMK_RK4) : method == SSMK_ZOH;
@@ -103,8 +119,9 @@ int32_t validate(const ssmk_scan_args *a) {
                     "n_groups = " + std::to_string(a->n_groups) + " does not divide dim = " + std::to_string(a->dim));
     if (a->method < SSMK_ZOH || a->method > SSMK_RK4)
         return fail(SSMK_EINVAL, "method = " + std::to_string(a->method) + ", want 0..5");
-    if (a->dtype != SSMK_F32 && a->dtype != SSMK_F64)
-        return fail(SSMK_EINVAL, "dtype = " + std::to_string(a->dtype) + ", want SSMK_F32 (0) or SSMK_F64 (1)");
+    if (a->dtype < SSMK_F32 || a->dtype > SSMK_BF16)
+        return fail(SSMK_EINVAL, "dtype = " + std::to_string(a->dtype) +
+                                     ", want SSMK_F32 (0), SSMK_F64 (1), SSMK_F16 (2) or SSMK_BF16 (3)");
     int32_t st;
     if ((st = check_flag(a->is_complex, "is_complex")) || (st = check_flag(a->is_variable_B, "is_variable_B")) ||
         (st = check_flag(a->is_variable_C, "is_variable_C")) || (st = check_flag(a->delta_softplus, "delta_softplus")))
@@ -115,11 +132,11 @@ int32_t validate(const ssmk_scan_args *a) {
     } ptrs[] = {{"u", a->u}, {"delta", a->delta}, {"A", a->A}, {"B", a->B}, {"C", a->C}, {"out", a->out}};
     for (const auto &p : ptrs)
         if (!p.p) return fail(SSMK_EINVAL, std::string(p.name) + " is NULL");
-    if (!method_supported(a->method) || a->dtype != SSMK_F32)
-        return fail(SSMK_EUNSUPPORTED, std::string("this Mamba tree computes ") +
-                                           (SSMK_MAMBA_METHODS ? "the six methods" : "zoh only") +
-                                           " with float32 inputs (method " + std::to_string(a->method) + ", dtype " +
-                                           std::to_string(a->dtype) + ")");
+    if (!method_supported(a->method) || !dtype_supported(a->dtype))
+        return fail(SSMK_EUNSUPPORTED,
+                    std::string("this Mamba tree computes ") + (SSMK_MAMBA_METHODS ? "the six methods" : "zoh only") +
+                        " with " + (SSMK_MAMBA_NARROW ? "float32, fp16 or bf16" : "float32") + " inputs (method " +
+                        std::to_string(a->method) + ", dtype " + std::to_string(a->dtype) + ")");
     return SSMK_OK;
 }
 
@@ -129,9 +146,10 @@ int32_t validate(const ssmk_scan_args *a) {
 struct ssmk_plan {
     SSMParamsBase params;
     bool complex_ = false;
+    int32_t dtype = SSMK_F32;
     size_t seq_bytes = 0, state_count = 0;
     void *buf[11] = {};
-    float *out_host_view = nullptr; /* out, or out_z with z */
+    void *out_host_view = nullptr; /* out, or out_z with z */
     void *x = nullptr;
     cudaStream_t stream = nullptr;
     bool launched = false;
@@ -175,8 +193,9 @@ int32_t plan_build(const ssmk_scan_args *a, ssmk_plan *p) {
     SSMParamsBase &q = p->params;
     memset(&q, 0, sizeof(q));
     const size_t B = a->batch, D = a->dim, L = a->seqlen, N = a->dstate, c = a->is_complex ? 2 : 1;
-    const size_t seq = B * D * L * sizeof(float);
-    const size_t bc_var = B * a->n_groups * N * L * c * sizeof(float), bc_const = D * N * c * sizeof(float);
+    const size_t in = input_size(a->dtype); /* u, delta, z, out and variable B/C: input_t */
+    const size_t seq = B * D * L * in;
+    const size_t bc_var = B * a->n_groups * N * L * c * in, bc_const = D * N * c * sizeof(float);
     q.batch = a->batch, q.dim = a->dim, q.seqlen = a->seqlen, q.dstate = a->dstate, q.n_groups = a->n_groups;
     q.n_chunks = (a->seqlen + 2047) / 2048;
     q.dim_ngroups_ratio = a->dim / a->n_groups;
@@ -186,6 +205,7 @@ int32_t plan_build(const ssmk_scan_args *a, ssmk_plan *p) {
 #endif
     set_strides(q, a);
     p->complex_ = a->is_complex;
+    p->dtype = a->dtype;
     p->seq_bytes = seq;
     p->state_count = B * D * N;
     int32_t st;
@@ -201,17 +221,30 @@ int32_t plan_build(const ssmk_scan_args *a, ssmk_plan *p) {
     q.u_ptr = p->buf[U], q.delta_ptr = p->buf[DELTA], q.A_ptr = p->buf[A_], q.B_ptr = p->buf[B_], q.C_ptr = p->buf[C_];
     q.D_ptr = p->buf[D_], q.z_ptr = p->buf[Z], q.delta_bias_ptr = p->buf[BIAS];
     q.out_ptr = p->buf[OUT], q.out_z_ptr = p->buf[OUT_Z], q.x_ptr = p->buf[X];
-    p->out_host_view = static_cast<float *>(a->z ? p->buf[OUT_Z] : p->buf[OUT]);
+    p->out_host_view = a->z ? p->buf[OUT_Z] : p->buf[OUT];
     CUDA_TRY(cudaStreamCreateWithFlags(&p->stream, cudaStreamNonBlocking), "cudaStreamCreate");
     return SSMK_OK;
 }
 
+/* The tree's instantiation for input type input_t, real or complex A. */
+template <typename input_t>
+void launch_input(ssmk_plan *p) {
+    if (p->complex_)
+        selective_scan_fwd_cuda<input_t, complex_t>(p->params, p->stream);
+    else
+        selective_scan_fwd_cuda<input_t, float>(p->params, p->stream);
+}
+
 int32_t launch(ssmk_plan *p) {
     try {
-        if (p->complex_)
-            selective_scan_fwd_cuda<float, complex_t>(p->params, p->stream);
+#if SSMK_MAMBA_NARROW
+        if (p->dtype == SSMK_F16)
+            launch_input<c10::Half>(p);
+        else if (p->dtype == SSMK_BF16)
+            launch_input<c10::BFloat16>(p);
         else
-            selective_scan_fwd_cuda<float, float>(p->params, p->stream);
+#endif
+            launch_input<float>(p);
     } catch (const std::exception &e) {
         /* c10::Error's what() goes on with advice and a C++ backtrace:
          * the first line is the error. */
@@ -260,11 +293,11 @@ SSMK_API int32_t ssmk_device_name(char *buf, int32_t len) {
 SSMK_API int32_t ssmk_max_dstate(void) { return MAX_DSTATE; }
 
 SSMK_API uint32_t ssmk_capabilities(int32_t method, int32_t dtype, int32_t is_complex) {
-    if (method < SSMK_ZOH || method > SSMK_RK4 || (dtype != SSMK_F32 && dtype != SSMK_F64) ||
+    if (method < SSMK_ZOH || method > SSMK_RK4 || dtype < SSMK_F32 || dtype > SSMK_BF16 ||
         (is_complex != 0 && is_complex != 1))
         return 0;
-    if (dtype != SSMK_F32 || !method_supported(method)) return 0;
-    return SSMK_CAP_SUPPORTED | SSMK_CAP_SCAN_ONLY;
+    if (!dtype_supported(dtype) || !method_supported(method)) return 0;
+    return SSMK_CAP_SUPPORTED | SSMK_CAP_SCAN_ONLY | (dtype == SSMK_F32 ? 0u : SSMK_CAP_NARROW_INPUTS);
 }
 
 SSMK_API int32_t ssmk_set_num_threads(int32_t) { return 1; }

@@ -23,8 +23,9 @@ using namespace ssmk;
 
 namespace {
 
-/* The CPU build takes the 16-bit input types (scan only), in float32. */
-constexpr bool kNarrowInputs = true;
+/* The CPU build takes the 16-bit input types (scan only), in float32,
+ * with real and complex A. */
+constexpr NarrowInputs kNarrowInputs = NARROW_COMPLEX;
 
 int g_threads = 0; /* 0: not yet read from OpenMP */
 

@@ -53,19 +53,31 @@ inline int32_t check_common(int32_t method, int32_t dtype, int32_t is_complex) {
     return SSMK_OK;
 }
 
+/* Which 16-bit input types a backend's scan takes. */
+enum NarrowInputs {
+    NARROW_NONE,    /* none */
+    NARROW_REAL,    /* with real A */
+    NARROW_COMPLEX, /* with real and complex A */
+};
+
+inline bool takes_narrow(NarrowInputs narrow, int32_t is_complex) {
+    return narrow == NARROW_COMPLEX || (narrow == NARROW_REAL && is_complex == 0);
+}
+
 /* The capabilities of a library that runs every method natively in fp32
- * and fp64, real and complex (both of this project's backends), and, where
- * narrow is set, with fp16 and bfloat16 inputs too (its scan only). */
-inline uint32_t native_capabilities(int32_t method, int32_t dtype, int32_t is_complex, bool narrow) {
+ * and fp64, real and complex (both of this project's backends), and with
+ * fp16 and bfloat16 inputs where narrow says (its scan only). */
+inline uint32_t native_capabilities(int32_t method, int32_t dtype, int32_t is_complex, NarrowInputs narrow) {
     if (method < 0 || method > 5 || (is_complex != 0 && is_complex != 1)) return 0;
     const uint32_t scan = SSMK_CAP_SUPPORTED | SSMK_CAP_INITIAL_STATE | SSMK_CAP_FEATURES;
     if (dtype == SSMK_F32 || dtype == SSMK_F64) return scan;
-    if (narrow && narrow_dtype(dtype)) return scan | SSMK_CAP_SCAN_ONLY | SSMK_CAP_NARROW_INPUTS;
+    if (narrow_dtype(dtype) && takes_narrow(narrow, is_complex))
+        return scan | SSMK_CAP_SCAN_ONLY | SSMK_CAP_NARROW_INPUTS;
     return 0;
 }
 
 /* ssmk_scan_features of such a library: every option on every shape. */
-inline int32_t native_scan_features(int32_t method, int32_t dtype, int32_t is_complex, bool narrow,
+inline int32_t native_scan_features(int32_t method, int32_t dtype, int32_t is_complex, NarrowInputs narrow,
                                     ssmk_feature_set *f) {
     if (!f) return fail(SSMK_EINVAL, "f is NULL");
     if (!(native_capabilities(method, dtype, is_complex, narrow) & SSMK_CAP_FEATURES))
@@ -155,8 +167,9 @@ inline ScanSizes scan_sizes(const ssmk_scan_args *a) {
     return s;
 }
 
-/* narrow: the library takes the 16-bit input types (else SSMK_EUNSUPPORTED). */
-inline int32_t validate_scan(const ssmk_scan_args *a, int32_t max_dstate, bool narrow) {
+/* narrow: which 16-bit input types the library takes (the others:
+ * SSMK_EUNSUPPORTED). */
+inline int32_t validate_scan(const ssmk_scan_args *a, int32_t max_dstate, NarrowInputs narrow) {
     if (!a) return fail(SSMK_EINVAL, "args is NULL");
     struct {
         const char *name;
@@ -171,8 +184,9 @@ inline int32_t validate_scan(const ssmk_scan_args *a, int32_t max_dstate, bool n
         return fail(SSMK_EINVAL, "n_groups = %d does not divide dim = %d", a->n_groups, a->dim);
     int32_t st = check_common(a->method, a->dtype, a->is_complex);
     if (st) return st;
-    if (!narrow && narrow_dtype(a->dtype))
-        return fail(SSMK_EUNSUPPORTED, "dtype = %d: this library does not take 16-bit inputs", a->dtype);
+    if (narrow_dtype(a->dtype) && !takes_narrow(narrow, a->is_complex))
+        return fail(SSMK_EUNSUPPORTED, "dtype = %d, is_complex = %d: this library does not take 16-bit inputs here",
+                    a->dtype, a->is_complex);
     struct {
         const char *name;
         int32_t v;

@@ -17,7 +17,11 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "ssmk_methods.h" /* SSMK_HD */
+#include "ssmk_methods.h" /* SSMK_HD, cplx */
+
+#ifdef __CUDACC__
+#include <cuda_fp16.h>
+#endif
 
 namespace ssmk {
 
@@ -43,6 +47,9 @@ SSMK_HD float widen(float v) { return v; }
 SSMK_HD double widen(double v) { return v; }
 SSMK_HD float widen(bfloat16 v) { return bits_float((uint32_t)v.bits << 16); }
 SSMK_HD float widen(half16 v) {
+#ifdef __CUDA_ARCH__
+    return __half2float(__ushort_as_half(v.bits)); /* one conversion instruction */
+#endif
     const uint32_t s = (uint32_t)(v.bits & 0x8000u) << 16, e = (v.bits >> 10) & 0x1fu, m = v.bits & 0x3ffu;
     if (e == 0) { /* zero or subnormal: m·2^-24, exact in float */
         const float f = (float)m * 5.9604644775390625e-8f;
@@ -50,6 +57,11 @@ SSMK_HD float widen(half16 v) {
     }
     if (e == 31) return bits_float(s | 0x7f800000u | (m << 13)); /* ±Inf, NaN */
     return bits_float(s | ((e + 112u) << 23) | (m << 13));
+}
+
+template <typename I>
+SSMK_HD auto widen(cplx<I> v) -> cplx<decltype(widen(v.re))> {
+    return cmake(widen(v.re), widen(v.im));
 }
 
 /* to_bfloat16 and to_half16: x rounded to nearest, ties to even. */
@@ -105,6 +117,21 @@ template <typename I, typename T>
 SSMK_HD I narrow(T x) {
     return Narrowing<I>::from(x);
 }
+
+/* The element type of a 16-bit input type's widened values (float), or the
+ * type itself. */
+template <typename I>
+struct Widened {
+    using type = I;
+};
+template <>
+struct Widened<half16> {
+    using type = float;
+};
+template <>
+struct Widened<bfloat16> {
+    using type = float;
+};
 
 } /* namespace ssmk */
 

@@ -1,8 +1,9 @@
 /*
  * kernels.cu — the CUDA build's kernels and their host dispatch: the scan
  * (scan_kernel.cuh) instantiated per element type, real or complex A, method
- * and 16-byte runs, chosen once per launch by the switches below in the
- * manner of Mamba's static_switch.h; and ssmk_discretize's elementwise kernel.
+ * and 16-byte runs, chosen once per launch by scan_launch.cuh's switches (the
+ * 16-bit input types' instantiations are kernels_narrow.cu's); and
+ * ssmk_discretize's elementwise kernel.
  */
 #include <cuda_runtime.h>
 
@@ -12,64 +13,11 @@
 #include "../ssmk_host.h"
 #include "../ssmk_methods.h"
 #include "cuda_host.h"
-#include "scan_kernel.cuh"
+#include "scan_launch.cuh"
 
 namespace ssmk {
 
 namespace {
-
-/* f(std::integral_constant<int, M>{}) for the method m (rk4 for any other
- * value: the ABI's arguments are validated before a launch). */
-template <class F>
-void method_switch(int m, F &&f) {
-    switch (m) {
-    case ZOH:
-        return f(std::integral_constant<int, ZOH>{});
-    case FOH:
-        return f(std::integral_constant<int, FOH>{});
-    case BILINEAR:
-        return f(std::integral_constant<int, BILINEAR>{});
-    case POLY:
-        return f(std::integral_constant<int, POLY>{});
-    case HIGHORDER:
-        return f(std::integral_constant<int, HIGHORDER>{});
-    default:
-        return f(std::integral_constant<int, RK4>{});
-    }
-}
-
-/* f(std::true_type{}) or f(std::false_type{}) */
-template <class F>
-void bool_switch(bool b, F &&f) {
-    if (b)
-        f(std::true_type{});
-    else
-        f(std::false_type{});
-}
-
-/* One launch of the scan: one warp per row, kScanWarps rows per block, and
- * each row's carries (one element per state) in dynamic shared memory. */
-template <class Tr>
-void launch_scan_traits(const ScanParams &p, cudaStream_t s) {
-    const dim3 grid((unsigned)((p.rows + kScanWarps - 1) / kScanWarps));
-    const size_t smem = (size_t)kScanWarps * p.dstate * sizeof(typename Tr::V);
-    scan_kernel<Tr><<<grid, kScanThreads, smem, s>>>(p);
-}
-
-/* Real A: one kernel per method; complex A: one kernel for every method,
- * which it reads from the method table at run time. */
-template <typename T, bool CPLX>
-void launch_scan_t(const ScanParams &p, bool vec, cudaStream_t s) {
-    bool_switch(vec, [&](auto v) {
-        constexpr bool VEC = decltype(v)::value;
-        if constexpr (CPLX) {
-            launch_scan_traits<ScanTraits<T, true, kComplexTable, VEC>>(p, s);
-        } else {
-            method_switch(p.method,
-                          [&](auto m) { launch_scan_traits<ScanTraits<T, false, decltype(m)::value, VEC>>(p, s); });
-        }
-    });
-}
 
 bool aligned16(const void *q) { return ((uintptr_t)q & 15) == 0; }
 
@@ -117,14 +65,17 @@ int32_t launch_scan(const ssmk_scan_args &a, const void *h0, cudaStream_t s) {
     p.out = a.out;
     p.last_state = a.last_state;
     p.h0 = h0;
-    const size_t elem = a.dtype == SSMK_F64 ? 8 : 4, velem = elem * (a.is_complex ? 2 : 1);
+    const size_t velem = weight_size(a.dtype) * (a.is_complex ? 2 : 1); /* an element of the state */
     /* 16-byte runs need every run to start on a multiple of K elements
      * (seqlen a multiple of K) and 16-byte aligned arrays (device buffers
      * from cudaMalloc are 256-byte aligned). */
     const int K = steps_per_lane(velem);
     const bool vec = a.is_variable_B && a.is_variable_C && a.seqlen % K == 0 && aligned16(a.u) && aligned16(a.delta) &&
                      aligned16(a.out) && (!a.z || aligned16(a.z)) && aligned16(a.B) && aligned16(a.C);
-    if (a.dtype == SSMK_F64) {
+    if (narrow_dtype(a.dtype)) {
+        /* complex A with 16-bit inputs is refused before a launch (plan.cu) */
+        launch_scan_narrow(p, a.dtype, vec, s);
+    } else if (a.dtype == SSMK_F64) {
         if (a.is_complex)
             launch_scan_t<double, true>(p, vec, s);
         else

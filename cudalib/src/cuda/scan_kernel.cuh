@@ -67,14 +67,15 @@ enum { NEXT_TEST, NEXT_YES, NEXT_NO };
  * states for the tiles' fast vote. */
 template <class Tr>
 struct ScanRow {
-    using T = typename Tr::Real;
+    using In = typename Tr::In;
     using V = typename Tr::V;
-    const T *u, *delta, *z;
-    T *out;
-    const V *A;       /* the channel's a, one per state */
-    const V *Bv, *Cv; /* variable B, C: element (n, t) at n·L + t (nullptr: fixed) */
-    const V *Bf, *Cf; /* fixed B, C: element n */
-    V *carry;         /* the state entering the next tile, one per state */
+    using VIn = typename Tr::VIn;
+    const In *u, *delta, *z;
+    In *out;
+    const V *A;         /* the channel's a, one per state */
+    const VIn *Bv, *Cv; /* variable B, C: element (n, t) at n·L + t (nullptr: fixed) */
+    const V *Bf, *Cf;   /* fixed B, C: element n */
+    V *carry;           /* the state entering the next tile, one per state */
     int L, N, d;
     float a2min, a2max;
 };
@@ -91,13 +92,17 @@ struct LaneRun {
     int avail;    /* steps of the run inside the sequence (≤ 0: none) */
 };
 
-/* The next state to load: its a, B and C, and its carry. */
+/* The next state to load: its a, B and C, and its carry. B and C are
+ * addressed in Tr::BCCursor units: elements, or bytes where a variable
+ * array's input type and a fixed one's weight type differ (16-bit inputs). */
 template <class Tr>
 struct StateCursor {
     using V = typename Tr::V;
-    const V *ap, *bs, *cs;
+    using P = typename Tr::BCCursor;
+    const V *ap;
+    const P *bs, *cs;
     V *cy;
-    long long bstep, cstep; /* from state n's B (C) to state n + 1's */
+    long long bstep, cstep; /* from state n's B (C) to state n + 1's, in P */
 };
 
 /* One state's a and runs of B and C (double-buffered in the state loop). */
@@ -107,15 +112,16 @@ struct StateBuf {
     V a, b[Tr::K], c[Tr::K];
 };
 
-/* A state's run of B or C: K elements of a variable array, or its one
- * element of a fixed array (variable: the array is per step). */
+/* A state's run of B or C: K elements of a variable array (of VIn), or its
+ * one element of a fixed array (of V) (variable: the array is per step). */
 template <class Tr>
-__device__ __forceinline__ void load_state_run(bool variable, const LaneRun<Tr> &run, const typename Tr::V *q,
+__device__ __forceinline__ void load_state_run(bool variable, const LaneRun<Tr> &run, const typename Tr::BCCursor *q,
                                                typename Tr::V (&v)[Tr::K]) {
     if (Tr::kVec || variable) {
-        load_run<typename Tr::V, Tr::K, Tr::kVec>(q, run.avail, v);
+        load_run_as<typename Tr::VIn, typename Tr::V, Tr::K, Tr::kVec>(reinterpret_cast<const typename Tr::VIn *>(q),
+                                                                       run.avail, v);
     } else {
-        const typename Tr::V f = *q;
+        const typename Tr::V f = *reinterpret_cast<const typename Tr::V *>(q);
 #pragma unroll
         for (int i = 0; i < Tr::K; i++) v[i] = f;
     }
@@ -124,14 +130,14 @@ __device__ __forceinline__ void load_state_run(bool variable, const LaneRun<Tr> 
 /* A state's a and its run of B. */
 template <class Tr>
 __device__ __forceinline__ void load_b(const ScanRow<Tr> &row, const LaneRun<Tr> &run, const typename Tr::V *ap,
-                                       const typename Tr::V *bs, StateBuf<Tr> &buf) {
+                                       const typename Tr::BCCursor *bs, StateBuf<Tr> &buf) {
     buf.a = *ap;
     load_state_run(row.Bv != nullptr, run, bs, buf.b);
 }
 
 /* A state's run of C. */
 template <class Tr>
-__device__ __forceinline__ void load_c(const ScanRow<Tr> &row, const LaneRun<Tr> &run, const typename Tr::V *cs,
+__device__ __forceinline__ void load_c(const ScanRow<Tr> &row, const LaneRun<Tr> &run, const typename Tr::BCCursor *cs,
                                        typename Tr::V (&cv)[Tr::K]) {
     load_state_run(row.Cv != nullptr, run, cs, cv);
 }
@@ -172,9 +178,9 @@ __device__ __forceinline__ void load_tile(const ScanParams &p, const ScanRow<Tr>
     run.avail = FULL ? K : row.L - run.tl;
     __syncwarp(); /* the carries written by the last lane (zeros before the first tile) are visible */
     run.dmin = T(0), run.dmax = T(0), run.dabs = T(0);
-    load_run<T, K, Tr::kVec, true>(row.u + run.tl, run.avail, run.uu);
+    load_run_as<typename Tr::In, T, K, Tr::kVec, true>(row.u + run.tl, run.avail, run.uu);
     T dl[K];
-    load_run<T, K, Tr::kVec, true>(row.delta + run.tl, run.avail, dl);
+    load_run_as<typename Tr::In, T, K, Tr::kVec, true>(row.delta + run.tl, run.avail, dl);
 #pragma unroll
     for (int i = 0; i < K; i++) {
         run.dt[i] = FULL || i < run.avail ? step_dt<true>(dl[i], (const T *)p.delta_bias, row.d, p.softplus) : T(0);
@@ -474,13 +480,13 @@ __device__ __forceinline__ void store_tile(const ScanParams &p, const ScanRow<Tr
     constexpr int K = Tr::K;
     if (!(FULL || run.avail > 0)) return;
     T zz[K] = {}, o[K];
-    if (row.z) load_run<T, K, Tr::kVec, true>(row.z + run.tl, run.avail, zz);
+    if (row.z) load_run_as<typename Tr::In, T, K, Tr::kVec, true>(row.z + run.tl, run.avail, zz);
 #pragma unroll
     for (int i = 0; i < K; i++) {
         const T yy = Tr::kComplex ? complex_output(run.y[i]) : run.y[i];
         o[i] = finish_output(yy, run.uu[i], (const T *)p.D, row.d, row.z != nullptr, zz[i]);
     }
-    store_run<T, K, Tr::kVec, true>(row.out + run.tl, run.avail, o);
+    store_run_as<typename Tr::In, T, K, Tr::kVec, true>(row.out + run.tl, run.avail, o);
 }
 
 template <class Tr, bool FULL>
@@ -491,11 +497,19 @@ __device__ __forceinline__ void scan_tile(const ScanParams &p, const ScanRow<Tr>
      * pointers advance by one state per update */
     StateCursor<Tr> at;
     at.ap = row.A;
-    at.bs = row.Bv ? row.Bv + run.tl : row.Bf;
-    at.cs = row.Cv ? row.Cv + run.tl : row.Cf;
+    using V = typename Tr::V;
+    using VIn = typename Tr::VIn;
+    using P = typename Tr::BCCursor;
+    at.bs = row.Bv ? reinterpret_cast<const P *>(row.Bv + run.tl) : reinterpret_cast<const P *>(row.Bf);
+    at.cs = row.Cv ? reinterpret_cast<const P *>(row.Cv + run.tl) : reinterpret_cast<const P *>(row.Cf);
     at.cy = row.carry;
-    at.bstep = row.Bv ? row.L : 1;
-    at.cstep = row.Cv ? row.L : 1;
+    if constexpr (std::is_same<P, V>::value) {
+        at.bstep = row.Bv ? row.L : 1;
+        at.cstep = row.Cv ? row.L : 1;
+    } else { /* bytes */
+        at.bstep = row.Bv ? (long long)row.L * sizeof(VIn) : (long long)sizeof(V);
+        at.cstep = row.Cv ? (long long)row.L * sizeof(VIn) : (long long)sizeof(V);
+    }
     if constexpr (Tr::kFastTiles && FULL) {
         if (tile_is_fast(row, run))
             state_loop<Tr, true, FULL>(p, row, run, lane, at);
@@ -507,10 +521,12 @@ __device__ __forceinline__ void scan_tile(const ScanParams &p, const ScanRow<Tr>
     store_tile<Tr, FULL>(p, row, run);
 }
 
+/* The kernel's body: one row per warp. */
 template <class Tr>
-__global__ void __launch_bounds__(kScanThreads) scan_kernel(const ScanParams p) {
-    using T = typename Tr::Real;
+__device__ __forceinline__ void scan_rows(const ScanParams &p) {
+    using In = typename Tr::In;
     using V = typename Tr::V;
+    using VIn = typename Tr::VIn;
     extern __shared__ __align__(16) unsigned char smem[];
     const int lane = (int)(threadIdx.x & 31), warp = (int)(threadIdx.x >> 5);
     const long long r = (long long)blockIdx.x * kScanWarps + warp;
@@ -521,13 +537,13 @@ __global__ void __launch_bounds__(kScanThreads) scan_kernel(const ScanParams p) 
     row.d = (int)(r % p.dim);
     const int grp = group_of(row.d, p.dim, p.n_groups);
     const long long base = r * row.L;
-    row.u = (const T *)p.u + base, row.delta = (const T *)p.delta + base;
-    row.z = p.z ? (const T *)p.z + base : nullptr;
-    row.out = (T *)p.out + base;
+    row.u = (const In *)p.u + base, row.delta = (const In *)p.delta + base;
+    row.z = p.z ? (const In *)p.z + base : nullptr;
+    row.out = (In *)p.out + base;
     row.A = (const V *)p.A + (long long)row.d * row.N;
     const long long vbase = ((long long)b * p.n_groups + grp) * row.N * row.L;
-    row.Bv = Tr::kVec || p.is_variable_B ? (const V *)p.B + vbase : nullptr;
-    row.Cv = Tr::kVec || p.is_variable_C ? (const V *)p.C + vbase : nullptr;
+    row.Bv = Tr::kVec || p.is_variable_B ? (const VIn *)p.B + vbase : nullptr;
+    row.Cv = Tr::kVec || p.is_variable_C ? (const VIn *)p.C + vbase : nullptr;
     row.Bf = (const V *)p.B + (long long)row.d * row.N, row.Cf = (const V *)p.C + (long long)row.d * row.N;
     row.carry = reinterpret_cast<V *>(smem) + warp * row.N;
     row_a2_range(row, lane);
@@ -545,6 +561,21 @@ __global__ void __launch_bounds__(kScanThreads) scan_kernel(const ScanParams p) 
         V *s = (V *)p.last_state + r * row.N;
         for (int n = lane; n < row.N; n += Tr::kLanes) s[n] = row.carry[n];
     }
+}
+
+/* The full-precision kernels, and those of the 16-bit input types, which
+ * are compiled for 4 blocks of 128 threads per SM (at most 128 registers):
+ * their conversions and byte cursors took ptxas to 131–147 otherwise. A
+ * minimum of 1 is not the same as none: it took the fp32 foh and fp64
+ * kernels past 128 (make cuda-check). */
+template <class Tr>
+__global__ void __launch_bounds__(kScanThreads) scan_kernel(const ScanParams p) {
+    scan_rows<Tr>(p);
+}
+
+template <class Tr>
+__global__ void __launch_bounds__(kScanThreads, 4) scan_kernel_narrow(const ScanParams p) {
+    scan_rows<Tr>(p);
 }
 
 } /* namespace ssmk */

@@ -6,7 +6,10 @@
 #ifndef SSMK_SCAN_OPS_CUH
 #define SSMK_SCAN_OPS_CUH
 
+#include <type_traits>
+
 #include "../ssmk_methods.h"
+#include "../ssmk_narrow.h"
 
 namespace ssmk {
 
@@ -66,6 +69,34 @@ __device__ __forceinline__ void store_run(E *p, int avail, const E (&v)[K]) {
 #pragma unroll
         for (int i = 0; i < K; i++)
             if (i < avail) p[i] = v[i];
+    }
+}
+
+/* load_run of an array of the input type E widened to V (float from the
+ * 16-bit types, as it is otherwise): K·sizeof(E) bytes, as 16-byte words
+ * where they make whole words. */
+template <typename E, typename V, int K, bool VEC, bool STREAM = false>
+__device__ __forceinline__ void load_run_as(const E *p, int avail, V (&v)[K]) {
+    if constexpr (std::is_same<E, V>::value) {
+        load_run<E, K, VEC, STREAM>(p, avail, v);
+    } else {
+        E e[K];
+        load_run<E, K, VEC, STREAM>(p, avail, e);
+#pragma unroll
+        for (int i = 0; i < K; i++) v[i] = widen(e[i]);
+    }
+}
+
+/* store_run of values V narrowed to the input type E: each rounded once. */
+template <typename E, typename V, int K, bool VEC, bool STREAM = false>
+__device__ __forceinline__ void store_run_as(E *p, int avail, const V (&v)[K]) {
+    if constexpr (std::is_same<E, V>::value) {
+        store_run<E, K, VEC, STREAM>(p, avail, v);
+    } else {
+        E e[K];
+#pragma unroll
+        for (int i = 0; i < K; i++) e[i] = narrow<E>(v[i]);
+        store_run<E, K, VEC, STREAM>(p, avail, e);
     }
 }
 

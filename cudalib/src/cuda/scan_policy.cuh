@@ -121,14 +121,25 @@ constexpr int steps_per_lane(size_t elem) { return elem >= kRunBytes ? 1 : (int)
  * instantiation. T is float or double; CPLX, complex A (and B, C); M, the
  * method (kComplexTable for complex A); VEC, every row of u, Δ, z, out, B and
  * C a run of 16-byte words (Mamba's case: variable B and C, seqlen a multiple
- * of K, aligned arrays).
+ * of K, aligned arrays); IN, the input type of u, Δ, z, out and variable B
+ * and C (T, or half16 or bfloat16 with T float: the mixed-precision dtypes),
+ * widened to T as it is loaded and rounded to it once as out is stored.
  */
-template <typename T, bool CPLX, int M, bool VEC>
+template <typename T, bool CPLX, int M, bool VEC, typename IN = T>
 struct ScanTraits {
     static_assert(CPLX == (M == kComplexTable), "complex A dispatches through the method table");
+    static_assert(std::is_same<IN, T>::value || std::is_same<T, float>::value, "16-bit inputs compute in float");
     using Policy = MethodPolicy<M>;
     using Real = T;
-    using V = typename std::conditional<CPLX, cplx<T>, T>::type; /* an element of A, B, C and the state */
+    using V = typename std::conditional<CPLX, cplx<T>, T>::type;     /* an element of A, B, C and the state */
+    using In = IN;                                                   /* an element of u, Δ, z and out */
+    using VIn = typename std::conditional<CPLX, cplx<IN>, IN>::type; /* an element of variable B and C */
+    /* What the state loop's B and C cursors point to: V where variable and
+     * fixed B and C are of one type, else bytes (16-bit variable, float
+     * fixed), so that the full-precision kernels keep their typed cursors. */
+    using BCCursor = typename std::conditional<std::is_same<VIn, V>::value, V, unsigned char>::type;
+    /* 16-bit inputs: the kernel compiled for 4 blocks per SM (scan_kernel_narrow). */
+    static constexpr bool kNarrow = !std::is_same<IN, T>::value;
     static constexpr int kMethod = M;
     static constexpr bool kComplex = CPLX;
     static constexpr bool kVec = VEC;

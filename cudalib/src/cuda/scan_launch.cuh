@@ -1,0 +1,81 @@
+/*
+ * scan_launch.cuh — the scan's host dispatch, in the manner of Mamba's
+ * static_switch.h: switches from run-time values to template arguments, and
+ * one launch of an instantiation. Included by kernels.cu (the fp32 and fp64
+ * instantiations) and kernels_narrow.cu (the 16-bit input types), which
+ * nvcc compiles in parallel.
+ */
+#ifndef SSMK_SCAN_LAUNCH_CUH
+#define SSMK_SCAN_LAUNCH_CUH
+
+#include <cuda_runtime.h>
+
+#include <type_traits>
+#include <utility>
+
+#include "scan_kernel.cuh"
+
+namespace ssmk {
+
+/* f(std::integral_constant<int, M>{}) for the method m (rk4 for any other
+ * value: the ABI's arguments are validated before a launch). */
+template <class F>
+void method_switch(int m, F &&f) {
+    switch (m) {
+    case ZOH:
+        return f(std::integral_constant<int, ZOH>{});
+    case FOH:
+        return f(std::integral_constant<int, FOH>{});
+    case BILINEAR:
+        return f(std::integral_constant<int, BILINEAR>{});
+    case POLY:
+        return f(std::integral_constant<int, POLY>{});
+    case HIGHORDER:
+        return f(std::integral_constant<int, HIGHORDER>{});
+    default:
+        return f(std::integral_constant<int, RK4>{});
+    }
+}
+
+/* f(std::true_type{}) or f(std::false_type{}) */
+template <class F>
+void bool_switch(bool b, F &&f) {
+    if (b)
+        f(std::true_type{});
+    else
+        f(std::false_type{});
+}
+
+/* One launch of the scan: one warp per row, kScanWarps rows per block, and
+ * each row's carries (one element per state) in dynamic shared memory. */
+template <class Tr>
+void launch_scan_traits(const ScanParams &p, cudaStream_t s) {
+    const dim3 grid((unsigned)((p.rows + kScanWarps - 1) / kScanWarps));
+    const size_t smem = (size_t)kScanWarps * p.dstate * sizeof(typename Tr::V);
+    if constexpr (Tr::kNarrow)
+        scan_kernel_narrow<Tr><<<grid, kScanThreads, smem, s>>>(p);
+    else
+        scan_kernel<Tr><<<grid, kScanThreads, smem, s>>>(p);
+}
+
+/* Real A: one kernel per method; complex A: one kernel for every method,
+ * which it reads from the method table at run time. IN: the input type. */
+template <typename T, bool CPLX, typename IN = T>
+void launch_scan_t(const ScanParams &p, bool vec, cudaStream_t s) {
+    bool_switch(vec, [&](auto v) {
+        constexpr bool VEC = decltype(v)::value;
+        if constexpr (CPLX) {
+            launch_scan_traits<ScanTraits<T, true, kComplexTable, VEC, IN>>(p, s);
+        } else {
+            method_switch(p.method,
+                          [&](auto m) { launch_scan_traits<ScanTraits<T, false, decltype(m)::value, VEC, IN>>(p, s); });
+        }
+    });
+}
+
+/* The 16-bit input types' launches (kernels_narrow.cu): real A, T float. */
+void launch_scan_narrow(const ScanParams &p, int32_t dtype, bool vec, cudaStream_t s);
+
+} /* namespace ssmk */
+
+#endif
