@@ -20,8 +20,10 @@ import (
 // buffer; a kernel that writes past its buffer changes one of them.
 const guard = 16
 
-// Canary bit patterns: NaNs with a payload no arithmetic produces.
+// Canary bit patterns: NaNs with a payload no arithmetic produces (the
+// 16-bit one is a NaN in fp16 and in bfloat16).
 const (
+	canary16 = 0x7fa5
 	canary32 = 0x7fa5a5a5
 	canary64 = 0x7ff5a5a5a5a5a5a5
 )
@@ -36,6 +38,14 @@ type guarded struct {
 
 func newGuarded(name string, n int, dt ssm.DType) *guarded {
 	g := &guarded{name: name}
+	if dt.Narrow() {
+		b := make([]uint16, n+2*guard)
+		for i := range b {
+			b[i] = canary16
+		}
+		g.backing, g.inner = cudalib.Array{N16: b, Narrow: dt}, cudalib.Array{N16: b[guard : guard+n : guard+n], Narrow: dt}
+		return g
+	}
 	if dt == ssm.F64 {
 		b := make([]float64, n+2*guard)
 		for i := range b {
@@ -55,6 +65,9 @@ func newGuarded(name string, n int, dt ssm.DType) *guarded {
 // isCanary reports whether element i of the backing array still holds the
 // canary.
 func (g *guarded) isCanary(i int) bool {
+	if g.backing.N16 != nil {
+		return g.backing.N16[i] == canary16
+	}
 	if g.backing.F64 != nil {
 		return math.Float64bits(g.backing.F64[i]) == canary64
 	}
@@ -238,7 +251,7 @@ func CheckScan(lib *cudalib.Library, p *ssm.Problem, dt ssm.DType, withState boo
 		return f.err()
 	}
 	out := newGuarded("out", p.OutLen(), dt)
-	state := newGuarded("last_state", p.StateLen(), dt)
+	state := newGuarded("last_state", p.StateLen(), dt.Weight())
 	b.Out, b.LastState = out.inner, cudalib.Array{}
 	if withState {
 		b.LastState = state.inner
@@ -373,7 +386,7 @@ func judgeScan(f *Failure, p, ref *ssm.Problem, dt ssm.DType, got, gs []float64)
 			continue
 		}
 		v := Value{Kernel: complex(got[i], 0), Exact: complex(exact.Out[i], 0), InDtype: complex(inDtype.Out[i], 0),
-			Scale: sc.Out[i], Tiny: tiny(sc.TinyOut[i], sc.PeakOut[i], sc.ReachOut[i]), Sum: true,
+			Scale: sc.Out[i], Tiny: tiny(sc.TinyOut[i], sc.PeakOut[i], sc.ReachOut[i]), Sum: true, Rounded: dt.Narrow(),
 			OnInfinity: overflowed[i/p.Seqlen] || sc.MagOut[i] > max || sc.DecayOut[i] > max || i%p.Seqlen >= xOver[i/p.Seqlen] ||
 				edge(sc.PathMagOut[i], sc.PathScaleOut[i])}
 		if why := Judge(v, dt); why != "" {
@@ -447,7 +460,7 @@ func declaredUnsupported(lib *cudalib.Library, err error, call string, m ssm.Met
 // natural is the reference evaluation a plain kernel of dtype dt performs:
 // Float32, or Float64Natural for float64.
 func natural(dt ssm.DType) ssm.Precision {
-	if dt == ssm.F32 {
+	if dt.Precision() == ssm.Float32 { // F32, and the 16-bit inputs' float32 arithmetic
 		return ssm.Float32
 	}
 	return ssm.Float64Natural

@@ -230,7 +230,7 @@ func DecodeDiscretize(method, dtype uint8, isComplex bool, data []byte) Discreti
 // ScanShape is the header of a FuzzScan input; every field is reduced into
 // its valid range, so any bytes decode to a valid problem. Groups bit 0
 // picks 2 groups (for an even dim), bit 1 (GroupsInitialState) a scan from
-// an initial state.
+// an initial state, bit 2 (GroupsNarrow) the 16-bit input types.
 type ScanShape struct {
 	Method, DType, Flags               uint8
 	Batch, Dim, Seqlen, Dstate, Groups uint8
@@ -252,10 +252,18 @@ const (
 // from an initial state (ssmk_scan_fwd_state), decoded after delta_bias.
 const GroupsInitialState = 2
 
+// GroupsNarrow is the bit of ScanShape.Groups that asks for a 16-bit input
+// type: DType's bit 0 then picks fp16 (0) or bf16 (1) instead of fp32 or
+// fp64. The problem is decoded as for fp32 and rounded to what the kernel
+// reads (ssm.Problem.RoundTo: u, Δ, z and variable B/C to the 16-bit type,
+// saturated at its largest finite value; the weights stay float32).
+const GroupsNarrow = 4
+
 // DecodeScan decodes a FuzzScan input: batch 1…2, dim 1…4, seqlen 1…40,
 // dstate 1…16 or (Dstate ≥ 128) the library's maximum, groups a divisor of
 // dim; then the inputs in ABI order (u, delta, A, B, C, D, z, delta_bias,
-// the initial state), from the bytes while they last and ordinary values after. With Batch ≥ 128
+// the initial state), from the bytes while they last and ordinary values after (with GroupsNarrow,
+// then rounded to the 16-bit type). With Batch ≥ 128
 // the sequence is that problem's time series repeated to seqlen LongSteps + L
 // (L = 1…40 the decoded seqlen): a GPU kernel runs its fast paths only on
 // full tiles of time steps (256 in the float scan), which 40 steps never
@@ -263,6 +271,11 @@ const GroupsInitialState = 2
 // returns the problem, its dtype and whether last_state is passed.
 func DecodeScan(s ScanShape, data []byte, maxDstate int) (*ssm.Problem, ssm.DType, bool) {
 	dt := ssm.DType(s.DType % 2)
+	narrow := ssm.F32 // the 16-bit type the problem is rounded to, or F32 (none)
+	if s.Groups&GroupsNarrow != 0 {
+		narrow = map[ssm.DType]ssm.DType{ssm.F32: ssm.F16, ssm.F64: ssm.BF16}[dt]
+		dt = ssm.F32 // decoded as fp32's values
+	}
 	p := &ssm.Problem{
 		Batch: 1 + int(s.Batch%2), Dim: 1 + int(s.Dim%4), Seqlen: 1 + int(s.Seqlen%40),
 		Dstate: 1 + int(s.Dstate%16), Method: ssm.Method(s.Method % 6),
@@ -317,6 +330,10 @@ func DecodeScan(s ScanShape, data []byte, maxDstate int) (*ssm.Problem, ssm.DTyp
 	}
 	if s.Batch >= 128 {
 		repeatInTime(p, LongSteps+p.Seqlen)
+	}
+	if narrow.Narrow() {
+		p.RoundTo(narrow)
+		dt = narrow
 	}
 	return p, dt, s.Flags&FlagNoLastState == 0
 }

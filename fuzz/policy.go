@@ -91,6 +91,12 @@ type Value struct {
 	// value is accepted there, and so is a finite one within the threshold
 	// of the dtype's own evaluation.
 	OnInfinity bool
+	// Rounded marks an output of a 16-bit dtype: the kernel's float32 value
+	// rounded once to the narrow type. Its ratio is judge.OutputRatio's (the
+	// error beyond that rounding), and the edge of its range is the narrow
+	// type's overflow point (fp16: 65520, from which a correct kernel
+	// stores ±Inf).
+	Rounded bool
 }
 
 // Judge applies the non-finite policy (see the package documentation) to
@@ -107,12 +113,25 @@ func Judge(v Value, dt ssm.DType) string {
 		return ClassOf(real(z))
 	}
 	ck, ce, cs := class(v.Kernel), class(v.Exact), class(v.InDtype)
-	ratio := func(z complex128) float64 {
-		return reference.Ratio(cmplx.Abs(z-v.Exact), v.Scale, v.Tiny, prec)
+	ratioTo := func(z, want complex128) float64 {
+		if v.Rounded {
+			return judge.OutputRatio(cmplx.Abs(z-want), real(want), v.Scale, v.Tiny, dt)
+		}
+		return reference.Ratio(cmplx.Abs(z-want), v.Scale, v.Tiny, prec)
 	}
+	ratio := func(z complex128) float64 { return ratioTo(z, v.Exact) }
 	within := func(z complex128) bool { return ratio(z) <= thr }
-	withinN := func(z complex128) bool {
-		return reference.Ratio(cmplx.Abs(z-v.InDtype), v.Scale, v.Tiny, prec) <= thr
+	withinN := func(z complex128) bool { return ratioTo(z, v.InDtype) <= thr }
+	if v.Rounded {
+		max = dt.OutputOverflow() // a correct float32 value from here on rounds to ±Inf
+		if x := real(v.InDtype); cs == Finite && math.Abs(x) >= max {
+			// The dtype's own evaluation, rounded to the output type as a
+			// kernel must, overflows.
+			cs = PosInf
+			if x < 0 {
+				cs = NegInf
+			}
+		}
 	}
 	if ce != Finite {
 		// Rule 3: a non-finite reference wants the same class, from the

@@ -49,6 +49,14 @@ func TestJudge(t *testing.T) {
 		{"on infinity: the dtype's answer accepted", Value{Kernel: r(0.0712663457), Exact: r(0.0712667931), InDtype: r(0.0712663531), Scale: 1.85, Tiny: 1, OnInfinity: true}, ssm.F32, ""},
 		{"not on infinity: the same is rejected", Value{Kernel: r(0.0712663457), Exact: r(0.0712667931), InDtype: r(0.0712663531), Scale: 1.85, Tiny: 1}, ssm.F32, "ratio"},
 		{"on infinity: NaN accepted", Value{Kernel: r(nan), Exact: r(0.5), InDtype: r(0), Scale: 1, Tiny: 1, OnInfinity: true}, ssm.F32, ""},
+		// 16-bit outputs: one rounding to nearest beyond the float32 model; ±Inf from fp16's 65520 on
+		{"fp16: rounded to nearest", Value{Kernel: r(1 + 0x1p-10), Exact: r(1 + 0.75*0x1p-10), InDtype: r(1 + 0.75*0x1p-10), Scale: 2, Tiny: 1, Rounded: true}, ssm.F16, ""},
+		{"fp16: truncated", Value{Kernel: r(1), Exact: r(1 + 0.75*0x1p-10), InDtype: r(1 + 0.75*0x1p-10), Scale: 2, Tiny: 1, Rounded: true}, ssm.F16, "ratio"},
+		{"fp16: the same value unrounded fails", Value{Kernel: r(1 + 0x1p-10), Exact: r(1 + 0.75*0x1p-10), InDtype: r(1 + 0.75*0x1p-10), Scale: 2, Tiny: 1}, ssm.F16, "ratio"},
+		{"bf16: rounded to nearest", Value{Kernel: r(1 + 0x1p-7), Exact: r(1 + 0.75*0x1p-7), InDtype: r(1 + 0.75*0x1p-7), Scale: 2, Tiny: 1, Rounded: true}, ssm.BF16, ""},
+		{"fp16: past 65520, +Inf", Value{Kernel: r(inf), Exact: r(70000), InDtype: r(70000), Scale: 2e5, Tiny: 1, Rounded: true, Sum: true}, ssm.F16, ""},
+		{"fp16: past 65520, saturated", Value{Kernel: r(ssm.Float16Max), Exact: r(70000), InDtype: r(70000), Scale: 2e5, Tiny: 1, Rounded: true, Sum: true}, ssm.F16, "want a value within the threshold or +Inf"},
+		{"fp16: 65504 is not +Inf", Value{Kernel: r(inf), Exact: r(ssm.Float16Max), InDtype: r(ssm.Float16Max), Scale: 2e4, Tiny: 1, Rounded: true, Sum: true}, ssm.F16, "kernel gives +Inf"},
 	} {
 		got := Judge(tc.v, tc.dt)
 		switch {
@@ -135,6 +143,31 @@ func TestDecodeScanValid(t *testing.T) {
 		}
 		if !p.Method.Valid() {
 			t.Fatalf("header %+v: method %v", s, p.Method)
+		}
+	}
+	// GroupsNarrow: fp16 (DType bit 0 clear) or bf16, the inputs values of
+	// the type, the weights float32's
+	for _, c := range []struct {
+		dtype uint8
+		want  ssm.DType
+	}{{0, ssm.F16}, {1, ssm.BF16}, {6, ssm.F16}} {
+		s := ScanShape{DType: c.dtype, Dim: 1, Seqlen: 12, Dstate: 3, Groups: GroupsNarrow, Flags: FlagZ | FlagD | FlagVariableB}
+		data := (&Encoder{DType: ssm.F32}).Special("max").Special("subnormal-min").Special("eps").Ordinary(0x1234).Bytes
+		p, dt, _ := DecodeScan(s, data, 256)
+		if dt != c.want {
+			t.Fatalf("DType %d with GroupsNarrow: %v, want %v", c.dtype, dt, c.want)
+		}
+		for _, arr := range [][]float64{p.U, p.Delta, p.Z, p.B} {
+			for _, x := range arr {
+				if dt.Round(x) != x || math.IsInf(x, 0) {
+					t.Fatalf("%v: input %v is not a finite %v value", dt, x, dt)
+				}
+			}
+		}
+		for _, x := range append(append([]float64(nil), p.A...), p.D...) {
+			if float64(float32(x)) != x {
+				t.Fatalf("%v: weight %v is not a float32", dt, x)
+			}
 		}
 	}
 	in := DecodeDiscretize(200, 7, true, nil)

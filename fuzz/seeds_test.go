@@ -173,6 +173,24 @@ func scanSeeds() []seed {
 			}
 		}
 	}
+	// The 16-bit input types (GroupsNarrow; DType bit 0: fp16 or bf16):
+	// values decoded as fp32's, then rounded to the type, so u's special
+	// values saturate at fp16's 65504 and flush below its subnormals.
+	narrow := map[string]bool{"all-flags": true, "all-flags-complex": true, "no-last-state": true, "softplus-threshold": true,
+		"huge-delta": true, "u-specials": true, "u-subnormal": true, "long-all-flags": true, "long-u-specials": true, "initial-state": true}
+	for _, m := range ssm.Methods() {
+		for i, dt := range ssm.NarrowDTypes() {
+			for _, s := range base {
+				if !narrow[s.name] {
+					continue
+				}
+				sh := s.shape
+				sh.Method, sh.DType, sh.Groups = uint8(m), uint8(i), sh.Groups|GroupsNarrow
+				seeds = append(seeds, seed{fmt.Sprintf("%v-%v-%s", m, dt, s.name),
+					corpusFile(sh.Method, sh.DType, sh.Flags, sh.Batch, sh.Dim, sh.Seqlen, sh.Dstate, sh.Groups, s.data(ssm.F32))})
+			}
+		}
+	}
 	return seeds
 }
 
