@@ -277,7 +277,7 @@ const SteadyWithin = 0.05
 func SteadyState(s Samples) (cold float64, warmupNeeded int) {
 	tail := Samples(s[len(s)/2:])
 	steady := tail.Median()
-	band := math.Max(SteadyWithin, 2*tail.Spread())
+	band := SteadyBand(s)
 	cold = s[0] / steady
 	// The warm-up is the leading run of iterations outside the band: it ends
 	// at the first iteration within it whose next few agree (their median
@@ -293,6 +293,29 @@ func SteadyState(s Samples) (cold float64, warmupNeeded int) {
 	return cold, len(s)
 }
 
+// SteadyBand is the band SteadyState counts as steady for the series s:
+// SteadyWithin, or twice the interquartile spread of its second half.
+func SteadyBand(s Samples) float64 {
+	return math.Max(SteadyWithin, 2*Samples(s[len(s)/2:]).Spread())
+}
+
+// MaxSteadyBand is the widest steady band in which a warm-up can still be
+// told from noise: a cold start costs the fresh iterations a factor (2×
+// and more for the warm-ups Check5 exists for), which a band of ±50% or
+// wider swallows. A measurement that noisy decides nothing (Check5 then
+// measures another fresh plan, and is undecided if none is quieter).
+const MaxSteadyBand = 0.5
+
+// PairedRatios are fresh[i]/warm[i]: what PairedWarmup judges.
+func PairedRatios(fresh, warm Samples) Samples {
+	n := min(len(fresh), len(warm))
+	r := make(Samples, n)
+	for i := range r {
+		r[i] = fresh[i] / warm[i]
+	}
+	return r
+}
+
 // PairedWarmup (Check5) judges a fresh plan's iterations against a warm
 // plan's, each fresh iteration timed next to one warm iteration: the
 // ratios fresh/warm go through SteadyState, so that a burst of machine noise,
@@ -301,12 +324,7 @@ func SteadyState(s Samples) (cold float64, warmupNeeded int) {
 // them. It returns the cold-start cost (first ratio over the steady ratio)
 // and the iterations until steady state.
 func PairedWarmup(fresh, warm Samples) (cold float64, warmupNeeded int) {
-	n := min(len(fresh), len(warm))
-	r := make(Samples, n)
-	for i := range r {
-		r[i] = fresh[i] / warm[i]
-	}
-	return SteadyState(r)
+	return SteadyState(PairedRatios(fresh, warm))
 }
 
 // DecideWarmup (Check5): the harness's warm-up must cover the iterations
