@@ -8,7 +8,9 @@ CUDA_ARCH ?= 90
 BUILD    := build
 SRC      := cudalib/src
 INC      := cudalib/include
-HEADERS  := $(INC)/ssmk.h $(SRC)/ssmk_methods.h $(SRC)/ssmk_host.h $(SRC)/ssmk_narrow.h
+HEADERS  := $(INC)/ssmk.h $(SRC)/ssmk_methods.h $(SRC)/ssmk_host.h $(SRC)/ssmk_narrow.h $(SRC)/ssmk_derivs.h $(SRC)/cpu_plan.h
+# The CPU build: the forward and the ABI's core, and the backward pass.
+CPU_SRC  := $(SRC)/cpu.cpp $(SRC)/cpu_backward.cpp
 CUDA_SRC := $(wildcard $(SRC)/cuda/*.cu $(SRC)/cuda/*.cuh $(SRC)/cuda/*.h)
 # The C, C++ and CUDA sources make lint formats (.clang-format).
 CLANG_FORMAT_SRC := $(wildcard $(SRC)/*.cpp $(SRC)/*.h $(INC)/*.h $(SRC)/cuda/*) fuzz/native/ssmk_fuzz.cpp adapters/mamba/ssmk_mamba.cu adapters/ggml/ssmk_ggml.c
@@ -27,14 +29,14 @@ help:
 ## lib: the CPU build of the kernels, build/libssmk_cpu.so
 lib: $(BUILD)/libssmk_cpu.so
 
-$(BUILD)/libssmk_cpu.so: $(SRC)/cpu.cpp $(HEADERS) $(SRC)/ssmk.map
+$(BUILD)/libssmk_cpu.so: $(CPU_SRC) $(HEADERS) $(SRC)/ssmk.map
 	@mkdir -p $(BUILD)
-	$(CXX) $(CXXFLAGS) -I$(INC) -shared -o $@ $< -Wl,--version-script=$(SRC)/ssmk.map -Wl,--no-undefined
+	$(CXX) $(CXXFLAGS) -I$(INC) -shared -o $@ $(CPU_SRC) -Wl,--version-script=$(SRC)/ssmk.map -Wl,--no-undefined
 
-# A mutant of the CPU build: one planted bug (SSMK_MUTANT=K in ssmk_methods.h or cpu.cpp).
-$(BUILD)/mutants/libssmk_cpu_m%.so: $(SRC)/cpu.cpp $(HEADERS) $(SRC)/ssmk.map
+# A mutant of the CPU build: one planted bug (SSMK_MUTANT=K in ssmk_methods.h, cpu.cpp or cpu_backward.cpp).
+$(BUILD)/mutants/libssmk_cpu_m%.so: $(CPU_SRC) $(HEADERS) $(SRC)/ssmk.map
 	@mkdir -p $(@D)
-	$(CXX) $(CXXFLAGS) -DSSMK_MUTANT=$* -I$(INC) -shared -o $@ $< -Wl,--version-script=$(SRC)/ssmk.map -Wl,--no-undefined
+	$(CXX) $(CXXFLAGS) -DSSMK_MUTANT=$* -I$(INC) -shared -o $@ $(CPU_SRC) -Wl,--version-script=$(SRC)/ssmk.map -Wl,--no-undefined
 
 ## lib-cuda: the CUDA build, build/libssmk_cuda.so (nvcc; CUDA_ARCH=90 by default)
 lib-cuda: $(BUILD)/libssmk_cuda.so

@@ -61,6 +61,9 @@ type abi struct {
 	scanFwdState    func(args, h0 unsafe.Pointer) int32
 	planCreateState func(args, h0, plan unsafe.Pointer) int32
 	scanFeatures    func(method, dtype, isComplex int32, f unsafe.Pointer) int32
+	scanBwd         func(args, h0, grads unsafe.Pointer) int32
+	planCreateBwd   func(args, h0, grads, plan unsafe.Pointer) int32
+	planFetchBwd    func(plan uintptr, grads unsafe.Pointer) int32
 }
 
 // extensions are the ABI's optional functions: a library of ABI v1 lacks
@@ -70,6 +73,9 @@ func (a *abi) extensions() map[string]any {
 		"ssmk_scan_fwd_state":    &a.scanFwdState,
 		"ssmk_plan_create_state": &a.planCreateState,
 		"ssmk_scan_features":     &a.scanFeatures,
+		"ssmk_scan_bwd":          &a.scanBwd,
+		"ssmk_plan_create_bwd":   &a.planCreateBwd,
+		"ssmk_plan_fetch_bwd":    &a.planFetchBwd,
 	}
 }
 

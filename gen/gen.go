@@ -369,3 +369,22 @@ func (s Spec) Within(f ssm.Features) Spec {
 	}
 	return s
 }
+
+// NewCotangent returns a seeded cotangent for p's backward pass: dout drawn
+// from N(0, 1) (the gradient a loss sends back is of order one per
+// element), and with withLast a gradient of the last state drawn likewise
+// (a loss that reads the state, as a chunked training step does).
+func NewCotangent(p *ssm.Problem, seed uint64, withLast bool) *ssm.Cotangent {
+	r := rand.New(rand.NewPCG(seed, 17))
+	c := &ssm.Cotangent{Out: make([]float64, p.OutLen())}
+	for i := range c.Out {
+		c.Out[i] = r.NormFloat64()
+	}
+	if withLast {
+		c.LastState = make([]float64, p.StateLen())
+		for i := range c.LastState {
+			c.LastState[i] = r.NormFloat64()
+		}
+	}
+	return c
+}

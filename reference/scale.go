@@ -182,7 +182,7 @@ func dphi1(x, phi complex128) complex128 {
 // ErrorScale returns the error scale of every output and last-state element
 // of p, by the running error analysis of the package documentation. It
 // validates p first.
-func ErrorScale(p *ssm.Problem) (*Scale, error) { return errorScale(p, 0) }
+func ErrorScale(p *ssm.Problem) (*Scale, error) { return errorScale(p, 0, nil) }
 
 // ErrorScaleIn is ErrorScale for a kernel of precision prec: the same
 // analysis, except where the first-order bound on bilinear's Ā and g is not
@@ -196,12 +196,15 @@ func ErrorScale(p *ssm.Problem) (*Scale, error) { return errorScale(p, 0) }
 // (FuzzScan/1e247606c600d547): x = 2 + 1.2e-7 rounds to exactly 2 in
 // float32, and the float32 state was 4.4e16 where the exact one is 7e-14.
 func ErrorScaleIn(p *ssm.Problem, prec ssm.Precision) (*Scale, error) {
-	return errorScale(p, prec.UnitRoundoff())
+	return errorScale(p, prec.UnitRoundoff(), nil)
 }
 
 // errorScale is ErrorScale with bilinear's bound exact in x's rounding for
-// unit roundoff u (ErrorScaleIn), or first order for u = 0.
-func errorScale(p *ssm.Problem, u0 float64) (*Scale, error) {
+// unit roundoff u (ErrorScaleIn), or first order for u = 0. A non-nil
+// onState sees every state's magnitude bound H and error scale S after
+// each step (row = b·Dim + d): the backward's error analysis starts from
+// them.
+func errorScale(p *ssm.Problem, u0 float64, onState func(row, t, n int, H, S float64)) (*Scale, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
@@ -302,6 +305,9 @@ func errorScale(p *ssm.Problem, u0 float64) (*Scale, error) {
 					H[n] = mul0(cb.abar, H[n]) + beta
 					P[n] = mul0(cb.abar, math.Max(1, P[n]))
 					PS[n] = math.Max(PS[n], Sh[n])
+					if onState != nil {
+						onState(b*p.Dim+d, t, n, H[n], Sh[n])
+					}
 					rowPH, rowPS = math.Max(rowPH, H[n]), math.Max(rowPS, Sh[n])
 					maxP = math.Max(maxP, P[n])
 					sumCH += cv * H[n]

@@ -119,6 +119,8 @@ type Cell struct {
 	// Ratios are every comparison's ratio, to 3 significant digits: the
 	// distribution the gate plots.
 	Ratios []Num `json:"ratios,omitempty"`
+	// Backward is the cell's backward pass (nil where none was judged).
+	Backward *BackwardCell `json:"backward,omitempty"`
 }
 
 // Num is a float64 that JSON-encodes ±Inf and NaN (a broken kernel's
@@ -436,6 +438,9 @@ func (r *Report) Merge(prev *Report) error {
 		if c.Features == "" {
 			c.Features = pc.Features
 		}
+		if c.Backward == nil {
+			c.Backward = pc.Backward // the backward runs in one process
+		}
 	}
 	return nil
 }
@@ -446,7 +451,7 @@ func (r *Report) Finish() {
 	defer r.mu.Unlock()
 	r.Passed = true
 	for _, c := range r.Cells {
-		if c.Failures > 0 {
+		if c.Failures > 0 || (c.Backward != nil && c.Backward.Failures > 0) {
 			r.Passed = false
 		}
 	}
@@ -494,6 +499,7 @@ func (r *Report) Summary() string {
 		"declared: what ssmk_capabilities says (scan only: no ssmk_discretize); max ulp*: the largest error in units\n" +
 		"of the dtype's last place of the magnitude of the element's terms (normwise, like the ratio), for reading only:\n" +
 		"large where the problem is ill-conditioned (bilinear near its pole), which the ratio's scale accounts for\n")
+	b.WriteString(r.backwardSummary())
 	if unsupported > 0 || len(r.NotSupported) > 0 {
 		fmt.Fprintf(&b, "\nnot supported (declared by the library; not failures): %d of %d combinations", unsupported, len(r.Cells))
 		if len(r.NotSupported) > 0 {
@@ -549,6 +555,9 @@ func (r *Report) Summary() string {
 		for _, c := range r.Cells {
 			if c.Failures > 0 {
 				fmt.Fprintf(&b, "  %s/%s/%s: %d of %d checks failed; worst %s\n", c.Method, c.DType, c.Kind, c.Failures, c.Checks, c.Worst)
+			}
+			if bw := c.Backward; bw != nil && bw.Failures > 0 {
+				fmt.Fprintf(&b, "  %s/%s/%s backward: %d of %d checks failed; worst %s\n", c.Method, c.DType, c.Kind, bw.Failures, bw.Checks, bw.Worst)
 			}
 		}
 	}

@@ -11,6 +11,11 @@ const (
 	CapInitialState       Caps = 8  // SSMK_CAP_INITIAL_STATE (extension: ssmk_scan_fwd_state, ssmk_plan_create_state)
 	CapFeatures           Caps = 16 // SSMK_CAP_FEATURES (extension: ssmk_scan_features)
 	CapNarrowInputs       Caps = 32 // SSMK_CAP_NARROW_INPUTS (extension: the 16-bit input types, F16 and BF16)
+	CapBackward           Caps = 64 // SSMK_CAP_BACKWARD (extension: ssmk_scan_bwd, ssmk_plan_create_bwd)
+	// CapBackwardAtomic is SSMK_CAP_BWD_ATOMIC (with CapBackward): the
+	// backward reduces with atomics, so two calls may differ in the last
+	// bits of the summed gradients; without it they must be bitwise equal.
+	CapBackwardAtomic Caps = 128
 )
 
 // For returns c as it holds for dtype dt: for a 16-bit input type, 0
@@ -21,6 +26,7 @@ func (c Caps) For(dt DType) Caps {
 	if !dt.Narrow() {
 		return c
 	}
+	c &^= CapBackward | CapBackwardAtomic // the ABI's backward is F32 and F64 only
 	if c&CapNarrowInputs == 0 || !c.Supported() {
 		return 0
 	}
@@ -44,3 +50,12 @@ func (c Caps) InitialState() bool { return c.Supported() && c&CapInitialState !=
 // Discretizes reports whether ssmk_discretize is declared for the
 // combination: supported and not scan-only.
 func (c Caps) Discretizes() bool { return c.Supported() && !c.ScanOnly() }
+
+// Backward reports whether the backward pass is declared for the
+// combination (ssmk_scan_bwd, ssmk_plan_create_bwd): bit 6 with bit 0.
+func (c Caps) Backward() bool { return c.Supported() && c&CapBackward != 0 }
+
+// BackwardAtomic reports bit 7: the backward's sums may differ between
+// calls in their last bits (atomics), which the suite then bounds instead
+// of asking for bitwise equality.
+func (c Caps) BackwardAtomic() bool { return c.Backward() && c&CapBackwardAtomic != 0 }

@@ -79,6 +79,36 @@
  *   to 16 bits, fails. These dtypes are the scan's only (capabilities carry
  *   SSMK_CAP_SCAN_ONLY: ssmk_discretize returns SSMK_EUNSUPPORTED), and
  *   plans fetch out in the input type and last_state in float.
+ *
+ * THE BACKWARD PASS (extension, SSMK_CAP_BACKWARD: ssmk_scan_bwd,
+ * ssmk_plan_create_bwd, ssmk_plan_fetch_bwd)
+ *   Given the forward's arguments (and initial state), the gradient dout of
+ *   a real loss L with respect to out and, optionally, dlast_state with
+ *   respect to last_state, the library returns the gradient of L with
+ *   respect to every input, in the input's shape, as PyTorch's autograd of
+ *   the forward above would (Mamba's selective_scan_bwd conventions):
+ *
+ *     du, ddelta, dz  [batch][dim][seqlen]; ddelta with respect to delta as
+ *                     given, through delta_bias and the softplus
+ *     dA              [dim][dstate], summed over batch and time
+ *     dB, dC          constant: [dim][dstate], summed over batch and time;
+ *                     variable: [batch][n_groups][dstate][seqlen], summed
+ *                     over the channels of the group
+ *     dD, ddelta_bias [dim], summed over batch and time
+ *     dinitial_state  [batch][dim][dstate]
+ *
+ *   For complex A (and B, C, states) the gradient of a complex input
+ *   w = p + i·q is ∂L/∂p + i·∂L/∂q, interleaved like w: PyTorch's w.grad for
+ *   a real loss (twice the conjugate Wirtinger derivative ∂L/∂w̄), and a
+ *   complex dlast_state is given in the same convention. softplus' = sigmoid
+ *   below the threshold 20, 1 above; the gate's derivative is
+ *   d(z·σ(z))/dz = σ(z)·(1 + z·(1 − σ(z))). The forward is recomputed from
+ *   the inputs (nothing is saved between calls); how (chunks of time
+ *   steps, saved states) is the library's business. dtype SSMK_F32 and
+ *   SSMK_F64 only. Every gradient is written in full (not accumulated into).
+ *   Two calls with the same arguments give bitwise equal gradients unless
+ *   the capabilities carry SSMK_CAP_BWD_ATOMIC (sums by atomics, whose order
+ *   varies): the suite then bounds the spread instead.
  */
 #ifndef SSMK_H
 #define SSMK_H
@@ -122,6 +152,8 @@ enum { SSMK_ZOH = 0, SSMK_FOH = 1, SSMK_BILINEAR = 2, SSMK_POLY = 3, SSMK_HIGHOR
 #define SSMK_CAP_INITIAL_STATE 8u        /* ssmk_scan_fwd_state and ssmk_plan_create_state take an initial state */
 #define SSMK_CAP_FEATURES 16u            /* ssmk_scan_features declares the options, shapes and structure it takes */
 #define SSMK_CAP_NARROW_INPUTS 32u /* dtype SSMK_F16 or SSMK_BF16: the scan takes 16-bit inputs (mixed precision) */
+#define SSMK_CAP_BACKWARD 64u      /* ssmk_scan_bwd and its plans compute the gradients of this combination */
+#define SSMK_CAP_BWD_ATOMIC 128u   /* with bit 6: the backward's sums may differ between calls in the last bits */
 
 /* 1 for this header. The suite refuses a library that returns another value. */
 SSMK_API int32_t ssmk_abi_version(void);
@@ -157,6 +189,12 @@ SSMK_API int32_t ssmk_max_dstate(void);
  * input type with float weights (MIXED PRECISION). A combination of a
  * 16-bit dtype is supported only when bit 5 is set with bit 0, so that a
  * library of ABI v1, which knows no such dtype, is never judged on one.
+ * Bit 6 SSMK_CAP_BACKWARD (extension, with bit 0; dtype SSMK_F32 or SSMK_F64):
+ * the library exports ssmk_scan_bwd, ssmk_plan_create_bwd and
+ * ssmk_plan_fetch_bwd, and they compute this combination's gradients (THE
+ * BACKWARD PASS). Bit 7 SSMK_CAP_BWD_ATOMIC (with bit 6): its summed
+ * gradients may differ between two identical calls in their last bits. A
+ * library without bit 6 is judged on the forward alone.
  * 0 for an unknown method, dtype, or is_complex other than 0 or 1.
  *
  * What a library declares unsupported is reported as such, never as a
@@ -258,6 +296,35 @@ _Static_assert(sizeof(ssmk_feature_set) == 32, "ssmk_feature_set layout");
  * for a combination without bits 0 and 4. */
 SSMK_API int32_t ssmk_scan_features(int32_t method, int32_t dtype, int32_t is_complex, ssmk_feature_set *f);
 
+/* EXTENSION (SSMK_CAP_BACKWARD): the gradients of THE BACKWARD PASS. */
+typedef struct ssmk_scan_grads {
+    const void *dout;        /* [batch][dim][seqlen] real: dL/dout; required */
+    const void *dlast_state; /* [batch][dim][dstate] real or complex: dL/dlast_state, or NULL (0) */
+    void *du;                /* [batch][dim][seqlen] real; required */
+    void *ddelta;            /* [batch][dim][seqlen] real; required */
+    void *dA;                /* as A; required */
+    void *dB;                /* as B; required */
+    void *dC;                /* as C; required */
+    void *dD;                /* [dim] real: required when args->D != NULL, else ignored */
+    void *dz;                /* [batch][dim][seqlen] real: required when args->z != NULL, else ignored */
+    void *ddelta_bias;       /* [dim] real: required when args->delta_bias != NULL, else ignored */
+    void *dinitial_state;    /* [batch][dim][dstate] real or complex, or NULL: not computed */
+} ssmk_scan_grads;
+
+/* Layout guard: eleven pointers. */
+#if defined(__cplusplus)
+static_assert(sizeof(ssmk_scan_grads) == 11 * sizeof(void *), "ssmk_scan_grads layout");
+#elif defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
+_Static_assert(sizeof(ssmk_scan_grads) == 11 * sizeof(void *), "ssmk_scan_grads layout");
+#endif
+
+/* The backward pass on host pointers; synchronous. args is the forward's
+ * (args->out and args->last_state are not used and may be NULL);
+ * initial_state as for ssmk_scan_fwd_state (NULL: h = 0). Every array of
+ * grads is of args->dtype (SSMK_F32 or SSMK_F64). SSMK_EUNSUPPORTED for a
+ * combination whose capabilities lack bit 6. */
+SSMK_API int32_t ssmk_scan_bwd(const ssmk_scan_args *args, const void *initial_state, const ssmk_scan_grads *grads);
+
 /* Device-resident plans, for timing without host transfers. */
 typedef struct ssmk_plan ssmk_plan;
 
@@ -268,6 +335,19 @@ SSMK_API int32_t ssmk_plan_create(const ssmk_scan_args *args, ssmk_plan **plan);
 /* EXTENSION (SSMK_CAP_INITIAL_STATE): a plan whose every launch scans from
  * initial_state (uploaded with the inputs; NULL: from h = 0). */
 SSMK_API int32_t ssmk_plan_create_state(const ssmk_scan_args *args, const void *initial_state, ssmk_plan **plan);
+
+/* EXTENSION (SSMK_CAP_BACKWARD): a plan of the backward pass. Uploads the
+ * inputs, initial_state, grads->dout and grads->dlast_state; of grads'
+ * outputs it keeps only which are non-NULL (dinitial_state is computed
+ * only if it is). Each launch computes every gradient on the device;
+ * ssmk_plan_fetch_bwd copies them to a grads of the same presence. */
+SSMK_API int32_t ssmk_plan_create_bwd(const ssmk_scan_args *args, const void *initial_state,
+                                      const ssmk_scan_grads *grads, ssmk_plan **plan);
+
+/* Sync, then copy a backward plan's last gradients into grads' outputs
+ * (dout and dlast_state ignored). SSMK_EINVAL before any launch, for a
+ * plan of another kind, or for an output the plan was not created with. */
+SSMK_API int32_t ssmk_plan_fetch_bwd(ssmk_plan *plan, const ssmk_scan_grads *grads);
 
 /* A plan of n elementwise discretizations (ssmk_discretize's arguments). */
 SSMK_API int32_t ssmk_plan_create_discretize(int32_t method, int32_t dtype, int32_t is_complex, int64_t n,

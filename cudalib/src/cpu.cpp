@@ -6,14 +6,13 @@
  * across the time loop, exactly as a GPU thread keeps it in registers.
  * Plans run synchronously and are timed with a monotonic clock.
  */
-#include <omp.h>
 #include <stdlib.h>
 #include <time.h>
 
 #include <new>
 #include <type_traits>
-#include <vector>
 
+#include "cpu_plan.h"
 #include "ssmk.h"
 #include "ssmk_host.h"
 #include "ssmk_methods.h"
@@ -26,17 +25,6 @@ namespace {
 /* The CPU build takes the 16-bit input types (scan only), in float32,
  * with real and complex A. */
 constexpr NarrowInputs kNarrowInputs = NARROW_COMPLEX;
-
-int g_threads = 0; /* 0: not yet read from OpenMP */
-
-int threads() {
-    int n = __atomic_load_n(&g_threads, __ATOMIC_RELAXED);
-    if (n <= 0) {
-        n = omp_get_max_threads();
-        __atomic_store_n(&g_threads, n, __ATOMIC_RELAXED);
-    }
-    return n;
-}
 
 double now_ms() {
     struct timespec ts;
@@ -222,14 +210,6 @@ void scan_row(const ssmk_scan_args *a, const void *h0, int64_t row) {
     }
 }
 
-/* Runs row(r) for every (batch, dim) row on the library's OpenMP team. */
-template <typename F>
-void for_rows(int64_t rows, F row) {
-    const int nt = threads();
-#pragma omp parallel for num_threads(nt) schedule(static)
-    for (int64_t r = 0; r < rows; r++) row(r);
-}
-
 template <typename I, typename T>
 void run_scan_t(const ssmk_scan_args *a, const void *h0) {
     const int64_t rows = (int64_t)a->batch * a->dim;
@@ -292,38 +272,7 @@ void run_discretize(int32_t method, int32_t dtype, int32_t is_complex, int64_t n
         discretize_t<float>(method, is_complex, n, delta, A, abar, bcoef);
 }
 
-/* An owned copy of a host array, or nullptr for an absent one. */
-void *dup(const void *src, int64_t count, size_t elem, bool *oom) {
-    if (!src) return nullptr;
-    void *p = malloc((size_t)count * elem);
-    if (!p) {
-        *oom = true;
-        return nullptr;
-    }
-    memcpy(p, src, (size_t)count * elem);
-    return p;
-}
-
 } /* namespace */
-
-struct ssmk_plan {
-    bool is_scan = false, launched = false;
-    ssmk_scan_args args{};
-    /* discretize */
-    int32_t method = 0, dtype = 0, is_complex = 0;
-    int64_t n = 0;
-    void *delta = nullptr, *A = nullptr, *abar = nullptr, *bcoef = nullptr;
-    const void *h0 = nullptr; /* the plan's copy of the initial state, or NULL */
-    ScanSizes sz{};
-    std::vector<void *> owned;
-#if SSMK_MUTANT == 18
-    int tuning_launches = 0;
-#endif
-
-    ~ssmk_plan() {
-        for (void *p : owned) free(p);
-    }
-};
 
 extern "C" {
 
@@ -357,7 +306,9 @@ SSMK_API int32_t ssmk_device_name(char *buf, int32_t len) {
 SSMK_API int32_t ssmk_max_dstate(void) { return SSMK_MAX_DSTATE; }
 
 SSMK_API uint32_t ssmk_capabilities(int32_t method, int32_t dtype, int32_t is_complex) {
-    return native_capabilities(method, dtype, is_complex, kNarrowInputs);
+    const uint32_t c = native_capabilities(method, dtype, is_complex, kNarrowInputs);
+    /* The backward pass (cpu_backward.cpp): every method, F32 and F64. */
+    return c && !narrow_dtype(dtype) ? c | SSMK_CAP_BACKWARD : c;
 }
 
 SSMK_API int32_t ssmk_scan_features(int32_t method, int32_t dtype, int32_t is_complex, ssmk_feature_set *f) {
@@ -404,7 +355,7 @@ SSMK_API int32_t ssmk_plan_create_state(const ssmk_scan_args *args, const void *
     if (st) return st;
     ssmk_plan *p = new (std::nothrow) ssmk_plan;
     if (!p) return fail(SSMK_ENOMEM, "out of host memory for the plan");
-    p->is_scan = true;
+    p->kind = ssmk_plan::SCAN;
     p->args = *args;
     p->sz = scan_sizes(args);
     const ScanSizes &s = p->sz;
@@ -444,6 +395,7 @@ SSMK_API int32_t ssmk_plan_create_discretize(int32_t method, int32_t dtype, int3
     if (st) return st;
     ssmk_plan *p = new (std::nothrow) ssmk_plan;
     if (!p) return fail(SSMK_ENOMEM, "out of host memory for the plan");
+    p->kind = ssmk_plan::DISCRETIZE;
     p->method = method;
     p->dtype = dtype;
     p->is_complex = is_complex;
@@ -468,7 +420,7 @@ SSMK_API int32_t ssmk_plan_launch(ssmk_plan *p) {
     if (!p) return fail(SSMK_EINVAL, "plan is NULL");
 #if SSMK_MUTANT == 15
     /* The bias added to the plan's own copy of delta in place. */
-    if (p->is_scan && p->args.delta_bias && !narrow_dtype(p->args.dtype)) {
+    if (p->kind == ssmk_plan::SCAN && p->args.delta_bias && !narrow_dtype(p->args.dtype)) {
         ssmk_scan_args a = p->args;
         for (int64_t i = 0; i < p->sz.seq; i++) {
             int d = (int)((i / a.seqlen) % a.dim);
@@ -493,17 +445,24 @@ SSMK_API int32_t ssmk_plan_launch(ssmk_plan *p) {
 #endif
 #if SSMK_MUTANT == 19
     /* Without z the plan takes an unfused path that does the scan twice. */
-    if (p->is_scan && !p->args.z) run_scan(&p->args, p->h0);
+    if (p->kind == ssmk_plan::SCAN && !p->args.z) run_scan(&p->args, p->h0);
 #endif
 #if SSMK_MUTANT == 20
     /* foh's plan runs an unoptimised path: three extra passes. */
-    if (p->is_scan && p->args.method == SSMK_FOH)
+    if (p->kind == ssmk_plan::SCAN && p->args.method == SSMK_FOH)
         for (int i = 0; i < 3; i++) run_scan(&p->args, p->h0);
 #endif
-    if (p->is_scan)
+    switch (p->kind) {
+    case ssmk_plan::SCAN:
         run_scan(&p->args, p->h0);
-    else
+        break;
+    case ssmk_plan::BACKWARD:
+        run_backward(&p->args, p->h0, &p->grads);
+        break;
+    case ssmk_plan::DISCRETIZE:
         run_discretize(p->method, p->dtype, p->is_complex, p->n, p->delta, p->A, p->abar, p->bcoef);
+        break;
+    }
     p->launched = true;
     return SSMK_OK;
 }
@@ -526,8 +485,10 @@ SSMK_API int32_t ssmk_plan_time(ssmk_plan *p, int32_t iters, double *ms_total) {
 }
 
 SSMK_API int32_t ssmk_plan_fetch(ssmk_plan *p, void *out, void *last_state) {
+    if (p && p->kind == ssmk_plan::BACKWARD)
+        return fail(SSMK_EINVAL, "plan is a backward plan: fetch it with ssmk_plan_fetch_bwd");
     if (int32_t st = validate_fetch(p, out, p && p->launched)) return st;
-    if (p->is_scan) {
+    if (p->kind == ssmk_plan::SCAN) {
         memcpy(out, p->args.out, (size_t)p->sz.seq * p->sz.in);
         if (last_state) memcpy(last_state, p->args.last_state, (size_t)p->sz.state * p->sz.w);
         return SSMK_OK;

@@ -212,6 +212,34 @@ inline int32_t validate_scan(const ssmk_scan_args *a, int32_t max_dstate, Narrow
     return SSMK_OK;
 }
 
+/* The backward's arguments: the forward's (out and last_state unused)
+ * and the gradients' pointers. The backward is F32 and F64 only. */
+inline int32_t validate_bwd(const ssmk_scan_args *a, const ssmk_scan_grads *g, int32_t max_dstate) {
+    if (!a) return fail(SSMK_EINVAL, "args is NULL");
+    if (narrow_dtype(a->dtype))
+        return fail(SSMK_EUNSUPPORTED, "dtype = %d: the backward pass takes SSMK_F32 (0) or SSMK_F64 (1)", a->dtype);
+    ssmk_scan_args c = *a;
+    c.out = &c; /* not read by the backward: any non-NULL stand-in */
+    if (int32_t st = validate_scan(&c, max_dstate, NARROW_NONE)) return st;
+    if (!g) return fail(SSMK_EINVAL, "grads is NULL");
+    struct {
+        const char *name;
+        const void *p;
+        bool required;
+    } req[] = {{"grads->dout", g->dout, true},
+               {"grads->du", g->du, true},
+               {"grads->ddelta", g->ddelta, true},
+               {"grads->dA", g->dA, true},
+               {"grads->dB", g->dB, true},
+               {"grads->dC", g->dC, true},
+               {"grads->dD (args->D is given)", g->dD, a->D != nullptr},
+               {"grads->dz (args->z is given)", g->dz, a->z != nullptr},
+               {"grads->ddelta_bias (args->delta_bias is given)", g->ddelta_bias, a->delta_bias != nullptr}};
+    for (auto &r : req)
+        if (r.required && !r.p) return fail(SSMK_EINVAL, "%s is NULL", r.name);
+    return SSMK_OK;
+}
+
 } /* namespace ssmk */
 
 #endif /* SSMK_HOST_H */

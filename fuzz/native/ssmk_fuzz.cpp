@@ -29,6 +29,7 @@
  * reference; this harness is for what only native instrumentation finds.
  */
 #include "../../cudalib/src/cpu.cpp"
+#include "../../cudalib/src/cpu_backward.cpp"
 
 #include <complex>
 #include <cstdio>

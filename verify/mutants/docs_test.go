@@ -19,13 +19,15 @@ var livingDocs = []string{"README.md", "CHECKS.md", "docs/mutants.md", "docs/dia
 // cases, seed inputs of the fuzz corpus — is the count today.
 func TestDocumentedCounts(t *testing.T) {
 	root := "../.."
-	kernel, checks, resume, narrow := 0, 0, 0, 0
+	kernel, checks, resume, narrow, backward := 0, 0, 0, 0, 0
 	for _, m := range Catalogue {
 		switch {
 		case m.Check > 0:
 			checks++
 		case m.Run == narrowRun:
 			narrow++
+		case m.Run == backwardRun:
+			backward++
 		case m.Run != "":
 			resume++
 		default:
@@ -51,6 +53,7 @@ func TestDocumentedCounts(t *testing.T) {
 		{regexp.MustCompile(`(\d+) check faults`), checks},
 		{regexp.MustCompile(`(\d+) resumption bugs`), resume},
 		{regexp.MustCompile(`(\d+) mixed-precision bugs`), narrow},
+		{regexp.MustCompile(`(\d+) backward bugs`), backward},
 		{regexp.MustCompile(`(\d+) CUDA mutants`), len(CUDACatalogue)},
 		{regexp.MustCompile(`(\d+) golden cases`), len(man.Cases)},
 		{regexp.MustCompile(`over the (\d+) cases`), len(man.Cases)},

@@ -83,7 +83,14 @@ var Catalogue = []Mutant{
 	{26, "output-truncated", "fp16/bf16 inputs: each output truncated to the 16-bit type instead of rounded to nearest", "output-truncated", 0, narrowRun},
 	{27, "delta-16bit", "fp16/bf16 inputs: Δ rounded to the input type after the bias and softplus", "delta-16bit", 0, narrowRun},
 	{28, "dA-16bit", "fp16/bf16 inputs: Δ·A rounded to bfloat16 before the exponential", "dA-16bit", 0, narrowRun},
+	{29, "bwd-zoh", "the backward differentiates zoh whatever the method (the fork's autograd ran zoh's backward for all)", "bwd-method:zoh", 0, backwardRun},
+	{30, "bwd-no-softplus", "the backward drops softplus' derivative σ(v) from ddelta and ddelta_bias", "bwd-no-softplus", 0, backwardRun},
+	{31, "bwd-no-dt-chain", "the backward forgets the chain through Δ in Ā: Ā'(x)·a missing from ddelta (dA keeps it)", "bwd-delta-chain", 0, backwardRun},
+	{32, "bwd-padded-tail", "the backward sweeps the padded tail of a partial chunk as input: Δ = softplus(bias) where there is none, dlast_state entering at the padded end", "bwd-dlast", 0, backwardRun},
 }
+
+// backwardRun is the suite's tests of the backward pass.
+const backwardRun = "^TestBackward"
 
 // resumeRun is the suite's test of scans that resume from a state.
 const resumeRun = "^TestResumption$"
@@ -234,7 +241,7 @@ func main() {
 	if err := os.WriteFile(filepath.Join(*out, "mutants.json"), append(js, '\n'), 0o644); err != nil {
 		fatal(err)
 	}
-	survivors, correct, kernel, resume, narrow, diagnosable := 0, 0, 0, 0, 0, 0
+	survivors, correct, kernel, resume, narrow, backward, diagnosable := 0, 0, 0, 0, 0, 0, 0
 	for _, r := range results {
 		if !r.Killed {
 			survivors++
@@ -242,6 +249,8 @@ func main() {
 		switch {
 		case r.Run == narrowRun:
 			narrow++
+		case r.Run == backwardRun:
+			backward++
 		case r.Run != "":
 			resume++
 		case r.Check == 0:
@@ -254,11 +263,11 @@ func main() {
 			correct++
 		}
 	}
-	fmt.Printf("\n%d of %d mutants killed in %.0f s (%d kernel bugs; %d resumption bugs; %d mixed-precision bugs; %d check faults, each by its check alone); matrix in %s/mutants.json\n",
-		len(results)-survivors, len(results), time.Since(start).Seconds(), kernel, resume, narrow, len(results)-kernel-resume-narrow, *out)
+	fmt.Printf("\n%d of %d mutants killed in %.0f s (%d kernel bugs; %d resumption bugs; %d mixed-precision bugs; %d backward bugs; %d check faults, each by its check alone); matrix in %s/mutants.json\n",
+		len(results)-survivors, len(results), time.Since(start).Seconds(), kernel, resume, narrow, backward, len(results)-kernel-resume-narrow-backward, *out)
 	acc := float64(correct) / float64(max(1, diagnosable))
 	if diagnosable > 0 {
-		fmt.Printf("diagnosis: %d of %d kernel, resumption and mixed-precision bugs diagnosed with their cause (%.0f%%; at least %.0f%% required)\n", correct, diagnosable, 100*acc, 100*MinDiagnosed)
+		fmt.Printf("diagnosis: %d of %d kernel, resumption, mixed-precision and backward bugs diagnosed with their cause (%.0f%%; at least %.0f%% required)\n", correct, diagnosable, 100*acc, 100*MinDiagnosed)
 	}
 	status := 0
 	if survivors > 0 {

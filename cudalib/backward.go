@@ -1,0 +1,151 @@
+package cudalib
+
+import (
+	"fmt"
+	"runtime"
+	"unsafe"
+
+	"ssmverify/ssm"
+)
+
+// gradArgs mirrors struct ssmk_scan_grads: eleven pointers.
+type gradArgs struct {
+	DOut, DLastState               unsafe.Pointer
+	DU, DDelta, DA, DB, DC, DD, DZ unsafe.Pointer
+	DDeltaBias, DInitialState      unsafe.Pointer
+}
+
+// GradBuffers are the host arrays of one backward call in the library's
+// dtype (F32 or F64): the forward's inputs (Scan), the cotangent (DOut,
+// DLastState) and the gradients the library fills, each in the shape of
+// its input; DD, DZ and DDeltaBias are present where the problem has D, z
+// and delta_bias, DInitialState where it was asked for.
+type GradBuffers struct {
+	Scan             *ScanBuffers
+	DOut, DLastState Array
+
+	DU, DDelta, DA, DB, DC, DD, DZ, DDeltaBias, DInitialState Array
+}
+
+// NewGradBuffers validates p and ct against the library and converts them
+// to dt; withInitial asks for the initial state's gradient.
+func (l *Library) NewGradBuffers(p *ssm.Problem, ct *ssm.Cotangent, dt ssm.DType, withInitial bool) (*GradBuffers, error) {
+	if dt != ssm.F32 && dt != ssm.F64 {
+		return nil, fmt.Errorf("cudalib: dtype = %v: the backward pass takes F32 or F64", dt)
+	}
+	s, err := l.NewScanBuffers(p, dt)
+	if err != nil {
+		return nil, err
+	}
+	if err := ct.Validate(p); err != nil {
+		return nil, fmt.Errorf("cudalib: %w", err)
+	}
+	z := func(v []float64) Array {
+		if v == nil {
+			return Array{}
+		}
+		return zeros(len(v), dt)
+	}
+	g := ssm.NewGrads(p, withInitial)
+	return &GradBuffers{Scan: s, DOut: NewArray(ct.Out, dt), DLastState: NewArray(ct.LastState, dt),
+		DU: z(g.U), DDelta: z(g.Delta), DA: z(g.A), DB: z(g.B), DC: z(g.C), DD: z(g.D), DZ: z(g.Z),
+		DDeltaBias: z(g.DeltaBias), DInitialState: z(g.InitialState)}, nil
+}
+
+// Grads returns the gradients widened to float64.
+func (g *GradBuffers) Grads() *ssm.Grads {
+	return &ssm.Grads{U: g.DU.Float64s(), Delta: g.DDelta.Float64s(), A: g.DA.Float64s(), B: g.DB.Float64s(),
+		C: g.DC.Float64s(), D: g.DD.Float64s(), Z: g.DZ.Float64s(), DeltaBias: g.DDeltaBias.Float64s(),
+		InitialState: g.DInitialState.Float64s()}
+}
+
+func (g *GradBuffers) args(pin *runtime.Pinner) *gradArgs {
+	a := &gradArgs{DOut: g.DOut.pin(pin), DLastState: g.DLastState.pin(pin), DU: g.DU.pin(pin),
+		DDelta: g.DDelta.pin(pin), DA: g.DA.pin(pin), DB: g.DB.pin(pin), DC: g.DC.pin(pin), DD: g.DD.pin(pin),
+		DZ: g.DZ.pin(pin), DDeltaBias: g.DDeltaBias.pin(pin), DInitialState: g.DInitialState.pin(pin)}
+	pin.Pin(a)
+	return a
+}
+
+// HasBackward reports whether the library exports the backward extension
+// (ssmk_scan_bwd, ssmk_plan_create_bwd, ssmk_plan_fetch_bwd); which
+// combinations it computes, its capabilities say (ssm.Caps.Backward).
+func (l *Library) HasBackward() bool {
+	return l.fn.scanBwd != nil && l.fn.planCreateBwd != nil && l.fn.planFetchBwd != nil
+}
+
+// RunBackward calls ssmk_scan_bwd on the buffers; the gradient arrays
+// receive the results.
+func (l *Library) RunBackward(g *GradBuffers) error {
+	if !l.HasBackward() {
+		return l.lacks("ssmk_scan_bwd", "the backward pass")
+	}
+	var pin runtime.Pinner
+	defer pin.Unpin()
+	a, ga := g.Scan.args(&pin), g.args(&pin)
+	h0 := g.Scan.InitialState.pin(&pin)
+	return l.call("ssmk_scan_bwd", func() int32 { return l.fn.scanBwd(unsafe.Pointer(a), h0, unsafe.Pointer(ga)) })
+}
+
+// Backward runs the backward pass of p for the cotangent ct in dtype dt and
+// returns the gradients widened to float64.
+func (l *Library) Backward(p *ssm.Problem, ct *ssm.Cotangent, dt ssm.DType, withInitial bool) (*ssm.Grads, error) {
+	g, err := l.NewGradBuffers(p, ct, dt, withInitial)
+	if err != nil {
+		return nil, err
+	}
+	if err := l.RunBackward(g); err != nil {
+		return nil, err
+	}
+	return g.Grads(), nil
+}
+
+// BackwardPlan is a device-resident plan of the backward pass
+// (ssmk_plan_create_bwd): launched and timed like a Plan, its gradients
+// fetched with FetchGrads.
+type BackwardPlan struct {
+	*Plan
+	shape *GradBuffers // the presence and lengths of the gradients
+}
+
+// NewBackwardPlan calls ssmk_plan_create_bwd with the buffers.
+func (l *Library) NewBackwardPlan(g *GradBuffers) (*BackwardPlan, error) {
+	if !l.HasBackward() {
+		return nil, l.lacks("ssmk_plan_create_bwd", "the backward pass")
+	}
+	var pin runtime.Pinner
+	defer pin.Unpin()
+	a, ga := g.Scan.args(&pin), g.args(&pin)
+	h0 := g.Scan.InitialState.pin(&pin)
+	var h uintptr
+	if err := l.call("ssmk_plan_create_bwd", func() int32 {
+		return l.fn.planCreateBwd(unsafe.Pointer(a), h0, unsafe.Pointer(ga), unsafe.Pointer(&h))
+	}); err != nil {
+		return nil, err
+	}
+	return &BackwardPlan{Plan: l.newPlan(h, g.Scan.DType, g.Scan.DType, 0, 0), shape: g}, nil
+}
+
+// FetchGrads syncs and returns the last launch's gradients widened to
+// float64 (ssmk_plan_fetch_bwd).
+func (p *BackwardPlan) FetchGrads() (*ssm.Grads, error) {
+	if err := p.live("FetchGrads"); err != nil {
+		return nil, err
+	}
+	s := p.shape
+	z := func(a Array) Array {
+		if !a.Present() {
+			return Array{}
+		}
+		return zeros(a.Len(), p.dt)
+	}
+	g := &GradBuffers{Scan: s.Scan, DU: z(s.DU), DDelta: z(s.DDelta), DA: z(s.DA), DB: z(s.DB), DC: z(s.DC),
+		DD: z(s.DD), DZ: z(s.DZ), DDeltaBias: z(s.DDeltaBias), DInitialState: z(s.DInitialState)}
+	var pin runtime.Pinner
+	defer pin.Unpin()
+	ga := g.args(&pin)
+	if err := p.l.call("ssmk_plan_fetch_bwd", func() int32 { return p.l.fn.planFetchBwd(p.h, unsafe.Pointer(ga)) }); err != nil {
+		return nil, err
+	}
+	return g.Grads(), nil
+}

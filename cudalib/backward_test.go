@@ -1,0 +1,140 @@
+package cudalib
+
+import (
+	"math"
+	"testing"
+	"unsafe"
+
+	"ssmverify/gen"
+	"ssmverify/reference"
+	"ssmverify/ssm"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// openBackward returns the library under test, skipping where it does not
+// export the backward extension.
+func openBackward(t *testing.T) *Library {
+	l := open(t)
+	if !l.HasBackward() {
+		t.Skipf("%s does not export the backward pass", l.Path)
+	}
+	return l
+}
+
+// The Go mirror of ssmk_scan_grads: eleven pointers.
+func TestGradArgsLayout(t *testing.T) {
+	var a gradArgs
+	assert.Equal(t, 11*unsafe.Sizeof(uintptr(0)), unsafe.Sizeof(a))
+	assert.Equal(t, 10*unsafe.Sizeof(uintptr(0)), unsafe.Offsetof(a.DInitialState))
+}
+
+// backwardProblem is a Mamba block with an initial state and a gradient of
+// the last state: every gradient of the ABI is present.
+func backwardProblem(m ssm.Method, isComplex bool) (*ssm.Problem, *ssm.Cotangent) {
+	s := gen.MambaBlock(m, 2, 4, 70, 3)
+	s.Complex, s.Groups = isComplex, 2
+	p := gen.New(s, 5)
+	gen.SetInitialState(p, 5)
+	return p, gen.NewCotangent(p, 5, true)
+}
+
+// In float64 the library's gradients agree with the reference's to many
+// digits (the suite's verify package judges them against the error model).
+func TestBackwardMatchesReferenceF64(t *testing.T) {
+	l := openBackward(t)
+	for _, m := range ssm.Methods() {
+		for _, isComplex := range []bool{false, true} {
+			if !l.Capabilities(m, ssm.F64, isComplex).Backward() {
+				continue
+			}
+			p, ct := backwardProblem(m, isComplex)
+			got, err := l.Backward(p, ct, ssm.F64, true)
+			require.NoError(t, err)
+			want, err := reference.ScanGrad(p, ct, true)
+			require.NoError(t, err)
+			wf := want.Fields()
+			for k, f := range got.Fields() {
+				require.Equal(t, wf[k].Name, f.Name)
+				var diff, mag float64
+				for i, v := range f.Values {
+					diff = math.Max(diff, math.Abs(v-wf[k].Values[i]))
+					mag = math.Max(mag, math.Abs(wf[k].Values[i]))
+				}
+				assert.LessOrEqual(t, diff, 1e-9*mag, "%v %s: %s differs by %g (largest %g)", m, ssm.AKind(isComplex), f.Name, diff, mag)
+			}
+		}
+	}
+}
+
+// A plan's gradients are the direct call's, bitwise; the team size does not
+// change them either (the library does not declare atomics).
+func TestBackwardPlanAndDeterminism(t *testing.T) {
+	l := openBackward(t)
+	p, ct := backwardProblem(ssm.FOH, true)
+	caps := l.Capabilities(ssm.FOH, ssm.F32, true)
+	require.True(t, caps.Backward())
+	direct, err := l.Backward(p, ct, ssm.F32, true)
+	require.NoError(t, err)
+	b, err := l.NewGradBuffers(p, ct, ssm.F32, true)
+	require.NoError(t, err)
+	plan, err := l.NewBackwardPlan(b)
+	require.NoError(t, err)
+	defer plan.Close()
+	_, err = plan.FetchGrads()
+	assert.ErrorContains(t, err, "has not been launched")
+	require.NoError(t, plan.Launch())
+	fromPlan, err := plan.FetchGrads()
+	require.NoError(t, err)
+	assert.Equal(t, direct, fromPlan)
+	_, _, err = plan.Fetch()
+	assert.ErrorContains(t, err, "ssmk_plan_fetch_bwd", "a backward plan is fetched with its own function")
+	if caps.BackwardAtomic() {
+		return
+	}
+	prev := l.SetNumThreads(1)
+	defer l.SetNumThreads(prev)
+	one, err := l.Backward(p, ct, ssm.F32, true)
+	require.NoError(t, err)
+	assert.Equal(t, direct, one, "one thread and %d give other gradients", prev)
+}
+
+// Bad arguments get an error that names them.
+func TestBackwardRefusesBadArguments(t *testing.T) {
+	l := openBackward(t)
+	p, ct := backwardProblem(ssm.ZOH, false)
+	_, err := l.Backward(p, ct, ssm.BF16, false)
+	assert.ErrorContains(t, err, "takes F32 or F64")
+	_, err = l.Backward(p, &ssm.Cotangent{Out: ct.Out[:3]}, ssm.F32, false)
+	assert.ErrorContains(t, err, "len(Out) = 3")
+	b, err := l.NewGradBuffers(p, ct, ssm.F32, false)
+	require.NoError(t, err)
+	for _, c := range []struct {
+		name string
+		drop func(*GradBuffers)
+		want string
+	}{
+		{"dout", func(g *GradBuffers) { g.DOut = Array{} }, "grads->dout is NULL"},
+		{"dA", func(g *GradBuffers) { g.DA = Array{} }, "grads->dA is NULL"},
+		{"dz", func(g *GradBuffers) { g.DZ = Array{} }, "grads->dz (args->z is given) is NULL"},
+		{"ddelta_bias", func(g *GradBuffers) { g.DDeltaBias = Array{} }, "grads->ddelta_bias (args->delta_bias is given) is NULL"},
+	} {
+		g := *b
+		c.drop(&g)
+		err := l.RunBackward(&g)
+		var e *Error
+		require.ErrorAs(t, err, &e, c.name)
+		assert.Equal(t, EInval, e.Status, c.name)
+		assert.Contains(t, e.Msg, c.want, c.name)
+	}
+	// A 16-bit dtype reaches the library as SSMK_EUNSUPPORTED.
+	g := *b
+	s := *b.Scan
+	s.DType = ssm.F16
+	g.Scan = &s
+	var e *Error
+	require.ErrorAs(t, l.RunBackward(&g), &e)
+	assert.Equal(t, EUnsupported, e.Status)
+	assert.Contains(t, e.Msg, "backward pass takes SSMK_F32")
+}

@@ -1,0 +1,393 @@
+/*
+ * cpu_backward.cpp — the backward pass of the CPU build (SSMK_CAP_BACKWARD).
+ *
+ * For each (batch, dim) row the forward runs once, keeping the state at the
+ * start of every chunk of kChunk steps; then the chunks are taken from the
+ * last to the first, each recomputing its states from its start and running
+ * the adjoint back through it (λ = ∂L/∂h, k = 1 for real A and 2 for complex
+ * A, conj the identity on real values):
+ *
+ *   λ_t  = conj(Ā_{t+1})·λ_{t+1} + k·dy_t·conj(C_t)       λ after the last step = dlast_state
+ *   dC_t += k·dy_t·conj(h_t)         dB_t += conj(Δ·g·u)·λ_t      du_t += Re(λ_t·conj(Δ·g·B))
+ *   ∂L/∂x = conj(Ā'(x))·conj(h_{t−1})·λ_t + conj(g'(x))·conj(Δ·u·B)·λ_t
+ *   dΔ_t = Re(λ_t·conj(g·B·u)) + Re(∂L/∂x·conj(a)) summed over states, times softplus'
+ *   dA   += Δ·∂L/∂x
+ *
+ * Determinism: the rows of one (batch, group) run in order on one thread,
+ * which owns that group's variable dB and dC; the sums over batch (dA, dD,
+ * ddelta_bias, constant dB and dC) go through per-row partials added in a
+ * fixed order. Two calls give bitwise equal gradients whatever the team.
+ */
+#include <new>
+#include <type_traits>
+#include <vector>
+
+#include "cpu_plan.h"
+#include "ssmk.h"
+#include "ssmk_derivs.h"
+#include "ssmk_host.h"
+#include "ssmk_methods.h"
+
+using namespace ssmk;
+
+namespace {
+
+/* Steps per chunk of the reverse sweep: its states are recomputed from
+ * the chunk's first, so memory is (L/kChunk + kChunk)·dstate per row. */
+constexpr int kChunk = 64;
+
+template <typename T>
+T cj(T x) {
+    return x;
+}
+template <typename T>
+cplx<T> cj(cplx<T> x) {
+    return cmake(x.re, -x.im);
+}
+template <typename T>
+T mul(T a, T b) {
+    return a * b;
+}
+template <typename T>
+cplx<T> mul(cplx<T> a, cplx<T> b) {
+    return cmul(a, b);
+}
+template <typename T>
+T add(T a, T b) {
+    return a + b;
+}
+template <typename T>
+cplx<T> add(cplx<T> a, cplx<T> b) {
+    return cadd(a, b);
+}
+template <typename T>
+T scl(T a, T s) {
+    return a * s;
+}
+template <typename T>
+cplx<T> scl(cplx<T> a, T s) {
+    return cscale(a, s);
+}
+template <typename T>
+T re(T a) {
+    return a;
+}
+template <typename T>
+T re(cplx<T> a) {
+    return a.re;
+}
+
+/* The method the backward differentiates: the call's, or zoh's whatever
+ * the call (mutant 29, the bug of the fork whose autograd ran zoh's
+ * backward for every method). */
+inline int backward_method(int m) {
+#if SSMK_MUTANT == 29
+    (void)m;
+    return ZOH;
+#else
+    return m;
+#endif
+}
+
+/* (Ā, g) and their derivatives in x, real or complex. */
+template <typename T>
+void coef(int m, T x, T &ab, T &g, T &dab, T &dg) {
+    method_real(m, x, ab, g);
+    method_real_deriv(m, x, ab, g, dab, dg);
+}
+template <typename T>
+void coef(int m, cplx<T> x, cplx<T> &ab, cplx<T> &g, cplx<T> &dab, cplx<T> &dg) {
+    method_complex(m, x, ab, g);
+    method_complex_deriv(m, x, ab, g, dab, dg);
+}
+
+/* One call's arrays, typed: T the dtype's scalar, V it or cplx<T>. */
+template <typename T, typename V>
+struct Bwd {
+    const ssmk_scan_args *a;
+    const ssmk_scan_grads *g;
+    const V *h0;
+    int L, Lp, N, dim, cpg; /* Lp: the steps the sweep runs (L; mutant 32 pads to whole chunks) */
+    /* per-row partials of the sums over batch */
+    V *pA, *pB, *pC;
+    T *pD, *pBias;
+
+    /* B or C element (n, t) of row (b, d); 0 past the sequence (mutant 32). */
+    V bc(const void *p, int32_t variable, int b, int d, int n, int t) const {
+        if (!variable) return ((const V *)p)[(int64_t)d * N + n];
+        if (t >= L) return V{};
+        return ((const V *)p)[(((int64_t)b * a->n_groups + d / cpg) * N + n) * L + t];
+    }
+    T seq(const void *p, int64_t row, int t) const { return t < L ? ((const T *)p)[row * L + t] : T(0); }
+};
+
+/* The forward step t of a row: h ← Ā·h + Δ·g·B·u for every state. */
+template <typename T, typename V>
+void forward_step(const Bwd<T, V> &w, int b, int d, int t, const V *A, V *h) {
+    const ssmk_scan_args *a = w.a;
+    const int64_t row = (int64_t)b * w.dim + d;
+    const T dt = step_dt(w.seq(a->delta, row, t), (const T *)a->delta_bias, d, a->delta_softplus);
+    const T u = w.seq(a->u, row, t);
+    const int m = backward_method(a->method);
+    for (int n = 0; n < w.N; n++) {
+        V ab, g, dab, dg;
+        coef(m, scl(A[n], dt), ab, g, dab, dg);
+        h[n] = add(mul(ab, h[n]), scl(mul(g, w.bc(a->B, a->is_variable_B, b, d, n, t)), dt * u));
+    }
+}
+
+/* The backward of one row (b, d). */
+template <typename T, typename V>
+void backward_row(const Bwd<T, V> &w, int b, int d) {
+    constexpr bool kComplex = !std::is_same<T, V>::value;
+    const ssmk_scan_args *a = w.a;
+    const ssmk_scan_grads *gr = w.g;
+    const int N = w.N, L = w.L, Lp = w.Lp, chunks = (Lp + kChunk - 1) / kChunk;
+    const int64_t row = (int64_t)b * w.dim + d;
+    const T k = kComplex ? T(2) : T(1);
+    const int m = backward_method(a->method);
+    const V *A = (const V *)a->A + (int64_t)d * N;
+    std::vector<V> starts((size_t)(chunks + 1) * N), hs((size_t)(kChunk + 1) * N), lam(N), next(N);
+    for (int n = 0; n < N; n++) starts[n] = w.h0 ? w.h0[row * N + n] : V{};
+    for (int c = 0; c < chunks; c++) {
+        V *h = &starts[(size_t)(c + 1) * N];
+        for (int n = 0; n < N; n++) h[n] = h[n - N];
+        for (int t = c * kChunk; t < Lp && t < (c + 1) * kChunk; t++) forward_step(w, b, d, t, A, h);
+    }
+    for (int n = 0; n < N; n++) {
+        lam[n] = gr->dlast_state ? ((const V *)gr->dlast_state)[row * N + n] : V{};
+        next[n] = V{};
+        if constexpr (kComplex)
+            next[n].re = T(1);
+        else
+            next[n] = T(1);
+    }
+    V *pA = w.pA + row * N;
+    for (int c = chunks - 1; c >= 0; c--) {
+        const int t0 = c * kChunk, t1 = t0 + kChunk < Lp ? t0 + kChunk : Lp;
+        for (int n = 0; n < N; n++) hs[n] = starts[(size_t)c * N + n];
+        for (int t = t0; t < t1; t++) {
+            for (int n = 0; n < N; n++) hs[(size_t)(t - t0 + 1) * N + n] = hs[(size_t)(t - t0) * N + n];
+            forward_step(w, b, d, t, A, &hs[(size_t)(t - t0 + 1) * N]);
+        }
+        for (int t = t1 - 1; t >= t0; t--) {
+            const V *hprev = &hs[(size_t)(t - t0) * N], *hcur = hprev + N;
+            const T raw = w.seq(a->delta, row, t), u = w.seq(a->u, row, t);
+            const T v = raw + (a->delta_bias ? ((const T *)a->delta_bias)[d] : T(0));
+            const T dt = step_dt(raw, (const T *)a->delta_bias, d, a->delta_softplus);
+            T dy = t < L ? ((const T *)gr->dout)[row * L + t] : T(0);
+            V ysum{};
+            for (int n = 0; n < N; n++) ysum = add(ysum, mul(w.bc(a->C, a->is_variable_C, b, d, n, t), hcur[n]));
+            if (a->z && t < L) {
+                const T z = ((const T *)a->z)[row * L + t], sig = T(1) / (T(1) + sexp(-z));
+                T y = k * re(ysum) + (a->D ? ((const T *)a->D)[d] * u : T(0));
+                ((T *)gr->dz)[row * L + t] = dy * y * sig * (T(1) + z * (T(1) - sig));
+                dy *= z * sig;
+            }
+            T du = T(0), ddt = T(0);
+            for (int n = 0; n < N; n++) {
+                const V bv = w.bc(a->B, a->is_variable_B, b, d, n, t), cv = w.bc(a->C, a->is_variable_C, b, d, n, t);
+                V ab, g, dab, dg;
+                coef(m, scl(A[n], dt), ab, g, dab, dg);
+                lam[n] = add(mul(cj(next[n]), lam[n]), scl(cj(cv), k * dy));
+                const V l = lam[n];
+                const V dC = scl(cj(hcur[n]), k * dy), dB = scl(mul(cj(g), l), dt * u);
+                if (a->is_variable_C) {
+                    if (t < L) {
+                        V &e = ((V *)gr->dC)[(((int64_t)b * a->n_groups + d / w.cpg) * N + n) * L + t];
+                        e = add(e, dC);
+                    }
+                } else {
+                    w.pC[row * N + n] = add(w.pC[row * N + n], dC);
+                }
+                if (a->is_variable_B) {
+                    if (t < L) {
+                        V &e = ((V *)gr->dB)[(((int64_t)b * a->n_groups + d / w.cpg) * N + n) * L + t];
+                        e = add(e, dB);
+                    }
+                } else {
+                    w.pB[row * N + n] = add(w.pB[row * N + n], dB);
+                }
+                const V lgb = mul(l, cj(mul(g, bv))); /* λ·conj(g·B) */
+                du += re(lgb) * dt;
+                const V gxA = mul(cj(dab), mul(cj(hprev[n]), l));
+                const V gxG = scl(mul(cj(dg), mul(cj(bv), l)), dt * u);
+#if SSMK_MUTANT == 31
+                /* the chain through Δ in Ā forgotten: Ā' reaches dA, not dΔ */
+                ddt += re(lgb) * u + re(mul(gxG, cj(A[n])));
+#else
+                ddt += re(lgb) * u + re(mul(add(gxA, gxG), cj(A[n])));
+#endif
+                pA[n] = add(pA[n], scl(add(gxA, gxG), dt));
+                next[n] = ab;
+            }
+            if (a->D) {
+                du += dy * ((const T *)a->D)[d];
+                w.pD[row] += dy * u;
+            }
+#if SSMK_MUTANT == 30
+            (void)v; /* softplus' derivative dropped */
+#else
+            if (a->delta_softplus && v <= T(20)) ddt *= T(1) / (T(1) + sexp(-v));
+#endif
+            if (t < L) {
+                ((T *)gr->du)[row * L + t] = du;
+                ((T *)gr->ddelta)[row * L + t] = ddt;
+            }
+            if (a->delta_bias) w.pBias[row] += ddt;
+        }
+    }
+    if (gr->dinitial_state)
+        for (int n = 0; n < N; n++) ((V *)gr->dinitial_state)[row * N + n] = mul(cj(next[n]), lam[n]);
+}
+
+template <typename T, typename V>
+void backward_t(const ssmk_scan_args *a, const void *h0, const ssmk_scan_grads *g) {
+    const ScanSizes s = scan_sizes(a);
+    const int N = a->dstate, dim = a->dim, G = a->n_groups, B = a->batch;
+    const int64_t rows = (int64_t)B * dim;
+    std::vector<V> pA((size_t)rows * N), pB(a->is_variable_B ? 0 : (size_t)rows * N),
+        pC(a->is_variable_C ? 0 : (size_t)rows * N);
+    std::vector<T> pD(a->D ? rows : 0), pBias(a->delta_bias ? rows : 0);
+    Bwd<T, V> w{a,       g,         (const V *)h0, a->seqlen, a->seqlen, N,           dim,
+                dim / G, pA.data(), pB.data(),     pC.data(), pD.data(), pBias.data()};
+#if SSMK_MUTANT == 32
+    /* the padded tail of a partial chunk swept as if it were input: Δ =
+     * softplus(bias) and dlast_state entering at the padded end */
+    w.Lp = (a->seqlen + kChunk - 1) / kChunk * kChunk;
+#endif
+    if (a->is_variable_B) memset(g->dB, 0, (size_t)s.b * s.w);
+    if (a->is_variable_C) memset(g->dC, 0, (size_t)s.c * s.w);
+    for_rows((int64_t)B * G, [&w, B, G](int64_t task) {
+        const int b = (int)(task / G), grp = (int)(task % G);
+        (void)B;
+        for (int d = grp * w.cpg; d < (grp + 1) * w.cpg; d++) backward_row(w, b, d);
+    });
+    /* The sums over batch, in batch order. */
+    auto reduce = [rows, dim, B](const auto &part, auto *out, int per) {
+        (void)rows;
+        for (int64_t j = 0; j < (int64_t)dim * per; j++) {
+            auto acc = part[(size_t)j];
+            for (int b = 1; b < B; b++) acc = add(acc, part[(size_t)b * dim * per + j]);
+            out[j] = acc;
+        }
+    };
+    reduce(pA, (V *)g->dA, N);
+    if (!a->is_variable_B) reduce(pB, (V *)g->dB, N);
+    if (!a->is_variable_C) reduce(pC, (V *)g->dC, N);
+    if (a->D) reduce(pD, (T *)g->dD, 1);
+    if (a->delta_bias) reduce(pBias, (T *)g->ddelta_bias, 1);
+}
+
+} /* namespace */
+
+namespace ssmk {
+
+void run_backward(const ssmk_scan_args *a, const void *h0, const ssmk_scan_grads *g) {
+    if (a->dtype == SSMK_F64) {
+        if (a->is_complex)
+            backward_t<double, cplx<double>>(a, h0, g);
+        else
+            backward_t<double, double>(a, h0, g);
+    } else {
+        if (a->is_complex)
+            backward_t<float, cplx<float>>(a, h0, g);
+        else
+            backward_t<float, float>(a, h0, g);
+    }
+}
+
+} /* namespace ssmk */
+
+extern "C" {
+
+SSMK_API int32_t ssmk_scan_bwd(const ssmk_scan_args *args, const void *initial_state, const ssmk_scan_grads *grads) {
+    if (int32_t st = validate_bwd(args, grads, SSMK_MAX_DSTATE)) return st;
+    run_backward(args, initial_state, grads);
+    return SSMK_OK;
+}
+
+SSMK_API int32_t ssmk_plan_create_bwd(const ssmk_scan_args *args, const void *initial_state,
+                                      const ssmk_scan_grads *grads, ssmk_plan **plan) {
+    if (!plan) return fail(SSMK_EINVAL, "plan is NULL");
+    if (int32_t st = validate_bwd(args, grads, SSMK_MAX_DSTATE)) return st;
+    ssmk_plan *p = new (std::nothrow) ssmk_plan;
+    if (!p) return fail(SSMK_ENOMEM, "out of host memory for the plan");
+    p->kind = ssmk_plan::BACKWARD;
+    p->args = *args;
+    p->args.out = p->args.last_state = nullptr;
+    p->sz = scan_sizes(args);
+    const ScanSizes &s = p->sz;
+    bool oom = false;
+    auto keep = [p, &oom](const void *src, int64_t count, size_t elem) -> void * {
+        void *q = dup(src, count, elem, &oom);
+        if (q) p->owned.push_back(q);
+        return q;
+    };
+    auto alloc = [p, &oom](const void *wanted, int64_t count, size_t elem) -> void * {
+        if (!wanted) return nullptr;
+        void *q = malloc((size_t)count * elem);
+        if (!q) oom = true;
+        if (q) p->owned.push_back(q);
+        return q;
+    };
+    ssmk_scan_args &a = p->args;
+    a.u = keep(a.u, s.seq, s.w);
+    a.delta = keep(a.delta, s.seq, s.w);
+    a.A = keep(a.A, s.a, s.w);
+    a.B = keep(a.B, s.b, s.w);
+    a.C = keep(a.C, s.c, s.w);
+    a.D = keep(a.D, s.dim, s.w);
+    a.z = keep(a.z, s.seq, s.w);
+    a.delta_bias = keep(a.delta_bias, s.dim, s.w);
+    p->h0 = keep(initial_state, s.state, s.w);
+    ssmk_scan_grads &g = p->grads;
+    g.dout = keep(grads->dout, s.seq, s.w);
+    g.dlast_state = keep(grads->dlast_state, s.state, s.w);
+    g.du = alloc(grads->du, s.seq, s.w);
+    g.ddelta = alloc(grads->ddelta, s.seq, s.w);
+    g.dA = alloc(grads->dA, s.a, s.w);
+    g.dB = alloc(grads->dB, s.b, s.w);
+    g.dC = alloc(grads->dC, s.c, s.w);
+    g.dD = alloc(a.D ? grads->dD : nullptr, s.dim, s.w);
+    g.dz = alloc(a.z ? grads->dz : nullptr, s.seq, s.w);
+    g.ddelta_bias = alloc(a.delta_bias ? grads->ddelta_bias : nullptr, s.dim, s.w);
+    g.dinitial_state = alloc(grads->dinitial_state, s.state, s.w);
+    if (oom) {
+        delete p;
+        return fail(SSMK_ENOMEM, "out of host memory for the plan's buffers");
+    }
+    *plan = p;
+    return SSMK_OK;
+}
+
+SSMK_API int32_t ssmk_plan_fetch_bwd(ssmk_plan *p, const ssmk_scan_grads *grads) {
+    if (!p) return fail(SSMK_EINVAL, "plan is NULL");
+    if (p->kind != ssmk_plan::BACKWARD) return fail(SSMK_EINVAL, "plan is not a backward plan (ssmk_plan_create_bwd)");
+    if (!grads) return fail(SSMK_EINVAL, "grads is NULL");
+    if (!p->launched) return fail(SSMK_EINVAL, "plan has not been launched: nothing to fetch");
+    const ScanSizes &s = p->sz;
+    const ssmk_scan_grads &g = p->grads;
+    struct {
+        const char *name;
+        void *dst;
+        const void *src;
+        int64_t count;
+    } outs[] = {{"du", grads->du, g.du, s.seq},
+                {"ddelta", grads->ddelta, g.ddelta, s.seq},
+                {"dA", grads->dA, g.dA, s.a},
+                {"dB", grads->dB, g.dB, s.b},
+                {"dC", grads->dC, g.dC, s.c},
+                {"dD", grads->dD, g.dD, s.dim},
+                {"dz", grads->dz, g.dz, s.seq},
+                {"ddelta_bias", grads->ddelta_bias, g.ddelta_bias, s.dim},
+                {"dinitial_state", grads->dinitial_state, g.dinitial_state, s.state}};
+    for (auto &o : outs)
+        if (o.dst && !o.src)
+            return fail(SSMK_EINVAL, "grads->%s: the plan was created without it (NULL or its input absent)", o.name);
+    for (auto &o : outs)
+        if (o.dst) memcpy(o.dst, o.src, (size_t)o.count * s.w);
+    return SSMK_OK;
+}
+
+} /* extern "C" */

@@ -1,0 +1,146 @@
+/*
+ * ssmk_derivs.h — the derivatives of the method table in x = Δ·a, for the
+ * backward pass: dĀ/dx and dg/dx of every method, real and complex, in
+ * float and double, built on ssmk_methods.h's arithmetic (the same exp,
+ * division and Horner's rule), __host__ __device__ under nvcc.
+ *
+ *   method      dĀ/dx               dg/dx
+ *   zoh         e^x                 0
+ *   foh         e^x                 φ1'(x) = (e^x − φ1(x))/x, 1/2 at 0
+ *   bilinear    g²                  g²/2          (g = 1/(1 − x/2))
+ *   poly        e^x                 1/2 + x/3
+ *   highorder   e^x                 1/2
+ *   rk4         e^x                 1/2 + x/3 + x²/8
+ *
+ * Each takes (Ā, g) already computed at x, so that a backward step forms
+ * one exp and at most one division.
+ */
+#ifndef SSMK_DERIVS_H
+#define SSMK_DERIVS_H
+
+#include "ssmk_methods.h"
+
+namespace ssmk {
+
+/* φ1'(x) = Σ_{k≥1} k·x^(k−1)/(k+1)! near 0, where (e^x − φ1)/x cancels:
+ * for |x| < 1/2 in float to degree 8 (the first term left out,
+ * 10·2⁻⁹/11!, is below u/100 of φ1' ≥ 0.38), in double to degree 15
+ * (17·2⁻¹⁶/18! ≈ 4e-20). */
+SSMK_HD float dphi1_series(float x) {
+    const float c[9] = {1.0f / 403200.0f, 1.0f / 45360.0f, 1.0f / 5760.0f, 1.0f / 840.0f, 1.0f / 144.0f,
+                        1.0f / 30.0f,     1.0f / 8.0f,     1.0f / 3.0f,    0.5f};
+    return horner(c, x);
+}
+SSMK_HD double dphi1_series(double x) {
+    const double c[16] = {1.0 / 22230464256000.0,
+                          1.0 / 1394852659200.0,
+                          1.0 / 93405312000.0,
+                          1.0 / 6706022400.0,
+                          1.0 / 518918400.0,
+                          1.0 / 43545600.0,
+                          1.0 / 3991680.0,
+                          1.0 / 403200.0,
+                          1.0 / 45360.0,
+                          1.0 / 5760.0,
+                          1.0 / 840.0,
+                          1.0 / 144.0,
+                          1.0 / 30.0,
+                          1.0 / 8.0,
+                          1.0 / 3.0,
+                          0.5};
+    return horner(c, x);
+}
+
+/* φ1'(x) given e = e^x and p = φ1(x): the series near 0, (e − p)/x beyond
+ * (|x| ≥ 1/2, where the subtraction loses at most a few bits). */
+template <typename T>
+SSMK_HD T dphi1(T x, T e, T p) {
+    return sabs(x) < T(0.5) ? dphi1_series(x) : sdiv(e - p, x);
+}
+
+/* The Taylor methods' g'(x) = Σ_{k=1..deg} k·c_k·x^(k−1), by Horner's rule. */
+template <int M, typename T>
+SSMK_HD T taylor_dg(T x) {
+    constexpr int deg = taylor_degree<M>();
+    T p = T(deg) * taylor_coef<M, T>(deg);
+    for (int k = deg - 1; k >= 1; k--) p = p * x + T(k) * taylor_coef<M, T>(k);
+    return p;
+}
+
+/* dĀ/dx and dg/dx of method m at real x, given (Ā, g) at x:
+ *   zoh e^x, 0;  foh e^x, φ1'(x);  bilinear g², g²/2 (g = 1/(1 − x/2));
+ *   poly, highorder, rk4 e^x and their polynomial's derivative. */
+template <typename T>
+SSMK_HD void method_real_deriv(int m, T x, T abar, T g, T &dabar, T &dg) {
+    switch (m) {
+    case ZOH:
+        dabar = abar, dg = T(0);
+        return;
+    case FOH:
+        dabar = abar, dg = dphi1(x, abar, g);
+        return;
+    case BILINEAR:
+        dabar = g * g, dg = T(0.5) * g * g;
+        return;
+    case POLY:
+        dabar = abar, dg = taylor_dg<POLY>(x);
+        return;
+    case HIGHORDER:
+        dabar = abar, dg = taylor_dg<HIGHORDER>(x);
+        return;
+    case RK4:
+        dabar = abar, dg = taylor_dg<RK4>(x);
+        return;
+    default:
+        dabar = dg = T(NAN);
+    }
+}
+
+/* The same at complex x. foh's φ1' is the series for |x| < 1/2 (complex
+ * Horner), (e^x − φ1)/x by Smith's division beyond. */
+template <typename T>
+SSMK_HD_CALL void method_complex_deriv(int m, cplx<T> x, cplx<T> abar, cplx<T> g, cplx<T> &dabar, cplx<T> &dg) {
+    const cplx<T> zero = cmake(T(0), T(0));
+    dabar = abar;
+    switch (m) {
+    case ZOH:
+        dg = zero;
+        return;
+    case FOH:
+        if (x.re * x.re + x.im * x.im < T(0.25)) {
+            /* the coefficients of dphi1_series, as a complex Horner */
+            const T c[9] = {T(1.0 / 403200.0), T(1.0 / 45360.0), T(1.0 / 5760.0), T(1.0 / 840.0), T(1.0 / 144.0),
+                            T(1.0 / 30.0),     T(1.0 / 8.0),     T(1.0 / 3.0),    T(0.5)};
+            const T cd[7] = {T(1.0 / 22230464256000.0), T(1.0 / 1394852659200.0), T(1.0 / 93405312000.0),
+                             T(1.0 / 6706022400.0),     T(1.0 / 518918400.0),     T(1.0 / 43545600.0),
+                             T(1.0 / 3991680.0)};
+            cplx<T> p = zero;
+            if (sizeof(T) == 8)
+                for (int k = 0; k < 7; k++) p = cadd(cmul(p, x), cmake(cd[k], T(0)));
+            for (int k = 0; k < 9; k++) p = cadd(cmul(p, x), cmake(c[k], T(0)));
+            dg = p;
+        } else {
+            dg = cdiv(cmake(abar.re - g.re, abar.im - g.im), x);
+        }
+        return;
+    case BILINEAR:
+        dabar = cmul(g, g);
+        dg = cscale(dabar, T(0.5));
+        return;
+    case POLY: /* 1/2 + x/3 */
+        dg = cadd(cmake(T(0.5), T(0)), cscale(x, T(1.0 / 3.0)));
+        return;
+    case HIGHORDER:
+        dg = cmake(T(0.5), T(0));
+        return;
+    case RK4: /* 1/2 + x·(1/3 + x/8) */
+        dg = cadd(cmake(T(0.5), T(0)), cmul(x, cadd(cmake(T(1.0 / 3.0), T(0)), cscale(x, T(1.0 / 8.0)))));
+        return;
+    default:
+        dabar = dg = cmake(T(NAN), T(NAN));
+    }
+}
+
+} /* namespace ssmk */
+
+#endif /* SSMK_DERIVS_H */

@@ -1,0 +1,211 @@
+package reference
+
+import (
+	"fmt"
+	"math"
+	"math/cmplx"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"ssmverify/gen"
+	"ssmverify/ssm"
+
+	"pgregory.net/rapid"
+)
+
+// coefAt is (Ā, g) at x through the method table CoefDeriv differentiates:
+// Real on the real axis, Complex off it.
+func coefAt(m ssm.Method, x complex128) (complex128, complex128) {
+	if imag(x) == 0 {
+		a, g := Real(m, real(x))
+		return complex(a, 0), complex(g, 0)
+	}
+	return Complex(m, x)
+}
+
+// richardson is f'(x) along the real direction by the 4th-order central
+// difference with step 10⁻³, extrapolated once more (Richardson): an
+// independent check of the derivative, to about 1e-11 relative where f is
+// smooth on the scale of the step (here: 0.11 from bilinear's pole at the
+// closest).
+func richardson(f func(complex128) complex128, x complex128) complex128 {
+	d := func(h float64) complex128 {
+		hc := complex(h, 0)
+		return (-f(x+2*hc) + 8*f(x+hc) - 8*f(x-hc) + f(x-2*hc)) / complex(12*h, 0)
+	}
+	const h = 1e-3
+	return (16*d(h/2) - d(h)) / 15
+}
+
+// The derivatives of the method table, tabulated where they are delicate:
+// x → 0 (foh's series against its quotient), across foh's switch at
+// |x| = 1/2, near bilinear's pole at x = 2 and at it, and large |x|.
+// Against Richardson's differences of the method table.
+func TestCoefDeriv(t *testing.T) {
+	reals := []float64{0, 1e-300, -1e-12, 1e-8, -0.3, 0.49999, 0.5, -0.50001, 1, -2, -30, -700, 1.5, 1.999, -1e4}
+	cpx := []complex128{1e-9i, 0.3 + 0.2i, -0.35 + 0.35i, 0.6i, -1 + 3i, -20 - 50i, 1.9 + 0.05i, -300 + 1e3i}
+	for _, m := range ssm.Methods() {
+		xs := append([]complex128(nil), cpx...)
+		for _, x := range reals {
+			xs = append(xs, complex(x, 0))
+		}
+		for _, x := range xs {
+			da, dg := CoefDeriv(m, x)
+			wa := richardson(func(z complex128) complex128 { a, _ := coefAt(m, z); return a }, x)
+			wg := richardson(func(z complex128) complex128 { _, g := coefAt(m, z); return g }, x)
+			// The differences' rounding: about 10u·|f|/h.
+			fa, fg := coefAt(m, x)
+			if cmplx.Abs(da-wa) > 1e-9*cmplx.Abs(wa)+1e-11*cmplx.Abs(fa) ||
+				cmplx.Abs(dg-wg) > 1e-9*(cmplx.Abs(wg)+cmplx.Abs(wa))+1e-11*cmplx.Abs(fg) {
+				t.Errorf("%v at x = %v: (dĀ, dg) = (%v, %v), differences give (%v, %v)", m, x, da, dg, wa, wg)
+			}
+		}
+	}
+	// The pole: bilinear's derivatives are infinite at x = 2, not NaN.
+	if da, dg := CoefDeriv(ssm.Bilinear, 2); !cmplx.IsInf(da) || !cmplx.IsInf(dg) {
+		t.Errorf("bilinear at the pole x = 2: (dĀ, dg) = (%v, %v), want infinite", da, dg)
+	}
+	// The limits at 0: dĀ = 1 for every method, dg = 0 for zoh, 1/2 else.
+	for _, m := range ssm.Methods() {
+		da, dg := CoefDeriv(m, 0)
+		want := 0.5
+		if m == ssm.ZOH {
+			want = 0
+		}
+		if da != 1 || dg != complex(want, 0) {
+			t.Errorf("%v at x = 0: (dĀ, dg) = (%v, %v), want (1, %g)", m, da, dg, want)
+		}
+	}
+}
+
+// loss is Σ ct.Out·out + Σ ct.LastState·last_state of the float64 forward:
+// the function whose gradient ScanGrad returns.
+func loss(p *ssm.Problem, ct *ssm.Cotangent) float64 {
+	o, err := Scan(p, ssm.Float64)
+	if err != nil {
+		panic(err)
+	}
+	var s float64
+	for i, v := range o.Out {
+		s += ct.Out[i] * v
+	}
+	for i, v := range ct.LastState {
+		s += v * o.LastState[i]
+	}
+	return s
+}
+
+// fieldOf is the array of p named f (a Problem field) for perturbing it.
+func fieldOf(p *ssm.Problem, f string) []float64 {
+	return map[string][]float64{"U": p.U, "Delta": p.Delta, "A": p.A, "B": p.B, "C": p.C, "D": p.D,
+		"Z": p.Z, "DeltaBias": p.DeltaBias, "InitialState": p.InitialState}[f]
+}
+
+// directional compares, for one input array at a time, the gradient's
+// inner product with a random direction v against the derivative of the
+// loss along v by Richardson-extrapolated central differences of the
+// float64 forward (which shares no code with the adjoint). It returns a
+// description of the first disagreement beyond rel·Σ|gᵢvᵢ| (plus the
+// differences' own rounding), or "".
+func directional(p *ssm.Problem, ct *ssm.Cotangent, g *ssm.Grads, seed uint64, rel float64) string {
+	r := rand.New(rand.NewPCG(seed, 23))
+	for _, f := range g.Fields() {
+		base := fieldOf(p, f.Input)
+		v := make([]float64, len(base))
+		var want, mag float64
+		for i := range v {
+			v[i] = r.NormFloat64()
+			want += f.Values[i] * v[i]
+			mag += math.Abs(f.Values[i] * v[i])
+		}
+		at := func(eps float64) float64 {
+			q := p.Clone()
+			s := fieldOf(q, f.Input)
+			for i := range s {
+				s[i] += eps * v[i]
+			}
+			return loss(q, ct)
+		}
+		d := func(h float64) float64 { return (-at(2*h) + 8*at(h) - 8*at(-h) + at(-2*h)) / (12 * h) }
+		h := 1e-3
+		got := (16*d(h/2) - d(h)) / 15
+		noise := 1e-15 * math.Abs(at(0)) / h * 30
+		if math.Abs(got-want) > rel*mag+noise {
+			return fmt.Sprintf("%s: ⟨grad, v⟩ = %.12g, finite differences %.12g (Σ|gᵢvᵢ| = %.3g)", f.Name, want, got, mag)
+		}
+	}
+	return ""
+}
+
+// ScanGrad against finite differences of the forward, for every input, on
+// drawn problems of every method, real and complex A, every option, from
+// h = 0 or an initial state, with and without a gradient of the last
+// state.
+func TestScanGradFiniteDifferences(t *testing.T) {
+	l := gen.Small
+	l.MaxSeqlen, l.Dists = 12, []gen.Dist{gen.Realistic}
+	rapid.Check(t, func(t *rapid.T) {
+		c := gen.Problems(l).Draw(t, "problem")
+		p := c.Problem
+		if rapid.Bool().Draw(t, "initial state") {
+			gen.SetInitialState(p, c.Seed)
+		}
+		ct := gen.NewCotangent(p, c.Seed, rapid.Bool().Draw(t, "dlast_state"))
+		g, err := ScanGrad(p, ct, p.InitialState != nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if msg := directional(p, ct, g, c.Seed, 1e-7); msg != "" {
+			t.Fatalf("%v: %s", c, msg)
+		}
+	})
+}
+
+// The check can fail: a gradient with one planted error (a factor 1.001 on
+// one element of each array in turn, or zoh's coefficients for another
+// method) is caught.
+func TestScanGradFiniteDifferencesCanFail(t *testing.T) {
+	s := gen.MambaBlock(ssm.FOH, 1, 2, 6, 3)
+	p := gen.New(s, 1)
+	gen.SetInitialState(p, 1)
+	ct := gen.NewCotangent(p, 1, true)
+	g, err := ScanGrad(p, ct, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msg := directional(p, ct, g, 1, 1e-7); msg != "" {
+		t.Fatalf("the unplanted gradient fails: %s", msg)
+	}
+	for _, f := range g.Fields() {
+		i := len(f.Values) / 2
+		old := f.Values[i]
+		f.Values[i] = old*1.001 + 1e-3
+		if directional(p, ct, g, 1, 1e-7) == "" {
+			t.Errorf("%s with element %d off by 0.1%%: not caught", f.Name, i)
+		}
+		f.Values[i] = old
+	}
+	q := p.Clone()
+	q.Method = ssm.ZOH
+	gz, _ := ScanGrad(q, ct, true)
+	if directional(p, ct, gz, 1, 1e-7) == "" {
+		t.Errorf("zoh's gradients for a foh problem: not caught")
+	}
+}
+
+func TestScanGradRefusesBadInput(t *testing.T) {
+	p := gen.New(gen.MambaBlock(ssm.ZOH, 1, 2, 4, 2), 1)
+	for _, c := range []struct {
+		ct   *ssm.Cotangent
+		want string
+	}{
+		{nil, "cotangent: nil"},
+		{&ssm.Cotangent{Out: make([]float64, 3)}, "len(Out) = 3, want 8"},
+		{&ssm.Cotangent{Out: make([]float64, 8), LastState: make([]float64, 3)}, "len(LastState) = 3, want 4"},
+	} {
+		if _, err := ScanGrad(p, c.ct, false); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("ScanGrad with %+v: error %v, want one containing %q", c.ct, err, c.want)
+		}
+	}
+}

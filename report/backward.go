@@ -1,0 +1,101 @@
+package report
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"ssmverify/judge"
+	"ssmverify/ssm"
+)
+
+// BackwardCell aggregates the backward-pass comparisons of one method ×
+// dtype × real/complex A: how many, how many failed, and per gradient the
+// worst ratio and ulp.
+type BackwardCell struct {
+	Checks   int        `json:"checks"`
+	Failures int        `json:"failures"`
+	MaxRatio Num        `json:"max_ratio"`
+	Worst    string     `json:"worst,omitempty"`
+	FailedBy []string   `json:"failed_by,omitempty"`
+	Grads    []GradStat `json:"grads"`
+}
+
+// GradStat is one gradient's worst ratio and ulp over a cell's checks.
+type GradStat struct {
+	Name     string `json:"name"`
+	MaxRatio Num    `json:"max_ratio"`
+	MaxULP   Num    `json:"max_ulp"`
+}
+
+// AddBackward records one backward comparison made by test.
+func (r *Report) AddBackward(test string, m ssm.Method, dt ssm.DType, isComplex bool, c judge.GradComparison) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	cell := r.cell(m, dt, isComplex)
+	if cell.Backward == nil {
+		cell.Backward = &BackwardCell{}
+	}
+	b := cell.Backward
+	b.Checks++
+	passed := c.Passed(dt)
+	w := c.Worst()
+	if !passed {
+		b.Failures++
+		if !contains(b.FailedBy, test) {
+			b.FailedBy = append(b.FailedBy, test)
+		}
+	}
+	if w.Ratio > float64(b.MaxRatio) || math.IsNaN(w.Ratio) || (!passed && b.Failures == 1) {
+		b.MaxRatio = Num(w.Ratio)
+		b.Worst = test + ": " + w.String()
+		if c.NonFinite > 0 || len(c.Missing) > 0 {
+			b.Worst += "; non-finite or missing gradients"
+		}
+	}
+	for _, g := range c.Grads {
+		k := -1
+		for i := range b.Grads {
+			if b.Grads[i].Name == g.Name {
+				k = i
+			}
+		}
+		if k < 0 {
+			b.Grads = append(b.Grads, GradStat{Name: g.Name})
+			k = len(b.Grads) - 1
+		}
+		s := &b.Grads[k]
+		if g.Ratio > float64(s.MaxRatio) || math.IsNaN(g.Ratio) {
+			s.MaxRatio = Num(round3(g.Ratio))
+		}
+		if g.ULP > float64(s.MaxULP) {
+			s.MaxULP = Num(round3(g.ULP))
+		}
+	}
+}
+
+// backwardSummary is the summary's table of the backward pass: per cell
+// with backward checks, the verdict, the checks and, per gradient, the
+// worst ratio; "" when no backward was judged.
+func (r *Report) backwardSummary() string {
+	var b strings.Builder
+	for _, c := range r.Cells {
+		bw := c.Backward
+		if bw == nil {
+			continue
+		}
+		if b.Len() == 0 {
+			b.WriteString("\nbackward pass (max ratio per gradient; threshold as the forward's):\n")
+		}
+		v := "ok"
+		if bw.Failures > 0 {
+			v = "FAIL"
+		}
+		var grads []string
+		for _, g := range bw.Grads {
+			grads = append(grads, fmt.Sprintf("%s %.3g", g.Name, float64(g.MaxRatio)))
+		}
+		fmt.Fprintf(&b, "%-10s %-5s %-8s %-5s %7d  %s\n", c.Method, c.DType, c.Kind, v, bw.Checks, strings.Join(grads, ", "))
+	}
+	return b.String()
+}

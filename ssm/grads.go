@@ -1,0 +1,90 @@
+package ssm
+
+import "fmt"
+
+// Cotangent is what flows into the backward pass of a scan: the gradient of
+// a real loss with respect to the scan's outputs. Out is [Batch][Dim]
+// [Seqlen] (dout); LastState is [Batch][Dim][Dstate] (×2 when Complex), or
+// nil for a loss that does not read the last state.
+type Cotangent struct {
+	Out, LastState []float64
+}
+
+// Validate checks the lengths against p's and names the offending field.
+func (c *Cotangent) Validate(p *Problem) error {
+	if c == nil {
+		return fmt.Errorf("cotangent: nil, want dout of %d elements", p.OutLen())
+	}
+	if len(c.Out) != p.OutLen() {
+		return fmt.Errorf("cotangent: len(Out) = %d, want %d (batch·dim·seqlen)", len(c.Out), p.OutLen())
+	}
+	if c.LastState != nil && len(c.LastState) != p.StateLen() {
+		return fmt.Errorf("cotangent: len(LastState) = %d, want %d (batch·dim·dstate%s) or nil", len(c.LastState), p.StateLen(),
+			map[bool]string{true: "×2", false: ""}[p.Complex])
+	}
+	return nil
+}
+
+// Grads are the gradients of a real loss L with respect to a Problem's
+// inputs, each in the layout of its input (Problem's shapes): U, Delta and
+// Z per element; A, D and DeltaBias summed over batch and time; B and C
+// summed over batch and time when constant, and per (batch, group, state,
+// time) when variable, summed over the channels of the group. Delta's is
+// with respect to the raw delta, before delta_bias and softplus.
+//
+// A complex input w = p + i·q has the gradient ∂L/∂p + i·∂L/∂q, interleaved
+// like the input: PyTorch's w.grad for a real loss (the conjugate Wirtinger
+// derivative times 2), so that w − lr·grad descends.
+//
+// D, Z and DeltaBias are nil where the problem has none; InitialState (the
+// gradient with respect to the initial state, the layout of the last state)
+// is nil where it was not asked for.
+type Grads struct {
+	U, Delta, A, B, C []float64
+	D, Z, DeltaBias   []float64
+	InitialState      []float64
+}
+
+// NewGrads returns zero gradients shaped for p; InitialState only when
+// withInitial.
+func NewGrads(p *Problem, withInitial bool) *Grads {
+	lens := p.Lens()
+	opt := func(s []float64, name string) []float64 {
+		if s == nil {
+			return nil
+		}
+		return make([]float64, lens[name])
+	}
+	g := &Grads{
+		U: make([]float64, lens["U"]), Delta: make([]float64, lens["Delta"]), A: make([]float64, lens["A"]),
+		B: make([]float64, lens["B"]), C: make([]float64, lens["C"]),
+		D: opt(p.D, "D"), Z: opt(p.Z, "Z"), DeltaBias: opt(p.DeltaBias, "DeltaBias"),
+	}
+	if withInitial {
+		g.InitialState = make([]float64, p.StateLen())
+	}
+	return g
+}
+
+// GradField is one gradient array with its ABI name ("du", "ddelta", …).
+type GradField struct {
+	Name string
+	// Input is the Problem field it is the gradient of ("U", …).
+	Input  string
+	Values []float64
+}
+
+// Fields lists the present gradients in ABI order: du, ddelta, dA, dB, dC,
+// dD, dz, ddelta_bias, dinitial_state.
+func (g *Grads) Fields() []GradField {
+	all := []GradField{{"du", "U", g.U}, {"ddelta", "Delta", g.Delta}, {"dA", "A", g.A}, {"dB", "B", g.B},
+		{"dC", "C", g.C}, {"dD", "D", g.D}, {"dz", "Z", g.Z}, {"ddelta_bias", "DeltaBias", g.DeltaBias},
+		{"dinitial_state", "InitialState", g.InitialState}}
+	out := all[:0]
+	for _, f := range all {
+		if f.Values != nil {
+			out = append(out, f)
+		}
+	}
+	return out
+}

@@ -1,0 +1,293 @@
+package verify
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"pgregory.net/rapid"
+
+	"ssmverify/diagnose"
+	"ssmverify/gen"
+	"ssmverify/judge"
+	"ssmverify/reference"
+	"ssmverify/ssm"
+)
+
+// backwardCombos lists every method × F32/F64 × real/complex A whose
+// backward the library declares (ssm.Caps.Backward), recording the others
+// under test as not supported; nil when the library exports no backward.
+func backwardCombos(test string) []combo {
+	var out []combo
+	for _, m := range ssm.Methods() {
+		for _, dt := range ssm.DTypes() {
+			for _, isComplex := range []bool{false, true} {
+				c := lib.Capabilities(m, dt, isComplex)
+				if c.Backward() && lib.HasBackward() && !(isComplex && c.ComplexZOHFallback()) {
+					out = append(out, combo{m, dt, isComplex})
+					continue
+				}
+				rep.Unsupported(test, fmt.Sprintf("the backward of %v %v %s (declared unsupported)", m, dt, ssm.AKind(isComplex)))
+			}
+		}
+	}
+	return out
+}
+
+// backwardChecked runs the library's backward pass of p for ct in dt
+// (rounding p and ct to float32 first for F32, so that kernel and reference
+// see the same numbers), compares every gradient with the reference under
+// the backward's error model and records the comparison under test.
+// It returns the comparison and the (rounded) problem and cotangent.
+func backwardChecked(test string, p *ssm.Problem, ct *ssm.Cotangent, dt ssm.DType, withInitial bool) (judge.GradComparison, *ssm.Problem, *ssm.Cotangent, error) {
+	if dt == ssm.F32 {
+		p = p.Clone()
+		p.RoundToFloat32()
+		ct = &ssm.Cotangent{Out: roundF32(ct.Out), LastState: roundF32(ct.LastState)}
+	}
+	got, err := lib.Backward(p, ct, dt, withInitial)
+	if err != nil {
+		rep.Add(test, p.Method, dt, p.Complex, math.Inf(1), math.Inf(1), false, "backward refused: "+err.Error())
+		return judge.GradComparison{}, p, ct, err
+	}
+	want, err := reference.ScanGrad(p, ct, withInitial)
+	if err != nil {
+		return judge.GradComparison{}, p, ct, err
+	}
+	sc, err := reference.GradErrorScale(p, ct, withInitial, dt.Precision())
+	if err != nil {
+		return judge.GradComparison{}, p, ct, err
+	}
+	c := judge.CompareGrads(p, got, dt, want, sc)
+	rep.AddBackward(test, p.Method, dt, p.Complex, c)
+	return c, p, ct, nil
+}
+
+// backwardDiagnosis diagnoses a failing backward (diagnose.Backward) once
+// per test and cell, records it and returns the line for the log.
+func backwardDiagnosis(test string, p *ssm.Problem, ct *ssm.Cotangent, dt ssm.DType) string {
+	if !rep.WantDiagnosis(test, p.Method, dt, p.Complex) {
+		return ""
+	}
+	f := diagnose.Backward(lib, p, ct, dt)
+	rep.AddDiagnosis(test, p.Method, dt, p.Complex, f.Tag, f.String())
+	return "\ndiagnosis [" + f.Tag + "]: " + f.String()
+}
+
+func roundF32(v []float64) []float64 {
+	if v == nil {
+		return nil
+	}
+	out := make([]float64, len(v))
+	for i, x := range v {
+		out[i] = float64(float32(x))
+	}
+	return out
+}
+
+// gradFailure describes a failing comparison: the failing gradients,
+// worst first.
+func gradFailure(c judge.GradComparison, dt ssm.DType) string {
+	s := fmt.Sprintf("threshold %g", judge.Threshold(dt))
+	for _, g := range c.Failing(dt) {
+		s += "\n  " + g.String()
+	}
+	if c.NonFinite > 0 {
+		s += fmt.Sprintf("\n  %d non-finite gradients where the reference is finite", c.NonFinite)
+	}
+	if len(c.Missing) > 0 {
+		s += fmt.Sprintf("\n  missing: %v", c.Missing)
+	}
+	return s
+}
+
+// TestBackwardAccuracy: every gradient of the backward pass against the
+// float64 reference gradients (reference.ScanGrad) under the reverse
+// scan's error model (reference.GradErrorScale), on random shapes that
+// cross the chunk boundaries a kernel may have (seqlen up to 200), every
+// option, from h = 0 or an initial state, with or without a gradient of
+// the last state, in realistic and stress inputs.
+func TestBackwardAccuracy(t *testing.T) {
+	track(t)
+	combos := backwardCombos("TestBackwardAccuracy")
+	if len(combos) == 0 {
+		t.Skip("the library declares no backward pass")
+	}
+	for _, d := range []gen.Dist{gen.Realistic, gen.Stress} {
+		t.Run(d.String(), func(t *testing.T) {
+			rapid.Check(t, func(rt *rapid.T) {
+				cb := rapid.SampledFrom(combos).Draw(rt, "combination")
+				l := gen.Limits{MaxBatch: 2, MaxDim: 8, MaxSeqlen: 200, MaxDstate: 16, Dists: []gen.Dist{d},
+					Methods: []ssm.Method{cb.m}, Complex: map[bool]int{false: 1, true: 2}[cb.isComplex]}
+				c := gen.Problems(l).Draw(rt, "case")
+				p := c.Problem
+				if rapid.Bool().Draw(rt, "initial state") {
+					gen.SetInitialState(p, c.Seed)
+				}
+				withInitial := rapid.Bool().Draw(rt, "dinitial_state")
+				ct := gen.NewCotangent(p, c.Seed, rapid.Bool().Draw(rt, "dlast_state"))
+				cmp, _, _, err := backwardChecked("TestBackwardAccuracy/"+d.String(), p, ct, cb.dt, withInitial)
+				if err != nil {
+					rt.Fatalf("%v %v: declared supported, but %v", c, cb.dt, err)
+				}
+				if !cmp.Passed(cb.dt) {
+					rt.Fatalf("%v %v initial_state=%t dlast_state=%t: %s", c, cb.dt, p.InitialState != nil, ct.LastState != nil,
+						gradFailure(cmp, cb.dt))
+				}
+			})
+		})
+	}
+}
+
+// TestBackwardEveryCombination runs one fixed case of every declared
+// method × dtype × real/complex A × feature set, so that none depends on
+// what rapid draws: a Mamba block across a chunk boundary (seqlen 100)
+// with an initial state and a gradient of the last state, and the bare
+// scan (no D, z, bias or softplus; constant B and C).
+func TestBackwardEveryCombination(t *testing.T) {
+	track(t)
+	for _, cb := range backwardCombos("TestBackwardEveryCombination") {
+		for k, s := range []gen.Spec{gen.MambaBlock(cb.m, 2, 4, 100, 5),
+			{Batch: 1, Dim: 3, Seqlen: 70, Dstate: 4, Groups: 1, Method: cb.m}} {
+			s.Complex = cb.isComplex
+			name := fmt.Sprintf("%v/%v/%s/%d", cb.m, cb.dt, ssm.AKind(cb.isComplex), k)
+			p := gen.New(s, uint64(k+1))
+			gen.SetInitialState(p, 3)
+			ct := gen.NewCotangent(p, 3, true)
+			c, pr, ctr, err := backwardChecked("TestBackwardEveryCombination", p, ct, cb.dt, true)
+			if err != nil {
+				t.Errorf("%s: %v", name, err)
+				continue
+			}
+			if !c.Passed(cb.dt) {
+				t.Errorf("%s: %s%s", name, gradFailure(c, cb.dt), backwardDiagnosis("TestBackwardEveryCombination", pr, ctr, cb.dt))
+			}
+		}
+	}
+}
+
+// TestBackwardGradcheck checks a library's float64 backward against its own
+// float64 forward, as PyTorch's gradcheck does: for each input array, the
+// gradient's inner product with a random direction against the derivative
+// of the loss along it by Richardson-extrapolated central differences of
+// the library's scans. It needs no reference, so it holds a library to its
+// own forward for any method it computes.
+func TestBackwardGradcheck(t *testing.T) {
+	track(t)
+	for _, cb := range backwardCombos("TestBackwardGradcheck") {
+		if cb.dt != ssm.F64 {
+			continue
+		}
+		s := gen.MambaBlock(cb.m, 1, 2, 80, 3)
+		s.Complex, s.Groups = cb.isComplex, 2
+		p := gen.New(s, 7)
+		gen.SetInitialState(p, 7)
+		ct := gen.NewCotangent(p, 7, true)
+		g, err := lib.Backward(p, ct, ssm.F64, true)
+		if err != nil {
+			t.Errorf("%v %s: %v", cb.m, ssm.AKind(cb.isComplex), err)
+			continue
+		}
+		if msg := gradcheck(p, ct, g, 7); msg != "" {
+			t.Errorf("%v fp64 %s: the backward disagrees with the library's own forward: %s", cb.m, ssm.AKind(cb.isComplex), msg)
+		}
+	}
+}
+
+// gradcheck compares ⟨g, v⟩ with the derivative of the library's forward
+// loss along v, one input array at a time; "" when all agree to 1e-6 of
+// Σ|gᵢvᵢ| (the differences' truncation and rounding are below 1e-9 of it
+// on these problems).
+func gradcheck(p *ssm.Problem, ct *ssm.Cotangent, g *ssm.Grads, seed uint64) string {
+	r := rand.New(rand.NewPCG(seed, 29))
+	fields := map[string]func(*ssm.Problem) []float64{"U": func(q *ssm.Problem) []float64 { return q.U },
+		"Delta": func(q *ssm.Problem) []float64 { return q.Delta }, "A": func(q *ssm.Problem) []float64 { return q.A },
+		"B": func(q *ssm.Problem) []float64 { return q.B }, "C": func(q *ssm.Problem) []float64 { return q.C },
+		"D": func(q *ssm.Problem) []float64 { return q.D }, "Z": func(q *ssm.Problem) []float64 { return q.Z },
+		"DeltaBias":    func(q *ssm.Problem) []float64 { return q.DeltaBias },
+		"InitialState": func(q *ssm.Problem) []float64 { return q.InitialState }}
+	for _, f := range g.Fields() {
+		v := make([]float64, len(f.Values))
+		var want, mag float64
+		for i := range v {
+			v[i] = r.NormFloat64()
+			want += f.Values[i] * v[i]
+			mag += math.Abs(f.Values[i] * v[i])
+		}
+		var failed error
+		at := func(eps float64) float64 {
+			q := p.Clone()
+			s := fields[f.Input](q)
+			for i := range s {
+				s[i] += eps * v[i]
+			}
+			o, err := lib.Scan(q, ssm.F64)
+			if err != nil {
+				failed = err
+				return 0
+			}
+			var l float64
+			for i, y := range o.Out {
+				l += ct.Out[i] * y
+			}
+			for i, c := range ct.LastState {
+				l += c * o.LastState[i]
+			}
+			return l
+		}
+		d := func(h float64) float64 { return (-at(2*h) + 8*at(h) - 8*at(-h) + at(-2*h)) / (12 * h) }
+		const h = 1e-3
+		got := (16*d(h/2) - d(h)) / 15
+		if failed != nil {
+			return "the forward refused: " + failed.Error()
+		}
+		if math.Abs(got-want) > 1e-6*mag {
+			return fmt.Sprintf("%s: ⟨grad, v⟩ = %.12g, the forward's differences %.12g (Σ|gᵢvᵢ| = %.3g)", f.Name, want, got, mag)
+		}
+	}
+	return ""
+}
+
+// TestBackwardDeterministic: the same call twice gives bitwise equal
+// gradients, unless the library declares that its backward reduces with
+// atomics (SSMK_CAP_BWD_ATOMIC); then the two calls must each pass the
+// error model, which bounds their spread.
+func TestBackwardDeterministic(t *testing.T) {
+	track(t)
+	for _, cb := range backwardCombos("TestBackwardDeterministic") {
+		s := gen.MambaBlock(cb.m, 2, 8, 150, 4)
+		s.Complex, s.Groups = cb.isComplex, 2
+		p := gen.New(s, 11)
+		if cb.dt == ssm.F32 {
+			p.RoundToFloat32()
+		}
+		ct := gen.NewCotangent(p, 11, true)
+		first, err1 := lib.Backward(p, ct, cb.dt, false)
+		second, err2 := lib.Backward(p, ct, cb.dt, false)
+		if err1 != nil || err2 != nil {
+			t.Errorf("%v %v %s: %v, %v", cb.m, cb.dt, ssm.AKind(cb.isComplex), err1, err2)
+			continue
+		}
+		if lib.Capabilities(cb.m, cb.dt, cb.isComplex).BackwardAtomic() {
+			for _, g := range []*ssm.Grads{first, second} {
+				want, _ := reference.ScanGrad(p, ct, false)
+				sc, _ := reference.GradErrorScale(p, ct, false, cb.dt.Precision())
+				if c := judge.CompareGrads(p, g, cb.dt, want, sc); !c.Passed(cb.dt) {
+					t.Errorf("%v %v %s (atomics declared): %s", cb.m, cb.dt, ssm.AKind(cb.isComplex), gradFailure(c, cb.dt))
+				}
+			}
+			continue
+		}
+		sf, ff := second.Fields(), first.Fields()
+		for k, f := range ff {
+			for i, v := range f.Values {
+				if math.Float64bits(v) != math.Float64bits(sf[k].Values[i]) {
+					t.Errorf("%v %v %s: %s[%d] is %.17g, then %.17g: not deterministic, and SSMK_CAP_BWD_ATOMIC is not declared",
+						cb.m, cb.dt, ssm.AKind(cb.isComplex), f.Name, i, v, sf[k].Values[i])
+					break
+				}
+			}
+		}
+	}
+}
