@@ -26,7 +26,12 @@ type Check7 struct {
 	Samples map[string][]float64 `json:"samples_us"`
 	// Scaling is the -sizes table: size, method, median µs, GB/s.
 	Scaling [][]string `json:"scaling,omitempty"`
-	Passed  bool       `json:"passed"`
+	// MaxBackwardSlowdown is the allowed ratio of a method's backward to
+	// zoh's; BackwardSamples the backward's timed launches by method (both
+	// absent where the library declares no backward for every method).
+	MaxBackwardSlowdown float64              `json:"max_backward_slowdown,omitempty"`
+	BackwardSamples     map[string][]float64 `json:"backward_samples_us,omitempty"`
+	Passed              bool                 `json:"passed"`
 }
 
 // Check7Row is one method's row of Check7.
@@ -42,6 +47,14 @@ type Check7Row struct {
 	GBPerSec       float64 `json:"gb_per_s"`
 	FracCopyBW     float64 `json:"fraction_of_copy_bandwidth"`
 	Verdict        string  `json:"verdict"`
+	// The backward pass of the same problem, timed beside the other
+	// methods' backward (ssmk_plan_create_bwd): median, ratio to zoh's
+	// backward with its 95% CI, verdict against MaxBackwardSlowdown.
+	BackwardUS          float64 `json:"backward_median_us,omitempty"`
+	BackwardRatioToZOH  float64 `json:"backward_ratio_to_zoh,omitempty"`
+	BackwardRatioCILow  float64 `json:"backward_ratio_ci95_low,omitempty"`
+	BackwardRatioCIHigh float64 `json:"backward_ratio_ci95_high,omitempty"`
+	BackwardVerdict     string  `json:"backward_verdict,omitempty"`
 }
 
 // LoadCheck7 reads check7.json. A file without samples (written by an older

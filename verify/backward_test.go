@@ -140,16 +140,21 @@ func TestBackwardAccuracy(t *testing.T) {
 	}
 }
 
-// TestBackwardEveryCombination runs one fixed case of every declared
-// method × dtype × real/complex A × feature set, so that none depends on
-// what rapid draws: a Mamba block across a chunk boundary (seqlen 100)
-// with an initial state and a gradient of the last state, and the bare
-// scan (no D, z, bias or softplus; constant B and C).
+// TestBackwardEveryCombination runs fixed cases of every declared method ×
+// dtype × real/complex A, so that none depends on what rapid draws: a
+// Mamba block across chunk boundaries (seqlen 100) with an initial state
+// and a gradient of the last state; the bare scan (no D, z, bias or
+// softplus; constant B and C); a wide block of two groups of 32 channels
+// (where a GPU kernel sums a group's dB and dC within a thread block); and
+// dstate 40 (more states than a warp has lanes).
 func TestBackwardEveryCombination(t *testing.T) {
 	track(t)
 	for _, cb := range backwardCombos("TestBackwardEveryCombination") {
+		wide := gen.MambaBlock(cb.m, 2, 64, 100, 16)
+		wide.Groups = 2
 		for k, s := range []gen.Spec{gen.MambaBlock(cb.m, 2, 4, 100, 5),
-			{Batch: 1, Dim: 3, Seqlen: 70, Dstate: 4, Groups: 1, Method: cb.m}} {
+			{Batch: 1, Dim: 3, Seqlen: 70, Dstate: 4, Groups: 1, Method: cb.m}, wide,
+			gen.MambaBlock(cb.m, 1, 2, 40, 40)} {
 			s.Complex = cb.isComplex
 			name := fmt.Sprintf("%v/%v/%s/%d", cb.m, cb.dt, ssm.AKind(cb.isComplex), k)
 			p := gen.New(s, uint64(k+1))

@@ -47,6 +47,7 @@ type checkConfig struct {
 	batch, dim, seqlen, dstate int
 	trials, warmup             int
 	maxSlowdown                float64
+	maxBwdSlowdown             float64
 	methods                    []ssm.Method
 	dtype                      ssm.DType
 	complex                    bool // Check7 only
@@ -66,9 +67,12 @@ func config(t *testing.T) checkConfig {
 	// On a GPU the scan is memory-bound and the method's arithmetic should
 	// hide under the loads: 1.25× zoh is the limit. The CPU build runs scalar,
 	// compute-bound code where an expm1 or a polynomial per state shows: 3×.
-	c := checkConfig{batch: 8, dim: 512, seqlen: 1024, dstate: 16, trials: 100, warmup: 10, maxSlowdown: 1.25}
+	// The backward of every method within 1.15× of zoh's on a GPU (the
+	// same recurrences and sums; only the coefficients and their
+	// derivatives differ), 3× on the CPU build as the forward.
+	c := checkConfig{batch: 8, dim: 512, seqlen: 1024, dstate: 16, trials: 100, warmup: 10, maxSlowdown: 1.25, maxBwdSlowdown: 1.15}
 	if lib.Backend == "cpu" {
-		c = checkConfig{batch: 2, dim: 64, seqlen: 256, dstate: 16, trials: 15, warmup: 10, maxSlowdown: 3}
+		c = checkConfig{batch: 2, dim: 64, seqlen: 256, dstate: 16, trials: 15, warmup: 10, maxSlowdown: 3, maxBwdSlowdown: 3}
 	}
 	if *flagMaxSlowdown > 0 {
 		c.maxSlowdown = *flagMaxSlowdown
@@ -921,8 +925,10 @@ func TestCheck7MethodComparison(t *testing.T) {
 	for i, m := range order {
 		samples[m] = measured[i]
 	}
+	bwd := backwardSamples(t, c, order)
 	table := report.Table{Name: fmt.Sprintf("Check7: method comparison (%s; copy bandwidth %.0f GB/s; %.2f MB per scan)", c, copyBW, float64(bytesMoved)/1e6),
-		Columns: []string{"method", "median µs", "95% CI µs", "Gelem/s", "GB/s", "% copy BW", "× zoh", "95% CI", "verdict", ""}}
+		Columns: []string{"method", "median µs", "95% CI µs", "Gelem/s", "GB/s", "% copy BW", "× zoh", "95% CI", "verdict",
+			"bwd µs", "bwd × zoh bwd", "bwd verdict", ""}}
 	var rows []report.Check7Row
 	elems := float64(c.batch * c.dim * c.seqlen)
 	for _, m := range c.methods {
@@ -933,10 +939,20 @@ func TestCheck7MethodComparison(t *testing.T) {
 		sec := row.MedianUS * 1e-6
 		row.ElementsPerSec, row.GBPerSec = elems/sec, float64(bytesMoved)/sec/1e9
 		row.FracCopyBW = row.GBPerSec / copyBW
+		bcols := []string{"-", "-", "-"}
+		if bwd != nil {
+			b, err := DecideMethod(m.String(), bwd[m], bwd[ssm.ZOH], c.maxBwdSlowdown)
+			if err != nil {
+				t.Errorf("the backward: %v", err)
+			}
+			row.BackwardUS, row.BackwardRatioToZOH, row.BackwardVerdict = b.MedianUS, b.RatioToZOH, b.Verdict
+			row.BackwardRatioCILow, row.BackwardRatioCIHigh = b.RatioCILow, b.RatioCIHigh
+			bcols = []string{us(b.MedianUS), fmt.Sprintf("%.3f (%.3f–%.3f)", b.RatioToZOH, b.RatioCILow, b.RatioCIHigh), b.Verdict}
+		}
 		rows = append(rows, row)
-		table.Rows = append(table.Rows, []string{m.String(), us(row.MedianUS), us(row.CILowUS) + "–" + us(row.CIHighUS),
+		table.Rows = append(table.Rows, append([]string{m.String(), us(row.MedianUS), us(row.CILowUS) + "–" + us(row.CIHighUS),
 			fmt.Sprintf("%.3g", row.ElementsPerSec/1e9), fmt.Sprintf("%.1f", row.GBPerSec), fmt.Sprintf("%.2f", 100*row.FracCopyBW),
-			fmt.Sprintf("%.3f", row.RatioToZOH), fmt.Sprintf("%.3f–%.3f", row.RatioCILow, row.RatioCIHigh), row.Verdict, ""})
+			fmt.Sprintf("%.3f", row.RatioToZOH), fmt.Sprintf("%.3f–%.3f", row.RatioCILow, row.RatioCIHigh), row.Verdict}, append(bcols, "")...))
 	}
 	logTable(t, table)
 	rep.AddTable(table)
@@ -947,6 +963,12 @@ func TestCheck7MethodComparison(t *testing.T) {
 	result := &report.Check7{Schema: report.Check7Schema, Config: c.String(), CopyBandwidthGBps: copyBW,
 		BytesPerScan: bytesMoved, ElementsPerScan: int64(c.batch * c.dim * c.seqlen), MaxSlowdown: c.maxSlowdown,
 		Methods: rows, Samples: perMethod}
+	if bwd != nil {
+		result.MaxBackwardSlowdown, result.BackwardSamples = c.maxBwdSlowdown, map[string][]float64{}
+		for m, s := range bwd {
+			result.BackwardSamples[m.String()] = s
+		}
+	}
 	if *flagSizes != "" {
 		sweep := report.Table{Name: "Check7: scaling", Columns: []string{"size", "method", "median µs", "GB/s", ""}}
 		for _, size := range strings.Split(*flagSizes, ",") {
@@ -972,6 +994,44 @@ func TestCheck7MethodComparison(t *testing.T) {
 	}
 	result.Passed = !t.Failed()
 	writeCheck(t, 7, result)
+}
+
+// backwardSamples times every method's backward pass on Check7's problem
+// (ssmk_plan_create_bwd, dout and dlast_state of order one), the plans
+// interleaved as the forward's are; nil where the library declares no
+// backward for one of the methods in c's dtype.
+func backwardSamples(t *testing.T, c checkConfig, order []ssm.Method) map[ssm.Method]Samples {
+	if !lib.HasBackward() || c.dtype.Narrow() {
+		return nil
+	}
+	var plans []*cudalib.Plan
+	var timers []Timer
+	for _, m := range order {
+		if !lib.Capabilities(m, c.dtype, c.complex).Backward() {
+			return nil
+		}
+		p := checkProblem(c, m, c.complex)
+		ct := gen.NewCotangent(p, 1, true)
+		b, err := lib.NewGradBuffers(p, ct, c.dtype, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		plan, err := lib.NewBackwardPlan(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(plan.Close)
+		plans, timers = append(plans, plan.Plan), append(timers, HarnessTimer)
+	}
+	measured, err := MeasureInterleaved(plans, timers, c.warmup, c.trials, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[ssm.Method]Samples{}
+	for i, m := range order {
+		out[m] = measured[i]
+	}
+	return out
 }
 
 func TestCheck7DecisionCatchesSlowAndSuspicious(t *testing.T) {

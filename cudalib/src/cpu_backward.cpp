@@ -36,47 +36,6 @@ namespace {
  * the chunk's first, so memory is (L/kChunk + kChunk)·dstate per row. */
 constexpr int kChunk = 64;
 
-template <typename T>
-T cj(T x) {
-    return x;
-}
-template <typename T>
-cplx<T> cj(cplx<T> x) {
-    return cmake(x.re, -x.im);
-}
-template <typename T>
-T mul(T a, T b) {
-    return a * b;
-}
-template <typename T>
-cplx<T> mul(cplx<T> a, cplx<T> b) {
-    return cmul(a, b);
-}
-template <typename T>
-T add(T a, T b) {
-    return a + b;
-}
-template <typename T>
-cplx<T> add(cplx<T> a, cplx<T> b) {
-    return cadd(a, b);
-}
-template <typename T>
-T scl(T a, T s) {
-    return a * s;
-}
-template <typename T>
-cplx<T> scl(cplx<T> a, T s) {
-    return cscale(a, s);
-}
-template <typename T>
-T re(T a) {
-    return a;
-}
-template <typename T>
-T re(cplx<T> a) {
-    return a.re;
-}
-
 /* The method the backward differentiates: the call's, or zoh's whatever
  * the call (mutant 29, the bug of the fork whose autograd ran zoh's
  * backward for every method). */
@@ -87,18 +46,6 @@ inline int backward_method(int m) {
 #else
     return m;
 #endif
-}
-
-/* (Ā, g) and their derivatives in x, real or complex. */
-template <typename T>
-void coef(int m, T x, T &ab, T &g, T &dab, T &dg) {
-    method_real(m, x, ab, g);
-    method_real_deriv(m, x, ab, g, dab, dg);
-}
-template <typename T>
-void coef(int m, cplx<T> x, cplx<T> &ab, cplx<T> &g, cplx<T> &dab, cplx<T> &dg) {
-    method_complex(m, x, ab, g);
-    method_complex_deriv(m, x, ab, g, dab, dg);
 }
 
 /* One call's arrays, typed: T the dtype's scalar, V it or cplx<T>. */
@@ -131,8 +78,8 @@ void forward_step(const Bwd<T, V> &w, int b, int d, int t, const V *A, V *h) {
     const int m = backward_method(a->method);
     for (int n = 0; n < w.N; n++) {
         V ab, g, dab, dg;
-        coef(m, scl(A[n], dt), ab, g, dab, dg);
-        h[n] = add(mul(ab, h[n]), scl(mul(g, w.bc(a->B, a->is_variable_B, b, d, n, t)), dt * u));
+        coef_deriv(m, vscale(A[n], dt), ab, g, dab, dg);
+        h[n] = vadd(vmul(ab, h[n]), vscale(vmul(g, w.bc(a->B, a->is_variable_B, b, d, n, t)), dt * u));
     }
 }
 
@@ -156,11 +103,7 @@ void backward_row(const Bwd<T, V> &w, int b, int d) {
     }
     for (int n = 0; n < N; n++) {
         lam[n] = gr->dlast_state ? ((const V *)gr->dlast_state)[row * N + n] : V{};
-        next[n] = V{};
-        if constexpr (kComplex)
-            next[n].re = T(1);
-        else
-            next[n] = T(1);
+        next[n] = vone(V{});
     }
     V *pA = w.pA + row * N;
     for (int c = chunks - 1; c >= 0; c--) {
@@ -177,10 +120,10 @@ void backward_row(const Bwd<T, V> &w, int b, int d) {
             const T dt = step_dt(raw, (const T *)a->delta_bias, d, a->delta_softplus);
             T dy = t < L ? ((const T *)gr->dout)[row * L + t] : T(0);
             V ysum{};
-            for (int n = 0; n < N; n++) ysum = add(ysum, mul(w.bc(a->C, a->is_variable_C, b, d, n, t), hcur[n]));
+            for (int n = 0; n < N; n++) ysum = vadd(ysum, vmul(w.bc(a->C, a->is_variable_C, b, d, n, t), hcur[n]));
             if (a->z && t < L) {
                 const T z = ((const T *)a->z)[row * L + t], sig = T(1) / (T(1) + sexp(-z));
-                T y = k * re(ysum) + (a->D ? ((const T *)a->D)[d] * u : T(0));
+                T y = k * vre(ysum) + (a->D ? ((const T *)a->D)[d] * u : T(0));
                 ((T *)gr->dz)[row * L + t] = dy * y * sig * (T(1) + z * (T(1) - sig));
                 dy *= z * sig;
             }
@@ -188,37 +131,37 @@ void backward_row(const Bwd<T, V> &w, int b, int d) {
             for (int n = 0; n < N; n++) {
                 const V bv = w.bc(a->B, a->is_variable_B, b, d, n, t), cv = w.bc(a->C, a->is_variable_C, b, d, n, t);
                 V ab, g, dab, dg;
-                coef(m, scl(A[n], dt), ab, g, dab, dg);
-                lam[n] = add(mul(cj(next[n]), lam[n]), scl(cj(cv), k * dy));
+                coef_deriv(m, vscale(A[n], dt), ab, g, dab, dg);
+                lam[n] = vadd(vmul(vconj(next[n]), lam[n]), vscale(vconj(cv), k * dy));
                 const V l = lam[n];
-                const V dC = scl(cj(hcur[n]), k * dy), dB = scl(mul(cj(g), l), dt * u);
+                const V dC = vscale(vconj(hcur[n]), k * dy), dB = vscale(vmul(vconj(g), l), dt * u);
                 if (a->is_variable_C) {
                     if (t < L) {
                         V &e = ((V *)gr->dC)[(((int64_t)b * a->n_groups + d / w.cpg) * N + n) * L + t];
-                        e = add(e, dC);
+                        e = vadd(e, dC);
                     }
                 } else {
-                    w.pC[row * N + n] = add(w.pC[row * N + n], dC);
+                    w.pC[row * N + n] = vadd(w.pC[row * N + n], dC);
                 }
                 if (a->is_variable_B) {
                     if (t < L) {
                         V &e = ((V *)gr->dB)[(((int64_t)b * a->n_groups + d / w.cpg) * N + n) * L + t];
-                        e = add(e, dB);
+                        e = vadd(e, dB);
                     }
                 } else {
-                    w.pB[row * N + n] = add(w.pB[row * N + n], dB);
+                    w.pB[row * N + n] = vadd(w.pB[row * N + n], dB);
                 }
-                const V lgb = mul(l, cj(mul(g, bv))); /* λ·conj(g·B) */
-                du += re(lgb) * dt;
-                const V gxA = mul(cj(dab), mul(cj(hprev[n]), l));
-                const V gxG = scl(mul(cj(dg), mul(cj(bv), l)), dt * u);
+                const V lgb = vmul(l, vconj(vmul(g, bv))); /* λ·conj(g·B) */
+                du += vre(lgb) * dt;
+                const V gxA = vmul(vconj(dab), vmul(vconj(hprev[n]), l));
+                const V gxG = vscale(vmul(vconj(dg), vmul(vconj(bv), l)), dt * u);
 #if SSMK_MUTANT == 31
                 /* the chain through Δ in Ā forgotten: Ā' reaches dA, not dΔ */
-                ddt += re(lgb) * u + re(mul(gxG, cj(A[n])));
+                ddt += vre(lgb) * u + vre(vmul(gxG, vconj(A[n])));
 #else
-                ddt += re(lgb) * u + re(mul(add(gxA, gxG), cj(A[n])));
+                ddt += vre(lgb) * u + vre(vmul(vadd(gxA, gxG), vconj(A[n])));
 #endif
-                pA[n] = add(pA[n], scl(add(gxA, gxG), dt));
+                pA[n] = vadd(pA[n], vscale(vadd(gxA, gxG), dt));
                 next[n] = ab;
             }
             if (a->D) {
@@ -238,7 +181,7 @@ void backward_row(const Bwd<T, V> &w, int b, int d) {
         }
     }
     if (gr->dinitial_state)
-        for (int n = 0; n < N; n++) ((V *)gr->dinitial_state)[row * N + n] = mul(cj(next[n]), lam[n]);
+        for (int n = 0; n < N; n++) ((V *)gr->dinitial_state)[row * N + n] = vmul(vconj(next[n]), lam[n]);
 }
 
 template <typename T, typename V>
@@ -268,7 +211,7 @@ void backward_t(const ssmk_scan_args *a, const void *h0, const ssmk_scan_grads *
         (void)rows;
         for (int64_t j = 0; j < (int64_t)dim * per; j++) {
             auto acc = part[(size_t)j];
-            for (int b = 1; b < B; b++) acc = add(acc, part[(size_t)b * dim * per + j]);
+            for (int b = 1; b < B; b++) acc = vadd(acc, part[(size_t)b * dim * per + j]);
             out[j] = acc;
         }
     };

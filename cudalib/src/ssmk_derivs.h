@@ -22,6 +22,57 @@
 
 namespace ssmk {
 
+/* Real and complex values alike, for code written once over V = T or
+ * cplx<T> (the backward's adjoint): conj is the identity on reals. */
+template <typename T>
+SSMK_HD T vconj(T x) {
+    return x;
+}
+template <typename T>
+SSMK_HD cplx<T> vconj(cplx<T> x) {
+    return cmake(x.re, -x.im);
+}
+template <typename T>
+SSMK_HD T vmul(T a, T b) {
+    return a * b;
+}
+template <typename T>
+SSMK_HD cplx<T> vmul(cplx<T> a, cplx<T> b) {
+    return cmul(a, b);
+}
+template <typename T>
+SSMK_HD T vadd(T a, T b) {
+    return a + b;
+}
+template <typename T>
+SSMK_HD cplx<T> vadd(cplx<T> a, cplx<T> b) {
+    return cadd(a, b);
+}
+template <typename T>
+SSMK_HD T vscale(T a, T s) {
+    return a * s;
+}
+template <typename T>
+SSMK_HD cplx<T> vscale(cplx<T> a, T s) {
+    return cscale(a, s);
+}
+template <typename T>
+SSMK_HD T vre(T a) {
+    return a;
+}
+template <typename T>
+SSMK_HD T vre(cplx<T> a) {
+    return a.re;
+}
+template <typename T>
+SSMK_HD T vone(T) {
+    return T(1);
+}
+template <typename T>
+SSMK_HD cplx<T> vone(cplx<T>) {
+    return cmake(T(1), T(0));
+}
+
 /* φ1'(x) = Σ_{k≥1} k·x^(k−1)/(k+1)! near 0, where (e^x − φ1)/x cancels:
  * for |x| < 1/2 in float to degree 8 (the first term left out,
  * 10·2⁻⁹/11!, is below u/100 of φ1' ≥ 0.38), in double to degree 15
@@ -139,6 +190,18 @@ SSMK_HD_CALL void method_complex_deriv(int m, cplx<T> x, cplx<T> abar, cplx<T> g
     default:
         dabar = dg = cmake(T(NAN), T(NAN));
     }
+}
+
+/* (Ā, g) of method m at x and their derivatives in x, real or complex. */
+template <typename T>
+SSMK_HD void coef_deriv(int m, T x, T &ab, T &g, T &dab, T &dg) {
+    method_real(m, x, ab, g);
+    method_real_deriv(m, x, ab, g, dab, dg);
+}
+template <typename T>
+SSMK_HD void coef_deriv(int m, cplx<T> x, cplx<T> &ab, cplx<T> &g, cplx<T> &dab, cplx<T> &dg) {
+    method_complex(m, x, ab, g);
+    method_complex_deriv(m, x, ab, g, dab, dg);
 }
 
 } /* namespace ssmk */

@@ -35,6 +35,23 @@ int32_t ensure_device();
 /* h0: the device copy of the initial state, or NULL (h = 0). */
 int32_t launch_scan(const ssmk_scan_args &a, const void *h0, cudaStream_t s);
 
+/* The backward's device scratch (backward.cu): the states at chunk starts
+ * and the per-row partials of the sums over batch, carved from one
+ * allocation at base. */
+struct BwdScratch {
+    void *base = nullptr;
+    void *ckpt = nullptr, *pA = nullptr, *pB = nullptr, *pC = nullptr, *pD = nullptr, *pBias = nullptr;
+};
+
+/* The bytes of the backward's scratch for a; with layout (base set) the
+ * other pointers are laid out in it. */
+size_t bwd_scratch_bytes(const ssmk_scan_args &a, BwdScratch *layout);
+
+/* Launches the backward pass of a with the gradients g (device pointers)
+ * on stream s. */
+int32_t launch_backward(const ssmk_scan_args &a, const void *h0, const ssmk_scan_grads &g, const BwdScratch &sc,
+                        cudaStream_t s);
+
 /* Launches ssmk_discretize's kernel over n elements (device pointers) on stream s. */
 int32_t launch_discretize(int32_t method, int32_t dtype, int32_t is_complex, int64_t n, const void *delta,
                           const void *A, void *abar, void *bcoef, cudaStream_t s);
@@ -44,8 +61,10 @@ int32_t launch_discretize(int32_t method, int32_t dtype, int32_t is_complex, int
 /* A plan (the ABI's opaque ssmk_plan) owns device buffers, a stream and two
  * events; ssmk_copy_bandwidth borrows the same bookkeeping. */
 struct ssmk_plan {
-    bool is_scan = false, launched = false;
-    ssmk_scan_args dargs{}; /* device pointers */
+    bool is_scan = false, is_bwd = false, launched = false;
+    ssmk_scan_args dargs{};     /* device pointers */
+    ssmk_scan_grads dgrads{};   /* backward: dout, dlast_state and the gradients on the device */
+    ssmk::BwdScratch scratch{}; /* backward */
     ssmk::ScanSizes sz{};
     int32_t method = 0, dtype = 0, is_complex = 0;
     int64_t n = 0;

@@ -80,6 +80,91 @@ int32_t plan_scan(const ssmk_scan_args *args, const void *initial_state, ssmk_pl
     return SSMK_OK;
 }
 
+/* A backward plan: the forward's inputs, the initial state, dout and
+ * dlast_state uploaded; the gradients grads asks for and the scratch
+ * allocated. */
+int32_t plan_bwd(const ssmk_scan_args *args, const void *initial_state, const ssmk_scan_grads *grads, ssmk_plan **out) {
+    ssmk_plan *p = new (std::nothrow) ssmk_plan;
+    if (!p) return fail(SSMK_ENOMEM, "out of host memory for the plan");
+    p->is_bwd = true;
+    p->dargs = *args;
+    p->dargs.out = p->dargs.last_state = nullptr;
+    p->sz = scan_sizes(args);
+    const ScanSizes &s = p->sz;
+    int32_t st = p->init();
+    const struct {
+        const void *src;
+        int64_t count;
+        const void **dst;
+    } ins[] = {{args->u, s.seq, &p->dargs.u},
+               {args->delta, s.seq, &p->dargs.delta},
+               {args->A, s.a, &p->dargs.A},
+               {args->B, s.b, &p->dargs.B},
+               {args->C, s.c, &p->dargs.C},
+               {args->D, s.dim, &p->dargs.D},
+               {args->z, s.seq, &p->dargs.z},
+               {args->delta_bias, s.dim, &p->dargs.delta_bias},
+               {initial_state, s.state, &p->d_h0},
+               {grads->dout, s.seq, &p->dgrads.dout},
+               {grads->dlast_state, s.state, &p->dgrads.dlast_state}};
+    for (auto &in : ins)
+        if (!st) st = p->upload(in.src, in.count, s.w, in.dst);
+    const struct {
+        const void *wanted;
+        int64_t count;
+        void **dst;
+    } outs[] = {{grads->du, s.seq, &p->dgrads.du},
+                {grads->ddelta, s.seq, &p->dgrads.ddelta},
+                {grads->dA, s.a, &p->dgrads.dA},
+                {grads->dB, s.b, &p->dgrads.dB},
+                {grads->dC, s.c, &p->dgrads.dC},
+                {args->D ? grads->dD : nullptr, s.dim, &p->dgrads.dD},
+                {args->z ? grads->dz : nullptr, s.seq, &p->dgrads.dz},
+                {args->delta_bias ? grads->ddelta_bias : nullptr, s.dim, &p->dgrads.ddelta_bias},
+                {grads->dinitial_state, s.state, &p->dgrads.dinitial_state}};
+    for (auto &o : outs)
+        if (!st && o.wanted) st = p->alloc(o.count, s.w, o.dst);
+    if (!st) st = p->alloc((int64_t)bwd_scratch_bytes(*args, nullptr), 1, &p->scratch.base);
+    if (!st) bwd_scratch_bytes(*args, &p->scratch);
+    if (!st) {
+        cudaError_t e = cudaStreamSynchronize(p->stream);
+        if (e != cudaSuccess) st = cuda_fail(e, "cudaStreamSynchronize(upload)");
+    }
+    if (st) {
+        delete p;
+        return st;
+    }
+    *out = p;
+    return SSMK_OK;
+}
+
+/* Copies a backward plan's gradients into grads' outputs. */
+int32_t fetch_bwd(ssmk_plan *p, const ssmk_scan_grads *grads) {
+    const ScanSizes &s = p->sz;
+    const ssmk_scan_grads &g = p->dgrads;
+    const struct {
+        const char *name;
+        void *dst;
+        const void *src;
+        int64_t count;
+    } outs[] = {{"du", grads->du, g.du, s.seq},
+                {"ddelta", grads->ddelta, g.ddelta, s.seq},
+                {"dA", grads->dA, g.dA, s.a},
+                {"dB", grads->dB, g.dB, s.b},
+                {"dC", grads->dC, g.dC, s.c},
+                {"dD", grads->dD, g.dD, s.dim},
+                {"dz", grads->dz, g.dz, s.seq},
+                {"ddelta_bias", grads->ddelta_bias, g.ddelta_bias, s.dim},
+                {"dinitial_state", grads->dinitial_state, g.dinitial_state, s.state}};
+    for (auto &o : outs)
+        if (o.dst && !o.src)
+            return fail(SSMK_EINVAL, "grads->%s: the plan was created without it (NULL or its input absent)", o.name);
+    CU(cudaStreamSynchronize(p->stream));
+    for (auto &o : outs)
+        if (o.dst) CU(cudaMemcpy(o.dst, o.src, (size_t)o.count * s.w, cudaMemcpyDeviceToHost));
+    return SSMK_OK;
+}
+
 int32_t fetch(ssmk_plan *p, void *out, void *last_state) {
     CU(cudaStreamSynchronize(p->stream));
     if (p->is_scan) {
@@ -95,6 +180,7 @@ int32_t fetch(ssmk_plan *p, void *out, void *last_state) {
 }
 
 int32_t launch(ssmk_plan *p) {
+    if (p->is_bwd) return launch_backward(p->dargs, p->d_h0, p->dgrads, p->scratch, p->stream);
     if (p->is_scan) return launch_scan(p->dargs, p->d_h0, p->stream);
     return launch_discretize(p->method, p->dtype, p->is_complex, p->n, p->d_delta, p->d_A, p->d_abar, p->d_bcoef,
                              p->stream);
@@ -123,7 +209,10 @@ SSMK_API int32_t ssmk_device_name(char *buf, int32_t len) {
 SSMK_API int32_t ssmk_max_dstate(void) { return SSMK_MAX_DSTATE; }
 
 SSMK_API uint32_t ssmk_capabilities(int32_t method, int32_t dtype, int32_t is_complex) {
-    return native_capabilities(method, dtype, is_complex, kNarrowInputs);
+    const uint32_t c = native_capabilities(method, dtype, is_complex, kNarrowInputs);
+    /* The backward pass (backward.cu), F32 and F64: variable dB and dC are
+     * summed over a group's channels with atomics. */
+    return c && !narrow_dtype(dtype) ? c | SSMK_CAP_BACKWARD | SSMK_CAP_BWD_ATOMIC : c;
 }
 
 SSMK_API int32_t ssmk_scan_features(int32_t method, int32_t dtype, int32_t is_complex, ssmk_feature_set *f) {
@@ -220,7 +309,33 @@ SSMK_API int32_t ssmk_plan_time(ssmk_plan *p, int32_t iters, double *ms_total) {
     return SSMK_OK;
 }
 
+SSMK_API int32_t ssmk_plan_create_bwd(const ssmk_scan_args *args, const void *initial_state,
+                                      const ssmk_scan_grads *grads, ssmk_plan **plan) {
+    if (!plan) return fail(SSMK_EINVAL, "plan is NULL");
+    if (int32_t st = validate_bwd(args, grads, SSMK_MAX_DSTATE)) return st;
+    if (int32_t st = ensure_device()) return st;
+    return plan_bwd(args, initial_state, grads, plan);
+}
+
+SSMK_API int32_t ssmk_plan_fetch_bwd(ssmk_plan *p, const ssmk_scan_grads *grads) {
+    if (!p) return fail(SSMK_EINVAL, "plan is NULL");
+    if (!p->is_bwd) return fail(SSMK_EINVAL, "plan is not a backward plan (ssmk_plan_create_bwd)");
+    if (!grads) return fail(SSMK_EINVAL, "grads is NULL");
+    if (!p->launched) return fail(SSMK_EINVAL, "plan has not been launched: nothing to fetch");
+    return fetch_bwd(p, grads);
+}
+
+SSMK_API int32_t ssmk_scan_bwd(const ssmk_scan_args *args, const void *initial_state, const ssmk_scan_grads *grads) {
+    ssmk_plan *p = nullptr;
+    int32_t st = ssmk_plan_create_bwd(args, initial_state, grads, &p);
+    if (!st) st = ssmk_plan_launch(p);
+    if (!st) st = fetch_bwd(p, grads);
+    ssmk_plan_destroy(p);
+    return st;
+}
+
 SSMK_API int32_t ssmk_plan_fetch(ssmk_plan *p, void *out, void *last_state) {
+    if (p && p->is_bwd) return fail(SSMK_EINVAL, "plan is a backward plan: fetch it with ssmk_plan_fetch_bwd");
     if (int32_t st = validate_fetch(p, out, p && p->launched)) return st;
     return fetch(p, out, last_state);
 }
