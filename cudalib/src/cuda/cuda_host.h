@@ -35,16 +35,17 @@ int32_t ensure_device();
 /* h0: the device copy of the initial state, or NULL (h = 0). */
 int32_t launch_scan(const ssmk_scan_args &a, const void *h0, cudaStream_t s);
 
-/* The backward's device scratch (backward.cu): the states at chunk starts
- * and the per-row partials of the sums over batch, carved from one
- * allocation at base. */
+/* The backward's device scratch (backward.cu): the chunks' affine maps,
+ * their carries and the per-(row, chunk) partials of the sums over
+ * batch and time, carved from one allocation at base. */
 struct BwdScratch {
     void *base = nullptr;
-    void *ckpt = nullptr, *pA = nullptr, *pB = nullptr, *pC = nullptr, *pD = nullptr, *pBias = nullptr;
+    void *fF = nullptr, *fG = nullptr, *rP = nullptr, *rQ = nullptr, *hS = nullptr, *muS = nullptr;
+    void *pA = nullptr, *pB = nullptr, *pC = nullptr, *pD = nullptr, *pBias = nullptr;
 };
 
-/* The bytes of the backward's scratch for a; with layout (base set) the
- * other pointers are laid out in it. */
+/* The bytes of the backward's scratch for a; with a layout whose base is
+ * set, the other pointers are laid out in it. */
 size_t bwd_scratch_bytes(const ssmk_scan_args &a, BwdScratch *layout);
 
 /* Launches the backward pass of a with the gradients g (device pointers)

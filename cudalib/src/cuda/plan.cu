@@ -124,7 +124,7 @@ int32_t plan_bwd(const ssmk_scan_args *args, const void *initial_state, const ss
                 {grads->dinitial_state, s.state, &p->dgrads.dinitial_state}};
     for (auto &o : outs)
         if (!st && o.wanted) st = p->alloc(o.count, s.w, o.dst);
-    if (!st) st = p->alloc((int64_t)bwd_scratch_bytes(*args, nullptr), 1, &p->scratch.base);
+    if (!st) st = p->alloc((int64_t)bwd_scratch_bytes(*args, &p->scratch), 1, &p->scratch.base);
     if (!st) bwd_scratch_bytes(*args, &p->scratch);
     if (!st) {
         cudaError_t e = cudaStreamSynchronize(p->stream);
