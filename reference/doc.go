@@ -134,6 +134,40 @@
 // underflows loses up to η times the factors multiplied after it
 // (flushLoss: Δ·B = 1e-42 times u = 1e38 in float32).
 //
+// # The backward pass
+//
+// ScanGrad is the adjoint of the scan: the gradients of the real loss
+// L = Σ dout·out + Σ dlast·last_state with respect to every input. With
+// λ_t = ∂L/∂h_t, k = 1 for real A (y = Σ C·h) and 2 for complex A
+// (y = 2·Re Σ C·h), and dy the gradient reaching y (dout, times z·σ(z)
+// under the gate), it runs back in time
+//
+//	λ_t    = conj(Ā_{t+1})·λ_{t+1} + k·dy_t·conj(C_t)          (λ after the last step: dlast)
+//	dC_t  += k·dy_t·conj(h_t)          dB_t += conj(Δ·g·u)·λ_t    du_t = Re(λ_t·conj(Δ·g·B)) + dy_t·D
+//	∂L/∂x  = conj(Ā'(x))·conj(h_{t−1})·λ_t + conj(g'(x))·conj(Δ·u·B)·λ_t
+//	dΔ_t   = σ(v)·Σₙ [Re(λ_t·conj(g·B·u)) + Re(∂L/∂x·conj(a))]   dA += Δ·∂L/∂x
+//	dz_t   = dout·y·σ(z)(1 + z(1 − σ(z)))                          dinitial_state = conj(Ā_0)·λ_0
+//
+// with σ(v) softplus' derivative below its threshold (1 above it). For a
+// complex input w = p + iq the gradient is ∂L/∂p + i·∂L/∂q (PyTorch's
+// w.grad): for w' = c·w it is conj(c) times the gradient of w', and through
+// a holomorphic f it is conj(f'(x)) times. CoefDeriv gives each method's
+// dĀ/dx and dg/dx (φ1' by its series near 0). Both are tested against
+// Richardson-extrapolated differences of the forward, which share no code
+// with them.
+//
+// GradErrorScale is the backward's error model, built like the forward's:
+// from the forward's bounds H and S at every step it carries a magnitude
+// bound Λ and a scale S_λ of the adjoint back in time,
+//
+//	S_λ,t = |Ā_{t+1}|·S_λ,t+1 + S_Ā,t+1·Λ_{t+1} + k·|C|·S_dy + 2(|Ā_{t+1}|·Λ_{t+1} + k·|C·dy|),
+//
+// bounds each term of a gradient by its factors' errors plus its own
+// roundings (the derivatives' evaluation errors include φ1' near 0, the
+// bilinear pole's conditioning and the gate's cancellation near z ≈ −1.28),
+// and adds K·Σ|terms| to a sum of K terms, any order of summation. The
+// ratio and the threshold are the forward's.
+//
 // # Speed
 //
 // The reference sits in every test's hot path. BenchmarkScanReference reports
