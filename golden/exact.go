@@ -250,18 +250,55 @@ func ExactScan(p *ssm.Problem) (*ssm.Output, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	B, D, L, N := p.Batch, p.Dim, p.Seqlen, p.Dstate
-	cw := 1
-	if p.Complex {
-		cw = 2
+	ys, hs, err := exactScan(p, nil)
+	if err != nil {
+		return nil, err
 	}
-	elem := func(v []float64, i int) bc {
+	out := &ssm.Output{Out: make([]float64, len(ys)), LastState: make([]float64, p.StateLen())}
+	for i, y := range ys {
+		out.Out[i], _ = y.Float64()
+	}
+	for k, h := range hs {
 		if p.Complex {
-			return bcOf(v[2*i], v[2*i+1])
+			out.LastState[2*k], _ = h.re.Float64()
+			out.LastState[2*k+1], _ = h.im.Float64()
+		} else {
+			out.LastState[k], _ = h.re.Float64()
 		}
-		return bcOf(v[i], 0)
 	}
-	out := &ssm.Output{Out: make([]float64, B*D*L), LastState: make([]float64, B*D*N*cw)}
+	return out, nil
+}
+
+// inputs gives the exact value of element i of the named input array
+// ("U", "Delta", "A", …, as ssm.Problem's fields): the float64 value,
+// plus, for a perturbation, eps·v[i] on the one array it perturbs (the
+// finite differences of the exact scan).
+type inputs struct {
+	field string
+	v     []float64
+	eps   *big.Float
+}
+
+func (in *inputs) at(field string, s []float64, i int) *big.Float {
+	x := bf(s[i])
+	if in != nil && in.field == field {
+		x = badd(x, bmul(in.eps, bf(in.v[i])))
+	}
+	return x
+}
+
+// exactScan is ExactScan before its rounding: every output and last state
+// in 256 bits, from the inputs as pert gives them (nil: as they are).
+func exactScan(p *ssm.Problem, pert *inputs) ([]*big.Float, []bc, error) {
+	B, D, L, N := p.Batch, p.Dim, p.Seqlen, p.Dstate
+	elem := func(field string, v []float64, i int) bc {
+		if p.Complex {
+			return bc{pert.at(field, v, 2*i), pert.at(field, v, 2*i+1)}
+		}
+		return bc{pert.at(field, v, i), bf(0)}
+	}
+	ys := make([]*big.Float, B*D*L)
+	last := make([]bc, B*D*N)
 	perGroup := D / p.Groups
 	h := make([]bc, N)
 	for b := 0; b < B; b++ {
@@ -270,25 +307,25 @@ func ExactScan(p *ssm.Problem) (*ssm.Output, error) {
 			for n := range h {
 				h[n] = bcOf(0, 0)
 				if p.InitialState != nil {
-					h[n] = elem(p.InitialState, (b*D+d)*N+n)
+					h[n] = elem("InitialState", p.InitialState, (b*D+d)*N+n)
 				}
 			}
 			for t := 0; t < L; t++ {
 				i := (b*D+d)*L + t
-				dt := bf(p.Delta[i])
+				dt := pert.at("Delta", p.Delta, i)
 				if p.DeltaBias != nil {
-					dt = badd(dt, bf(p.DeltaBias[d]))
+					dt = badd(dt, pert.at("DeltaBias", p.DeltaBias, d))
 				}
 				if p.Softplus && dt.Cmp(bf(20)) <= 0 {
 					e, _ := bexp(dt) // dt ≤ 20: finite
 					dt = blog(badd(bf(1), e))
 				}
-				u := bf(p.U[i])
+				u := pert.at("U", p.U, i)
 				y := bcOf(0, 0)
 				for n := 0; n < N; n++ {
-					abar, g, err := exactMethod(p.Method, elem(p.A, d*N+n).scale(dt))
+					abar, g, err := exactMethod(p.Method, elem("A", p.A, d*N+n).scale(dt))
 					if err != nil {
-						return nil, fmt.Errorf("golden: exact scan at b=%d d=%d t=%d n=%d: %w", b, d, t, n, err)
+						return nil, nil, fmt.Errorf("golden: exact scan at b=%d d=%d t=%d n=%d: %w", b, d, t, n, err)
 					}
 					bi, ci := d*N+n, d*N+n
 					if p.VariableB {
@@ -297,18 +334,18 @@ func ExactScan(p *ssm.Problem) (*ssm.Output, error) {
 					if p.VariableC {
 						ci = ((b*p.Groups+grp)*N+n)*L + t
 					}
-					h[n] = abar.mul(h[n]).add(g.scale(bmul(dt, u)).mul(elem(p.B, bi)))
-					y = y.add(elem(p.C, ci).mul(h[n]))
+					h[n] = abar.mul(h[n]).add(g.scale(bmul(dt, u)).mul(elem("B", p.B, bi)))
+					y = y.add(elem("C", p.C, ci).mul(h[n]))
 				}
 				yr := y.re
 				if p.Complex {
 					yr = bmul(bf(2), yr)
 				}
 				if p.D != nil {
-					yr = badd(yr, bmul(bf(p.D[d]), u))
+					yr = badd(yr, bmul(pert.at("D", p.D, d), u))
 				}
 				if p.Z != nil {
-					z := bf(p.Z[i])
+					z := pert.at("Z", p.Z, i)
 					e, ok := bexp(bnew().Neg(z))
 					if ok {
 						yr = bquo(bmul(yr, z), badd(bf(1), e))
@@ -316,16 +353,10 @@ func ExactScan(p *ssm.Problem) (*ssm.Output, error) {
 						yr = bf(0) // sigmoid(z) = 0 beyond e^1e6: z·sigmoid(z) is 0 to float64
 					}
 				}
-				out.Out[i], _ = yr.Float64()
+				ys[i] = yr
 			}
-			for n := 0; n < N; n++ {
-				k := ((b*D+d)*N + n) * cw
-				out.LastState[k], _ = h[n].re.Float64()
-				if p.Complex {
-					out.LastState[k+1], _ = h[n].im.Float64()
-				}
-			}
+			copy(last[(b*D+d)*N:], h)
 		}
 	}
-	return out, nil
+	return ys, last, nil
 }

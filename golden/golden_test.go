@@ -314,3 +314,34 @@ func TestNumPyRecomputes(t *testing.T) {
 		t.Fatalf("an output off by 1e-9 passed check_numpy.py (err %v):\n%s", err, out)
 	}
 }
+
+// TestGoldenGradientsExact: the golden gradients are ExactGrad's to the
+// bit, and the float64 reference's adjoint (reference.ScanGrad) reproduces
+// them within the backward's error model: a slip in the reference's
+// adjoint fails here, against a derivation that shares no code with it.
+func TestGoldenGradientsExact(t *testing.T) {
+	man, err := Load(".")
+	require.NoError(t, err)
+	n := 0
+	for _, c := range man.Cases {
+		if !c.HasGrads() {
+			continue
+		}
+		n++
+		p, _, err := c.Problem(".")
+		require.NoError(t, err)
+		ct, want, err := c.Grads(".")
+		require.NoError(t, err)
+		exact, err := ExactGrad(p, ct, false)
+		require.NoError(t, err)
+		require.Equal(t, exact, want, "%s: the files are not ExactGrad's: regenerate (go test ./golden -update)", c.Name)
+		got, err := reference.ScanGrad(p, ct, false)
+		require.NoError(t, err)
+		sc, err := reference.GradErrorScale(p, ct, false, ssm.Float64)
+		require.NoError(t, err)
+		if cmp := judge.CompareGrads(p, got, ssm.F64, want, sc); !cmp.Passed(ssm.F64) {
+			t.Errorf("%s: the reference's gradients are off the exact adjoint: worst %s", c.Name, cmp.Worst())
+		}
+	}
+	require.Equal(t, 36, n, "every method × real/complex × feature set holds its backward pass")
+}

@@ -72,6 +72,9 @@ type Entry struct {
 	// DType, for a mixed-precision case (F16, BF16): the problem's inputs
 	// are rounded to it (ssm.Problem.RoundTo); 0 (F32) otherwise.
 	DType ssm.DType
+	// Grads: the case also holds a cotangent (dout, dlast_state, seeded by
+	// Seed) and the exact gradients of its backward pass (ExactGrad).
+	Grads bool
 }
 
 // problem returns the entry's problem and the name of its distribution.
@@ -143,7 +146,7 @@ var fuzzFound = []Entry{
 
 // Entries lists the golden cases: every method × real/complex A × three
 // feature sets (plain; the Mamba block with every feature; variable B and C
-// in two groups with stressing inputs).
+// in two groups with stressing inputs), each with its backward pass.
 func Entries() []Entry {
 	var out []Entry
 	for _, m := range ssm.Methods() {
@@ -165,7 +168,7 @@ func Entries() []Entry {
 				if isComplex {
 					seed++
 				}
-				out = append(out, Entry{Name: fmt.Sprintf("%v-%s-%s", m, kind, set.name), Spec: s, Seed: seed})
+				out = append(out, Entry{Name: fmt.Sprintf("%v-%s-%s", m, kind, set.name), Spec: s, Seed: seed, Grads: true})
 			}
 		}
 	}
@@ -227,6 +230,22 @@ func arrays(p *ssm.Problem, out *ssm.Output, dt ssm.DType) map[string]array {
 	return m
 }
 
+// gradArrays adds a case's cotangent and gradients by ABI name ("dout",
+// "dlast_state", "du", …), each in the shape of the array it belongs to.
+func gradArrays(m map[string]array, ct *ssm.Cotangent, g *ssm.Grads) {
+	m["dout"] = array{m["out"].shape, ct.Out, EncFloat64}
+	m["dlast_state"] = array{m["last_state"].shape, ct.LastState, EncFloat64}
+	of := map[string]string{"du": "u", "ddelta": "delta", "dA": "A", "dB": "B", "dC": "C", "dD": "D", "dz": "z",
+		"ddelta_bias": "delta_bias"}
+	for _, f := range g.Fields() {
+		m[f.Name] = array{m[of[f.Name]].shape, f.Values, EncFloat64}
+	}
+}
+
+// GradNames are the gradient files a case with gradients holds (those of
+// its absent inputs left out).
+var GradNames = []string{"du", "ddelta", "dA", "dB", "dC", "dD", "dz", "ddelta_bias"}
+
 // Generate writes every case and manifest.json into dir (replacing
 // dir/cases).
 func Generate(dir string) (*Manifest, error) {
@@ -238,7 +257,11 @@ func Generate(dir string) (*Manifest, error) {
 			"outputs from the exact scan (256-bit arithmetic, golden.ExactScan) rounded once to float64, not from the reference; " +
 			"cases with a dtype (fp16, bf16) hold their inputs u, delta, z and variable B/C in that type (files with encoding float16: NumPy '<f2'; " +
 			"bfloat16: '<u2' bit patterns, read as (np.load(f).astype(np.uint32) << 16).view(np.float32)), their weights as float64 values of float32, " +
-			"and out_rounded, the exact out rounded once to the type"}
+			"and out_rounded, the exact out rounded once to the type; " +
+			"cases with dout hold the backward pass: dout and dlast_state (the gradient of a real loss with respect to out and last_state), " +
+			"and du, ddelta, dA, dB, dC, dD, dz, ddelta_bias, each shaped as its input (dA, constant dB/dC, dD and ddelta_bias summed over batch and time; " +
+			"variable dB/dC over the channels of a group; ddelta through delta_bias and softplus; complex: d/dRe + i·d/dIm), " +
+			"from the adjoint of the exact scan (golden.ExactGrad) rounded once to float64"}
 	for _, c := range Entries() {
 		p, dist := c.problem()
 		out, err := ExactScan(p)
@@ -254,7 +277,16 @@ func Generate(dir string) (*Manifest, error) {
 		if err := os.MkdirAll(filepath.Join(dir, "cases", c.Name), 0o755); err != nil {
 			return nil, err
 		}
-		for name, a := range arrays(p, out, c.DType) {
+		files := arrays(p, out, c.DType)
+		if c.Grads {
+			ct := gen.NewCotangent(p, c.Seed, true)
+			g, err := ExactGrad(p, ct, false)
+			if err != nil {
+				return nil, fmt.Errorf("golden: %s: gradients: %w", c.Name, err)
+			}
+			gradArrays(files, ct, g)
+		}
+		for name, a := range files {
 			b, err := EncodeNPYAs(a.shape, a.data, a.enc)
 			if err != nil {
 				return nil, fmt.Errorf("golden: %s/%s: %w", c.Name, name, err)
@@ -321,6 +353,40 @@ func (c Case) Type() (ssm.DType, error) {
 		return 0, fmt.Errorf("golden: case %s: dtype %q: want fp16, bf16 or none", c.Name, c.DType)
 	}
 	return dt, nil
+}
+
+// HasGrads reports whether the case holds its backward pass.
+func (c Case) HasGrads() bool {
+	_, ok := c.Files["dout"]
+	return ok
+}
+
+// Grads reads a case's cotangent and exact gradients (HasGrads).
+func (c Case) Grads(dir string) (*ssm.Cotangent, *ssm.Grads, error) {
+	if !c.HasGrads() {
+		return nil, nil, fmt.Errorf("golden: case %s holds no backward pass", c.Name)
+	}
+	read := func(name string) ([]float64, error) {
+		f, ok := c.Files[name]
+		if !ok {
+			return nil, nil
+		}
+		_, d, err := ReadNPYAs(filepath.Join(dir, f.File), f.Encoding)
+		return d, err
+	}
+	ct, g := &ssm.Cotangent{}, &ssm.Grads{}
+	for _, a := range []struct {
+		name string
+		dst  *[]float64
+	}{{"dout", &ct.Out}, {"dlast_state", &ct.LastState}, {"du", &g.U}, {"ddelta", &g.Delta}, {"dA", &g.A}, {"dB", &g.B},
+		{"dC", &g.C}, {"dD", &g.D}, {"dz", &g.Z}, {"ddelta_bias", &g.DeltaBias}} {
+		d, err := read(a.name)
+		if err != nil {
+			return nil, nil, err
+		}
+		*a.dst = d
+	}
+	return ct, g, nil
 }
 
 // Narrow reports whether the case is a mixed-precision one.

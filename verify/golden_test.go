@@ -7,6 +7,7 @@ import (
 
 	"ssmverify/golden"
 	"ssmverify/judge"
+	"ssmverify/reference"
 	"ssmverify/ssm"
 )
 
@@ -70,6 +71,64 @@ func TestGolden(t *testing.T) {
 			rep.Add("TestGolden", p.Method, dt, p.Complex, cmp.Worst.Ratio, cmp.Worst.ULP, cmp.Passed(dt), c.Name+": "+cmp.Worst.String())
 			if !cmp.Passed(dt) {
 				t.Errorf("%s %v: worst %s; threshold %g%s", c.Name, dt, cmp.Worst, judge.Threshold(dt), diagnosis(t.Name(), q, dt))
+			}
+		}
+	}
+}
+
+// TestGoldenBackward: the library's backward pass on every golden case that
+// holds one: in fp64 against the stored exact gradients (golden.ExactGrad),
+// in fp32 with the inputs and cotangent rounded to float32 and the
+// reference's gradients recomputed on them, under the backward's error
+// model (reference.GradErrorScale).
+func TestGoldenBackward(t *testing.T) {
+	track(t)
+	man, err := golden.Load("../golden")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range man.Cases {
+		if !c.HasGrads() {
+			continue
+		}
+		p, _, err := c.Problem("../golden")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ct, exact, err := c.Grads("../golden")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, dt := range ssm.DTypes() {
+			caps := lib.Capabilities(p.Method, dt, p.Complex)
+			if !caps.Backward() || !lib.HasBackward() || (p.Complex && caps.ComplexZOHFallback()) {
+				rep.Unsupported(t.Name(), fmt.Sprintf("the backward of golden case %s %v (declared unsupported)", c.Name, dt))
+				continue
+			}
+			if dt == ssm.F64 {
+				got, err := lib.Backward(p, ct, dt, false)
+				if err != nil {
+					t.Errorf("%s %v: declared supported, but %v", c.Name, dt, err)
+					continue
+				}
+				sc, err := reference.GradErrorScale(p, ct, false, dt.Precision())
+				if err != nil {
+					t.Fatal(err)
+				}
+				cmp := judge.CompareGrads(p, got, dt, exact, sc)
+				rep.AddBackward(t.Name(), p.Method, dt, p.Complex, cmp)
+				if !cmp.Passed(dt) {
+					t.Errorf("%s %v: %s", c.Name, dt, gradFailure(cmp, dt))
+				}
+				continue
+			}
+			cmp, _, _, err := backwardChecked(t.Name(), p, ct, dt, false)
+			if err != nil {
+				t.Errorf("%s %v: declared supported, but %v", c.Name, dt, err)
+				continue
+			}
+			if !cmp.Passed(dt) {
+				t.Errorf("%s %v: %s", c.Name, dt, gradFailure(cmp, dt))
 			}
 		}
 	}
