@@ -71,3 +71,16 @@ func FuzzScan(f *testing.F) {
 		}
 	})
 }
+
+// FuzzBackward: ssmk_scan_bwd on the small problems FuzzScan decodes (its
+// header and bytes; 16-bit dtypes are FuzzScan's alone), with a cotangent
+// seeded by the bytes, under the backward's policy (CheckBackward).
+func FuzzBackward(f *testing.F) {
+	f.Fuzz(func(t *testing.T, method, dtype, flags, batch, dim, seqlen, dstate, groups uint8, data []byte) {
+		s := ScanShape{Method: method, DType: dtype, Flags: flags, Batch: batch, Dim: dim, Seqlen: seqlen, Dstate: dstate, Groups: groups}
+		p, dt, withState := DecodeScan(s, data, lib.MaxDstate())
+		if err := CheckBackward(lib, p, BackwardCotangent(p, data, withState), dt); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

@@ -39,6 +39,18 @@ type seed struct {
 	file []byte
 }
 
+// backwardSeeds are FuzzScan's seeds in fp32 and fp64 (FuzzBackward decodes
+// the same header and bytes; the 16-bit dtypes are the forward's alone).
+func backwardSeeds() []seed {
+	var out []seed
+	for _, s := range scanSeeds() {
+		if !strings.Contains(s.name, "-fp16") && !strings.Contains(s.name, "-bf16") {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 // discretizeSeeds: for every method, dtype and real/complex, every special
 // value as a (with Δ = 1, so x = a) and as Δ (with a = −1, and a = 2 so x
 // = 2Δ crosses bilinear's pole), plus the named edge cases as one-element
@@ -198,7 +210,8 @@ func scanSeeds() []seed {
 // above write (go test ./fuzz -run TestSeedCorpus -update rewrites it).
 // Files with other names, such as failures the fuzzer found, are kept.
 func TestSeedCorpus(t *testing.T) {
-	for target, seeds := range map[string][]seed{"FuzzDiscretize": discretizeSeeds(), "FuzzScan": scanSeeds()} {
+	for target, seeds := range map[string][]seed{"FuzzDiscretize": discretizeSeeds(), "FuzzScan": scanSeeds(),
+		"FuzzBackward": backwardSeeds()} {
 		dir := filepath.Join("testdata", "fuzz", target)
 		for _, s := range seeds {
 			path := filepath.Join(dir, "seed-"+s.name)

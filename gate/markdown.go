@@ -123,6 +123,19 @@ func Markdown(r *Report) string {
 		}
 		b.WriteString("\n</details>\n\n")
 	}
+	var bwd []Figure
+	for _, f := range r.Figures {
+		if f.Name == "backward max scaled error ratio" {
+			bwd = append(bwd, f)
+		}
+	}
+	if len(bwd) > 0 {
+		b.WriteString("<details><summary>Backward: largest scaled error ratio of any gradient per method (threshold 4)</summary>\n\n| method | dtype | A | max ratio |\n|---|---|---|---|\n")
+		for _, f := range bwd {
+			fmt.Fprintf(&b, "| %s | %s | %s | %.3g |\n", f.Method, f.DType, f.Kind, f.Value)
+		}
+		b.WriteString("\n</details>\n\n")
+	}
 	for _, p := range r.Plots {
 		fmt.Fprintf(&b, "![%s](%s)\n", strings.TrimSuffix(p, ".png"), p)
 	}

@@ -424,7 +424,8 @@ func loadVerifyReport(path string) *report.Report {
 
 // verifyFigures lists, per method, dtype and real/complex A of the verify
 // report, the largest scaled error ratio and ulp distance and the number of
-// comparisons.
+// comparisons, and those of the backward pass (overall and per gradient)
+// where it was judged.
 func verifyFigures(vr *report.Report, task string) []Figure {
 	if vr == nil {
 		return nil
@@ -435,6 +436,16 @@ func verifyFigures(vr *report.Report, task string) []Figure {
 			Figure{Name: "max scaled error ratio", Value: finite(float64(c.MaxRatio)), Unit: "|kernel − reference|/(u·S + η·T)", Method: c.Method, DType: c.DType, Kind: c.Kind, Task: task},
 			Figure{Name: "max error", Value: finite(float64(c.MaxULP)), Unit: "ulp", Method: c.Method, DType: c.DType, Kind: c.Kind, Task: task},
 			Figure{Name: "comparisons", Value: float64(c.Checks), Unit: "count", Method: c.Method, DType: c.DType, Kind: c.Kind, Task: task})
+		if bw := c.Backward; bw != nil {
+			out = append(out,
+				Figure{Name: "backward max scaled error ratio", Value: finite(float64(bw.MaxRatio)), Unit: "|kernel − reference|/(u·S + η·T)", Method: c.Method, DType: c.DType, Kind: c.Kind, Task: task},
+				Figure{Name: "backward comparisons", Value: float64(bw.Checks), Unit: "count", Method: c.Method, DType: c.DType, Kind: c.Kind, Task: task})
+			for _, g := range bw.Grads {
+				out = append(out,
+					Figure{Name: "backward max scaled error ratio: " + g.Name, Value: finite(float64(g.MaxRatio)), Unit: "|kernel − reference|/(u·S + η·T)", Method: c.Method, DType: c.DType, Kind: c.Kind, Task: task},
+					Figure{Name: "backward max error: " + g.Name, Value: finite(float64(g.MaxULP)), Unit: "ulp", Method: c.Method, DType: c.DType, Kind: c.Kind, Task: task})
+			}
+		}
 	}
 	return out
 }

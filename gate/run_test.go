@@ -6,6 +6,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"ssmverify/judge"
+	"ssmverify/report"
+	"ssmverify/ssm"
 )
 
 // TestGateEndToEnd: a real gate run against the library under test (the
@@ -103,5 +107,27 @@ func TestSuiteEnvPinsRapidSeed(t *testing.T) {
 	}
 	if r := reproduce(Config{}, "verify", "TestAccuracy", "/lib.so"); strings.Contains(r, "RAPID_SEED") {
 		t.Errorf("reproduce without a seed = %q, names one", r)
+	}
+}
+
+// The gate reports the backward pass: its worst ratio per cell and per
+// gradient as figures, and a table of them in report.md.
+func TestBackwardFigures(t *testing.T) {
+	vr := report.New(report.LibraryInfo{Path: "lib.so"})
+	vr.AddBackward("TestBackwardAccuracy", ssm.FOH, ssm.F32, false, judge.GradComparison{
+		Grads: []judge.GradWorst{{Name: "du", Ratio: 0.5, ULP: 3}, {Name: "dA", Ratio: 7, ULP: 900}}})
+	figs := verifyFigures(vr, "t")
+	got := map[string]float64{}
+	for _, f := range figs {
+		if f.Method == "foh" && f.DType == "fp32" && f.Kind == "real" {
+			got[f.Name] = f.Value
+		}
+	}
+	if got["backward max scaled error ratio"] != 7 || got["backward max scaled error ratio: du"] != 0.5 || got["backward max error: dA"] != 900 {
+		t.Fatalf("backward figures: %v", got)
+	}
+	md := Markdown(&Report{Verdict: Fail, Figures: figs})
+	if !strings.Contains(md, "Backward: largest scaled error ratio") || !strings.Contains(md, "| foh | fp32 | real | 7 |") {
+		t.Fatalf("report.md has no backward table:\n%s", md)
 	}
 }

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Coverage-guided fuzzing of the library under test with Go's fuzzer.
 #
-#   scripts/fuzz.sh [TARGET...]     fuzz each target (default: FuzzDiscretize
-#                                   FuzzScan) for FUZZTIME (default 60s), then
+#   scripts/fuzz.sh [TARGET...]     fuzz each target (default: FuzzDiscretize,
+#                                   FuzzScan, FuzzBackward) for FUZZTIME (default 60s), then
 #                                   print execs, execs/s and new corpus entries
 #
 # Environment: FUZZTIME (a go duration or Nx), FUZZ_PARALLEL (workers; default
@@ -16,7 +16,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 FUZZTIME=${FUZZTIME:-60s}
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(FuzzDiscretize FuzzScan)
+[ ${#targets[@]} -gt 0 ] || targets=(FuzzDiscretize FuzzScan FuzzBackward)
 logdir=${OUT:-out}/fuzz
 mkdir -p "$logdir"
 logdir=$(cd "$logdir" && pwd)

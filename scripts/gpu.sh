@@ -51,7 +51,7 @@
 #                                   parallel, the suite against each from the carried
 #                                   binaries; the kill matrix last, mutants.json in
 #                                   $OUT/mutants-cuda
-#   scripts/gpu.sh fuzz [TIME]      there: fuzz the CUDA build with both Go fuzz
+#   scripts/gpu.sh fuzz [TIME]      there: fuzz the CUDA build with the three Go fuzz
 #                                   targets at once for TIME (default 5m; workers
 #                                   per target FUZZ_PARALLEL, default 6), then
 #                                   replay the committed corpus and every new
@@ -161,14 +161,14 @@ fuzz() {
 	[ -n "${SSMK_LIB:-}" ] || lib_cuda "$out"
 	local fail=0 pids=() before
 	before=$(ls fuzz/testdata/fuzz/*/)
-	for target in ${FUZZ_TARGETS:-FuzzDiscretize FuzzScan}; do
+	for target in ${FUZZ_TARGETS:-FuzzDiscretize FuzzScan FuzzBackward}; do
 		OUT=$out/$target SSMK_BACKEND=${SSMK_BACKEND:-cuda} FUZZ_BIN=carry/fuzz.test FUZZTIME=$t FUZZ_PARALLEL=${FUZZ_PARALLEL:-6} \
 			scripts/fuzz.sh $target >"$out/$target.txt" 2>&1 &
 		pids+=($!)
 	done
 	for p in "${pids[@]}"; do wait "$p" || fail=1; done
 	# A failing input is written under fuzz/testdata/fuzz/: bring it home.
-	for target in FuzzDiscretize FuzzScan; do
+	for target in FuzzDiscretize FuzzScan FuzzBackward; do
 		for f in fuzz/testdata/fuzz/$target/*; do
 			# flat names: the device tool returns only shallow files
 			grep -qx "$(basename "$f")" <<<"$before" || cp "$f" "$out/found-$target-$(basename "$f")"
@@ -176,7 +176,7 @@ fuzz() {
 	done
 	# Replay the committed corpus and this run's new entries under memcheck:
 	# the host canaries cannot see device memory, compute-sanitizer can.
-	for target in FuzzDiscretize FuzzScan; do
+	for target in FuzzDiscretize FuzzScan FuzzBackward; do
 		cp "$out/$target"/fuzz/cache/$target/* "fuzz/testdata/fuzz/$target/" 2>/dev/null
 	done
 	local n; n=$(find fuzz/testdata/fuzz -mindepth 2 -type f | wc -l)
@@ -188,9 +188,9 @@ fuzz() {
 	local mc=$?
 	[ $mc -eq 0 ] || fail=1
 	grep -E 'ERROR SUMMARY|FAIL|--- FAIL' "$out/memcheck.log" | head -20
-	for target in ${FUZZ_TARGETS:-FuzzDiscretize FuzzScan}; do grep -E -A12 -- '--- FAIL' "$out/$target.txt" | head -20; done
+	for target in ${FUZZ_TARGETS:-FuzzDiscretize FuzzScan FuzzBackward}; do grep -E -A12 -- '--- FAIL' "$out/$target.txt" | head -20; done
 	echo
-	for target in ${FUZZ_TARGETS:-FuzzDiscretize FuzzScan}; do tail -3 "$out/$target.txt" | head -2; done
+	for target in ${FUZZ_TARGETS:-FuzzDiscretize FuzzScan FuzzBackward}; do tail -3 "$out/$target.txt" | head -2; done
 	echo "memcheck replay: $(grep -c -- '--- PASS: Fuzz.*/' "$out/memcheck.log") of $n entries passed, exit $mc" \
 		"($(grep -o 'ERROR SUMMARY: [0-9]* errors' "$out/memcheck.log"); 124: stopped after MEMCHECK_TIME=${MEMCHECK_TIME:-240}s)"
 	return $fail
