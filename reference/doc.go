@@ -156,6 +156,13 @@
 // Richardson-extrapolated differences of the forward, which share no code
 // with them.
 //
+// The matrix forms have their derivatives too: DiscretizeDeriv gives the
+// directional derivative of Discretize's (Ā, B̄) in (Δ, A, B), through
+// ExpFrechet, the Fréchet derivative of the matrix exponential by scaling
+// and squaring on its Taylor series, tested against Van Loan's
+// block-triangular exponential exp([[X, E], [0, X]]) (gonum), against
+// differences of Discretize, and, for diagonal A, against CoefDeriv.
+//
 // GradErrorScale is the backward's error model, built like the forward's:
 // from the forward's bounds H and S at every step it carries a magnitude
 // bound Λ and a scale S_λ of the adjoint back in time,

@@ -441,7 +441,7 @@ SSMK_API int32_t ssmk_plan_launch(ssmk_plan *p) {
 #endif
 #if SSMK_MUTANT == 18
     /* An autotuner: the first 16 launches of a plan try slower variants. */
-    if (p->tuning_launches++ < 16 && p->is_scan) run_scan(&p->args, p->h0);
+    if (p->tuning_launches++ < 16 && p->kind == ssmk_plan::SCAN) run_scan(&p->args, p->h0);
 #endif
 #if SSMK_MUTANT == 19
     /* Without z the plan takes an unfused path that does the scan twice. */
