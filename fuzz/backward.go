@@ -101,7 +101,8 @@ func CheckBackward(lib *cudalib.Library, p *ssm.Problem, ct *ssm.Cotangent, dt s
 
 // Judgeable reports whether the backward's values are judged for p: every
 // input and cotangent finite, and every bound of the forward's and the
-// backward's error models finite and below 1/16 of the dtype's largest
+// backward's error models, and every partial product of a gradient term's
+// factors (GradScale.Peak), finite and below 1/16 of the dtype's largest
 // number, so that no evaluation order of a correct kernel overflows and the
 // first-order model holds (bilinear within its rounding's reach of the
 // pole gives an infinite forward scale). Elsewhere the fuzzer asks only
@@ -131,7 +132,7 @@ func Judgeable(p *ssm.Problem, ct *ssm.Cotangent, dt ssm.DType) bool {
 		return false
 	}
 	gs, err := reference.GradErrorScale(p, ct, true, dt.Precision())
-	if err != nil {
+	if err != nil || !(gs.Peak <= limit) {
 		return false
 	}
 	for _, f := range append(g.Fields(), gs.Scale.Fields()...) {

@@ -209,3 +209,25 @@ func TestScanGradRefusesBadInput(t *testing.T) {
 		}
 	}
 }
+
+// termFlush: a partial product below η/u loses at most itself and at most
+// η, times the factors after it; nothing where no partial product is that
+// small or a factor is 0.
+func TestTermFlush(t *testing.T) {
+	const eta = 0x1p-126
+	for _, c := range []struct {
+		fs   []float64
+		want float64 // in units of η
+	}{
+		{[]float64{1, 2, 3}, 0},                                     // nothing small
+		{[]float64{1e-20, 1e-20, 1e30}, 2 * 1e-40 * 1e30 / eta},     // g² flushed: at most the term itself, 1e-10
+		{[]float64{1e-20, 1e-20, 0.5}, 2 * 1e-40 * 0.5 / eta},       // the whole term is below η: at most itself
+		{[]float64{1e-20, 0, 1e30}, 0},                              // an exact zero
+		{[]float64{0x1p-100, 0x1p-100, 0x1p120}, 2 * 0x1p-80 / eta}, // below the forward's η·q (2⁻⁶): the term, 2⁻⁸⁰
+	} {
+		got := termFlush(ssm.Float32, c.fs...)
+		if math.Abs(got-c.want) > 1e-9*c.want {
+			t.Errorf("termFlush(%v) = %g η, want %g η", c.fs, got, c.want)
+		}
+	}
+}

@@ -15,6 +15,12 @@ import (
 // the imaginary word repeats it).
 type GradScale struct {
 	Scale, Tiny *ssm.Grads
+	// Peak bounds every partial product a kernel may form on the way to
+	// any gradient term, in any order of multiplication (the product of a
+	// term's factors above 1): where it passes a dtype's largest number, an
+	// evaluation in that dtype may overflow although the gradient does not
+	// (FuzzBackward: Δ·u = 10⁶⁰ in float32 where Δ·g·u is 2·10³⁰).
+	Peak float64
 }
 
 // derivBound is what the backward's error analysis needs of a method's
@@ -73,8 +79,12 @@ func boundDeriv(m ssm.Method, x complex128, isComplex bool, c coefBound) derivBo
 // carries a magnitude bound Λ and a scale S_λ of the adjoint state λ back
 // in time, and bounds each gradient term by the errors of its factors plus
 // its own roundings; a sum of K terms (over states, or over batch and time
-// for a weight) adds K·Σ|terms| for any order of summation. withInitial
-// asks for the initial state's gradient too.
+// for a weight) adds K·Σ|terms| for any order of summation. Underflow is
+// bounded apart, in units of η, as the forward's is (flushLoss): a partial
+// product of a term's factors below η loses up to η times the factors
+// multiplied after it, bilinear's Ā' = g² and g' = g²/2 counted as the
+// products they are. withInitial asks for the initial state's gradient
+// too.
 //
 // prec is the kernel's precision, for what underflow adds: σ(z) of a very
 // negative z flushes to 0 (e^{−z} overflows first), losing dy and dz
@@ -95,15 +105,32 @@ func GradErrorScale(p *ssm.Problem, ct *ssm.Cotangent, withInitial bool, prec ss
 			H[row*(L+1)*N+n] = elemAbs(p, p.InitialState, i*w)
 		}
 	}
-	if _, err := errorScale(p, 0, func(row, t, n int, h, s float64) {
-		H[(row*(L+1)+t+1)*N+n], S[(row*(L+1)+t+1)*N+n] = h, s
+	Tz := make([]float64, rows*(L+1)*N) // the states' underflow bounds (units of η)
+	if _, err := errorScale(p, 0, func(row, t, n int, h, s, tz float64) {
+		j := (row*(L+1)+t+1)*N + n
+		H[j], S[j], Tz[j] = h, s, tz
 	}); err != nil {
 		return nil, err
 	}
 	sc, tiny := ssm.NewGrads(p, withInitial), ssm.NewGrads(p, withInitial)
+	peak := 0.0
+	pk := func(fs ...float64) {
+		p := 1.0
+		for _, f := range fs {
+			if f > 1 {
+				p *= f
+			}
+		}
+		peak = math.Max(peak, p)
+	}
+	tf := func(fs ...float64) float64 {
+		pk(fs...)
+		return termFlush(prec, fs...)
+	}
 	sumA, sumB, sumC := make([]gradSum, len(sc.A)), make([]gradSum, len(sc.B)), make([]gradSum, len(sc.C))
 	sumD, sumBias := make([]gradSum, p.Dim), make([]gradSum, p.Dim)
 	lam, slam, next, snext := make([]float64, N), make([]float64, N), make([]float64, N), make([]float64, N)
+	tlam := make([]float64, N) // the adjoint's underflow bound (units of η)
 	a := make([]complex128, N)
 	cf := 1.0 // complex products round more
 	if p.Complex {
@@ -115,13 +142,14 @@ func GradErrorScale(p *ssm.Problem, ct *ssm.Cotangent, withInitial bool, prec ss
 			row := b*p.Dim + d
 			rp := rowParamsOf(p, b, d)
 			hAt := func(t, n int) (float64, float64) { j := (row*(L+1)+t+1)*N + n; return H[j], S[j] }
+			tAt := func(t, n int) float64 { return Tz[(row*(L+1)+t+1)*N+n] }
 			for n := 0; n < N; n++ {
 				if p.Complex {
 					a[n] = complex(p.A[2*(d*N+n)], p.A[2*(d*N+n)+1])
 				} else {
 					a[n] = complex(p.A[d*N+n], 0)
 				}
-				lam[n], slam[n], next[n], snext[n] = 0, 0, 1, 0
+				lam[n], slam[n], next[n], snext[n], tlam[n] = 0, 0, 1, 0, 0
 				if ct.LastState != nil {
 					lam[n] = elemAbs(p, ct.LastState, (row*N+n)*w)
 				}
@@ -132,11 +160,13 @@ func GradErrorScale(p *ssm.Problem, ct *ssm.Cotangent, withInitial bool, prec ss
 				dt, sdt := deltaScale(p, p.Delta[i], d)
 				// y before the gate, as the forward's scale has it.
 				var Y, SY float64
+				TY := 2 * float64(N) // y's underflow bound (units of η), as the forward's
 				for n := 0; n < N; n++ {
 					h, s := hAt(t, n)
 					cv := elemAbs(p, p.C, rp.cBase+t*rp.cStep+n*rp.cStride)
 					Y += k * cv * h
 					SY += k * (cv*s + float64(N)*cv*h)
+					TY += k * cv * tAt(t, n)
 				}
 				if p.D != nil {
 					du := math.Abs(p.D[d]) * u
@@ -159,11 +189,12 @@ func GradErrorScale(p *ssm.Problem, ct *ssm.Cotangent, withInitial bool, prec ss
 					eDsilu := sig*eInner + math.Abs(inner)*eSig + dsilu
 					flush := prec.Tiny() / prec.UnitRoundoff()
 					sc.Z[i] = math.Abs(ct.Out[i]) * (dsilu*SY + Y*eDsilu + 2*dsilu*Y + flush*Y*(1+math.Abs(z)))
-					tiny.Z[i] = 4
+					tiny.Z[i] = math.Abs(ct.Out[i])*dsilu*TY + tf(math.Abs(ct.Out[i]), Y, dsilu) + 4
 					SDY = rel*DY*math.Abs(z*sig) + flush*DY*math.Abs(z)
 					DY *= math.Abs(z * sig)
 				}
 				var su, mu, sdd, mdd float64 // du's and dΔ's scale and Σ|terms|
+				var tu, tdd float64          // their underflow losses (units of η)
 				for n := 0; n < N; n++ {
 					bi, ci := rp.bBase+t*rp.bStep+n*rp.bStride, rp.cBase+t*rp.cStep+n*rp.cStride
 					bv, cv := elemAbs(p, p.B, bi), elemAbs(p, p.C, ci)
@@ -178,27 +209,48 @@ func GradErrorScale(p *ssm.Problem, ct *ssm.Cotangent, withInitial bool, prec ss
 					// λ_t = Ā_{t+1}·λ_{t+1} + k·dy·C_t (conjugates for complex A)
 					in := k * DY * cv
 					slam[n] = next[n]*slam[n] + snext[n]*lam[n] + k*SDY*cv + 2*cf*(next[n]*lam[n]+in)
+					// Ā may flush to 0 (an error of η·Λ), as may each rounding
+					// of the update (FuzzBackward: e^x subnormal in float32 over
+					// a λ of 10⁷ left dinitial_state 0 for 3.5e-33)
+					tlam[n] = next[n]*tlam[n] + lam[n] + 2
 					lam[n] = next[n]*lam[n] + in
 					next[n], snext[n] = cb.abar, sA
-					l, sl := lam[n], slam[n]
+					l, sl, tl := lam[n], slam[n], tlam[n]
+					pk(next[n], l)
+					pk(k, DY, cv)
+					pk(math.Abs(dt), cb.g, bv, u)
 					adt := math.Abs(dt)
 					// dC += k·dy·h
-					addSum(sumC, ci, k*(DY*sh+SDY*h+cf*DY*h), k*DY*h)
+					addSum(sumC, ci, k*(DY*sh+SDY*h+cf*DY*h), k*DY*h, tf(k*DY, h)+k*DY*tAt(t, n))
 					// dB += λ·Δ·g·u
-					addSum(sumB, bi, adt*cb.g*u*sl+l*(cb.g*u*sdt+adt*u*sg)+3*cf*l*adt*cb.g*u, l*adt*cb.g*u)
+					addSum(sumB, bi, adt*cb.g*u*sl+l*(cb.g*u*sdt+adt*u*sg)+3*cf*l*adt*cb.g*u, l*adt*cb.g*u,
+						tf(l, adt, cb.g, u)+adt*cb.g*u*tl)
 					// du += λ·Δ·g·B
 					su += adt*cb.g*bv*sl + l*(cb.g*bv*sdt+adt*bv*sg) + 3*cf*l*adt*cb.g*bv
 					mu += l * adt * cb.g * bv
+					tu += tf(l, adt, cb.g, bv) + adt*cb.g*bv*tl
+					// The derivatives' factors as a kernel may form them:
+					// bilinear's Ā' = g·g and g' = g·g/2 (g² underflows where
+					// Δ·g·g need not: FuzzBackward on the H100, x = 2e30).
+					dab, dgs := []float64{cb.dabar}, []float64{cb.dg}
+					if p.Method == ssm.Bilinear {
+						dab, dgs = []float64{cb.g, cb.g}, []float64{cb.g, cb.g, 0.5}
+					}
+					ga := cmplx.Abs(a[n])
+					with := func(fs []float64, more ...float64) []float64 { return append(append([]float64(nil), fs...), more...) }
+					// and the state's own underflow (the forward's T) through Ā'
+					thp := cb.dabar*l*tAt(t-1, n) + (cb.dabar*hp+adt*u*bv*cb.dg)*tl
+					tdA := tf(with(dab, hp, l, adt)...) + tf(with(dgs, adt, u, bv, l, adt)...) + adt*thp
+					tdd += tf(with(dab, hp, l, ga)...) + tf(with(dgs, adt, u, bv, l, ga)...) + tf(l, cb.g, bv, u) + cb.g*bv*u*tl + ga*thp
 					// ∂L/∂x = λ·h_{t−1}·Ā' + λ·Δ·u·B·g'
 					gx := l*hp*cb.dabar + l*adt*u*bv*cb.dg
 					sgx := cb.dabar*(hp*sl+l*shp) + l*hp*sdA + 3*cf*l*hp*cb.dabar +
 						adt*u*bv*cb.dg*sl + l*u*bv*(cb.dg*sdt+adt*sdg) + 4*cf*l*adt*u*bv*cb.dg
 					// dΔ += λ·g·B·u + a·∂L/∂x
-					ga := cmplx.Abs(a[n])
 					sdd += cb.g*bv*u*sl + l*bv*u*sg + 3*cf*l*cb.g*bv*u + ga*sgx + cf*ga*gx
 					mdd += l*cb.g*bv*u + ga*gx
 					// dA += Δ·∂L/∂x
-					addSum(sumA, d*N*w+n*w, adt*sgx+gx*sdt+cf*adt*gx, adt*gx)
+					addSum(sumA, d*N*w+n*w, adt*sgx+gx*sdt+cf*adt*gx, adt*gx, tdA)
 				}
 				su += float64(N) * mu
 				if p.D != nil {
@@ -208,7 +260,7 @@ func GradErrorScale(p *ssm.Problem, ct *ssm.Cotangent, withInitial bool, prec ss
 					sumD[d].mag += u * DY
 					sumD[d].n++
 				}
-				sc.U[i], tiny.U[i] = su, float64(2*N+2)
+				sc.U[i], tiny.U[i] = su, float64(2*N+2)+tu
 				sdd += 2 * float64(N) * mdd
 				if v := p.Delta[i] + biasOf(p, d); p.Softplus && v <= 20 {
 					// dΔ·σ(v): σ's own error and that of v (the bias addition)
@@ -218,12 +270,16 @@ func GradErrorScale(p *ssm.Problem, ct *ssm.Cotangent, withInitial bool, prec ss
 						sv = math.Abs(v)
 					}
 					sdd = sig*sdd + mdd*(sig*(1-sig)*sv+3*sig) + sig*mdd
+					// σ(v) of a very negative v flushes to 0 (e^{−v} overflows
+					// first): an error of η·|dΔ| (FuzzBackward: v ≈ −92 in float32)
+					tdd = sig*tdd + mdd + 2
 					mdd *= sig
 				}
-				sc.Delta[i], tiny.Delta[i] = sdd, float64(4*N+4)
+				sc.Delta[i], tiny.Delta[i] = sdd, float64(4*N+4)+tdd
 				if p.DeltaBias != nil {
 					sumBias[d].s += sdd
 					sumBias[d].mag += mdd
+					sumBias[d].t += tdd
 					sumBias[d].n++
 				}
 			}
@@ -231,7 +287,7 @@ func GradErrorScale(p *ssm.Problem, ct *ssm.Cotangent, withInitial bool, prec ss
 				for n := 0; n < N; n++ {
 					j := (row*N + n) * w
 					sc.InitialState[j] = next[n]*slam[n] + snext[n]*lam[n] + 2*cf*next[n]*lam[n]
-					tiny.InitialState[j] = 4
+					tiny.InitialState[j] = next[n]*tlam[n] + lam[n] + 4
 				}
 			}
 		}
@@ -239,7 +295,7 @@ func GradErrorScale(p *ssm.Problem, ct *ssm.Cotangent, withInitial bool, prec ss
 	finish := func(sum []gradSum, s, t []float64) {
 		for j := range sum {
 			s[j] = sum[j].s + sum[j].n*sum[j].mag
-			t[j] = 4 * (sum[j].n + 1)
+			t[j] = 4*(sum[j].n+1) + sum[j].t
 		}
 	}
 	finish(sumA, sc.A, tiny.A)
@@ -258,19 +314,21 @@ func GradErrorScale(p *ssm.Problem, ct *ssm.Cotangent, withInitial bool, prec ss
 			}
 		}
 	}
-	return &GradScale{Scale: sc, Tiny: tiny}, nil
+	return &GradScale{Scale: sc, Tiny: tiny, Peak: peak}, nil
 }
 
 // gradSum collects the terms of a summed gradient element: their scales,
-// their magnitudes and their number n; the sum's scale adds n·Σ|terms|, the
-// rounding of any order of summation.
-type gradSum struct{ s, mag, n float64 }
+// their magnitudes, their underflow losses t (units of η) and their number
+// n; the sum's scale adds n·Σ|terms|, the rounding of any order of
+// summation.
+type gradSum struct{ s, mag, t, n float64 }
 
 // addSum adds one term of summed element j (the real word of a complex
-// one): its scale s and magnitude m.
-func addSum(sum []gradSum, j int, s, m float64) {
+// one): its scale s, magnitude m and underflow loss tl.
+func addSum(sum []gradSum, j int, s, m, tl float64) {
 	sum[j].s += s
 	sum[j].mag += m
+	sum[j].t += tl
 	sum[j].n++
 }
 
@@ -279,4 +337,26 @@ func biasOf(p *ssm.Problem, d int) float64 {
 		return 0
 	}
 	return p.DeltaBias[d]
+}
+
+// termFlush bounds, in units of prec's smallest normal η, what underflow
+// inside the product of the nonnegative factors fs can cost in any order
+// of multiplication: a partial product p below η/u (a complex product's
+// components may flush before its magnitude does) loses at most p itself
+// and at most η, times the product q of the factors after it: at most
+// min(η·q, p·q) = min(q, |term|/η) units, twice over for the rounding of
+// the flushed value; 0 when a factor is 0. Unlike the forward's flushLoss
+// it caps each loss by the term itself: the backward's terms reach
+// products of Δ², where η·q alone is far beyond the term (FuzzBackward,
+// bilinear at Δ = 10³⁰: g² = 10⁻⁵⁹ flushed while Δ²·g² is 64).
+func termFlush(prec ssm.Precision, fs ...float64) float64 {
+	eta := prec.Tiny()
+	below := eta / prec.UnitRoundoff()
+	worst := 0.0
+	partialProducts(fs, func(in, out float64) {
+		if in < below {
+			worst = math.Max(worst, math.Min(out, in*out/eta))
+		}
+	})
+	return 2 * worst
 }

@@ -202,9 +202,9 @@ func ErrorScaleIn(p *ssm.Problem, prec ssm.Precision) (*Scale, error) {
 // errorScale is ErrorScale with bilinear's bound exact in x's rounding for
 // unit roundoff u (ErrorScaleIn), or first order for u = 0. A non-nil
 // onState sees every state's magnitude bound H and error scale S after
-// each step (row = b·Dim + d): the backward's error analysis starts from
-// them.
-func errorScale(p *ssm.Problem, u0 float64, onState func(row, t, n int, H, S float64)) (*Scale, error) {
+// each step (row = b·Dim + d), and its underflow bound T: the backward's
+// error analysis starts from them.
+func errorScale(p *ssm.Problem, u0 float64, onState func(row, t, n int, H, S, T float64)) (*Scale, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
@@ -306,7 +306,7 @@ func errorScale(p *ssm.Problem, u0 float64, onState func(row, t, n int, H, S flo
 					P[n] = mul0(cb.abar, math.Max(1, P[n]))
 					PS[n] = math.Max(PS[n], Sh[n])
 					if onState != nil {
-						onState(b*p.Dim+d, t, n, H[n], Sh[n])
+						onState(b*p.Dim+d, t, n, H[n], Sh[n], Th[n])
 					}
 					rowPH, rowPS = math.Max(rowPH, H[n]), math.Max(rowPS, Sh[n])
 					maxP = math.Max(maxP, P[n])
@@ -433,30 +433,39 @@ const (
 // subnormal rounded to 3 digits, times u of up to 2.7e38 put an output off
 // by 5e-4 relative, 127 times the scale without it.
 func flushLoss(fs ...float64) float64 {
-	for _, f := range fs {
-		if f == 0 {
-			return 0
+	worst := 0.0
+	partialProducts(fs, func(in, out float64) {
+		if in < flushLossBelow64 || (in < flushLossBelow32 && out <= math.MaxFloat64) {
+			worst = math.Max(worst, out)
+		}
+	})
+	return 2 * worst
+}
+
+// partialProducts calls f with every partial product of two or more of
+// the factors fs but not all of them (some order of multiplication forms
+// it) and the product of the factors outside it; not at all when a factor
+// is 0 (the product is then exactly 0 in any order).
+func partialProducts(fs []float64, f func(in, out float64)) {
+	for _, x := range fs {
+		if x == 0 {
+			return
 		}
 	}
-	worst := 0.0
-	// every subset of two or three factors: a partial product of some order
 	for mask := 1; mask < 1<<len(fs)-1; mask++ {
 		if k := bits.OnesCount(uint(mask)); k < 2 || k > len(fs)-1 {
 			continue
 		}
 		in, out := 1.0, 1.0
-		for i, f := range fs {
+		for i, x := range fs {
 			if mask&(1<<i) != 0 {
-				in *= f
+				in *= x
 			} else {
-				out *= f
+				out *= x
 			}
 		}
-		if in < flushLossBelow64 || (in < flushLossBelow32 && out <= math.MaxFloat64) {
-			worst = math.Max(worst, out)
-		}
+		f(in, out)
 	}
-	return 2 * worst
 }
 
 // mul0 is a·b for the nonnegative bounds of ErrorScale, with 0·∞ = 0: an
