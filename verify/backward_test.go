@@ -144,13 +144,13 @@ func TestBackwardAccuracy(t *testing.T) {
 // dtype × real/complex A, so that none depends on what rapid draws: a
 // Mamba block across chunk boundaries (seqlen 100) with an initial state
 // and a gradient of the last state; the bare scan (no D, z, bias or
-// softplus; constant B and C); a wide block of two groups of 32 channels
+// softplus; constant B and C); a wide block of two groups of 16 channels
 // (where a GPU kernel sums a group's dB and dC within a thread block); and
 // dstate 40 (more states than a warp has lanes).
 func TestBackwardEveryCombination(t *testing.T) {
 	track(t)
 	for _, cb := range backwardCombos("TestBackwardEveryCombination") {
-		wide := gen.MambaBlock(cb.m, 2, 64, 100, 16)
+		wide := gen.MambaBlock(cb.m, 2, 32, 70, 16)
 		wide.Groups = 2
 		for k, s := range []gen.Spec{gen.MambaBlock(cb.m, 2, 4, 100, 5),
 			{Batch: 1, Dim: 3, Seqlen: 70, Dstate: 4, Groups: 1, Method: cb.m}, wide,
