@@ -56,6 +56,9 @@ func TestJudge(t *testing.T) {
 		{"bf16: rounded to nearest", Value{Kernel: r(1 + 0x1p-7), Exact: r(1 + 0.75*0x1p-7), InDtype: r(1 + 0.75*0x1p-7), Scale: 2, Tiny: 1, Rounded: true}, ssm.BF16, ""},
 		{"fp16: past 65520, +Inf", Value{Kernel: r(inf), Exact: r(70000), InDtype: r(70000), Scale: 2e5, Tiny: 1, Rounded: true, Sum: true}, ssm.F16, ""},
 		{"fp16: past 65520, saturated", Value{Kernel: r(ssm.Float16Max), Exact: r(70000), InDtype: r(70000), Scale: 2e5, Tiny: 1, Rounded: true, Sum: true}, ssm.F16, "want a value within the threshold or +Inf"},
+		// the float32 evaluation itself off its model (83×), then rounded: either answer stands
+		{"fp16: the dtype's own evaluation off the model", Value{Kernel: r(294.75), Exact: r(294.9567682246783), InDtype: r(294.8412780761719), Scale: 23488, Tiny: 1, Rounded: true}, ssm.F16, ""},
+		{"fp16: the same kernel where the evaluation is on the model", Value{Kernel: r(294.75), Exact: r(294.9567682246783), InDtype: r(294.9567682246783), Scale: 23488, Tiny: 1, Rounded: true}, ssm.F16, "ratio"},
 		{"fp16: 65504 is not +Inf", Value{Kernel: r(inf), Exact: r(ssm.Float16Max), InDtype: r(ssm.Float16Max), Scale: 2e4, Tiny: 1, Rounded: true, Sum: true}, ssm.F16, "kernel gives +Inf"},
 	} {
 		got := Judge(tc.v, tc.dt)

@@ -356,7 +356,7 @@ func biasOf(p *ssm.Problem, d int) float64 {
 // and step, which made FuzzBackward's workers hang at dstate 256): the
 // smallest product of two to n − 1 factors is that of every factor below 1
 // (the n − 1 smallest if all are), or of the two smallest, and the loss is
-// 2·total/max(that, η) units.
+// 2·total/max(that, η) units, computed in logarithms.
 func termFlush(prec ssm.Precision, fs ...float64) float64 {
 	if len(fs) < 3 {
 		return 0 // no partial product between a factor and the whole term
@@ -366,21 +366,24 @@ func termFlush(prec ssm.Precision, fs ...float64) float64 {
 	if small[0] == 0 {
 		return 0
 	}
-	total := 1.0
+	// In logarithms: the factors' products may leave float64's range
+	// (FuzzBackward in CI: B = 4e-315 times u = 1.4e-76, with Δ² = 1.7e243
+	// after them, underflowed the bound itself to 0).
+	logTotal := 0.0
 	for _, f := range small {
-		total *= f
+		logTotal += math.Log(f)
 	}
-	in, m := 1.0, 0
+	logIn, m := 0.0, 0
 	for m < len(small)-1 && small[m] < 1 {
-		in *= small[m]
+		logIn += math.Log(small[m])
 		m++
 	}
 	if m < 2 {
-		in = small[0] * small[1]
+		logIn = math.Log(small[0]) + math.Log(small[1])
 	}
 	eta := prec.Tiny()
-	if in >= eta/prec.UnitRoundoff() {
+	if logIn >= math.Log(eta/prec.UnitRoundoff()) {
 		return 0
 	}
-	return 2 * total / math.Max(in, eta)
+	return 2 * math.Exp(logTotal-math.Max(logIn, math.Log(eta)))
 }
