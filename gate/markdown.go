@@ -110,32 +110,8 @@ func Markdown(r *Report) string {
 		}
 		b.WriteString("\n")
 	}
-	var worst []Figure
-	for _, f := range r.Figures {
-		if f.Name == "max scaled error ratio" {
-			worst = append(worst, f)
-		}
-	}
-	if len(worst) > 0 {
-		b.WriteString("<details><summary>Accuracy: largest scaled error ratio per method (threshold 4)</summary>\n\n| method | dtype | A | max ratio |\n|---|---|---|---|\n")
-		for _, f := range worst {
-			fmt.Fprintf(&b, "| %s | %s | %s | %.3g |\n", f.Method, f.DType, f.Kind, f.Value)
-		}
-		b.WriteString("\n</details>\n\n")
-	}
-	var bwd []Figure
-	for _, f := range r.Figures {
-		if f.Name == "backward max scaled error ratio" {
-			bwd = append(bwd, f)
-		}
-	}
-	if len(bwd) > 0 {
-		b.WriteString("<details><summary>Backward: largest scaled error ratio of any gradient per method (threshold 4)</summary>\n\n| method | dtype | A | max ratio |\n|---|---|---|---|\n")
-		for _, f := range bwd {
-			fmt.Fprintf(&b, "| %s | %s | %s | %.3g |\n", f.Method, f.DType, f.Kind, f.Value)
-		}
-		b.WriteString("\n</details>\n\n")
-	}
+	figureTable(&b, r.Figures, "max scaled error ratio", "Accuracy: largest scaled error ratio per method (threshold 4)")
+	figureTable(&b, r.Figures, "backward max scaled error ratio", "Backward: largest scaled error ratio of any gradient per method (threshold 4)")
 	for _, p := range r.Plots {
 		fmt.Fprintf(&b, "![%s](%s)\n", strings.TrimSuffix(p, ".png"), p)
 	}
@@ -144,4 +120,23 @@ func Markdown(r *Report) string {
 	}
 	fmt.Fprintf(&b, "<sub>%s · %s · tasks %s · report.json (schema %s), junit.xml</sub>\n", r.Created, r.Host.Hostname, strings.Join(r.Tasks, ", "), Schema)
 	return b.String()
+}
+
+// figureTable writes, as a collapsed table under summary, every figure
+// named name: method, dtype, A and value; nothing when there is none.
+func figureTable(b *strings.Builder, figs []Figure, name, summary string) {
+	var rows []Figure
+	for _, f := range figs {
+		if f.Name == name {
+			rows = append(rows, f)
+		}
+	}
+	if len(rows) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "<details><summary>%s</summary>\n\n| method | dtype | A | max ratio |\n|---|---|---|---|\n", summary)
+	for _, f := range rows {
+		fmt.Fprintf(b, "| %s | %s | %s | %.3g |\n", f.Method, f.DType, f.Kind, f.Value)
+	}
+	b.WriteString("\n</details>\n\n")
 }

@@ -92,12 +92,7 @@ func Discretize(m ssm.Method, delta float64, A, B mat.Matrix) (Abar, Bbar *mat.D
 	Abar = mat.NewDense(n, n, nil)
 	Abar.Exp(dA)
 	// g(ΔA) by Horner's rule on matrices: c0·I + ΔA(c1·I + ΔA(c2·I + …)).
-	coeffs := map[ssm.Method][]float64{
-		ssm.ZOH:       {1},
-		ssm.HighOrder: {1, 1.0 / 2},
-		ssm.Poly:      {1, 1.0 / 2, 1.0 / 6},
-		ssm.RK4:       {1, 1.0 / 2, 1.0 / 6, 1.0 / 24},
-	}[m]
+	coeffs := taylorCoeffs[m]
 	g := identity(n)
 	g.Scale(coeffs[len(coeffs)-1], g)
 	for i := len(coeffs) - 2; i >= 0; i-- {
@@ -110,6 +105,16 @@ func Discretize(m ssm.Method, delta float64, A, B mat.Matrix) (Abar, Bbar *mat.D
 	Bbar = mat.NewDense(n, k, nil)
 	Bbar.Mul(g, dB)
 	return Abar, Bbar, nil
+}
+
+// taylorCoeffs are the coefficients c0, c1, … of g(x) = Σ cᵢ·xⁱ for the
+// methods whose g is a polynomial (zoh's is 1), for Discretize and
+// DiscretizeDeriv's Horner's rule on matrices.
+var taylorCoeffs = map[ssm.Method][]float64{
+	ssm.ZOH:       {1},
+	ssm.HighOrder: {1, 1.0 / 2},
+	ssm.Poly:      {1, 1.0 / 2, 1.0 / 6},
+	ssm.RK4:       {1, 1.0 / 2, 1.0 / 6, 1.0 / 24},
 }
 
 func identity(n int) *mat.Dense {

@@ -137,12 +137,7 @@ func DiscretizeDeriv(m ssm.Method, delta float64, A, B mat.Matrix, dDelta float6
 		return mat.DenseCopyOf(L.Slice(0, n, 0, n)), mat.DenseCopyOf(L.Slice(0, n, n, n+k)), nil
 	}
 	dAbar = ExpFrechet(&X, &dX)
-	coeffs := map[ssm.Method][]float64{
-		ssm.ZOH:       {1},
-		ssm.HighOrder: {1, 1.0 / 2},
-		ssm.Poly:      {1, 1.0 / 2, 1.0 / 6},
-		ssm.RK4:       {1, 1.0 / 2, 1.0 / 6, 1.0 / 24},
-	}[m]
+	coeffs := taylorCoeffs[m]
 	// Horner's rule and its derivative: G ← X·G + c·I, dG ← dX·G + X·dG.
 	G := identity(n)
 	G.Scale(coeffs[len(coeffs)-1], G)
