@@ -309,27 +309,10 @@ SSMK_API int32_t ssmk_plan_fetch_bwd(ssmk_plan *p, const ssmk_scan_grads *grads)
     if (p->kind != ssmk_plan::BACKWARD) return fail(SSMK_EINVAL, "plan is not a backward plan (ssmk_plan_create_bwd)");
     if (!grads) return fail(SSMK_EINVAL, "grads is NULL");
     if (!p->launched) return fail(SSMK_EINVAL, "plan has not been launched: nothing to fetch");
-    const ScanSizes &s = p->sz;
-    const ssmk_scan_grads &g = p->grads;
-    struct {
-        const char *name;
-        void *dst;
-        const void *src;
-        int64_t count;
-    } outs[] = {{"du", grads->du, g.du, s.seq},
-                {"ddelta", grads->ddelta, g.ddelta, s.seq},
-                {"dA", grads->dA, g.dA, s.a},
-                {"dB", grads->dB, g.dB, s.b},
-                {"dC", grads->dC, g.dC, s.c},
-                {"dD", grads->dD, g.dD, s.dim},
-                {"dz", grads->dz, g.dz, s.seq},
-                {"ddelta_bias", grads->ddelta_bias, g.ddelta_bias, s.dim},
-                {"dinitial_state", grads->dinitial_state, g.dinitial_state, s.state}};
+    GradCopy outs[kGradCopies];
+    if (int32_t st = grad_copies(grads, p->grads, p->sz, outs)) return st;
     for (auto &o : outs)
-        if (o.dst && !o.src)
-            return fail(SSMK_EINVAL, "grads->%s: the plan was created without it (NULL or its input absent)", o.name);
-    for (auto &o : outs)
-        if (o.dst) memcpy(o.dst, o.src, (size_t)o.count * s.w);
+        if (o.dst) memcpy(o.dst, o.src, (size_t)o.count * p->sz.w);
     return SSMK_OK;
 }
 

@@ -240,6 +240,39 @@ inline int32_t validate_bwd(const ssmk_scan_args *a, const ssmk_scan_grads *g, i
     return SSMK_OK;
 }
 
+/* One gradient a backward plan copies out: its name, the caller's buffer
+ * (or NULL), the plan's (or NULL) and its length in scalars. */
+struct GradCopy {
+    const char *name;
+    void *dst;
+    const void *src;
+    int64_t count;
+};
+constexpr int kGradCopies = 9;
+
+/* ssmk_plan_fetch_bwd's copies from a plan's gradients `from` into the
+ * caller's `to`; SSMK_EINVAL naming one the caller asks for and the plan
+ * was created without. */
+inline int32_t grad_copies(const ssmk_scan_grads *to, const ssmk_scan_grads &from, const ScanSizes &s,
+                           GradCopy (&out)[kGradCopies]) {
+    const GradCopy c[kGradCopies] = {{"du", to->du, from.du, s.seq},
+                                     {"ddelta", to->ddelta, from.ddelta, s.seq},
+                                     {"dA", to->dA, from.dA, s.a},
+                                     {"dB", to->dB, from.dB, s.b},
+                                     {"dC", to->dC, from.dC, s.c},
+                                     {"dD", to->dD, from.dD, s.dim},
+                                     {"dz", to->dz, from.dz, s.seq},
+                                     {"ddelta_bias", to->ddelta_bias, from.ddelta_bias, s.dim},
+                                     {"dinitial_state", to->dinitial_state, from.dinitial_state, s.state}};
+    for (int i = 0; i < kGradCopies; i++) {
+        if (c[i].dst && !c[i].src)
+            return fail(SSMK_EINVAL, "grads->%s: the plan was created without it (NULL or its input absent)",
+                        c[i].name);
+        out[i] = c[i];
+    }
+    return SSMK_OK;
+}
+
 } /* namespace ssmk */
 
 #endif /* SSMK_HOST_H */

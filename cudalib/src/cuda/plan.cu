@@ -140,28 +140,11 @@ int32_t plan_bwd(const ssmk_scan_args *args, const void *initial_state, const ss
 
 /* Copies a backward plan's gradients into grads' outputs. */
 int32_t fetch_bwd(ssmk_plan *p, const ssmk_scan_grads *grads) {
-    const ScanSizes &s = p->sz;
-    const ssmk_scan_grads &g = p->dgrads;
-    const struct {
-        const char *name;
-        void *dst;
-        const void *src;
-        int64_t count;
-    } outs[] = {{"du", grads->du, g.du, s.seq},
-                {"ddelta", grads->ddelta, g.ddelta, s.seq},
-                {"dA", grads->dA, g.dA, s.a},
-                {"dB", grads->dB, g.dB, s.b},
-                {"dC", grads->dC, g.dC, s.c},
-                {"dD", grads->dD, g.dD, s.dim},
-                {"dz", grads->dz, g.dz, s.seq},
-                {"ddelta_bias", grads->ddelta_bias, g.ddelta_bias, s.dim},
-                {"dinitial_state", grads->dinitial_state, g.dinitial_state, s.state}};
-    for (auto &o : outs)
-        if (o.dst && !o.src)
-            return fail(SSMK_EINVAL, "grads->%s: the plan was created without it (NULL or its input absent)", o.name);
+    GradCopy outs[kGradCopies];
+    if (int32_t st = grad_copies(grads, p->dgrads, p->sz, outs)) return st;
     CU(cudaStreamSynchronize(p->stream));
     for (auto &o : outs)
-        if (o.dst) CU(cudaMemcpy(o.dst, o.src, (size_t)o.count * s.w, cudaMemcpyDeviceToHost));
+        if (o.dst) CU(cudaMemcpy(o.dst, o.src, (size_t)o.count * p->sz.w, cudaMemcpyDeviceToHost));
     return SSMK_OK;
 }
 
