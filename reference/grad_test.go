@@ -128,7 +128,14 @@ func directional(p *ssm.Problem, ct *ssm.Cotangent, g *ssm.Grads, seed uint64, r
 			return loss(q, ct)
 		}
 		d := func(h float64) float64 { return (-at(2*h) + 8*at(h) - 8*at(-h) + at(-2*h)) / (12 * h) }
-		h := 1e-3
+		// The loss varies on the scale 1/(|a|·Σ|v|-weighted steps): the
+		// step shrinks with the largest |a| so that the differences'
+		// truncation (h⁶ times those powers) stays below rel.
+		amax := 0.0
+		for _, x := range p.A {
+			amax = math.Max(amax, math.Abs(x))
+		}
+		h := 1e-3 / (1 + amax)
 		got := (16*d(h/2) - d(h)) / 15
 		noise := 1e-15 * math.Abs(at(0)) / h * 30
 		if math.Abs(got-want) > rel*mag+noise {
