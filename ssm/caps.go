@@ -16,6 +16,11 @@ const (
 	// backward reduces with atomics, so two calls may differ in the last
 	// bits of the summed gradients; without it they must be bitwise equal.
 	CapBackwardAtomic Caps = 128
+	// CapBackwardOutputsOnly is SSMK_CAP_BWD_OUTPUTS_ONLY (with
+	// CapBackward): the backward takes no gradient of the last state,
+	// computes none of an initial state and starts from h = 0, as Mamba's
+	// selective_scan_bwd.
+	CapBackwardOutputsOnly Caps = 256
 )
 
 // For returns c as it holds for dtype dt: for a 16-bit input type, 0
@@ -26,7 +31,7 @@ func (c Caps) For(dt DType) Caps {
 	if !dt.Narrow() {
 		return c
 	}
-	c &^= CapBackward | CapBackwardAtomic // the ABI's backward is F32 and F64 only
+	c &^= CapBackward | CapBackwardAtomic | CapBackwardOutputsOnly // the ABI's backward is F32 and F64 only
 	if c&CapNarrowInputs == 0 || !c.Supported() {
 		return 0
 	}
@@ -59,3 +64,8 @@ func (c Caps) Backward() bool { return c.Supported() && c&CapBackward != 0 }
 // calls in their last bits (atomics), which the suite then bounds instead
 // of asking for bitwise equality.
 func (c Caps) BackwardAtomic() bool { return c.Backward() && c&CapBackwardAtomic != 0 }
+
+// BackwardStateGrads reports whether the backward takes a gradient of the
+// last state, computes one of the initial state and starts from a given
+// state (where the forward does): bit 6 without bit 8.
+func (c Caps) BackwardStateGrads() bool { return c.Backward() && c&CapBackwardOutputsOnly == 0 }

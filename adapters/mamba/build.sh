@@ -105,19 +105,28 @@ if [ "${SSMK_MAMBA_NARROW:-1}" = 1 ] && [ -f "$src/selective_scan_fwd_fp16.cu" ]
 	kinds=(fp32 fp16 bf16)
 	narrow=1
 fi
+# The backward kernels (selective_scan_bwd_fp32_real.cu and _complex.cu) where the
+# tree has them: the slowest files of all (SSMK_MAMBA_BWD=0 leaves them out).
+bwd=0
+bwd_kinds=()
+if [ "${SSMK_MAMBA_BWD:-1}" = 1 ] && [ -f "$src/selective_scan_bwd_kernel.cuh" ] &&
+	[ -f "$src/selective_scan_bwd_fp32_real.cu" ] && [ -f "$src/selective_scan_bwd_fp32_complex.cu" ]; then
+	bwd=1
+	bwd_kinds=(bwd_fp32_real bwd_fp32_complex)
+fi
 set -x
 pids=()
-for k in "${kinds[@]}"; do
-	stamp=$(printf '%s\n' "${common[@]}" | cat - "$src"/*.h "$src"/*.cuh "$src/selective_scan_fwd_$k.cu" | sha256sum | cut -c1-16)
-	if [ "$(cat "$obj/fwd_$k.stamp" 2>/dev/null)" != "$stamp" ]; then
-		("$nvcc" "${common[@]}" -c "$src/selective_scan_fwd_$k.cu" -o "$obj/fwd_$k.o" && echo "$stamp" >"$obj/fwd_$k.stamp") &
+for k in "${kinds[@]/#/fwd_}" "${bwd_kinds[@]}"; do
+	stamp=$(printf '%s\n' "${common[@]}" | cat - "$src"/*.h "$src"/*.cuh "$src/selective_scan_$k.cu" | sha256sum | cut -c1-16)
+	if [ "$(cat "$obj/$k.stamp" 2>/dev/null)" != "$stamp" ]; then
+		("$nvcc" "${common[@]}" -c "$src/selective_scan_$k.cu" -o "$obj/$k.o" && echo "$stamp" >"$obj/$k.stamp") &
 		pids+=($!)
 	fi
 done
-for p in "${pids[@]}"; do wait "$p" || die "the tree's selective_scan_fwd kernels failed to compile"; done
-"$nvcc" "${common[@]}" -DSSMK_MAMBA_METHODS=$methods -DSSMK_MAMBA_NARROW=$narrow -DSSMK_MAMBA_COMMIT="\"$commit\"" \
+for p in "${pids[@]}"; do wait "$p" || die "the tree's selective_scan kernels failed to compile"; done
+"$nvcc" "${common[@]}" -DSSMK_MAMBA_METHODS=$methods -DSSMK_MAMBA_NARROW=$narrow -DSSMK_MAMBA_BWD=$bwd -DSSMK_MAMBA_COMMIT="\"$commit\"" \
 	-c "$here/ssmk_mamba.cu" -o "$obj/adapter.o"
 kernels=()
-for k in "${kinds[@]}"; do kernels+=("$obj/fwd_$k.o"); done
+for k in "${kinds[@]/#/fwd_}" "${bwd_kinds[@]}"; do kernels+=("$obj/$k.o"); done
 "$nvcc" -shared -o "$out" "$obj/adapter.o" "${kernels[@]}" -L"$torch_lib" -lc10 -lc10_cuda \
 	-Xlinker -rpath="$torch_lib" -Xlinker --version-script="$root/cudalib/src/ssmk.map"

@@ -54,6 +54,8 @@
 
 template <typename input_t, typename weight_t>
 void selective_scan_fwd_cuda(SSMParamsBase &params, cudaStream_t stream);
+template <typename input_t, typename weight_t>
+void selective_scan_bwd_cuda(SSMParamsBwd &params, cudaStream_t stream);
 
 #ifndef SSMK_MAMBA_METHODS
 #define SSMK_MAMBA_METHODS 0
@@ -64,6 +66,10 @@ void selective_scan_fwd_cuda(SSMParamsBase &params, cudaStream_t stream);
 /* 1: the tree's fp16 and bf16 forward kernels are linked. */
 #ifndef SSMK_MAMBA_NARROW
 #define SSMK_MAMBA_NARROW 0
+#endif
+/* 1: the tree's float32 backward kernels (real and complex A) are linked. */
+#ifndef SSMK_MAMBA_BWD
+#define SSMK_MAMBA_BWD 0
 #endif
 
 namespace {
@@ -153,7 +159,13 @@ struct ssmk_plan {
     void *x = nullptr;
     cudaStream_t stream = nullptr;
     bool launched = false;
+    /* a backward plan: the tree's backward parameters and gradient buffers */
+    bool bwd = false;
+    SSMParamsBwd bparams;
+    void *gbuf[9] = {};
+    size_t gbytes[9] = {};
     ~ssmk_plan() {
+        for (void *p : gbuf) cudaFree(p);
         for (void *p : buf) cudaFree(p);
         if (stream) cudaStreamDestroy(stream);
     }
@@ -169,21 +181,32 @@ int32_t upload(ssmk_plan *p, int slot, const void *host, size_t bytes, const cha
     return SSMK_OK;
 }
 
+/* The strides of B or C (or of their gradients) in the ABI's layouts, in
+ * elements: variable [batch][n_groups][dstate][seqlen·c] (c = 2 for complex,
+ * float with (re, im) interleaved, as Mamba stores them), constant
+ * [dim][dstate]. */
+struct BCStrides {
+    SSMParamsBase::index_t batch = 0, group = 0, d = 0, dstate = 0;
+};
+BCStrides bc_strides(const ssmk_scan_args *a, int variable) {
+    using index_t = SSMParamsBase::index_t;
+    const size_t L = a->seqlen, N = a->dstate, c = a->is_complex ? 2 : 1;
+    BCStrides s;
+    if (variable)
+        s.batch = index_t(a->n_groups * N * L * c), s.group = index_t(N * L * c), s.dstate = index_t(L * c);
+    else
+        s.d = index_t(N), s.dstate = 1;
+    return s;
+}
+
 /* set_strides fills the strides of SSMParamsBase for the ABI's layouts. */
 void set_strides(SSMParamsBase &q, const ssmk_scan_args *a) {
     using index_t = SSMParamsBase::index_t;
-    const size_t L = a->seqlen, N = a->dstate, c = a->is_complex ? 2 : 1;
+    const size_t L = a->seqlen, N = a->dstate;
     q.A_d_stride = index_t(N), q.A_dstate_stride = 1;
-    if (a->is_variable_B)
-        q.B_batch_stride = index_t(a->n_groups * N * L * c), q.B_group_stride = index_t(N * L * c),
-        q.B_dstate_stride = index_t(L * c);
-    else
-        q.B_d_stride = index_t(N), q.B_dstate_stride = 1;
-    if (a->is_variable_C)
-        q.C_batch_stride = index_t(a->n_groups * N * L * c), q.C_group_stride = index_t(N * L * c),
-        q.C_dstate_stride = index_t(L * c);
-    else
-        q.C_d_stride = index_t(N), q.C_dstate_stride = 1;
+    const BCStrides b = bc_strides(a, a->is_variable_B), c = bc_strides(a, a->is_variable_C);
+    q.B_batch_stride = b.batch, q.B_group_stride = b.group, q.B_d_stride = b.d, q.B_dstate_stride = b.dstate;
+    q.C_batch_stride = c.batch, q.C_group_stride = c.group, q.C_d_stride = c.d, q.C_dstate_stride = c.dstate;
     const index_t row = index_t(L), batch = index_t(size_t(a->dim) * L);
     q.u_batch_stride = q.delta_batch_stride = q.z_batch_stride = q.out_batch_stride = q.out_z_batch_stride = batch;
     q.u_d_stride = q.delta_d_stride = q.z_d_stride = q.out_d_stride = q.out_z_d_stride = row;
@@ -235,7 +258,10 @@ void launch_input(ssmk_plan *p) {
         selective_scan_fwd_cuda<input_t, float>(p->params, p->stream);
 }
 
+int32_t launch_bwd(ssmk_plan *p);
+
 int32_t launch(ssmk_plan *p) {
+    if (p->bwd) return launch_bwd(p);
     try {
 #if SSMK_MAMBA_NARROW
         if (p->dtype == SSMK_F16)
@@ -271,6 +297,130 @@ int32_t fetch_state(ssmk_plan *p, float *last_state) {
     return SSMK_OK;
 }
 
+/* THE BACKWARD PASS over the tree's selective_scan_bwd_cuda, as Mamba's
+ * selective_scan.cpp calls it from autograd: the forward has run (once, at
+ * plan creation) and saved its chunk states x and, with z, its ungated
+ * output y; a launch zeroes the summed gradients (the kernel adds into them
+ * with atomics, as PyTorch's zeros_like does before it) and runs the
+ * backward kernel alone. Mamba's backward takes no gradient of the last
+ * state and computes none of an initial state: the capabilities say so
+ * (SSMK_CAP_BWD_OUTPUTS_ONLY). */
+enum { G_DOUT, G_DU, G_DDELTA, G_DA, G_DB, G_DC, G_DD, G_DZ, G_DBIAS };
+
+int32_t launch_bwd(ssmk_plan *p) {
+#if SSMK_MAMBA_BWD
+    const int summed[] = {G_DA, G_DB, G_DC, G_DD, G_DBIAS};
+    for (int i : summed)
+        if (p->gbuf[i])
+            CUDA_TRY(cudaMemsetAsync(p->gbuf[i], 0, p->gbytes[i], p->stream), "zeroing the summed gradients");
+    try {
+        if (p->complex_)
+            selective_scan_bwd_cuda<float, complex_t>(p->bparams, p->stream);
+        else
+            selective_scan_bwd_cuda<float, float>(p->bparams, p->stream);
+    } catch (const std::exception &e) {
+        const std::string what = e.what();
+        return fail(SSMK_EDEVICE, "the tree's selective_scan_bwd_cuda: " + what.substr(0, what.find('\n')));
+    }
+    CUDA_TRY(cudaGetLastError(), "selective_scan_bwd launch");
+    p->launched = true;
+    return SSMK_OK;
+#else
+    (void)p;
+    return fail(SSMK_EUNSUPPORTED,
+                "the tree's backward kernels are not linked (adapters/mamba/build.sh SSMK_MAMBA_BWD)");
+#endif
+}
+
+bool bwd_supported(const ssmk_scan_args *a) { return SSMK_MAMBA_BWD && a->dtype == SSMK_F32 && a->method == SSMK_ZOH; }
+
+int32_t validate_bwd(const ssmk_scan_args *a, const void *initial_state, const ssmk_scan_grads *g) {
+    int32_t st = validate(a);
+    if (st) return st;
+    if (!g) return fail(SSMK_EINVAL, "grads is NULL");
+    const struct {
+        const char *name;
+        const void *p;
+        bool need;
+    } ptrs[] = {{"grads->dout", g->dout, true},
+                {"grads->du", g->du, true},
+                {"grads->ddelta", g->ddelta, true},
+                {"grads->dA", g->dA, true},
+                {"grads->dB", g->dB, true},
+                {"grads->dC", g->dC, true},
+                {"grads->dD", g->dD, a->D != nullptr},
+                {"grads->dz", g->dz, a->z != nullptr},
+                {"grads->ddelta_bias", g->ddelta_bias, a->delta_bias != nullptr}};
+    for (const auto &q : ptrs)
+        if (q.need && !q.p) return fail(SSMK_EINVAL, std::string(q.name) + " is NULL");
+    if (!bwd_supported(a))
+        return fail(SSMK_EUNSUPPORTED, "this Mamba tree's backward computes zoh with float32 inputs (method " +
+                                           std::to_string(a->method) + ", dtype " + std::to_string(a->dtype) + ")");
+    if (initial_state) return fail(SSMK_EUNSUPPORTED, "initial_state: Mamba's selective scan starts from h = 0");
+    if (g->dlast_state || g->dinitial_state)
+        return fail(SSMK_EUNSUPPORTED, "grads->dlast_state and grads->dinitial_state: Mamba's backward takes and "
+                                       "computes neither (SSMK_CAP_BWD_OUTPUTS_ONLY)");
+    return SSMK_OK;
+}
+
+/* The plan's backward parameters: selective_scan.cpp's set_ssm_params_bwd
+ * for the ABI's dense layouts (strides in elements; variable dB/dC in
+ * float with the time axis 2·seqlen long for complex, as B and C). */
+int32_t plan_build_bwd(const ssmk_scan_args *a, const ssmk_scan_grads *g, ssmk_plan *p) {
+    int32_t st = plan_build(a, p);
+    if (st) return st;
+    if ((st = launch(p))) return st; /* the forward that autograd saved: x, and y with z */
+    using index_t = SSMParamsBase::index_t;
+    const size_t B = a->batch, D = a->dim, L = a->seqlen, N = a->dstate, c = a->is_complex ? 2 : 1;
+    const size_t seq = B * D * L * sizeof(float);
+    const size_t bc_var = B * a->n_groups * N * L * c * sizeof(float), bc_const = D * N * c * sizeof(float);
+    const size_t sizes[9] = {seq,
+                             seq,
+                             seq,
+                             D * N * c * sizeof(float),
+                             a->is_variable_B ? bc_var : bc_const,
+                             a->is_variable_C ? bc_var : bc_const,
+                             a->D ? D * sizeof(float) : 0,
+                             a->z ? seq : 0,
+                             a->delta_bias ? D * sizeof(float) : 0};
+    for (int i = 0; i < 9; i++) {
+        p->gbytes[i] = sizes[i];
+        if (sizes[i]) CUDA_TRY(cudaMalloc(&p->gbuf[i], sizes[i]), "gradient buffers");
+    }
+    CUDA_TRY(cudaMemcpy(p->gbuf[G_DOUT], g->dout, seq, cudaMemcpyHostToDevice), "dout");
+    SSMParamsBwd &q = p->bparams;
+    memset(&q, 0, sizeof(q));
+    static_cast<SSMParamsBase &>(q) = p->params;
+    /* set_ssm_params_bwd: out is y with z (dout without: never read), z
+     * stays NULL without z (the kernel's kHasZ), out_z is not recomputed. */
+    q.out_ptr = a->z ? p->buf[OUT] : p->gbuf[G_DOUT];
+    q.out_z_ptr = nullptr;
+    const index_t row = index_t(L), batch = index_t(D * L);
+    q.dout_batch_stride = q.du_batch_stride = q.ddelta_batch_stride = q.dz_batch_stride = batch;
+    q.dout_d_stride = q.du_d_stride = q.ddelta_d_stride = q.dz_d_stride = row;
+    q.dA_d_stride = index_t(N), q.dA_dstate_stride = 1;
+    const BCStrides b = bc_strides(a, a->is_variable_B), cs = bc_strides(a, a->is_variable_C);
+    q.dB_batch_stride = b.batch, q.dB_group_stride = b.group, q.dB_d_stride = b.d, q.dB_dstate_stride = b.dstate;
+    q.dC_batch_stride = cs.batch, q.dC_group_stride = cs.group, q.dC_d_stride = cs.d, q.dC_dstate_stride = cs.dstate;
+    q.dout_ptr = p->gbuf[G_DOUT], q.du_ptr = p->gbuf[G_DU], q.ddelta_ptr = p->gbuf[G_DDELTA];
+    q.dA_ptr = p->gbuf[G_DA], q.dB_ptr = p->gbuf[G_DB], q.dC_ptr = p->gbuf[G_DC], q.dD_ptr = p->gbuf[G_DD];
+    q.dz_ptr = p->gbuf[G_DZ], q.ddelta_bias_ptr = p->gbuf[G_DBIAS];
+    CUDA_TRY(cudaStreamSynchronize(p->stream), "the saved forward");
+    p->bwd = true;
+    p->launched = false;
+    return SSMK_OK;
+}
+
+int32_t fetch_bwd(ssmk_plan *p, const ssmk_scan_grads *g) {
+    if (!p->launched) return fail(SSMK_EINVAL, "plan: fetch before any launch");
+    CUDA_TRY(cudaStreamSynchronize(p->stream), "cudaStreamSynchronize");
+    void *dst[9] = {nullptr, g->du, g->ddelta, g->dA, g->dB, g->dC, g->dD, g->dz, g->ddelta_bias};
+    for (int i = 1; i < 9; i++)
+        if (p->gbuf[i] && dst[i])
+            CUDA_TRY(cudaMemcpy(dst[i], p->gbuf[i], p->gbytes[i], cudaMemcpyDeviceToHost), "gradients");
+    return SSMK_OK;
+}
+
 } // namespace
 
 extern "C" {
@@ -297,7 +447,11 @@ SSMK_API uint32_t ssmk_capabilities(int32_t method, int32_t dtype, int32_t is_co
         (is_complex != 0 && is_complex != 1))
         return 0;
     if (!dtype_supported(dtype) || !method_supported(method)) return 0;
-    return SSMK_CAP_SUPPORTED | SSMK_CAP_SCAN_ONLY | (dtype == SSMK_F32 ? 0u : SSMK_CAP_NARROW_INPUTS);
+    uint32_t c = SSMK_CAP_SUPPORTED | SSMK_CAP_SCAN_ONLY | (dtype == SSMK_F32 ? 0u : SSMK_CAP_NARROW_INPUTS);
+    /* Mamba's backward: zoh, float32; dB/dC/dA summed with atomics; no state gradients */
+    if (SSMK_MAMBA_BWD && dtype == SSMK_F32 && method == SSMK_ZOH)
+        c |= SSMK_CAP_BACKWARD | SSMK_CAP_BWD_ATOMIC | SSMK_CAP_BWD_OUTPUTS_ONLY;
+    return c;
 }
 
 SSMK_API int32_t ssmk_set_num_threads(int32_t) { return 1; }
@@ -367,6 +521,7 @@ SSMK_API int32_t ssmk_plan_time(ssmk_plan *plan, int32_t iters, double *ms_total
 
 SSMK_API int32_t ssmk_plan_fetch(ssmk_plan *plan, void *out, void *last_state) {
     if (!plan || !out) return fail(SSMK_EINVAL, "plan or out is NULL");
+    if (plan->bwd) return fail(SSMK_EINVAL, "plan is a backward plan: fetch it with ssmk_plan_fetch_bwd");
     if (!plan->launched) return fail(SSMK_EINVAL, "plan: fetch before any launch");
     CUDA_TRY(cudaStreamSynchronize(plan->stream), "cudaStreamSynchronize");
     CUDA_TRY(cudaMemcpy(out, plan->out_host_view, plan->seq_bytes, cudaMemcpyDeviceToHost), "out");
@@ -374,6 +529,35 @@ SSMK_API int32_t ssmk_plan_fetch(ssmk_plan *plan, void *out, void *last_state) {
 }
 
 SSMK_API void ssmk_plan_destroy(ssmk_plan *plan) { delete plan; }
+
+SSMK_API int32_t ssmk_plan_create_bwd(const ssmk_scan_args *args, const void *initial_state,
+                                      const ssmk_scan_grads *grads, ssmk_plan **plan) {
+    if (!plan) return fail(SSMK_EINVAL, "plan is NULL");
+    int32_t st = validate_bwd(args, initial_state, grads);
+    if (st) return st;
+    ssmk_plan *p = new ssmk_plan;
+    if ((st = plan_build_bwd(args, grads, p))) {
+        delete p;
+        return st;
+    }
+    *plan = p;
+    return SSMK_OK;
+}
+
+SSMK_API int32_t ssmk_plan_fetch_bwd(ssmk_plan *plan, const ssmk_scan_grads *grads) {
+    if (!plan || !grads) return fail(SSMK_EINVAL, "plan or grads is NULL");
+    if (!plan->bwd) return fail(SSMK_EINVAL, "plan is not a backward plan (ssmk_plan_create_bwd)");
+    return fetch_bwd(plan, grads);
+}
+
+SSMK_API int32_t ssmk_scan_bwd(const ssmk_scan_args *args, const void *initial_state, const ssmk_scan_grads *grads) {
+    ssmk_plan *p = nullptr;
+    int32_t st = ssmk_plan_create_bwd(args, initial_state, grads, &p);
+    if (!st) st = launch(p);
+    if (!st) st = fetch_bwd(p, grads);
+    ssmk_plan_destroy(p);
+    return st;
+}
 
 SSMK_API int32_t ssmk_scan_fwd(const ssmk_scan_args *args) {
     ssmk_plan *p = nullptr;

@@ -151,9 +151,10 @@ enum { SSMK_ZOH = 0, SSMK_FOH = 1, SSMK_BILINEAR = 2, SSMK_POLY = 3, SSMK_HIGHOR
 #define SSMK_CAP_SCAN_ONLY 4u            /* the scan (and its plans) do this; ssmk_discretize does not */
 #define SSMK_CAP_INITIAL_STATE 8u        /* ssmk_scan_fwd_state and ssmk_plan_create_state take an initial state */
 #define SSMK_CAP_FEATURES 16u            /* ssmk_scan_features declares the options, shapes and structure it takes */
-#define SSMK_CAP_NARROW_INPUTS 32u /* dtype SSMK_F16 or SSMK_BF16: the scan takes 16-bit inputs (mixed precision) */
-#define SSMK_CAP_BACKWARD 64u      /* ssmk_scan_bwd and its plans compute the gradients of this combination */
-#define SSMK_CAP_BWD_ATOMIC 128u   /* with bit 6: the backward's sums may differ between calls in the last bits */
+#define SSMK_CAP_NARROW_INPUTS 32u     /* dtype SSMK_F16 or SSMK_BF16: the scan takes 16-bit inputs (mixed precision) */
+#define SSMK_CAP_BACKWARD 64u          /* ssmk_scan_bwd and its plans compute the gradients of this combination */
+#define SSMK_CAP_BWD_ATOMIC 128u       /* with bit 6: the backward's sums may differ between calls in the last bits */
+#define SSMK_CAP_BWD_OUTPUTS_ONLY 256u /* with bit 6: no dlast_state, no dinitial_state, no initial_state */
 
 /* 1 for this header. The suite refuses a library that returns another value. */
 SSMK_API int32_t ssmk_abi_version(void);
@@ -193,8 +194,12 @@ SSMK_API int32_t ssmk_max_dstate(void);
  * the library exports ssmk_scan_bwd, ssmk_plan_create_bwd and
  * ssmk_plan_fetch_bwd, and they compute this combination's gradients (THE
  * BACKWARD PASS). Bit 7 SSMK_CAP_BWD_ATOMIC (with bit 6): its summed
- * gradients may differ between two identical calls in their last bits. A
- * library without bit 6 is judged on the forward alone.
+ * gradients may differ between two identical calls in their last bits.
+ * Bit 8 SSMK_CAP_BWD_OUTPUTS_ONLY (with bit 6): the backward computes the
+ * gradients of a loss on out alone, from h = 0, as Mamba's selective_scan_bwd
+ * does: grads->dlast_state, grads->dinitial_state and initial_state must be
+ * NULL (a call with one of them may return SSMK_EUNSUPPORTED). A library
+ * without bit 6 is judged on the forward alone.
  * 0 for an unknown method, dtype, or is_complex other than 0 or 1.
  *
  * What a library declares unsupported is reported as such, never as a

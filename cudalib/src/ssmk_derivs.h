@@ -147,17 +147,16 @@ SSMK_HD void method_real_deriv(int m, T x, T abar, T g, T &dabar, T &dg) {
     }
 }
 
-/* The same at complex x. foh's φ1' is the series for |x| < 1/2 (complex
- * Horner), (e^x − φ1)/x by Smith's division beyond. */
-template <typename T>
-SSMK_HD_CALL void method_complex_deriv(int m, cplx<T> x, cplx<T> abar, cplx<T> g, cplx<T> &dabar, cplx<T> &dg) {
-    const cplx<T> zero = cmake(T(0), T(0));
+/* The same at complex x, M known at compile time (inlined: the GPU
+ * backward is instantiated per method). foh's φ1' is the series for
+ * |x| < 1/2 (complex Horner), (e^x − φ1)/x by Smith's division beyond. */
+template <int M, typename T>
+SSMK_HD void method_complex_deriv_m(cplx<T> x, cplx<T> abar, cplx<T> g, cplx<T> &dabar, cplx<T> &dg) {
     dabar = abar;
-    switch (m) {
-    case ZOH:
-        dg = zero;
-        return;
-    case FOH:
+    if constexpr (M == ZOH) {
+        (void)x, (void)g;
+        dg = cmake(T(0), T(0));
+    } else if constexpr (M == FOH) {
         if (x.re * x.re + x.im * x.im < T(0.25)) {
             /* the coefficients of dphi1_series, as a complex Horner */
             const T c[9] = {T(1.0 / 403200.0), T(1.0 / 45360.0), T(1.0 / 5760.0), T(1.0 / 840.0), T(1.0 / 144.0),
@@ -165,7 +164,7 @@ SSMK_HD_CALL void method_complex_deriv(int m, cplx<T> x, cplx<T> abar, cplx<T> g
             const T cd[7] = {T(1.0 / 22230464256000.0), T(1.0 / 1394852659200.0), T(1.0 / 93405312000.0),
                              T(1.0 / 6706022400.0),     T(1.0 / 518918400.0),     T(1.0 / 43545600.0),
                              T(1.0 / 3991680.0)};
-            cplx<T> p = zero;
+            cplx<T> p = cmake(T(0), T(0));
             if (sizeof(T) == 8)
                 for (int k = 0; k < 7; k++) p = cadd(cmul(p, x), cmake(cd[k], T(0)));
             for (int k = 0; k < 9; k++) p = cadd(cmul(p, x), cmake(c[k], T(0)));
@@ -173,22 +172,43 @@ SSMK_HD_CALL void method_complex_deriv(int m, cplx<T> x, cplx<T> abar, cplx<T> g
         } else {
             dg = cdiv(cmake(abar.re - g.re, abar.im - g.im), x);
         }
-        return;
-    case BILINEAR:
+    } else if constexpr (M == BILINEAR) {
+        (void)x;
         dabar = cmul(g, g);
         dg = cscale(dabar, T(0.5));
-        return;
-    case POLY: /* 1/2 + x/3 */
+    } else if constexpr (M == POLY) { /* 1/2 + x/3 */
+        (void)g;
         dg = cadd(cmake(T(0.5), T(0)), cscale(x, T(1.0 / 3.0)));
-        return;
-    case HIGHORDER:
+    } else if constexpr (M == HIGHORDER) {
+        (void)x, (void)g;
         dg = cmake(T(0.5), T(0));
-        return;
-    case RK4: /* 1/2 + x·(1/3 + x/8) */
+    } else if constexpr (M == RK4) { /* 1/2 + x·(1/3 + x/8) */
+        (void)g;
         dg = cadd(cmake(T(0.5), T(0)), cmul(x, cadd(cmake(T(1.0 / 3.0), T(0)), cscale(x, T(1.0 / 8.0)))));
-        return;
-    default:
+    } else {
+        (void)x, (void)g;
         dabar = dg = cmake(T(NAN), T(NAN));
+    }
+}
+
+/* The same, m known at run time. */
+template <typename T>
+SSMK_HD_CALL void method_complex_deriv(int m, cplx<T> x, cplx<T> abar, cplx<T> g, cplx<T> &dabar, cplx<T> &dg) {
+    switch (m) {
+    case ZOH:
+        return method_complex_deriv_m<ZOH>(x, abar, g, dabar, dg);
+    case FOH:
+        return method_complex_deriv_m<FOH>(x, abar, g, dabar, dg);
+    case BILINEAR:
+        return method_complex_deriv_m<BILINEAR>(x, abar, g, dabar, dg);
+    case POLY:
+        return method_complex_deriv_m<POLY>(x, abar, g, dabar, dg);
+    case HIGHORDER:
+        return method_complex_deriv_m<HIGHORDER>(x, abar, g, dabar, dg);
+    case RK4:
+        return method_complex_deriv_m<RK4>(x, abar, g, dabar, dg);
+    default:
+        return method_complex_deriv_m<-1>(x, abar, g, dabar, dg);
     }
 }
 

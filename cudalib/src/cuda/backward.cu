@@ -1,39 +1,34 @@
 /*
  * backward.cu — the CUDA build's backward pass (SSMK_CAP_BACKWARD).
  *
- * Time is cut into chunks of kChunk steps, and every (row, chunk, state)
- * is one lane, so that a sequence's chunks run in parallel (a lane per
- * state and row alone, sequential over the whole sequence, left the GPU
- * waiting on latency: docs/performance.md). Both recurrences are affine,
+ * Both recurrences of the backward are affine,
  *
  *   h_t = Ā_t·h_{t−1} + β_t                  (β = Δ·g·B·u)
  *   λ_t = conj(Ā_{t+1})·λ_{t+1} + c_t        (c = k·dy·conj(C), λ = ∂L/∂h)
  *
- * so a chunk is summarised by two affine maps, and three kernels do it:
+ * so they are scans of affine maps, as in the forward kernel. A thread
+ * block holds R rows (channels of one batch and group); a row's threads
+ * each own a run of K consecutive steps of a chunk of TPR·K steps, and a
+ * thread loops over the states. For one state the thread forms its run's
+ * Ā and β once, composes them into one map, and the row's maps are scanned
+ * across its threads (shuffles within a warp, shared memory across warps)
+ * to give each run its starting state; the states of the run are then
+ * recomputed in registers. The adjoint runs the other way alike, and its
+ * sequential pass over the run forms every gradient term of the step with
+ * the derivatives of the method's coefficients (ssmk_derivs.h). The sums
+ * over states of a step (du, dΔ, and y for dz) stay in the thread's
+ * registers; dA and constant dB/dC are summed per warp and kept per warp
+ * in shared memory until the end of the row (then summed over batch in a
+ * fixed order by reduce_rows); variable dB and dC, sums over a group's
+ * channels, are written by each row to a shared tile, summed over the
+ * block's rows and added to global memory with coalesced atomics, whose
+ * order varies: the capabilities declare SSMK_CAP_BWD_ATOMIC.
  *
- *   chunk_maps     per (row, chunk, state): the forward map h_end = F·h_start + G
- *                  and the reverse map μ_out = P·μ_in + Q, μ the adjoint entering a
- *                  chunk from the one after it (conj(Ā_{t1})·λ_{t1}; dlast_state
- *                  for the last chunk);
- *   chunk_carries  per (row, state), sequentially over chunks: every chunk's
- *                  starting state and entering adjoint, and dinitial_state, the
- *                  adjoint leaving the first chunk;
- *   chunk_grads    per (row, chunk, state): the chunk's states recomputed from
- *                  its start, then the adjoint run back through it with every
- *                  gradient term (cpu_backward.cpp has the equations); sums over
- *                  states (du, dΔ, y for dz) by shuffles across the P lanes of a
- *                  (row, chunk), P the power of two at least dstate, at most 32
- *                  (a lane owns states q, q + P, …: S of them, up to 8).
- *
- * A (row, chunk)'s per-step values (Δ after softplus, its derivative, u,
- * dout, the gate) are computed once, by one lane each for a window of P
- * steps, and shuffled to the others.
- *
- * dA, dD, ddelta_bias and constant dB/dC go to per-(row, chunk) partials
- * summed in a fixed order (reduce_rows); variable dB and dC are summed over
- * a group's channels with atomicAdd (first within a thread block, in shared
- * memory, where its rows share a group), whose order varies: the
- * capabilities declare SSMK_CAP_BWD_ATOMIC.
+ * A row longer than a chunk is run in two phases: forward over the chunks,
+ * composing each chunk's maps to its end state (stored in the scratch hS),
+ * then backward over the chunks with the adjoint carried from one to the
+ * next. Steps past seqlen in the last chunk have Δ = u = dout = 0, which
+ * makes them identity maps with no gradient, and are never written.
  */
 #include <cuda_runtime.h>
 
@@ -42,412 +37,476 @@
 #include "../ssmk_derivs.h"
 #include "../ssmk_host.h"
 #include "../ssmk_methods.h"
+#include "bwd_ops.cuh"
 #include "cuda_host.h"
 
 namespace ssmk {
 
 namespace {
 
-/* Steps per chunk (each lane keeps its chunk's states in a local array). */
-constexpr int kChunk = 32;
-constexpr int kThreads = 256;
+using namespace bwd;
+
+constexpr int kThreads = 256; /* threads per block */
+constexpr int kMaxTPR = 128;  /* threads per row (chunk = TPR·K steps) */
+/* A thread's run of K row values in shared memory is K + kPad long, so
+ * that the 16-byte loads of eight consecutive threads meet distinct banks. */
+constexpr int kPad = 4;
 
 struct BwdParams {
-    int batch, dim, seqlen, dstate, groups, method, softplus, var_b, var_c;
-    int P, shift, chunks; /* lanes per (row, chunk), log2 P, chunks per row */
+    int batch, dim, seqlen, dstate, groups, softplus, var_b, var_c;
+    int tpr, R, chunk, chunks; /* threads per row, rows per block, TPR·K, chunks per row */
     long long rows;
     const void *u, *delta, *A, *B, *C, *D, *z, *bias, *h0, *dout, *dlast;
     void *du, *ddelta, *dB, *dC, *dz, *dinit;
-    void *fF, *fG, *rP, *rQ, *hS, *muS; /* [rows][chunks][dstate]: the chunk maps and the carries */
-    void *pA, *pB, *pC, *pD, *pBias;    /* per-(row, chunk) partials */
+    void *hS;                        /* [rows][chunks][dstate]: each chunk's starting state */
+    void *pA, *pB, *pC, *pD, *pBias; /* per-row partials of the sums over batch */
 };
 
-/* atomicAdd on global or shared memory, real or complex. */
-template <typename T>
-__device__ __forceinline__ void atomic_addv(T *p, T v) {
-    atomicAdd(p, v);
-}
-template <typename T>
-__device__ __forceinline__ void atomic_addv(cplx<T> *p, cplx<T> v) {
-    atomicAdd(&p->re, v.re);
-    atomicAdd(&p->im, v.im);
-}
-
-/* The shuffle mask of a lane's group of P (a warp holds groups of other
- * chunks, whose loops may run fewer steps: a full mask would wait on them). */
-__device__ __forceinline__ unsigned group_mask(int P) {
-    return P == 32 ? 0xffffffffu : ((1u << P) - 1) << ((threadIdx.x & 31) & ~(P - 1));
-}
-
-template <typename T>
-__device__ __forceinline__ T row_sum(T v, int P) {
-    const unsigned m = group_mask(P);
-    for (int o = P / 2; o > 0; o /= 2) v += __shfl_xor_sync(m, v, o);
-    return v;
-}
-
-/* One step's values of a row, held by lane t mod P of the (row, chunk)'s
- * lanes for a window of P steps and read by every lane with a shuffle. */
-template <typename T>
-struct StepVals {
-    T dt, u, dsp, dy, dzf; /* dsp = softplus'(v) (1 without); dy = dout·z·σ(z) (dout without z); dzf = dout·(z·σ(z))' */
+/* The block's shared memory, carved from one dynamic allocation. */
+template <typename T, typename V>
+struct Smem {
+    Aff<V> *fw;            /* [2][W] forward warp compositions (two buffers for phase 1) */
+    Aff<V> *bw;            /* [W] backward warp compositions */
+    V *mu;                 /* [2][R][N] the adjoint entering a chunk, by chunk parity */
+    V *tB, *tC;            /* [R][TPR·(K+1)] each row's variable dB and dC of one state */
+    V *accA, *accB, *accC; /* [N][W] per-warp sums of dA and constant dB, dC */
+    T *red;                /* [2][W] per-warp sums of dD and ddelta_bias */
+    T *rows;               /* [3][threads][K + kPad]: each thread's Δ, u and dy of its run */
 };
 
-template <typename T>
-__device__ __forceinline__ StepVals<T> step_vals(const BwdParams &p, long long r, int d, int t) {
-    StepVals<T> s{T(0), T(0), T(1), T(0), T(0)};
-    if (t >= p.seqlen) return s;
-    const long long i = r * p.seqlen + t;
-    const T v = ((const T *)p.delta)[i] + (p.bias ? ((const T *)p.bias)[d] : T(0));
-    s.u = ((const T *)p.u)[i];
-    s.dt = v;
-    if (p.softplus && v <= T(20)) {
-        s.dt = slog1p(sexp(v));
-        s.dsp = T(1) / (T(1) + sexp(-v));
-    }
-    const T dout = ((const T *)p.dout)[i];
-    s.dy = dout;
-    if (p.z) {
-        const T z = ((const T *)p.z)[i], sig = T(1) / (T(1) + sexp(-z));
-        s.dy = dout * z * sig;
-        s.dzf = dout * sig * (T(1) + z * (T(1) - sig));
-    }
-    return s;
-}
-
-template <typename T>
-__device__ __forceinline__ T bcast(T v, int src, int P) {
-    return __shfl_sync(group_mask(P), v, src, P);
-}
-
-/* A lane's place: (row, chunk) and its lane q among P; live when the row
- * exists (lanes past the end take part in shuffles and barriers only). */
-struct Lane {
-    long long r;
-    int c, q, b, d, grp;
-    bool live;
-};
-
-__device__ __forceinline__ Lane lane_of(const BwdParams &p) {
-    const long long gl = (long long)blockIdx.x * blockDim.x + threadIdx.x, rc = gl >> p.shift;
-    Lane l;
-    l.q = (int)(gl & (p.P - 1));
-    l.live = rc < p.rows * p.chunks;
-    const long long k = l.live ? rc : 0;
-    l.r = k % p.rows;
-    l.c = (int)(k / p.rows);
-    l.d = (int)(l.r % p.dim);
-    l.b = (int)(l.r / p.dim);
-    l.grp = l.d / (p.dim / p.groups);
-    return l;
-}
-
-/* Where a lane reads B or C of state n: element t at X[off + t·step]
- * (step 0 for a constant array). */
-struct BCCol {
-    long long off;
-    int step;
-};
-
-__device__ __forceinline__ BCCol bc_col(const BwdParams &p, const Lane &l, int var, int n) {
-    if (var) return BCCol{(((long long)l.b * p.groups + l.grp) * p.dstate + n) * p.seqlen, 1};
-    return BCCol{(long long)l.d * p.dstate + n, 0};
+/* Carves n bytes at offset *off of base (16-byte aligned); NULL without a base. */
+__host__ __device__ inline void *take(unsigned char *base, size_t *off, size_t n) {
+    void *p = base ? base + *off : nullptr;
+    *off += (n + 15) / 16 * 16;
+    return p;
 }
 
 template <typename T, typename V>
-__device__ __forceinline__ void coef(int m, V a, T dt, V &ab, V &g) {
-    if constexpr (std::is_same<T, V>::value)
-        method_real(m, a * dt, ab, g);
-    else
-        method_complex(m, cscale(a, dt), ab, g);
+__host__ __device__ size_t smem_layout(int W, int R, int N, int tile, int seg, unsigned char *base, Smem<T, V> *s) {
+    size_t off = 0;
+    Smem<T, V> l;
+    l.fw = (Aff<V> *)take(base, &off, sizeof(Aff<V>) * 2 * W);
+    l.bw = (Aff<V> *)take(base, &off, sizeof(Aff<V>) * W);
+    l.mu = (V *)take(base, &off, sizeof(V) * 2 * R * N);
+    l.tB = (V *)take(base, &off, sizeof(V) * tile);
+    l.tC = (V *)take(base, &off, sizeof(V) * tile);
+    l.accA = (V *)take(base, &off, sizeof(V) * N * W);
+    l.accB = (V *)take(base, &off, sizeof(V) * N * W);
+    l.accC = (V *)take(base, &off, sizeof(V) * N * W);
+    l.red = (T *)take(base, &off, sizeof(T) * 2 * W);
+    l.rows = (T *)take(base, &off, sizeof(T) * 3 * W * 32 * seg);
+    if (s) *s = l;
+    return off;
 }
 
-/* The chunk's forward map (F, G) and reverse map (P, Q). */
-template <typename T, typename V, int S>
-__global__ void __launch_bounds__(kThreads) chunk_maps(BwdParams p) {
-    constexpr bool kComplex = !std::is_same<T, V>::value;
-    const Lane l = lane_of(p);
-    const int N = p.dstate, P = p.P, t0 = l.c * kChunk, t1 = min(p.seqlen, t0 + kChunk);
-    const T k = kComplex ? T(2) : T(1);
-    const V *Bp = (const V *)p.B, *Cp = (const V *)p.C;
-    V a[S], F[S], G[S], abars[kChunk][S];
-    BCCol bcB[S], bcC[S];
-    bool has[S];
-    for (int j = 0; j < S; j++) {
-        const int n = l.q + j * P;
-        has[j] = l.live && n < N;
-        bcB[j] = bc_col(p, l, p.var_b, n);
-        bcC[j] = bc_col(p, l, p.var_c, n);
-        a[j] = has[j] ? ((const V *)p.A)[(long long)l.d * N + n] : V{};
-        F[j] = vone(V{});
-        G[j] = V{};
-    }
-    StepVals<T> win{};
-    for (int t = t0; t < t1; t++) {
-        if ((t & (P - 1)) == 0) win = step_vals<T>(p, l.r, l.d, t + l.q);
-        const T dt = bcast(win.dt, t & (P - 1), P), du_ = dt * bcast(win.u, t & (P - 1), P);
+/* A thread's place: block row lr (global row r = (b, d) of group grp), run
+ * j of its row, lane, warp in block wb and in row wr. */
+struct Place {
+    long long r;
+    int lr, j, lane, wb, wr, b, d, grp;
+};
+
+__device__ __forceinline__ Place place_of(const BwdParams &p) {
+    Place q;
+    q.lr = threadIdx.x / p.tpr;
+    q.j = threadIdx.x % p.tpr;
+    q.lane = threadIdx.x & 31;
+    q.wb = threadIdx.x / 32;
+    q.wr = q.j / 32;
+    q.r = (long long)blockIdx.x * p.R + q.lr;
+    q.d = (int)(q.r % p.dim);
+    q.b = (int)(q.r / p.dim);
+    q.grp = q.d / (p.dim / p.groups);
+    return q;
+}
+
+/* A thread's K values of B or C of state n from step t0 (0 past seqlen;
+ * a constant array's one value in every slot). */
+template <typename V, int K>
+__device__ __forceinline__ void load_bc(const BwdParams &p, const Place &q, const V *X, int var, int n, int t0,
+                                        V (&out)[K]) {
+    if (var) {
+        const V *x = X + (((long long)q.b * p.groups + q.grp) * p.dstate + n) * p.seqlen;
 #pragma unroll
-        for (int j = 0; j < S; j++) {
-            V ab{}, g{};
-            if (has[j]) {
-                coef<T>(p.method, a[j], dt, ab, g);
-                F[j] = vmul(ab, F[j]);
-                G[j] = vadd(vmul(ab, G[j]), vscale(vmul(g, Bp[bcB[j].off + t * bcB[j].step]), du_));
-            }
-            abars[t - t0][j] = ab;
-        }
-    }
-    V Pm[S], Q[S];
-    for (int j = 0; j < S; j++) Pm[j] = vone(V{}), Q[j] = V{};
-    for (int t = t1 - 1; t >= t0; t--) {
-        if (t == t1 - 1 || (t & (P - 1)) == P - 1) win = step_vals<T>(p, l.r, l.d, (t & ~(P - 1)) + l.q);
-        const T dy = bcast(win.dy, t & (P - 1), P);
+        for (int k = 0; k < K; k++) out[k] = t0 + k < p.seqlen ? x[t0 + k] : V{};
+    } else {
+        const V v = X[(long long)q.d * p.dstate + n];
 #pragma unroll
-        for (int j = 0; j < S; j++) {
-            if (!has[j]) continue;
-            const V cv = Cp[bcC[j].off + t * bcC[j].step];
-            Q[j] = vadd(Q[j], vscale(vconj(cv), k * dy));
-            Q[j] = vmul(vconj(abars[t - t0][j]), Q[j]);
-            Pm[j] = vmul(vconj(abars[t - t0][j]), Pm[j]);
-        }
-    }
-    for (int j = 0; j < S; j++) {
-        if (!has[j]) continue;
-        const long long i = (l.r * p.chunks + l.c) * N + l.q + j * P;
-        ((V *)p.fF)[i] = F[j];
-        ((V *)p.fG)[i] = G[j];
-        ((V *)p.rP)[i] = Pm[j];
-        ((V *)p.rQ)[i] = Q[j];
+        for (int k = 0; k < K; k++) out[k] = v;
     }
 }
 
-/* Per (row, state): each chunk's starting state (into hS) and entering
- * adjoint (into muS), sequentially over the chunks; dinitial_state. The
- * maps are read, the carries written to other arrays, so that the loads
- * of later chunks are issued ahead of the chain that needs them. */
-template <typename V>
-__global__ void chunk_carries(BwdParams p) {
-    const long long gl = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (gl >= p.rows * p.dstate) return;
-    const long long r = gl / p.dstate;
-    const int n = (int)(gl % p.dstate), N = p.dstate;
-    const V *__restrict__ F = (const V *)p.fF, *__restrict__ G = (const V *)p.fG;
-    const V *__restrict__ RP = (const V *)p.rP, *__restrict__ RQ = (const V *)p.rQ;
-    V *__restrict__ hS = (V *)p.hS, *__restrict__ muS = (V *)p.muS;
-    V h = p.h0 ? ((const V *)p.h0)[r * N + n] : V{};
-#pragma unroll 8
-    for (int c = 0; c < p.chunks; c++) {
-        const long long i = (r * p.chunks + c) * N + n;
-        hS[i] = h;
-        h = vadd(vmul(F[i], h), G[i]);
-    }
-    V mu = p.dlast ? ((const V *)p.dlast)[r * N + n] : V{};
-#pragma unroll 8
-    for (int c = p.chunks - 1; c >= 0; c--) {
-        const long long i = (r * p.chunks + c) * N + n;
-        muS[i] = mu;
-        mu = vadd(vmul(RP[i], mu), RQ[i]);
-    }
-    if (p.dinit) ((V *)p.dinit)[r * N + n] = mu;
-}
-
-/* TILE: the block's sums of variable dB and dC over one chunk, added to
- * global memory once (every row of the block is a channel of the group of
- * its first row). */
-template <typename V>
-__device__ void flush_tile(const BwdParams &p, const V *tileB, const V *tileC, int t0, int t1) {
-    __syncthreads();
-    const int N = p.dstate, L = p.seqlen;
-    const long long first = ((long long)blockIdx.x * blockDim.x >> p.shift) % p.rows;
-    const int b0 = (int)(first / p.dim), g0 = (int)(first % p.dim) / (p.dim / p.groups);
-    const long long base = ((long long)b0 * p.groups + g0) * N;
-    for (int i = threadIdx.x; i < (t1 - t0) * N; i += blockDim.x) {
-        const int n = i % N, tt = t0 + i / N;
-        if (p.var_b) atomic_addv(&((V *)p.dB)[(base + n) * L + tt], tileB[i]);
-        if (p.var_c) atomic_addv(&((V *)p.dC)[(base + n) * L + tt], tileC[i]);
-    }
-}
-
-/* The gradients of one chunk. TILE: the block's rows are channels of one
- * (batch, group) in one chunk, whose variable dB and dC are summed in
- * shared memory and added to global memory once per block. */
-template <typename T, typename V, int S, bool TILE>
-__global__ void __launch_bounds__(kThreads) chunk_grads(BwdParams p) {
-    constexpr bool kComplex = !std::is_same<T, V>::value;
-    extern __shared__ unsigned char smem[];
-    V *tileB = (V *)smem, *tileC = tileB + kChunk * p.dstate;
-    const Lane l = lane_of(p);
-    const int N = p.dstate, L = p.seqlen, P = p.P, t0 = l.c * kChunk, t1 = min(L, t0 + kChunk);
-    const T k = kComplex ? T(2) : T(1);
-    const long long r = l.r;
-    const V *Bp = (const V *)p.B, *Cp = (const V *)p.C;
-    V a[S], lam[S], next[S], dA[S], dBc[S], dCc[S], hs[kChunk + 1][S];
-    BCCol bcB[S], bcC[S];
-    bool has[S];
-    for (int j = 0; j < S; j++) {
-        const int n = l.q + j * P;
-        has[j] = l.live && n < N;
-        bcB[j] = bc_col(p, l, p.var_b, n);
-        bcC[j] = bc_col(p, l, p.var_c, n);
-        const long long i = (r * p.chunks + l.c) * N + n;
-        a[j] = has[j] ? ((const V *)p.A)[(long long)l.d * N + n] : V{};
-        hs[0][j] = has[j] ? ((const V *)p.hS)[i] : V{};
-        lam[j] = has[j] ? ((const V *)p.muS)[i] : V{};
-        next[j] = vone(V{});
-        dA[j] = dBc[j] = dCc[j] = V{};
-    }
-    if constexpr (TILE) {
-        for (int i = threadIdx.x; i < 2 * kChunk * N; i += blockDim.x) tileB[i] = V{};
-        __syncthreads();
-    }
-    StepVals<T> win{};
-    for (int t = t0; t < t1; t++) {
-        if ((t & (P - 1)) == 0) win = step_vals<T>(p, r, l.d, t + l.q);
-        const T dt = bcast(win.dt, t & (P - 1), P), du_ = dt * bcast(win.u, t & (P - 1), P);
+/* The thread's run of row values into shared memory: Δ after bias and
+ * softplus, u, and dy, the gradient reaching y (dout·z·σ(z) with a gate);
+ * 0 past seqlen. seg(i) is the thread's run of value i. */
+template <typename T, int K>
+__device__ __forceinline__ void load_row(const BwdParams &p, const Place &q, int t0, T *dt, T *uu, T *dy) {
+    const long long base = q.r * p.seqlen;
+    const T bias = p.bias ? ((const T *)p.bias)[q.d] : T(0);
 #pragma unroll
-        for (int j = 0; j < S; j++) {
-            V ab, g, hn{};
-            if (has[j]) {
-                coef<T>(p.method, a[j], dt, ab, g);
-                hn = vadd(vmul(ab, hs[t - t0][j]), vscale(vmul(g, Bp[bcB[j].off + t * bcB[j].step]), du_));
-            }
-            hs[t - t0 + 1][j] = hn;
-        }
-    }
-    const T Dd = p.D ? ((const T *)p.D)[l.d] : T(0);
-    T dD = T(0), dBias = T(0);
-    for (int t = t1 - 1; t >= t0; t--) {
-        if (t == t1 - 1 || (t & (P - 1)) == P - 1) win = step_vals<T>(p, r, l.d, (t & ~(P - 1)) + l.q);
-        const int src = t & (P - 1);
-        const T dt = bcast(win.dt, src, P), uu = bcast(win.u, src, P), dy = bcast(win.dy, src, P);
-        const T dsp = bcast(win.dsp, src, P);
+    for (int k = 0; k < K; k++) {
+        dt[k] = uu[k] = dy[k] = T(0);
+        if (t0 + k >= p.seqlen) continue;
+        const long long i = base + t0 + k;
+        T v = ((const T *)p.delta)[i] + bias;
+        if (p.softplus && v <= T(20)) v = slog1p(sexp(v));
+        dt[k] = v;
+        uu[k] = ((const T *)p.u)[i];
+        T g = ((const T *)p.dout)[i];
         if (p.z) {
-            T ys = T(0);
-            for (int j = 0; j < S; j++)
-                if (has[j]) ys += vre(vmul(Cp[bcC[j].off + t * bcC[j].step], hs[t - t0 + 1][j]));
-            const T y = k * row_sum(ys, P) + Dd * uu, dzf = bcast(win.dzf, src, P);
-            if (l.live && l.q == 0) ((T *)p.dz)[r * L + t] = y * dzf;
+            const T z = ((const T *)p.z)[i];
+            g *= z / (T(1) + sexp(-z));
         }
-        T du = T(0), ddt = T(0);
-        for (int j = 0; j < S; j++) {
-            if (!has[j]) continue;
-            const int n = l.q + j * P;
-            const V bv = Bp[bcB[j].off + t * bcB[j].step], cv = Cp[bcC[j].off + t * bcC[j].step];
-            V ab, g, dab, dg;
-            coef_deriv(p.method, vscale(a[j], dt), ab, g, dab, dg);
-            lam[j] = vadd(vmul(vconj(next[j]), lam[j]), vscale(vconj(cv), k * dy));
-            const V lv = lam[j];
-            const V dC = vscale(vconj(hs[t - t0 + 1][j]), k * dy), dB = vscale(vmul(vconj(g), lv), dt * uu);
-            const long long vi = (((long long)l.b * p.groups + l.grp) * N + n) * L + t;
-            if (p.var_c) {
-                if constexpr (TILE)
-                    atomic_addv(&tileC[(t - t0) * N + n], dC);
-                else
-                    atomic_addv(&((V *)p.dC)[vi], dC);
-            } else {
-                dCc[j] = vadd(dCc[j], dC);
-            }
-            if (p.var_b) {
-                if constexpr (TILE)
-                    atomic_addv(&tileB[(t - t0) * N + n], dB);
-                else
-                    atomic_addv(&((V *)p.dB)[vi], dB);
-            } else {
-                dBc[j] = vadd(dBc[j], dB);
-            }
-            const V lgb = vmul(lv, vconj(vmul(g, bv)));
-            du += vre(lgb) * dt;
-            const V gx = vadd(vmul(vconj(dab), vmul(vconj(hs[t - t0][j]), lv)),
-                              vscale(vmul(vconj(dg), vmul(vconj(bv), lv)), dt * uu));
-            ddt += vre(lgb) * uu + vre(vmul(gx, vconj(a[j])));
-            dA[j] = vadd(dA[j], vscale(gx, dt));
-            next[j] = ab;
-        }
-        du = row_sum(du, P) + dy * Dd;
-        ddt = row_sum(ddt, P) * dsp;
-        if (l.live && l.q == 0) {
-            ((T *)p.du)[r * L + t] = du;
-            ((T *)p.ddelta)[r * L + t] = ddt;
-        }
-        dD += dy * uu;
-        dBias += ddt;
-    }
-    if constexpr (TILE) flush_tile(p, tileB, tileC, t0, t1);
-    const long long pc = r * p.chunks + l.c;
-    for (int j = 0; j < S; j++) {
-        if (!has[j]) continue;
-        const int n = l.q + j * P;
-        ((V *)p.pA)[pc * N + n] = dA[j];
-        if (!p.var_b) ((V *)p.pB)[pc * N + n] = dBc[j];
-        if (!p.var_c) ((V *)p.pC)[pc * N + n] = dCc[j];
-    }
-    if (l.live && l.q == 0) {
-        if (p.pD) ((T *)p.pD)[pc] = dD;
-        if (p.pBias) ((T *)p.pBias)[pc] = dBias;
+        dy[k] = g;
     }
 }
 
-/* out[d·per + j] = Σ_b Σ_c part[((b·dim + d)·chunks + c)·per + j], in
- * order: the sums over batch and chunks of per-(row, chunk) partials. */
-template <typename V>
-__global__ void reduce_rows(const V *part, V *out, int dim, int per, int batch, int chunks) {
-    const long long total = (long long)dim * per;
-    for (long long o = (long long)blockIdx.x * blockDim.x + threadIdx.x; o < total;
-         o += (long long)gridDim.x * blockDim.x) {
-        const int d = (int)(o / per), j = (int)(o % per);
-        V acc{};
-        for (int b = 0; b < batch; b++)
-            for (int c = 0; c < chunks; c++) acc = vadd(acc, part[(((long long)b * dim + d) * chunks + c) * per + j]);
-        out[o] = acc;
+/* The thread's runs of Δ, u and dy in the block's shared memory. */
+template <typename T, typename V, int K>
+struct Runs {
+    T *dt, *uu, *dy;
+    __device__ Runs(const Smem<T, V> &s) {
+        const int seg = K + kPad, n = blockDim.x * seg;
+        dt = s.rows + threadIdx.x * seg;
+        uu = dt + n;
+        dy = uu + n;
+    }
+};
+
+/* Adds the block's rows' variable dB and dC of state n (chunk c), summed
+ * over the rows in order, to global memory; consecutive threads take
+ * consecutive steps. Every entry is written again by the next state. */
+template <typename T, typename V, int K>
+__device__ __forceinline__ void flush_tiles(const BwdParams &p, const Place &q, const Smem<T, V> &s, int c, int n) {
+    const long long base = (((long long)q.b * p.groups + q.grp) * p.dstate + n) * p.seqlen;
+    const int row = p.tpr * (K + 1);
+    for (int i = threadIdx.x; i < p.chunk; i += blockDim.x) {
+        const int t = c * p.chunk + i, ti = i / K * (K + 1) + i % K;
+        if (t >= p.seqlen) continue;
+        V b{}, cc{};
+        for (int r = 0; r < p.R; r++) b = vadd(b, s.tB[r * row + ti]), cc = vadd(cc, s.tC[r * row + ti]);
+        if (p.var_b) atomic_addv<T>(&((V *)p.dB)[base + t], b);
+        if (p.var_c) atomic_addv<T>(&((V *)p.dC)[base + t], cc);
+    }
+}
+
+/* Phase 1 (rows of several chunks): every chunk's starting state into hS. */
+template <typename T, typename V, int M, int K>
+__device__ void chunk_starts(const BwdParams &p, const Place &q, const Smem<T, V> &s) {
+    const int N = p.dstate, W = blockDim.x / 32, WR = p.tpr / 32;
+    V *hS = (V *)p.hS;
+    const V *Bp = (const V *)p.B;
+    const Runs<T, V, K> run(s);
+    int it = 0;
+    for (int c = 0; c + 1 < p.chunks; c++) {
+        const int t0 = c * p.chunk + q.j * K;
+        load_row<T, K>(p, q, t0, run.dt, run.uu, run.dy);
+        for (int n = 0; n < N; n++, it++) {
+            const V a = ((const V *)p.A)[(long long)q.d * N + n];
+            T dt[K], uu[K];
+            sload<T, K>(run.dt, dt);
+            sload<T, K>(run.uu, uu);
+            V bv[K];
+            load_bc<V, K>(p, q, Bp, p.var_b, n, t0, bv);
+            Aff<V> f = aff_id<V>();
+#pragma unroll
+            for (int k = 0; k < K; k++) {
+                V ab, g;
+                coef<M>(a, dt[k], ab, g);
+                f = then(f, Aff<V>{ab, vscale(vmul(g, bv[k]), dt[k] * uu[k])});
+            }
+            f = scan_fwd(f, q.lane);
+            Aff<V> *fw = s.fw + (it & 1) * W;
+            if (q.lane == 31) fw[q.wb] = f;
+            __syncthreads();
+            V h = hS[(q.r * p.chunks + c) * N + n];
+            for (int w = 0; w < WR; w++) h = apply(fw[q.lr * WR + w], h);
+            if (q.j == 0) hS[(q.r * p.chunks + c + 1) * N + n] = h;
+        }
+    }
+}
+
+/* Phase 2, one chunk: the states of every run recomputed, the adjoint run
+ * back, and the gradient terms; the sums over states in s_, gxs, ys. */
+template <typename T, typename V, int M, int K>
+__device__ void chunk_grads(const BwdParams &p, const Place &q, const Smem<T, V> &s, int c, const Runs<T, V, K> &run,
+                            T (&sl)[K], T (&gxs)[K], T (&ys)[K]) {
+    constexpr bool kComplex = !std::is_same<T, V>::value;
+    const T kk = kComplex ? T(2) : T(1);
+    const int N = p.dstate, W = blockDim.x / 32, WR = p.tpr / 32, t0 = c * p.chunk + q.j * K;
+    const V *Bp = (const V *)p.B, *Cp = (const V *)p.C;
+    V *mu_in = s.mu + (c & 1) * p.R * N, *mu_out = s.mu + ((c + 1) & 1) * p.R * N;
+    for (int n = 0; n < N; n++) {
+        const V a = ((const V *)p.A)[(long long)q.d * N + n];
+        V ab[K], h[K];
+        Aff<V> f = aff_id<V>();
+        {
+            T dt[K], uu[K];
+            V bv[K];
+            sload<T, K>(run.dt, dt);
+            sload<T, K>(run.uu, uu);
+            load_bc<V, K>(p, q, Bp, p.var_b, n, t0, bv);
+#pragma unroll
+            for (int k = 0; k < K; k++) {
+                V g;
+                coef<M>(a, dt[k], ab[k], g);
+                h[k] = vscale(vmul(g, bv[k]), dt[k] * uu[k]); /* β until the states are known */
+                f = then(f, Aff<V>{ab[k], h[k]});
+            }
+        }
+        f = scan_fwd(f, q.lane);
+        const Aff<V> fx = excl_fwd(f, q.lane);
+        if (q.lane == 31) s.fw[q.wb] = f;
+        __syncthreads();
+        if (n > 0 && (p.var_b || p.var_c)) flush_tiles<T, V, K>(p, q, s, c, n - 1);
+        V h0;
+        if (p.chunks > 1)
+            h0 = ((const V *)p.hS)[(q.r * p.chunks + c) * N + n];
+        else
+            h0 = p.h0 ? ((const V *)p.h0)[q.r * N + n] : V{};
+        for (int w = 0; w < q.wr; w++) h0 = apply(s.fw[q.lr * WR + w], h0);
+        h0 = apply(fx, h0);
+        V hp = h0;
+#pragma unroll
+        for (int k = 0; k < K; k++) hp = h[k] = vadd(vmul(ab[k], hp), h[k]);
+        Aff<V> rb = aff_id<V>();
+        {
+            T dy[K];
+            V cv[K];
+            sload<T, K>(run.dy, dy);
+            load_bc<V, K>(p, q, Cp, p.var_c, n, t0, cv);
+#pragma unroll
+            for (int k = K - 1; k >= 0; k--)
+                rb = then(rb, Aff<V>{vconj(ab[k]), vmul(vconj(ab[k]), vscale(vconj(cv[k]), kk * dy[k]))});
+        }
+        rb = scan_bwd(rb, q.lane);
+        const Aff<V> rx = excl_bwd(rb, q.lane);
+        if (q.lane == 0) s.bw[q.wb] = rb;
+        __syncthreads();
+        V mu = mu_in[q.lr * N + n];
+        for (int w = WR - 1; w > q.wr; w--) mu = apply(s.bw[q.lr * WR + w], mu);
+        mu = apply(rx, mu);
+        V dA{}, dBc{}, dCc{};
+        T dt[K], uu[K], dy[K];
+        V bv[K], cv[K];
+        sload<T, K>(run.dt, dt);
+        sload<T, K>(run.uu, uu);
+        sload<T, K>(run.dy, dy);
+        load_bc<V, K>(p, q, Bp, p.var_b, n, t0, bv);
+        load_bc<V, K>(p, q, Cp, p.var_c, n, t0, cv);
+#pragma unroll
+        for (int k = K - 1; k >= 0; k--) {
+            const V lam = vadd(mu, vscale(vconj(cv[k]), kk * dy[k]));
+            V g, dab, dg;
+            coef_d<M>(a, dt[k], ab[k], g, dab, dg);
+            const T dtu = dt[k] * uu[k];
+            const V hprev = k > 0 ? h[k - 1] : h0;
+            const V dC = vscale(vconj(h[k]), kk * dy[k]), dB = vscale(vmul(vconj(g), lam), dtu);
+            const V lgb = vmul(lam, vconj(vmul(g, bv[k])));
+            const V gx =
+                vadd(vmul(vconj(dab), vmul(vconj(hprev), lam)), vscale(vmul(vconj(dg), vmul(vconj(bv[k]), lam)), dtu));
+            sl[k] += vre(lgb);
+            gxs[k] += vre(vmul(gx, vconj(a)));
+            ys[k] += vre(vmul(cv[k], h[k]));
+            dA = vadd(dA, vscale(gx, dt[k]));
+            const int ti = (q.lr * p.tpr + q.j) * (K + 1) + k;
+            if (p.var_c)
+                s.tC[ti] = dC;
+            else
+                dCc = vadd(dCc, dC);
+            if (p.var_b)
+                s.tB[ti] = dB;
+            else
+                dBc = vadd(dBc, dB);
+            mu = vmul(vconj(ab[k]), lam);
+        }
+        if (q.j == 0) {
+            if (c > 0)
+                mu_out[q.lr * N + n] = mu;
+            else if (p.dinit)
+                ((V *)p.dinit)[q.r * N + n] = mu;
+        }
+        dA = warp_sum(dA);
+        if (!p.var_b) dBc = warp_sum(dBc);
+        if (!p.var_c) dCc = warp_sum(dCc);
+        if (q.lane == 0) {
+            s.accA[n * W + q.wb] = vadd(s.accA[n * W + q.wb], dA);
+            if (!p.var_b) s.accB[n * W + q.wb] = vadd(s.accB[n * W + q.wb], dBc);
+            if (!p.var_c) s.accC[n * W + q.wb] = vadd(s.accC[n * W + q.wb], dCc);
+        }
+    }
+    if (p.var_b || p.var_c) {
+        __syncthreads();
+        flush_tiles<T, V, K>(p, q, s, c, N - 1);
+    }
+}
+
+template <typename T, typename V, int M, int K>
+/* Two blocks of 256 threads per SM for the fp32 real kernel (at most 128
+ * registers: its eight steps per thread then spill a few bytes at most). */
+__global__ void __launch_bounds__(kThreads, (std::is_same<T, float>::value && std::is_same<T, V>::value) ? 2 : 1)
+    scan_bwd(BwdParams p) {
+    constexpr bool kComplex = !std::is_same<T, V>::value;
+    const T kk = kComplex ? T(2) : T(1);
+    extern __shared__ __align__(16) unsigned char smem[];
+    const int N = p.dstate, L = p.seqlen, W = blockDim.x / 32, WR = p.tpr / 32;
+    Smem<T, V> s;
+    smem_layout<T, V>(W, p.R, N, p.R * p.tpr * (K + 1), K + kPad, smem, &s);
+    const Place q = place_of(p);
+    const Runs<T, V, K> run(s);
+    for (int i = threadIdx.x; i < p.R * p.tpr * (K + 1); i += blockDim.x) s.tB[i] = s.tC[i] = V{};
+    for (int i = threadIdx.x; i < N * W; i += blockDim.x) s.accA[i] = s.accB[i] = s.accC[i] = V{};
+    V *mu_last = s.mu + ((p.chunks - 1) & 1) * p.R * N;
+    for (int n = q.j; n < N; n += p.tpr) {
+        mu_last[q.lr * N + n] = p.dlast ? ((const V *)p.dlast)[q.r * N + n] : V{};
+        if (p.chunks > 1) ((V *)p.hS)[q.r * p.chunks * N + n] = p.h0 ? ((const V *)p.h0)[q.r * N + n] : V{};
+    }
+    __syncthreads();
+    if (p.chunks > 1) {
+        chunk_starts<T, V, M, K>(p, q, s);
+        __syncthreads(); /* phase 2 reuses the forward buffers */
+    }
+    const T Dd = p.D ? ((const T *)p.D)[q.d] : T(0);
+    T dD = T(0), dBias = T(0);
+    for (int c = p.chunks - 1; c >= 0; c--) {
+        const int t0 = c * p.chunk + q.j * K;
+        T sl[K], gxs[K], ys[K];
+        load_row<T, K>(p, q, t0, run.dt, run.uu, run.dy);
+#pragma unroll
+        for (int k = 0; k < K; k++) sl[k] = gxs[k] = ys[k] = T(0);
+        chunk_grads<T, V, M, K>(p, q, s, c, run, sl, gxs, ys);
+        T dt[K], uu[K], dy[K];
+        sload<T, K>(run.dt, dt);
+        sload<T, K>(run.uu, uu);
+        sload<T, K>(run.dy, dy);
+        const long long base = q.r * L;
+#pragma unroll
+        for (int k = 0; k < K; k++) {
+            const int t = t0 + k;
+            if (t >= L) continue;
+            const T v = ((const T *)p.delta)[base + t] + (p.bias ? ((const T *)p.bias)[q.d] : T(0));
+            const T dsp = p.softplus && v <= T(20) ? T(1) / (T(1) + sexp(-v)) : T(1);
+            const T ddt = (sl[k] * uu[k] + gxs[k]) * dsp;
+            ((T *)p.du)[base + t] = sl[k] * dt[k] + dy[k] * Dd;
+            ((T *)p.ddelta)[base + t] = ddt;
+            if (p.z) {
+                const T z = ((const T *)p.z)[base + t], sig = T(1) / (T(1) + sexp(-z));
+                const T dzf = ((const T *)p.dout)[base + t] * sig * (T(1) + z * (T(1) - sig));
+                ((T *)p.dz)[base + t] = (kk * ys[k] + Dd * uu[k]) * dzf;
+            }
+            dD += dy[k] * uu[k];
+            dBias += ddt;
+        }
+    }
+    dD = warp_sum(dD);
+    dBias = warp_sum(dBias);
+    if (q.lane == 0) s.red[q.wb] = dD, s.red[W + q.wb] = dBias;
+    __syncthreads();
+    for (int i = threadIdx.x; i < p.R * N; i += blockDim.x) {
+        const int lr = i / N, n = i % N;
+        const long long r = (long long)blockIdx.x * p.R + lr;
+        V a{}, b{}, c{};
+        for (int w = 0; w < WR; w++) {
+            a = vadd(a, s.accA[n * W + lr * WR + w]);
+            b = vadd(b, s.accB[n * W + lr * WR + w]);
+            c = vadd(c, s.accC[n * W + lr * WR + w]);
+        }
+        ((V *)p.pA)[r * N + n] = a;
+        if (!p.var_b) ((V *)p.pB)[r * N + n] = b;
+        if (!p.var_c) ((V *)p.pC)[r * N + n] = c;
+    }
+    if (threadIdx.x < p.R) {
+        const long long r = (long long)blockIdx.x * p.R + threadIdx.x;
+        T sd = T(0), sb = T(0);
+        for (int w = 0; w < WR; w++) sd += s.red[threadIdx.x * WR + w], sb += s.red[W + threadIdx.x * WR + w];
+        if (p.pD) ((T *)p.pD)[r] = sd;
+        if (p.pBias) ((T *)p.pBias)[r] = sb;
     }
 }
 
 template <typename V>
 void reduce(const void *part, void *out, const BwdParams &p, int per, cudaStream_t s) {
     const long long blocks = ((long long)p.dim * per + 255) / 256;
-    reduce_rows<V><<<(unsigned)(blocks < 4096 ? blocks : 4096), 256, 0, s>>>((const V *)part, (V *)out, p.dim, per,
-                                                                             p.batch, p.chunks);
+    reduce_rows<V>
+        <<<(unsigned)(blocks < 4096 ? blocks : 4096), 256, 0, s>>>((const V *)part, (V *)out, p.dim, per, p.batch);
 }
 
-template <typename T, typename V, int S>
-void launch_s(const BwdParams &p, cudaStream_t s) {
-    const long long lanes = p.rows * p.chunks * p.P;
-    const unsigned blocks = (unsigned)((lanes + kThreads - 1) / kThreads);
-    chunk_maps<T, V, S><<<blocks, kThreads, 0, s>>>(p);
-    const long long rs = p.rows * p.dstate;
-    chunk_carries<V><<<(unsigned)((rs + 255) / 256), 256, 0, s>>>(p);
-    /* The tile when every block's rows are channels of one (batch, group):
-     * the channels per group a multiple of the rows per block. */
-    const int rows_per_block = kThreads / p.P, cpg = p.dim / p.groups;
-    const size_t tile = 2 * kChunk * (size_t)p.dstate * sizeof(V);
-    if ((p.var_b || p.var_c) && cpg % rows_per_block == 0 && tile <= 48 * 1024)
-        chunk_grads<T, V, S, true><<<blocks, kThreads, tile, s>>>(p);
-    else
-        chunk_grads<T, V, S, false><<<blocks, kThreads, 0, s>>>(p);
+/* Steps per thread: the fp32 real kernel holds about eight arrays of K
+ * values in registers (the row values live in shared memory). */
+constexpr int items_for(bool f32, bool is_complex) { return f32 && !is_complex ? 8 : 4; }
+template <typename T, typename V>
+constexpr int items() {
+    return items_for(std::is_same<T, float>::value, !std::is_same<T, V>::value);
+}
+
+template <typename T, typename V, int M>
+int32_t launch_m(const BwdParams &p, cudaStream_t s) {
+    constexpr int K = items<T, V>();
+    const int threads = p.tpr * p.R;
+    const size_t bytes =
+        smem_layout<T, V>(threads / 32, p.R, p.dstate, p.R * p.tpr * (K + 1), K + kPad, nullptr, nullptr);
+    auto kern = scan_bwd<T, V, M, K>;
+    if (bytes > 48 * 1024) CU(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
+    kern<<<(unsigned)(p.rows / p.R), threads, bytes, s>>>(p);
+    return SSMK_OK;
 }
 
 template <typename T, typename V>
-void launch_t(const BwdParams &p, const ssmk_scan_grads &g, cudaStream_t s) {
-    if (p.dstate <= 32)
-        launch_s<T, V, 1>(p, s);
-    else
-        launch_s<T, V, 8>(p, s);
+int32_t launch_t(const BwdParams &p, int method, const ssmk_scan_grads &g, cudaStream_t s) {
+    int32_t st;
+    switch (method) {
+    case ZOH:
+        st = launch_m<T, V, ZOH>(p, s);
+        break;
+    case FOH:
+        st = launch_m<T, V, FOH>(p, s);
+        break;
+    case BILINEAR:
+        st = launch_m<T, V, BILINEAR>(p, s);
+        break;
+    case POLY:
+        st = launch_m<T, V, POLY>(p, s);
+        break;
+    case HIGHORDER:
+        st = launch_m<T, V, HIGHORDER>(p, s);
+        break;
+    default:
+        st = launch_m<T, V, RK4>(p, s);
+        break;
+    }
+    if (st) return st;
     reduce<V>(p.pA, g.dA, p, p.dstate, s);
     if (!p.var_b) reduce<V>(p.pB, g.dB, p, p.dstate, s);
     if (!p.var_c) reduce<V>(p.pC, g.dC, p, p.dstate, s);
     if (p.pD) reduce<T>(p.pD, g.dD, p, 1, s);
     if (p.pBias) reduce<T>(p.pBias, g.ddelta_bias, p, 1, s);
+    return SSMK_OK;
+}
+
+/* The run length, threads per row and rows per block of a's shape. */
+void shape(const ssmk_scan_args &a, BwdParams *p) {
+    const int K = items_for(a.dtype == SSMK_F32, a.is_complex);
+    int tpr = 32;
+    while (tpr < kMaxTPR && (long long)tpr * K < a.seqlen) tpr *= 2;
+    int R = kThreads / tpr;
+    const int cpg = a.dim / a.n_groups;
+    while (cpg % R) R /= 2;
+    p->tpr = tpr;
+    p->R = R;
+    p->chunk = tpr * K;
+    p->chunks = (a.seqlen + p->chunk - 1) / p->chunk;
 }
 
 } /* namespace */
 
 size_t bwd_scratch_bytes(const ssmk_scan_args &a, BwdScratch *layout) {
+    BwdParams p;
+    shape(a, &p);
     const size_t v = weight_size(a.dtype) * (a.is_complex ? 2 : 1), w = weight_size(a.dtype);
-    const long long rc = (long long)a.batch * a.dim * ((a.seqlen + kChunk - 1) / kChunk);
-    const size_t maps = (size_t)(rc * a.dstate) * v;
-    const size_t sizes[] = {maps, maps, maps, maps, maps, maps, maps, maps, maps, (size_t)rc * w, (size_t)rc * w};
-    void **dst[] = {&layout->fF, &layout->fG, &layout->rP, &layout->rQ, &layout->hS,   &layout->muS,
-                    &layout->pA, &layout->pB, &layout->pC, &layout->pD, &layout->pBias};
+    const long long rows = (long long)a.batch * a.dim;
+    const size_t per = (size_t)rows * a.dstate * v;
+    const size_t sizes[] = {p.chunks > 1 ? per * p.chunks : 0, per, per, per, (size_t)rows * w, (size_t)rows * w};
+    void **dst[] = {&layout->hS, &layout->pA, &layout->pB, &layout->pC, &layout->pD, &layout->pBias};
     static_assert(sizeof(sizes) / sizeof(sizes[0]) == sizeof(dst) / sizeof(dst[0]), "one size per array");
     size_t total = 0;
     for (size_t i = 0; i < sizeof(dst) / sizeof(dst[0]); i++) {
@@ -460,19 +519,15 @@ size_t bwd_scratch_bytes(const ssmk_scan_args &a, BwdScratch *layout) {
 int32_t launch_backward(const ssmk_scan_args &a, const void *h0, const ssmk_scan_grads &g, const BwdScratch &sc,
                         cudaStream_t s) {
     BwdParams p;
+    shape(a, &p);
     p.batch = a.batch;
     p.dim = a.dim;
     p.seqlen = a.seqlen;
     p.dstate = a.dstate;
     p.groups = a.n_groups;
-    p.method = a.method;
     p.softplus = a.delta_softplus;
     p.var_b = a.is_variable_B;
     p.var_c = a.is_variable_C;
-    p.P = 1;
-    p.shift = 0;
-    while (p.P < a.dstate && p.P < 32) p.P *= 2, p.shift++;
-    p.chunks = (a.seqlen + kChunk - 1) / kChunk;
     p.rows = (long long)a.batch * a.dim;
     p.u = a.u;
     p.delta = a.delta;
@@ -491,12 +546,7 @@ int32_t launch_backward(const ssmk_scan_args &a, const void *h0, const ssmk_scan
     p.dC = g.dC;
     p.dz = g.dz;
     p.dinit = g.dinitial_state;
-    p.fF = sc.fF;
-    p.fG = sc.fG;
-    p.rP = sc.rP;
-    p.rQ = sc.rQ;
     p.hS = sc.hS;
-    p.muS = sc.muS;
     p.pA = sc.pA;
     p.pB = sc.pB;
     p.pC = sc.pC;
@@ -505,17 +555,13 @@ int32_t launch_backward(const ssmk_scan_args &a, const void *h0, const ssmk_scan
     const ScanSizes z = scan_sizes(&a);
     if (a.is_variable_B) CU(cudaMemsetAsync(g.dB, 0, (size_t)z.b * z.w, s));
     if (a.is_variable_C) CU(cudaMemsetAsync(g.dC, 0, (size_t)z.c * z.w, s));
-    if (a.dtype == SSMK_F64) {
-        if (a.is_complex)
-            launch_t<double, cplx<double>>(p, g, s);
-        else
-            launch_t<double, double>(p, g, s);
-    } else {
-        if (a.is_complex)
-            launch_t<float, cplx<float>>(p, g, s);
-        else
-            launch_t<float, float>(p, g, s);
-    }
+    int32_t st;
+    if (a.dtype == SSMK_F64)
+        st = a.is_complex ? launch_t<double, cplx<double>>(p, a.method, g, s)
+                          : launch_t<double, double>(p, a.method, g, s);
+    else
+        st = a.is_complex ? launch_t<float, cplx<float>>(p, a.method, g, s) : launch_t<float, float>(p, a.method, g, s);
+    if (st) return st;
     CU(cudaGetLastError());
     return SSMK_OK;
 }

@@ -35,12 +35,12 @@ int32_t ensure_device();
 /* h0: the device copy of the initial state, or NULL (h = 0). */
 int32_t launch_scan(const ssmk_scan_args &a, const void *h0, cudaStream_t s);
 
-/* The backward's device scratch (backward.cu): the chunks' affine maps,
- * their carries and the per-(row, chunk) partials of the sums over
- * batch and time, carved from one allocation at base. */
+/* The backward's device scratch (backward.cu): the chunks' starting
+ * states and the per-row partials of the sums over batch, carved from one
+ * allocation at base. */
 struct BwdScratch {
     void *base = nullptr;
-    void *fF = nullptr, *fG = nullptr, *rP = nullptr, *rQ = nullptr, *hS = nullptr, *muS = nullptr;
+    void *hS = nullptr;
     void *pA = nullptr, *pB = nullptr, *pC = nullptr, *pD = nullptr, *pBias = nullptr;
 };
 

@@ -1,0 +1,184 @@
+/*
+ * bwd_ops.cuh — the backward kernel's building blocks (backward.cu): affine
+ * maps x → a·x + b and their scans over a warp in both directions, shuffles
+ * and atomics of real or complex values, each method's coefficients (Ā, g)
+ * with their derivatives at x = a·Δ (the method known at compile time),
+ * vector loads from shared memory, and the in-order sum over batch of
+ * per-row partials.
+ *
+ * A recurrence x_t = a_t·x_{t−1} + b_t is the composition of the maps
+ * (a_t, b_t); composition is associative, so a warp scans its lanes' maps
+ * in log2(32) steps: forward, lane i ends with lanes 0..i composed (lane 0's
+ * first), and backward, lane i with lanes 31..i (lane 31's first), as the
+ * adjoint runs from the end of the sequence.
+ */
+#ifndef SSMK_BWD_OPS_CUH
+#define SSMK_BWD_OPS_CUH
+
+#include <cuda_runtime.h>
+
+#include <type_traits>
+
+#include "../ssmk_derivs.h"
+#include "../ssmk_methods.h"
+
+namespace ssmk {
+namespace bwd {
+
+/* An affine map x → a·x + b. */
+template <typename V>
+struct Aff {
+    V a, b;
+};
+
+template <typename V>
+__device__ __forceinline__ Aff<V> aff_id() {
+    return Aff<V>{vone(V{}), V{}};
+}
+/* first, then second: x → s.a·(f.a·x + f.b) + s.b */
+template <typename V>
+__device__ __forceinline__ Aff<V> then(Aff<V> f, Aff<V> s) {
+    return Aff<V>{vmul(s.a, f.a), vadd(vmul(s.a, f.b), s.b)};
+}
+template <typename V>
+__device__ __forceinline__ V apply(Aff<V> f, V x) {
+    return vadd(vmul(f.a, x), f.b);
+}
+
+/* Full-warp shuffles of a real or complex value. */
+template <typename T>
+__device__ __forceinline__ T sh_up(T v, int o) {
+    return __shfl_up_sync(0xffffffffu, v, o);
+}
+template <typename T>
+__device__ __forceinline__ cplx<T> sh_up(cplx<T> v, int o) {
+    return cmake(sh_up(v.re, o), sh_up(v.im, o));
+}
+template <typename T>
+__device__ __forceinline__ T sh_down(T v, int o) {
+    return __shfl_down_sync(0xffffffffu, v, o);
+}
+template <typename T>
+__device__ __forceinline__ cplx<T> sh_down(cplx<T> v, int o) {
+    return cmake(sh_down(v.re, o), sh_down(v.im, o));
+}
+template <typename T>
+__device__ __forceinline__ T sh_xor(T v, int o) {
+    return __shfl_xor_sync(0xffffffffu, v, o);
+}
+template <typename T>
+__device__ __forceinline__ cplx<T> sh_xor(cplx<T> v, int o) {
+    return cmake(sh_xor(v.re, o), sh_xor(v.im, o));
+}
+template <typename V>
+__device__ __forceinline__ V warp_sum(V v) {
+    for (int o = 16; o > 0; o /= 2) v = vadd(v, sh_xor(v, o));
+    return v;
+}
+
+/* Inclusive scans of affine maps over a warp: forward (lane 31 ends with
+ * the warp's composition) and backward (lane 0 does, lane 31's map first). */
+template <typename V>
+__device__ __forceinline__ Aff<V> scan_fwd(Aff<V> x, int lane) {
+    for (int o = 1; o < 32; o *= 2) {
+        const Aff<V> y{sh_up(x.a, o), sh_up(x.b, o)};
+        if (lane >= o) x = then(y, x);
+    }
+    return x;
+}
+template <typename V>
+__device__ __forceinline__ Aff<V> scan_bwd(Aff<V> x, int lane) {
+    for (int o = 1; o < 32; o *= 2) {
+        const Aff<V> y{sh_down(x.a, o), sh_down(x.b, o)};
+        if (lane + o < 32) x = then(y, x);
+    }
+    return x;
+}
+/* The exclusive value of an inclusive scan: the neighbour's (identity at the edge). */
+template <typename V>
+__device__ __forceinline__ Aff<V> excl_fwd(Aff<V> x, int lane) {
+    const Aff<V> y{sh_up(x.a, 1), sh_up(x.b, 1)};
+    return lane == 0 ? aff_id<V>() : y;
+}
+template <typename V>
+__device__ __forceinline__ Aff<V> excl_bwd(Aff<V> x, int lane) {
+    const Aff<V> y{sh_down(x.a, 1), sh_down(x.b, 1)};
+    return lane == 31 ? aff_id<V>() : y;
+}
+
+template <typename T, typename V>
+__device__ __forceinline__ void atomic_addv(V *p, V v) {
+    if constexpr (std::is_same<T, V>::value) {
+        atomicAdd(p, v);
+    } else {
+        atomicAdd(&p->re, v.re);
+        atomicAdd(&p->im, v.im);
+    }
+}
+
+/* (Ā, g) of method M at x = a·Δ, and with their derivatives in x. */
+template <int M, typename T>
+__device__ __forceinline__ void coef(T a, T dt, T &ab, T &g) {
+    method_real_m<M>(a * dt, ab, g);
+}
+template <int M, typename T>
+__device__ __forceinline__ void coef(cplx<T> a, T dt, cplx<T> &ab, cplx<T> &g) {
+    method_complex(M, cscale(a, dt), ab, g);
+}
+/* g and the derivatives at x = a·Δ, given Ā there (ab, as coef formed it):
+ * a method whose Ā is e^x takes it for its exponential, which is then not
+ * evaluated again. */
+template <int M, typename T>
+__device__ __forceinline__ void coef_d(T a, T dt, T ab, T &g, T &dab, T &dg) {
+    const T x = a * dt;
+    T abar;
+    method_real_e<M>(x, uses_exp<M>() ? ab : T(0), abar, g);
+    method_real_deriv(M, x, abar, g, dab, dg);
+}
+template <int M, typename T>
+__device__ __forceinline__ void coef_d(cplx<T> a, T dt, cplx<T> ab, cplx<T> &g, cplx<T> &dab, cplx<T> &dg) {
+    const cplx<T> x = cscale(a, dt);
+    cplx<T> abar;
+    method_complex(M, x, abar, g);
+    method_complex_deriv_m<M>(x, abar, g, dab, dg);
+    (void)ab;
+}
+
+/* K values from a 16-byte aligned run in shared memory, in 16-byte vectors. */
+template <typename T, int K>
+__device__ __forceinline__ void sload(const T *seg, T (&v)[K]) {
+    if constexpr (sizeof(T) == 4 && K % 4 == 0) {
+#pragma unroll
+        for (int i = 0; i < K / 4; i++) {
+            const float4 x = reinterpret_cast<const float4 *>(seg)[i];
+            v[4 * i] = x.x, v[4 * i + 1] = x.y, v[4 * i + 2] = x.z, v[4 * i + 3] = x.w;
+        }
+    } else if constexpr (sizeof(T) == 8 && K % 2 == 0) {
+#pragma unroll
+        for (int i = 0; i < K / 2; i++) {
+            const double2 x = reinterpret_cast<const double2 *>(seg)[i];
+            v[2 * i] = x.x, v[2 * i + 1] = x.y;
+        }
+    } else {
+#pragma unroll
+        for (int k = 0; k < K; k++) v[k] = seg[k];
+    }
+}
+
+/* out[d·per + j] = Σ_b part[(b·dim + d)·per + j], in order: the sums over
+ * batch of per-row partials. */
+template <typename V>
+__global__ void reduce_rows(const V *part, V *out, int dim, int per, int batch) {
+    const long long total = (long long)dim * per;
+    for (long long o = (long long)blockIdx.x * blockDim.x + threadIdx.x; o < total;
+         o += (long long)gridDim.x * blockDim.x) {
+        V acc{};
+        for (int b = 0; b < batch; b++) acc = vadd(acc, part[(long long)b * total + o]);
+        out[o] = acc;
+    }
+}
+
+} /* namespace bwd */
+} /* namespace ssmk */
+
+#endif /* SSMK_BWD_OPS_CUH */
