@@ -238,3 +238,27 @@ func TestTermFlush(t *testing.T) {
 		}
 	}
 }
+
+// A gated dy = dout·z·σ(z) that flushes in the kernel's precision before it
+// meets the state: the backward's underflow bound for dC = k·dy·h must
+// cover the whole term (FuzzBackward/26c8cc470d7b8f84: z = 6.7e-44 and
+// h ≈ 10¹⁵ in float32, where a kernel's dC is 0 for −7.6e-32), and stay
+// within a few times it (termFlush caps a loss by its term).
+func TestGradScaleGatedDyFlush(t *testing.T) {
+	p := &ssm.Problem{Batch: 1, Dim: 1, Seqlen: 1, Dstate: 1, Groups: 1, Method: ssm.ZOH, VariableB: true,
+		U: []float64{2}, Delta: []float64{0.076}, A: []float64{6.4e-10}, B: []float64{7.7e14}, C: []float64{0.076},
+		D: []float64{6.4e-10}, Z: []float64{6.7e-44}, Softplus: true}
+	ct := &ssm.Cotangent{Out: []float64{-0.002}}
+	want, err := ScanGrad(p, ct, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := GradErrorScale(p, ct, false, ssm.Float32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	allow := sc.Scale.C[0]*ssm.Float32.UnitRoundoff() + sc.Tiny.C[0]*ssm.Float32.Tiny()
+	if term := math.Abs(want.C[0]); allow < term || allow > 10*term {
+		t.Errorf("dC = %g flushes to 0 in float32; the error bound allows %g, want between 1 and 10 times it", want.C[0], allow)
+	}
+}

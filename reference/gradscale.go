@@ -177,6 +177,11 @@ func GradErrorScale(p *ssm.Problem, ct *ssm.Cotangent, withInitial bool, prec ss
 				// dy = dout·z·σ(z) and dz = dout·y·σ(z)(1 + z(1 − σ(z))): the
 				// gate's evaluation (5 + (1 − σ)|z|)·u relative, as forward.
 				DY, SDY := math.Abs(ct.Out[i]), 0.0
+				// dy's factors, for the underflow bounds: with a gate dy is the
+				// product dout·z·σ(z), which may flush before it meets h or C
+				// (FuzzBackward: z = 6.7e-44 made dy 0 in float32, and dC = k·dy·h
+				// with h = 10¹⁵ lost 7.6e-32).
+				dyf := []float64{DY}
 				if p.Z != nil {
 					z := p.Z[i]
 					sig := 1 / (1 + math.Exp(-z))
@@ -193,6 +198,7 @@ func GradErrorScale(p *ssm.Problem, ct *ssm.Cotangent, withInitial bool, prec ss
 					tiny.Z[i] = math.Abs(ct.Out[i])*dsilu*TY + tf(math.Abs(ct.Out[i]), Y, dsilu) + 4
 					SDY = rel*DY*math.Abs(z*sig) + flush*DY*math.Abs(z)
 					DY *= math.Abs(z * sig)
+					dyf = append(dyf, math.Abs(z), sig)
 				}
 				var su, mu, sdd, mdd float64 // du's and dΔ's scale and Σ|terms|
 				var tu, tdd float64          // their underflow losses (units of η)
@@ -213,7 +219,7 @@ func GradErrorScale(p *ssm.Problem, ct *ssm.Cotangent, withInitial bool, prec ss
 					// Ā may flush to 0 (an error of η·Λ), as may each rounding
 					// of the update (FuzzBackward: e^x subnormal in float32 over
 					// a λ of 10⁷ left dinitial_state 0 for 3.5e-33)
-					tlam[n] = next[n]*tlam[n] + lam[n] + 2
+					tlam[n] = next[n]*tlam[n] + lam[n] + 2 + tf(append([]float64{k, cv}, dyf...)...)
 					lam[n] = next[n]*lam[n] + in
 					next[n], snext[n] = cb.abar, sA
 					l, sl, tl := lam[n], slam[n], tlam[n]
@@ -222,7 +228,7 @@ func GradErrorScale(p *ssm.Problem, ct *ssm.Cotangent, withInitial bool, prec ss
 					pk(math.Abs(dt), cb.g, bv, u)
 					adt := math.Abs(dt)
 					// dC += k·dy·h
-					addSum(sumC, ci, k*(DY*sh+SDY*h+cf*DY*h), k*DY*h, tf(k*DY, h)+k*DY*tAt(t, n))
+					addSum(sumC, ci, k*(DY*sh+SDY*h+cf*DY*h), k*DY*h, tf(append([]float64{k, h}, dyf...)...)+k*DY*tAt(t, n))
 					// dB += λ·Δ·g·u
 					addSum(sumB, bi, adt*cb.g*u*sl+l*(cb.g*u*sdt+adt*u*sg)+3*cf*l*adt*cb.g*u, l*adt*cb.g*u,
 						tf(l, adt, cb.g, u)+adt*cb.g*u*tl)
