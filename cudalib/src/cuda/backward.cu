@@ -173,20 +173,35 @@ struct Runs {
     }
 };
 
-/* Adds the block's rows' variable dB and dC of state n (chunk c), summed
+/* Adds the block's R rows' variable dB and dC of state n (chunk c), summed
  * over the rows in order, to global memory; consecutive threads take
  * consecutive steps. Every entry is written again by the next state. */
+template <typename T, typename V, int K, int R>
+__device__ __forceinline__ void flush_rows(const BwdParams &p, const Place &q, const Smem<T, V> &s, int c, int n) {
+    const long long at = (((long long)q.b * p.groups + q.grp) * p.dstate + n) * p.seqlen + (long long)c * p.chunk;
+    V *dB = (V *)p.dB + at, *dC = (V *)p.dC + at;
+    const int row = p.tpr * (K + 1), end = min(p.chunk, p.seqlen - c * p.chunk);
+    for (int i = threadIdx.x; i < end; i += R * p.tpr) {
+        const int ti = i / K * (K + 1) + i % K;
+        V b = s.tB[ti], cc = s.tC[ti];
+#pragma unroll
+        for (int r = 1; r < R; r++) b = vadd(b, s.tB[r * row + ti]), cc = vadd(cc, s.tC[r * row + ti]);
+        if (p.var_b) atomic_addv<T>(&dB[i], b);
+        if (p.var_c) atomic_addv<T>(&dC[i], cc);
+    }
+}
+
 template <typename T, typename V, int K>
 __device__ __forceinline__ void flush_tiles(const BwdParams &p, const Place &q, const Smem<T, V> &s, int c, int n) {
-    const long long base = (((long long)q.b * p.groups + q.grp) * p.dstate + n) * p.seqlen;
-    const int row = p.tpr * (K + 1);
-    for (int i = threadIdx.x; i < p.chunk; i += blockDim.x) {
-        const int t = c * p.chunk + i, ti = i / K * (K + 1) + i % K;
-        if (t >= p.seqlen) continue;
-        V b{}, cc{};
-        for (int r = 0; r < p.R; r++) b = vadd(b, s.tB[r * row + ti]), cc = vadd(cc, s.tC[r * row + ti]);
-        if (p.var_b) atomic_addv<T>(&((V *)p.dB)[base + t], b);
-        if (p.var_c) atomic_addv<T>(&((V *)p.dC)[base + t], cc);
+    switch (p.R) {
+    case 1:
+        return flush_rows<T, V, K, 1>(p, q, s, c, n);
+    case 2:
+        return flush_rows<T, V, K, 2>(p, q, s, c, n);
+    case 4:
+        return flush_rows<T, V, K, 4>(p, q, s, c, n);
+    default:
+        return flush_rows<T, V, K, 8>(p, q, s, c, n);
     }
 }
 
