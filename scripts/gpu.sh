@@ -276,15 +276,17 @@ bench() {
 import glob, json, os, sys
 out, gpu, acc = sys.argv[1], sys.argv[2], sys.argv[3]
 print(f"make bench: {gpu}; accuracy of the same build: {'pass' if acc == '0' else 'FAIL'}")
-print(f"{'library':7} {'size':16} {'dtype':5} {'A':7} {'method':9} {'median µs':>10} {'GB/s':>8} {'% copy BW':>9} {'× zoh':>6}  floor µs")
+print(f"{'library':7} {'size':16} {'dtype':5} {'A':7} {'method':9} {'median µs':>10} {'GB/s':>8} {'% copy BW':>9} {'× zoh':>6}  floor µs  {'bwd µs':>9} {'bwd × zoh':>9}")
 for path in sorted(glob.glob(os.path.join(out, "bench", "*", "check7.json")), key=lambda p: (p.split("/")[-2].split("-")[0].count("4096"), p)):
     size, dt, cx, label = os.path.basename(os.path.dirname(path)).split("-")
     c = json.load(open(path))
     floor = c["bytes_per_scan"] / (c["copy_bandwidth_gbps"] * 1e3)
     for m in c["methods"]:
         flag = "" if m["ratio_to_zoh"] <= 1.10 else "  > 1.10×"
+        # the backward's columns where the library declares it (check7.json's backward_* fields)
+        bwd = f"  {m['backward_median_us']:9.1f} {m['backward_ratio_to_zoh']:9.3f}" if "backward_median_us" in m else f"  {'-':>9} {'-':>9}"
         print(f"{label:7} {size:16} {dt:5} {'complex' if cx == 'true' else 'real':7} {m['method']:9} {m['median_us']:10.1f} {m['gb_per_s']:8.1f} "
-              f"{100 * m['fraction_of_copy_bandwidth']:9.2f} {m['ratio_to_zoh']:6.3f}  {floor:8.1f}{flag}")
+              f"{100 * m['fraction_of_copy_bandwidth']:9.2f} {m['ratio_to_zoh']:6.3f}  {floor:8.1f}{bwd}{flag}")
 PY
 	[ "$backend" != cuda ] || tee -a "$out/bench.txt" <"$out/registers.txt"
 	tar -C "$out" -czf "$out/bench-raw.tgz" bench bench-accuracy && rm -rf "${out:?}/bench" "${out:?}/bench-accuracy"
