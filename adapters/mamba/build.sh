@@ -9,7 +9,10 @@
 # (default: fork when selective_scan.h declares discretization_method).
 #
 # It compiles adapters/mamba/ssmk_mamba.cu and the tree's
-# selective_scan_fwd_fp32.cu with the nvcc flags of the tree's setup.py
+# selective_scan_fwd_fp32.cu (with _fp16 and _bf16, and the backward's
+# selective_scan_bwd_fp32_real.cu and _complex.cu, where the tree has
+# them: SSMK_MAMBA_NARROW=0 and SSMK_MAMBA_BWD=0 leave them out) with the
+# nvcc flags of the tree's setup.py
 # (found two folders up; the usual Mamba flags when there is none), against
 # the PyTorch headers of the python3 that imports torch (PYTHON to choose),
 # for CUDA_ARCH (default 90), and links c10 with an rpath. Nothing of the

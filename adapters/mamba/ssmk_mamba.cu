@@ -1,11 +1,13 @@
 /*
- * ssmk_mamba.cu — the ssmk ABI (cudalib/include/ssmk.h) over the forward
- * selective-scan kernel of a Mamba-family tree (csrc/selective_scan).
+ * ssmk_mamba.cu — the ssmk ABI (cudalib/include/ssmk.h) over the
+ * selective-scan kernels of a Mamba-family tree (csrc/selective_scan).
  *
  * This file is ours; it includes the user's selective_scan.h and
  * selective_scan_common.h and links the user's selective_scan_fwd_fp32.cu,
  * and where the tree has them selective_scan_fwd_fp16.cu and _bf16.cu
- * (adapters/mamba/build.sh; SSMK_MAMBA_NARROW=1). It does what Mamba's Python wrapper
+ * (adapters/mamba/build.sh; SSMK_MAMBA_NARROW=1) and the float32 backward,
+ * selective_scan_bwd_fp32_real.cu and _complex.cu (SSMK_MAMBA_BWD=1; THE
+ * BACKWARD PASS below). It does what Mamba's Python wrapper
  * (selective_scan.cpp) does for one call, without PyTorch tensors:
  *
  *   - SSMParamsBase from ssmk_scan_args: the ABI's dense layouts give the
