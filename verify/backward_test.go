@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"pgregory.net/rapid"
@@ -182,6 +183,43 @@ func TestBackwardEveryCombination(t *testing.T) {
 			if !c.Passed(cb.dt) {
 				t.Errorf("%s: %s%s", name, gradFailure(c, cb.dt), backwardDiagnosis("TestBackwardEveryCombination", pr, ctr, cb.dt))
 			}
+		}
+	}
+}
+
+// TestBackwardOptionSweep: every declared combination over the options
+// that decide where a kernel reads and writes the gradients of B and C:
+// one or two groups, B and C each variable or constant, with and without
+// the gate, in batches of two (seqlen 70, dstate 4, 8 channels). Mamba's
+// complex backward, which offsets variable dB and dC by twice their
+// group's stride, fails exactly in the cases with two groups and a
+// variable B or C (docs/findings-mamba-backward-2026-11-27.md).
+func TestBackwardOptionSweep(t *testing.T) {
+	track(t)
+	for _, cb := range backwardCombos("TestBackwardOptionSweep") {
+		var failed []string
+		for _, groups := range []int{1, 2} {
+			for _, vb := range []bool{false, true} {
+				for _, vc := range []bool{false, true} {
+					for _, z := range []bool{false, true} {
+						s := gen.Spec{Batch: 2, Dim: 8, Seqlen: 70, Dstate: 4, Groups: groups, Method: cb.m, Complex: cb.isComplex,
+							VariableB: vb, VariableC: vc, Softplus: true, HasD: true, HasZ: z, HasBias: true}
+						name := fmt.Sprintf("groups=%d varB=%t varC=%t z=%t", groups, vb, vc, z)
+						p := gen.New(s, 13)
+						c, _, _, err := backwardChecked("TestBackwardOptionSweep", p, gen.NewCotangent(p, 13, false), cb.dt, false)
+						switch {
+						case err != nil:
+							failed = append(failed, name+": "+err.Error())
+						case !c.Passed(cb.dt):
+							w := c.Failing(cb.dt)
+							failed = append(failed, fmt.Sprintf("%s: %d gradients fail, worst %s", name, len(w), c.Worst()))
+						}
+					}
+				}
+			}
+		}
+		if len(failed) > 0 {
+			t.Errorf("%v %v %s: %d of 16 cases fail:\n  %s", cb.m, cb.dt, ssm.AKind(cb.isComplex), len(failed), strings.Join(failed, "\n  "))
 		}
 	}
 }
