@@ -45,30 +45,26 @@ __device__ __forceinline__ V apply(Aff<V> f, V x) {
     return vadd(vmul(f.a, x), f.b);
 }
 
-/* Full-warp shuffles of a real or complex value. */
-template <typename T>
-__device__ __forceinline__ T sh_up(T v, int o) {
-    return __shfl_up_sync(0xffffffffu, v, o);
+/* A full-warp shuffle (op on one real word) of a real or complex value. */
+template <typename T, typename Op>
+__device__ __forceinline__ T shuffle(T v, Op op) {
+    return op(v);
 }
-template <typename T>
-__device__ __forceinline__ cplx<T> sh_up(cplx<T> v, int o) {
-    return cmake(sh_up(v.re, o), sh_up(v.im, o));
+template <typename T, typename Op>
+__device__ __forceinline__ cplx<T> shuffle(cplx<T> v, Op op) {
+    return cmake(op(v.re), op(v.im));
 }
-template <typename T>
-__device__ __forceinline__ T sh_down(T v, int o) {
-    return __shfl_down_sync(0xffffffffu, v, o);
+template <typename V>
+__device__ __forceinline__ V sh_up(V v, int o) {
+    return shuffle(v, [o](auto x) { return __shfl_up_sync(0xffffffffu, x, o); });
 }
-template <typename T>
-__device__ __forceinline__ cplx<T> sh_down(cplx<T> v, int o) {
-    return cmake(sh_down(v.re, o), sh_down(v.im, o));
+template <typename V>
+__device__ __forceinline__ V sh_down(V v, int o) {
+    return shuffle(v, [o](auto x) { return __shfl_down_sync(0xffffffffu, x, o); });
 }
-template <typename T>
-__device__ __forceinline__ T sh_xor(T v, int o) {
-    return __shfl_xor_sync(0xffffffffu, v, o);
-}
-template <typename T>
-__device__ __forceinline__ cplx<T> sh_xor(cplx<T> v, int o) {
-    return cmake(sh_xor(v.re, o), sh_xor(v.im, o));
+template <typename V>
+__device__ __forceinline__ V sh_xor(V v, int o) {
+    return shuffle(v, [o](auto x) { return __shfl_xor_sync(0xffffffffu, x, o); });
 }
 template <typename V>
 __device__ __forceinline__ V warp_sum(V v) {
