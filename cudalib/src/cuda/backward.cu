@@ -15,9 +15,10 @@
  * to give each run its starting state; the states of the run are then
  * recomputed in registers. The adjoint runs the other way alike, and its
  * sequential pass over the run forms every gradient term of the step with
- * the derivatives of the method's coefficients (ssmk_derivs.h). The sums
- * over states of a step (du, dΔ, and y for dz) stay in the thread's
- * registers; dA and constant dB/dC are summed per warp and kept per warp
+ * the derivatives of the method's coefficients (ssmk_derivs.h). The run's
+ * row values (Δ, u, dy) wait in shared memory, so that registers hold the
+ * states; the sums over states of a step (du, dΔ, and y for dz) stay in the
+ * thread's registers; dA and constant dB/dC are summed per warp and kept per warp
  * in shared memory until the end of the row (then summed over batch in a
  * fixed order by reduce_rows); variable dB and dC, sums over a group's
  * channels, are written by each row to a shared tile, summed over the
