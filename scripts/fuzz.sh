@@ -36,7 +36,19 @@ for t in "${targets[@]}"; do
 			grep --line-buffered -E 'elapsed: ([0-9]+m)?(0|15|30|45)s,|FAIL|Failing|---'
 	fi
 	rc=${PIPESTATUS[0]}
-	[ "$rc" -eq 0 ] || fail=1
+	status=ok
+	if [ "$rc" -ne 0 ]; then
+		status=FAIL
+		# Go's fuzz coordinator (before Go 1.27) can report its own -fuzztime
+		# deadline as a failure when a worker is still in a call as it
+		# expires: "context deadline exceeded" and no input written
+		# (golang/go#75804). That is no finding about the library.
+		if ! grep -q 'Failing input written' "$log" && grep -qE '^\s+context deadline exceeded$' "$log"; then
+			status=flake
+			echo "fuzz: $t: 'context deadline exceeded' as -fuzztime ran out, no input written: Go's coordinator race (golang/go#75804, fixed in Go 1.27), not a finding"
+		fi
+	fi
+	[ "$status" != FAIL ] || fail=1
 	last=$(grep -E '^fuzz: elapsed: .*execs:' "$log" | tail -1)
 	base=$(grep -oE 'gathering baseline coverage: [0-9]+/[0-9]+' "$log" | tail -1 | sed 's/.*\///')
 	# "elapsed: 1m0s, execs: 863896 (0/sec), new interesting: 74 (total: 276)"
@@ -48,10 +60,10 @@ for t in "${targets[@]}"; do
 	# The fastest 3-second interval: the rate while mutating, without the
 	# pauses in which new corpus entries are minimised.
 	peak=$(grep -oE '\(([0-9]+)/sec\)' "$log" | tr -dc '0-9\n' | sort -n | tail -1)
-	rows+=("$(printf '%-16s %-4s %8ss %12s %10s %10s %8s %8s' "$t" "$([ "$rc" -eq 0 ] && echo ok || echo FAIL)" "${el:--}" "${ex:--}" "$rate" "${peak:--}" "${base:--}" "${new:--}")")
+	rows+=("$(printf '%-16s %-5s %8ss %12s %10s %10s %8s %8s' "$t" "$status" "${el:--}" "${ex:--}" "$rate" "${peak:--}" "${base:--}" "${new:--}")")
 done
 echo
-printf '%-16s %-4s %9s %12s %10s %10s %8s %8s\n' target rc elapsed execs execs/s peak/s corpus new
+printf '%-16s %-5s %9s %12s %10s %10s %8s %8s\n' target rc elapsed execs execs/s peak/s corpus new
 printf '%s\n' "${rows[@]}"
 echo "workers: ${FUZZ_PARALLEL:-$(nproc) (GOMAXPROCS)}; library: ${SSMK_LIB:-${SSMK_BACKEND:-auto}}"
 exit $fail
