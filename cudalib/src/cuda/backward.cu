@@ -154,15 +154,12 @@ __device__ __forceinline__ void load_bc(const BwdParams &p, const Place &q, cons
 template <typename T, int K>
 __device__ __forceinline__ void load_row(const BwdParams &p, const Place &q, int t0, T *dt, T *uu, T *dy) {
     const long long base = q.r * p.seqlen;
-    const T bias = p.bias ? ((const T *)p.bias)[q.d] : T(0);
 #pragma unroll
     for (int k = 0; k < K; k++) {
         dt[k] = uu[k] = dy[k] = T(0);
         if (t0 + k >= p.seqlen) continue;
         const long long i = base + t0 + k;
-        T v = ((const T *)p.delta)[i] + bias;
-        if (p.softplus && v <= T(20)) v = slog1p(sexp(v));
-        dt[k] = v;
+        dt[k] = step_dt(((const T *)p.delta)[i], (const T *)p.bias, q.d, p.softplus);
         uu[k] = ((const T *)p.u)[i];
         T g = ((const T *)p.dout)[i];
         if (p.z) {
