@@ -260,11 +260,29 @@ void launch_input(ssmk_plan *p) {
         selective_scan_fwd_cuda<input_t, float>(p->params, p->stream);
 }
 
+/* Runs one of the tree's entry points (fn names it): its C++ exceptions
+ * and a failed launch become SSMK_EDEVICE with their message, and the plan
+ * counts as launched after it. */
+template <typename F>
+int32_t tree_call(ssmk_plan *p, const char *fn, F call) {
+    try {
+        call();
+    } catch (const std::exception &e) {
+        /* c10::Error's what() goes on with advice and a C++ backtrace:
+         * the first line is the error. */
+        const std::string what = e.what();
+        return fail(SSMK_EDEVICE, std::string("the tree's ") + fn + ": " + what.substr(0, what.find('\n')));
+    }
+    CUDA_TRY(cudaGetLastError(), fn);
+    p->launched = true;
+    return SSMK_OK;
+}
+
 int32_t launch_bwd(ssmk_plan *p);
 
 int32_t launch(ssmk_plan *p) {
     if (p->bwd) return launch_bwd(p);
-    try {
+    return tree_call(p, "selective_scan_fwd_cuda", [p] {
 #if SSMK_MAMBA_NARROW
         if (p->dtype == SSMK_F16)
             launch_input<c10::Half>(p);
@@ -273,15 +291,7 @@ int32_t launch(ssmk_plan *p) {
         else
 #endif
             launch_input<float>(p);
-    } catch (const std::exception &e) {
-        /* c10::Error's what() goes on with advice and a C++ backtrace:
-         * the first line is the error. */
-        const std::string what = e.what();
-        return fail(SSMK_EDEVICE, "the tree's selective_scan_fwd_cuda: " + what.substr(0, what.find('\n')));
-    }
-    CUDA_TRY(cudaGetLastError(), "selective_scan_fwd launch");
-    p->launched = true;
-    return SSMK_OK;
+    });
 }
 
 /* fetch_state copies h of the last chunk: x[b][d][n_chunks-1][n] = (a, h),
@@ -315,18 +325,12 @@ int32_t launch_bwd(ssmk_plan *p) {
     for (int i : summed)
         if (p->gbuf[i])
             CUDA_TRY(cudaMemsetAsync(p->gbuf[i], 0, p->gbytes[i], p->stream), "zeroing the summed gradients");
-    try {
+    return tree_call(p, "selective_scan_bwd_cuda", [p] {
         if (p->complex_)
             selective_scan_bwd_cuda<float, complex_t>(p->bparams, p->stream);
         else
             selective_scan_bwd_cuda<float, float>(p->bparams, p->stream);
-    } catch (const std::exception &e) {
-        const std::string what = e.what();
-        return fail(SSMK_EDEVICE, "the tree's selective_scan_bwd_cuda: " + what.substr(0, what.find('\n')));
-    }
-    CUDA_TRY(cudaGetLastError(), "selective_scan_bwd launch");
-    p->launched = true;
-    return SSMK_OK;
+    });
 #else
     (void)p;
     return fail(SSMK_EUNSUPPORTED,
