@@ -92,6 +92,18 @@ __device__ __forceinline__ float rcp_normal(float b) {
 }
 #endif
 
+#ifdef __CUDACC__
+/* 2^xl by one MUFU.EX2 (ex2.approx.ftz), the instruction exp2f uses too:
+ * exp2f's further instructions only produce subnormal results, so this is
+ * exp2f wherever xl ≥ −126, which the GPU kernels establish for a run of
+ * steps before they take it. */
+__device__ __forceinline__ float ex2_normal(float xl) {
+    float r;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(xl));
+    return r;
+}
+#endif
+
 /* a/b for the per-state divisions of bilinear and foh. On the GPU in float it
  * is __fdividef's arithmetic (a reciprocal and a product, within 2 ulp): the
  * IEEE division routine cost those methods ~15% of the scan. __fdividef returns 0 (NaN for

@@ -55,6 +55,9 @@ constexpr int kPad = 4;
 
 struct BwdParams {
     int batch, dim, seqlen, dstate, groups, softplus, var_b, var_c;
+    /* 16-byte accesses: B and C loads, dB and dC atomics (fp32, seqlen a
+     * multiple of 4, the arrays 16-byte aligned) */
+    int vec_b, vec_c, vec_red;
     int tpr, R, chunk, chunks; /* threads per row, rows per block, TPR·K, chunks per row */
     long long rows;
     const void *u, *delta, *A, *B, *C, *D, *z, *bias, *h0, *dout, *dlast;
@@ -124,13 +127,13 @@ __device__ __forceinline__ Place place_of(const BwdParams &p) {
 /* A thread's K values of B or C of state n from step t0 (0 past seqlen;
  * a constant array's one value in every slot). */
 template <typename V, int K>
-__device__ __forceinline__ void load_bc(const BwdParams &p, const Place &q, const V *X, int var, int n, int t0,
+__device__ __forceinline__ void load_bc(const BwdParams &p, const Place &q, const V *X, int var, int vec, int n, int t0,
                                         V (&out)[K]) {
     if (var) {
         const V *x = X + (((long long)q.b * p.groups + q.grp) * p.dstate + n) * p.seqlen;
         if constexpr (std::is_same<V, float>::value && K % 4 == 0) {
             /* a whole run of a row whose length is a multiple of 4: 16-byte loads */
-            if (p.seqlen % 4 == 0 && t0 + K <= p.seqlen) {
+            if (vec && t0 + K <= p.seqlen) {
 #pragma unroll
                 for (int i = 0; i < K / 4; i++) {
                     const float4 v = reinterpret_cast<const float4 *>(x + t0)[i];
@@ -150,16 +153,18 @@ __device__ __forceinline__ void load_bc(const BwdParams &p, const Place &q, cons
 
 /* The thread's run of row values into shared memory: Δ after bias and
  * softplus, u, and dy, the gradient reaching y (dout·z·σ(z) with a gate);
- * 0 past seqlen. seg(i) is the thread's run of value i. */
+ * 0 past seqlen. Returns the run's least and greatest Δ (run_coefs's vote). */
 template <typename T, int K>
-__device__ __forceinline__ void load_row(const BwdParams &p, const Place &q, int t0, T *dt, T *uu, T *dy) {
+__device__ __forceinline__ DtRange<T> load_row(const BwdParams &p, const Place &q, int t0, T *dt, T *uu, T *dy) {
     const long long base = q.r * p.seqlen;
+    DtRange<T> range{T(0), T(0)};
 #pragma unroll
     for (int k = 0; k < K; k++) {
         dt[k] = uu[k] = dy[k] = T(0);
         if (t0 + k >= p.seqlen) continue;
         const long long i = base + t0 + k;
         dt[k] = step_dt(((const T *)p.delta)[i], (const T *)p.bias, q.d, p.softplus);
+        range.lo = fmin(range.lo, dt[k]), range.hi = fmax(range.hi, dt[k]);
         uu[k] = ((const T *)p.u)[i];
         T g = ((const T *)p.dout)[i];
         if (p.z) {
@@ -168,6 +173,7 @@ __device__ __forceinline__ void load_row(const BwdParams &p, const Place &q, int
         }
         dy[k] = g;
     }
+    return range;
 }
 
 /* The thread's runs of Δ, u and dy in the block's shared memory. */
@@ -184,14 +190,33 @@ struct Runs {
 
 /* Adds the block's R rows' variable dB and dC of state n (chunk c), summed
  * over the rows in order, to global memory; consecutive threads take
- * consecutive steps. Every entry is written again by the next state. */
+ * consecutive steps, four at a time with one 16-byte atomic where the
+ * arrays allow it (vec_red). Every entry is written again by the next state. */
 template <typename T, typename V, int K, int R>
 __device__ __forceinline__ void flush_rows(const BwdParams &p, const Place &q, const Smem<T, V> &s, int c, int n) {
     const long long at = (((long long)q.b * p.groups + q.grp) * p.dstate + n) * p.seqlen + (long long)c * p.chunk;
     V *dB = (V *)p.dB + at, *dC = (V *)p.dC + at;
-    const int row = p.tpr * (K + 1), end = min(p.chunk, p.seqlen - c * p.chunk);
-    for (int i = threadIdx.x; i < end; i += R * p.tpr) {
-        const int ti = i / K * (K + 1) + i % K;
+    const unsigned row = p.tpr * (K + 1), end = min(p.chunk, p.seqlen - c * p.chunk);
+    if constexpr (std::is_same<V, float>::value && K % 4 == 0) {
+        if (p.vec_red) {
+            /* four steps of one run: ti … ti + 3 are consecutive in the tile */
+            for (unsigned i = 4 * threadIdx.x; i < end; i += 4 * R * p.tpr) {
+                const unsigned ti = i / K * (K + 1) + i % K;
+                float b[4], cc[4];
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    b[e] = s.tB[ti + e], cc[e] = s.tC[ti + e];
+#pragma unroll
+                    for (int r = 1; r < R; r++) b[e] += s.tB[r * row + ti + e], cc[e] += s.tC[r * row + ti + e];
+                }
+                if (p.var_b) red_add4(&dB[i], b);
+                if (p.var_c) red_add4(&dC[i], cc);
+            }
+            return;
+        }
+    }
+    for (unsigned i = threadIdx.x; i < end; i += R * p.tpr) {
+        const unsigned ti = i / K * (K + 1) + i % K;
         V b = s.tB[ti], cc = s.tC[ti];
 #pragma unroll
         for (int r = 1; r < R; r++) b = vadd(b, s.tB[r * row + ti]), cc = vadd(cc, s.tC[r * row + ti]);
@@ -224,21 +249,18 @@ __device__ void chunk_starts(const BwdParams &p, const Place &q, const Smem<T, V
     int it = 0;
     for (int c = 0; c + 1 < p.chunks; c++) {
         const int t0 = c * p.chunk + q.j * K;
-        load_row<T, K>(p, q, t0, run.dt, run.uu, run.dy);
+        const DtRange<T> range = load_row<T, K>(p, q, t0, run.dt, run.uu, run.dy);
         for (int n = 0; n < N; n++, it++) {
             const V a = ((const V *)p.A)[(long long)q.d * N + n];
             T dt[K], uu[K];
             sload<T, K>(run.dt, dt);
             sload<T, K>(run.uu, uu);
-            V bv[K];
-            load_bc<V, K>(p, q, Bp, p.var_b, n, t0, bv);
+            V bv[K], ab[K], g[K];
+            load_bc<V, K>(p, q, Bp, p.var_b, p.vec_b, n, t0, bv);
+            run_coefs<M, T, K>(a, range, dt, ab, g);
             Aff<V> f = aff_id<V>();
 #pragma unroll
-            for (int k = 0; k < K; k++) {
-                V ab, g;
-                coef<M>(a, dt[k], ab, g);
-                f = then(f, Aff<V>{ab, vscale(vmul(g, bv[k]), dt[k] * uu[k])});
-            }
+            for (int k = 0; k < K; k++) f = then(f, Aff<V>{ab[k], vscale(vmul(g[k], bv[k]), dt[k] * uu[k])});
             f = scan_fwd(f, q.lane);
             Aff<V> *fw = s.fw + (it & 1) * W;
             if (q.lane == 31) fw[q.wb] = f;
@@ -254,7 +276,7 @@ __device__ void chunk_starts(const BwdParams &p, const Place &q, const Smem<T, V
  * back, and the gradient terms; the sums over states in s_, gxs, ys. */
 template <typename T, typename V, int M, int K>
 __device__ void chunk_grads(const BwdParams &p, const Place &q, const Smem<T, V> &s, int c, const Runs<T, V, K> &run,
-                            T (&sl)[K], T (&gxs)[K], T (&ys)[K]) {
+                            DtRange<T> range, T (&sl)[K], T (&gxs)[K], T (&ys)[K]) {
     constexpr bool kComplex = !std::is_same<T, V>::value;
     const T kk = kComplex ? T(2) : T(1);
     const int N = p.dstate, W = blockDim.x / 32, WR = p.tpr / 32, t0 = c * p.chunk + q.j * K;
@@ -269,12 +291,12 @@ __device__ void chunk_grads(const BwdParams &p, const Place &q, const Smem<T, V>
             V bv[K];
             sload<T, K>(run.dt, dt);
             sload<T, K>(run.uu, uu);
-            load_bc<V, K>(p, q, Bp, p.var_b, n, t0, bv);
+            load_bc<V, K>(p, q, Bp, p.var_b, p.vec_b, n, t0, bv);
+            V g[K];
+            run_coefs<M, T, K>(a, range, dt, ab, g);
 #pragma unroll
             for (int k = 0; k < K; k++) {
-                V g;
-                coef<M>(a, dt[k], ab[k], g);
-                h[k] = vscale(vmul(g, bv[k]), dt[k] * uu[k]); /* β until the states are known */
+                h[k] = vscale(vmul(g[k], bv[k]), dt[k] * uu[k]); /* β until the states are known */
                 f = then(f, Aff<V>{ab[k], h[k]});
             }
         }
@@ -298,7 +320,7 @@ __device__ void chunk_grads(const BwdParams &p, const Place &q, const Smem<T, V>
             T dy[K];
             V cv[K];
             sload<T, K>(run.dy, dy);
-            load_bc<V, K>(p, q, Cp, p.var_c, n, t0, cv);
+            load_bc<V, K>(p, q, Cp, p.var_c, p.vec_c, n, t0, cv);
 #pragma unroll
             for (int k = K - 1; k >= 0; k--)
                 rb = then(rb, Aff<V>{vconj(ab[k]), vmul(vconj(ab[k]), vscale(vconj(cv[k]), kk * dy[k]))});
@@ -316,8 +338,8 @@ __device__ void chunk_grads(const BwdParams &p, const Place &q, const Smem<T, V>
         sload<T, K>(run.dt, dt);
         sload<T, K>(run.uu, uu);
         sload<T, K>(run.dy, dy);
-        load_bc<V, K>(p, q, Bp, p.var_b, n, t0, bv);
-        load_bc<V, K>(p, q, Cp, p.var_c, n, t0, cv);
+        load_bc<V, K>(p, q, Bp, p.var_b, p.vec_b, n, t0, bv);
+        load_bc<V, K>(p, q, Cp, p.var_c, p.vec_c, n, t0, cv);
 #pragma unroll
         for (int k = K - 1; k >= 0; k--) {
             const V lam = vadd(mu, vscale(vconj(cv[k]), kk * dy[k]));
@@ -327,8 +349,9 @@ __device__ void chunk_grads(const BwdParams &p, const Place &q, const Smem<T, V>
             const V hprev = k > 0 ? h[k - 1] : h0;
             const V dC = vscale(vconj(h[k]), kk * dy[k]), dB = vscale(vmul(vconj(g), lam), dtu);
             const V lgb = vmul(lam, vconj(vmul(g, bv[k])));
-            const V gx =
-                vadd(vmul(vconj(dab), vmul(vconj(hprev), lam)), vscale(vmul(vconj(dg), vmul(vconj(bv[k]), lam)), dtu));
+            V gx = vmul(vconj(dab), vmul(vconj(hprev), lam));
+            /* zoh's g is constant: no term, rather than one multiplied by 0 */
+            if constexpr (M != ZOH) gx = vadd(gx, vscale(vmul(vconj(dg), vmul(vconj(bv[k]), lam)), dtu));
             sl[k] += vre(lgb);
             gxs[k] += vre(vmul(gx, vconj(a)));
             ys[k] += vre(vmul(cv[k], h[k]));
@@ -396,10 +419,10 @@ __global__ void __launch_bounds__(kThreads, (std::is_same<T, float>::value && st
     for (int c = p.chunks - 1; c >= 0; c--) {
         const int t0 = c * p.chunk + q.j * K;
         T sl[K], gxs[K], ys[K];
-        load_row<T, K>(p, q, t0, run.dt, run.uu, run.dy);
+        const DtRange<T> range = load_row<T, K>(p, q, t0, run.dt, run.uu, run.dy);
 #pragma unroll
         for (int k = 0; k < K; k++) sl[k] = gxs[k] = ys[k] = T(0);
-        chunk_grads<T, V, M, K>(p, q, s, c, run, sl, gxs, ys);
+        chunk_grads<T, V, M, K>(p, q, s, c, run, range, sl, gxs, ys);
         T dt[K], uu[K], dy[K];
         sload<T, K>(run.dt, dt);
         sload<T, K>(run.uu, uu);
@@ -508,6 +531,8 @@ int32_t launch_t(const BwdParams &p, int method, const ssmk_scan_grads &g, cudaS
     return SSMK_OK;
 }
 
+bool aligned16(const void *x) { return (uintptr_t)x % 16 == 0; }
+
 /* The run length, threads per row and rows per block of a's shape. */
 void shape(const ssmk_scan_args &a, BwdParams *p) {
     const int K = items_for(a.dtype == SSMK_F32, a.is_complex);
@@ -553,6 +578,10 @@ int32_t launch_backward(const ssmk_scan_args &a, const void *h0, const ssmk_scan
     p.softplus = a.delta_softplus;
     p.var_b = a.is_variable_B;
     p.var_c = a.is_variable_C;
+    const bool f32 = a.dtype == SSMK_F32 && !a.is_complex, even = a.seqlen % 4 == 0;
+    p.vec_b = f32 && even && aligned16(a.B);
+    p.vec_c = f32 && even && aligned16(a.C);
+    p.vec_red = f32 && even && (!a.is_variable_B || aligned16(g.dB)) && (!a.is_variable_C || aligned16(g.dC));
     p.rows = (long long)a.batch * a.dim;
     p.u = a.u;
     p.delta = a.delta;

@@ -16,6 +16,7 @@
 #define SSMK_BWD_OPS_CUH
 
 #include <cuda_runtime.h>
+#include <float.h>
 
 #include <type_traits>
 
@@ -102,6 +103,19 @@ __device__ __forceinline__ Aff<V> excl_bwd(Aff<V> x, int lane) {
     return lane == 31 ? aff_id<V>() : y;
 }
 
+/* Four consecutive floats added to global memory by one 16-byte reduction
+ * (sm_90, PTX 8.1), elsewhere by four. p must be 16-byte aligned. */
+__device__ __forceinline__ void red_add4(float *p, const float (&v)[4]) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 &&                                                                  \
+    (__CUDACC_VER_MAJOR__ > 12 || (__CUDACC_VER_MAJOR__ == 12 && __CUDACC_VER_MINOR__ >= 1))
+    asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(__cvta_generic_to_global(p)), "f"(v[0]),
+                 "f"(v[1]), "f"(v[2]), "f"(v[3])
+                 : "memory");
+#else
+    for (int e = 0; e < 4; e++) atomicAdd(p + e, v[e]);
+#endif
+}
+
 template <typename T, typename V>
 __device__ __forceinline__ void atomic_addv(V *p, V v) {
     if constexpr (std::is_same<T, V>::value) {
@@ -121,6 +135,37 @@ template <int M, typename T>
 __device__ __forceinline__ void coef(cplx<T> a, T dt, cplx<T> &ab, cplx<T> &g) {
     method_complex(M, cscale(a, dt), ab, g);
 }
+/* The least and greatest Δ of a thread's run of steps (with 0). */
+template <typename T>
+struct DtRange {
+    T lo, hi;
+};
+
+/* (Ā, g) of method M for a thread's run of K steps of one state. For real
+ * float A, where every step's exponent Δ·a2 (a2 = a·log2e) is at least
+ * −126 — the least of lo·a2 and hi·a2, a finite — e^x is ex2_normal(Δ·a2),
+ * exp2f's value in one instruction for its five, as the forward kernel's
+ * fast path forms it; elsewhere the CPU build's sexp(Δ·a). A NaN Δ, which
+ * the range passes over, gives NaN on both paths. */
+template <int M, typename T, int K>
+__device__ __forceinline__ void run_coefs(T a, DtRange<T> range, const T (&dt)[K], T (&ab)[K], T (&g)[K]) {
+    if constexpr (std::is_same<T, float>::value && uses_exp<M>()) {
+        const float a2 = a * SSMK_LOG2E_F;
+        if (fabsf(a2) <= FLT_MAX && fminf(range.lo * a2, range.hi * a2) >= -126.0f) {
+#pragma unroll
+            for (int k = 0; k < K; k++) method_real_e<M>(a * dt[k], ex2_normal(dt[k] * a2), ab[k], g[k]);
+            return;
+        }
+    }
+#pragma unroll
+    for (int k = 0; k < K; k++) coef<M>(a, dt[k], ab[k], g[k]);
+}
+template <int M, typename T, int K>
+__device__ __forceinline__ void run_coefs(cplx<T> a, DtRange<T>, const T (&dt)[K], cplx<T> (&ab)[K], cplx<T> (&g)[K]) {
+#pragma unroll
+    for (int k = 0; k < K; k++) coef<M>(a, dt[k], ab[k], g[k]);
+}
+
 /* g and the derivatives at x = a·Δ, given Ā there (ab, as coef formed it):
  * a method whose Ā is e^x takes it for its exponential, which is then not
  * evaluated again. */

@@ -21,16 +21,6 @@
 
 namespace ssmk {
 
-/* 2^xl by one MUFU.EX2 (ex2.approx.ftz), the instruction exp2f uses too:
- * exp2f's further instructions only produce subnormal results, so this is
- * exp2f wherever xl ≥ −126, which the kernel establishes for a whole run of
- * steps before it takes this path. */
-__device__ __forceinline__ float ex2_normal(float xl) {
-    float r;
-    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(xl));
-    return r;
-}
-
 /* Δ·g of a Taylor method (g = 1 + Σ_{k=1..deg} c_k·x^k, x = Δ·a:
  * taylor_g) as a polynomial in Δ with per-state coefficients
  * (ScanTraits::kPolyDeltaG):
