@@ -3,7 +3,8 @@
 # Check7 at make bench's sizes (BENCH_SIZES), fp32 and fp64, real and complex A, against every variant in turn,
 # (DTYPES, COMPLEX to narrow) ROUNDS times (default 2) with the variants alternating, so that a drift of the GPU's clocks reaches them alike.
 # Prints, per size, dtype, A and method, each variant's median µs (median over the rounds of Check7's medians)
-# and its ratio to the first variant's. Exits 1 when a run writes no check7.json.
+# and its ratio to the first variant's, for the forward and, where the library has one, the backward (Check7's
+# backward columns, with each variant's slowest backward against its zoh's). Exits 1 when a run writes no check7.json.
 out=${OUT:-/tmp/out} logs=${LOGS:-/tmp/compare-logs}
 rm -rf "$logs"; mkdir -p "$out" "$logs"
 fail=0
@@ -32,22 +33,35 @@ for n in names:
     for path in glob.glob(f"{logs}/{n}/*/*/check7.json"):
         cfg = os.path.basename(os.path.dirname(path))
         for m in json.load(open(path))["methods"]:
-            t.setdefault((cfg, m["method"]), {}).setdefault(n, []).append(m["median_us"])
-print(f"{'size-dtype-complex':28} {'method':9}" + "".join(f"{n + ' µs':>12}" for n in names) +
+            t.setdefault((cfg, m["method"], "fwd"), {}).setdefault(n, []).append(m["median_us"])
+            if m.get("backward_median_us"):
+                t.setdefault((cfg, m["method"], "bwd"), {}).setdefault(n, []).append(m["backward_median_us"])
+print(f"{'size-dtype-complex':28} {'method':9} {'pass':4}" + "".join(f"{n + ' µs':>12}" for n in names) +
       "".join(f"{n + '/' + names[0]:>14}" for n in names[1:]))
-worst = {n: 0.0 for n in names[1:]}
-order = lambda k: (k[0].split("-")[0].count("4096"), k[0], ["zoh", "foh", "bilinear", "poly", "highorder", "rk4"].index(k[1]))
+worst = {(n, d): 0.0 for n in names[1:] for d in ("fwd", "bwd")}
+order = lambda k: (k[2] != "fwd", k[0].split("-")[0].count("4096"), k[0],
+                   ["zoh", "foh", "bilinear", "poly", "highorder", "rk4"].index(k[1]))
 for k in sorted(t, key=order):
     med = {n: statistics.median(v) for n, v in t[k].items()}
     if names[0] not in med:
         continue
-    line = f"{k[0]:28} {k[1]:9}" + "".join(f"{med.get(n, float('nan')):12.1f}" for n in names)
+    line = f"{k[0]:28} {k[1]:9} {k[2]:4}" + "".join(f"{med.get(n, float('nan')):12.1f}" for n in names)
     for n in names[1:]:
         r = med.get(n, float("nan")) / med[names[0]]
-        worst[n] = max(worst[n], r)
+        worst[n, k[2]] = max(worst[n, k[2]], r)
         line += f"{r:14.3f}"
     print(line)
-for n in names[1:]:
-    print(f"worst {n}/{names[0]}: {worst[n]:.3f}")
+for (n, d), w in worst.items():
+    if w:
+        print(f"worst {n}/{names[0]} ({d}): {w:.3f}")
+# The backward's target: every method within 1.15x of zoh's backward, per variant and configuration.
+for n in names:
+    for cfg in sorted({k[0] for k in t if k[2] == "bwd"}):
+        zoh = t.get((cfg, "zoh", "bwd"), {}).get(n)
+        rs = {k[1]: statistics.median(v[n]) / statistics.median(zoh) for k, v in t.items()
+              if k[0] == cfg and k[2] == "bwd" and n in v and zoh}
+        if rs:
+            m = max(rs, key=rs.get)
+            print(f"{n} {cfg}: slowest backward {m} at {rs[m]:.3f}x zoh's")
 PY
 exit $fail
