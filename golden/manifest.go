@@ -242,10 +242,6 @@ func gradArrays(m map[string]array, ct *ssm.Cotangent, g *ssm.Grads) {
 	}
 }
 
-// GradNames are the gradient files a case with gradients holds (those of
-// its absent inputs left out).
-var GradNames = []string{"du", "ddelta", "dA", "dB", "dC", "dD", "dz", "ddelta_bias"}
-
 // Generate writes every case and manifest.json into dir (replacing
 // dir/cases).
 func Generate(dir string) (*Manifest, error) {

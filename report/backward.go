@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"ssmverify/judge"
@@ -54,15 +55,13 @@ func (r *Report) AddBackward(test string, m ssm.Method, dt ssm.DType, isComplex 
 		}
 	}
 	for _, g := range c.Grads {
-		k := -1
-		for i := range b.Grads {
-			if b.Grads[i].Name == g.Name {
-				k = i
-			}
-		}
+		k := slices.IndexFunc(b.Grads, func(s GradStat) bool { return s.Name == g.Name })
 		if k < 0 {
+			// in ABI order whatever order the checks arrive in (tests run in
+			// parallel), so that reports of two runs compare line by line
 			b.Grads = append(b.Grads, GradStat{Name: g.Name})
-			k = len(b.Grads) - 1
+			slices.SortStableFunc(b.Grads, func(x, y GradStat) int { return gradOrder(x.Name) - gradOrder(y.Name) })
+			k = slices.IndexFunc(b.Grads, func(s GradStat) bool { return s.Name == g.Name })
 		}
 		s := &b.Grads[k]
 		if g.Ratio > float64(s.MaxRatio) || math.IsNaN(g.Ratio) {
@@ -72,6 +71,15 @@ func (r *Report) AddBackward(test string, m ssm.Method, dt ssm.DType, isComplex 
 			s.MaxULP = Num(round3(g.ULP))
 		}
 	}
+}
+
+// gradOrder is a gradient's place in ABI order (ssm.GradNames); names it
+// does not know go last.
+func gradOrder(name string) int {
+	if i := slices.Index(ssm.GradNames, name); i >= 0 {
+		return i
+	}
+	return len(ssm.GradNames)
 }
 
 // backwardSummary is the summary's table of the backward pass: per cell

@@ -3,9 +3,11 @@ package report
 import (
 	"encoding/json"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
+	"ssmverify/judge"
 	"ssmverify/ssm"
 )
 
@@ -80,5 +82,28 @@ func TestMerge(t *testing.T) {
 	}
 	if err := second.Merge(New(LibraryInfo{Path: "other.so"})); err == nil {
 		t.Error("a report of another library merged")
+	}
+}
+
+// TestBackwardGradsInABIOrder: however the checks arrive (tests run in
+// parallel), a cell lists its gradients in ABI order, so that the summaries
+// of two runs compare line by line.
+func TestBackwardGradsInABIOrder(t *testing.T) {
+	r := New(LibraryInfo{Path: "lib.so"})
+	first := judge.GradComparison{Grads: []judge.GradWorst{{Name: "dinitial_state", Ratio: 0.1}, {Name: "dz", Ratio: 0.2},
+		{Name: "du", Ratio: 0.3}}}
+	second := judge.GradComparison{Grads: []judge.GradWorst{{Name: "ddelta_bias", Ratio: 0.4}, {Name: "dA", Ratio: 0.5},
+		{Name: "du", Ratio: 0.6}, {Name: "dD", Ratio: 0.7}}}
+	r.AddBackward("TestOne", ssm.ZOH, ssm.F32, false, first)
+	r.AddBackward("TestTwo", ssm.ZOH, ssm.F32, false, second)
+	var names []string
+	for _, g := range r.cell(ssm.ZOH, ssm.F32, false).Backward.Grads {
+		names = append(names, g.Name)
+	}
+	if want := []string{"du", "dA", "dD", "dz", "ddelta_bias", "dinitial_state"}; !slices.Equal(names, want) {
+		t.Errorf("gradients %v, want %v", names, want)
+	}
+	if s := r.backwardSummary(); !strings.Contains(s, "du 0.6, dA 0.5, dD 0.7, dz 0.2, ddelta_bias 0.4, dinitial_state 0.1") {
+		t.Errorf("summary:\n%s", s)
 	}
 }

@@ -74,8 +74,11 @@ type GradField struct {
 	Values []float64
 }
 
-// Fields lists the present gradients in ABI order: du, ddelta, dA, dB, dC,
-// dD, dz, ddelta_bias, dinitial_state.
+// GradNames are the gradients' ABI names in ABI order (struct
+// ssmk_scan_grads): the order of Fields and of every report of gradients.
+var GradNames = []string{"du", "ddelta", "dA", "dB", "dC", "dD", "dz", "ddelta_bias", "dinitial_state"}
+
+// Fields lists the present gradients in ABI order (GradNames).
 func (g *Grads) Fields() []GradField {
 	all := []GradField{{"du", "U", g.U}, {"ddelta", "Delta", g.Delta}, {"dA", "A", g.A}, {"dB", "B", g.B},
 		{"dC", "C", g.C}, {"dD", "D", g.D}, {"dz", "Z", g.Z}, {"ddelta_bias", "DeltaBias", g.DeltaBias},

@@ -1,0 +1,29 @@
+package ssm
+
+import (
+	"slices"
+	"testing"
+)
+
+// TestGradFieldsInABIOrder: Fields lists every gradient of a problem with
+// every option, in GradNames' order, each named once.
+func TestGradFieldsInABIOrder(t *testing.T) {
+	p := &Problem{Batch: 1, Dim: 2, Seqlen: 3, Dstate: 2, Groups: 1, VariableB: true, VariableC: true,
+		D: []float64{0, 0}, Z: make([]float64, 6), DeltaBias: []float64{0, 0}}
+	var names []string
+	for _, f := range NewGrads(p, true).Fields() {
+		names = append(names, f.Name)
+	}
+	if !slices.Equal(names, GradNames) {
+		t.Errorf("Fields names %v, GradNames %v", names, GradNames)
+	}
+	// without the optional inputs their gradients are absent, the rest in order
+	p.D, p.Z, p.DeltaBias = nil, nil, nil
+	names = names[:0]
+	for _, f := range NewGrads(p, false).Fields() {
+		names = append(names, f.Name)
+	}
+	if want := []string{"du", "ddelta", "dA", "dB", "dC"}; !slices.Equal(names, want) {
+		t.Errorf("without D, z, delta_bias and the initial state: %v, want %v", names, want)
+	}
+}
