@@ -20,6 +20,16 @@ targets=("$@")
 logdir=${OUT:-out}/fuzz
 mkdir -p "$logdir"
 logdir=$(cd "$logdir" && pwd)
+# A name that matches no target would fuzz nothing and report ok: refuse it.
+if [ -n "${FUZZ_BIN:-}" ]; then
+	known=$(cd fuzz && "$(cd "$(dirname "$FUZZ_BIN")" && pwd)/$(basename "$FUZZ_BIN")" -test.list '^Fuzz') || exit 2
+else
+	known=$(go test ./fuzz -list '^Fuzz') || exit 2
+fi
+known=$(grep -E '^Fuzz' <<<"$known" | xargs)
+for t in "${targets[@]}"; do
+	[[ " $known " == *" $t "* ]] || { echo "fuzz.sh: no fuzz target $t (targets: $known; the duration is FUZZTIME=$FUZZTIME)" >&2; exit 2; }
+done
 par=(-fuzzminimizetime "${FUZZ_MINIMIZE:-2s}")
 [ -z "${FUZZ_PARALLEL:-}" ] || par+=(-parallel "$FUZZ_PARALLEL")
 rows=()
