@@ -8,6 +8,7 @@
 # Replay one file: build/ssmk_fuzz_native FILE
 set -uo pipefail
 cd "$(dirname "$0")/.."
+[ $# -eq 0 ] || { echo "fuzz-native: takes no arguments (got: $*); the duration is FUZZTIME, e.g. FUZZTIME=5m $0" >&2; exit 2; }
 CLANGXX=${CLANGXX:-clang++}
 command -v "$CLANGXX" >/dev/null || { echo "fuzz-native: $CLANGXX not found; install clang (Debian: apt-get install clang libclang-rt-14-dev libomp-14-dev)" >&2; exit 2; }
 bin=build/ssmk_fuzz_native
@@ -19,6 +20,7 @@ if [ ! -x $bin ] || [ -n "$(find fuzz/native/ssmk_fuzz.cpp cudalib/src cudalib/i
 		{ echo "fuzz-native: the build failed (missing libclang-rt-14-dev or libomp-14-dev?)" >&2; exit 2; }
 fi
 t=${FUZZTIME:-60s}
+[[ $t =~ ^[1-9][0-9]*[smh]?$ ]] || { echo "fuzz-native: FUZZTIME=$t: want a whole number of seconds, minutes or hours (30s, 5m, 1h)" >&2; exit 2; }
 case $t in
 *h) secs=$((${t%h} * 3600)) ;; *m) secs=$((${t%m} * 60)) ;; *s) secs=${t%s} ;; *) secs=$t ;;
 esac

@@ -15,6 +15,8 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 FUZZTIME=${FUZZTIME:-60s}
+[[ $FUZZTIME =~ ^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$|^[0-9]+x$ ]] ||
+	{ echo "fuzz.sh: FUZZTIME=$FUZZTIME: want a Go duration (30s, 5m, 1h30m) or a count of inputs (1000x)" >&2; exit 2; }
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(FuzzDiscretize FuzzScan FuzzBackward)
 logdir=${OUT:-out}/fuzz
