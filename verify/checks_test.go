@@ -74,6 +74,9 @@ func config(t *testing.T) checkConfig {
 	if lib.Backend == "cpu" {
 		c = checkConfig{batch: 2, dim: 64, seqlen: 256, dstate: 16, trials: 15, warmup: 10, maxSlowdown: 3, maxBwdSlowdown: 3}
 	}
+	if *flagMaxSlowdown < 0 || math.IsNaN(*flagMaxSlowdown) {
+		t.Fatalf("-max-slowdown = %v: want a factor above 0 (0: the backend's default)", *flagMaxSlowdown)
+	}
 	if *flagMaxSlowdown > 0 {
 		c.maxSlowdown = *flagMaxSlowdown
 	}
@@ -81,9 +84,14 @@ func config(t *testing.T) checkConfig {
 		c.batch, c.dim, c.seqlen, c.trials = 1, min(c.dim, 64), min(c.seqlen, 256), min(c.trials, 10)
 	}
 	for _, f := range []struct {
+		name string
 		flag *int
 		dst  *int
-	}{{flagBatch, &c.batch}, {flagDim, &c.dim}, {flagSeqlen, &c.seqlen}, {flagDstate, &c.dstate}, {flagTrials, &c.trials}, {flagWarmup, &c.warmup}} {
+	}{{"batch", flagBatch, &c.batch}, {"dim", flagDim, &c.dim}, {"seqlen", flagSeqlen, &c.seqlen},
+		{"dstate", flagDstate, &c.dstate}, {"trials", flagTrials, &c.trials}, {"warmup", flagWarmup, &c.warmup}} {
+		if *f.flag < 0 {
+			t.Fatalf("-%s = %d: want a positive number (0: the backend's default)", f.name, *f.flag)
+		}
 		if *f.flag > 0 {
 			*f.dst = *f.flag
 		}
@@ -900,6 +908,13 @@ func TestCheck7MethodComparison(t *testing.T) {
 		t.Fatalf("the gate runs Check7 as %s: rename report.Check7Test with the test", report.Check7Test)
 	}
 	c := config(t)
+	var sizes [][4]int
+	if *flagSizes != "" {
+		var err error
+		if sizes, err = parseSizes(*flagSizes); err != nil {
+			t.Fatalf("-sizes: %v", err)
+		}
+	}
 	probe := checkProblem(c, ssm.ZOH, c.complex)
 	bytesMoved := cudalib.ScanBytes(probe, c.dtype)
 	copyBW, err := lib.CopyBandwidth(max(bytesMoved, 64<<20), 10)
@@ -971,13 +986,10 @@ func TestCheck7MethodComparison(t *testing.T) {
 	}
 	if *flagSizes != "" {
 		sweep := report.Table{Name: "Check7: scaling", Columns: []string{"size", "method", "median µs", "GB/s", ""}}
-		for _, size := range strings.Split(*flagSizes, ",") {
-			var b, d, l, n int
-			if _, err := fmt.Sscanf(strings.TrimSpace(size), "%dx%dx%dx%d", &b, &d, &l, &n); err != nil {
-				t.Fatalf("-sizes: %q is not BxDxLxN: %v", size, err)
-			}
+		for _, z := range sizes {
+			size := fmt.Sprintf("%dx%dx%dx%d", z[0], z[1], z[2], z[3])
 			sc := c
-			sc.batch, sc.dim, sc.seqlen, sc.dstate = b, d, l, n
+			sc.batch, sc.dim, sc.seqlen, sc.dstate = z[0], z[1], z[2], z[3]
 			for _, m := range c.methods {
 				p := checkProblem(sc, m, c.complex)
 				plan, _ := newPlan(t, p, c.dtype)
@@ -994,6 +1006,26 @@ func TestCheck7MethodComparison(t *testing.T) {
 	}
 	result.Passed = !t.Failed()
 	writeCheck(t, 7, result)
+}
+
+// parseSizes reads -sizes: comma-separated BxDxLxN, each a positive
+// integer.
+func parseSizes(s string) ([][4]int, error) {
+	var out [][4]int
+	for _, size := range strings.Split(s, ",") {
+		parts := strings.Split(strings.TrimSpace(size), "x")
+		var v [4]int
+		ok := len(parts) == 4
+		for i := 0; ok && i < 4; i++ {
+			n, err := strconv.Atoi(parts[i])
+			ok, v[i] = err == nil && n > 0, n
+		}
+		if !ok {
+			return nil, fmt.Errorf("%q is not BxDxLxN (four positive integers, e.g. 8x512x1024x16)", size)
+		}
+		out = append(out, v)
+	}
+	return out, nil
 }
 
 // backwardSamples times every method's backward pass on Check7's problem
@@ -1071,5 +1103,29 @@ func TestCheck5NoisyAttemptDecidesNothing(t *testing.T) {
 	}
 	if b := SteadyBand(PairedRatios(noisyF, noisyW)); b <= MaxSteadyBand {
 		t.Errorf("the noisy measurement's band is ±%.2f, within ±%g: it would decide", b, MaxSteadyBand)
+	}
+}
+
+// TestParseSizes: -sizes takes comma-separated BxDxLxN of positive
+// integers and refuses anything else before a measurement starts (a
+// negative dim once reached makeslice and crashed the sweep).
+func TestParseSizes(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want [][4]int
+	}{
+		{"8x512x1024x16", [][4]int{{8, 512, 1024, 16}}},
+		{"1x64x256x16, 2x8x70x4", [][4]int{{1, 64, 256, 16}, {2, 8, 70, 4}}},
+	} {
+		got, err := parseSizes(c.in)
+		if err != nil || !slices.Equal(got, c.want) {
+			t.Errorf("parseSizes(%q) = %v, %v; want %v", c.in, got, err, c.want)
+		}
+	}
+	for _, bad := range []string{"", "1x-64x256x16", "1x0x256x16", "8x512x1024", "8x512x1024x16x2", "8x512x1024x16junk",
+		"8x512x1024x16,", "axbxcxd", "8 x512x1024x16"} {
+		if got, err := parseSizes(bad); err == nil || !strings.Contains(err.Error(), "BxDxLxN") {
+			t.Errorf("parseSizes(%q) = %v, %v; want an error naming BxDxLxN", bad, got, err)
+		}
 	}
 }
