@@ -1,7 +1,7 @@
-"""stalls.py FILE.csv: stall reasons and instruction mix from `ncu -i REP --page source --csv --print-source sass`
+"""stalls.py FILE.csv[.gz]: stall reasons and instruction mix from `ncu -i REP --page source --csv --print-source sass`
 (profile.sh writes one): each reason's share of the samples and the opcodes that carry it."""
-import csv, sys, collections, re
-rows = list(csv.reader(open(sys.argv[1])))
+import csv, gzip, sys, collections, re
+rows = list(csv.reader(gzip.open(sys.argv[1], 'rt') if sys.argv[1].endswith('.gz') else open(sys.argv[1])))
 hdr = rows[1]; data = rows[2:]
 ix = {h: i for i, h in enumerate(hdr)}
 stall_cols = [h for h in hdr if h.startswith('stall_') and 'Not Issued' not in h]
