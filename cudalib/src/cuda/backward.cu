@@ -44,6 +44,7 @@
 #include "bwd_block.cuh"
 #include "bwd_ops.cuh"
 #include "cuda_host.h"
+#include "static_switch.cuh"
 
 namespace ssmk {
 
@@ -316,26 +317,7 @@ int32_t launch_m(const BwdParams &p, cudaStream_t s) {
 template <typename T, typename V>
 int32_t launch_t(const BwdParams &p, int method, const ssmk_scan_grads &g, cudaStream_t s) {
     int32_t st;
-    switch (method) {
-    case ZOH:
-        st = launch_m<T, V, ZOH>(p, s);
-        break;
-    case FOH:
-        st = launch_m<T, V, FOH>(p, s);
-        break;
-    case BILINEAR:
-        st = launch_m<T, V, BILINEAR>(p, s);
-        break;
-    case POLY:
-        st = launch_m<T, V, POLY>(p, s);
-        break;
-    case HIGHORDER:
-        st = launch_m<T, V, HIGHORDER>(p, s);
-        break;
-    default:
-        st = launch_m<T, V, RK4>(p, s);
-        break;
-    }
+    method_switch(method, [&](auto m) { st = launch_m<T, V, decltype(m)::value>(p, s); });
     if (st) return st;
     reduce<V>(p.pA, g.dA, p, p.dstate, s);
     if (!p.var_b) reduce<V>(p.pB, g.dB, p, p.dstate, s);
@@ -344,8 +326,6 @@ int32_t launch_t(const BwdParams &p, int method, const ssmk_scan_grads &g, cudaS
     if (p.pBias) reduce<T>(p.pBias, g.ddelta_bias, p, 1, s);
     return SSMK_OK;
 }
-
-bool aligned16(const void *x) { return (uintptr_t)x % 16 == 0; }
 
 /* The run length, threads per row and rows per block of a's shape. */
 void shape(const ssmk_scan_args &a, BwdParams *p) {

@@ -28,6 +28,9 @@ int32_t cuda_fail(cudaError_t e, const char *what);
         if (e_ != cudaSuccess) return ::ssmk::cuda_fail(e_, #call);                                                    \
     } while (0)
 
+/* Whether q may be read and written in 16-byte vectors. */
+inline bool aligned16(const void *q) { return ((uintptr_t)q & 15) == 0; }
+
 /* SSMK_OK when a CUDA device answers, else SSMK_ENODEVICE with the reason. */
 int32_t ensure_device();
 

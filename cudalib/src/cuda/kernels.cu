@@ -19,8 +19,6 @@ namespace ssmk {
 
 namespace {
 
-bool aligned16(const void *q) { return ((uintptr_t)q & 15) == 0; }
-
 template <typename T, bool CPLX>
 __global__ void discretize_kernel(int method, long long n, const T *delta, const void *A, void *abar, void *bcoef) {
     for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;

@@ -1,7 +1,7 @@
 /*
- * scan_launch.cuh — the scan's host dispatch, in the manner of Mamba's
- * static_switch.h: switches from run-time values to template arguments, and
- * one launch of an instantiation. Included by kernels.cu (the fp32 and fp64
+ * scan_launch.cuh — the scan's host dispatch: the switches of
+ * static_switch.cuh from run-time values to template arguments, and one
+ * launch of an instantiation. Included by kernels.cu (the fp32 and fp64
  * instantiations) and kernels_narrow.cu (the 16-bit input types), which
  * nvcc compiles in parallel.
  */
@@ -14,37 +14,9 @@
 #include <utility>
 
 #include "scan_kernel.cuh"
+#include "static_switch.cuh"
 
 namespace ssmk {
-
-/* f(std::integral_constant<int, M>{}) for the method m (rk4 for any other
- * value: the ABI's arguments are validated before a launch). */
-template <class F>
-void method_switch(int m, F &&f) {
-    switch (m) {
-    case ZOH:
-        return f(std::integral_constant<int, ZOH>{});
-    case FOH:
-        return f(std::integral_constant<int, FOH>{});
-    case BILINEAR:
-        return f(std::integral_constant<int, BILINEAR>{});
-    case POLY:
-        return f(std::integral_constant<int, POLY>{});
-    case HIGHORDER:
-        return f(std::integral_constant<int, HIGHORDER>{});
-    default:
-        return f(std::integral_constant<int, RK4>{});
-    }
-}
-
-/* f(std::true_type{}) or f(std::false_type{}) */
-template <class F>
-void bool_switch(bool b, F &&f) {
-    if (b)
-        f(std::true_type{});
-    else
-        f(std::false_type{});
-}
 
 /* One launch of the scan: one warp per row, kScanWarps rows per block, and
  * each row's carries (one element per state) in dynamic shared memory. */
