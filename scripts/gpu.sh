@@ -21,7 +21,8 @@
 #                                   a dated table (make bench)
 #   scripts/gpu.sh sanitize         there: compute-sanitizer memcheck, racecheck,
 #                                   initcheck and synccheck over the binding's
-#                                   kernel tests (make sanitize)
+#                                   kernel tests and, with carry/verify.test,
+#                                   the backward's fixed cases (make sanitize)
 #   scripts/gpu.sh variants NAME=FLAGS …
 #                                   there: build one libssmk_cuda.so per variant
 #                                   (the sources of carry/cudalib_NAME/ where present,
@@ -310,9 +311,16 @@ sanitize() {
 	for tool in memcheck racecheck initcheck synccheck; do
 		local s=$SECONDS
 		(cd cudalib && SSMK_BACKEND=cuda compute-sanitizer --tool "$tool" --error-exitcode 99 ../carry/cudalib.test \
-			-test.run '^Test(ScanMatchesReference|ScanShapes|ScanManyRows|ScanFastPathScales|DiscretizeMatchesReference|InputsUnchanged|Plans|CValidation|CopyBandwidth)$') \
+			-test.run '^Test(ScanMatchesReference|ScanShapes|ScanManyRows|ScanFastPathScales|DiscretizeMatchesReference|InputsUnchanged|Plans|CValidation|CopyBandwidth|Backward[A-Za-z0-9]*)$') \
 			>"$out/sanitize-$tool.log" 2>&1
 		local rc=$?
+		# The backward's kernels over every declared method, dtype and A, the
+		# layouts that decide where dB and dC go, and dstate beyond a warp
+		# (verify's fixed cases; the binding's own tests are a few shapes).
+		if [ -x carry/verify.test ]; then
+			(cd verify && SSMK_BACKEND=cuda compute-sanitizer --tool "$tool" --error-exitcode 99 ../carry/verify.test \
+				-test.run '^TestBackwardEveryCombination$') >>"$out/sanitize-$tool.log" 2>&1 || rc=$?
+		fi
 		[ $rc -eq 0 ] || fail=1
 		rows+=("$(printf '%-10s %-5s %-32s %5ds' "$tool" "$([ $rc -eq 0 ] && echo ok || echo FAIL)" \
 			"$(grep -oE '(ERROR SUMMARY: [0-9]+ errors?|RACECHECK SUMMARY: [0-9]+ hazards?)' "$out/sanitize-$tool.log" | tail -1)" $((SECONDS - s)))")

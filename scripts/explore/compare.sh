@@ -4,9 +4,11 @@
 # (DTYPES, COMPLEX to narrow) ROUNDS times (default 2) with the variants alternating, so that a drift of the GPU's clocks reaches them alike.
 # Prints, per size, dtype, A and method, each variant's median µs (median over the rounds of Check7's medians)
 # and its ratio to the first variant's, for the forward and, where the library has one, the backward (Check7's
-# backward columns, with each variant's slowest backward against its zoh's). Exits 1 when a run writes no check7.json.
+# backward columns, with each variant's slowest backward against its zoh's). ROUNDS=0 runs nothing and summarises
+# the logs an earlier call left (one cut short by a timeout, say). Exits 1 when a run writes no check7.json.
 out=${OUT:-/tmp/out} logs=${LOGS:-/tmp/compare-logs}
-rm -rf "$logs"; mkdir -p "$out" "$logs"
+[ "${ROUNDS:-2}" = 0 ] || rm -rf "$logs"
+mkdir -p "$out" "$logs"
 fail=0
 for round in $(seq "${ROUNDS:-2}"); do
   for size in ${BENCH_SIZES:-8x512x1024x16 8x2048x4096x16}; do
@@ -15,6 +17,7 @@ for round in $(seq "${ROUNDS:-2}"); do
       for cx in ${COMPLEX:-false true}; do
         for name in "$@"; do
           dir=$logs/$name/$round/$size-$dt-$cx
+          echo "compare.sh: round $round $name $size $dt complex=$cx" >&2
           mkdir -p "$dir"
           (cd verify && SSMK_BACKEND=cuda SSMK_LIB="$PWD/../build/variant-$name.so" ../carry/verify.test \
             -test.run '^TestCheck7MethodComparison$' -batch "$b" -dim "$d" -seqlen "$l" -dstate "$n" -dtype "$dt" \

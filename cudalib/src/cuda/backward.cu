@@ -72,7 +72,7 @@ __device__ void chunk_starts(const BwdParams &p, const Place &q, const Smem<T, V
             sload<T, K>(run.uu, uu);
             V bv[K], ab[K], g[K];
             load_bc<V, K>(p, q, Bp, p.var_b, p.vec_b, n, t0, bv);
-            run_coefs<M, T, K>(a, range, dt, ab, g);
+            run_coefs_any<M, T, K>(a, range, dt, ab, g);
             Aff<V> f = aff_id<V>();
 #pragma unroll
             for (int k = 0; k < K; k++) f = then(f, Aff<V>{ab[k], vscale(vmul(g[k], bv[k]), dt[k] * uu[k])});
@@ -99,6 +99,9 @@ __device__ void chunk_grads(const BwdParams &p, const Place &q, const Smem<T, V>
     V *mu_in = s.mu + (c & 1) * p.R * N, *mu_out = s.mu + ((c + 1) & 1) * p.R * N;
     for (int n = 0; n < N; n++) {
         const V a = ((const V *)p.A)[(long long)q.d * N + n];
+        /* foh's side of 1/2 for the thread's run: per thread, so only the
+         * loops over the run (no barrier in them) are chosen by it */
+        const Branch br = run_branch<M>(a, range);
         V ab[K], h[K];
         Aff<V> f = aff_id<V>();
         {
@@ -108,7 +111,7 @@ __device__ void chunk_grads(const BwdParams &p, const Place &q, const Smem<T, V>
             sload<T, K>(run.uu, uu);
             load_bc<V, K>(p, q, Bp, p.var_b, p.vec_b, n, t0, bv);
             V g[K];
-            run_coefs<M, T, K>(a, range, dt, ab, g);
+            with_branch(br, [&](auto b) { run_coefs<M, decltype(b)::value, T, K>(a, range, dt, ab, g); });
 #pragma unroll
             for (int k = 0; k < K; k++) {
                 h[k] = vscale(vmul(g[k], bv[k]), dt[k] * uu[k]); /* β until the states are known */
@@ -155,33 +158,36 @@ __device__ void chunk_grads(const BwdParams &p, const Place &q, const Smem<T, V>
         sload<T, K>(run.dy, dy);
         load_bc<V, K>(p, q, Bp, p.var_b, p.vec_b, n, t0, bv);
         load_bc<V, K>(p, q, Cp, p.var_c, p.vec_c, n, t0, cv);
+        with_branch(br, [&](auto branch) {
+            constexpr int Br = decltype(branch)::value;
 #pragma unroll
-        for (int k = K - 1; k >= 0; k--) {
-            const V lam = vadd(mu, vscale(vconj(cv[k]), kk * dy[k]));
-            V g, dab, dg;
-            coef_d<M>(a, dt[k], ab[k], g, dab, dg);
-            const T dtu = dt[k] * uu[k];
-            const V hprev = k > 0 ? h[k - 1] : h0;
-            const V dC = vscale(vconj(h[k]), kk * dy[k]), dB = vscale(vmul(vconj(g), lam), dtu);
-            const V lgb = vmul(lam, vconj(vmul(g, bv[k])));
-            V gx = vmul(vconj(dab), vmul(vconj(hprev), lam));
-            /* zoh's g is constant: no term, rather than one multiplied by 0 */
-            if constexpr (M != ZOH) gx = vadd(gx, vscale(vmul(vconj(dg), vmul(vconj(bv[k]), lam)), dtu));
-            sl[k] += vre(lgb);
-            gxs[k] += vre(vmul(gx, vconj(a)));
-            ys[k] += vre(vmul(cv[k], h[k]));
-            dA = vadd(dA, vscale(gx, dt[k]));
-            const int ti = (q.lr * p.tpr + q.j) * (K + 1) + k;
-            if (p.var_c)
-                s.tC[ti] = dC;
-            else
-                dCc = vadd(dCc, dC);
-            if (p.var_b)
-                s.tB[ti] = dB;
-            else
-                dBc = vadd(dBc, dB);
-            mu = vmul(vconj(ab[k]), lam);
-        }
+            for (int k = K - 1; k >= 0; k--) {
+                const V lam = vadd(mu, vscale(vconj(cv[k]), kk * dy[k]));
+                V g, dab, dg;
+                coef_d<M, Br>(a, dt[k], ab[k], g, dab, dg);
+                const T dtu = dt[k] * uu[k];
+                const V hprev = k > 0 ? h[k - 1] : h0;
+                const V dC = vscale(vconj(h[k]), kk * dy[k]), dB = vscale(vmul(vconj(g), lam), dtu);
+                const V lgb = vmul(lam, vconj(vmul(g, bv[k])));
+                V gx = vmul(vconj(dab), vmul(vconj(hprev), lam));
+                /* zoh's g is constant: no term, rather than one multiplied by 0 */
+                if constexpr (M != ZOH) gx = vadd(gx, vscale(vmul(vconj(dg), vmul(vconj(bv[k]), lam)), dtu));
+                sl[k] += vre(lgb);
+                gxs[k] += vre(vmul(gx, vconj(a)));
+                ys[k] += vre(vmul(cv[k], h[k]));
+                dA = vadd(dA, vscale(gx, dt[k]));
+                const int ti = (q.lr * p.tpr + q.j) * (K + 1) + k;
+                if (p.var_c)
+                    s.tC[ti] = dC;
+                else
+                    dCc = vadd(dCc, dC);
+                if (p.var_b)
+                    s.tB[ti] = dB;
+                else
+                    dBc = vadd(dBc, dB);
+                mu = vmul(vconj(ab[k]), lam);
+            }
+        });
         if (q.j == 0) {
             if (c > 0)
                 mu_out[q.lr * N + n] = mu;

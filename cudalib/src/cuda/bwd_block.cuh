@@ -129,18 +129,21 @@ __device__ __forceinline__ void load_bc(const BwdParams &p, const Place &q, cons
 
 /* The thread's run of row values into shared memory: Δ after bias and
  * softplus, u, and dy, the gradient reaching y (dout·z·σ(z) with a gate);
- * 0 past seqlen. Returns the run's least and greatest Δ (run_coefs's vote). */
+ * 0 past seqlen. Returns the run's range of Δ (the votes of run_coefs and run_branch). */
 template <typename T, int K>
 __device__ __forceinline__ DtRange<T> load_row(const BwdParams &p, const Place &q, int t0, T *dt, T *uu, T *dy) {
     const long long base = q.r * p.seqlen;
-    DtRange<T> range{T(0), T(0)};
+    DtRange<T> range{T(0), T(0), T(INFINITY)};
 #pragma unroll
     for (int k = 0; k < K; k++) {
         dt[k] = uu[k] = dy[k] = T(0);
-        if (t0 + k >= p.seqlen) continue;
+        if (t0 + k >= p.seqlen) {
+            range.mabs = T(0);
+            continue;
+        }
         const long long i = base + t0 + k;
         dt[k] = step_dt(((const T *)p.delta)[i], (const T *)p.bias, q.d, p.softplus);
-        range.lo = fmin(range.lo, dt[k]), range.hi = fmax(range.hi, dt[k]);
+        range.lo = fmin(range.lo, dt[k]), range.hi = fmax(range.hi, dt[k]), range.mabs = fmin(range.mabs, fabs(dt[k]));
         uu[k] = ((const T *)p.u)[i];
         T g = ((const T *)p.dout)[i];
         if (p.z) {

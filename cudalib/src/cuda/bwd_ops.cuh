@@ -135,11 +135,58 @@ template <int M, typename T>
 __device__ __forceinline__ void coef(cplx<T> a, T dt, cplx<T> &ab, cplx<T> &g) {
     method_complex(M, cscale(a, dt), ab, g);
 }
-/* The least and greatest Δ of a thread's run of steps (with 0). */
+/* The least and greatest Δ of a thread's run of steps (with 0), and the
+ * least |Δ| (0 where the run has a step past seqlen). */
 template <typename T>
 struct DtRange {
-    T lo, hi;
+    T lo, hi, mabs;
 };
+
+/* Which side of |x| = 1/2 every step of a run takes for foh, whose φ1 and φ1'
+ * are a series below and a quotient above (phi1_from_exp, dphi1): NEAR and
+ * FAR where all steps agree, MIXED where each step chooses (and for every
+ * other method and type). Decided once per state from the run's Δ: |a|·max|Δ|
+ * < 1/2, or |a|·min|Δ| ≥ 1/2; rounding is monotone, so every step's |a·Δ|
+ * lies on the same side, and a branch computes the values the per-step
+ * choice selects, without the other side's arithmetic. A NaN, which the
+ * range passes over, is NaN on either side. */
+enum Branch { MIXED = 0, NEAR = 1, FAR = 2 };
+
+template <int M, typename V, typename T>
+__device__ __forceinline__ Branch run_branch(V a, DtRange<T> r) {
+    if constexpr (M == FOH && std::is_same<V, float>::value) {
+        const float aa = fabsf(a);
+        if (aa * fmaxf(-r.lo, r.hi) < 0.5f) return NEAR;
+        if (aa * r.mabs >= 0.5f) return FAR;
+    }
+    (void)a, (void)r;
+    return MIXED;
+}
+
+/* Calls f with br as a compile-time constant (std::integral_constant), so
+ * that a per-thread choice selects straight-line code; f must not reach a
+ * barrier, which the threads of a block on other branches would not. */
+template <typename F>
+__device__ __forceinline__ void with_branch(Branch br, F &&f) {
+    if (br == NEAR)
+        f(std::integral_constant<int, NEAR>{});
+    else if (br == FAR)
+        f(std::integral_constant<int, FAR>{});
+    else
+        f(std::integral_constant<int, MIXED>{});
+}
+
+/* (Ā, g) of method M at real x given e = e^x, on a run of branch Br. */
+template <int M, int Br, typename T>
+__device__ __forceinline__ void coef_e(T x, T e, T &ab, T &g) {
+    if constexpr (M == FOH && Br == NEAR) {
+        ab = e, g = phi1_series(x);
+    } else if constexpr (M == FOH && Br == FAR) {
+        ab = e, g = sdiv(e - T(1), x);
+    } else {
+        method_real_e<M>(x, e, ab, g);
+    }
+}
 
 /* (Ā, g) of method M for a thread's run of K steps of one state. For real
  * float A, where every step's exponent Δ·a2 (a2 = a·log2e) is at least
@@ -147,36 +194,47 @@ struct DtRange {
  * exp2f's value in one instruction for its five, as the forward kernel's
  * fast path forms it; elsewhere the CPU build's sexp(Δ·a). A NaN Δ, which
  * the range passes over, gives NaN on both paths. */
-template <int M, typename T, int K>
+template <int M, int Br, typename T, int K>
 __device__ __forceinline__ void run_coefs(T a, DtRange<T> range, const T (&dt)[K], T (&ab)[K], T (&g)[K]) {
     if constexpr (std::is_same<T, float>::value && uses_exp<M>()) {
         const float a2 = a * SSMK_LOG2E_F;
         if (fabsf(a2) <= FLT_MAX && fminf(range.lo * a2, range.hi * a2) >= -126.0f) {
 #pragma unroll
-            for (int k = 0; k < K; k++) method_real_e<M>(a * dt[k], ex2_normal(dt[k] * a2), ab[k], g[k]);
+            for (int k = 0; k < K; k++) coef_e<M, Br>(a * dt[k], ex2_normal(dt[k] * a2), ab[k], g[k]);
             return;
         }
     }
 #pragma unroll
-    for (int k = 0; k < K; k++) coef<M>(a, dt[k], ab[k], g[k]);
+    for (int k = 0; k < K; k++) coef_e<M, Br>(a * dt[k], uses_exp<M>() ? sexp(a * dt[k]) : T(0), ab[k], g[k]);
 }
-template <int M, typename T, int K>
+template <int M, int Br, typename T, int K>
 __device__ __forceinline__ void run_coefs(cplx<T> a, DtRange<T>, const T (&dt)[K], cplx<T> (&ab)[K], cplx<T> (&g)[K]) {
 #pragma unroll
     for (int k = 0; k < K; k++) coef<M>(a, dt[k], ab[k], g[k]);
 }
+/* The same, the branch chosen here. */
+template <int M, typename T, int K, typename V>
+__device__ __forceinline__ void run_coefs_any(V a, DtRange<T> range, const T (&dt)[K], V (&ab)[K], V (&g)[K]) {
+    with_branch(run_branch<M>(a, range), [&](auto b) { run_coefs<M, decltype(b)::value, T, K>(a, range, dt, ab, g); });
+}
 
 /* g and the derivatives at x = a·Δ, given Ā there (ab, as coef formed it):
  * a method whose Ā is e^x takes it for its exponential, which is then not
- * evaluated again. */
-template <int M, typename T>
+ * evaluated again; foh on a run of one branch Br only that side's. */
+template <int M, int Br, typename T>
 __device__ __forceinline__ void coef_d(T a, T dt, T ab, T &g, T &dab, T &dg) {
     const T x = a * dt;
-    T abar;
-    method_real_e<M>(x, uses_exp<M>() ? ab : T(0), abar, g);
-    method_real_deriv(M, x, abar, g, dab, dg);
+    if constexpr (M == FOH && Br == NEAR) {
+        g = phi1_series(x), dab = ab, dg = dphi1_series(x);
+    } else if constexpr (M == FOH && Br == FAR) {
+        g = sdiv(ab - T(1), x), dab = ab, dg = sdiv(ab - g, x);
+    } else {
+        T abar;
+        method_real_e<M>(x, uses_exp<M>() ? ab : T(0), abar, g);
+        method_real_deriv(M, x, abar, g, dab, dg);
+    }
 }
-template <int M, typename T>
+template <int M, int Br, typename T>
 __device__ __forceinline__ void coef_d(cplx<T> a, T dt, cplx<T> ab, cplx<T> &g, cplx<T> &dab, cplx<T> &dg) {
     const cplx<T> x = cscale(a, dt);
     cplx<T> abar;
