@@ -67,6 +67,12 @@ func MambaBlock(m ssm.Method, batch, dim, seqlen, dstate int) Spec {
 		VariableB: true, VariableC: true, Softplus: true, HasD: true, HasZ: true, HasBias: true}
 }
 
+// ForAnyMethod reports whether New(s, seed) draws the same values whatever
+// s.Method is: the method bounds only the positive real parts of A, which
+// Realistic never draws. A caller that times every method on one problem
+// (Check7) may then draw it once and set Method on copies.
+func (s Spec) ForAnyMethod() bool { return s.Dist == Realistic }
+
 // New returns the problem of spec s drawn from seed: the same on every
 // machine and Go version (PCG with a fixed stream).
 func New(s Spec, seed uint64) *ssm.Problem {

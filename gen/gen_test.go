@@ -2,6 +2,7 @@ package gen
 
 import (
 	"math"
+	"reflect"
 	"strconv"
 	"testing"
 
@@ -104,6 +105,30 @@ func TestWithin(t *testing.T) {
 			p := New(w, seed)
 			if _, _, err := f.Fit(p); err != nil {
 				t.Errorf("%v: %v within %v: %v", f, s, w, err)
+			}
+		}
+	}
+}
+
+// ForAnyMethod is a promise to callers that draw one problem for every
+// method: where it holds, New draws the same values for each method, and
+// where it does not (Stress, whose unstable A is bounded by the method's
+// growth) some method's draw differs, so the promise is not vacuous.
+func TestForAnyMethod(t *testing.T) {
+	for _, dist := range []Dist{Realistic, Stress} {
+		for _, isComplex := range []bool{false, true} {
+			s := MambaBlock(ssm.ZOH, 2, 8, 64, 4)
+			s.Dist, s.Complex = dist, isComplex
+			want := New(s, 3)
+			differs := false
+			for _, m := range ssm.Methods() {
+				s.Method = m
+				got := New(s, 3)
+				got.Method = ssm.ZOH
+				differs = differs || !reflect.DeepEqual(got, want)
+			}
+			if s.ForAnyMethod() == differs {
+				t.Errorf("%v %s: ForAnyMethod() = %t, but the draws differ between methods: %t", dist, ssm.AKind(isComplex), s.ForAnyMethod(), differs)
 			}
 		}
 	}
