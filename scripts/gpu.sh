@@ -267,9 +267,10 @@ bench() {
 				check7 "$size" "$dt" "$cx" ssmk
 			done
 		done
-		# BENCH_MAMBA_LIB: Mamba's own kernel (adapters/mamba) in the same visit, fp32 and bf16, real A
+		# BENCH_MAMBA_LIB: Mamba's own kernel (adapters/mamba) in the same visit, real A, in
+		# BENCH_MAMBA_DTYPES (default fp32 and bf16; an adapter built with SSMK_MAMBA_NARROW=0 has fp32 alone)
 		if [ -n "${BENCH_MAMBA_LIB:-}" ]; then
-			for dt in fp32 bf16; do check7 "$size" "$dt" false mamba "$BENCH_MAMBA_LIB"; done
+			for dt in ${BENCH_MAMBA_DTYPES:-fp32 bf16}; do check7 "$size" "$dt" false mamba "$BENCH_MAMBA_LIB"; done
 		fi
 	done
 	python3 - "$out" "$gpu" "$acc" <<'PY' | tee "$out/bench.txt"

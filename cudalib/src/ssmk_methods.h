@@ -307,6 +307,22 @@ SSMK_HD cplx<T> cphi1(cplx<T> z) {
     return cdiv(em1, z);
 }
 
+/* e^z and φ1(z) together: cexp's and cphi1's values, bitwise, from one
+ * e^Re z and one cos and sin of Im z (each called alone evaluates them
+ * again; sin and cos, with their large-argument paths, are not merged). */
+template <typename T>
+SSMK_HD void cexp_phi1(cplx<T> z, cplx<T> &e, cplx<T> &g) {
+    const T er = sexp(z.re);
+    if (z.im == T(0)) {
+        e = cmake(er, z.im);
+        g = z.re == T(0) ? cmake(T(1), T(0)) : cmake(phi1(z.re), z.im);
+        return;
+    }
+    const T c = scos(z.im), sn = ssin(z.im), s = ssin(z.im / T(2));
+    e = cmake(er * c, er * sn);
+    g = cdiv(cmake(sexpm1(z.re) * c - T(2) * s * s, er * sn), z);
+}
+
 /* ---- the method table ---- */
 
 /* Whether method M's Ā is e^x (every method but bilinear). */
@@ -408,44 +424,78 @@ SSMK_HD void method_real(int m, T x, T &abar, T &g) {
     }
 }
 
+/* g of method M at complex x: the one definition of each method's complex
+ * input coefficient, read by method_complex and by the GPU backward, which
+ * has Ā from its forward pass and needs g alone. */
+template <int M, typename T>
+SSMK_HD cplx<T> method_complex_g(cplx<T> x) {
+    const cplx<T> one = cmake(T(1), T(0));
+    if constexpr (M == ZOH) {
+        (void)x;
+        return one;
+    } else if constexpr (M == FOH) {
+        return cphi1(x);
+    } else if constexpr (M == BILINEAR) {
+        const cplx<T> half = cscale(x, T(0.5));
+        return cdiv(one, cmake(T(1) - half.re, -half.im));
+    } else if constexpr (M == POLY) {
+        return cadd(one, cmul(x, cadd(cmake(T(0.5), T(0)), cscale(x, T(1.0 / 6.0)))));
+    } else if constexpr (M == HIGHORDER) {
+        return cadd(one, cscale(x, T(0.5)));
+    } else if constexpr (M == RK4) {
+        return cadd(one, cmul(x, cadd(cmake(T(0.5), T(0)),
+                                      cmul(x, cadd(cmake(T(1.0 / 6.0), T(0)), cscale(x, T(1.0 / 24.0)))))));
+    } else {
+        (void)x;
+        return cmake(T(NAN), T(NAN));
+    }
+}
+
+/* Ā of method M at complex x: e^x, or bilinear's (1 + x/2)/(1 − x/2). */
+template <int M, typename T>
+SSMK_HD cplx<T> method_complex_abar(cplx<T> x) {
+    if constexpr (M == BILINEAR) {
+        const cplx<T> half = cscale(x, T(0.5));
+        return cdiv(cmake(T(1) + half.re, half.im), cmake(T(1) - half.re, -half.im));
+    } else if constexpr (M >= ZOH && M <= RK4) {
+        return cexp(x);
+    } else {
+        (void)x;
+        return cmake(T(NAN), T(NAN));
+    }
+}
+
+template <int M, typename T>
+SSMK_HD void method_complex_m(cplx<T> x, cplx<T> &abar, cplx<T> &g) {
+    if constexpr (M == FOH) {
+        cexp_phi1(x, abar, g);
+    } else {
+        abar = method_complex_abar<M>(x);
+        g = method_complex_g<M>(x);
+    }
+}
+
 /* (Ā, g) of method m at complex x. */
 template <typename T>
 SSMK_HD_CALL void method_complex(int m, cplx<T> x, cplx<T> &abar, cplx<T> &g) {
-    const cplx<T> one = cmake(T(1), T(0));
 #if SSMK_MUTANT == 6
     if (m == RK4) m = ZOH; /* an undeclared complex fallback to zoh */
 #endif
     switch (m) {
     case ZOH:
-        abar = cexp(x);
-        g = one;
-        return;
+        return method_complex_m<ZOH>(x, abar, g);
     case FOH:
-        abar = cexp(x);
-        g = cphi1(x);
-        return;
-    case BILINEAR: {
-        cplx<T> half = cscale(x, T(0.5));
-        cplx<T> den = cmake(T(1) - half.re, -half.im);
-        abar = cdiv(cmake(T(1) + half.re, half.im), den);
-        g = cdiv(one, den);
-        return;
-    }
+        return method_complex_m<FOH>(x, abar, g);
+    case BILINEAR:
+        return method_complex_m<BILINEAR>(x, abar, g);
     case POLY:
-        abar = cexp(x);
-        g = cadd(one, cmul(x, cadd(cmake(T(0.5), T(0)), cscale(x, T(1.0 / 6.0)))));
-        return;
+        return method_complex_m<POLY>(x, abar, g);
     case HIGHORDER:
-        abar = cexp(x);
-        g = cadd(one, cscale(x, T(0.5)));
-        return;
+        return method_complex_m<HIGHORDER>(x, abar, g);
     case RK4:
-        abar = cexp(x);
-        g = cadd(one, cmul(x, cadd(cmake(T(0.5), T(0)),
-                                   cmul(x, cadd(cmake(T(1.0 / 6.0), T(0)), cscale(x, T(1.0 / 24.0)))))));
-        return;
+        return method_complex_m<RK4>(x, abar, g);
     default:
-        abar = g = cmake(T(NAN), T(NAN));
+        return method_complex_m<-1>(x, abar, g);
     }
 }
 

@@ -145,7 +145,7 @@ struct DtRange {
 /* Which side of |x| = 1/2 every step of a run takes for foh, whose φ1 and φ1'
  * are a series below and a quotient above (phi1_from_exp, dphi1): NEAR and
  * FAR where all steps agree, MIXED where each step chooses (and for every
- * other method and type). Decided once per state from the run's Δ: |a|·max|Δ|
+ * other method, and complex A). Decided once per state from the run's Δ: |a|·max|Δ|
  * < 1/2, or |a|·min|Δ| ≥ 1/2; rounding is monotone, so every step's |a·Δ|
  * lies on the same side, and a branch computes the values the per-step
  * choice selects, without the other side's arithmetic. A NaN, which the
@@ -154,10 +154,10 @@ enum Branch { MIXED = 0, NEAR = 1, FAR = 2 };
 
 template <int M, typename V, typename T>
 __device__ __forceinline__ Branch run_branch(V a, DtRange<T> r) {
-    if constexpr (M == FOH && std::is_same<V, float>::value) {
-        const float aa = fabsf(a);
-        if (aa * fmaxf(-r.lo, r.hi) < 0.5f) return NEAR;
-        if (aa * r.mabs >= 0.5f) return FAR;
+    if constexpr (M == FOH && std::is_same<V, T>::value) {
+        const T aa = fabs(a);
+        if (aa * fmax(-r.lo, r.hi) < T(0.5)) return NEAR;
+        if (aa * r.mabs >= T(0.5)) return FAR;
     }
     (void)a, (void)r;
     return MIXED;
@@ -234,13 +234,21 @@ __device__ __forceinline__ void coef_d(T a, T dt, T ab, T &g, T &dab, T &dg) {
         method_real_deriv(M, x, abar, g, dab, dg);
     }
 }
+/* Complex A: Ā is the forward pass's (the same function of the same x), so
+ * only g is formed again, inline where it is a polynomial or a quotient.
+ * foh's φ1, with its sin and cos, stays in the called method table
+ * (SSMK_HD_CALL says why); a called function of its own for φ1 alone made
+ * ptxas 11.8 crash on sm_90. */
 template <int M, int Br, typename T>
 __device__ __forceinline__ void coef_d(cplx<T> a, T dt, cplx<T> ab, cplx<T> &g, cplx<T> &dab, cplx<T> &dg) {
     const cplx<T> x = cscale(a, dt);
-    cplx<T> abar;
-    method_complex(M, x, abar, g);
-    method_complex_deriv_m<M>(x, abar, g, dab, dg);
-    (void)ab;
+    if constexpr (M == FOH) {
+        cplx<T> abar;
+        method_complex(M, x, abar, g);
+    } else {
+        g = method_complex_g<M>(x);
+    }
+    method_complex_deriv_m<M>(x, ab, g, dab, dg);
 }
 
 /* K values from a 16-byte aligned run in shared memory, in 16-byte vectors. */
