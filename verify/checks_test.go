@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"slices"
 	"strconv"
@@ -167,6 +168,30 @@ func (dc *drawCache) draw(s gen.Spec) *ssm.Problem {
 	p := dc.p.Clone()
 	p.Method = s.Method
 	return p
+}
+
+// The checks' problems are drawn once for every method (Realistic inputs do
+// not depend on it): each method gets gen.New's values for its own spec,
+// and a caller that modifies its copy leaves the next caller's intact.
+func TestCheckProblemDrawnOnce(t *testing.T) {
+	c := checkConfig{batch: 1, dim: 4, seqlen: 64, dstate: 4, dtype: ssm.F64}
+	first := checkProblem(c, ssm.ZOH, false)
+	first.U[0], first.A[0] = 1e9, 1e9
+	for _, m := range ssm.Methods() {
+		got := checkProblem(c, m, false)
+		s := within(gen.MambaBlock(m, c.batch, c.dim, c.seqlen, c.dstate), c.dtype)
+		want, err := fitProblem("TestCheckProblemDrawnOnce", gen.New(s, 1), c.dtype)
+		if err != nil {
+			t.Skipf("%v: %v", m, err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%v: checkProblem's problem is not gen.New's for the method's own spec (or an earlier caller's change reached it)", m)
+		}
+	}
+	ct := checkDraws.cotangent(first)
+	if want := gen.NewCotangent(first, 1, false); !reflect.DeepEqual(ct, want) {
+		t.Error("the shared cotangent is not gen.NewCotangent(p, 1, false)")
+	}
 }
 
 // cotangent is gen.NewCotangent(p, 1, false), whose dout depends only on
