@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -115,8 +116,9 @@ func gradFailure(c judge.GradComparison, dt ssm.DType) string {
 
 // TestBackwardAccuracy: every gradient of the backward pass against the
 // float64 reference gradients (reference.ScanGrad) under the reverse
-// scan's error model (reference.GradErrorScale), on random shapes that
-// cross the chunk boundaries a kernel may have (seqlen up to 200), every
+// scan's error model (reference.GradErrorScale), on random shapes (seqlen
+// up to 200, across the tiles of a kernel; TestBackwardChunkBoundaries
+// takes rows across longer chunks), every
 // option, from h = 0 or an initial state, with or without a gradient of
 // the last state, in realistic and stress inputs.
 func TestBackwardAccuracy(t *testing.T) {
@@ -221,6 +223,50 @@ func TestBackwardOptionSweep(t *testing.T) {
 		if len(failed) > 0 {
 			t.Errorf("%v %v %s: %d of 16 cases fail:\n  %s", cb.m, cb.dt, ssm.AKind(cb.isComplex), len(failed), strings.Join(failed, "\n  "))
 		}
+	}
+}
+
+// backwardChunkSeqlens cross the chunks of a GPU backward, which splits a
+// long row into chunks whose starting states it recomputes (or reads) and
+// carries the adjoint from one chunk back to the one before: 1100 steps
+// cross 512-step chunks twice and 1024-step ones once (this project's CUDA
+// build in fp64 or complex, and in fp32), 2049 Mamba's 2048-step chunks,
+// each ending in a partial chunk. Two lengths, not chunkSeqlens' five: the
+// planted-bug runs repeat the suite some thirty times on CI.
+var backwardChunkSeqlens = []int{1100, 2049}
+
+// TestBackwardChunkBoundaries: the backward of long rows
+// (backwardChunkSeqlens), every declared combination, all options, from an
+// initial state with a gradient of the last state where the library takes
+// them. The other backward tests stay below 256 steps, inside one chunk.
+func TestBackwardChunkBoundaries(t *testing.T) {
+	track(t)
+	combos := backwardCombos(t.Name())
+	if len(combos) == 0 {
+		t.Skip("the library declares no backward pass")
+	}
+	for _, L := range backwardChunkSeqlens {
+		t.Run(strconv.Itoa(L), func(t *testing.T) {
+			for _, cb := range combos {
+				s := gen.MambaBlock(cb.m, 1, 2, L, 3)
+				s.Complex = cb.isComplex
+				p := gen.New(within(s, cb.dt), uint64(L))
+				states := stateGrads(cb)
+				if states {
+					gen.SetInitialState(p, uint64(L))
+				}
+				ct := gen.NewCotangent(p, uint64(L), states)
+				c, pr, ctr, err := backwardChecked(t.Name(), p, ct, cb.dt, states)
+				if err != nil {
+					t.Errorf("%v %v %s: declared supported, but %v", cb.m, cb.dt, ssm.AKind(cb.isComplex), err)
+					continue
+				}
+				if !c.Passed(cb.dt) {
+					t.Errorf("%v %v %s: %s%s", cb.m, cb.dt, ssm.AKind(cb.isComplex), gradFailure(c, cb.dt),
+						backwardDiagnosis(t.Name(), pr, ctr, cb.dt))
+				}
+			}
+		})
 	}
 }
 
