@@ -170,6 +170,15 @@ func (dc *drawCache) draw(s gen.Spec) *ssm.Problem {
 	return p
 }
 
+// cotangent is gen.NewCotangent(p, 1, false), whose dout depends only on
+// p's output length, drawn once for the last problem drawn; read-only.
+func (dc *drawCache) cotangent(p *ssm.Problem) *ssm.Cotangent {
+	if dc.ct == nil || len(dc.ct.Out) != p.OutLen() {
+		dc.ct = gen.NewCotangent(p, 1, false)
+	}
+	return dc.ct
+}
+
 // The checks' problems are drawn once for every method (Realistic inputs do
 // not depend on it): each method gets gen.New's values for its own spec,
 // and a caller that modifies its copy leaves the next caller's intact.
@@ -192,15 +201,6 @@ func TestCheckProblemDrawnOnce(t *testing.T) {
 	if want := gen.NewCotangent(first, 1, false); !reflect.DeepEqual(ct, want) {
 		t.Error("the shared cotangent is not gen.NewCotangent(p, 1, false)")
 	}
-}
-
-// cotangent is gen.NewCotangent(p, 1, false), whose dout depends only on
-// p's output length, drawn once for the last problem drawn; read-only.
-func (dc *drawCache) cotangent(p *ssm.Problem) *ssm.Cotangent {
-	if dc.ct == nil || len(dc.ct.Out) != p.OutLen() {
-		dc.ct = gen.NewCotangent(p, 1, false)
-	}
-	return dc.ct
 }
 
 // writeCheck writes checkN.json into the report folder (-report, else out/).
