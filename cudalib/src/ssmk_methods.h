@@ -227,6 +227,13 @@ SSMK_HD T phi1_from_exp(T x, T e) {
 #endif
 }
 
+/* Which form of foh's φ1 a GPU kernel's run of steps takes, decided once
+ * for the run by the kernel's vote on its x = Δ·a: FOH_EXACT, each step
+ * chooses (phi1_from_exp, and every other method); FOH_NEAR, the series
+ * side alone; FOH_FAR, the quotient side alone. What a run must satisfy for
+ * each is the kernel's (scan_terms.cuh, bwd_ops.cuh). */
+enum FohBranch { FOH_EXACT = 0, FOH_NEAR = 1, FOH_FAR = 2 };
+
 /* ---- complex numbers ---- */
 
 template <typename T>

@@ -72,7 +72,7 @@ __device__ void chunk_starts(const BwdParams &p, const Place &q, const Smem<T, V
             sload<T, K>(run.uu, uu);
             V bv[K], ab[K], g[K];
             load_bc<V, K>(p, q, Bp, p.var_b, p.vec_b, n, t0, bv);
-            run_coefs_any<M, T, K>(a, range, dt, ab, g);
+            run_coefs_on<M, T, K>(run_branch<M>(a, range), a, range, dt, ab, g);
             Aff<V> f = aff_id<V>();
 #pragma unroll
             for (int k = 0; k < K; k++) f = then(f, Aff<V>{ab[k], vscale(vmul(g[k], bv[k]), dt[k] * uu[k])});
@@ -101,7 +101,7 @@ __device__ void chunk_grads(const BwdParams &p, const Place &q, const Smem<T, V>
         const V a = ((const V *)p.A)[(long long)q.d * N + n];
         /* foh's side of 1/2 for the thread's run: per thread, so only the
          * loops over the run (no barrier in them) are chosen by it */
-        const Branch br = run_branch<M>(a, range);
+        const FohBranch br = run_branch<M>(a, range);
         V ab[K], h[K];
         Aff<V> f = aff_id<V>();
         {
@@ -111,7 +111,7 @@ __device__ void chunk_grads(const BwdParams &p, const Place &q, const Smem<T, V>
             sload<T, K>(run.uu, uu);
             load_bc<V, K>(p, q, Bp, p.var_b, p.vec_b, n, t0, bv);
             V g[K];
-            with_branch(br, [&](auto b) { run_coefs<M, decltype(b)::value, T, K>(a, range, dt, ab, g); });
+            run_coefs_on<M, T, K>(br, a, range, dt, ab, g);
 #pragma unroll
             for (int k = 0; k < K; k++) {
                 h[k] = vscale(vmul(g[k], bv[k]), dt[k] * uu[k]); /* β until the states are known */
@@ -158,7 +158,7 @@ __device__ void chunk_grads(const BwdParams &p, const Place &q, const Smem<T, V>
         sload<T, K>(run.dy, dy);
         load_bc<V, K>(p, q, Bp, p.var_b, p.vec_b, n, t0, bv);
         load_bc<V, K>(p, q, Cp, p.var_c, p.vec_c, n, t0, cv);
-        with_branch(br, [&](auto branch) {
+        foh_branch_switch(br, [&](auto branch) {
             constexpr int Br = decltype(branch)::value;
 #pragma unroll
             for (int k = K - 1; k >= 0; k--) {

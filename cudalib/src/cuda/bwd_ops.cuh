@@ -22,6 +22,7 @@
 
 #include "../ssmk_derivs.h"
 #include "../ssmk_methods.h"
+#include "static_switch.cuh"
 
 namespace ssmk {
 namespace bwd {
@@ -142,46 +143,31 @@ struct DtRange {
     T lo, hi, mabs;
 };
 
-/* Which side of |x| = 1/2 every step of a run takes for foh, whose φ1 and φ1'
- * are a series below and a quotient above (phi1_from_exp, dphi1): NEAR and
- * FAR where all steps agree, MIXED where each step chooses (and for every
- * other method, and complex A). Decided once per state from the run's Δ: |a|·max|Δ|
- * < 1/2, or |a|·min|Δ| ≥ 1/2; rounding is monotone, so every step's |a·Δ|
- * lies on the same side, and a branch computes the values the per-step
- * choice selects, without the other side's arithmetic. A NaN, which the
- * range passes over, is NaN on either side. */
-enum Branch { MIXED = 0, NEAR = 1, FAR = 2 };
-
+/* foh's branch for a thread's run of one state (FohBranch), whose φ1 and
+ * φ1' are a series below |x| = 1/2 and a quotient above (phi1_from_exp,
+ * dphi1): FOH_NEAR and FOH_FAR where all steps agree, FOH_EXACT where each
+ * step chooses (and for every other method, and complex A). Decided from
+ * the run's Δ: |a|·max|Δ| < 1/2, or |a|·min|Δ| ≥ 1/2; rounding is monotone,
+ * so every step's |a·Δ| lies on the same side, and a branch computes the
+ * values the per-step choice selects, without the other side's arithmetic.
+ * A NaN, which the range passes over, is NaN on either side. */
 template <int M, typename V, typename T>
-__device__ __forceinline__ Branch run_branch(V a, DtRange<T> r) {
+__device__ __forceinline__ FohBranch run_branch(V a, DtRange<T> r) {
     if constexpr (M == FOH && std::is_same<V, T>::value) {
         const T aa = fabs(a);
-        if (aa * fmax(-r.lo, r.hi) < T(0.5)) return NEAR;
-        if (aa * r.mabs >= T(0.5)) return FAR;
+        if (aa * fmax(-r.lo, r.hi) < T(0.5)) return FOH_NEAR;
+        if (aa * r.mabs >= T(0.5)) return FOH_FAR;
     }
     (void)a, (void)r;
-    return MIXED;
-}
-
-/* Calls f with br as a compile-time constant (std::integral_constant), so
- * that a per-thread choice selects straight-line code; f must not reach a
- * barrier, which the threads of a block on other branches would not. */
-template <typename F>
-__device__ __forceinline__ void with_branch(Branch br, F &&f) {
-    if (br == NEAR)
-        f(std::integral_constant<int, NEAR>{});
-    else if (br == FAR)
-        f(std::integral_constant<int, FAR>{});
-    else
-        f(std::integral_constant<int, MIXED>{});
+    return FOH_EXACT;
 }
 
 /* (Ā, g) of method M at real x given e = e^x, on a run of branch Br. */
 template <int M, int Br, typename T>
 __device__ __forceinline__ void coef_e(T x, T e, T &ab, T &g) {
-    if constexpr (M == FOH && Br == NEAR) {
+    if constexpr (M == FOH && Br == FOH_NEAR) {
         ab = e, g = phi1_series(x);
-    } else if constexpr (M == FOH && Br == FAR) {
+    } else if constexpr (M == FOH && Br == FOH_FAR) {
         ab = e, g = sdiv(e - T(1), x);
     } else {
         method_real_e<M>(x, e, ab, g);
@@ -212,10 +198,11 @@ __device__ __forceinline__ void run_coefs(cplx<T> a, DtRange<T>, const T (&dt)[K
 #pragma unroll
     for (int k = 0; k < K; k++) coef<M>(a, dt[k], ab[k], g[k]);
 }
-/* The same, the branch chosen here. */
+/* The same on a run of branch br, known at run time. */
 template <int M, typename T, int K, typename V>
-__device__ __forceinline__ void run_coefs_any(V a, DtRange<T> range, const T (&dt)[K], V (&ab)[K], V (&g)[K]) {
-    with_branch(run_branch<M>(a, range), [&](auto b) { run_coefs<M, decltype(b)::value, T, K>(a, range, dt, ab, g); });
+__device__ __forceinline__ void run_coefs_on(FohBranch br, V a, DtRange<T> range, const T (&dt)[K], V (&ab)[K],
+                                             V (&g)[K]) {
+    foh_branch_switch(br, [&](auto b) { run_coefs<M, decltype(b)::value, T, K>(a, range, dt, ab, g); });
 }
 
 /* g and the derivatives at x = a·Δ, given Ā there (ab, as coef formed it):
@@ -224,9 +211,9 @@ __device__ __forceinline__ void run_coefs_any(V a, DtRange<T> range, const T (&d
 template <int M, int Br, typename T>
 __device__ __forceinline__ void coef_d(T a, T dt, T ab, T &g, T &dab, T &dg) {
     const T x = a * dt;
-    if constexpr (M == FOH && Br == NEAR) {
+    if constexpr (M == FOH && Br == FOH_NEAR) {
         g = phi1_series(x), dab = ab, dg = dphi1_series(x);
-    } else if constexpr (M == FOH && Br == FAR) {
+    } else if constexpr (M == FOH && Br == FOH_FAR) {
         g = sdiv(ab - T(1), x), dab = ab, dg = sdiv(ab - g, x);
     } else {
         T abar;
