@@ -171,21 +171,29 @@ func TestBackwardEveryCombination(t *testing.T) {
 			gen.MambaBlock(cb.m, 1, 2, 40, 40)} {
 			s.Complex = cb.isComplex
 			name := fmt.Sprintf("%v/%v/%s/%d", cb.m, cb.dt, ssm.AKind(cb.isComplex), k)
-			p := gen.New(s, uint64(k+1))
-			states := stateGrads(cb)
-			if states {
-				gen.SetInitialState(p, 3)
-			}
-			ct := gen.NewCotangent(p, 3, states)
-			c, pr, ctr, err := backwardChecked("TestBackwardEveryCombination", p, ct, cb.dt, states)
-			if err != nil {
-				t.Errorf("%s: %v", name, err)
-				continue
-			}
-			if !c.Passed(cb.dt) {
-				t.Errorf("%s: %s%s", name, gradFailure(c, cb.dt), backwardDiagnosis("TestBackwardEveryCombination", pr, ctr, cb.dt))
-			}
+			backwardCase(t, "TestBackwardEveryCombination", name, cb, gen.New(s, uint64(k+1)), 3)
 		}
+	}
+}
+
+// backwardCase judges the backward of p for cb, from an initial state and
+// with a gradient of the last state (drawn from seed) where the library
+// takes them, and fails t under name with the failing gradients and a
+// diagnosis.
+func backwardCase(t *testing.T, test, name string, cb combo, p *ssm.Problem, seed uint64) {
+	t.Helper()
+	states := stateGrads(cb)
+	if states {
+		gen.SetInitialState(p, seed)
+	}
+	ct := gen.NewCotangent(p, seed, states)
+	c, pr, ctr, err := backwardChecked(test, p, ct, cb.dt, states)
+	if err != nil {
+		t.Errorf("%s: %v", name, err)
+		return
+	}
+	if !c.Passed(cb.dt) {
+		t.Errorf("%s: %s%s", name, gradFailure(c, cb.dt), backwardDiagnosis(test, pr, ctr, cb.dt))
 	}
 }
 
@@ -250,21 +258,8 @@ func TestBackwardChunkBoundaries(t *testing.T) {
 			for _, cb := range combos {
 				s := gen.MambaBlock(cb.m, 1, 2, L, 3)
 				s.Complex = cb.isComplex
-				p := gen.New(within(s, cb.dt), uint64(L))
-				states := stateGrads(cb)
-				if states {
-					gen.SetInitialState(p, uint64(L))
-				}
-				ct := gen.NewCotangent(p, uint64(L), states)
-				c, pr, ctr, err := backwardChecked(t.Name(), p, ct, cb.dt, states)
-				if err != nil {
-					t.Errorf("%v %v %s: declared supported, but %v", cb.m, cb.dt, ssm.AKind(cb.isComplex), err)
-					continue
-				}
-				if !c.Passed(cb.dt) {
-					t.Errorf("%v %v %s: %s%s", cb.m, cb.dt, ssm.AKind(cb.isComplex), gradFailure(c, cb.dt),
-						backwardDiagnosis(t.Name(), pr, ctr, cb.dt))
-				}
+				name := fmt.Sprintf("%v %v %s", cb.m, cb.dt, ssm.AKind(cb.isComplex))
+				backwardCase(t, t.Name(), name, cb, gen.New(within(s, cb.dt), uint64(L)), uint64(L))
 			}
 		})
 	}
