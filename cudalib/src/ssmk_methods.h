@@ -304,19 +304,10 @@ SSMK_HD cplx<T> cexp(cplx<T> z) {
     return cmake(e * scos(z.im), e * ssin(z.im));
 }
 
-/* φ1(z) = (e^z − 1)/z with e^z − 1 written without cancellation. */
-template <typename T>
-SSMK_HD cplx<T> cphi1(cplx<T> z) {
-    if (z.re == T(0) && z.im == T(0)) return cmake(T(1), T(0));
-    if (z.im == T(0)) return cmake(phi1(z.re), z.im);
-    T s = ssin(z.im / T(2));
-    cplx<T> em1 = cmake(sexpm1(z.re) * scos(z.im) - T(2) * s * s, sexp(z.re) * ssin(z.im));
-    return cdiv(em1, z);
-}
-
-/* e^z and φ1(z) together: cexp's and cphi1's values, bitwise, from one
- * e^Re z and one cos and sin of Im z (each called alone evaluates them
- * again; sin and cos, with their large-argument paths, are not merged). */
+/* φ1(z) = (e^z − 1)/z, with e^z − 1 written without cancellation, and e^z
+ * (cexp's value, bitwise) from the same e^Re z, cos and sin of Im z: foh
+ * needs both, and sin and cos, with their large-argument paths, are not
+ * merged by the compiler when cexp is called beside a φ1 of its own. */
 template <typename T>
 SSMK_HD void cexp_phi1(cplx<T> z, cplx<T> &e, cplx<T> &g) {
     const T er = sexp(z.re);
@@ -441,7 +432,9 @@ SSMK_HD cplx<T> method_complex_g(cplx<T> x) {
         (void)x;
         return one;
     } else if constexpr (M == FOH) {
-        return cphi1(x);
+        cplx<T> e, g;
+        cexp_phi1(x, e, g);
+        return g;
     } else if constexpr (M == BILINEAR) {
         const cplx<T> half = cscale(x, T(0.5));
         return cdiv(one, cmake(T(1) - half.re, -half.im));
