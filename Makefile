@@ -8,7 +8,7 @@ CUDA_ARCH ?= 90
 BUILD    := build
 SRC      := cudalib/src
 INC      := cudalib/include
-HEADERS  := $(INC)/ssmk.h $(SRC)/ssmk_methods.h $(SRC)/ssmk_host.h $(SRC)/ssmk_narrow.h $(SRC)/ssmk_derivs.h $(SRC)/cpu_plan.h
+HEADERS  := $(INC)/ssmk.h $(SRC)/ssmk_methods.h $(SRC)/ssmk_complex.h $(SRC)/ssmk_host.h $(SRC)/ssmk_narrow.h $(SRC)/ssmk_derivs.h $(SRC)/cpu_plan.h
 # The CPU build: the forward and the ABI's core, and the backward pass.
 CPU_SRC  := $(SRC)/cpu.cpp $(SRC)/cpu_backward.cpp
 CUDA_SRC := $(wildcard $(SRC)/cuda/*.cu $(SRC)/cuda/*.cuh $(SRC)/cuda/*.h)

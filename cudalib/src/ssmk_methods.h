@@ -27,8 +27,8 @@
  *     e^z − 1 = (expm1(a)·cos b − 2·sin²(b/2)) + i·e^a·sin b, which does not
  *     cancel near 0.
  *   - the polynomials by Horner's rule; bilinear with one division
- *     (g = 1/(1 − x/2), Ā = 2g − 1); complex division by Smith's
- *     algorithm (no overflow of |d|² for large |x|).
+ *     (g = 1/(1 − x/2), Ā = 2g − 1); for complex x both from one
+ *     denominator of Smith's algorithm (ssmk_complex.h's crecip_quo).
  *
  * Mutation testing (make mutants) compiles this file with -DSSMK_MUTANT=k to
  * plant one realistic bug at a time; with SSMK_MUTANT undefined (0) the code
@@ -39,16 +39,7 @@
 
 #include <math.h>
 
-#ifdef __CUDACC__
-#define SSMK_HD __host__ __device__ __forceinline__
-/* The complex method table is called, not inlined, on the GPU: inlining its
- * sin/cos (with their large-argument slow paths) into every unrolled step of
- * every kernel multiplied nvcc's time by 30 for a few percent of speed. */
-#define SSMK_HD_CALL __host__ __device__ __noinline__
-#else
-#define SSMK_HD inline
-#define SSMK_HD_CALL inline
-#endif
+#include "ssmk_complex.h"
 
 #ifndef SSMK_MUTANT
 #define SSMK_MUTANT 0
@@ -76,8 +67,6 @@ SSMK_HD float ssin(float x) { return sinf(x); }
 SSMK_HD double ssin(double x) { return sin(x); }
 SSMK_HD float scos(float x) { return cosf(x); }
 SSMK_HD double scos(double x) { return cos(x); }
-SSMK_HD float sabs(float x) { return fabsf(x); }
-SSMK_HD double sabs(double x) { return fabs(x); }
 
 /* 1/b by one MUFU.RCP (rcp.approx.ftz) on the GPU: where b is normal (or
  * 0 or ±∞) and 1/b is at least 2^-126, it is the reciprocal that
@@ -234,67 +223,7 @@ SSMK_HD T phi1_from_exp(T x, T e) {
  * each is the kernel's (scan_terms.cuh, bwd_ops.cuh). */
 enum FohBranch { FOH_EXACT = 0, FOH_NEAR = 1, FOH_FAR = 2 };
 
-/* ---- complex numbers ---- */
-
-template <typename T>
-struct cplx {
-    T re, im;
-};
-
-template <typename T>
-SSMK_HD cplx<T> cmake(T re, T im) {
-    cplx<T> c;
-    c.re = re;
-    c.im = im;
-    return c;
-}
-template <typename T>
-SSMK_HD cplx<T> cadd(cplx<T> a, cplx<T> b) {
-    return cmake(a.re + b.re, a.im + b.im);
-}
-template <typename T>
-SSMK_HD cplx<T> cmul(cplx<T> a, cplx<T> b) {
-    return cmake(a.re * b.re - a.im * b.im, a.re * b.im + a.im * b.re);
-}
-template <typename T>
-SSMK_HD cplx<T> cscale(cplx<T> a, T s) {
-    return cmake(a.re * s, a.im * s);
-}
-
-/* Smith's algorithm: a/b without forming |b|². Its denominator
- * d = b.re + b.im·r overflows for |b| near the top of the range, where the
- * quotient returned 0 instead of ~1 (found by FuzzDiscretize: foh, fp32,
- * Δ = FLT_MAX, a = −1 + i); there d is taken as b.re·(1 + r²), which
- * cannot overflow but rounds once more, so only there. Its numerators
- * p = a.re + a.im·r, q = a.im − a.re·r overflow for |a| near the top of the
- * range although a/b may not (found by FuzzDiscretize in CI: foh, fp32,
- * x = 88.72 − 79.45i, e^x − 1 ≈ 3e38): there a is divided by 4 first and the
- * quotient multiplied back, both exact. */
-template <typename T>
-SSMK_HD cplx<T> cdiv_smith(cplx<T> a, cplx<T> b, bool &overflow) {
-    const bool re_major = sabs(b.re) >= sabs(b.im);
-    const T big = re_major ? b.re : b.im, small = re_major ? b.im : b.re;
-    const T r = small / big, d = big + small * r;
-    /* a/b = (p + i·q)/d with p, q from a and r; the sign of q's terms
-     * depends on which part of b is the larger. */
-    const T p = re_major ? a.re + a.im * r : a.re * r + a.im;
-    const T q = re_major ? a.im - a.re * r : a.im * r - a.re;
-    overflow = (isinf(p) || isinf(q)) && !isinf(a.re) && !isinf(a.im) && !isinf(r);
-    if (isinf(d) && !isinf(big)) {
-        const T t = T(1) / (T(1) + r * r);
-        return cmake(p * t / big, q * t / big);
-    }
-    return cmake(p / d, q / d);
-}
-
-template <typename T>
-SSMK_HD cplx<T> cdiv(cplx<T> a, cplx<T> b) {
-    bool overflow;
-    const cplx<T> z = cdiv_smith(a, b, overflow);
-    if (!overflow) return z;
-    const cplx<T> w = cdiv_smith(cscale(a, T(0.25)), b, overflow);
-    return cscale(w, T(4));
-}
+/* ---- complex functions ---- */
 
 /* e^z; exactly the real exponential on the real axis. */
 template <typename T>
@@ -437,7 +366,9 @@ SSMK_HD cplx<T> method_complex_g(cplx<T> x) {
         return g;
     } else if constexpr (M == BILINEAR) {
         const cplx<T> half = cscale(x, T(0.5));
-        return cdiv(one, cmake(T(1) - half.re, -half.im));
+        cplx<T> w;
+        crecip_quo(cmake(T(1) - half.re, -half.im), &w, one, (cplx<T> *)nullptr);
+        return w;
     } else if constexpr (M == POLY) {
         return cadd(one, cmul(x, cadd(cmake(T(0.5), T(0)), cscale(x, T(1.0 / 6.0)))));
     } else if constexpr (M == HIGHORDER) {
@@ -456,7 +387,9 @@ template <int M, typename T>
 SSMK_HD cplx<T> method_complex_abar(cplx<T> x) {
     if constexpr (M == BILINEAR) {
         const cplx<T> half = cscale(x, T(0.5));
-        return cdiv(cmake(T(1) + half.re, half.im), cmake(T(1) - half.re, -half.im));
+        cplx<T> q;
+        crecip_quo(cmake(T(1) - half.re, -half.im), (cplx<T> *)nullptr, cmake(T(1) + half.re, half.im), &q);
+        return q;
     } else if constexpr (M >= ZOH && M <= RK4) {
         return cexp(x);
     } else {
@@ -469,6 +402,10 @@ template <int M, typename T>
 SSMK_HD void method_complex_m(cplx<T> x, cplx<T> &abar, cplx<T> &g) {
     if constexpr (M == FOH) {
         cexp_phi1(x, abar, g);
+    } else if constexpr (M == BILINEAR) {
+        /* (1 + x/2)/(1 − x/2) and 1/(1 − x/2): one denominator */
+        const cplx<T> half = cscale(x, T(0.5));
+        crecip_quo(cmake(T(1) - half.re, -half.im), &g, cmake(T(1) + half.re, half.im), &abar);
     } else {
         abar = method_complex_abar<M>(x);
         g = method_complex_g<M>(x);

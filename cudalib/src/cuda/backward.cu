@@ -26,9 +26,10 @@
  * order varies: the capabilities declare SSMK_CAP_BWD_ATOMIC.
  *
  * A row longer than a chunk is run in two phases: forward over the chunks,
- * composing each chunk's maps to its end state (stored in the scratch hS),
- * then backward over the chunks with the adjoint carried from one to the
- * next. Steps past seqlen in the last chunk have Δ = u = dout = 0, which
+ * by the forward's scan kernel in the instantiation that writes the state
+ * entering every chunk into the scratch hS instead of outputs (launched
+ * first, launch_backward), then this kernel backward over the chunks with
+ * the adjoint carried from one to the next. Steps past seqlen in the last chunk have Δ = u = dout = 0, which
  * makes them identity maps with no gradient, and are never written.
  *
  * The block's parameters, shared memory and data movement are in
@@ -44,6 +45,7 @@
 #include "bwd_block.cuh"
 #include "bwd_ops.cuh"
 #include "cuda_host.h"
+#include "scan_policy.cuh"
 #include "static_switch.cuh"
 
 namespace ssmk {
@@ -54,39 +56,6 @@ using namespace bwd;
 
 constexpr int kThreads = 256; /* threads per block */
 constexpr int kMaxTPR = 128;  /* threads per row (chunk = TPR·K steps) */
-/* Phase 1 (rows of several chunks): every chunk's starting state into hS. */
-template <typename T, typename V, int M, int K>
-__device__ void chunk_starts(const BwdParams &p, const Place &q, const Smem<T, V> &s) {
-    const int N = p.dstate, W = blockDim.x / 32, WR = p.tpr / 32;
-    V *hS = (V *)p.hS;
-    const V *Bp = (const V *)p.B;
-    const Runs<T, V, K> run(s);
-    int it = 0;
-    for (int c = 0; c + 1 < p.chunks; c++) {
-        const int t0 = c * p.chunk + q.j * K;
-        const DtRange<T> range = load_row<T, K>(p, q, t0, run.dt, run.uu, run.dy);
-        for (int n = 0; n < N; n++, it++) {
-            const V a = ((const V *)p.A)[(long long)q.d * N + n];
-            T dt[K], uu[K];
-            sload<T, K>(run.dt, dt);
-            sload<T, K>(run.uu, uu);
-            V bv[K], ab[K], g[K];
-            load_bc<V, K>(p, q, Bp, p.var_b, p.vec_b, n, t0, bv);
-            run_coefs_on<M, T, K>(run_branch<M>(a, range), a, range, dt, ab, g);
-            Aff<V> f = aff_id<V>();
-#pragma unroll
-            for (int k = 0; k < K; k++) f = then(f, Aff<V>{ab[k], vscale(vmul(g[k], bv[k]), dt[k] * uu[k])});
-            f = scan_fwd(f, q.lane);
-            Aff<V> *fw = s.fw + (it & 1) * W;
-            if (q.lane == 31) fw[q.wb] = f;
-            __syncthreads();
-            V h = hS[(q.r * p.chunks + c) * N + n];
-            for (int w = 0; w < WR; w++) h = apply(fw[q.lr * WR + w], h);
-            if (q.j == 0) hS[(q.r * p.chunks + c + 1) * N + n] = h;
-        }
-    }
-}
-
 /* Phase 2, one chunk: the states of every run recomputed, the adjoint run
  * back, and the gradient terms; the sums over states in s_, gxs, ys. */
 template <typename T, typename V, int M, int K>
@@ -124,8 +93,8 @@ __device__ void chunk_grads(const BwdParams &p, const Place &q, const Smem<T, V>
         __syncthreads();
         if (n > 0 && (p.var_b || p.var_c)) flush_tiles<T, V, K>(p, q, s, c, n - 1);
         V h0;
-        if (p.chunks > 1)
-            h0 = ((const V *)p.hS)[(q.r * p.chunks + c) * N + n];
+        if (c > 0)
+            h0 = ((const V *)p.hS)[(q.r * (p.chunks - 1) + c - 1) * N + n];
         else
             h0 = p.h0 ? ((const V *)p.h0)[q.r * N + n] : V{};
         for (int w = 0; w < q.wr; w++) h0 = apply(s.fw[q.lr * WR + w], h0);
@@ -210,11 +179,12 @@ __device__ void chunk_grads(const BwdParams &p, const Place &q, const Smem<T, V>
 }
 
 template <typename T, typename V, int M, int K>
-/* Two blocks of 256 threads per SM for the fp32 real kernel (at most 128
- * registers: its eight steps per thread then spill about 90 bytes, which costs
- * less than the one block per SM that 230 registers left). */
-__global__ void __launch_bounds__(kThreads, (std::is_same<T, float>::value && std::is_same<T, V>::value) ? 2 : 1)
-    scan_bwd(BwdParams p) {
+/* Two blocks of 256 threads per SM for the float kernels (at most 128
+ * registers: the real one's eight steps per thread then spill about 90 bytes,
+ * which costs less than the one block per SM that 230 registers left; complex
+ * foh's four fit without a spill where it took 139 unbounded). The double
+ * kernels (178–238 registers) would spill 160–460 bytes: one block. */
+__global__ void __launch_bounds__(kThreads, std::is_same<T, float>::value ? 2 : 1) scan_bwd(BwdParams p) {
     constexpr bool kComplex = !std::is_same<T, V>::value;
     const T kk = kComplex ? T(2) : T(1);
     extern __shared__ __align__(16) unsigned char smem[];
@@ -226,15 +196,8 @@ __global__ void __launch_bounds__(kThreads, (std::is_same<T, float>::value && st
     for (int i = threadIdx.x; i < p.R * p.tpr * (K + 1); i += blockDim.x) s.tB[i] = s.tC[i] = V{};
     for (int i = threadIdx.x; i < N * W; i += blockDim.x) s.accA[i] = s.accB[i] = s.accC[i] = V{};
     V *mu_last = s.mu + ((p.chunks - 1) & 1) * p.R * N;
-    for (int n = q.j; n < N; n += p.tpr) {
-        mu_last[q.lr * N + n] = p.dlast ? ((const V *)p.dlast)[q.r * N + n] : V{};
-        if (p.chunks > 1) ((V *)p.hS)[q.r * p.chunks * N + n] = p.h0 ? ((const V *)p.h0)[q.r * N + n] : V{};
-    }
+    for (int n = q.j; n < N; n += p.tpr) mu_last[q.lr * N + n] = p.dlast ? ((const V *)p.dlast)[q.r * N + n] : V{};
     __syncthreads();
-    if (p.chunks > 1) {
-        chunk_starts<T, V, M, K>(p, q, s);
-        __syncthreads(); /* phase 2 reuses the forward buffers */
-    }
     const T Dd = p.D ? ((const T *)p.D)[q.d] : T(0);
     T dD = T(0), dBias = T(0);
     for (int c = p.chunks - 1; c >= 0; c--) {
@@ -355,7 +318,7 @@ size_t bwd_scratch_bytes(const ssmk_scan_args &a, BwdScratch *layout) {
     const size_t v = weight_size(a.dtype) * (a.is_complex ? 2 : 1), w = weight_size(a.dtype);
     const long long rows = (long long)a.batch * a.dim;
     const size_t per = (size_t)rows * a.dstate * v;
-    const size_t sizes[] = {p.chunks > 1 ? per * p.chunks : 0, per, per, per, (size_t)rows * w, (size_t)rows * w};
+    const size_t sizes[] = {per * (p.chunks - 1), per, per, per, (size_t)rows * w, (size_t)rows * w};
     void **dst[] = {&layout->hS, &layout->pA, &layout->pB, &layout->pC, &layout->pD, &layout->pBias};
     static_assert(sizeof(sizes) / sizeof(sizes[0]) == sizeof(dst) / sizeof(dst[0]), "one size per array");
     size_t total = 0;
@@ -406,6 +369,20 @@ int32_t launch_backward(const ssmk_scan_args &a, const void *h0, const ssmk_scan
     p.pC = sc.pC;
     p.pD = a.D ? sc.pD : nullptr;
     p.pBias = a.delta_bias ? sc.pBias : nullptr;
+    if (p.chunks > 1) {
+        /* Phase 1: the state entering every chunk after the first, by the
+         * scan kernel (no outputs; it stops before the last chunk). */
+        const int tile = 32 * steps_per_lane(weight_size(a.dtype) * (a.is_complex ? 2 : 1));
+        if (p.chunk % tile)
+            return fail(SSMK_EUNSUPPORTED,
+                        "the backward's chunk of %d steps is not a multiple of the scan's tile of %d", p.chunk, tile);
+        ssmk_scan_args fa = a;
+        fa.out = nullptr;
+        fa.last_state = nullptr;
+        ChunkStates cs;
+        cs.states = sc.hS, cs.chunk = p.chunk, cs.chunks = p.chunks;
+        if (const int32_t st = launch_scan(fa, h0, s, cs)) return st;
+    }
     const ScanSizes z = scan_sizes(&a);
     if (a.is_variable_B) CU(cudaMemsetAsync(g.dB, 0, (size_t)z.b * z.w, s));
     if (a.is_variable_C) CU(cudaMemsetAsync(g.dC, 0, (size_t)z.c * z.w, s));

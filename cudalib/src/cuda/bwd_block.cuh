@@ -38,14 +38,14 @@ struct BwdParams {
     long long rows;
     const void *u, *delta, *A, *B, *C, *D, *z, *bias, *h0, *dout, *dlast;
     void *du, *ddelta, *dB, *dC, *dz, *dinit;
-    void *hS;                        /* [rows][chunks][dstate]: each chunk's starting state */
+    void *hS;                        /* [rows][chunks − 1][dstate]: the state entering chunk c ≥ 1 at c − 1 */
     void *pA, *pB, *pC, *pD, *pBias; /* per-row partials of the sums over batch */
 };
 
 /* The block's shared memory, carved from one dynamic allocation. */
 template <typename T, typename V>
 struct Smem {
-    Aff<V> *fw;            /* [2][W] forward warp compositions (two buffers for phase 1) */
+    Aff<V> *fw;            /* [W] forward warp compositions */
     Aff<V> *bw;            /* [W] backward warp compositions */
     V *mu;                 /* [2][R][N] the adjoint entering a chunk, by chunk parity */
     V *tB, *tC;            /* [R][TPR·(K+1)] each row's variable dB and dC of one state */
@@ -65,7 +65,7 @@ template <typename T, typename V>
 __host__ __device__ size_t smem_layout(int W, int R, int N, int tile, int seg, unsigned char *base, Smem<T, V> *s) {
     size_t off = 0;
     Smem<T, V> l;
-    l.fw = (Aff<V> *)take(base, &off, sizeof(Aff<V>) * 2 * W);
+    l.fw = (Aff<V> *)take(base, &off, sizeof(Aff<V>) * W);
     l.bw = (Aff<V> *)take(base, &off, sizeof(Aff<V>) * W);
     l.mu = (V *)take(base, &off, sizeof(V) * 2 * R * N);
     l.tB = (V *)take(base, &off, sizeof(V) * tile);

@@ -34,9 +34,17 @@ inline bool aligned16(const void *q) { return ((uintptr_t)q & 15) == 0; }
 /* SSMK_OK when a CUDA device answers, else SSMK_ENODEVICE with the reason. */
 int32_t ensure_device();
 
+/* The backward's phase 1 through the scan: the state entering each chunk of
+ * `chunk` steps after the first, [rows][chunks − 1][dstate] (ScanParams). */
+struct ChunkStates {
+    void *states = nullptr;
+    int chunk = 0, chunks = 0;
+};
+
 /* Launches the scan of a (device pointers) on stream s. */
-/* h0: the device copy of the initial state, or NULL (h = 0). */
-int32_t launch_scan(const ssmk_scan_args &a, const void *h0, cudaStream_t s);
+/* h0: the device copy of the initial state, or NULL (h = 0); cs: the
+ * backward's chunk states instead of the outputs. */
+int32_t launch_scan(const ssmk_scan_args &a, const void *h0, cudaStream_t s, const ChunkStates &cs = ChunkStates{});
 
 /* The backward's device scratch (backward.cu): the chunks' starting
  * states and the per-row partials of the sums over batch, carved from one

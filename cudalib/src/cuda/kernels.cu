@@ -40,8 +40,11 @@ __global__ void discretize_kernel(int method, long long n, const T *delta, const
 
 } /* namespace */
 
-int32_t launch_scan(const ssmk_scan_args &a, const void *h0, cudaStream_t s) {
+int32_t launch_scan(const ssmk_scan_args &a, const void *h0, cudaStream_t s, const ChunkStates &cs) {
     ScanParams p;
+    p.chunk_states = cs.states;
+    p.chunk = cs.chunk;
+    p.chunks = cs.chunks;
     p.batch = a.batch;
     p.dim = a.dim;
     p.seqlen = a.seqlen;

@@ -55,6 +55,10 @@ struct ScanParams {
     const void *u, *delta, *A, *B, *C, *D, *z, *delta_bias;
     void *out, *last_state;
     const void *h0; /* [rows][dstate] initial state, or NULL: h = 0 */
+    /* the backward's phase 1 (NULL in the forward): [rows][chunks − 1][dstate],
+     * the state entering chunk c ≥ 1 of `chunk` steps (a multiple of the tile) */
+    void *chunk_states;
+    int chunk, chunks;
 };
 
 /* Whether the state being updated loads the next one (state_update's NX):
@@ -489,7 +493,8 @@ __device__ __forceinline__ void store_tile(const ScanParams &p, const ScanRow<Tr
     store_run_as<typename Tr::In, T, K, Tr::kVec, true>(row.out + run.tl, run.avail, o);
 }
 
-template <class Tr, bool FULL>
+/* One tile of the row: its states' updates, then (OUT) its outputs. */
+template <class Tr, bool FULL, bool OUT = true>
 __device__ __forceinline__ void scan_tile(const ScanParams &p, const ScanRow<Tr> &row, int t0, int lane) {
     LaneRun<Tr> run;
     load_tile<Tr, FULL>(p, row, t0, lane, run);
@@ -518,11 +523,19 @@ __device__ __forceinline__ void scan_tile(const ScanParams &p, const ScanRow<Tr>
     } else {
         state_loop<Tr, false, FULL>(p, row, run, lane, at);
     }
-    store_tile<Tr, FULL>(p, row, run);
+    if constexpr (OUT) store_tile<Tr, FULL>(p, row, run);
 }
 
-/* The kernel's body: one row per warp. */
+/* The row's carry (the state after its tiles so far) to dst[0 … N). */
 template <class Tr>
+__device__ __forceinline__ void store_carry(const ScanRow<Tr> &row, int lane, typename Tr::V *dst) {
+    __syncwarp();
+    for (int n = lane; n < row.N; n += Tr::kLanes) dst[n] = row.carry[n];
+}
+
+/* The kernel's body: one row per warp. CS: the backward's phase 1 (chunk
+ * states, no outputs), an instantiation of its own: the forward's is unchanged. */
+template <class Tr, bool CS>
 __device__ __forceinline__ void scan_rows(const ScanParams &p) {
     using In = typename Tr::In;
     using V = typename Tr::V;
@@ -552,30 +565,34 @@ __device__ __forceinline__ void scan_rows(const ScanParams &p) {
     for (int n = lane; n < row.N; n += Tr::kLanes) row.carry[n] = h0 ? h0[n] : V{};
 
     int t0 = 0;
-    for (; t0 + Tr::kTile <= row.L; t0 += Tr::kTile) scan_tile<Tr, true>(p, row, t0, lane);
-    if (t0 < row.L) scan_tile<Tr, false>(p, row, t0, lane);
-    if (p.last_state) {
-        /* The last lane's state after the last tile is the state after step
-         * L − 1 (the steps past the end are identities). */
-        __syncwarp();
-        V *s = (V *)p.last_state + r * row.N;
-        for (int n = lane; n < row.N; n += Tr::kLanes) s[n] = row.carry[n];
+    if constexpr (CS) { /* the carry after every chunk but the last, where the scan stops */
+        for (; t0 + Tr::kTile <= (p.chunks - 1) * p.chunk; t0 += Tr::kTile) {
+            scan_tile<Tr, true, false>(p, row, t0, lane);
+            const int c = (t0 + Tr::kTile) / p.chunk;
+            if (c * p.chunk == t0 + Tr::kTile)
+                store_carry(row, lane, (V *)p.chunk_states + (r * (p.chunks - 1) + c - 1) * row.N);
+        }
+    } else {
+        for (; t0 + Tr::kTile <= row.L; t0 += Tr::kTile) scan_tile<Tr, true>(p, row, t0, lane);
+        if (t0 < row.L) scan_tile<Tr, false>(p, row, t0, lane);
+        /* the last lane's state after the last tile is the state after step
+         * L − 1 (the steps past the end are identities) */
+        if (p.last_state) store_carry(row, lane, (V *)p.last_state + r * row.N);
     }
 }
 
-/* The full-precision kernels, and those of the 16-bit input types, which
- * are compiled for 4 blocks of 128 threads per SM (at most 128 registers):
- * their conversions and byte cursors took ptxas to 131–147 otherwise. A
- * minimum of 1 is not the same as none: it took the fp32 foh and fp64
- * kernels past 128 (make cuda-check). */
-template <class Tr>
+/* The full-precision kernels, and those of the 16-bit input types, for 4
+ * blocks of 128 threads per SM (at most 128 registers): their conversions
+ * and byte cursors took ptxas to 131–147 otherwise. A minimum of 1 took the
+ * fp32 foh and fp64 kernels past 128 (make cuda-check). */
+template <class Tr, bool CS = false>
 __global__ void __launch_bounds__(kScanThreads) scan_kernel(const ScanParams p) {
-    scan_rows<Tr>(p);
+    scan_rows<Tr, CS>(p);
 }
 
 template <class Tr>
 __global__ void __launch_bounds__(kScanThreads, 4) scan_kernel_narrow(const ScanParams p) {
-    scan_rows<Tr>(p);
+    scan_rows<Tr, false>(p);
 }
 
 } /* namespace ssmk */

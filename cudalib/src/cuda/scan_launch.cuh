@@ -26,6 +26,8 @@ void launch_scan_traits(const ScanParams &p, cudaStream_t s) {
     const size_t smem = (size_t)kScanWarps * p.dstate * sizeof(typename Tr::V);
     if constexpr (Tr::kNarrow)
         scan_kernel_narrow<Tr><<<grid, kScanThreads, smem, s>>>(p);
+    else if (p.chunk_states)
+        scan_kernel<Tr, true><<<grid, kScanThreads, smem, s>>>(p);
     else
         scan_kernel<Tr><<<grid, kScanThreads, smem, s>>>(p);
 }
