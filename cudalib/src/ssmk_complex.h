@@ -91,8 +91,8 @@ SSMK_HD cplx<T> cdiv(cplx<T> a, cplx<T> b) {
 
 /* 1/b, and a/b beside it, by Smith's algorithm with one division for its
  * denominator d: the quotients are p·(1/d) rather than p/d, one rounding
- * more than cdiv's (a relative 2u against its u) for two divisions fewer, which
- * bilinear, three quotients of the same b per backward step, feels. Where
+ * more than cdiv's (a relative 2u against its u) for one division fewer, or
+ * two where 1/b is wanted too (bilinear's Ā and g; foh's φ1 and φ1'). Where
  * 1/d is not a normal number (|d| > 1/(4·the least normal), or so small that
  * 1/d overflows; b = 0, inf, NaN) or a numerator overflows (|a| near the top
  * of the range), they are cdiv's. */

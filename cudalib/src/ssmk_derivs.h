@@ -149,7 +149,7 @@ SSMK_HD void method_real_deriv(int m, T x, T abar, T g, T &dabar, T &dg) {
 
 /* The same at complex x, M known at compile time (inlined: the GPU
  * backward is instantiated per method). foh's φ1' is the series for
- * |x| < 1/2 (complex Horner), (e^x − φ1)/x by Smith's division beyond. */
+ * |x| < 1/2 (complex Horner), (e^x − φ1)/x beyond (crecip_quo). */
 template <int M, typename T>
 SSMK_HD void method_complex_deriv_m(cplx<T> x, cplx<T> abar, cplx<T> g, cplx<T> &dabar, cplx<T> &dg) {
     dabar = abar;
@@ -170,7 +170,7 @@ SSMK_HD void method_complex_deriv_m(cplx<T> x, cplx<T> abar, cplx<T> g, cplx<T> 
             for (int k = 0; k < 9; k++) p = cadd(cmul(p, x), cmake(c[k], T(0)));
             dg = p;
         } else {
-            dg = cdiv(cmake(abar.re - g.re, abar.im - g.im), x);
+            crecip_quo(x, (cplx<T> *)nullptr, cmake(abar.re - g.re, abar.im - g.im), &dg);
         }
     } else if constexpr (M == BILINEAR) {
         (void)x;

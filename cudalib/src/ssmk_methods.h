@@ -247,7 +247,7 @@ SSMK_HD void cexp_phi1(cplx<T> z, cplx<T> &e, cplx<T> &g) {
     }
     const T c = scos(z.im), sn = ssin(z.im), s = ssin(z.im / T(2));
     e = cmake(er * c, er * sn);
-    g = cdiv(cmake(sexpm1(z.re) * c - T(2) * s * s, er * sn), z);
+    crecip_quo(z, (cplx<T> *)nullptr, cmake(sexpm1(z.re) * c - T(2) * s * s, er * sn), &g);
 }
 
 /* ---- the method table ---- */

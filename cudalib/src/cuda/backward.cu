@@ -71,7 +71,7 @@ __device__ void chunk_grads(const BwdParams &p, const Place &q, const Smem<T, V>
         /* foh's side of 1/2 for the thread's run: per thread, so only the
          * loops over the run (no barrier in them) are chosen by it */
         const FohBranch br = run_branch<M>(a, range);
-        V ab[K], h[K];
+        V ab[K], h[K], gk[keeps_g<M, V>() ? K : 1];
         Aff<V> f = aff_id<V>();
         {
             T dt[K], uu[K];
@@ -85,6 +85,7 @@ __device__ void chunk_grads(const BwdParams &p, const Place &q, const Smem<T, V>
             for (int k = 0; k < K; k++) {
                 h[k] = vscale(vmul(g[k], bv[k]), dt[k] * uu[k]); /* β until the states are known */
                 f = then(f, Aff<V>{ab[k], h[k]});
+                if constexpr (keeps_g<M, V>()) gk[k] = g[k];
             }
         }
         f = scan_fwd(f, q.lane);
@@ -133,6 +134,7 @@ __device__ void chunk_grads(const BwdParams &p, const Place &q, const Smem<T, V>
             for (int k = K - 1; k >= 0; k--) {
                 const V lam = vadd(mu, vscale(vconj(cv[k]), kk * dy[k]));
                 V g, dab, dg;
+                if constexpr (keeps_g<M, V>()) g = gk[k];
                 coef_d<M, Br>(a, dt[k], ab[k], g, dab, dg);
                 const T dtu = dt[k] * uu[k];
                 const V hprev = k > 0 ? h[k - 1] : h0;

@@ -205,36 +205,48 @@ __device__ __forceinline__ void run_coefs_on(FohBranch br, V a, DtRange<T> range
     foh_branch_switch(br, [&](auto b) { run_coefs<M, decltype(b)::value, T, K>(a, range, dt, ab, g); });
 }
 
-/* g and the derivatives at x = a·Δ, given Ā there (ab, as coef formed it):
- * a method whose Ā is e^x takes it for its exponential, which is then not
- * evaluated again; foh on a run of one branch Br only that side's. */
+/* Whether the gradient pass takes g from the forward pass, kept in
+ * registers, rather than forming it again: foh's in double (a degree-13
+ * series or a division, where the kernels hold 178–238 registers at one
+ * block per SM) and for complex A (e^Re z, sin, cos, expm1 and a division;
+ * the float kernel still fits two blocks). Float real foh's φ1 is cheap and
+ * that kernel is at 128: it forms g again (kept in shared memory, it was
+ * slower, docs/performance.md). The kept g is the value the gradient pass
+ * would form (the same function of the same x): the gradients are the same. */
+template <int M, typename V>
+constexpr bool keeps_g() {
+    return M == FOH && !std::is_same<V, float>::value;
+}
+
+/* g and the derivatives at x = a·Δ, given Ā there (ab, as coef formed it),
+ * and g too where keeps_g: a method whose Ā is e^x takes it for its
+ * exponential, which is then not evaluated again; foh on a run of one
+ * branch Br only that side's. */
 template <int M, int Br, typename T>
 __device__ __forceinline__ void coef_d(T a, T dt, T ab, T &g, T &dab, T &dg) {
     const T x = a * dt;
+    constexpr bool kept = keeps_g<M, T>();
     if constexpr (M == FOH && Br == FOH_NEAR) {
-        g = phi1_series(x), dab = ab, dg = dphi1_series(x);
+        if constexpr (!kept) g = phi1_series(x);
+        dab = ab, dg = dphi1_series(x);
     } else if constexpr (M == FOH && Br == FOH_FAR) {
-        g = sdiv(ab - T(1), x), dab = ab, dg = sdiv(ab - g, x);
+        if constexpr (!kept) g = sdiv(ab - T(1), x);
+        dab = ab, dg = sdiv(ab - g, x);
+    } else if constexpr (kept) {
+        method_real_deriv(M, x, ab, g, dab, dg); /* foh's Ā is e^x = ab */
     } else {
         T abar;
         method_real_e<M>(x, uses_exp<M>() ? ab : T(0), abar, g);
         method_real_deriv(M, x, abar, g, dab, dg);
     }
 }
-/* Complex A: Ā is the forward pass's (the same function of the same x), so
- * only g is formed again, inline where it is a polynomial or a quotient.
- * foh's φ1, with its sin and cos, stays in the called method table
- * (SSMK_HD_CALL says why); a called function of its own for φ1 alone made
- * ptxas 11.8 crash on sm_90. */
+/* Complex A: Ā is the forward pass's (the same function of the same x), and
+ * g too where keeps_g (the caller passes it in); otherwise g is formed
+ * again, inline (a polynomial or a quotient). */
 template <int M, int Br, typename T>
 __device__ __forceinline__ void coef_d(cplx<T> a, T dt, cplx<T> ab, cplx<T> &g, cplx<T> &dab, cplx<T> &dg) {
     const cplx<T> x = cscale(a, dt);
-    if constexpr (M == FOH) {
-        cplx<T> abar;
-        method_complex(M, x, abar, g);
-    } else {
-        g = method_complex_g<M>(x);
-    }
+    if constexpr (!keeps_g<M, cplx<T>>()) g = method_complex_g<M>(x);
     method_complex_deriv_m<M>(x, ab, g, dab, dg);
 }
 
