@@ -367,16 +367,23 @@ func TestCheck2Synchronisation(t *testing.T) {
 	plan, _ := newPlan(t, checkProblem(c, c.base(), false), c.dtype)
 	timers := []Timer{TimerHostUnsynced, TimerHostSynced, TimerEvents}
 	// At least 60 rounds: the decision is a ratio's bootstrap interval, and
-	// the CPU build's launches spread by 30% on a busy 2-core machine.
-	got, err := MeasureInterleaved([]*cudalib.Plan{plan, plan, plan}, timers, c.warmup, max(c.trials, 60), 1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	// the CPU build's launches spread by 30% on a busy 2-core machine. Where
+	// that interval straddles a bound, as many rounds again, twice at most
+	// (a noisy minute of a CI machine left it 0.76–1.34 after 60 rounds).
 	res := map[Timer]Samples{}
-	for i, timer := range timers {
-		res[timer] = got[i]
+	var under float64
+	var sync RatioDecision
+	var err error
+	for look := 0; look < 3 && (look == 0 || !sync.Decided); look++ {
+		got, merr := MeasureInterleaved([]*cudalib.Plan{plan, plan, plan}, timers, c.warmup, max(c.trials, 60), 1)
+		if merr != nil {
+			t.Fatal(merr)
+		}
+		for i, timer := range timers {
+			res[timer] = append(res[timer], got[i]...)
+		}
+		under, sync, err = DecideSync(res[TimerHostUnsynced], res[TimerHostSynced], res[TimerEvents])
 	}
-	under, sync, err := DecideSync(res[TimerHostUnsynced], res[TimerHostSynced], res[TimerEvents])
 	if err != nil {
 		t.Error(err)
 	}
