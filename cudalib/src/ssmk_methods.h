@@ -351,6 +351,14 @@ SSMK_HD void method_real(int m, T x, T &abar, T &g) {
     }
 }
 
+/* Bilinear's Ā = (1 + x/2)/(1 − x/2) and g = 1/(1 − x/2) at complex x (either
+ * NULL where it is not wanted), from one denominator (crecip_quo). */
+template <typename T>
+SSMK_HD void bilinear_complex(cplx<T> x, cplx<T> *abar, cplx<T> *g) {
+    const cplx<T> half = cscale(x, T(0.5));
+    crecip_quo(cmake(T(1) - half.re, -half.im), g, cmake(T(1) + half.re, half.im), abar);
+}
+
 /* g of method M at complex x: the one definition of each method's complex
  * input coefficient, read by method_complex and by the GPU backward, which
  * has Ā from its forward pass and needs g alone. */
@@ -365,9 +373,8 @@ SSMK_HD cplx<T> method_complex_g(cplx<T> x) {
         cexp_phi1(x, e, g);
         return g;
     } else if constexpr (M == BILINEAR) {
-        const cplx<T> half = cscale(x, T(0.5));
         cplx<T> w;
-        crecip_quo(cmake(T(1) - half.re, -half.im), &w, one, (cplx<T> *)nullptr);
+        bilinear_complex(x, (cplx<T> *)nullptr, &w);
         return w;
     } else if constexpr (M == POLY) {
         return cadd(one, cmul(x, cadd(cmake(T(0.5), T(0)), cscale(x, T(1.0 / 6.0)))));
@@ -386,9 +393,8 @@ SSMK_HD cplx<T> method_complex_g(cplx<T> x) {
 template <int M, typename T>
 SSMK_HD cplx<T> method_complex_abar(cplx<T> x) {
     if constexpr (M == BILINEAR) {
-        const cplx<T> half = cscale(x, T(0.5));
         cplx<T> q;
-        crecip_quo(cmake(T(1) - half.re, -half.im), (cplx<T> *)nullptr, cmake(T(1) + half.re, half.im), &q);
+        bilinear_complex(x, &q, (cplx<T> *)nullptr);
         return q;
     } else if constexpr (M >= ZOH && M <= RK4) {
         return cexp(x);
@@ -403,9 +409,7 @@ SSMK_HD void method_complex_m(cplx<T> x, cplx<T> &abar, cplx<T> &g) {
     if constexpr (M == FOH) {
         cexp_phi1(x, abar, g);
     } else if constexpr (M == BILINEAR) {
-        /* (1 + x/2)/(1 − x/2) and 1/(1 − x/2): one denominator */
-        const cplx<T> half = cscale(x, T(0.5));
-        crecip_quo(cmake(T(1) - half.re, -half.im), &g, cmake(T(1) + half.re, half.im), &abar);
+        bilinear_complex(x, &abar, &g);
     } else {
         abar = method_complex_abar<M>(x);
         g = method_complex_g<M>(x);

@@ -45,7 +45,6 @@
 #include "bwd_block.cuh"
 #include "bwd_ops.cuh"
 #include "cuda_host.h"
-#include "scan_policy.cuh"
 #include "static_switch.cuh"
 
 namespace ssmk {
@@ -374,10 +373,6 @@ int32_t launch_backward(const ssmk_scan_args &a, const void *h0, const ssmk_scan
     if (p.chunks > 1) {
         /* Phase 1: the state entering every chunk after the first, by the
          * scan kernel (no outputs; it stops before the last chunk). */
-        const int tile = 32 * steps_per_lane(weight_size(a.dtype) * (a.is_complex ? 2 : 1));
-        if (p.chunk % tile)
-            return fail(SSMK_EUNSUPPORTED,
-                        "the backward's chunk of %d steps is not a multiple of the scan's tile of %d", p.chunk, tile);
         ssmk_scan_args fa = a;
         fa.out = nullptr;
         fa.last_state = nullptr;

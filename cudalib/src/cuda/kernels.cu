@@ -71,6 +71,9 @@ int32_t launch_scan(const ssmk_scan_args &a, const void *h0, cudaStream_t s, con
      * (seqlen a multiple of K) and 16-byte aligned arrays (device buffers
      * from cudaMalloc are 256-byte aligned). */
     const int K = steps_per_lane(velem);
+    if (cs.states && cs.chunk % (32 * K))
+        return fail(SSMK_EUNSUPPORTED, "a chunk of %d steps is not a multiple of the scan's tile of %d", cs.chunk,
+                    32 * K);
     const bool vec = a.is_variable_B && a.is_variable_C && a.seqlen % K == 0 && aligned16(a.u) && aligned16(a.delta) &&
                      aligned16(a.out) && (!a.z || aligned16(a.z)) && aligned16(a.B) && aligned16(a.C);
     if (narrow_dtype(a.dtype)) {

@@ -74,12 +74,6 @@ __device__ __forceinline__ bool dpoly_row_ok(float a) {
     return m == 0.0f || (m >= 0x1p-20f && m <= 0x1p20f);
 }
 
-/* foh's branches for a state's tile (update_terms' NEAR, FohBranch): the
- * exact path (every method's; for foh φ1 by phi1_from_exp); NEAR, φ1 by
- * phi1_near where every x of the tile is in (−near_max, 0] (float) or
- * (−1/2, 1/2) (double); FAR (float), where every x is at most −1/2 and 1/a
- * is normal. */
-
 /* (Ā, Δ·g·B·u) of one state update of real A: the method at x = Δ·a, with
  * e^x (where the method uses it) on the float fast path as exp2 of Δ·a2,
  * a2 = a·log2e formed once per state (a_coef), elsewhere as the CPU build
