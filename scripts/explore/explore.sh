@@ -19,7 +19,7 @@ for v in "$@"; do
     SSMK_NVCC_EXTRA="$flags" "$d/build-cuda.sh" "$lib" 90 > "$logs/build-$name.log" 2>&1 ||
       { echo "BUILD FAIL $name"; grep -m5 error "$logs/build-$name.log"; exit 1; }
     for m in 0 1 2 3 4 5; do
-      f=$(cuobjdump -sass "$lib" | grep -o "_Z[0-9A-Za-z_]*scan_kernel[0-9A-Za-z_]*IfLb0ELi${m}ELb1E[0-9A-Za-z_]*ScanParamsE" | head -1)
+      f=$(cuobjdump -sass "$lib" | grep -oE "_Z[0-9A-Za-z_]*scan_kernel[0-9A-Za-z_]*IfLb0ELi${m}ELb1E(Li32E|EE|fEE|fEELb0E)EEvNS_10ScanParamsE" | head -1)
       r=$(cuobjdump -res-usage "$lib" 2>&1 | grep -A1 "$f" | tail -1 | awk '{print $1,$2}')
       cuobjdump -sass -fun "$f" "$lib" > "$logs/$name-m$m.sass" 2>/dev/null
       l=$(python3 scripts/explore/loops.py "$logs/$name-m$m.sass" 2>/dev/null | awk '/^loop/ && $3+0>150 {printf "%s ", $3}')

@@ -498,22 +498,23 @@ template <class Tr, bool FULL, bool OUT = true>
 __device__ __forceinline__ void scan_tile(const ScanParams &p, const ScanRow<Tr> &row, int t0, int lane) {
     LaneRun<Tr> run;
     load_tile<Tr, FULL>(p, row, t0, lane, run);
-    /* state 0's a and its runs of B and C (or its fixed B and C); the
-     * pointers advance by one state per update */
+    /* state 0's a and its runs of B and C (or fixed B and C), one state per
+     * update. A VEC kernel's B and C are variable: the peeled fp32 forwards take
+     * the stride as row.L, known so; zoh's and bilinear's keep the select (known,
+     * ptxas issued their next loads after the scan; docs/performance.md). */
     StateCursor<Tr> at;
-    at.ap = row.A;
     using V = typename Tr::V;
-    using VIn = typename Tr::VIn;
-    using P = typename Tr::BCCursor;
-    at.bs = row.Bv ? reinterpret_cast<const P *>(row.Bv + run.tl) : reinterpret_cast<const P *>(row.Bf);
-    at.cs = row.Cv ? reinterpret_cast<const P *>(row.Cv + run.tl) : reinterpret_cast<const P *>(row.Cf);
-    at.cy = row.carry;
-    if constexpr (std::is_same<P, V>::value) {
-        at.bstep = row.Bv ? row.L : 1;
-        at.cstep = row.Cv ? row.L : 1;
-    } else { /* bytes */
-        at.bstep = row.Bv ? (long long)row.L * sizeof(VIn) : (long long)sizeof(V);
-        at.cstep = row.Cv ? (long long)row.L * sizeof(VIn) : (long long)sizeof(V);
+    using P = typename Tr::BCCursor; /* elements, or bytes */
+    constexpr long long wv = std::is_same<P, V>::value ? 1 : sizeof(typename Tr::VIn),
+                        wf = std::is_same<P, V>::value ? 1 : sizeof(V);
+    at.ap = row.A, at.cy = row.carry;
+    if constexpr (Tr::kVec && Tr::kPeel && !Tr::kNarrow && OUT) {
+        at.bs = reinterpret_cast<const P *>(row.Bv + run.tl), at.cs = reinterpret_cast<const P *>(row.Cv + run.tl);
+        at.bstep = at.cstep = row.L * wv;
+    } else {
+        at.bs = row.Bv ? reinterpret_cast<const P *>(row.Bv + run.tl) : reinterpret_cast<const P *>(row.Bf);
+        at.cs = row.Cv ? reinterpret_cast<const P *>(row.Cv + run.tl) : reinterpret_cast<const P *>(row.Cf);
+        at.bstep = row.Bv ? row.L * wv : wf, at.cstep = row.Cv ? row.L * wv : wf;
     }
     if constexpr (Tr::kFastTiles && FULL) {
         if (tile_is_fast(row, run))
@@ -551,8 +552,7 @@ __device__ __forceinline__ void scan_rows(const ScanParams &p) {
     const int grp = group_of(row.d, p.dim, p.n_groups);
     const long long base = r * row.L;
     row.u = (const In *)p.u + base, row.delta = (const In *)p.delta + base;
-    row.z = p.z ? (const In *)p.z + base : nullptr;
-    row.out = (In *)p.out + base;
+    row.z = p.z ? (const In *)p.z + base : nullptr, row.out = (In *)p.out + base;
     row.A = (const V *)p.A + (long long)row.d * row.N;
     const long long vbase = ((long long)b * p.n_groups + grp) * row.N * row.L;
     row.Bv = Tr::kVec || p.is_variable_B ? (const VIn *)p.B + vbase : nullptr;
