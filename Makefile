@@ -18,7 +18,7 @@ STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 WARN     := -Wall -Wextra -Werror
 CXXFLAGS ?= -O3 -std=c++17 -fPIC -fopenmp -fvisibility=hidden $(WARN)
 
-.PHONY: all help lib lib-cuda cuda-check test verify ggml mutants fuzz fuzz-native gate gate-bin baseline bench sanitize vet fmt-check lint bench-ref gpu-build clean
+.PHONY: all help lib lib-cuda cuda-check sass-baseline test verify ggml mutants fuzz fuzz-native gate gate-bin baseline bench sanitize vet fmt-check lint bench-ref gpu-build clean
 
 all: lib
 
@@ -45,11 +45,19 @@ $(BUILD)/libssmk_cuda.so: $(CUDA_SRC) $(HEADERS) $(SRC)/ssmk.map cudalib/build-c
 	cudalib/build-cuda.sh $@ $(CUDA_ARCH)
 
 ## cuda-check: compile the CUDA sources for sm_80, sm_87 and sm_90 without running them (CI has no GPU), and
-## fail if a sm_90 scan kernel needs more than 128 registers (fewer blocks per SM: scripts/scan-registers.sh)
+## fail if a sm_90 scan kernel needs more than 128 registers (fewer blocks per SM: scripts/scan-registers.sh) or
+## the fp32 forward kernels' loops and registers left the baseline's shape (scripts/scan-sass.sh: time it on a GPU)
+SASS_BASELINE := docs/performance/sass-fp32-forward.txt
 cuda-check:
 	@for a in 80 87 90; do cudalib/build-cuda.sh $(BUILD)/cuda-check/libssmk_cuda_sm_$$a.so $$a || exit 1; done
 	@echo "cuda-check: the CUDA sources compile for sm_80, sm_87 and sm_90"
 	@scripts/scan-registers.sh $(BUILD)/cuda-check/libssmk_cuda_sm_90.so 128
+	@scripts/scan-sass.sh $(BUILD)/cuda-check/libssmk_cuda_sm_90.so $(SASS_BASELINE)
+
+## sass-baseline: rewrite the fp32 forward kernels' shape that cuda-check compares with (after timing the change)
+sass-baseline:
+	cudalib/build-cuda.sh $(BUILD)/cuda-check/libssmk_cuda_sm_90.so 90
+	scripts/scan-sass.sh $(BUILD)/cuda-check/libssmk_cuda_sm_90.so $(SASS_BASELINE) --update
 
 ## test: everything CI runs (builds the CPU library first)
 test: lib

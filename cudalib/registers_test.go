@@ -68,16 +68,7 @@ func TestScanRegistersScript(t *testing.T) {
 		bin := t.TempDir()
 		file := filepath.Join(bin, "listing.txt")
 		require.NoError(t, os.WriteFile(file, []byte(listing), 0o644))
-		require.NoError(t, os.WriteFile(filepath.Join(bin, "cuobjdump"), []byte("#!/bin/sh\ncat '"+file+"'\n"), 0o755))
-		cmd := exec.Command("bash", append([]string{script}, args...)...)
-		cmd.Env = append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
-		out, err := cmd.CombinedOutput()
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			return string(out), ee.ExitCode()
-		}
-		require.NoError(t, err)
-		return string(out), 0
+		return runWithTools(t, bin, map[string]string{"cuobjdump": "cat '" + file + "'"}, nil, script, args...)
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -97,4 +88,23 @@ func TestScanRegistersScript(t *testing.T) {
 		assert.Equal(t, 2, code)
 		assert.Contains(t, out, "no library at")
 	})
+}
+
+// runWithTools runs a bash script with stand-in executables first on PATH
+// (in bin: name → the body of a sh script) and extra environment, and
+// returns its combined output and exit code.
+func runWithTools(t *testing.T, bin string, tools map[string]string, env []string, script string, args ...string) (string, int) {
+	t.Helper()
+	for name, body := range tools {
+		require.NoError(t, os.WriteFile(filepath.Join(bin, name), []byte("#!/bin/sh\n"+body+"\n"), 0o755))
+	}
+	cmd := exec.Command("bash", append([]string{script}, args...)...)
+	cmd.Env = append(append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH")), env...)
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return string(out), ee.ExitCode()
+	}
+	require.NoError(t, err)
+	return string(out), 0
 }
