@@ -18,7 +18,7 @@ import (
 func sassListing(loops [6]int) string {
 	var b strings.Builder
 	for m, n := range loops {
-		fmt.Fprintf(&b, "\n\tcode for sm_90\n\t\tFunction : _ZN4ssmk11scan_kernelINS_10ScanTraitsIfLb0ELi%dELb1EfEELb0EEEvNS_10ScanParamsE\n", m)
+		fmt.Fprintf(&b, "\n\tcode for sm_90\n\t\tFunction : _ZN4ssmk11scan_kernelINS_10ScanTraitsI%sEEEvNS_10ScanParamsE\n", fp32Forward(m))
 		addr := 0
 		ins := func(text string) {
 			fmt.Fprintf(&b, "        /*%04x*/                   %s ;  /* 0x000fe20000000f00 */\n", addr, text)
@@ -37,14 +37,17 @@ func sassListing(loops [6]int) string {
 	return b.String()
 }
 
+// fp32Forward is the mangled template arguments of method m's fp32 forward
+// kernel (ScanTraits<float, false, m, true, float>, CS = false), as resUsage
+// takes them.
+func fp32Forward(m int) string { return fmt.Sprintf("fLb0ELi%dELb1EfEELb0", m) }
+
 func sassResUsage(regs [6]int) string {
-	var b strings.Builder
-	b.WriteString("\nResource usage:\n")
+	byName := map[string]int{}
 	for m, r := range regs {
-		fmt.Fprintf(&b, " Function _ZN4ssmk11scan_kernelINS_10ScanTraitsIfLb0ELi%dELb1EfEELb0EEEvNS_10ScanParamsE:\n", m)
-		fmt.Fprintf(&b, "  REG:%d STACK:0 SHARED:1024 LOCAL:0 CONSTANT[0]:656 TEXTURE:0 SURFACE:0 SAMPLER:0\n", r)
+		byName[fp32Forward(m)] = r
 	}
-	return b.String()
+	return resUsage(byName)
 }
 
 // TestScanSassScript runs scripts/scan-sass.sh (make cuda-check's check of

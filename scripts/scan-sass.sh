@@ -46,11 +46,12 @@ if [ "$mode" = --update ]; then
 fi
 [ -f "$base" ] || { echo "scan-sass.sh: no baseline at $base (write one with --update)" >&2; exit 2; }
 basev=$(sed -n '1s/.*nvcc \([0-9.]*\).*/\1/p' "$base")
-if diff <(grep -v '^#' "$base") <(echo "$now") > /dev/null; then
+changed=$(diff <(grep -v '^#' "$base") <(echo "$now") || true)
+if [ -z "$changed" ]; then
   echo "scan-sass: the fp32 forward kernels' loops and registers are the baseline's ($base)"; exit 0
 fi
 echo "scan-sass: the fp32 forward kernels changed shape against $base (nvcc $basev; this build nvcc $nvccv):"
-{ diff <(grep -v '^#' "$base") <(echo "$now") || true; } | sed -n 's/^</  baseline:/p; s/^>/  now:     /p'
+echo "$changed" | sed -n 's/^</  baseline:/p; s/^>/  now:     /p'
 if [ "$basev" != "$nvccv" ]; then echo "scan-sass: another nvcc's baseline: reported, not judged"; exit 0; fi
 echo "scan-sass: time the change side by side with the committed kernel on a GPU (scripts/explore/compare.sh),"
 echo "  then make sass-baseline, and commit both with the figures"
