@@ -21,7 +21,7 @@
  *     rk4's Δ·g there is a polynomial in Δ whose coefficients are
  *     taylor_coef's times powers of a (scan_terms.cuh's dpoly_coefs), where every
  *     a of the row is 0 or within 2^±20 in magnitude.
- *   - real φ1(x): a polynomial for |x| < 1/2 (minimax in float, Taylor in
+ *   - real φ1(x): a polynomial for |x| < 1/2 (minimax in float and
  *     double; phi1_series), (e^x − 1)/x from the
  *     exp already computed beyond, selected without a branch; for complex z = a + ib,
  *     e^z − 1 = (expm1(a)·cos b − 2·sin²(b/2)) + i·e^a·sin b, which does not
@@ -136,8 +136,8 @@ SSMK_HD T horner(const T (&c)[N], T x) {
  * error on [−1/2, 1/2] (Remez exchange, scripts/explore/phi1_minimax.py):
  * 3.0e-9 ≈ u/20, and evaluated in float within 1.11 · 2^-24 of φ1 over that
  * interval, as the degree-7 Taylor polynomial it replaces (1.07 · 2^-24,
- * x⁸/9! ≤ 1.1e-8), one FFMA fewer per foh update. In double its Taylor series Σ x^k/(k+1)! to degree 14: the truncation
- * x¹⁵/16! ≤ 1.5e-18 is below u/4. */
+ * x⁸/9! ≤ 1.1e-8), one FFMA fewer per foh update. In double a degree-12
+ * minimax polynomial (below). */
 SSMK_HD float phi1_series(float x) {
     const float c[7] = {0.0001984119153348729f,
                         0.0013997324276715517f,
@@ -149,25 +149,16 @@ SSMK_HD float phi1_series(float x) {
     return horner(c, x);
 }
 SSMK_HD double phi1_series(double x) {
-    /* 1/(k+1)! for k = 14 … 1. The same arithmetic as horner(), written
-     * out: through horner() nvcc gives the double foh scan kernels more
-     * than 128 registers, one block per SM fewer (docs/performance.md). */
-    const double c[14] = {1.0 / 1307674368000.0,
-                          1.0 / 87178291200.0,
-                          1.0 / 6227020800.0,
-                          1.0 / 479001600.0,
-                          1.0 / 39916800.0,
-                          1.0 / 3628800.0,
-                          1.0 / 362880.0,
-                          1.0 / 40320.0,
-                          1.0 / 5040.0,
-                          1.0 / 720.0,
-                          1.0 / 120.0,
-                          1.0 / 24.0,
-                          1.0 / 6.0,
-                          0.5};
+    /* Degree 12, minimax relative error on [−1/2, 1/2]: 3.4e-19, evaluated
+     * within 1.00 · 2^-53 as the degree-14 Taylor polynomial it replaces
+     * (scripts/explore/phi1_double_minimax.py). The same arithmetic as
+     * horner(), written out: through horner() nvcc gives the double foh scan
+     * kernels more than 128 registers (docs/performance.md). */
+    const double c[12] = {1.6059021490784938e-10, 2.096992109430394e-09, 2.505238017878723e-08,  2.7557028750300385e-07,
+                          2.755731820621513e-06,  2.480158773586144e-05, 0.00019841269842751482, 0.001388888888857361,
+                          0.008333333333332409,   0.04166666666666765,   0.16666666666666669,    0.5};
     double p = c[0];
-    for (int k = 1; k < 14; k++) p = p * x + c[k];
+    for (int k = 1; k < 12; k++) p = p * x + c[k];
     return p * x + 1.0;
 }
 
@@ -245,7 +236,10 @@ SSMK_HD void cexp_phi1(cplx<T> z, cplx<T> &e, cplx<T> &g) {
         g = z.re == T(0) ? cmake(T(1), T(0)) : cmake(phi1(z.re), z.im);
         return;
     }
-    const T c = scos(z.im), sn = ssin(z.im), s = ssin(z.im / T(2));
+    /* cos b and sin b from the half angle's, which e^z − 1 needs anyway: one
+     * range reduction where cos b, sin b and sin(b/2) would take two */
+    const T s = ssin(z.im / T(2)), ch = scos(z.im / T(2));
+    const T c = (ch - s) * (ch + s), sn = T(2) * s * ch;
     e = cmake(er * c, er * sn);
     crecip_quo(z, (cplx<T> *)nullptr, cmake(sexpm1(z.re) * c - T(2) * s * s, er * sn), &g);
 }
