@@ -312,7 +312,7 @@ sanitize() {
 	for tool in memcheck racecheck initcheck synccheck; do
 		local s=$SECONDS
 		(cd cudalib && SSMK_BACKEND=cuda compute-sanitizer --tool "$tool" --error-exitcode 99 ../carry/cudalib.test \
-			-test.run '^Test(ScanMatchesReference|ScanShapes|ScanManyRows|ScanFastPathScales|DiscretizeMatchesReference|InputsUnchanged|Plans|CValidation|CopyBandwidth|Backward[A-Za-z0-9]*)$') \
+			-test.run '^Test(ScanMatchesReference|ScanShapes|ScanManyRows|ScanFastPathScales|DiscretizeMatchesReference|InputsUnchanged|Plans|CValidation|CopyBandwidth|Narrow[A-Za-z]*|Backward[A-Za-z0-9]*)$') \
 			>"$out/sanitize-$tool.log" 2>&1
 		local rc=$?
 		# The backward's kernels over every declared method, dtype and A, the

@@ -499,16 +499,16 @@ __device__ __forceinline__ void scan_tile(const ScanParams &p, const ScanRow<Tr>
     LaneRun<Tr> run;
     load_tile<Tr, FULL>(p, row, t0, lane, run);
     /* state 0's a and its runs of B and C (or fixed B and C), one state per
-     * update. A VEC kernel's B and C are variable: the peeled fp32 forwards take
-     * the stride as row.L, known so; zoh's and bilinear's keep the select (known,
-     * ptxas issued their next loads after the scan; docs/performance.md). */
+     * update. A VEC kernel's B and C are variable: the peeled forwards take
+     * the stride as row.L, known so, which shortens their state loops and
+     * keeps the 16-bit ones from spilling (docs/performance.md). */
     StateCursor<Tr> at;
     using V = typename Tr::V;
     using P = typename Tr::BCCursor; /* elements, or bytes */
     constexpr long long wv = std::is_same<P, V>::value ? 1 : sizeof(typename Tr::VIn),
                         wf = std::is_same<P, V>::value ? 1 : sizeof(V);
     at.ap = row.A, at.cy = row.carry;
-    if constexpr (Tr::kVec && Tr::kPeel && !Tr::kNarrow && OUT) {
+    if constexpr (Tr::kVec && Tr::kPeel && OUT) {
         at.bs = reinterpret_cast<const P *>(row.Bv + run.tl), at.cs = reinterpret_cast<const P *>(row.Cv + run.tl);
         at.bstep = at.cstep = row.L * wv;
     } else {

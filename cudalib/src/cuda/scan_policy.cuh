@@ -31,7 +31,8 @@ enum class NextC {
 /* The method chosen at run time from the complex method table (complex A). */
 constexpr int kComplexTable = -1;
 
-/* The defaults: a method that has none of the optional fast-path forms. */
+/* The defaults: a method that has none of the optional fast-path forms, and
+ * the state loop every method has unless it says otherwise. */
 struct BasePolicy {
     /* The input term as B·(Δ·u) (zoh) or B·(Δ·u·g) (bilinear), Δ·u formed
      * once per step: a product fewer per update where Δ·u is exact. */
@@ -51,11 +52,11 @@ struct BasePolicy {
     /* The unrolled state loop runs the pairs that have a state after them,
      * then the last one or two states, so that the next state's pointers
      * advance without a test. */
-    static constexpr bool kPeel = false;
+    static constexpr bool kPeel = true;
     /* The next state's loads are pinned at the start of the state by a
      * __syncwarp (ptxas moves no load past a warp barrier); where the loop
      * is peeled, ptxas otherwise sinks them to its end. */
-    static constexpr bool kPinLoads = false;
+    static constexpr bool kPinLoads = true;
 };
 
 template <int M>
@@ -71,7 +72,8 @@ struct MethodPolicy<FOH> : BasePolicy {
     static constexpr bool kFohBranches = true;
     /* foh's longer update covers C's latency without holding it through pass 1 */
     static constexpr NextC kNextC = NextC::AfterPass1;
-    static constexpr bool kPeel = true;
+    /* and its loads issued where ptxas puts them: pinned, foh was slower */
+    static constexpr bool kPinLoads = false;
 };
 
 template <>
@@ -83,23 +85,17 @@ template <>
 struct MethodPolicy<POLY> : BasePolicy {
     static constexpr bool kExpSum = true;
     static constexpr bool kPolyDeltaG = true;
-    static constexpr bool kPeel = true;
-    static constexpr bool kPinLoads = true;
 };
 
 template <>
 struct MethodPolicy<HIGHORDER> : BasePolicy {
     static constexpr bool kExpSum = true;
-    static constexpr bool kPeel = true;
-    static constexpr bool kPinLoads = true;
 };
 
 template <>
 struct MethodPolicy<RK4> : BasePolicy {
     static constexpr bool kExpSum = true;
     static constexpr bool kPolyDeltaG = true;
-    static constexpr bool kPeel = true;
-    static constexpr bool kPinLoads = true;
 };
 
 /* Complex A: the method is a run-time argument, every tile takes the exact path. */
