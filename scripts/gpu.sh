@@ -18,7 +18,8 @@
 #                                   (BENCH_DTYPES), after the accuracy tests against
 #                                   the same build; with BENCH_MAMBA_LIB=adapter.so,
 #                                   Mamba's own kernel in fp32 and bf16 beside it;
-#                                   a dated table (make bench)
+#                                   a dated table and the speed targets it
+#                                   shows, met or missed (make bench)
 #   scripts/gpu.sh sanitize         there: compute-sanitizer memcheck, racecheck,
 #                                   initcheck and synccheck over the binding's
 #                                   kernel tests and, with carry/verify.test,
@@ -236,7 +237,7 @@ lib_cuda() {
 bench() {
 	local out=${OUT:-out/gpu}
 	out=$(mkdir -p "$out" && cd "$out" && pwd)
-	[ -x carry/verify.test ] || { echo "gpu.sh: no carry/verify.test (run scripts/gpu.sh build first)"; exit 1; }
+	[ -x carry/verify.test ] && [ -x carry/gate ] || { echo "gpu.sh: no carry/verify.test or carry/gate (run scripts/gpu.sh build first)"; exit 1; }
 	local backend=${SSMK_BACKEND:-cuda}
 	[ "$backend" != cuda ] || lib_cuda "$out"
 	local gpu; gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null || echo "no nvidia-smi")
@@ -273,23 +274,9 @@ bench() {
 			for dt in ${BENCH_MAMBA_DTYPES:-fp32 bf16}; do check7 "$size" "$dt" false mamba "$BENCH_MAMBA_LIB"; done
 		fi
 	done
-	python3 - "$out" "$gpu" "$acc" <<'PY' | tee "$out/bench.txt"
-# the table: every size, dtype, real/complex and method (check7.json files)
-import glob, json, os, sys
-out, gpu, acc = sys.argv[1], sys.argv[2], sys.argv[3]
-print(f"make bench: {gpu}; accuracy of the same build: {'pass' if acc == '0' else 'FAIL'}")
-print(f"{'library':7} {'size':16} {'dtype':5} {'A':7} {'method':9} {'median µs':>10} {'GB/s':>8} {'% copy BW':>9} {'× zoh':>6}  floor µs  {'bwd µs':>9} {'bwd × zoh':>9}")
-for path in sorted(glob.glob(os.path.join(out, "bench", "*", "check7.json")), key=lambda p: (p.split("/")[-2].split("-")[0].count("4096"), p)):
-    size, dt, cx, label = os.path.basename(os.path.dirname(path)).split("-")
-    c = json.load(open(path))
-    floor = c["bytes_per_scan"] / (c["copy_bandwidth_gbps"] * 1e3)
-    for m in c["methods"]:
-        flag = "" if m["ratio_to_zoh"] <= 1.10 else "  > 1.10×"
-        # the backward's columns where the library declares it (check7.json's backward_* fields)
-        bwd = f"  {m['backward_median_us']:9.1f} {m['backward_ratio_to_zoh']:9.3f}" if "backward_median_us" in m else f"  {'-':>9} {'-':>9}"
-        print(f"{label:7} {size:16} {dt:5} {'complex' if cx == 'true' else 'real':7} {m['method']:9} {m['median_us']:10.1f} {m['gb_per_s']:8.1f} "
-              f"{100 * m['fraction_of_copy_bandwidth']:9.2f} {m['ratio_to_zoh']:6.3f}  {floor:8.1f}{bwd}{flag}")
-PY
+	# the table and the speed targets it shows, from the runs' check7.json (report.LoadBench)
+	carry/gate bench -gpu "$gpu" -accuracy "$acc" "$out/bench" | tee "$out/bench.txt"
+	[ "${PIPESTATUS[0]}" -eq 0 ] || { echo "gpu.sh: gate bench could not read $out/bench"; return 1; }
 	[ "$backend" != cuda ] || tee -a "$out/bench.txt" <"$out/registers.txt"
 	tar -C "$out" -czf "$out/bench-raw.tgz" bench bench-accuracy && rm -rf "${out:?}/bench" "${out:?}/bench-accuracy"
 	return $acc

@@ -6,6 +6,9 @@
 //	gate -run Check7 -write-baseline F   measure Check7 and store it as a baseline (make baseline)
 //	gate -baseline F                     compare Check7 with baseline F (make gate BASELINE=F)
 //	gate merge -out DIR REPORT.json...   merge task reports (a Slurm array) into one
+//	gate bench [-gpu NAME] [-accuracy RC] DIR
+//	                                     make bench's table and speed targets from the
+//	                                     Check7 runs in DIR/SIZE-DTYPE-COMPLEX-LIBRARY/
 //
 // The library is the one cudalib.OpenDefault picks: SSMK_LIB, else
 // SSMK_BACKEND (cuda, cpu, auto).
@@ -14,6 +17,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -35,6 +39,9 @@ func defaultRapidSeed() uint64 {
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "merge" {
 		os.Exit(merge(os.Args[2:]))
+	}
+	if len(os.Args) > 1 && os.Args[1] == "bench" {
+		os.Exit(bench(os.Args[2:], os.Stdout))
 	}
 	fs := flag.NewFlagSet("gate", flag.ContinueOnError)
 	out := fs.String("out", "out", "output folder")
@@ -95,6 +102,40 @@ func main() {
 	}
 	summary(r, *out)
 	os.Exit(r.ExitCode)
+}
+
+// bench prints make bench's table and the speed targets it shows. It fails
+// (exit 2) only when the runs cannot be read: a missed target is a figure
+// to report, not a broken bench.
+func bench(args []string, w io.Writer) int {
+	fs := flag.NewFlagSet("gate bench", flag.ContinueOnError)
+	gpu := fs.String("gpu", "", "the GPU and driver, for the table's first line")
+	acc := fs.Int("accuracy", 0, "exit status of the accuracy tests of the same build (0: passed)")
+	if err := fs.Parse(args); err != nil {
+		return gate.ExitSetup
+	}
+	if fs.NArg() != 1 {
+		fmt.Fprintln(os.Stderr, "gate bench: want one folder of Check7 runs (usage: gate bench [-gpu NAME] [-accuracy RC] DIR)")
+		return gate.ExitSetup
+	}
+	runs, err := report.LoadBench(fs.Arg(0))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "gate", err)
+		return gate.ExitSetup
+	}
+	verdict := "pass"
+	if *acc != 0 {
+		verdict = "FAIL"
+	}
+	fmt.Fprintf(w, "make bench: %s; accuracy of the same build: %s\n", *gpu, verdict)
+	report.WriteBenchTable(w, runs)
+	if ts := report.BenchTargets(runs); len(ts) > 0 {
+		fmt.Fprintln(w, "\nspeed targets:")
+		for _, t := range ts {
+			fmt.Fprintln(w, t)
+		}
+	}
+	return 0
 }
 
 func merge(args []string) int {

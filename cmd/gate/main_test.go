@@ -20,6 +20,10 @@ func TestExitCodesAndMessages(t *testing.T) {
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
+	empty := filepath.Join(dir, "empty")
+	if err := os.Mkdir(empty, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	foreign := filepath.Join(dir, "libforeign.so")
 	if err := os.WriteFile(foreign, []byte("not an ELF file"), 0o644); err != nil {
 		t.Fatal(err)
@@ -39,6 +43,9 @@ func TestExitCodesAndMessages(t *testing.T) {
 		{"missing baseline", nil, []string{"-baseline", filepath.Join(dir, "none.json")}, 2, "make baseline writes one"},
 		{"bad seed", nil, []string{"-rapid-seed", "x"}, 2, "-rapid-seed"},
 		{"merge without reports", nil, []string{"merge", "-out", dir + "/m"}, 2, "no task reports"},
+		{"bench without a folder", nil, []string{"bench"}, 2, "want one folder of Check7 runs"},
+		{"bench of an empty folder", nil, []string{"bench", empty}, 2, "no SIZE-DTYPE-COMPLEX-LIBRARY folders"},
+		{"bench of a missing folder", nil, []string{"bench", filepath.Join(dir, "none")}, 2, "no such file"},
 	} {
 		cmd := exec.Command(bin, tc.args...)
 		cmd.Dir = "../.."

@@ -1,0 +1,156 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// benchRow is a method's row: forward and backward medians in µs (bwd 0:
+// no backward), ratios to zoh filled in by writeBench.
+type benchRow struct {
+	method   string
+	fwd, bwd float64
+}
+
+// writeBench writes DIR/NAME/check7.json for the rows, as Check7 would.
+func writeBench(t *testing.T, dir, name string, maxBwd float64, rows ...benchRow) {
+	t.Helper()
+	c := Check7{Schema: Check7Schema, CopyBandwidthGBps: 4000, BytesPerScan: 68_500_000, MaxSlowdown: 1e9,
+		MaxBackwardSlowdown: maxBwd, Samples: map[string][]float64{}}
+	var zf, zb float64
+	for _, r := range rows {
+		if r.method == "zoh" {
+			zf, zb = r.fwd, r.bwd
+		}
+	}
+	for _, r := range rows {
+		row := Check7Row{Method: r.method, MedianUS: r.fwd, RatioToZOH: r.fwd / zf}
+		if r.bwd > 0 {
+			row.BackwardUS, row.BackwardRatioToZOH = r.bwd, r.bwd/zb
+		}
+		c.Methods = append(c.Methods, row)
+		c.Samples[r.method] = []float64{r.fwd}
+	}
+	b, err := json.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, name), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name, "check7.json"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestBenchTargets: each target is judged met or missed from the runs, and
+// one whose runs are absent is left out. Every kind of target appears both
+// met and missed, so that none can pass whatever the figures.
+func TestBenchTargets(t *testing.T) {
+	dir := t.TempDir()
+	const small, large = "8x512x1024x16", "8x2048x4096x16"
+	// small: every target met; large: every target missed
+	writeBench(t, dir, small+"-fp32-false-ssmk", 1.15, benchRow{"zoh", 80, 400}, benchRow{"foh", 90, 460})
+	writeBench(t, dir, small+"-bf16-false-ssmk", 0, benchRow{"zoh", 75, 0}, benchRow{"foh", 88, 0})
+	writeBench(t, dir, small+"-fp32-false-mamba", 1.15, benchRow{"zoh", 160, 410})
+	writeBench(t, dir, small+"-bf16-false-mamba", 0, benchRow{"zoh", 81, 0})
+	writeBench(t, dir, large+"-fp32-false-ssmk", 1.15, benchRow{"zoh", 1100, 9000}, benchRow{"foh", 1270, 10400})
+	writeBench(t, dir, large+"-bf16-false-ssmk", 0, benchRow{"zoh", 1090, 0}, benchRow{"foh", 1400, 0})
+	writeBench(t, dir, large+"-fp32-false-mamba", 1.15, benchRow{"zoh", 1000, 5500})
+	writeBench(t, dir, large+"-bf16-false-mamba", 0, benchRow{"zoh", 1050, 0})
+	// complex A without a Mamba run or a 16-bit run: the backward target alone
+	writeBench(t, dir, small+"-fp64-true-ssmk", 1.15, benchRow{"zoh", 1000, 4600}, benchRow{"foh", 1450, 6000})
+
+	runs, err := LoadBench(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(runs) != 9 || runs[0].Library != "ssmk" || runs[0].Size != small || runs[len(runs)-1].Size != large {
+		t.Fatalf("LoadBench: %d runs, first %+v, last %+v; want 9, small sizes and this build first", len(runs), runs[0], runs[len(runs)-1])
+	}
+	type key struct{ name, config string }
+	got := map[key]BenchTarget{}
+	for _, tg := range BenchTargets(runs) {
+		got[key{tg.Name, tg.Config}] = tg
+	}
+	for _, tc := range []struct {
+		name, config string
+		met          bool
+		ratio        float64
+	}{
+		{"every backward within 1.15× of zoh's", small + " fp32 real", true, 460.0 / 400},
+		{"every backward within 1.15× of zoh's", large + " fp32 real", false, 10400.0 / 9000},
+		{"every backward within 1.15× of zoh's", small + " fp64 complex", false, 6000.0 / 4600},
+		{"zoh's forward faster than Mamba's", small + " fp32 real", true, 80.0 / 160},
+		{"zoh's forward faster than Mamba's", large + " fp32 real", false, 1100.0 / 1000},
+		{"zoh's backward faster than Mamba's", small + " fp32 real", true, 400.0 / 410},
+		{"zoh's backward faster than Mamba's", large + " fp32 real", false, 9000.0 / 5500},
+		{"zoh's forward faster than Mamba's", small + " bf16 real", true, 75.0 / 81},
+		{"zoh's forward faster than Mamba's", large + " bf16 real", false, 1090.0 / 1050},
+		{"bf16 faster than fp32, every method", small + " bf16 real", true, 88.0 / 90},
+		{"bf16 faster than fp32, every method", large + " bf16 real", false, 1400.0 / 1270},
+	} {
+		tg, ok := got[key{tc.name, tc.config}]
+		if !ok {
+			t.Errorf("no target %q for %s", tc.name, tc.config)
+			continue
+		}
+		if tg.Met != tc.met || !veryClose(tg.Ratio, tc.ratio) {
+			t.Errorf("%q %s: met %v at %.4f, want %v at %.4f (%s)", tc.name, tc.config, tg.Met, tg.Ratio, tc.met, tc.ratio, tg)
+		}
+		delete(got, key{tc.name, tc.config})
+	}
+	for k := range got {
+		t.Errorf("unexpected target %q for %s (its runs are absent or it is not a target)", k.name, k.config)
+	}
+
+	var b bytes.Buffer
+	WriteBenchTable(&b, runs)
+	table := b.String()
+	for _, want := range []string{"library", "mamba   " + large, "ssmk    " + small + "    fp64  complex foh", "> 1.10×"} {
+		if !strings.Contains(table, want) {
+			t.Errorf("table lacks %q:\n%s", want, table)
+		}
+	}
+}
+
+func veryClose(a, b float64) bool { return a-b < 1e-12 && b-a < 1e-12 }
+
+// TestLoadBenchErrors: a folder make bench did not name, a run without its
+// check7.json, or no runs at all are errors that say what was expected.
+func TestLoadBenchErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		setup func(t *testing.T, dir string)
+		want  string
+	}{
+		{"empty", func(*testing.T, string) {}, "no SIZE-DTYPE-COMPLEX-LIBRARY folders"},
+		{"foreign folder", func(t *testing.T, dir string) {
+			writeBench(t, dir, "8x512x1024x16-fp32-false-ssmk", 1.15, benchRow{"zoh", 80, 400})
+			if err := os.Mkdir(filepath.Join(dir, "notes"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}, `"notes"`},
+		{"unknown dtype", func(t *testing.T, dir string) {
+			writeBench(t, dir, "8x512x1024x16-int8-false-ssmk", 1.15, benchRow{"zoh", 80, 400})
+		}, "is not SIZE-DTYPE-COMPLEX-LIBRARY"},
+		{"no check7.json", func(t *testing.T, dir string) {
+			if err := os.Mkdir(filepath.Join(dir, "8x512x1024x16-fp32-false-ssmk"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}, "check7.json"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			tc.setup(t, dir)
+			_, err := LoadBench(dir)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("LoadBench: %v, want an error naming %s", err, tc.want)
+			}
+		})
+	}
+}
