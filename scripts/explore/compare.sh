@@ -5,17 +5,24 @@
 # Prints, per size, dtype, A and method, each variant's median µs (median over the rounds of Check7's medians)
 # and its ratio to the first variant's, for the forward and, where the library has one, the backward (Check7's
 # backward columns, with each variant's slowest backward against its zoh's). ROUNDS=0 runs nothing and summarises
-# the logs an earlier call left (one cut short by a timeout, say). Exits 1 when a run writes no check7.json.
+# the logs an earlier call left (one cut short by a timeout, say). DEADLINE=S starts no run that the longest run
+# so far says would end past S seconds from the start, and summarises what was measured (a device call's limit
+# then leaves the table rather than nothing). Exits 1 when a run writes no check7.json.
 out=${OUT:-/tmp/out} logs=${LOGS:-/tmp/compare-logs}
 [ "${ROUNDS:-2}" = 0 ] || rm -rf "$logs"
 mkdir -p "$out" "$logs"
-fail=0
+fail=0 start=$SECONDS longest=0
 for round in $(seq "${ROUNDS:-2}"); do
   for size in ${BENCH_SIZES:-8x512x1024x16 8x2048x4096x16}; do
     IFS=x read -r b d l n <<<"$size"
     for dt in ${DTYPES:-fp32 fp64}; do
       for cx in ${COMPLEX:-false true}; do
         for name in "$@"; do
+          if [ -n "${DEADLINE:-}" ] && [ $((SECONDS - start + longest)) -gt "$DEADLINE" ]; then
+            echo "compare.sh: DEADLINE=$DEADLINE s: stopping before round $round $name $size $dt complex=$cx" >&2
+            break 5
+          fi
+          t0=$SECONDS
           dir=$logs/$name/$round/$size-$dt-$cx
           echo "compare.sh: round $round $name $size $dt complex=$cx" >&2
           mkdir -p "$dir"
@@ -23,6 +30,7 @@ for round in $(seq "${ROUNDS:-2}"); do
             -test.run '^TestCheck7MethodComparison$' -batch "$b" -dim "$d" -seqlen "$l" -dstate "$n" -dtype "$dt" \
             -complex="$cx" -trials "${TRIALS:-30}" -max-slowdown 1e9 -report "$dir") >"$dir/check7.log" 2>&1
           [ -f "$dir/check7.json" ] || { echo "compare.sh: $name $size $dt complex=$cx wrote no check7.json"; tail -5 "$dir/check7.log"; fail=1; }
+          [ $((SECONDS - t0)) -le "$longest" ] || longest=$((SECONDS - t0))
         done
       done
     done
