@@ -261,4 +261,19 @@ func TestGradScaleGatedDyFlush(t *testing.T) {
 	if term := math.Abs(want.C[0]); allow < term || allow > 10*term {
 		t.Errorf("dC = %g flushes to 0 in float32; the error bound allows %g, want between 1 and 10 times it", want.C[0], allow)
 	}
+
+	// The same dy meeting a large u in dD = Σ dy·u (FuzzBackward/6ecf5b9501139d38:
+	// highorder, complex A, dD = 3.6e-29 off by 0.4 %, where the bound had no
+	// underflow part for dD).
+	p.U[0] = 7.7e14
+	if want, err = ScanGrad(p, ct, false); err != nil {
+		t.Fatal(err)
+	}
+	if sc, err = GradErrorScale(p, ct, false, ssm.Float32); err != nil {
+		t.Fatal(err)
+	}
+	allow = sc.Scale.D[0]*ssm.Float32.UnitRoundoff() + sc.Tiny.D[0]*ssm.Float32.Tiny()
+	if term := math.Abs(want.D[0]); allow < term || allow > 10*term {
+		t.Errorf("dD = %g flushes in float32; the error bound allows %g, want between 1 and 10 times it", want.D[0], allow)
+	}
 }

@@ -74,7 +74,6 @@ func ScanRowUnbounded(p *ssm.Problem, b, d int) (out, state []float64, err error
 	}
 	N, L, cw := p.Dstate, p.Seqlen, p.ElemWords()
 	rp := rowParamsOf(p, b, d)
-	h := make([]wide, N)
 	out = make([]float64, L)
 	ab, bc := make([]float64, N), make([]float64, N)
 	aRe := make([]float64, N)
@@ -86,6 +85,12 @@ func ScanRowUnbounded(p *ssm.Problem, b, d int) (out, state []float64, err error
 			return s[i], s[i+1]
 		}
 		return s[i], 0
+	}
+	h := make([]wide, N) // from the initial state, else 0
+	if p.InitialState != nil {
+		for n := range h {
+			h[n] = wideOf(part(p.InitialState, ((b*p.Dim+d)*N+n)*cw))
+		}
 	}
 	for t := range L {
 		i := rp.row + t
