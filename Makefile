@@ -13,7 +13,7 @@ HEADERS  := $(INC)/ssmk.h $(SRC)/ssmk_methods.h $(SRC)/ssmk_complex.h $(SRC)/ssm
 CPU_SRC  := $(SRC)/cpu.cpp $(SRC)/cpu_backward.cpp
 CUDA_SRC := $(wildcard $(SRC)/cuda/*.cu $(SRC)/cuda/*.cuh $(SRC)/cuda/*.h)
 # The C, C++ and CUDA sources make lint formats (.clang-format).
-CLANG_FORMAT_SRC := $(wildcard $(SRC)/*.cpp $(SRC)/*.h $(INC)/*.h $(SRC)/cuda/*) fuzz/native/ssmk_fuzz.cpp adapters/mamba/ssmk_mamba.cu adapters/ggml/ssmk_ggml.c
+CLANG_FORMAT_SRC := $(wildcard $(SRC)/*.cpp $(SRC)/*.h $(INC)/*.h $(SRC)/cuda/* scripts/explore/*.cpp) fuzz/native/ssmk_fuzz.cpp adapters/mamba/ssmk_mamba.cu adapters/ggml/ssmk_ggml.c
 STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 WARN     := -Wall -Wextra -Werror
 CXXFLAGS ?= -O3 -std=c++17 -fPIC -fopenmp -fvisibility=hidden $(WARN)

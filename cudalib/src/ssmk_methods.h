@@ -225,10 +225,9 @@ SSMK_HD cplx<T> cexp(cplx<T> z) {
 }
 
 /* φ1(z) = (e^z − 1)/z, with e^z − 1 written without cancellation, and e^z
- * from the same e^Re z and half angle: foh needs both, and sin and cos, with
- * their large-argument paths, are not merged by the compiler when cexp is
- * called beside a φ1 of its own. This e^z is not cexp's value bitwise: in
- * double its largest error is 4.3 u, cexp's 2.5 u (docs/performance.md). */
+ * (cexp's value, bitwise) from the same e^Re z, cos and sin of Im z: foh
+ * needs both, and sin and cos, with their large-argument paths, are not
+ * merged by the compiler when cexp is called beside a φ1 of its own. */
 template <typename T>
 SSMK_HD void cexp_phi1(cplx<T> z, cplx<T> &e, cplx<T> &g) {
     const T er = sexp(z.re);
@@ -237,10 +236,7 @@ SSMK_HD void cexp_phi1(cplx<T> z, cplx<T> &e, cplx<T> &g) {
         g = z.re == T(0) ? cmake(T(1), T(0)) : cmake(phi1(z.re), z.im);
         return;
     }
-    /* cos b and sin b from the half angle's, which e^z − 1 needs anyway: one
-     * range reduction where cos b, sin b and sin(b/2) would take two */
-    const T s = ssin(z.im / T(2)), ch = scos(z.im / T(2));
-    const T c = (ch - s) * (ch + s), sn = T(2) * s * ch;
+    const T c = scos(z.im), sn = ssin(z.im), s = ssin(z.im / T(2));
     e = cmake(er * c, er * sn);
     crecip_quo(z, (cplx<T> *)nullptr, cmake(sexpm1(z.re) * c - T(2) * s * s, er * sn), &g);
 }
