@@ -475,6 +475,9 @@ func Discretized(m ssm.Method, dt ssm.DType, isComplex bool, delta []float64, a,
 	if len(bad) == 0 {
 		return Finding{Cause: "no point failed"}
 	}
+	if f, ok := subnormalX(dt, bad); ok {
+		return f
+	}
 	if m == ssm.FOH {
 		narrow := true
 		for _, pt := range bad {
@@ -497,4 +500,21 @@ func Discretized(m ssm.Method, dt ssm.DType, isComplex bool, delta []float64, a,
 		return Finding{Tag: tag, Cause: cause, Evidence: []string{ev + " (ssmk_discretize's outputs)"}}
 	}
 	return Finding{Tag: "none", Cause: "no diagnosis fits the failing points of ssmk_discretize"}
+}
+
+// subnormalX explains failures that all lie where x = Δ·a has a nonzero
+// part below the precision's least normal number: a kernel that flushes
+// such parts, or forms a value from an inexact half or scaling of them
+// (sin b = 2·sin(b/2)·cos(b/2), where b/2 is inexact), is right elsewhere.
+func subnormalX(dt ssm.DType, bad []point) (Finding, bool) {
+	eta := dt.Precision().Tiny()
+	tiny := func(v float64) bool { return v != 0 && math.Abs(v) < eta }
+	for _, pt := range bad {
+		if !tiny(real(pt.x)) && !tiny(imag(pt.x)) {
+			return Finding{}, false
+		}
+	}
+	return Finding{Tag: "subnormal-x", Cause: fmt.Sprintf("every failing point has x = Δ·a with a part below the least "+
+		"normal number (%.3g), e.g. x = %.3g: the kernel mishandles subnormal arguments (flushes them, or forms a "+
+		"value from an inexact half or scaling of them)", eta, bad[0].x)}, true
 }

@@ -242,7 +242,7 @@ bench() {
 	[ "$backend" != cuda ] || lib_cuda "$out"
 	local gpu; gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null || echo "no nvidia-smi")
 	echo "== accuracy of this build (the same library the timings use)"
-	(cd verify && SSMK_BACKEND=$backend ../carry/verify.test -test.run '^Test(AccuracyEveryCombination|Golden|DiscretizeSweep|ErrorByDType)$' \
+	(cd verify && SSMK_BACKEND=$backend ../carry/verify.test -test.run '^Test(AccuracyEveryCombination|Golden|DiscretizeSweep|DiscretizeEdges|ErrorByDType)$' \
 		-report "$out/bench-accuracy") >"$out/bench-accuracy.log" 2>&1
 	local acc=$?
 	grep -E '^(ok|FAIL|PASS)|--- FAIL' "$out/bench-accuracy.log" | head -5

@@ -47,53 +47,75 @@ func TestDiscretizeSweep(t *testing.T) {
 	track(t)
 	table := report.Table{Name: "discretize sweep: x = Δ·a, |x| in 1e-8…1e3, both signs and 0",
 		Columns: []string{"method", "dtype", "A", "points", "median ratio", "p99 ratio", "max ratio", "median ulp", "max ulp", "worst"}}
+	forEachDiscretized(t, func(m ssm.Method, dt ssm.DType, isComplex bool) {
+		delta, a := gen.SweepGrid(dt, isComplex, uint64(m)+1)
+		st := judgeDiscretized(t, m, dt, isComplex, delta, a, "points")
+		if st == nil || len(st.ratios) == 0 {
+			return
+		}
+		table.Rows = append(table.Rows, []string{m.String(), dt.String(), ssm.AKind(isComplex), fmt.Sprint(len(st.ratios)),
+			fmt.Sprintf("%.3g", quantile(st.ratios, 0.5)), fmt.Sprintf("%.3g", quantile(st.ratios, 0.99)),
+			fmt.Sprintf("%.3g", slices.Max(st.ratios)), fmt.Sprintf("%.3g", quantile(st.ulps, 0.5)),
+			fmt.Sprintf("%.3g", slices.Max(st.ulps)), st.worst})
+	})
+	logTable(t, table)
+	rep.AddTable(table)
+}
+
+// forEachDiscretized calls f for every method, dtype and real/complex A
+// whose ssmk_discretize the library declares, other than a declared complex
+// fallback (TestComplexFallback judges those).
+func forEachDiscretized(t *testing.T, f func(m ssm.Method, dt ssm.DType, isComplex bool)) {
 	for _, m := range ssm.Methods() {
 		for _, dt := range ssm.DTypes() {
 			for _, isComplex := range []bool{false, true} {
 				if isComplex && fallback(m, dt) {
 					continue
 				}
-				if !judged(t.Name(), "ssmk_discretize of", m, dt, isComplex, true) {
-					continue
+				if judged(t.Name(), "ssmk_discretize of", m, dt, isComplex, true) {
+					f(m, dt, isComplex)
 				}
-				delta, a := gen.SweepGrid(dt, isComplex, uint64(m)+1)
-				abar, bcoef, err := lib.Discretize(m, dt, isComplex, delta, a)
-				if err != nil {
-					t.Errorf("%v %v complex=%t: declared supported, but %v", m, dt, isComplex, err)
-					continue
-				}
-				var st sweepStats
-				failures := 0
-				var pd []float64
-				var pa, pAbar, pBcoef []complex128
-				var pFailed []bool
-				for _, pt := range judge.CompareDiscretize(m, dt, isComplex, delta, a, abar, bcoef) {
-					r, where := pt.Ratio(), pt.String()
-					st.add(r, pt.ULP, where)
-					pd, pa, pAbar, pBcoef = append(pd, pt.Delta), append(pa, pt.A), append(pAbar, pt.Abar), append(pBcoef, pt.Bcoef)
-					pFailed = append(pFailed, !(r <= judge.Threshold(dt)))
-					if !(r <= judge.Threshold(dt)) {
-						failures++
-						if failures <= 3 {
-							t.Errorf("%v %v %s: ratio %.3g > %g at %s", m, dt, ssm.AKind(isComplex), r, judge.Threshold(dt), where)
-						}
-					}
-					rep.Add("TestDiscretizeSweep", m, dt, isComplex, r, pt.ULP, r <= judge.Threshold(dt), where)
-				}
-				if failures > 0 && rep.WantDiagnosis(t.Name(), m, dt, isComplex) {
-					f := diagnose.Discretized(m, dt, isComplex, pd, pa, pAbar, pBcoef, pFailed)
-					rep.AddDiagnosis(t.Name(), m, dt, isComplex, f.Tag, f.String())
-					t.Errorf("%v %v %s: %d of %d points fail; diagnosis [%s]: %s", m, dt, ssm.AKind(isComplex), failures, len(pd), f.Tag, f)
-				}
-				table.Rows = append(table.Rows, []string{m.String(), dt.String(), ssm.AKind(isComplex), fmt.Sprint(len(st.ratios)),
-					fmt.Sprintf("%.3g", quantile(st.ratios, 0.5)), fmt.Sprintf("%.3g", quantile(st.ratios, 0.99)),
-					fmt.Sprintf("%.3g", slices.Max(st.ratios)), fmt.Sprintf("%.3g", quantile(st.ulps, 0.5)),
-					fmt.Sprintf("%.3g", slices.Max(st.ulps)), st.worst})
 			}
 		}
 	}
-	logTable(t, table)
-	rep.AddTable(table)
+}
+
+// judgeDiscretized runs ssmk_discretize at (delta, a), judges every point
+// against the reference within the threshold, records each in the report
+// under the test's name, reports the first three failures and, where the
+// report wants one, the diagnosis of them all (what names the points in
+// the message); nil where the library fails the call.
+func judgeDiscretized(t *testing.T, m ssm.Method, dt ssm.DType, isComplex bool, delta, a []float64, what string) *sweepStats {
+	t.Helper()
+	abar, bcoef, err := lib.Discretize(m, dt, isComplex, delta, a)
+	if err != nil {
+		t.Errorf("%v %v %s: declared supported, but %v", m, dt, ssm.AKind(isComplex), err)
+		return nil
+	}
+	var st sweepStats
+	failures := 0
+	var pd []float64
+	var pa, pAbar, pBcoef []complex128
+	var pFailed []bool
+	for _, pt := range judge.CompareDiscretize(m, dt, isComplex, delta, a, abar, bcoef) {
+		r, where := pt.Ratio(), pt.String()
+		ok := r <= judge.Threshold(dt)
+		st.add(r, pt.ULP, where)
+		pd, pa, pAbar, pBcoef = append(pd, pt.Delta), append(pa, pt.A), append(pAbar, pt.Abar), append(pBcoef, pt.Bcoef)
+		pFailed = append(pFailed, !ok)
+		if !ok {
+			if failures++; failures <= 3 {
+				t.Errorf("%v %v %s: ratio %.3g > %g at %s", m, dt, ssm.AKind(isComplex), r, judge.Threshold(dt), where)
+			}
+		}
+		rep.Add(t.Name(), m, dt, isComplex, r, pt.ULP, ok, where)
+	}
+	if failures > 0 && rep.WantDiagnosis(t.Name(), m, dt, isComplex) {
+		f := diagnose.Discretized(m, dt, isComplex, pd, pa, pAbar, pBcoef, pFailed)
+		rep.AddDiagnosis(t.Name(), m, dt, isComplex, f.Tag, f.String())
+		t.Errorf("%v %v %s: %d of %d %s fail; diagnosis [%s]: %s", m, dt, ssm.AKind(isComplex), failures, len(pd), what, f.Tag, f)
+	}
+	return &st
 }
 
 func kernelPair(abar, bcoef []float64, i int, isComplex bool) (complex128, complex128) {

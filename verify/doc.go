@@ -29,6 +29,9 @@
 //	            a commit gets one verdict; unset, each run draws afresh).
 //	Sweep       ssmk_discretize over x = Δ·a, |x| in 1e-8…1e3, both signs, 0, and
 //	            complex grids: the ratio and ulp distribution per method × dtype.
+//	Edges       ssmk_discretize at a table of edge values of a (subnormal and
+//	            least normal parts, Im a tiny with Re a = 0), where a kernel's
+//	            algebra meets the ends of its number format.
 //	Bilinear    the scalar form equals gonum's (I − ΔA/2)⁻¹(I + ΔA/2) for diagonal
 //	            A, near the pole x = 2 too; for A = diag + ε·offdiag the shortcut's
 //	            error is first order in ε and vanishes at ε = 0.

@@ -236,7 +236,12 @@ SSMK_HD void cexp_phi1(cplx<T> z, cplx<T> &e, cplx<T> &g) {
         g = z.re == T(0) ? cmake(T(1), T(0)) : cmake(phi1(z.re), z.im);
         return;
     }
+#if SSMK_MUTANT == 33 /* cos b and sin b from the half angle: inexact where Im z is subnormal */
+    const T s = ssin(z.im / T(2)), ch = scos(z.im / T(2));
+    const T c = (ch - s) * (ch + s), sn = T(2) * s * ch;
+#else
     const T c = scos(z.im), sn = ssin(z.im), s = ssin(z.im / T(2));
+#endif
     e = cmake(er * c, er * sn);
     crecip_quo(z, (cplx<T> *)nullptr, cmake(sexpm1(z.re) * c - T(2) * s * s, er * sn), &g);
 }

@@ -89,6 +89,7 @@ var Catalogue = []Mutant{
 	{30, "bwd-no-softplus", "the backward drops softplus' derivative σ(v) from ddelta and ddelta_bias", "bwd-no-softplus", 0, backwardRun},
 	{31, "bwd-no-dt-chain", "the backward forgets the chain through Δ in Ā: Ā'(x)·a missing from ddelta (dA keeps it)", "bwd-delta-chain", 0, backwardRun},
 	{32, "bwd-padded-tail", "the backward sweeps the padded tail of a partial chunk as input: Δ = softplus(bias) where there is none, dlast_state entering at the padded end", "bwd-dlast", 0, backwardRun},
+	{33, "foh-half-angle", "complex foh's cos b and sin b from sin and cos of b/2: inexact where Im z is subnormal (φ1 28/27 of 1), e^z's error larger", "subnormal-x", 0, ""},
 }
 
 // backwardRun is the suite's tests of the backward pass.
