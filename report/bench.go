@@ -9,6 +9,8 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+
+	"ssmverify/ssm"
 )
 
 // A BenchRun is one Check7 of make bench: which library ran it, at which
@@ -23,13 +25,7 @@ type BenchRun struct {
 }
 
 // Config is the run's problem as the table names it: size, dtype, A.
-func (r BenchRun) Config() string {
-	a := "real"
-	if r.Complex {
-		a = "complex"
-	}
-	return r.Size + " " + r.DType + " " + a
-}
+func (r BenchRun) Config() string { return r.Size + " " + r.DType + " " + ssm.AKind(r.Complex) }
 
 // row is the named method's row, or nil.
 func (r BenchRun) row(method string) *Check7Row {
@@ -113,10 +109,6 @@ func WriteBenchTable(w io.Writer, runs []BenchRun) {
 	for _, r := range runs {
 		c := r.Check7
 		floor := float64(c.BytesPerScan) / (c.CopyBandwidthGBps * 1e3)
-		a := "real"
-		if r.Complex {
-			a = "complex"
-		}
 		for _, m := range c.Methods {
 			bwd := fmt.Sprintf("  %9s %9s", "-", "-")
 			if m.BackwardUS > 0 {
@@ -126,7 +118,7 @@ func WriteBenchTable(w io.Writer, runs []BenchRun) {
 			if m.RatioToZOH > ForwardFlag {
 				flag = fmt.Sprintf("  > %.2f×", ForwardFlag)
 			}
-			fmt.Fprintf(w, "%-7s %-16s %-5s %-7s %-9s %10.1f %8.1f %9.2f %6.3f  %8.1f%s%s\n", r.Library, r.Size, r.DType, a,
+			fmt.Fprintf(w, "%-7s %-16s %-5s %-7s %-9s %10.1f %8.1f %9.2f %6.3f  %8.1f%s%s\n", r.Library, r.Size, r.DType, ssm.AKind(r.Complex),
 				m.Method, m.MedianUS, m.GBPerSec, 100*m.FracCopyBW, m.RatioToZOH, floor, bwd, flag)
 		}
 	}
@@ -202,14 +194,14 @@ func BenchTargets(runs []BenchRun) []BenchTarget {
 		// 16-bit inputs against fp32, every method
 		if (r.DType == "bf16" || r.DType == "fp16") && !r.Complex {
 			if f32 := find("ssmk", r.Size, "fp32", false); f32 != nil {
-				worst, ratio, detail := "", 0.0, ""
+				ratio, detail := 0.0, ""
 				for _, m := range r.Check7.Methods {
 					if m32 := f32.row(m.Method); m32 != nil && m32.MedianUS > 0 && m.MedianUS/m32.MedianUS > ratio {
-						worst, ratio = m.Method, m.MedianUS/m32.MedianUS
-						detail = fmt.Sprintf("slowest: %s %.1f against %.1f µs", worst, m.MedianUS, m32.MedianUS)
+						ratio = m.MedianUS / m32.MedianUS
+						detail = fmt.Sprintf("slowest: %s %.1f against %.1f µs", m.Method, m.MedianUS, m32.MedianUS)
 					}
 				}
-				if worst != "" {
+				if detail != "" {
 					ts = append(ts, BenchTarget{Name: r.DType + " faster than fp32, every method", Config: r.Config(),
 						Detail: detail, Ratio: ratio, Limit: 1, Met: ratio < 1})
 				}

@@ -43,15 +43,16 @@ var discretizeEdges = []struct {
 func TestDiscretizeEdges(t *testing.T) {
 	track(t)
 	forEachDiscretized(t, func(m ssm.Method, dt ssm.DType, isComplex bool) {
-		sub, norm := math.SmallestNonzeroFloat32, float64(math.Float32frombits(0x00800000))
-		if dt.Weight() == ssm.F64 {
-			sub, norm = math.SmallestNonzeroFloat64, 0x1p-1022
+		prec := dt.Weight().Precision()
+		sub := math.SmallestNonzeroFloat64
+		if prec == ssm.Float32 {
+			sub = math.SmallestNonzeroFloat32
 		}
-		unit := map[string]float64{"sub": sub, "norm": norm, "1": 1}
+		unit := map[string]float64{"sub": sub, "norm": prec.Tiny(), "1": 1}
 		var delta, a []float64
 		for _, e := range discretizeEdges {
 			re, im := e.re*unit[e.scale], e.im*unit[e.scale]
-			if (!isComplex && !e.real) || (dt.Weight() != ssm.F64 && (float64(float32(re)) != re || float64(float32(im)) != im)) {
+			if (!isComplex && !e.real) || (prec == ssm.Float32 && (float64(float32(re)) != re || float64(float32(im)) != im)) {
 				continue // a complex point, or not a float32 weight (1e-200)
 			}
 			for _, d := range []float64{0.5, 1, 2} {
