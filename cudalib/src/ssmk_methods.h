@@ -227,7 +227,10 @@ SSMK_HD cplx<T> cexp(cplx<T> z) {
 /* φ1(z) = (e^z − 1)/z, with e^z − 1 written without cancellation, and e^z
  * (cexp's value, bitwise) from the same e^Re z, cos and sin of Im z: foh
  * needs both, and sin and cos, with their large-argument paths, are not
- * merged by the compiler when cexp is called beside a φ1 of its own. */
+ * merged by the compiler when cexp is called beside a φ1 of its own.
+ * Re(e^z − 1) = expm1(a)·cos b − (1 − cos b), and 1 − cos b = sin²b/(1 + cos b)
+ * where cos b ≥ 0 (no cancellation near b = 0, and no second range
+ * reduction for sin(b/2)); where cos b < 0, 1 − cos b has none either. */
 template <typename T>
 SSMK_HD void cexp_phi1(cplx<T> z, cplx<T> &e, cplx<T> &g) {
     const T er = sexp(z.re);
@@ -239,11 +242,13 @@ SSMK_HD void cexp_phi1(cplx<T> z, cplx<T> &e, cplx<T> &g) {
 #if SSMK_MUTANT == 33 /* cos b and sin b from the half angle: inexact where Im z is subnormal */
     const T s = ssin(z.im / T(2)), ch = scos(z.im / T(2));
     const T c = (ch - s) * (ch + s), sn = T(2) * s * ch;
+    const T omc = T(2) * s * s;
 #else
-    const T c = scos(z.im), sn = ssin(z.im), s = ssin(z.im / T(2));
+    const T c = scos(z.im), sn = ssin(z.im);
+    const T omc = c >= T(0) ? sn * sn / (T(1) + c) : T(1) - c;
 #endif
     e = cmake(er * c, er * sn);
-    crecip_quo(z, (cplx<T> *)nullptr, cmake(sexpm1(z.re) * c - T(2) * s * s, er * sn), &g);
+    crecip_quo(z, (cplx<T> *)nullptr, cmake(sexpm1(z.re) * c - omc, er * sn), &g);
 }
 
 /* ---- the method table ---- */

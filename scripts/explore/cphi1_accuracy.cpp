@@ -17,7 +17,7 @@
 
 using namespace ssmk;
 
-// The form committed before 2026-11-27: cos b, sin b and sin(b/2), two range reductions.
+// The form committed before the one sincos (2026-11-27): cos b, sin b and sin(b/2), two range reductions.
 template <typename T>
 void form_three_trig(cplx<T> z, cplx<T> &e, cplx<T> &g) {
     const T er = sexp(z.re), c = scos(z.im), sn = ssin(z.im), s = ssin(z.im / T(2));
