@@ -54,7 +54,8 @@ func sassResUsage(regs [6]int) string {
 // the fp32 forward kernels' shape) against a stand-in cuobjdump and nvcc: it
 // must pass a build of the baseline's shape, fail one whose loop or registers
 // changed when the baseline is the same nvcc's and name it, only report
-// against another nvcc's baseline, and write the baseline with --update.
+// against another nvcc's baseline, write the baseline with --update, and
+// print the shape alone with --print (scripts/explore/explore.sh).
 func TestScanSassScript(t *testing.T) {
 	if _, err := exec.LookPath("bash"); err != nil {
 		t.Skip("no bash")
@@ -86,8 +87,8 @@ func TestScanSassScript(t *testing.T) {
 	written, err := os.ReadFile(base)
 	require.NoError(t, err)
 	assert.Contains(t, string(written), "nvcc 11.8")
-	assert.Contains(t, string(written), "zoh regs 123 loops 219\n")
-	assert.Contains(t, string(written), "rk4 regs 123 loops 273\n")
+	assert.Contains(t, string(written), "zoh regs 123 stack 0 loops 219\n")
+	assert.Contains(t, string(written), "rk4 regs 123 stack 0 loops 273\n")
 
 	grown := loops
 	grown[0] = 223
@@ -102,9 +103,9 @@ func TestScanSassScript(t *testing.T) {
 	}{
 		{"the baseline's shape", regs, loops, "11.8", 0, []string{"are the baseline's"}, []string{"changed"}},
 		{"zoh's loop grown", regs, grown, "11.8", 1,
-			[]string{"changed shape", "baseline: zoh regs 123 loops 219", "now:      zoh regs 123 loops 223", "scripts/explore/compare.sh"},
+			[]string{"changed shape", "baseline: zoh regs 123 stack 0 loops 219", "now:      zoh regs 123 stack 0 loops 223", "scripts/explore/compare.sh"},
 			[]string{"foh regs"}},
-		{"poly's registers grown", moreRegs, loops, "11.8", 1, []string{"now:      poly regs 128 loops 253"}, nil},
+		{"poly's registers grown", moreRegs, loops, "11.8", 1, []string{"now:      poly regs 128 stack 0 loops 253"}, nil},
 		{"another nvcc", regs, grown, "13.0", 0, []string{"changed shape", "reported, not judged"}, nil},
 	}
 	for _, c := range cases {
@@ -119,6 +120,16 @@ func TestScanSassScript(t *testing.T) {
 			}
 		})
 	}
+
+	t.Run("--print", func(t *testing.T) {
+		out, code := run(t, regs, grown, "13.0", lib, "--print")
+		assert.Equal(t, 0, code, out)
+		assert.Equal(t, "zoh regs 123 stack 0 loops 223\nfoh regs 127 stack 0 loops 632\nbilinear regs 126 stack 0 loops 252\n"+
+			"poly regs 123 stack 0 loops 253\nhighorder regs 123 stack 0 loops 248\nrk4 regs 123 stack 0 loops 273\n", out)
+		out, code = run(t, regs, loops, "11.8", lib, "--print", base)
+		assert.Equal(t, 2, code)
+		assert.Contains(t, out, "--print takes no third argument")
+	})
 
 	t.Run("bad arguments", func(t *testing.T) {
 		out, code := run(t, regs, loops, "11.8", lib, filepath.Join(dir, "missing.txt"))

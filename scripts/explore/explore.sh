@@ -1,8 +1,8 @@
 #!/bin/bash
 # scripts/explore/explore.sh NAME=FLAGS ... (on the GPU machine, after scripts/gpu.sh build; scripts/gpu.sh variants
 # runs it): builds the variants in parallel (extra nvcc flags FLAGS; the sources of carry/cudalib_NAME/, a copy of
-# a cudalib/ tree, where present, else the working tree's cudalib/), reports the registers and state-loop sizes of
-# their fp32 kernels (from the built library's SASS), then times BenchmarkPlanMambaBlock for each, ROUNDS times
+# a cudalib/ tree, where present, else the working tree's cudalib/), reports the registers, stack and loop sizes of
+# their fp32 kernels (scripts/scan-sass.sh --print), then times BenchmarkPlanMambaBlock for each, ROUNDS times
 # (default 1), and prints the medians, one column per variant. Logs go to $LOGS; sass.txt and table.txt to $OUT.
 # ROUNDS=0 only builds; REBUILD=0 keeps the variants an earlier call built. Exits 1 when a variant does not
 # build or its benchmark fails.
@@ -18,13 +18,8 @@ for v in "$@"; do
   ( lib=$PWD/build/variant-$name.so
     SSMK_NVCC_EXTRA="$flags" "$d/build-cuda.sh" "$lib" 90 > "$logs/build-$name.log" 2>&1 ||
       { echo "BUILD FAIL $name"; grep -m5 error "$logs/build-$name.log"; exit 1; }
-    for m in 0 1 2 3 4 5; do
-      f=$(cuobjdump -sass "$lib" | grep -oE "_Z[0-9A-Za-z_]*scan_kernel[0-9A-Za-z_]*IfLb0ELi${m}ELb1E(Li32E|EE|fEE|fEELb0E)EEvNS_10ScanParamsE" | head -1)
-      r=$(cuobjdump -res-usage "$lib" 2>&1 | grep -A1 "$f" | tail -1 | awk '{print $1,$2}')
-      cuobjdump -sass -fun "$f" "$lib" > "$logs/$name-m$m.sass" 2>/dev/null
-      l=$(python3 scripts/explore/loops.py "$logs/$name-m$m.sass" 2>/dev/null | awk '/^loop/ && $3+0>150 {printf "%s ", $3}')
-      echo "$name method $m: $r loops: $l"
-    done > "$logs/sass-$name.txt" ) &
+    # the fp32 forwards' registers, stack and loops, as make cuda-check counts them
+    scripts/scan-sass.sh "$lib" --print | sed "s/^/$name /" > "$logs/sass-$name.txt" ) &
 done
 for p in $(jobs -p); do wait "$p" || fail=1; done
 cat "$logs"/sass-*.txt > "$out/sass.txt" 2>/dev/null
