@@ -13,12 +13,22 @@
 
 namespace ssmk {
 
-/* A lane's run of K elements seen as 16-byte words. */
+/* A lane's run of K elements seen as 16-byte words (and, for the 16-bit
+ * types, as 32-bit words of two elements). */
 template <typename E, int K>
 union RunWords {
     uint4 q[K * sizeof(E) / 16];
+    uint32_t w[K * sizeof(E) / 4];
     E e[K];
 };
+
+/* The 16-byte words of a lane's whole run of K elements. */
+template <typename E, int K, bool STREAM>
+__device__ __forceinline__ void load_words(const E *p, RunWords<E, K> &w) {
+    const uint4 *s = reinterpret_cast<const uint4 *>(p);
+#pragma unroll
+    for (int i = 0; i < (int)(K * sizeof(E) / 16); i++) w.q[i] = STREAM ? __ldcs(s + i) : s[i];
+}
 
 /* Loads (or stores) a lane's run of K elements. Full runs of a VEC kernel
  * (seqlen a multiple of K, 16-byte aligned arrays) move as 16-byte words;
@@ -31,9 +41,7 @@ __device__ __forceinline__ void load_run(const E *p, int avail, E (&v)[K]) {
     if (avail >= K) {
         if constexpr (VEC && (K * sizeof(E)) % 16 == 0) {
             RunWords<E, K> w;
-            const uint4 *s = reinterpret_cast<const uint4 *>(p);
-#pragma unroll
-            for (int i = 0; i < (int)(K * sizeof(E) / 16); i++) w.q[i] = STREAM ? __ldcs(s + i) : s[i];
+            load_words<E, K, STREAM>(p, w);
 #pragma unroll
             for (int i = 0; i < K; i++) v[i] = w.e[i];
         } else {
@@ -79,6 +87,24 @@ template <typename E, typename V, int K, bool VEC, bool STREAM = false>
 __device__ __forceinline__ void load_run_as(const E *p, int avail, V (&v)[K]) {
     if constexpr (std::is_same<E, V>::value) {
         load_run<E, K, VEC, STREAM>(p, avail, v);
+    } else if constexpr (std::is_same<E, bfloat16>::value && VEC && (K * sizeof(E)) % 16 == 0) {
+        /* bfloat16 pairs widened from their 32-bit word: w << 16 and
+         * w & 0xffff0000, one instruction each, where widening the halves
+         * one by one costs the high half an extraction and a shift */
+        if (avail >= K) {
+            RunWords<E, K> w;
+            load_words<E, K, STREAM>(p, w);
+#pragma unroll
+            for (int i = 0; i < K / 2; i++) {
+                v[2 * i] = bits_float(w.w[i] << 16);
+                v[2 * i + 1] = bits_float(w.w[i] & 0xffff0000u);
+            }
+        } else {
+            E e[K];
+            load_run<E, K, VEC, STREAM>(p, avail, e);
+#pragma unroll
+            for (int i = 0; i < K; i++) v[i] = widen(e[i]);
+        }
     } else {
         E e[K];
         load_run<E, K, VEC, STREAM>(p, avail, e);
