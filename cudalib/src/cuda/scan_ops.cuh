@@ -87,25 +87,22 @@ template <typename E, typename V, int K, bool VEC, bool STREAM = false>
 __device__ __forceinline__ void load_run_as(const E *p, int avail, V (&v)[K]) {
     if constexpr (std::is_same<E, V>::value) {
         load_run<E, K, VEC, STREAM>(p, avail, v);
-    } else if constexpr (std::is_same<E, bfloat16>::value && VEC && (K * sizeof(E)) % 16 == 0) {
-        /* bfloat16 pairs widened from their 32-bit word: w << 16 and
-         * w & 0xffff0000, one instruction each, where widening the halves
-         * one by one costs the high half an extraction and a shift */
-        if (avail >= K) {
-            RunWords<E, K> w;
-            load_words<E, K, STREAM>(p, w);
-#pragma unroll
-            for (int i = 0; i < K / 2; i++) {
-                v[2 * i] = bits_float(w.w[i] << 16);
-                v[2 * i + 1] = bits_float(w.w[i] & 0xffff0000u);
-            }
-        } else {
-            E e[K];
-            load_run<E, K, VEC, STREAM>(p, avail, e);
-#pragma unroll
-            for (int i = 0; i < K; i++) v[i] = widen(e[i]);
-        }
     } else {
+        if constexpr (std::is_same<E, bfloat16>::value && VEC && (K * sizeof(E)) % 16 == 0) {
+            /* bfloat16 pairs widened from their 32-bit word: w << 16 and
+             * w & 0xffff0000, one instruction each, where widening the
+             * halves one by one costs the high half an extraction and a shift */
+            if (avail >= K) {
+                RunWords<E, K> w;
+                load_words<E, K, STREAM>(p, w);
+#pragma unroll
+                for (int i = 0; i < K / 2; i++) {
+                    v[2 * i] = bits_float(w.w[i] << 16);
+                    v[2 * i + 1] = bits_float(w.w[i] & 0xffff0000u);
+                }
+                return;
+            }
+        }
         E e[K];
         load_run<E, K, VEC, STREAM>(p, avail, e);
 #pragma unroll
