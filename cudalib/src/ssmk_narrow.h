@@ -8,8 +8,10 @@
  * 2^-14 … 65504, subnormals down to 2^-24; a float at or above 65520 rounds
  * to infinity. bfloat16: the upper 16 bits of a float (8 exponent, 7
  * fraction bits), float's range. Both are computed with integer operations
- * so that the CPU build and the CUDA kernels round identically without
- * depending on a compiler's _Float16 or the rounding mode.
+ * so that the CPU build rounds without depending on a compiler's _Float16
+ * or the rounding mode; the CUDA kernels narrow by the hardware's cvt.rn,
+ * the same rounding to nearest, ties to even, in one instruction (a NaN
+ * stays a NaN, its payload the hardware's).
  */
 #ifndef SSMK_NARROW_H
 #define SSMK_NARROW_H
@@ -20,6 +22,7 @@
 #include "ssmk_methods.h" /* SSMK_HD, cplx */
 
 #ifdef __CUDACC__
+#include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #endif
 
@@ -66,6 +69,9 @@ SSMK_HD auto widen(cplx<I> v) -> cplx<decltype(widen(v.re))> {
 
 /* to_bfloat16 and to_half16: x rounded to nearest, ties to even. */
 SSMK_HD bfloat16 to_bfloat16(float x) {
+#if defined(__CUDA_ARCH__) && SSMK_MUTANT != 26
+    return bfloat16{__bfloat16_as_ushort(__float2bfloat16_rn(x))};
+#endif
     const uint32_t b = float_bits(x);
     if ((b & 0x7fffffffu) > 0x7f800000u) return bfloat16{(uint16_t)((b >> 16) | 0x40u)}; /* NaN stays NaN */
 #if SSMK_MUTANT == 26
@@ -76,6 +82,9 @@ SSMK_HD bfloat16 to_bfloat16(float x) {
 }
 
 SSMK_HD half16 to_half16(float x) {
+#if defined(__CUDA_ARCH__) && SSMK_MUTANT != 26
+    return half16{__half_as_ushort(__float2half_rn(x))};
+#endif
     const uint32_t b = float_bits(x), s = (b >> 16) & 0x8000u, ax = b & 0x7fffffffu;
     if (ax > 0x7f800000u) return half16{(uint16_t)(s | 0x7e00u)};  /* NaN */
     if (ax >= 0x477ff000u) return half16{(uint16_t)(s | 0x7c00u)}; /* |x| >= 65520 (and Inf): Inf */
@@ -108,15 +117,49 @@ struct Narrowing {
 template <>
 struct Narrowing<bfloat16> {
     static SSMK_HD bfloat16 from(float x) { return to_bfloat16(x); }
+#ifdef __CUDACC__
+    static __device__ uint32_t pair(float lo, float hi) {
+#if SSMK_MUTANT == 26
+        return to_bfloat16(lo).bits | (uint32_t)to_bfloat16(hi).bits << 16;
+#else
+        const __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
+        uint32_t w;
+        memcpy(&w, &h, 4);
+        return w;
+#endif
+    }
+#endif
 };
 template <>
 struct Narrowing<half16> {
     static SSMK_HD half16 from(float x) { return to_half16(x); }
+#ifdef __CUDACC__
+    static __device__ uint32_t pair(float lo, float hi) {
+#if SSMK_MUTANT == 26
+        return to_half16(lo).bits | (uint32_t)to_half16(hi).bits << 16;
+#else
+        const __half2 h = __floats2half2_rn(lo, hi);
+        uint32_t w;
+        memcpy(&w, &h, 4);
+        return w;
+#endif
+    }
+#endif
 };
 template <typename I, typename T>
 SSMK_HD I narrow(T x) {
     return Narrowing<I>::from(x);
 }
+
+#ifdef __CUDACC__
+/* Two floats narrowed to the 16-bit type I as narrow<I> rounds them, packed
+ * into one 32-bit word (lo in the low half, at the lower address): on the
+ * device one cvt.rn for the pair. */
+template <typename I>
+__device__ __forceinline__ uint32_t narrow_pair(float lo, float hi) {
+    return Narrowing<I>::pair(lo, hi);
+}
+#endif
 
 /* The element type of a 16-bit input type's widened values (float), or the
  * type itself. */

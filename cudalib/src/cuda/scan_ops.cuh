@@ -30,6 +30,19 @@ __device__ __forceinline__ void load_words(const E *p, RunWords<E, K> &w) {
     for (int i = 0; i < (int)(K * sizeof(E) / 16); i++) w.q[i] = STREAM ? __ldcs(s + i) : s[i];
 }
 
+/* Stores the 16-byte words of a lane's whole run of K elements. */
+template <typename E, int K, bool STREAM>
+__device__ __forceinline__ void store_words(E *p, const RunWords<E, K> &w) {
+    uint4 *s = reinterpret_cast<uint4 *>(p);
+#pragma unroll
+    for (int i = 0; i < (int)(K * sizeof(E) / 16); i++) {
+        if constexpr (STREAM)
+            __stcs(s + i, w.q[i]);
+        else
+            s[i] = w.q[i];
+    }
+}
+
 /* Loads (or stores) a lane's run of K elements. Full runs of a VEC kernel
  * (seqlen a multiple of K, 16-byte aligned arrays) move as 16-byte words;
  * partial runs — the tail of the sequence — element by element, with zero
@@ -61,14 +74,7 @@ __device__ __forceinline__ void store_run(E *p, int avail, const E (&v)[K]) {
             RunWords<E, K> w;
 #pragma unroll
             for (int i = 0; i < K; i++) w.e[i] = v[i];
-            uint4 *s = reinterpret_cast<uint4 *>(p);
-#pragma unroll
-            for (int i = 0; i < (int)(K * sizeof(E) / 16); i++) {
-                if constexpr (STREAM)
-                    __stcs(s + i, w.q[i]);
-                else
-                    s[i] = w.q[i];
-            }
+            store_words<E, K, STREAM>(p, w);
         } else {
 #pragma unroll
             for (int i = 0; i < K; i++) p[i] = v[i];
@@ -116,6 +122,17 @@ __device__ __forceinline__ void store_run_as(E *p, int avail, const V (&v)[K]) {
     if constexpr (std::is_same<E, V>::value) {
         store_run<E, K, VEC, STREAM>(p, avail, v);
     } else {
+        if constexpr (VEC && (K * sizeof(E)) % 16 == 0) {
+            /* a whole run rounded in pairs: one cvt.rn for two elements, which
+             * it packs into their 32-bit word, the rounding of narrow<E> */
+            if (avail >= K) {
+                RunWords<E, K> w;
+#pragma unroll
+                for (int i = 0; i < K / 2; i++) w.w[i] = narrow_pair<E>(v[2 * i], v[2 * i + 1]);
+                store_words<E, K, STREAM>(p, w);
+                return;
+            }
+        }
         E e[K];
 #pragma unroll
         for (int i = 0; i < K; i++) e[i] = narrow<E>(v[i]);
