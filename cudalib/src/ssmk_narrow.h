@@ -24,6 +24,8 @@
 #ifdef __CUDACC__
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+
+#include <type_traits>
 #endif
 
 namespace ssmk {
@@ -117,34 +119,10 @@ struct Narrowing {
 template <>
 struct Narrowing<bfloat16> {
     static SSMK_HD bfloat16 from(float x) { return to_bfloat16(x); }
-#ifdef __CUDACC__
-    static __device__ uint32_t pair(float lo, float hi) {
-#if SSMK_MUTANT == 26
-        return to_bfloat16(lo).bits | (uint32_t)to_bfloat16(hi).bits << 16;
-#else
-        const __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
-        uint32_t w;
-        memcpy(&w, &h, 4);
-        return w;
-#endif
-    }
-#endif
 };
 template <>
 struct Narrowing<half16> {
     static SSMK_HD half16 from(float x) { return to_half16(x); }
-#ifdef __CUDACC__
-    static __device__ uint32_t pair(float lo, float hi) {
-#if SSMK_MUTANT == 26
-        return to_half16(lo).bits | (uint32_t)to_half16(hi).bits << 16;
-#else
-        const __half2 h = __floats2half2_rn(lo, hi);
-        uint32_t w;
-        memcpy(&w, &h, 4);
-        return w;
-#endif
-    }
-#endif
 };
 template <typename I, typename T>
 SSMK_HD I narrow(T x) {
@@ -154,10 +132,23 @@ SSMK_HD I narrow(T x) {
 #ifdef __CUDACC__
 /* Two floats narrowed to the 16-bit type I as narrow<I> rounds them, packed
  * into one 32-bit word (lo in the low half, at the lower address): on the
- * device one cvt.rn for the pair. */
+ * device one cvt.rn for the pair (mutant 26 keeps its truncation here too). */
 template <typename I>
 __device__ __forceinline__ uint32_t narrow_pair(float lo, float hi) {
-    return Narrowing<I>::pair(lo, hi);
+#if SSMK_MUTANT == 26
+    return narrow<I>(lo).bits | (uint32_t)narrow<I>(hi).bits << 16;
+#else
+    uint32_t w;
+    if constexpr (std::is_same<I, bfloat16>::value) {
+        const __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
+        memcpy(&w, &h, 4);
+    } else {
+        static_assert(std::is_same<I, half16>::value, "a 16-bit input type");
+        const __half2 h = __floats2half2_rn(lo, hi);
+        memcpy(&w, &h, 4);
+    }
+    return w;
+#endif
 }
 #endif
 
