@@ -8,13 +8,16 @@
 // with the checks that time the library left out of their runs; the check
 // faults after them, alone. Run it from the repository root: make mutants.
 //
-// With -cuda it does the same for the CUDA library's own paths (the
-// time-parallel composition, the fast paths, foh's near branch, the
-// rescan; CUDACatalogue, planted in cudalib/src/cuda/) on a GPU machine:
-// the mutants are built with nvcc in parallel, the suite runs from
-// prebuilt test binaries (-bin, as scripts/gpu.sh carries them; no Go
-// there) and stops at a mutant's first failing test (-failfast: a kill
-// needs one). scripts/gpu.sh mutants runs it.
+// With -cuda it does the same for the CUDA library on a GPU machine: its
+// own paths (the time-parallel composition, the fast paths, foh's near
+// branch, the rescan, the backward's chunks; CUDACatalogue, planted in
+// cudalib/src/cuda/) and the catalogue's bugs planted in the headers its
+// kernels compile too (DeviceShared), so that the suite is shown to catch
+// those in the device's code as well as the CPU build's. The mutants are
+// built with nvcc in parallel, the suite runs from prebuilt test binaries
+// (-bin, as scripts/gpu.sh carries them; no Go there) and stops at a
+// mutant's first failing test (-failfast: a kill needs one).
+// scripts/gpu.sh mutants runs it.
 package main
 
 import (
@@ -113,6 +116,25 @@ var CUDACatalogue = []Mutant{
 	{105, "rescan-skipped", "the rescan: a tile whose products of Ā overflow is never rescanned sequentially (∞·0 = NaN stays)", "", 0, ""},
 	{106, "dpoly-power", "fast path (Taylor methods' Δ·g as a polynomial in Δ): coefficients c_k·a^(k+1), one power too many", "", 0, ""},
 	{107, "bilinear-du", "fast path (input term from Δ·u): bilinear's B·(Δ·u·g) as zoh's B·(Δ·u), g dropped", "", 0, ""},
+	{108, "bwd-padded-tail", "backward: the padded steps past seqlen of a row's last chunk take Δ = softplus(bias) instead of 0 (Ā ≠ 1 between dlast_state and the last step)", "", 0, ""},
+	{109, "bwd-chunk-adjoint", "backward: the adjoint entering a chunk from the one after it dropped (each chunk starts from λ = 0)", "", 0, ""},
+}
+
+// DeviceShared lists the catalogue's mutants planted in the headers that
+// the CUDA build's kernels compile (ssmk_methods.h: the methods'
+// coefficients, softplus, the output's terms, the group index;
+// ssmk_narrow.h: the 16-bit rounding): -cuda builds them into the CUDA
+// library too. The others sit in the CPU build's own files.
+var DeviceShared = []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 13, 14, 26, 33}
+
+// cudaMutants is the catalogue of -cuda: the catalogue's DeviceShared
+// bugs, then the CUDA library's own.
+func cudaMutants() []Mutant {
+	var ms []Mutant
+	for _, k := range DeviceShared {
+		ms = append(ms, Catalogue[k-1])
+	}
+	return append(ms, CUDACatalogue...)
 }
 
 // checkRun selects the seven checks (not their decision tests, which use
@@ -140,7 +162,7 @@ type result struct {
 
 var (
 	pkgs   = flag.String("pkgs", "./verify ./golden", "packages of the suite to run against each mutant (-cuda: ./verify ./golden ./cudalib)")
-	cuda   = flag.Bool("cuda", false, "the CUDA library's mutants (CUDACatalogue), built with nvcc; needs a GPU")
+	cuda   = flag.Bool("cuda", false, "the CUDA library's mutants (DeviceShared and CUDACatalogue), built with nvcc; needs a GPU")
 	arch   = flag.String("arch", "90", "-cuda: the compute capability to build for")
 	bin    = flag.String("bin", "", "a folder of prebuilt test binaries <pkg>.test to run instead of go test (scripts/gpu.sh build)")
 	out    = flag.String("out", "out", "folder for mutants.json and the logs")
@@ -160,7 +182,7 @@ func main() {
 	explicit := map[string]bool{}
 	flag.Visit(func(f *flag.Flag) { explicit[f.Name] = true })
 	if *cuda {
-		catalogue, libOf = CUDACatalogue, func(k int) string { return fmt.Sprintf("build/mutants/libssmk_cuda_m%d.so", k) }
+		catalogue, libOf = cudaMutants(), func(k int) string { return fmt.Sprintf("build/mutants/libssmk_cuda_m%d.so", k) }
 		base, _ = filepath.Abs("build/mutants/libssmk_cuda_m0.so")
 		if !explicit["pkgs"] {
 			*pkgs = "./verify ./golden ./cudalib"

@@ -93,19 +93,7 @@ func TestCUDACatalogueMatchesSources(t *testing.T) {
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no CUDA sources: %v", err)
 	}
-	var src string
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		src += string(b)
-	}
-	planted := map[int]bool{}
-	for _, m := range regexp.MustCompile(`SSMK_MUTANT [!=]= (\d+)`).FindAllStringSubmatch(src, -1) {
-		k, _ := strconv.Atoi(m[1])
-		planted[k] = true
-	}
+	planted := plantedIn(readAll(t, files...))
 	for _, m := range CUDACatalogue {
 		if !planted[m.K] {
 			t.Errorf("CUDA mutant %d (%s) is not planted in cudalib/src/cuda/", m.K, m.Name)
@@ -120,6 +108,40 @@ func TestCUDACatalogueMatchesSources(t *testing.T) {
 	}
 }
 
+// DeviceShared is exactly the catalogue's mutants planted in the headers
+// that the CUDA sources include, and each is an accuracy bug (the CUDA
+// runs leave the timed checks out).
+func TestDeviceSharedMatchesSources(t *testing.T) {
+	headers := []string{"ssmk_methods.h", "ssmk_narrow.h"}
+	planted := plantedIn(readAll(t, "../../cudalib/src/"+headers[0], "../../cudalib/src/"+headers[1]))
+	files, _ := filepath.Glob("../../cudalib/src/cuda/*.cu")
+	cu := readAll(t, files...)
+	for _, h := range headers {
+		if !strings.Contains(cu, `#include "../`+h+`"`) {
+			t.Errorf("no CUDA source includes %s: its mutants would not reach the CUDA build", h)
+		}
+	}
+	listed := map[int]bool{}
+	for _, k := range DeviceShared {
+		listed[k] = true
+		if !planted[k] {
+			t.Errorf("DeviceShared lists mutant %d, which %v do not plant", k, headers)
+		}
+		if k < 1 || k > len(Catalogue) || Catalogue[k-1].Check != 0 {
+			t.Errorf("DeviceShared lists mutant %d: want an accuracy bug of the catalogue", k)
+		}
+	}
+	for k := range planted {
+		if !listed[k] {
+			t.Errorf("%v plant mutant %d, which DeviceShared lacks", headers, k)
+		}
+	}
+	ms := cudaMutants()
+	if len(ms) != len(DeviceShared)+len(CUDACatalogue) || ms[0].K != DeviceShared[0] || ms[len(ms)-1].K != CUDACatalogue[len(CUDACatalogue)-1].K {
+		t.Errorf("cudaMutants() = %d mutants, want DeviceShared's %d then CUDACatalogue's %d", len(ms), len(DeviceShared), len(CUDACatalogue))
+	}
+}
+
 // TestFailedTests: only top-level "--- FAIL: " lines at the start of a line
 // name a failed test, once each.
 func TestFailedTests(t *testing.T) {
@@ -127,4 +149,28 @@ func TestFailedTests(t *testing.T) {
 	if got := failedTests([]byte(log)); strings.Join(got, ",") != "TestA,TestC" {
 		t.Errorf("failedTests = %v, want [TestA TestC]", got)
 	}
+}
+
+// readAll is the files' contents, one after the other.
+func readAll(t *testing.T, files ...string) string {
+	t.Helper()
+	var src strings.Builder
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		src.Write(b)
+	}
+	return src.String()
+}
+
+// plantedIn is the set of mutants src plants (SSMK_MUTANT == k or != k).
+func plantedIn(src string) map[int]bool {
+	planted := map[int]bool{}
+	for _, m := range regexp.MustCompile(`SSMK_MUTANT [!=]= (\d+)`).FindAllStringSubmatch(src, -1) {
+		k, _ := strconv.Atoi(m[1])
+		planted[k] = true
+	}
+	return planted
 }

@@ -92,11 +92,9 @@ __device__ void chunk_grads(const BwdParams &p, const Place &q, const Smem<T, V>
         if (q.lane == 31) s.fw[q.wb] = f;
         __syncthreads();
         if (n > 0 && (p.var_b || p.var_c)) flush_tiles<T, V, K>(p, q, s, c, n - 1);
-        V h0;
-        if (c > 0)
-            h0 = ((const V *)p.hS)[(q.r * (p.chunks - 1) + c - 1) * N + n];
-        else
-            h0 = p.h0 ? ((const V *)p.h0)[q.r * N + n] : V{};
+        V h0 = c > 0  ? ((const V *)p.hS)[(q.r * (p.chunks - 1) + c - 1) * N + n]
+               : p.h0 ? ((const V *)p.h0)[q.r * N + n]
+                      : V{};
         for (int w = 0; w < q.wr; w++) h0 = apply(s.fw[q.lr * WR + w], h0);
         h0 = apply(fx, h0);
         V hp = h0;
@@ -117,6 +115,9 @@ __device__ void chunk_grads(const BwdParams &p, const Place &q, const Smem<T, V>
         if (q.lane == 0) s.bw[q.wb] = rb;
         __syncthreads();
         V mu = mu_in[q.lr * N + n];
+#if SSMK_MUTANT == 109 /* the adjoint entering from the next chunk dropped */
+        if (c < p.chunks - 1) mu = V{};
+#endif
         for (int w = WR - 1; w > q.wr; w--) mu = apply(s.bw[q.lr * WR + w], mu);
         mu = apply(rx, mu);
         V dA{}, dBc{}, dCc{};
