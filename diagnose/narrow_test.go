@@ -1,8 +1,11 @@
 package diagnose
 
 import (
+	"math"
+	"slices"
 	"testing"
 
+	"ssmverify/gen"
 	"ssmverify/reference"
 	"ssmverify/ssm"
 )
@@ -55,5 +58,68 @@ func TestNarrowProbes(t *testing.T) {
 	}
 	if got := stateBits(oneState{ssm.RoundBFloat16, func(v float64) float64 { return v }}, ssm.ZOH, ssm.BF16); got != 8 {
 		t.Errorf("bf16 state measured at %d bits, want 8", got)
+	}
+}
+
+// truncating is a mixed-precision kernel whose only bug is its output's
+// rounding: the float32 result truncated to the 16-bit type (toward zero)
+// instead of rounded to nearest; the float32 state is right.
+type truncating struct{}
+
+func (truncating) Scan(p *ssm.Problem, dt ssm.DType) (*ssm.Output, error) {
+	o, err := reference.Scan(p, ssm.Float64)
+	if err != nil {
+		return nil, err
+	}
+	for i, v := range o.LastState {
+		o.LastState[i] = float64(float32(v))
+	}
+	for i, v := range o.Out {
+		o.Out[i] = truncNarrow(float64(float32(v)), dt)
+	}
+	return o, nil
+}
+
+// truncNarrow rounds v toward zero to bfloat16 or fp16 (no overflow).
+func truncNarrow(v float64, dt ssm.DType) float64 {
+	if dt == ssm.BF16 {
+		return float64(math.Float32frombits(math.Float32bits(float32(v)) &^ 0xffff))
+	}
+	a := math.Abs(v)
+	_, e := math.Frexp(a)                // a in [2^(e−1), 2^e)
+	ulp := math.Ldexp(1, max(e-11, -24)) // fp16's 10 fraction bits; its subnormals' spacing
+	return math.Copysign(math.Floor(a/ulp)*ulp, v)
+}
+
+// TestScanNamesTruncatedOutput: a truncated 16-bit output is diagnosed as
+// such, also on the one-element problem that shrinking leaves, where a slip
+// (y from the state before the update: D·u alone at the first step) fits
+// the same value within the threshold too and is named as an alternative.
+func TestScanNamesTruncatedOutput(t *testing.T) {
+	one := gen.Spec{Batch: 1, Dim: 1, Seqlen: 1, Dstate: 1, Groups: 1, Method: ssm.ZOH, HasD: true, Dist: gen.Realistic}
+	for _, c := range []struct {
+		name string
+		p    func(dt ssm.DType) *ssm.Problem
+	}{
+		{"Mamba block", func(dt ssm.DType) *ssm.Problem {
+			p := problem(ssm.ZOH, false, nil)
+			p.RoundTo(dt)
+			return p
+		}},
+		{"one element", func(dt ssm.DType) *ssm.Problem {
+			p := gen.New(one, 0)
+			p.RoundTo(dt)
+			return p
+		}},
+	} {
+		for _, dt := range ssm.NarrowDTypes() {
+			f := Scan(truncating{}, c.p(dt), dt)
+			if f.Tag != "output-truncated" {
+				t.Errorf("%s, %v: diagnosed %q: %s", c.name, dt, f.Tag, f)
+			}
+			if c.name == "one element" && dt == ssm.F16 && !slices.Contains(f.Also, "output-before-update") {
+				t.Errorf("%s, %v: the slip that fits too is not named as an alternative: %s (also %v)", c.name, dt, f, f.Also)
+			}
+		}
 	}
 }
