@@ -6,7 +6,6 @@ import (
 	"sort"
 	"strings"
 
-	"ssmverify/cudalib"
 	"ssmverify/judge"
 	"ssmverify/reference"
 	"ssmverify/ssm"
@@ -18,7 +17,12 @@ import (
 //
 //   - bwd-method:X: every gradient equals method X's (a backward that
 //     differentiates another method's Ā and g, as the fork that ran zoh's
-//     backward for every method did);
+//     backward for every method did), or every one but dz, where dz is
+//     formed from the library's own forward output (a kernel such as
+//     Mamba's takes y from its forward rather than recomputing it);
+//   - bwd-dz-forward: only dz fails, and it is formed from the library's
+//     own forward output, which is then what is wrong (the forward's tests
+//     say how);
 //   - bwd-no-softplus: only ddelta and ddelta_bias fail, and they are the
 //     reference's divided by softplus' σ(v);
 //   - bwd-delta-chain: only ddelta and ddelta_bias fail otherwise (a term
@@ -29,7 +33,7 @@ import (
 //   - bwd-factor:NAME: one gradient is the reference's times a constant.
 //
 // "none" when no slip fits; "" when the failure does not reproduce.
-func Backward(l *cudalib.Library, p *ssm.Problem, ct *ssm.Cotangent, dt ssm.DType) Finding {
+func Backward(l Differentiator, p *ssm.Problem, ct *ssm.Cotangent, dt ssm.DType) Finding {
 	compare := func(q *ssm.Problem, c *ssm.Cotangent, got *ssm.Grads) (judge.GradComparison, error) {
 		want, err := reference.ScanGrad(q, c, false)
 		if err != nil {
@@ -58,16 +62,37 @@ func Backward(l *cudalib.Library, p *ssm.Problem, ct *ssm.Cotangent, dt ssm.DTyp
 		where[i] = g.Name
 	}
 	f := Finding{Where: "gradients " + strings.Join(where, ", "), Evidence: []string{"worst: " + failing[0].String()}}
+	dzForward := p.Z != nil && got.Z != nil && dzFromForward(l, p, ct, dt, got.Z)
+	if dzForward {
+		f.Evidence = append(f.Evidence, "dz is the derivative of the gate at the library's own forward output, dz·silu(z) = dout·out·σ(z)·(1 + z·(1 − σ(z)))")
+	}
+	partial := ssm.Method(-1)
 	for _, m := range ssm.Methods() {
 		if m == p.Method {
 			continue
 		}
 		q := p.Clone()
 		q.Method = m
-		if c, err := compare(q, ct, got); err == nil && c.Passed(dt) {
+		c, err := compare(q, ct, got)
+		if err != nil {
+			continue
+		}
+		if c.Passed(dt) {
 			f.Tag, f.Cause = "bwd-method:"+m.String(), fmt.Sprintf("the gradients are %v's, not %v's: the backward differentiates another method", m, p.Method)
 			return f
 		}
+		if fails := c.Failing(dt); dzForward && partial < 0 && len(fails) == 1 && fails[0].Name == "dz" {
+			partial = m
+		}
+	}
+	if partial >= 0 {
+		f.Tag, f.Cause = "bwd-method:"+partial.String(), fmt.Sprintf("every gradient but dz is %v's, not %v's: the backward differentiates another method; "+
+			"dz is formed from the forward's output, which the forward computed", partial, p.Method)
+		return f
+	}
+	if dzForward && len(failing) == 1 && failing[0].Name == "dz" {
+		f.Tag, f.Cause = "bwd-dz-forward", "only dz is wrong, and it is formed from the library's own forward output: the backward is right and the forward's output, which it takes, is not"
+		return f
 	}
 	onlyDelta := true
 	for _, g := range failing {
@@ -154,4 +179,35 @@ func constantRatio(got, want []float64) (float64, bool) {
 		}
 	}
 	return r, r != 1
+}
+
+// Differentiator is what Backward re-runs: the library's backward, and its
+// forward for the output a backward may take dz from (cudalib.Library).
+type Differentiator interface {
+	Backward(p *ssm.Problem, ct *ssm.Cotangent, dt ssm.DType, withInitial bool) (*ssm.Grads, error)
+	Scan(p *ssm.Problem, dt ssm.DType) (*ssm.Output, error)
+}
+
+// dzFromForward reports whether dz is the gate's derivative at the
+// library's own forward output out = y·silu(z): dz·silu(z) =
+// dout·out·σ(z)·(1 + z·(1 − σ(z))) at every element, within 1e-4 of the
+// terms' magnitude, |dout·out·σ(z)|·(1 + |z·(1 − σ(z))|): a kernel's
+// float32 σ (and fast-math exponentials) err by a few 1e-7, and
+// 1 + z·(1 − σ(z)) cancels near z = −1.28, so its error is relative to
+// its terms, not to its value. Both sides are products, so the test needs
+// no division by silu(z), which vanishes at z = 0.
+func dzFromForward(l Differentiator, p *ssm.Problem, ct *ssm.Cotangent, dt ssm.DType, dz []float64) bool {
+	fwd, err := l.Scan(p, dt)
+	if err != nil || len(fwd.Out) != len(dz) || len(ct.Out) != len(dz) {
+		return false
+	}
+	for i, z := range p.Z {
+		sig := 1 / (1 + math.Exp(-z))
+		lhs, rhs := dz[i]*z*sig, ct.Out[i]*fwd.Out[i]*sig*(1+z*(1-sig))
+		mag := math.Abs(ct.Out[i]*fwd.Out[i]*sig) * (1 + math.Abs(z*(1-sig)))
+		if !(math.Abs(lhs-rhs) <= 1e-4*math.Max(math.Abs(lhs), mag)) && lhs != rhs {
+			return false
+		}
+	}
+	return true
 }
