@@ -98,6 +98,13 @@ obj=${out%.so}.obj
 mkdir -p "$obj"
 common=("${flags[@]}" -gencode "arch=compute_${arch},code=sm_${arch}" -Xcompiler -fPIC
 	-D_GLIBCXX_USE_CXX11_ABI="$cxx11abi" -I"$src" -I"$root/cudalib/include" $torch_inc)
+# A tree from before CCCL 3 (Mamba 1.1.1's reverse_scan.cuh, which forks carry)
+# calls cub::LaneId and cub::CTA_SYNC, which CUDA 13's CUB no longer has:
+# cub_compat.cuh defines them where they are missing.
+if grep -qE 'cub::(LaneId|CTA_SYNC)\(' "$src"/*.cuh "$src"/*.h 2>/dev/null; then
+	common+=(-include "$here/cub_compat.cuh")
+	echo "adapters/mamba: the tree calls cub::LaneId or cub::CTA_SYNC: adapters/mamba/cub_compat.cuh provides them"
+fi
 echo "adapters/mamba: $flavor tree $src (commit $commit), PyTorch $torch_version, sm_$arch"
 echo "adapters/mamba: the tree's nvcc flags: ${flags[*]}"
 # The fp16 and bf16 instantiations too where the tree has them (SSMK_MAMBA_NARROW=0
