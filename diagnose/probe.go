@@ -160,6 +160,9 @@ func fitsMag(pts []point, dt ssm.DType, abar bool, fm formula) (bool, float64) {
 			continue
 		}
 		e := relErr(measured(pt), f(pt))
+		if cmplx.Abs(measured(pt)-f(pt)) <= 8*dt.Precision().Tiny()*unit(dt) {
+			e = 0 // within a few of the dtype's subnormal spacings: e^x underflowing to 0 is its rounding
+		}
 		if fm.mag != nil {
 			if m := fm.mag(pt); m > cmplx.Abs(f(pt)) && !math.IsInf(e, 0) {
 				e = cmplx.Abs(measured(pt)-f(pt)) / m
@@ -457,8 +460,10 @@ func worstPoint(pts []point, dt ssm.DType, abar bool, ref func(point) complex128
 // (probe), so they resolve what a probe's tolerance cannot: φ1 = (e^x −
 // 1)/x cancelling by 20u just outside a too-narrow series guard, which the
 // error model (reference.DiscretizeScale) rejects. Failures of foh confined
-// to 0 < |x| < 1, none at x = 0, the worst at the smallest |x|, are a
-// narrow guard; anything else goes to the probe's explanations.
+// to 0 < |x| < 1, none at x = 0, and either the worst at the smallest |x| or
+// every one within the quotient's cancellation, 16·u/|x| relative in g (a
+// device exponential's error of a few u scatters which of them is worst),
+// are a narrow guard; anything else goes to the probe's explanations.
 func Discretized(m ssm.Method, dt ssm.DType, isComplex bool, delta []float64, a, abar, bcoef []complex128, failed []bool) Finding {
 	var pts []point
 	var bad []point
@@ -489,7 +494,12 @@ func Discretized(m ssm.Method, dt ssm.DType, isComplex bool, delta []float64, a,
 			lo, hi := bad[0], bad[len(bad)-1]
 			_, glo := coef(m, isComplex, lo.x)
 			_, ghi := coef(m, isComplex, hi.x)
-			if len(bad) == 1 || relErr(lo.g, glo) >= relErr(hi.g, ghi) {
+			cancels := true
+			for _, pt := range bad {
+				_, g := coef(m, isComplex, pt.x)
+				cancels = cancels && relErr(pt.g, g) <= 16*unit(dt)/cmplx.Abs(pt.x)
+			}
+			if len(bad) == 1 || relErr(lo.g, glo) >= relErr(hi.g, ghi) || cancels {
 				return Finding{Tag: "phi1-narrow-guard", Cause: fmt.Sprintf("φ1 = (e^x − 1)/x cancels for %.3g ≤ |x| ≤ %.3g (ssmk_discretize; "+
 					"relative error of g %.3g at the smaller |x|, %.3g at the larger): the small-x series guard is too narrow",
 					cmplx.Abs(lo.x), cmplx.Abs(hi.x), relErr(lo.g, glo), relErr(hi.g, ghi))}
