@@ -322,12 +322,15 @@ func TestNumPyRecomputes(t *testing.T) {
 func TestGoldenGradientsExact(t *testing.T) {
 	man, err := Load(".")
 	require.NoError(t, err)
-	n := 0
+	n, doutOnly := 0, 0
 	for _, c := range man.Cases {
 		if !c.HasGrads() {
 			continue
 		}
 		n++
+		if _, ok := c.Files["dlast_state"]; !ok {
+			doutOnly++
+		}
 		p, _, err := c.Problem(".")
 		require.NoError(t, err)
 		ct, want, err := c.Grads(".")
@@ -343,5 +346,6 @@ func TestGoldenGradientsExact(t *testing.T) {
 			t.Errorf("%s: the reference's gradients are off the exact adjoint: worst %s", c.Name, cmp.Worst())
 		}
 	}
-	require.Equal(t, 36, n, "every method × real/complex × feature set holds its backward pass")
+	require.Equal(t, 48, n, "every method × real/complex × feature set holds its backward pass, and the Mamba block again with dout alone")
+	require.Equal(t, 12, doutOnly, "every method × real/complex has a case with dout alone (no dlast_state)")
 }

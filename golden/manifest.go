@@ -75,6 +75,10 @@ type Entry struct {
 	// Grads: the case also holds a cotangent (dout, dlast_state, seeded by
 	// Seed) and the exact gradients of its backward pass (ExactGrad).
 	Grads bool
+	// DoutOnly: the cotangent is dout alone (no dlast_state file), so that
+	// a backward that takes no gradient of the last state (Mamba's,
+	// SSMK_CAP_BWD_OUTPUTS_ONLY) is judged against golden gradients too.
+	DoutOnly bool
 }
 
 // problem returns the entry's problem and the name of its distribution.
@@ -146,7 +150,8 @@ var fuzzFound = []Entry{
 
 // Entries lists the golden cases: every method × real/complex A × three
 // feature sets (plain; the Mamba block with every feature; variable B and C
-// in two groups with stressing inputs), each with its backward pass.
+// in two groups with stressing inputs), each with its backward pass, and
+// the Mamba block again with a cotangent of dout alone.
 func Entries() []Entry {
 	var out []Entry
 	for _, m := range ssm.Methods() {
@@ -170,6 +175,13 @@ func Entries() []Entry {
 				}
 				out = append(out, Entry{Name: fmt.Sprintf("%v-%s-%s", m, kind, set.name), Spec: s, Seed: seed, Grads: true})
 			}
+			s := gen.MambaBlock(m, 2, 4, 24, 5)
+			s.Method, s.Complex = m, isComplex
+			seed := uint64(100*int(m) + 51)
+			if isComplex {
+				seed++
+			}
+			out = append(out, Entry{Name: fmt.Sprintf("%v-%s-mamba-dout-only", m, kind), Spec: s, Seed: seed, Grads: true, DoutOnly: true})
 		}
 	}
 	out = append(out, fuzzFound...)
@@ -234,7 +246,9 @@ func arrays(p *ssm.Problem, out *ssm.Output, dt ssm.DType) map[string]array {
 // "dlast_state", "du", …), each in the shape of the array it belongs to.
 func gradArrays(m map[string]array, ct *ssm.Cotangent, g *ssm.Grads) {
 	m["dout"] = array{m["out"].shape, ct.Out, EncFloat64}
-	m["dlast_state"] = array{m["last_state"].shape, ct.LastState, EncFloat64}
+	if ct.LastState != nil {
+		m["dlast_state"] = array{m["last_state"].shape, ct.LastState, EncFloat64}
+	}
 	of := map[string]string{"du": "u", "ddelta": "delta", "dA": "A", "dB": "B", "dC": "C", "dD": "D", "dz": "z",
 		"ddelta_bias": "delta_bias"}
 	for _, f := range g.Fields() {
@@ -254,7 +268,8 @@ func Generate(dir string) (*Manifest, error) {
 			"cases with a dtype (fp16, bf16) hold their inputs u, delta, z and variable B/C in that type (files with encoding float16: NumPy '<f2'; " +
 			"bfloat16: '<u2' bit patterns, read as (np.load(f).astype(np.uint32) << 16).view(np.float32)), their weights as float64 values of float32, " +
 			"and out_rounded, the exact out rounded once to the type; " +
-			"cases with dout hold the backward pass: dout and dlast_state (the gradient of a real loss with respect to out and last_state), " +
+			"cases with dout hold the backward pass: dout and dlast_state (the gradient of a real loss with respect to out and last_state; " +
+			"no dlast_state file: dout alone, for a backward that takes no gradient of the last state), " +
 			"and du, ddelta, dA, dB, dC, dD, dz, ddelta_bias, each shaped as its input (dA, constant dB/dC, dD and ddelta_bias summed over batch and time; " +
 			"variable dB/dC over the channels of a group; ddelta through delta_bias and softplus; complex: d/dRe + i·d/dIm), " +
 			"from the adjoint of the exact scan (golden.ExactGrad) rounded once to float64"}
@@ -275,7 +290,7 @@ func Generate(dir string) (*Manifest, error) {
 		}
 		files := arrays(p, out, c.DType)
 		if c.Grads {
-			ct := gen.NewCotangent(p, c.Seed, true)
+			ct := gen.NewCotangent(p, c.Seed, !c.DoutOnly)
 			g, err := ExactGrad(p, ct, false)
 			if err != nil {
 				return nil, fmt.Errorf("golden: %s: gradients: %w", c.Name, err)
