@@ -30,6 +30,13 @@ import (
 //   - bwd-dlast: the gradients are right without a gradient of the last
 //     state (it enters the sweep at the wrong step: a padded tail or a
 //     chunk boundary);
+//   - bwd-chunk: the gradients of the steps (du, ddelta, dz, variable dB
+//     and dC) are wrong only before some step T, or only from T on, and
+//     right on the other side, T a multiple of 32: the adjoint carried
+//     back into the steps before T, or the state carried forward into T,
+//     is lost or wrong — a chunk boundary at T (dz left out where it is
+//     formed from the forward's output; the failures may fade before the
+//     row's end);
 //   - bwd-factor:NAME: one gradient is the reference's times a constant.
 //
 // "none" when no slip fits; "" when the failure does not reproduce.
@@ -125,6 +132,28 @@ func Backward(l Differentiator, p *ssm.Problem, ct *ssm.Cotangent, dt ssm.DType)
 		}
 	}
 	want, _ := reference.ScanGrad(p, ct, false)
+	if lo, hi, worst, ok := stepsWrong(p, ct, got, want, dt, dzForward); ok {
+		// A boundary T is a multiple of 32 (the chunks of known kernels are
+		// 64 to 2048 steps) inside the row, with every failing step on one
+		// side of it; the error fades away from T (a lost adjoint decays
+		// backward, a wrong state forward), so the failures need not reach
+		// the row's end, and where both ends qualify the worst step says
+		// which side T is on.
+		before, after := hi+1 < p.Seqlen && (hi+1)%32 == 0, lo > 0 && lo%32 == 0
+		if before && after {
+			before, after = hi-worst <= worst-lo, hi-worst > worst-lo
+		}
+		switch {
+		case before:
+			f.Tag, f.Cause = "bwd-chunk", fmt.Sprintf("the gradients of the steps are wrong only before step %d (right from it on): "+
+				"the adjoint carried back into the steps before it is lost or wrong — wrong only across a chunk boundary", hi+1)
+			return f
+		case after:
+			f.Tag, f.Cause = "bwd-chunk", fmt.Sprintf("the gradients of the steps are wrong only from step %d on (right before it): "+
+				"the state carried into it is wrong — wrong only across a chunk boundary", lo)
+			return f
+		}
+	}
 	wf := want.Fields()
 	for k, g := range got.Fields() {
 		if !contains(failing, g.Name) {
@@ -210,4 +239,51 @@ func dzFromForward(l Differentiator, p *ssm.Problem, ct *ssm.Cotangent, dt ssm.D
 		}
 	}
 	return true
+}
+
+// stepsWrong returns the first and last step t at which a per-step gradient
+// (du, ddelta, dz, and dB and dC where variable) fails the threshold, and
+// the step of the largest ratio, dz left out where skipDz (it follows the
+// forward's output, not the sweep); ok is false when none fails or the
+// scale cannot be formed.
+func stepsWrong(p *ssm.Problem, ct *ssm.Cotangent, got, want *ssm.Grads, dt ssm.DType, skipDz bool) (lo, hi, worst int, ok bool) {
+	sc, err := reference.GradErrorScale(p, ct, false, dt.Precision())
+	if err != nil {
+		return 0, 0, 0, false
+	}
+	perStep := map[string]bool{"du": true, "ddelta": true, "dz": !skipDz, "dB": p.VariableB, "dC": p.VariableC}
+	words := map[string]int{"dB": p.ElemWords(), "dC": p.ElemWords()}
+	gotBy, scBy, tinyBy := map[string][]float64{}, map[string][]float64{}, map[string][]float64{}
+	for _, f := range got.Fields() {
+		gotBy[f.Name] = f.Values
+	}
+	for _, f := range sc.Scale.Fields() {
+		scBy[f.Name] = f.Values
+	}
+	for _, f := range sc.Tiny.Fields() {
+		tinyBy[f.Name] = f.Values
+	}
+	lo, hi = p.Seqlen, -1
+	worstRatio := 0.0
+	for _, f := range want.Fields() {
+		g := gotBy[f.Name]
+		if !perStep[f.Name] || len(g) != len(f.Values) {
+			continue
+		}
+		w := max(words[f.Name], 1)
+		for i := 0; i < len(g); i += w {
+			d := math.Abs(g[i] - f.Values[i])
+			if w == 2 {
+				d = math.Hypot(g[i]-f.Values[i], g[i+1]-f.Values[i+1])
+			}
+			if r := reference.Ratio(d, scBy[f.Name][i], tinyBy[f.Name][i], dt.Precision()); r > judge.Threshold(dt) || math.IsNaN(r) {
+				t := (i / w) % p.Seqlen
+				lo, hi = min(lo, t), max(hi, t)
+				if !(r <= worstRatio) {
+					worst, worstRatio = t, r
+				}
+			}
+		}
+	}
+	return lo, hi, worst, hi >= 0
 }

@@ -2,6 +2,7 @@ package diagnose
 
 import (
 	"math"
+	"strings"
 	"testing"
 
 	"ssmverify/gen"
@@ -85,6 +86,103 @@ func TestBackwardNamesForkGradients(t *testing.T) {
 			f := Backward(c.kernel, p, ct, ssm.F64)
 			if f.Tag != c.tag {
 				t.Errorf("%s, complex %t: diagnosed %q, want %q: %s", c.name, isComplex, f.Tag, c.tag, f)
+			}
+		}
+	}
+}
+
+// steps is a library whose gradients of the steps (du, ddelta, dz, dB, dC)
+// are wrong on one side of step T: before it, those of a sweep that drops
+// the adjoint carried back from T on (dout zeroed from T, the summed
+// gradients from it too); from it on (after), the reference's times
+// 1 + 1e-3, as from a wrong state carried into T. fade > 0 keeps the
+// error to the fade steps next to T, as a lost adjoint or state decays.
+type steps struct {
+	t     int
+	after bool
+	fade  int
+}
+
+// near reports whether step i of a row of l steps is on k's wrong side
+// and, with a fade, within it of T.
+func (k steps) near(i, l int) bool {
+	t := i % l
+	if k.after {
+		return t >= k.t && (k.fade == 0 || t < k.t+k.fade)
+	}
+	return t < k.t && (k.fade == 0 || t >= k.t-k.fade)
+}
+
+func (k steps) Scan(p *ssm.Problem, _ ssm.DType) (*ssm.Output, error) {
+	return reference.Scan(p, ssm.Float64)
+}
+
+func (k steps) Backward(p *ssm.Problem, ct *ssm.Cotangent, _ ssm.DType, withInitial bool) (*ssm.Grads, error) {
+	full, err := reference.ScanGrad(p, ct, withInitial)
+	if err != nil || k.after {
+		if err == nil {
+			for _, s := range [][]float64{full.U, full.Delta, full.Z} {
+				for i := range s {
+					if k.near(i, p.Seqlen) {
+						s[i] *= 1 + 1e-3
+					}
+				}
+			}
+		}
+		return full, err
+	}
+	cut := &ssm.Cotangent{Out: append([]float64(nil), ct.Out...)}
+	for i := range cut.Out {
+		if i%p.Seqlen >= k.t {
+			cut.Out[i] = 0
+		}
+	}
+	g, err := reference.ScanGrad(p, cut, withInitial)
+	if err != nil {
+		return nil, err
+	}
+	for _, pair := range [][2][]float64{{g.U, full.U}, {g.Delta, full.Delta}, {g.Z, full.Z}} {
+		for i := range pair[0] {
+			if !k.near(i, p.Seqlen) {
+				pair[0][i] = pair[1][i]
+			}
+		}
+	}
+	w := p.ElemWords()
+	for _, pair := range [][2][]float64{{g.B, full.B}, {g.C, full.C}} {
+		for i := range pair[0] {
+			if !k.near(i/w, p.Seqlen) {
+				pair[0][i] = pair[1][i]
+			}
+		}
+	}
+	return g, nil
+}
+
+// TestBackwardNamesChunkBoundary: gradients of the steps wrong only before
+// step 64 (the adjoint from later steps dropped) or only from it on (a
+// wrong state carried in), whether or not the error reaches the row's end,
+// are bwd-chunk; wrong only before step 6, which no chunk of 32 or more ends
+// at, are not.
+func TestBackwardNamesChunkBoundary(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		kernel steps
+		chunk  bool
+		cause  string
+	}{
+		{"adjoint dropped at 64", steps{64, false, 0}, true, "only before step 64"},
+		{"adjoint dropped at 64, faded by step 40", steps{64, false, 24}, true, "only before step 64"},
+		{"state wrong from 64", steps{64, true, 0}, true, "only from step 64 on"},
+		{"state wrong from 64, faded by step 80", steps{64, true, 16}, true, "only from step 64 on"},
+		{"adjoint dropped at 6", steps{6, false, 0}, false, ""},
+	} {
+		for _, isComplex := range []bool{false, true} {
+			p := problem(ssm.Poly, isComplex, func(s *gen.Spec) { s.Seqlen = 100 })
+			ct := gen.NewCotangent(p, 9, false)
+			f := Backward(c.kernel, p, ct, ssm.F64)
+			if (f.Tag == "bwd-chunk") != c.chunk || !strings.Contains(f.Cause, c.cause) {
+				t.Errorf("%s, complex %t: diagnosed %q (%s), want bwd-chunk %t", c.name, isComplex, f.Tag, f.Cause, c.chunk)
 			}
 		}
 	}
