@@ -107,6 +107,10 @@ void backward_row(const Bwd<T, V> &w, int b, int d) {
     }
     V *pA = w.pA + row * N;
     for (int c = chunks - 1; c >= 0; c--) {
+#if SSMK_MUTANT == 34 /* the adjoint carried back from the chunk after this one dropped */
+        if (c < chunks - 1)
+            for (V &l : lam) l = V{};
+#endif
         const int t0 = c * kChunk, t1 = t0 + kChunk < Lp ? t0 + kChunk : Lp;
         for (int n = 0; n < N; n++) hs[n] = starts[(size_t)c * N + n];
         for (int t = t0; t < t1; t++) {

@@ -93,6 +93,7 @@ var Catalogue = []Mutant{
 	{31, "bwd-no-dt-chain", "the backward forgets the chain through Δ in Ā: Ā'(x)·a missing from ddelta (dA keeps it)", "bwd-delta-chain", 0, backwardRun},
 	{32, "bwd-padded-tail", "the backward sweeps the padded tail of a partial chunk as input: Δ = softplus(bias) where there is none, dlast_state entering at the padded end", "bwd-dlast", 0, backwardRun},
 	{33, "foh-half-angle", "complex foh's cos b and sin b from sin and cos of b/2: inexact where Im z is subnormal (φ1 28/27 of 1), e^z's error larger", "subnormal-x", 0, ""},
+	{34, "bwd-chunk-adjoint", "the backward drops the adjoint carried back into a chunk of the sweep from the chunk after it (each of its 64-step chunks starts from λ = 0)", "bwd-chunk", 0, backwardRun},
 }
 
 // backwardRun is the suite's tests of the backward pass.
