@@ -49,7 +49,8 @@
 #                                   of the two backends; summaries in
 #                                   $OUT/ggml-*, a table last
 #   scripts/gpu.sh mutants [K,K,…]  there: the CUDA library's planted mutants
-#                                   (verify/mutants -cuda: CUDACatalogue), built in
+#                                   (verify/mutants -cuda: DeviceShared and
+#                                   CUDACatalogue), built in
 #                                   parallel, the suite against each from the carried
 #                                   binaries; the kill matrix last, mutants.json in
 #                                   $OUT/mutants-cuda
