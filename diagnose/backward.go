@@ -56,10 +56,15 @@ func Backward(l Differentiator, p *ssm.Problem, ct *ssm.Cotangent, dt ssm.DType)
 	if err != nil {
 		return Finding{Tag: "refused", Cause: "the backward refused: " + err.Error()}
 	}
-	base, err := compare(p, ct, got)
+	want, err := reference.ScanGrad(p, ct, false)
 	if err != nil {
 		return Finding{Tag: "none", Cause: err.Error()}
 	}
+	sc, err := reference.GradErrorScale(p, ct, false, dt.Precision())
+	if err != nil {
+		return Finding{Tag: "none", Cause: err.Error()}
+	}
+	base := judge.CompareGrads(p, got, dt, want, sc)
 	if base.Passed(dt) {
 		return Finding{}
 	}
@@ -114,7 +119,7 @@ func Backward(l Differentiator, p *ssm.Problem, ct *ssm.Cotangent, dt ssm.DType)
 					scaled.Delta[i] *= 1 / (1 + math.Exp(-v))
 				}
 			}
-			if c, err := compare(p, ct, &scaled); err == nil && !contains(c.Failing(dt), "ddelta") {
+			if c := judge.CompareGrads(p, &scaled, dt, want, sc); !contains(c.Failing(dt), "ddelta") {
 				f.Tag, f.Cause = "bwd-no-softplus", "ddelta lacks softplus' derivative σ(v): times σ(v) it is the reference's"
 				return f
 			}
@@ -131,8 +136,7 @@ func Backward(l Differentiator, p *ssm.Problem, ct *ssm.Cotangent, dt ssm.DType)
 			}
 		}
 	}
-	want, _ := reference.ScanGrad(p, ct, false)
-	if lo, hi, worst, ok := stepsWrong(p, ct, got, want, dt, dzForward); ok {
+	if lo, hi, worst, ok := stepsWrong(p, got, want, sc, dt, dzForward); ok {
 		// A boundary T is a multiple of 32 (the chunks of known kernels are
 		// 64 to 2048 steps) inside the row, with every failing step on one
 		// side of it; the error fades away from T (a lost adjoint decays
@@ -244,46 +248,20 @@ func dzFromForward(l Differentiator, p *ssm.Problem, ct *ssm.Cotangent, dt ssm.D
 // stepsWrong returns the first and last step t at which a per-step gradient
 // (du, ddelta, dz, and dB and dC where variable) fails the threshold, and
 // the step of the largest ratio, dz left out where skipDz (it follows the
-// forward's output, not the sweep); ok is false when none fails or the
-// scale cannot be formed.
-func stepsWrong(p *ssm.Problem, ct *ssm.Cotangent, got, want *ssm.Grads, dt ssm.DType, skipDz bool) (lo, hi, worst int, ok bool) {
-	sc, err := reference.GradErrorScale(p, ct, false, dt.Precision())
-	if err != nil {
-		return 0, 0, 0, false
-	}
+// forward's output, not the sweep); ok is false when none fails.
+func stepsWrong(p *ssm.Problem, got, want *ssm.Grads, sc *reference.GradScale, dt ssm.DType, skipDz bool) (lo, hi, worst int, ok bool) {
 	perStep := map[string]bool{"du": true, "ddelta": true, "dz": !skipDz, "dB": p.VariableB, "dC": p.VariableC}
-	words := map[string]int{"dB": p.ElemWords(), "dC": p.ElemWords()}
-	gotBy, scBy, tinyBy := map[string][]float64{}, map[string][]float64{}, map[string][]float64{}
-	for _, f := range got.Fields() {
-		gotBy[f.Name] = f.Values
-	}
-	for _, f := range sc.Scale.Fields() {
-		scBy[f.Name] = f.Values
-	}
-	for _, f := range sc.Tiny.Fields() {
-		tinyBy[f.Name] = f.Values
-	}
 	lo, hi = p.Seqlen, -1
 	worstRatio := 0.0
-	for _, f := range want.Fields() {
-		g := gotBy[f.Name]
-		if !perStep[f.Name] || len(g) != len(f.Values) {
-			continue
+	judge.EachGradRatio(p, got, dt, want, sc, func(name string, e int, r float64) {
+		if !perStep[name] || !(r > judge.Threshold(dt) || math.IsNaN(r)) {
+			return
 		}
-		w := max(words[f.Name], 1)
-		for i := 0; i < len(g); i += w {
-			d := math.Abs(g[i] - f.Values[i])
-			if w == 2 {
-				d = math.Hypot(g[i]-f.Values[i], g[i+1]-f.Values[i+1])
-			}
-			if r := reference.Ratio(d, scBy[f.Name][i], tinyBy[f.Name][i], dt.Precision()); r > judge.Threshold(dt) || math.IsNaN(r) {
-				t := (i / w) % p.Seqlen
-				lo, hi = min(lo, t), max(hi, t)
-				if !(r <= worstRatio) {
-					worst, worstRatio = t, r
-				}
-			}
+		t := e % p.Seqlen
+		lo, hi = min(lo, t), max(hi, t)
+		if !(r <= worstRatio) {
+			worst, worstRatio = t, r
 		}
-	}
+	})
 	return lo, hi, worst, hi >= 0
 }

@@ -159,13 +159,14 @@ func fitsMag(pts []point, dt ssm.DType, abar bool, fm formula) (bool, float64) {
 		if abar && !pt.aKnown {
 			continue
 		}
-		e := relErr(measured(pt), f(pt))
-		if cmplx.Abs(measured(pt)-f(pt)) <= 8*dt.Precision().Tiny()*unit(dt) {
+		have, want := measured(pt), f(pt)
+		e, d := relErr(have, want), cmplx.Abs(have-want)
+		if d <= 8*dt.Precision().Tiny()*unit(dt) {
 			e = 0 // within a few of the dtype's subnormal spacings: e^x underflowing to 0 is its rounding
 		}
 		if fm.mag != nil {
-			if m := fm.mag(pt); m > cmplx.Abs(f(pt)) && !math.IsInf(e, 0) {
-				e = cmplx.Abs(measured(pt)-f(pt)) / m
+			if m := fm.mag(pt); m > cmplx.Abs(want) && !math.IsInf(e, 0) {
+				e = d / m
 			}
 		}
 		e /= tol(dt, pt.x)

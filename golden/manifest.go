@@ -175,7 +175,7 @@ func Entries() []Entry {
 				}
 				out = append(out, Entry{Name: fmt.Sprintf("%v-%s-%s", m, kind, set.name), Spec: s, Seed: seed, Grads: true})
 			}
-			s := gen.MambaBlock(m, 2, 4, 24, 5)
+			s := sets[1].s // the Mamba block again, with dout alone
 			s.Method, s.Complex = m, isComplex
 			seed := uint64(100*int(m) + 51)
 			if isComplex {

@@ -77,54 +77,95 @@ func (c GradComparison) Failing(dt ssm.DType) []GradWorst {
 // (reference.GradErrorScale): ratio |kernel − reference| / (u·S + η·T)
 // per element, complex elements by the modulus of their error.
 func CompareGrads(p *ssm.Problem, got *ssm.Grads, dt ssm.DType, ref *ssm.Grads, sc *reference.GradScale) GradComparison {
-	prec := dt.Precision()
 	var c GradComparison
-	gotBy := map[string][]float64{}
-	for _, f := range got.Fields() {
-		gotBy[f.Name] = f.Values
-	}
-	scBy, tinyBy := map[string][]float64{}, map[string][]float64{}
-	for _, f := range sc.Scale.Fields() {
-		scBy[f.Name] = f.Values
-	}
-	for _, f := range sc.Tiny.Fields() {
-		tinyBy[f.Name] = f.Values
-	}
-	complexArr := map[string]bool{"dA": p.Complex, "dB": p.Complex, "dC": p.Complex, "dinitial_state": p.Complex}
-	for _, f := range ref.Fields() {
-		g := gotBy[f.Name]
-		if len(g) != len(f.Values) {
-			c.Missing = append(c.Missing, f.Name)
-			continue
-		}
-		w := GradWorst{Name: f.Name}
-		step := 1
-		if complexArr[f.Name] {
-			step = 2
-		}
-		for i := 0; i < len(g); i += step {
-			want, have := f.Values[i], g[i]
-			diff := math.Abs(have - want)
-			mag := math.Abs(want)
-			if step == 2 {
-				diff = math.Hypot(have-want, g[i+1]-f.Values[i+1])
-				mag = math.Hypot(want, f.Values[i+1])
-			}
+	var fields []gradField
+	fields, c.Missing = gradFields(p, got, ref, sc)
+	for _, f := range fields {
+		w := GradWorst{Name: f.name}
+		for i := 0; i < len(f.got); i += f.step {
+			diff, mag, r := f.elem(i, dt.Precision())
 			c.Elements++
-			finiteRef := !math.IsNaN(mag) && !math.IsInf(mag, 0)
 			if math.IsNaN(diff) || math.IsInf(diff, 0) {
-				if finiteRef {
+				if !math.IsNaN(mag) && !math.IsInf(mag, 0) {
 					c.NonFinite++
 				}
 				continue
 			}
-			r := reference.Ratio(diff, scBy[f.Name][i], tinyBy[f.Name][i], prec)
 			if i == 0 || r > w.Ratio {
-				w.Ratio, w.Index, w.Got, w.Want = r, i, g[i], f.Values[i]
+				w.Ratio, w.Index, w.Got, w.Want = r, i, f.got[i], f.want[i]
 			}
 			w.ULP = math.Max(w.ULP, ULPsOf(diff, mag, dt))
 		}
 		c.Grads = append(c.Grads, w)
 	}
 	return c
+}
+
+// EachGradRatio calls f with the scaled error ratio of every element of
+// every gradient that ref holds and got holds at the same length, as
+// CompareGrads judges it: e is the element's index in its array (a complex
+// element counts once), r is NaN where the kernel's difference is not
+// finite.
+func EachGradRatio(p *ssm.Problem, got *ssm.Grads, dt ssm.DType, ref *ssm.Grads, sc *reference.GradScale, f func(name string, e int, r float64)) {
+	fields, _ := gradFields(p, got, ref, sc)
+	for _, g := range fields {
+		for i := 0; i < len(g.got); i += g.step {
+			_, _, r := g.elem(i, dt.Precision())
+			f(g.name, i/g.step, r)
+		}
+	}
+}
+
+// gradField is one gradient as CompareGrads compares it: the kernel's and
+// the reference's arrays, the scale and underflow allowance of each element,
+// and the words per element (2 for a complex array).
+type gradField struct {
+	name                   string
+	step                   int
+	got, want, scale, tiny []float64
+}
+
+// gradFields pairs every gradient of ref with got's, in ref's order, and
+// names those got lacks or holds at another length.
+func gradFields(p *ssm.Problem, got, ref *ssm.Grads, sc *reference.GradScale) (fields []gradField, missing []string) {
+	gotBy, scBy, tinyBy := byName(got), byName(sc.Scale), byName(sc.Tiny)
+	complexArr := map[string]bool{"dA": p.Complex, "dB": p.Complex, "dC": p.Complex, "dinitial_state": p.Complex}
+	for _, f := range ref.Fields() {
+		g := gotBy[f.Name]
+		if len(g) != len(f.Values) {
+			missing = append(missing, f.Name)
+			continue
+		}
+		step := 1
+		if complexArr[f.Name] {
+			step = 2
+		}
+		fields = append(fields, gradField{f.Name, step, g, f.Values, scBy[f.Name], tinyBy[f.Name]})
+	}
+	return fields, missing
+}
+
+// elem is element i's (its real word's, for a complex array) difference
+// from the reference (modulus for complex), the reference's magnitude, and
+// the scaled ratio (NaN where the difference is not finite).
+func (f gradField) elem(i int, prec ssm.Precision) (diff, mag, r float64) {
+	want, have := f.want[i], f.got[i]
+	diff, mag = math.Abs(have-want), math.Abs(want)
+	if f.step == 2 {
+		diff = math.Hypot(have-want, f.got[i+1]-f.want[i+1])
+		mag = math.Hypot(want, f.want[i+1])
+	}
+	if math.IsNaN(diff) || math.IsInf(diff, 0) {
+		return diff, mag, math.NaN()
+	}
+	return diff, mag, reference.Ratio(diff, f.scale[i], f.tiny[i], prec)
+}
+
+// byName is a gradient's arrays by their names (ssm.Grads.Fields).
+func byName(g *ssm.Grads) map[string][]float64 {
+	m := map[string][]float64{}
+	for _, f := range g.Fields() {
+		m[f.Name] = f.Values
+	}
+	return m
 }

@@ -14,14 +14,7 @@ import (
 // Every catalogued mutant is planted in the C sources, and every planted
 // one is catalogued.
 func TestCatalogueMatchesSources(t *testing.T) {
-	var src string
-	for _, f := range []string{"../../cudalib/src/ssmk_methods.h", "../../cudalib/src/ssmk_narrow.h", "../../cudalib/src/cpu.cpp", "../../cudalib/src/cpu_backward.cpp"} {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		src += string(b)
-	}
+	src := readAll(t, "../../cudalib/src/ssmk_methods.h", "../../cudalib/src/ssmk_narrow.h", "../../cudalib/src/cpu.cpp", "../../cudalib/src/cpu_backward.cpp")
 	if len(Catalogue) < 12 {
 		t.Errorf("the catalogue has %d mutants, want at least 12", len(Catalogue))
 	}
