@@ -15,11 +15,13 @@ type gradArgs struct {
 	DDeltaBias, DInitialState      unsafe.Pointer
 }
 
-// GradBuffers are the host arrays of one backward call in the library's
-// dtype (F32 or F64): the forward's inputs (Scan), the cotangent (DOut,
-// DLastState) and the gradients the library fills, each in the shape of
-// its input; DD, DZ and DDeltaBias are present where the problem has D, z
-// and delta_bias, DInitialState where it was asked for.
+// GradBuffers are the host arrays of one backward call: the forward's
+// inputs (Scan), the cotangent (DOut, DLastState) and the gradients the
+// library fills, each in the shape of its input; DD, DZ and DDeltaBias are
+// present where the problem has D, z and delta_bias, DInitialState where
+// it was asked for. Each array has its input's type: for a 16-bit dtype
+// DOut, DU, DDelta, DZ and variable DB, DC are 16-bit, the others float32
+// (the ABI's BACKWARD PASS, 16-bit inputs).
 type GradBuffers struct {
 	Scan             *ScanBuffers
 	DOut, DLastState Array
@@ -28,10 +30,12 @@ type GradBuffers struct {
 }
 
 // NewGradBuffers validates p and ct against the library and converts them
-// to dt; withInitial asks for the initial state's gradient.
+// to dt (the cotangent's dout to the input type, rounded to nearest, its
+// dlast_state to the weights'); withInitial asks for the initial state's
+// gradient.
 func (l *Library) NewGradBuffers(p *ssm.Problem, ct *ssm.Cotangent, dt ssm.DType, withInitial bool) (*GradBuffers, error) {
-	if dt != ssm.F32 && dt != ssm.F64 {
-		return nil, fmt.Errorf("cudalib: dtype = %v: the backward pass takes F32 or F64", dt)
+	if !dt.Valid() {
+		return nil, fmt.Errorf("cudalib: dtype = %d: the backward pass takes F32 (0), F64 (1), F16 (2) or BF16 (3)", int32(dt))
 	}
 	s, err := l.NewScanBuffers(p, dt)
 	if err != nil {
@@ -40,16 +44,23 @@ func (l *Library) NewGradBuffers(p *ssm.Problem, ct *ssm.Cotangent, dt ssm.DType
 	if err := ct.Validate(p); err != nil {
 		return nil, fmt.Errorf("cudalib: %w", err)
 	}
-	z := func(v []float64) Array {
+	in, w := dt, dt.Weight()
+	bc := func(variable bool) ssm.DType {
+		if variable {
+			return in
+		}
+		return w
+	}
+	z := func(v []float64, t ssm.DType) Array {
 		if v == nil {
 			return Array{}
 		}
-		return zeros(len(v), dt)
+		return zeros(len(v), t)
 	}
 	g := ssm.NewGrads(p, withInitial)
-	return &GradBuffers{Scan: s, DOut: NewArray(ct.Out, dt), DLastState: NewArray(ct.LastState, dt),
-		DU: z(g.U), DDelta: z(g.Delta), DA: z(g.A), DB: z(g.B), DC: z(g.C), DD: z(g.D), DZ: z(g.Z),
-		DDeltaBias: z(g.DeltaBias), DInitialState: z(g.InitialState)}, nil
+	return &GradBuffers{Scan: s, DOut: NewArray(ct.Out, in), DLastState: NewArray(ct.LastState, w),
+		DU: z(g.U, in), DDelta: z(g.Delta, in), DA: z(g.A, w), DB: z(g.B, bc(p.VariableB)), DC: z(g.C, bc(p.VariableC)),
+		DD: z(g.D, w), DZ: z(g.Z, in), DDeltaBias: z(g.DeltaBias, w), DInitialState: z(g.InitialState, w)}, nil
 }
 
 // Grads returns the gradients widened to float64.
@@ -137,7 +148,7 @@ func (p *BackwardPlan) FetchGrads() (*ssm.Grads, error) {
 		if !a.Present() {
 			return Array{}
 		}
-		return zeros(a.Len(), p.dt)
+		return zeros(a.Len(), a.dtype())
 	}
 	g := &GradBuffers{Scan: s.Scan, DU: z(s.DU), DDelta: z(s.DDelta), DA: z(s.DA), DB: z(s.DB), DC: z(s.DC),
 		DD: z(s.DD), DZ: z(s.DZ), DDeltaBias: z(s.DDeltaBias), DInitialState: z(s.DInitialState)}

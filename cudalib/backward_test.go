@@ -111,8 +111,8 @@ func TestBackwardPlanAndDeterminism(t *testing.T) {
 func TestBackwardRefusesBadArguments(t *testing.T) {
 	l := openBackward(t)
 	p, ct := backwardProblem(ssm.ZOH, false)
-	_, err := l.Backward(p, ct, ssm.BF16, false)
-	assert.ErrorContains(t, err, "takes F32 or F64")
+	_, err := l.Backward(p, ct, ssm.DType(7), false)
+	assert.ErrorContains(t, err, "dtype = 7")
 	_, err = l.Backward(p, &ssm.Cotangent{Out: ct.Out[:3]}, ssm.F32, false)
 	assert.ErrorContains(t, err, "len(Out) = 3")
 	b, err := l.NewGradBuffers(p, ct, ssm.F32, false)
@@ -135,13 +135,67 @@ func TestBackwardRefusesBadArguments(t *testing.T) {
 		assert.Equal(t, EInval, e.Status, c.name)
 		assert.Contains(t, e.Msg, c.want, c.name)
 	}
-	// A 16-bit dtype reaches the library as SSMK_EUNSUPPORTED.
+	// An unknown dtype reaches the library as SSMK_EINVAL, naming it.
 	g := *b
 	s := *b.Scan
-	s.DType = ssm.F16
+	s.DType = ssm.DType(9)
 	g.Scan = &s
 	var e *Error
 	require.ErrorAs(t, l.RunBackward(&g), &e)
-	assert.Equal(t, EUnsupported, e.Status)
-	assert.Contains(t, e.Msg, "backward pass takes SSMK_F32")
+	assert.Equal(t, EInval, e.Status)
+	assert.Contains(t, e.Msg, "dtype = 9")
+}
+
+// A 16-bit backward where the library declares one (SSMK_CAP_BWD_NARROW)
+// takes its types as the ABI says: its input-typed gradients are 16-bit,
+// the weights' float; a plan gives the direct call's gradients. The CPU
+// build computes them as its float32 backward of the widened inputs, each
+// input-typed gradient rounded once: exactly that, bit for bit.
+func TestBackwardNarrow(t *testing.T) {
+	l := openBackward(t)
+	for _, dt := range ssm.NarrowDTypes() {
+		if !l.Capabilities(ssm.ZOH, dt, false).Backward() {
+			t.Logf("%v: the backward is not declared", dt)
+			continue
+		}
+		p, ct := backwardProblem(ssm.ZOH, false)
+		p.InitialState, ct.LastState = nil, nil
+		p.RoundTo(dt)
+		ct.RoundTo(dt)
+		b, err := l.NewGradBuffers(p, ct, dt, false)
+		require.NoError(t, err)
+		for name, a := range map[string]Array{"dout": b.DOut, "du": b.DU, "ddelta": b.DDelta, "dz": b.DZ, "dB": b.DB, "dC": b.DC} {
+			assert.Equal(t, dt, a.dtype(), "%s is of the input type", name)
+		}
+		for name, a := range map[string]Array{"dA": b.DA, "dD": b.DD, "ddelta_bias": b.DDeltaBias} {
+			assert.Equal(t, ssm.F32, a.dtype(), "%s is float", name)
+		}
+		require.NoError(t, l.RunBackward(b))
+		direct := b.Grads()
+		plan, err := l.NewBackwardPlan(b)
+		require.NoError(t, err)
+		require.NoError(t, plan.Launch())
+		fromPlan, err := plan.FetchGrads()
+		require.NoError(t, err)
+		plan.Close()
+		if l.Backend != "cpu" {
+			continue // a GPU's atomics may order the sums otherwise: verify judges them
+		}
+		assert.Equal(t, direct, fromPlan, "%v: plan and direct call", dt)
+		wide, err := l.Backward(p, ct, ssm.F32, false)
+		require.NoError(t, err)
+		wf, df := wide.Fields(), direct.Fields()
+		for k, f := range df {
+			for i, v := range f.Values {
+				w := wf[k].Values[i]
+				if ssm.InputTyped(p, f.Name) {
+					w = dt.Round(w)
+				}
+				if v != w {
+					t.Errorf("%v %s[%d] = %g, the float32 backward's %g", dt, f.Name, i, v, w)
+					break
+				}
+			}
+		}
+	}
 }

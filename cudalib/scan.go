@@ -59,6 +59,17 @@ func zeros(n int, dt ssm.DType) Array {
 // Len is the number of elements (complex values count twice).
 func (a Array) Len() int { return max(len(a.F32), len(a.F64), len(a.N16)) }
 
+// dtype is the element type the array holds (F32 for an absent one).
+func (a Array) dtype() ssm.DType {
+	switch {
+	case a.F64 != nil:
+		return ssm.F64
+	case a.N16 != nil:
+		return a.Narrow
+	}
+	return ssm.F32
+}
+
 // Present reports whether the array is passed (non-NULL).
 func (a Array) Present() bool { return a.F32 != nil || a.F64 != nil || a.N16 != nil }
 

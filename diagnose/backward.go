@@ -37,7 +37,9 @@ import (
 //     is lost or wrong — a chunk boundary at T (dz left out where it is
 //     formed from the forward's output; the failures may fade before the
 //     row's end);
-//   - bwd-factor:NAME: one gradient is the reference's times a constant.
+//   - bwd-factor:NAME: one gradient is the reference's times a constant;
+//   - for a 16-bit dtype first, the slips of its storage: bwd-weights-16bit,
+//     bwd-truncated, bwd-y-16bit (narrowBackward).
 //
 // "none" when no slip fits; "" when the failure does not reproduce.
 func Backward(l Differentiator, p *ssm.Problem, ct *ssm.Cotangent, dt ssm.DType) Finding {
@@ -74,6 +76,10 @@ func Backward(l Differentiator, p *ssm.Problem, ct *ssm.Cotangent, dt ssm.DType)
 		where[i] = g.Name
 	}
 	f := Finding{Where: "gradients " + strings.Join(where, ", "), Evidence: []string{"worst: " + failing[0].String()}}
+	if tag, cause, ok := narrowBackward(p, ct, got, want, sc, dt, failing); ok {
+		f.Tag, f.Cause = tag, cause
+		return f
+	}
 	dzForward := p.Z != nil && got.Z != nil && dzFromForward(l, p, ct, dt, got.Z)
 	if dzForward {
 		f.Evidence = append(f.Evidence, "dz is the derivative of the gate at the library's own forward output, dz·silu(z) = dout·out·σ(z)·(1 + z·(1 − σ(z)))")

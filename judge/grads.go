@@ -75,15 +75,20 @@ func (c GradComparison) Failing(dt ssm.DType) []GradWorst {
 // CompareGrads compares a kernel's gradients (got, in dtype dt) with the
 // float64 reference gradients and their error scale
 // (reference.GradErrorScale): ratio |kernel − reference| / (u·S + η·T)
-// per element, complex elements by the modulus of their error.
+// per element, complex elements by the modulus of their error. For a
+// 16-bit dtype the input-typed gradients (ssm.InputTyped: du, ddelta, dz,
+// variable dB and dC) carry their one rounding to the input type beyond
+// the float32 model, allowed as OutputRatio allows the output's; an
+// element of fp16 that a correct float32 value may carry past 65520 may be
+// ±Inf.
 func CompareGrads(p *ssm.Problem, got *ssm.Grads, dt ssm.DType, ref *ssm.Grads, sc *reference.GradScale) GradComparison {
 	var c GradComparison
 	var fields []gradField
-	fields, c.Missing = gradFields(p, got, ref, sc)
+	fields, c.Missing = gradFields(p, got, ref, sc, dt)
 	for _, f := range fields {
 		w := GradWorst{Name: f.name}
 		for i := 0; i < len(f.got); i += f.step {
-			diff, mag, r := f.elem(i, dt.Precision())
+			diff, mag, r := f.elem(i, dt)
 			c.Elements++
 			if math.IsNaN(diff) || math.IsInf(diff, 0) {
 				if !math.IsNaN(mag) && !math.IsInf(mag, 0) {
@@ -94,7 +99,7 @@ func CompareGrads(p *ssm.Problem, got *ssm.Grads, dt ssm.DType, ref *ssm.Grads, 
 			if i == 0 || r > w.Ratio {
 				w.Ratio, w.Index, w.Got, w.Want = r, i, f.got[i], f.want[i]
 			}
-			w.ULP = math.Max(w.ULP, ULPsOf(diff, mag, dt))
+			w.ULP = math.Max(w.ULP, ULPsOf(diff, mag, f.stored))
 		}
 		c.Grads = append(c.Grads, w)
 	}
@@ -107,10 +112,10 @@ func CompareGrads(p *ssm.Problem, got *ssm.Grads, dt ssm.DType, ref *ssm.Grads, 
 // element counts once), r is NaN where the kernel's difference is not
 // finite.
 func EachGradRatio(p *ssm.Problem, got *ssm.Grads, dt ssm.DType, ref *ssm.Grads, sc *reference.GradScale, f func(name string, e int, r float64)) {
-	fields, _ := gradFields(p, got, ref, sc)
+	fields, _ := gradFields(p, got, ref, sc, dt)
 	for _, g := range fields {
 		for i := 0; i < len(g.got); i += g.step {
-			_, _, r := g.elem(i, dt.Precision())
+			_, _, r := g.elem(i, dt)
 			f(g.name, i/g.step, r)
 		}
 	}
@@ -118,16 +123,19 @@ func EachGradRatio(p *ssm.Problem, got *ssm.Grads, dt ssm.DType, ref *ssm.Grads,
 
 // gradField is one gradient as CompareGrads compares it: the kernel's and
 // the reference's arrays, the scale and underflow allowance of each element,
-// and the words per element (2 for a complex array).
+// the words per element (2 for a complex array) and the type its elements
+// are stored in (the 16-bit input type for an input-typed gradient of a
+// 16-bit dtype, else the arithmetic's).
 type gradField struct {
 	name                   string
 	step                   int
+	stored                 ssm.DType
 	got, want, scale, tiny []float64
 }
 
 // gradFields pairs every gradient of ref with got's, in ref's order, and
 // names those got lacks or holds at another length.
-func gradFields(p *ssm.Problem, got, ref *ssm.Grads, sc *reference.GradScale) (fields []gradField, missing []string) {
+func gradFields(p *ssm.Problem, got, ref *ssm.Grads, sc *reference.GradScale, dt ssm.DType) (fields []gradField, missing []string) {
 	gotBy, scBy, tinyBy := byName(got), byName(sc.Scale), byName(sc.Tiny)
 	complexArr := map[string]bool{"dA": p.Complex, "dB": p.Complex, "dC": p.Complex, "dinitial_state": p.Complex}
 	for _, f := range ref.Fields() {
@@ -140,25 +148,46 @@ func gradFields(p *ssm.Problem, got, ref *ssm.Grads, sc *reference.GradScale) (f
 		if complexArr[f.Name] {
 			step = 2
 		}
-		fields = append(fields, gradField{f.Name, step, g, f.Values, scBy[f.Name], tinyBy[f.Name]})
+		stored := dt.Weight()
+		if dt.Narrow() && ssm.InputTyped(p, f.Name) {
+			stored = dt
+		}
+		fields = append(fields, gradField{f.Name, step, stored, g, f.Values, scBy[f.Name], tinyBy[f.Name]})
 	}
 	return fields, missing
 }
 
 // elem is element i's (its real word's, for a complex array) difference
 // from the reference (modulus for complex), the reference's magnitude, and
-// the scaled ratio (NaN where the difference is not finite).
-func (f gradField) elem(i int, prec ssm.Precision) (diff, mag, r float64) {
-	want, have := f.want[i], f.got[i]
-	diff, mag = math.Abs(have-want), math.Abs(want)
+// the scaled ratio (NaN where the difference is not finite) for a kernel
+// of dtype dt.
+func (f gradField) elem(i int, dt ssm.DType) (diff, mag, r float64) {
+	err := func(k int) float64 {
+		if f.stored.Narrow() && outputMayOverflow(f.got[k], f.want[k], f.scale[i], f.tiny[i], f.stored) {
+			return 0 // a correct float32 value may round to ±Inf here
+		}
+		return f.got[k] - f.want[k]
+	}
+	diff, mag = math.Abs(err(i)), math.Abs(f.want[i])
 	if f.step == 2 {
-		diff = math.Hypot(have-want, f.got[i+1]-f.want[i+1])
-		mag = math.Hypot(want, f.want[i+1])
+		diff, mag = math.Hypot(err(i), err(i+1)), math.Hypot(f.want[i], f.want[i+1])
 	}
 	if math.IsNaN(diff) || math.IsInf(diff, 0) {
 		return diff, mag, math.NaN()
 	}
-	return diff, mag, reference.Ratio(diff, f.scale[i], f.tiny[i], prec)
+	prec := dt.Precision()
+	if !f.stored.Narrow() {
+		return diff, mag, reference.Ratio(diff, f.scale[i], f.tiny[i], prec)
+	}
+	// Each stored word is rounded once, by at most u_out·|word| + spacing/2,
+	// so a complex element by √2 times that in modulus (OutputRatio's
+	// allowance, per word).
+	model := prec.UnitRoundoff()*f.scale[i] + prec.Tiny()*f.tiny[i]
+	rho := math.Sqrt(float64(f.step)) * (f.stored.OutputRoundoff()*(mag+Threshold(dt)*model) + f.stored.OutputSpacing()/2)
+	if d := diff - rho; d > 0 {
+		return diff, mag, d / model
+	}
+	return diff, mag, 0
 }
 
 // byName is a gradient's arrays by their names (ssm.Grads.Fields).

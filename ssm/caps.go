@@ -21,17 +21,27 @@ const (
 	// computes none of an initial state and starts from h = 0, as Mamba's
 	// selective_scan_bwd.
 	CapBackwardOutputsOnly Caps = 256
+	// CapBackwardNarrow is SSMK_CAP_BWD_NARROW (for a 16-bit dtype, with
+	// CapNarrowInputs and CapBackward): the backward takes this 16-bit
+	// input type, its input-typed gradients (du, ddelta, dz, variable dB
+	// and dC) rounded once to it. Without it a 16-bit dtype's backward bits
+	// mean nothing (ABI before this extension: the backward is F32 and F64).
+	CapBackwardNarrow Caps = 512
 )
 
 // For returns c as it holds for dtype dt: for a 16-bit input type, 0
 // unless bit 5 (CapNarrowInputs) is set with bit 0 (a library of ABI v1
-// knows no such dtype and is never judged on one), and always scan only
-// (the ABI defines ssmk_discretize for F32 and F64 alone).
+// knows no such dtype and is never judged on one), always scan only (the
+// ABI defines ssmk_discretize for F32 and F64 alone), and without the
+// backward's bits unless bit 9 (CapBackwardNarrow) declares them for it.
+// For F32 and F64, bit 9 means nothing and is cleared.
 func (c Caps) For(dt DType) Caps {
 	if !dt.Narrow() {
-		return c
+		return c &^ CapBackwardNarrow
 	}
-	c &^= CapBackward | CapBackwardAtomic | CapBackwardOutputsOnly // the ABI's backward is F32 and F64 only
+	if c&CapBackwardNarrow == 0 {
+		c &^= CapBackward | CapBackwardAtomic | CapBackwardOutputsOnly
+	}
 	if c&CapNarrowInputs == 0 || !c.Supported() {
 		return 0
 	}

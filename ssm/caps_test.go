@@ -36,6 +36,30 @@ func TestCapsBackwardBits(t *testing.T) {
 		}
 	}
 	if got := (CapSupported | CapNarrowInputs | CapBackward | CapBackwardOutputsOnly).For(F16); got&(CapBackward|CapBackwardOutputsOnly) != 0 {
-		t.Errorf("For(F16) kept the backward's bits: %d", got)
+		t.Errorf("For(F16) kept the backward's bits without SSMK_CAP_BWD_NARROW: %d", got)
+	}
+	narrowBwd := CapSupported | CapNarrowInputs | CapBackward | CapBackwardAtomic | CapBackwardNarrow
+	for _, c := range []struct {
+		caps     Caps
+		dt       DType
+		backward bool
+	}{
+		{narrowBwd, BF16, true},
+		{narrowBwd, F16, true},
+		{narrowBwd &^ CapNarrowInputs, BF16, false}, // no 16-bit scan, no 16-bit backward
+		{narrowBwd &^ CapBackward, F16, false},
+		{CapSupported | CapBackwardNarrow, F32, false},
+		{CapSupported | CapBackward | CapBackwardNarrow, F32, true},
+	} {
+		got := c.caps.For(c.dt)
+		if got.Backward() != c.backward {
+			t.Errorf("caps %d For(%v): backward %t, want %t", c.caps, c.dt, got.Backward(), c.backward)
+		}
+		if c.backward && c.dt.Narrow() && !got.BackwardAtomic() {
+			t.Errorf("caps %d For(%v): lost SSMK_CAP_BWD_ATOMIC", c.caps, c.dt)
+		}
+		if !c.dt.Narrow() && got&CapBackwardNarrow != 0 {
+			t.Errorf("caps %d For(%v) kept bit 9", c.caps, c.dt)
+		}
 	}
 }

@@ -25,6 +25,37 @@ func (c *Cotangent) Validate(p *Problem) error {
 	return nil
 }
 
+// RoundTo rounds the cotangent in place to the types a backward of dt
+// reads it in: Out (dout) to the input type (saturated at its largest
+// finite value, as Problem.RoundTo does for the inputs), LastState to the
+// weights' (float32 for F32 and the 16-bit types; F64 not at all).
+func (c *Cotangent) RoundTo(dt DType) {
+	for i, v := range c.Out {
+		c.Out[i] = dt.RoundFinite(v)
+	}
+	if dt != F64 {
+		for i, v := range c.LastState {
+			c.LastState[i] = float64(float32(v))
+		}
+	}
+}
+
+// InputTyped reports whether the gradient named name (ssm.GradNames) of
+// problem p is stored in the input type — du, ddelta, dz, and dB or dC
+// where B or C is variable — rather than the weights' type; in a 16-bit
+// dtype these are rounded once to it (the ABI's BACKWARD PASS).
+func InputTyped(p *Problem, name string) bool {
+	switch name {
+	case "du", "ddelta", "dz":
+		return true
+	case "dB":
+		return p.VariableB
+	case "dC":
+		return p.VariableC
+	}
+	return false
+}
+
 // Grads are the gradients of a real loss L with respect to a Problem's
 // inputs, each in the layout of its input (Problem's shapes): U, Delta and
 // Z per element; A, D and DeltaBias summed over batch and time; B and C

@@ -17,13 +17,13 @@ import (
 	"ssmverify/ssm"
 )
 
-// backwardCombos lists every method × F32/F64 × real/complex A whose
+// backwardCombos lists every method × dtype of dts × real/complex A whose
 // backward the library declares (ssm.Caps.Backward), recording the others
 // under test as not supported; nil when the library exports no backward.
-func backwardCombos(test string) []combo {
+func backwardCombos(test string, dts []ssm.DType) []combo {
 	var out []combo
 	for _, m := range ssm.Methods() {
-		for _, dt := range ssm.DTypes() {
+		for _, dt := range dts {
 			for _, isComplex := range []bool{false, true} {
 				c := lib.Capabilities(m, dt, isComplex)
 				if c.Backward() && lib.HasBackward() && !(isComplex && c.ComplexZOHFallback()) {
@@ -48,16 +48,13 @@ func stateGrads(cb combo) bool {
 }
 
 // backwardChecked runs the library's backward pass of p for ct in dt
-// (rounding p and ct to float32 first for F32, so that kernel and reference
-// see the same numbers), compares every gradient with the reference under
+// (rounding p and ct first to the types the kernel reads them in, so that
+// kernel and reference see the same numbers: ssm.Problem.RoundTo,
+// ssm.Cotangent.RoundTo), compares every gradient with the reference under
 // the backward's error model and records the comparison under test.
 // It returns the comparison and the (rounded) problem and cotangent.
 func backwardChecked(test string, p *ssm.Problem, ct *ssm.Cotangent, dt ssm.DType, withInitial bool) (judge.GradComparison, *ssm.Problem, *ssm.Cotangent, error) {
-	if dt == ssm.F32 {
-		p = p.Clone()
-		p.RoundToFloat32()
-		ct = &ssm.Cotangent{Out: roundF32(ct.Out), LastState: roundF32(ct.LastState)}
-	}
+	p, ct = roundedFor(p, ct, dt)
 	got, err := lib.Backward(p, ct, dt, withInitial)
 	if err != nil {
 		rep.Add(test, p.Method, dt, p.Complex, math.Inf(1), math.Inf(1), false, "backward refused: "+err.Error())
@@ -87,15 +84,20 @@ func backwardDiagnosis(test string, p *ssm.Problem, ct *ssm.Cotangent, dt ssm.DT
 	return "\ndiagnosis [" + f.Tag + "]: " + f.String()
 }
 
-func roundF32(v []float64) []float64 {
-	if v == nil {
-		return nil
+// roundedFor returns copies of p and ct rounded to the types a backward of
+// dt reads them in (p and ct themselves for F64).
+func roundedFor(p *ssm.Problem, ct *ssm.Cotangent, dt ssm.DType) (*ssm.Problem, *ssm.Cotangent) {
+	if dt == ssm.F64 {
+		return p, ct
 	}
-	out := make([]float64, len(v))
-	for i, x := range v {
-		out[i] = float64(float32(x))
+	p = p.Clone()
+	p.RoundTo(dt)
+	c := &ssm.Cotangent{Out: append([]float64(nil), ct.Out...)}
+	if ct.LastState != nil {
+		c.LastState = append([]float64(nil), ct.LastState...)
 	}
-	return out
+	c.RoundTo(dt)
+	return p, c
 }
 
 // gradFailure describes a failing comparison: the failing gradients,
@@ -123,9 +125,14 @@ func gradFailure(c judge.GradComparison, dt ssm.DType) string {
 // the last state, in realistic and stress inputs.
 func TestBackwardAccuracy(t *testing.T) {
 	track(t)
-	combos := backwardCombos("TestBackwardAccuracy")
+	backwardAccuracy(t, "TestBackwardAccuracy", backwardCombos("TestBackwardAccuracy", ssm.DTypes()))
+}
+
+// backwardAccuracy is the property of TestBackwardAccuracy over combos,
+// recorded under test.
+func backwardAccuracy(t *testing.T, test string, combos []combo) {
 	if len(combos) == 0 {
-		t.Skip("the library declares no backward pass")
+		t.Skip("the library declares no backward pass here")
 	}
 	for _, d := range []gen.Dist{gen.Realistic, gen.Stress} {
 		t.Run(d.String(), func(t *testing.T) {
@@ -141,7 +148,7 @@ func TestBackwardAccuracy(t *testing.T) {
 				}
 				withInitial := rapid.Bool().Draw(rt, "dinitial_state") && states
 				ct := gen.NewCotangent(p, c.Seed, rapid.Bool().Draw(rt, "dlast_state") && states)
-				cmp, _, _, err := backwardChecked("TestBackwardAccuracy/"+d.String(), p, ct, cb.dt, withInitial)
+				cmp, _, _, err := backwardChecked(test+"/"+d.String(), p, ct, cb.dt, withInitial)
 				if err != nil {
 					rt.Fatalf("%v %v: declared supported, but %v", c, cb.dt, err)
 				}
@@ -163,7 +170,13 @@ func TestBackwardAccuracy(t *testing.T) {
 // dstate 40 (more states than a warp has lanes).
 func TestBackwardEveryCombination(t *testing.T) {
 	track(t)
-	for _, cb := range backwardCombos("TestBackwardEveryCombination") {
+	backwardEveryCombination(t, "TestBackwardEveryCombination", backwardCombos("TestBackwardEveryCombination", ssm.DTypes()))
+}
+
+// backwardEveryCombination runs TestBackwardEveryCombination's cases for
+// combos, recorded under test.
+func backwardEveryCombination(t *testing.T, test string, combos []combo) {
+	for _, cb := range combos {
 		wide := gen.MambaBlock(cb.m, 2, 32, 70, 16)
 		wide.Groups = 2
 		for k, s := range []gen.Spec{gen.MambaBlock(cb.m, 2, 4, 100, 5),
@@ -171,7 +184,7 @@ func TestBackwardEveryCombination(t *testing.T) {
 			gen.MambaBlock(cb.m, 1, 2, 40, 40)} {
 			s.Complex = cb.isComplex
 			name := fmt.Sprintf("%v/%v/%s/%d", cb.m, cb.dt, ssm.AKind(cb.isComplex), k)
-			backwardCase(t, "TestBackwardEveryCombination", name, cb, gen.New(s, uint64(k+1)), 3)
+			backwardCase(t, test, name, cb, gen.New(within(s, cb.dt), uint64(k+1)), 3)
 		}
 	}
 }
@@ -206,7 +219,7 @@ func backwardCase(t *testing.T, test, name string, cb combo, p *ssm.Problem, see
 // variable B or C (docs/findings-mamba-backward-2026-11-27.md).
 func TestBackwardOptionSweep(t *testing.T) {
 	track(t)
-	for _, cb := range backwardCombos("TestBackwardOptionSweep") {
+	for _, cb := range backwardCombos("TestBackwardOptionSweep", ssm.DTypes()) {
 		var failed []string
 		for _, groups := range []int{1, 2} {
 			for _, vb := range []bool{false, true} {
@@ -249,7 +262,7 @@ var backwardChunkSeqlens = []int{1100, 2049}
 // them. The other backward tests stay below 256 steps, inside one chunk.
 func TestBackwardChunkBoundaries(t *testing.T) {
 	track(t)
-	combos := backwardCombos(t.Name())
+	combos := backwardCombos(t.Name(), ssm.DTypes())
 	if len(combos) == 0 {
 		t.Skip("the library declares no backward pass")
 	}
@@ -273,7 +286,7 @@ func TestBackwardChunkBoundaries(t *testing.T) {
 // own forward for any method it computes.
 func TestBackwardGradcheck(t *testing.T) {
 	track(t)
-	for _, cb := range backwardCombos("TestBackwardGradcheck") {
+	for _, cb := range backwardCombos("TestBackwardGradcheck", ssm.DTypes()) {
 		if cb.dt != ssm.F64 {
 			continue
 		}
@@ -356,14 +369,11 @@ func gradcheck(p *ssm.Problem, ct *ssm.Cotangent, g *ssm.Grads, seed uint64) str
 // error model, which bounds their spread.
 func TestBackwardDeterministic(t *testing.T) {
 	track(t)
-	for _, cb := range backwardCombos("TestBackwardDeterministic") {
+	for _, cb := range backwardCombos("TestBackwardDeterministic", ssm.DTypes()) {
 		s := gen.MambaBlock(cb.m, 2, 8, 150, 4)
 		s.Complex, s.Groups = cb.isComplex, 2
 		p := gen.New(s, 11)
-		if cb.dt == ssm.F32 {
-			p.RoundToFloat32()
-		}
-		ct := gen.NewCotangent(p, 11, stateGrads(cb))
+		p, ct := roundedFor(p, gen.NewCotangent(p, 11, stateGrads(cb)), cb.dt)
 		first, err1 := lib.Backward(p, ct, cb.dt, false)
 		second, err2 := lib.Backward(p, ct, cb.dt, false)
 		if err1 != nil || err2 != nil {

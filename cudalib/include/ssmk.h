@@ -104,11 +104,24 @@
  *   below the threshold 20, 1 above; the gate's derivative is
  *   d(z·σ(z))/dz = σ(z)·(1 + z·(1 − σ(z))). The forward is recomputed from
  *   the inputs (nothing is saved between calls); how (chunks of time
- *   steps, saved states) is the library's business. dtype SSMK_F32 and
- *   SSMK_F64 only. Every gradient is written in full (not accumulated into).
+ *   steps, saved states) is the library's business. Every gradient is
+ *   written in full (not accumulated into).
  *   Two calls with the same arguments give bitwise equal gradients unless
  *   the capabilities carry SSMK_CAP_BWD_ATOMIC (sums by atomics, whose order
  *   varies): the suite then bounds the spread instead.
+ *
+ *   16-bit inputs (extension, SSMK_CAP_BWD_NARROW with SSMK_CAP_BACKWARD and
+ *   SSMK_CAP_NARROW_INPUTS): with dtype SSMK_F16 or SSMK_BF16, dout and the
+ *   gradients of the input arrays — du, ddelta, dz and variable dB, dC —
+ *   are of the input type, and those of the weights — dA, constant dB, dC,
+ *   dD, ddelta_bias, dinitial_state — and dlast_state are float (as in
+ *   MIXED PRECISION; Mamba's selective_scan_bwd returns the same types,
+ *   its variable dB and dC summed in float and then converted). Every
+ *   gradient is computed as in SSMK_F32 from the exactly widened inputs,
+ *   and each input-typed element is rounded once to the input type, to
+ *   nearest, ties to even: a sum over channels kept in 16 bits, or a y
+ *   read back from a 16-bit out for dz, is a second rounding, which the
+ *   suite's error model does not allow.
  */
 #ifndef SSMK_H
 #define SSMK_H
@@ -155,6 +168,7 @@ enum { SSMK_ZOH = 0, SSMK_FOH = 1, SSMK_BILINEAR = 2, SSMK_POLY = 3, SSMK_HIGHOR
 #define SSMK_CAP_BACKWARD 64u          /* ssmk_scan_bwd and its plans compute the gradients of this combination */
 #define SSMK_CAP_BWD_ATOMIC 128u       /* with bit 6: the backward's sums may differ between calls in the last bits */
 #define SSMK_CAP_BWD_OUTPUTS_ONLY 256u /* with bit 6: no dlast_state, no dinitial_state, no initial_state */
+#define SSMK_CAP_BWD_NARROW 512u       /* with bits 5, 6 and a 16-bit dtype: the backward takes this input type */
 
 /* 1 for this header. The suite refuses a library that returns another value. */
 SSMK_API int32_t ssmk_abi_version(void);
@@ -190,7 +204,7 @@ SSMK_API int32_t ssmk_max_dstate(void);
  * input type with float weights (MIXED PRECISION). A combination of a
  * 16-bit dtype is supported only when bit 5 is set with bit 0, so that a
  * library of ABI v1, which knows no such dtype, is never judged on one.
- * Bit 6 SSMK_CAP_BACKWARD (extension, with bit 0; dtype SSMK_F32 or SSMK_F64):
+ * Bit 6 SSMK_CAP_BACKWARD (extension, with bit 0; a 16-bit dtype with bit 9):
  * the library exports ssmk_scan_bwd, ssmk_plan_create_bwd and
  * ssmk_plan_fetch_bwd, and they compute this combination's gradients (THE
  * BACKWARD PASS). Bit 7 SSMK_CAP_BWD_ATOMIC (with bit 6): its summed
@@ -200,6 +214,11 @@ SSMK_API int32_t ssmk_max_dstate(void);
  * does: grads->dlast_state, grads->dinitial_state and initial_state must be
  * NULL (a call with one of them may return SSMK_EUNSUPPORTED). A library
  * without bit 6 is judged on the forward alone.
+ * Bit 9 SSMK_CAP_BWD_NARROW (extension; only for dtype SSMK_F16 or
+ * SSMK_BF16, with bits 0, 5 and 6): the backward takes this 16-bit input
+ * type (THE BACKWARD PASS, 16-bit inputs). For a 16-bit dtype, bits 6 to 8
+ * count only with bit 9, so that a library written when the backward was
+ * F32 and F64 alone is judged as before.
  * 0 for an unknown method, dtype, or is_complex other than 0 or 1.
  *
  * What a library declares unsupported is reported as such, never as a

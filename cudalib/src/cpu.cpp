@@ -22,10 +22,6 @@ using namespace ssmk;
 
 namespace {
 
-/* The CPU build takes the 16-bit input types (scan only), in float32,
- * with real and complex A. */
-constexpr NarrowInputs kNarrowInputs = NARROW_COMPLEX;
-
 double now_ms() {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -307,8 +303,10 @@ SSMK_API int32_t ssmk_max_dstate(void) { return SSMK_MAX_DSTATE; }
 
 SSMK_API uint32_t ssmk_capabilities(int32_t method, int32_t dtype, int32_t is_complex) {
     const uint32_t c = native_capabilities(method, dtype, is_complex, kNarrowInputs);
-    /* The backward pass (cpu_backward.cpp): every method, F32 and F64. */
-    return c && !narrow_dtype(dtype) ? c | SSMK_CAP_BACKWARD : c;
+    /* The backward pass (cpu_backward.cpp): every combination the scan
+     * takes, the 16-bit ones through their widened inputs. */
+    if (!c) return c;
+    return c | SSMK_CAP_BACKWARD | (narrow_dtype(dtype) ? SSMK_CAP_BWD_NARROW : 0u);
 }
 
 SSMK_API int32_t ssmk_scan_features(int32_t method, int32_t dtype, int32_t is_complex, ssmk_feature_set *f) {

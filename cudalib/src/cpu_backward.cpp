@@ -18,6 +18,7 @@
  * ddelta_bias, constant dB and dC) go through per-row partials added in a
  * fixed order. Two calls give bitwise equal gradients whatever the team.
  */
+#include <cmath>
 #include <new>
 #include <type_traits>
 #include <vector>
@@ -27,6 +28,7 @@
 #include "ssmk_derivs.h"
 #include "ssmk_host.h"
 #include "ssmk_methods.h"
+#include "ssmk_narrow.h"
 
 using namespace ssmk;
 
@@ -54,6 +56,7 @@ struct Bwd {
     const ssmk_scan_args *a;
     const ssmk_scan_grads *g;
     const V *h0;
+    int32_t in_dtype;       /* the caller's dtype (a->dtype is F32 for the 16-bit types, whose inputs are widened) */
     int L, Lp, N, dim, cpg; /* Lp: the steps the sweep runs (L; mutant 32 pads to whole chunks) */
     /* per-row partials of the sums over batch */
     V *pA, *pB, *pC;
@@ -128,6 +131,11 @@ void backward_row(const Bwd<T, V> &w, int b, int d) {
             if (a->z && t < L) {
                 const T z = ((const T *)a->z)[row * L + t], sig = T(1) / (T(1) + sexp(-z));
                 T y = k * vre(ysum) + (a->D ? ((const T *)a->D)[d] * u : T(0));
+#if SSMK_MUTANT == 37
+                /* y (before the gate) rounded to the input type, as if read back from a 16-bit out */
+                if (w.in_dtype == SSMK_BF16) y = widen(to_bfloat16((float)y));
+                if (w.in_dtype == SSMK_F16) y = widen(to_half16((float)y));
+#endif
                 ((T *)gr->dz)[row * L + t] = dy * y * sig * (T(1) + z * (T(1) - sig));
                 dy *= z * sig;
             }
@@ -189,15 +197,15 @@ void backward_row(const Bwd<T, V> &w, int b, int d) {
 }
 
 template <typename T, typename V>
-void backward_t(const ssmk_scan_args *a, const void *h0, const ssmk_scan_grads *g) {
+void backward_t(const ssmk_scan_args *a, const void *h0, const ssmk_scan_grads *g, int32_t in_dtype) {
     const ScanSizes s = scan_sizes(a);
     const int N = a->dstate, dim = a->dim, G = a->n_groups, B = a->batch;
     const int64_t rows = (int64_t)B * dim;
     std::vector<V> pA((size_t)rows * N), pB(a->is_variable_B ? 0 : (size_t)rows * N),
         pC(a->is_variable_C ? 0 : (size_t)rows * N);
     std::vector<T> pD(a->D ? rows : 0), pBias(a->delta_bias ? rows : 0);
-    Bwd<T, V> w{a,       g,         (const V *)h0, a->seqlen, a->seqlen, N,           dim,
-                dim / G, pA.data(), pB.data(),     pC.data(), pD.data(), pBias.data()};
+    Bwd<T, V> w{a,   g,       (const V *)h0, in_dtype,  a->seqlen, a->seqlen, N,
+                dim, dim / G, pA.data(),     pB.data(), pC.data(), pD.data(), pBias.data()};
 #if SSMK_MUTANT == 32
     /* the padded tail of a partial chunk swept as if it were input: Δ =
      * softplus(bias) and dlast_state entering at the padded end */
@@ -226,21 +234,87 @@ void backward_t(const ssmk_scan_args *a, const void *h0, const ssmk_scan_grads *
     if (a->delta_bias) reduce(pBias, (T *)g->ddelta_bias, 1);
 }
 
+/* A gradient of a 16-bit input type's call: the float32 value rounded once
+ * to nearest (mutant 35 truncates it toward zero instead). */
+template <typename I>
+I narrow_grad(float v) {
+#if SSMK_MUTANT == 35
+    const float t = widen(narrow<I>(v));
+    if (std::fabs(t) > std::fabs(v)) {
+        const I up = narrow<I>(v); /* one step back toward zero: the next value below in magnitude */
+        I down = up;
+        down.bits = (uint16_t)(up.bits - 1);
+        return down;
+    }
+#endif
+    return narrow<I>(v);
+}
+
+/* The backward of a 16-bit input type I: the inputs (u, Δ, z, variable B/C
+ * and dout) widened exactly to float, the float32 backward on them, and
+ * each input-typed gradient (du, ddelta, dz, variable dB/dC) rounded once
+ * to I; the weight-typed ones (dA, constant dB/dC, dD, ddelta_bias,
+ * dinitial_state) are the float32 backward's own. */
+template <typename I, typename V>
+void backward_narrow(const ssmk_scan_args *a, const void *h0, const ssmk_scan_grads *g) {
+    const ScanSizes s = scan_sizes(a);
+    auto wide = [](const void *p, int64_t n) {
+        std::vector<float> out(p ? (size_t)n : 0);
+        for (size_t i = 0; i < out.size(); i++) out[i] = widen(((const I *)p)[i]);
+        return out;
+    };
+    const std::vector<float> u = wide(a->u, s.seq), delta = wide(a->delta, s.seq), z = wide(a->z, s.seq),
+                             B = wide(a->is_variable_B ? a->B : nullptr, s.b),
+                             C = wide(a->is_variable_C ? a->C : nullptr, s.c), dout = wide(g->dout, s.seq);
+    std::vector<float> du((size_t)s.seq), ddelta((size_t)s.seq), dz(a->z ? (size_t)s.seq : 0),
+        dB(a->is_variable_B ? (size_t)s.b : 0), dC(a->is_variable_C ? (size_t)s.c : 0);
+    ssmk_scan_args f = *a;
+    f.dtype = SSMK_F32;
+    f.u = u.data(), f.delta = delta.data(), f.z = a->z ? z.data() : nullptr;
+    if (a->is_variable_B) f.B = B.data();
+    if (a->is_variable_C) f.C = C.data();
+    ssmk_scan_grads fg = *g;
+    fg.dout = dout.data(), fg.du = du.data(), fg.ddelta = ddelta.data(), fg.dz = a->z ? dz.data() : nullptr;
+    if (a->is_variable_B) fg.dB = dB.data();
+    if (a->is_variable_C) fg.dC = dC.data();
+    backward_t<float, V>(&f, h0, &fg, a->dtype);
+    auto store = [](const std::vector<float> &from, void *to) {
+        for (size_t i = 0; i < from.size(); i++) ((I *)to)[i] = narrow_grad<I>(from[i]);
+    };
+    store(du, g->du);
+    store(ddelta, g->ddelta);
+    if (a->z) store(dz, g->dz);
+    if (a->is_variable_B) store(dB, g->dB);
+    if (a->is_variable_C) store(dC, g->dC);
+#if SSMK_MUTANT == 36
+    /* the gradients of the float weights rounded to I, as if they were inputs */
+    const struct {
+        void *p;
+        int64_t n;
+    } weights[] = {{g->dA, s.a}, {g->dD, a->D ? s.dim : 0}, {g->ddelta_bias, a->delta_bias ? s.dim : 0}};
+    for (const auto &w : weights)
+        for (int64_t i = 0; i < w.n; i++) ((float *)w.p)[i] = widen(narrow<I>(((float *)w.p)[i]));
+#endif
+}
+
 } /* namespace */
 
 namespace ssmk {
 
 void run_backward(const ssmk_scan_args *a, const void *h0, const ssmk_scan_grads *g) {
-    if (a->dtype == SSMK_F64) {
-        if (a->is_complex)
-            backward_t<double, cplx<double>>(a, h0, g);
-        else
-            backward_t<double, double>(a, h0, g);
-    } else {
-        if (a->is_complex)
-            backward_t<float, cplx<float>>(a, h0, g);
-        else
-            backward_t<float, float>(a, h0, g);
+    switch (a->dtype) {
+    case SSMK_F64:
+        if (a->is_complex) return backward_t<double, cplx<double>>(a, h0, g, a->dtype);
+        return backward_t<double, double>(a, h0, g, a->dtype);
+    case SSMK_F16:
+        if (a->is_complex) return backward_narrow<half16, cplx<float>>(a, h0, g);
+        return backward_narrow<half16, float>(a, h0, g);
+    case SSMK_BF16:
+        if (a->is_complex) return backward_narrow<bfloat16, cplx<float>>(a, h0, g);
+        return backward_narrow<bfloat16, float>(a, h0, g);
+    default:
+        if (a->is_complex) return backward_t<float, cplx<float>>(a, h0, g, a->dtype);
+        return backward_t<float, float>(a, h0, g, a->dtype);
     }
 }
 
@@ -249,7 +323,7 @@ void run_backward(const ssmk_scan_args *a, const void *h0, const ssmk_scan_grads
 extern "C" {
 
 SSMK_API int32_t ssmk_scan_bwd(const ssmk_scan_args *args, const void *initial_state, const ssmk_scan_grads *grads) {
-    if (int32_t st = validate_bwd(args, grads, SSMK_MAX_DSTATE)) return st;
+    if (int32_t st = validate_bwd(args, grads, SSMK_MAX_DSTATE, kNarrowInputs)) return st;
     run_backward(args, initial_state, grads);
     return SSMK_OK;
 }
@@ -257,7 +331,7 @@ SSMK_API int32_t ssmk_scan_bwd(const ssmk_scan_args *args, const void *initial_s
 SSMK_API int32_t ssmk_plan_create_bwd(const ssmk_scan_args *args, const void *initial_state,
                                       const ssmk_scan_grads *grads, ssmk_plan **plan) {
     if (!plan) return fail(SSMK_EINVAL, "plan is NULL");
-    if (int32_t st = validate_bwd(args, grads, SSMK_MAX_DSTATE)) return st;
+    if (int32_t st = validate_bwd(args, grads, SSMK_MAX_DSTATE, kNarrowInputs)) return st;
     ssmk_plan *p = new (std::nothrow) ssmk_plan;
     if (!p) return fail(SSMK_ENOMEM, "out of host memory for the plan");
     p->kind = ssmk_plan::BACKWARD;
@@ -279,25 +353,25 @@ SSMK_API int32_t ssmk_plan_create_bwd(const ssmk_scan_args *args, const void *in
         return q;
     };
     ssmk_scan_args &a = p->args;
-    a.u = keep(a.u, s.seq, s.w);
-    a.delta = keep(a.delta, s.seq, s.w);
+    a.u = keep(a.u, s.seq, s.in);
+    a.delta = keep(a.delta, s.seq, s.in);
     a.A = keep(a.A, s.a, s.w);
-    a.B = keep(a.B, s.b, s.w);
-    a.C = keep(a.C, s.c, s.w);
+    a.B = keep(a.B, s.b, s.b_elem);
+    a.C = keep(a.C, s.c, s.c_elem);
     a.D = keep(a.D, s.dim, s.w);
-    a.z = keep(a.z, s.seq, s.w);
+    a.z = keep(a.z, s.seq, s.in);
     a.delta_bias = keep(a.delta_bias, s.dim, s.w);
     p->h0 = keep(initial_state, s.state, s.w);
     ssmk_scan_grads &g = p->grads;
-    g.dout = keep(grads->dout, s.seq, s.w);
+    g.dout = keep(grads->dout, s.seq, s.in);
     g.dlast_state = keep(grads->dlast_state, s.state, s.w);
-    g.du = alloc(grads->du, s.seq, s.w);
-    g.ddelta = alloc(grads->ddelta, s.seq, s.w);
+    g.du = alloc(grads->du, s.seq, s.in);
+    g.ddelta = alloc(grads->ddelta, s.seq, s.in);
     g.dA = alloc(grads->dA, s.a, s.w);
-    g.dB = alloc(grads->dB, s.b, s.w);
-    g.dC = alloc(grads->dC, s.c, s.w);
+    g.dB = alloc(grads->dB, s.b, s.b_elem);
+    g.dC = alloc(grads->dC, s.c, s.c_elem);
     g.dD = alloc(a.D ? grads->dD : nullptr, s.dim, s.w);
-    g.dz = alloc(a.z ? grads->dz : nullptr, s.seq, s.w);
+    g.dz = alloc(a.z ? grads->dz : nullptr, s.seq, s.in);
     g.ddelta_bias = alloc(a.delta_bias ? grads->ddelta_bias : nullptr, s.dim, s.w);
     g.dinitial_state = alloc(grads->dinitial_state, s.state, s.w);
     if (oom) {
@@ -316,7 +390,7 @@ SSMK_API int32_t ssmk_plan_fetch_bwd(ssmk_plan *p, const ssmk_scan_grads *grads)
     GradCopy outs[kGradCopies];
     if (int32_t st = grad_copies(grads, p->grads, p->sz, outs)) return st;
     for (auto &o : outs)
-        if (o.dst) memcpy(o.dst, o.src, (size_t)o.count * p->sz.w);
+        if (o.dst) memcpy(o.dst, o.src, o.bytes());
     return SSMK_OK;
 }
 

@@ -22,6 +22,10 @@
 
 namespace ssmk {
 
+/* The CPU build takes the 16-bit input types, in float32, with real and
+ * complex A, in its scan and its backward. */
+constexpr NarrowInputs kNarrowInputs = NARROW_COMPLEX;
+
 inline int g_threads = 0; /* 0: not yet read from OpenMP */
 
 /* The size of the library's OpenMP team (ssmk_set_num_threads). */

@@ -213,14 +213,16 @@ inline int32_t validate_scan(const ssmk_scan_args *a, int32_t max_dstate, Narrow
 }
 
 /* The backward's arguments: the forward's (out and last_state unused)
- * and the gradients' pointers. The backward is F32 and F64 only. */
-inline int32_t validate_bwd(const ssmk_scan_args *a, const ssmk_scan_grads *g, int32_t max_dstate) {
+ * and the gradients' pointers. narrow: which 16-bit input types the
+ * library's backward takes (NARROW_NONE: F32 and F64 only). */
+inline int32_t validate_bwd(const ssmk_scan_args *a, const ssmk_scan_grads *g, int32_t max_dstate,
+                            NarrowInputs narrow) {
     if (!a) return fail(SSMK_EINVAL, "args is NULL");
-    if (narrow_dtype(a->dtype))
+    if (narrow_dtype(a->dtype) && narrow == NARROW_NONE)
         return fail(SSMK_EUNSUPPORTED, "dtype = %d: the backward pass takes SSMK_F32 (0) or SSMK_F64 (1)", a->dtype);
     ssmk_scan_args c = *a;
     c.out = &c; /* not read by the backward: any non-NULL stand-in */
-    if (int32_t st = validate_scan(&c, max_dstate, NARROW_NONE)) return st;
+    if (int32_t st = validate_scan(&c, max_dstate, narrow)) return st;
     if (!g) return fail(SSMK_EINVAL, "grads is NULL");
     struct {
         const char *name;
@@ -241,12 +243,16 @@ inline int32_t validate_bwd(const ssmk_scan_args *a, const ssmk_scan_grads *g, i
 }
 
 /* One gradient a backward plan copies out: its name, the caller's buffer
- * (or NULL), the plan's (or NULL) and its length in scalars. */
+ * (or NULL), the plan's (or NULL), its length in scalars and the bytes of
+ * one (the input type's for du, ddelta, dz and variable dB/dC, the
+ * weights' for the others). */
 struct GradCopy {
     const char *name;
     void *dst;
     const void *src;
     int64_t count;
+    size_t elem;
+    size_t bytes() const { return (size_t)count * elem; }
 };
 constexpr int kGradCopies = 9;
 
@@ -255,15 +261,15 @@ constexpr int kGradCopies = 9;
  * was created without. */
 inline int32_t grad_copies(const ssmk_scan_grads *to, const ssmk_scan_grads &from, const ScanSizes &s,
                            GradCopy (&out)[kGradCopies]) {
-    const GradCopy c[kGradCopies] = {{"du", to->du, from.du, s.seq},
-                                     {"ddelta", to->ddelta, from.ddelta, s.seq},
-                                     {"dA", to->dA, from.dA, s.a},
-                                     {"dB", to->dB, from.dB, s.b},
-                                     {"dC", to->dC, from.dC, s.c},
-                                     {"dD", to->dD, from.dD, s.dim},
-                                     {"dz", to->dz, from.dz, s.seq},
-                                     {"ddelta_bias", to->ddelta_bias, from.ddelta_bias, s.dim},
-                                     {"dinitial_state", to->dinitial_state, from.dinitial_state, s.state}};
+    const GradCopy c[kGradCopies] = {{"du", to->du, from.du, s.seq, s.in},
+                                     {"ddelta", to->ddelta, from.ddelta, s.seq, s.in},
+                                     {"dA", to->dA, from.dA, s.a, s.w},
+                                     {"dB", to->dB, from.dB, s.b, s.b_elem},
+                                     {"dC", to->dC, from.dC, s.c, s.c_elem},
+                                     {"dD", to->dD, from.dD, s.dim, s.w},
+                                     {"dz", to->dz, from.dz, s.seq, s.in},
+                                     {"ddelta_bias", to->ddelta_bias, from.ddelta_bias, s.dim, s.w},
+                                     {"dinitial_state", to->dinitial_state, from.dinitial_state, s.state, s.w}};
     for (int i = 0; i < kGradCopies; i++) {
         if (c[i].dst && !c[i].src)
             return fail(SSMK_EINVAL, "grads->%s: the plan was created without it (NULL or its input absent)",

@@ -24,7 +24,7 @@ func TestDocumentedCounts(t *testing.T) {
 		switch {
 		case m.Check > 0:
 			checks++
-		case m.Run == narrowRun:
+		case m.Run == narrowRun || m.Run == narrowBackwardRun:
 			narrow++
 		case m.Run == backwardRun:
 			backward++

@@ -94,6 +94,9 @@ var Catalogue = []Mutant{
 	{32, "bwd-padded-tail", "the backward sweeps the padded tail of a partial chunk as input: Δ = softplus(bias) where there is none, dlast_state entering at the padded end", "bwd-dlast", 0, backwardRun},
 	{33, "foh-half-angle", "complex foh's cos b and sin b from sin and cos of b/2: inexact where Im z is subnormal (φ1 28/27 of 1), e^z's error larger", "subnormal-x", 0, ""},
 	{34, "bwd-chunk-adjoint", "the backward drops the adjoint carried back into a chunk of the sweep from the chunk after it (each of its 64-step chunks starts from λ = 0)", "bwd-chunk", 0, backwardRun},
+	{35, "bwd-16bit-truncated", "fp16/bf16 backward: du, ddelta, dz and variable dB/dC truncated to the 16-bit type instead of rounded to nearest", "bwd-truncated", 0, narrowBackwardRun},
+	{36, "bwd-16bit-weights", "fp16/bf16 backward: the gradients of the float weights (dA, dD, ddelta_bias) rounded to the 16-bit input type", "bwd-weights-16bit", 0, narrowBackwardRun},
+	{37, "bwd-16bit-y", "fp16/bf16 backward: dz from y rounded to the input type (as if read back from a 16-bit out): a second rounding", "bwd-y-16bit", 0, narrowBackwardRun},
 }
 
 // backwardRun is the suite's tests of the backward pass.
@@ -105,6 +108,10 @@ const resumeRun = "^TestResumption$"
 // narrowRun is the suite's tests of the 16-bit input types (verify's
 // TestNarrow…), the only ones that scan in them.
 const narrowRun = "^TestNarrow"
+
+// narrowBackwardRun is the suite's tests of the backward in the 16-bit
+// input types.
+const narrowBackwardRun = "^TestNarrowBackward"
 
 // CUDACatalogue lists the mutants of the CUDA library's own code, which
 // the CPU build does not have; each K appears as SSMK_MUTANT == K (or

@@ -42,6 +42,7 @@
 #include "../ssmk_derivs.h"
 #include "../ssmk_host.h"
 #include "../ssmk_methods.h"
+#include "../ssmk_narrow.h"
 #include "bwd_block.cuh"
 #include "bwd_ops.cuh"
 #include "cuda_host.h"
@@ -314,14 +315,108 @@ void shape(const ssmk_scan_args &a, BwdParams *p) {
 
 } /* namespace */
 
+namespace {
+
+/* The float32 form of a 16-bit call: a's dtype F32 (the shape and the
+ * scratch of its float32 backward). */
+ssmk_scan_args widened(const ssmk_scan_args &a) {
+    ssmk_scan_args f = a;
+    if (narrow_dtype(a.dtype)) f.dtype = SSMK_F32;
+    return f;
+}
+
+template <typename I>
+__global__ void widen_kernel(const I *in, float *out, long long n) {
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
+        out[i] = widen(in[i]);
+}
+
+template <typename I>
+__global__ void narrow_kernel(const float *in, I *out, long long n) {
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
+        out[i] = narrow<I>(in[i]);
+}
+
+dim3 grid_for(long long n) {
+    const long long blocks = (n + 255) / 256;
+    return dim3((unsigned)(blocks < 65535 * 16 ? blocks : 65535 * 16));
+}
+
+/* The backward of a 16-bit input type I: the inputs widened into the
+ * scratch's float copies, the float32 backward on them, and each
+ * input-typed gradient rounded once to I (the weights' are float32's own). */
+template <typename I>
+int32_t launch_backward_narrow(const ssmk_scan_args &a, const void *h0, const ssmk_scan_grads &g, const BwdScratch &sc,
+                               cudaStream_t s) {
+    const ScanSizes z = scan_sizes(&a);
+    ssmk_scan_args f = widened(a);
+    ssmk_scan_grads fg = g;
+    auto in = [s](const void *src, float *dst, long long n) {
+        if (src) widen_kernel<I><<<grid_for(n), 256, 0, s>>>((const I *)src, dst, n);
+        return src ? (const void *)dst : nullptr;
+    };
+    f.u = in(a.u, sc.wu, z.seq);
+    f.delta = in(a.delta, sc.wdelta, z.seq);
+    f.z = in(a.z, sc.wz, z.seq);
+    if (a.is_variable_B) f.B = in(a.B, sc.wB, z.b);
+    if (a.is_variable_C) f.C = in(a.C, sc.wC, z.c);
+    fg.dout = in(g.dout, sc.wdout, z.seq);
+    fg.du = sc.wdu, fg.ddelta = sc.wddelta, fg.dz = g.dz ? sc.wdz : nullptr;
+    if (a.is_variable_B) fg.dB = sc.wdB;
+    if (a.is_variable_C) fg.dC = sc.wdC;
+    if (const int32_t st = launch_backward(f, h0, fg, sc, s)) return st;
+    auto out = [s](const float *src, void *dst, long long n) {
+        if (dst) narrow_kernel<I><<<grid_for(n), 256, 0, s>>>(src, (I *)dst, n);
+    };
+    out(sc.wdu, g.du, z.seq);
+    out(sc.wddelta, g.ddelta, z.seq);
+    out(sc.wdz, g.dz, z.seq);
+    if (a.is_variable_B) out(sc.wdB, g.dB, z.b);
+    if (a.is_variable_C) out(sc.wdC, g.dC, z.c);
+    CU(cudaGetLastError());
+    return SSMK_OK;
+}
+
+} /* namespace */
+
 size_t bwd_scratch_bytes(const ssmk_scan_args &a, BwdScratch *layout) {
+    const ssmk_scan_args f = widened(a);
     BwdParams p;
-    shape(a, &p);
-    const size_t v = weight_size(a.dtype) * (a.is_complex ? 2 : 1), w = weight_size(a.dtype);
-    const long long rows = (long long)a.batch * a.dim;
-    const size_t per = (size_t)rows * a.dstate * v;
-    const size_t sizes[] = {per * (p.chunks - 1), per, per, per, (size_t)rows * w, (size_t)rows * w};
-    void **dst[] = {&layout->hS, &layout->pA, &layout->pB, &layout->pC, &layout->pD, &layout->pBias};
+    shape(f, &p);
+    const size_t v = weight_size(f.dtype) * (f.is_complex ? 2 : 1), w = weight_size(f.dtype);
+    const long long rows = (long long)f.batch * f.dim;
+    const size_t per = (size_t)rows * f.dstate * v;
+    /* the float copies of a 16-bit call (none otherwise) */
+    const ScanSizes z = scan_sizes(&f);
+    const bool nw = narrow_dtype(a.dtype);
+    const size_t seq = nw ? (size_t)z.seq * 4 : 0, zs = nw && a.z ? seq : 0;
+    const size_t vb = nw && a.is_variable_B ? (size_t)z.b * 4 : 0, vc = nw && a.is_variable_C ? (size_t)z.c * 4 : 0;
+    const size_t sizes[] = {per * (p.chunks - 1),
+                            per,
+                            per,
+                            per,
+                            (size_t)rows * w,
+                            (size_t)rows * w,
+                            seq,
+                            seq,
+                            zs,
+                            seq,
+                            seq,
+                            seq,
+                            zs,
+                            vb,
+                            vc,
+                            vb,
+                            vc};
+    void **dst[] = {&layout->hS,           &layout->pA,
+                    &layout->pB,           &layout->pC,
+                    &layout->pD,           &layout->pBias,
+                    (void **)&layout->wu,  (void **)&layout->wdelta,
+                    (void **)&layout->wz,  (void **)&layout->wdout,
+                    (void **)&layout->wdu, (void **)&layout->wddelta,
+                    (void **)&layout->wdz, (void **)&layout->wB,
+                    (void **)&layout->wC,  (void **)&layout->wdB,
+                    (void **)&layout->wdC};
     static_assert(sizeof(sizes) / sizeof(sizes[0]) == sizeof(dst) / sizeof(dst[0]), "one size per array");
     size_t total = 0;
     for (size_t i = 0; i < sizeof(dst) / sizeof(dst[0]); i++) {
@@ -333,6 +428,8 @@ size_t bwd_scratch_bytes(const ssmk_scan_args &a, BwdScratch *layout) {
 
 int32_t launch_backward(const ssmk_scan_args &a, const void *h0, const ssmk_scan_grads &g, const BwdScratch &sc,
                         cudaStream_t s) {
+    if (a.dtype == SSMK_F16) return launch_backward_narrow<half16>(a, h0, g, sc, s);
+    if (a.dtype == SSMK_BF16) return launch_backward_narrow<bfloat16>(a, h0, g, sc, s);
     BwdParams p;
     shape(a, &p);
     p.batch = a.batch;

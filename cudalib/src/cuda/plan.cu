@@ -95,35 +95,37 @@ int32_t plan_bwd(const ssmk_scan_args *args, const void *initial_state, const ss
     const struct {
         const void *src;
         int64_t count;
+        size_t elem;
         const void **dst;
-    } ins[] = {{args->u, s.seq, &p->dargs.u},
-               {args->delta, s.seq, &p->dargs.delta},
-               {args->A, s.a, &p->dargs.A},
-               {args->B, s.b, &p->dargs.B},
-               {args->C, s.c, &p->dargs.C},
-               {args->D, s.dim, &p->dargs.D},
-               {args->z, s.seq, &p->dargs.z},
-               {args->delta_bias, s.dim, &p->dargs.delta_bias},
-               {initial_state, s.state, &p->d_h0},
-               {grads->dout, s.seq, &p->dgrads.dout},
-               {grads->dlast_state, s.state, &p->dgrads.dlast_state}};
+    } ins[] = {{args->u, s.seq, s.in, &p->dargs.u},
+               {args->delta, s.seq, s.in, &p->dargs.delta},
+               {args->A, s.a, s.w, &p->dargs.A},
+               {args->B, s.b, s.b_elem, &p->dargs.B},
+               {args->C, s.c, s.c_elem, &p->dargs.C},
+               {args->D, s.dim, s.w, &p->dargs.D},
+               {args->z, s.seq, s.in, &p->dargs.z},
+               {args->delta_bias, s.dim, s.w, &p->dargs.delta_bias},
+               {initial_state, s.state, s.w, &p->d_h0},
+               {grads->dout, s.seq, s.in, &p->dgrads.dout},
+               {grads->dlast_state, s.state, s.w, &p->dgrads.dlast_state}};
     for (auto &in : ins)
-        if (!st) st = p->upload(in.src, in.count, s.w, in.dst);
+        if (!st) st = p->upload(in.src, in.count, in.elem, in.dst);
     const struct {
         const void *wanted;
         int64_t count;
+        size_t elem;
         void **dst;
-    } outs[] = {{grads->du, s.seq, &p->dgrads.du},
-                {grads->ddelta, s.seq, &p->dgrads.ddelta},
-                {grads->dA, s.a, &p->dgrads.dA},
-                {grads->dB, s.b, &p->dgrads.dB},
-                {grads->dC, s.c, &p->dgrads.dC},
-                {args->D ? grads->dD : nullptr, s.dim, &p->dgrads.dD},
-                {args->z ? grads->dz : nullptr, s.seq, &p->dgrads.dz},
-                {args->delta_bias ? grads->ddelta_bias : nullptr, s.dim, &p->dgrads.ddelta_bias},
-                {grads->dinitial_state, s.state, &p->dgrads.dinitial_state}};
+    } outs[] = {{grads->du, s.seq, s.in, &p->dgrads.du},
+                {grads->ddelta, s.seq, s.in, &p->dgrads.ddelta},
+                {grads->dA, s.a, s.w, &p->dgrads.dA},
+                {grads->dB, s.b, s.b_elem, &p->dgrads.dB},
+                {grads->dC, s.c, s.c_elem, &p->dgrads.dC},
+                {args->D ? grads->dD : nullptr, s.dim, s.w, &p->dgrads.dD},
+                {args->z ? grads->dz : nullptr, s.seq, s.in, &p->dgrads.dz},
+                {args->delta_bias ? grads->ddelta_bias : nullptr, s.dim, s.w, &p->dgrads.ddelta_bias},
+                {grads->dinitial_state, s.state, s.w, &p->dgrads.dinitial_state}};
     for (auto &o : outs)
-        if (!st && o.wanted) st = p->alloc(o.count, s.w, o.dst);
+        if (!st && o.wanted) st = p->alloc(o.count, o.elem, o.dst);
     if (!st) st = p->alloc((int64_t)bwd_scratch_bytes(*args, &p->scratch), 1, &p->scratch.base);
     if (!st) bwd_scratch_bytes(*args, &p->scratch);
     if (!st) {
@@ -144,7 +146,7 @@ int32_t fetch_bwd(ssmk_plan *p, const ssmk_scan_grads *grads) {
     if (int32_t st = grad_copies(grads, p->dgrads, p->sz, outs)) return st;
     CU(cudaStreamSynchronize(p->stream));
     for (auto &o : outs)
-        if (o.dst) CU(cudaMemcpy(o.dst, o.src, (size_t)o.count * p->sz.w, cudaMemcpyDeviceToHost));
+        if (o.dst) CU(cudaMemcpy(o.dst, o.src, o.bytes(), cudaMemcpyDeviceToHost));
     return SSMK_OK;
 }
 
@@ -193,9 +195,11 @@ SSMK_API int32_t ssmk_max_dstate(void) { return SSMK_MAX_DSTATE; }
 
 SSMK_API uint32_t ssmk_capabilities(int32_t method, int32_t dtype, int32_t is_complex) {
     const uint32_t c = native_capabilities(method, dtype, is_complex, kNarrowInputs);
-    /* The backward pass (backward.cu), F32 and F64: variable dB and dC are
-     * summed over a group's channels with atomics. */
-    return c && !narrow_dtype(dtype) ? c | SSMK_CAP_BACKWARD | SSMK_CAP_BWD_ATOMIC : c;
+    /* The backward pass (backward.cu): variable dB and dC are summed over
+     * a group's channels with atomics; the 16-bit types (real A) through
+     * float copies of their inputs. */
+    if (!c) return c;
+    return c | SSMK_CAP_BACKWARD | SSMK_CAP_BWD_ATOMIC | (narrow_dtype(dtype) ? SSMK_CAP_BWD_NARROW : 0u);
 }
 
 SSMK_API int32_t ssmk_scan_features(int32_t method, int32_t dtype, int32_t is_complex, ssmk_feature_set *f) {
@@ -295,7 +299,7 @@ SSMK_API int32_t ssmk_plan_time(ssmk_plan *p, int32_t iters, double *ms_total) {
 SSMK_API int32_t ssmk_plan_create_bwd(const ssmk_scan_args *args, const void *initial_state,
                                       const ssmk_scan_grads *grads, ssmk_plan **plan) {
     if (!plan) return fail(SSMK_EINVAL, "plan is NULL");
-    if (int32_t st = validate_bwd(args, grads, SSMK_MAX_DSTATE)) return st;
+    if (int32_t st = validate_bwd(args, grads, SSMK_MAX_DSTATE, kNarrowInputs)) return st;
     if (int32_t st = ensure_device()) return st;
     return plan_bwd(args, initial_state, grads, plan);
 }

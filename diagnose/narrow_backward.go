@@ -1,0 +1,114 @@
+package diagnose
+
+import (
+	"fmt"
+	"math"
+
+	"ssmverify/judge"
+	"ssmverify/reference"
+	"ssmverify/ssm"
+)
+
+// narrowBackward explains a failing backward of a 16-bit dtype by the slips
+// of its storage, each tested against the gradients it would give:
+//
+//   - bwd-weights-16bit: the failing gradients are weights' (dA, constant
+//     dB/dC, dD, ddelta_bias, dinitial_state), which the ABI keeps in
+//     float, and every value of them is a value of the 16-bit type: they
+//     were stored as if they were inputs;
+//   - bwd-truncated: only input-typed gradients fail, at least 9 in 10 of
+//     the failing elements toward 0 from the reference within one ulp of
+//     the 16-bit type: they are truncated, not rounded to nearest;
+//   - bwd-y-16bit: only dz fails, and it is the gate's derivative at y
+//     rounded to the input type, dz = dout·round(y)·σ(z)·(1 + z·(1 − σ(z))):
+//     a second rounding (a backward that reads y back from a 16-bit out).
+func narrowBackward(p *ssm.Problem, ct *ssm.Cotangent, got, want *ssm.Grads, sc *reference.GradScale, dt ssm.DType, failing []judge.GradWorst) (tag, cause string, ok bool) {
+	if !dt.Narrow() {
+		return "", "", false
+	}
+	gotBy, wantBy := byName(got), byName(want)
+	inputOnly, weightsNarrow, weights := true, true, 0
+	for _, g := range failing {
+		if ssm.InputTyped(p, g.Name) {
+			continue
+		}
+		inputOnly = false
+		weights++
+		exact := true
+		for i, v := range gotBy[g.Name] {
+			weightsNarrow = weightsNarrow && dt.Round(v) == v
+			exact = exact && dt.Round(wantBy[g.Name][i]) == wantBy[g.Name][i]
+		}
+		weightsNarrow = weightsNarrow && !exact
+	}
+	if weights > 0 && weightsNarrow {
+		return "bwd-weights-16bit", fmt.Sprintf("%d gradients of float weights fail and every value of them is a %v value: they are stored in the input type, which the ABI keeps for du, ddelta, dz and variable dB/dC", weights, dt), true
+	}
+	if !inputOnly {
+		return "", "", false
+	}
+	if len(failing) == 1 && failing[0].Name == "dz" && p.Z != nil {
+		if alt := yRoundedDz(p, ct, want, dt); alt != nil {
+			w := *want
+			w.Z = alt
+			if c := judge.CompareGrads(p, got, dt, &w, sc); !contains(c.Failing(dt), "dz") {
+				return "bwd-y-16bit", fmt.Sprintf("only dz is wrong, and it is the gate's derivative at y rounded to %v: a second rounding (y read back from a 16-bit out), where the ABI rounds dz once", dt), true
+			}
+		}
+	}
+	failed, toward := 0, 0
+	judgeEach(p, got, dt, want, sc, func(name string, i int, r float64) {
+		if !ssm.InputTyped(p, name) || !(r > judge.Threshold(dt) || math.IsNaN(r)) {
+			return
+		}
+		failed++
+		g, w := gotBy[name][i], wantBy[name][i]
+		if math.Abs(g) <= math.Abs(w) && (g == 0 || math.Signbit(g) == math.Signbit(w)) && judge.ULPs(g, w, dt) <= 1 {
+			toward++
+		}
+	})
+	// 9 in 10, not all: where a gradient cancels, the float32 value a
+	// kernel truncates differs from the reference by more than an ulp of it.
+	if failed > 0 && 10*toward >= 9*failed {
+		return "bwd-truncated", fmt.Sprintf("%d of the %d failing input-typed gradients lie toward 0 from the reference within one %v ulp: they are truncated, not rounded to nearest", toward, failed, dt), true
+	}
+	return "", "", false
+}
+
+// judgeEach is judge.EachGradRatio over real arrays (the input-typed
+// gradients of the 16-bit dtypes' real A) with the element's flat index.
+func judgeEach(p *ssm.Problem, got *ssm.Grads, dt ssm.DType, want *ssm.Grads, sc *reference.GradScale, f func(name string, i int, r float64)) {
+	judge.EachGradRatio(p, got, dt, want, sc, func(name string, e int, r float64) {
+		if p.Complex && (name == "dB" || name == "dC") {
+			e *= 2
+		}
+		f(name, e, r)
+	})
+}
+
+// yRoundedDz is dz as a backward forms it from y rounded to the input type:
+// dout·round(y)·σ(z)·(1 + z·(1 − σ(z))), y the float64 reference's output
+// before the gate (nil if the reference refuses).
+func yRoundedDz(p *ssm.Problem, ct *ssm.Cotangent, want *ssm.Grads, dt ssm.DType) []float64 {
+	q := p.Clone()
+	q.Z = nil
+	y, err := reference.Scan(q, ssm.Float64)
+	if err != nil {
+		return nil
+	}
+	dz := make([]float64, len(want.Z))
+	for i, z := range p.Z {
+		sig := 1 / (1 + math.Exp(-z))
+		dz[i] = ct.Out[i] * dt.Round(y.Out[i]) * sig * (1 + z*(1-sig))
+	}
+	return dz
+}
+
+// byName is a gradient's arrays by their names.
+func byName(g *ssm.Grads) map[string][]float64 {
+	m := map[string][]float64{}
+	for _, f := range g.Fields() {
+		m[f.Name] = f.Values
+	}
+	return m
+}
