@@ -37,7 +37,8 @@ import (
 //     is lost or wrong — a chunk boundary at T (dz left out where it is
 //     formed from the forward's output; the failures may fade before the
 //     row's end);
-//   - bwd-factor:NAME: one gradient is the reference's times a constant;
+//   - bwd-factor:NAME: one gradient is the reference's times a constant
+//     (not within 1% of 1);
 //   - for a 16-bit dtype first, the slips of its storage: bwd-weights-16bit,
 //     bwd-truncated, bwd-y-16bit (narrowBackward).
 //
@@ -169,7 +170,9 @@ func Backward(l Differentiator, p *ssm.Problem, ct *ssm.Cotangent, dt ssm.DType)
 		if !contains(failing, g.Name) {
 			continue
 		}
-		if r, ok := constantRatio(g.Values, wf[k].Values); ok {
+		// A factor within 1% of 1 is rounding's size, not a slip's (an
+		// fp16 gradient's errors are within 2⁻¹¹ of it).
+		if r, ok := constantRatio(g.Values, wf[k].Values); ok && math.Abs(r-1) > 1e-2 {
 			f.Tag, f.Cause = "bwd-factor:"+g.Name, fmt.Sprintf("%s is the reference's times %.6g", g.Name, r)
 			return f
 		}

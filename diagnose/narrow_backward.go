@@ -19,9 +19,10 @@ import (
 //   - bwd-truncated: only input-typed gradients fail, at least 9 in 10 of
 //     the failing elements toward 0 from the reference within one ulp of
 //     the 16-bit type: they are truncated, not rounded to nearest;
-//   - bwd-y-16bit: only dz fails, and it is the gate's derivative at y
-//     rounded to the input type, dz = dout·round(y)·σ(z)·(1 + z·(1 − σ(z))):
-//     a second rounding (a backward that reads y back from a 16-bit out).
+//   - bwd-y-16bit: only dz fails, and nine in ten of its failing elements
+//     pass against the gate's derivative at y rounded to the input type,
+//     dz = dout·round(y)·σ(z)·(1 + z·(1 − σ(z))): a second rounding (a
+//     backward that reads y back from a 16-bit out).
 func narrowBackward(p *ssm.Problem, ct *ssm.Cotangent, got, want *ssm.Grads, sc *reference.GradScale, dt ssm.DType, failing []judge.GradWorst) (tag, cause string, ok bool) {
 	if !dt.Narrow() {
 		return "", "", false
@@ -51,8 +52,14 @@ func narrowBackward(p *ssm.Problem, ct *ssm.Cotangent, got, want *ssm.Grads, sc 
 		if alt := yRoundedDz(p, ct, want, dt); alt != nil {
 			w := *want
 			w.Z = alt
-			if c := judge.CompareGrads(p, got, dt, &w, sc); !contains(c.Failing(dt), "dz") {
-				return "bwd-y-16bit", fmt.Sprintf("only dz is wrong, and it is the gate's derivative at y rounded to %v: a second rounding (y read back from a 16-bit out), where the ABI rounds dz once", dt), true
+			// Where the kernel's float32 y and the reference's lie on two
+			// sides of a rounding boundary of the 16-bit type, their rounded
+			// values differ by an ulp: a few elements may fail the model at y
+			// rounded too, nine in ten of the failures must go.
+			before, after := failingCount(p, got, dt, want, sc, "dz"), failingCount(p, got, dt, &w, sc, "dz")
+			if before > 0 && 10*after <= before {
+				return "bwd-y-16bit", fmt.Sprintf("only dz is wrong, and it is the gate's derivative at y rounded to %v (%d of its %d failing elements pass at the rounded y): "+
+					"a second rounding (y read back from a 16-bit out), where the ABI rounds dz once", dt, before-after, before), true
 			}
 		}
 	}
@@ -73,6 +80,18 @@ func narrowBackward(p *ssm.Problem, ct *ssm.Cotangent, got, want *ssm.Grads, sc 
 		return "bwd-truncated", fmt.Sprintf("%d of the %d failing input-typed gradients lie toward 0 from the reference within one %v ulp: they are truncated, not rounded to nearest", toward, failed, dt), true
 	}
 	return "", "", false
+}
+
+// failingCount is the number of elements of the gradient name beyond the
+// threshold.
+func failingCount(p *ssm.Problem, got *ssm.Grads, dt ssm.DType, want *ssm.Grads, sc *reference.GradScale, name string) int {
+	n := 0
+	judge.EachGradRatio(p, got, dt, want, sc, func(g string, _ int, r float64) {
+		if g == name && (r > judge.Threshold(dt) || math.IsNaN(r)) {
+			n++
+		}
+	})
+	return n
 }
 
 // judgeEach is judge.EachGradRatio over real arrays (the input-typed

@@ -303,13 +303,13 @@ sanitize() {
 			-test.run '^Test(ScanMatchesReference|ScanShapes|ScanManyRows|ScanFastPathScales|DiscretizeMatchesReference|InputsUnchanged|Plans|CValidation|CopyBandwidth|Narrow[A-Za-z]*|Backward[A-Za-z0-9]*)$') \
 			>"$out/sanitize-$tool.log" 2>&1
 		local rc=$?
-		# The backward's kernels over every declared method, dtype and A, the
+		# The backward's kernels over every declared method, dtype and A (16-bit too), the
 		# layouts that decide where dB and dC go, dstate beyond a warp, and
 		# rows of several chunks, whose chunk states the forward kernel writes
 		# (verify's fixed cases; the binding's own tests are a few shapes).
 		if [ -x carry/verify.test ]; then
 			(cd verify && SSMK_BACKEND=cuda compute-sanitizer --tool "$tool" --error-exitcode 99 ../carry/verify.test \
-				-test.run '^TestBackward(EveryCombination|ChunkBoundaries)$') >>"$out/sanitize-$tool.log" 2>&1 || rc=$?
+				-test.run '^Test(Narrow)?Backward(EveryCombination|ChunkBoundaries)$') >>"$out/sanitize-$tool.log" 2>&1 || rc=$?
 		fi
 		[ $rc -eq 0 ] || fail=1
 		rows+=("$(printf '%-10s %-5s %-32s %5ds' "$tool" "$([ $rc -eq 0 ] && echo ok || echo FAIL)" \

@@ -124,6 +124,14 @@ if [ "${SSMK_MAMBA_BWD:-1}" = 1 ] && [ -f "$src/selective_scan_bwd_kernel.cuh" ]
 	bwd=1
 	bwd_kinds=(bwd_fp32_real bwd_fp32_complex)
 fi
+# Their fp16 and bf16 instantiations with real A, where the tree has them and the
+# 16-bit forward is built (SSMK_MAMBA_BWD_NARROW=0 leaves them out).
+bwd_narrow=0
+if [ "$bwd" = 1 ] && [ "$narrow" = 1 ] && [ "${SSMK_MAMBA_BWD_NARROW:-1}" = 1 ] &&
+	[ -f "$src/selective_scan_bwd_fp16_real.cu" ] && [ -f "$src/selective_scan_bwd_bf16_real.cu" ]; then
+	bwd_narrow=1
+	bwd_kinds+=(bwd_fp16_real bwd_bf16_real)
+fi
 set -x
 pids=()
 for k in "${kinds[@]/#/fwd_}" "${bwd_kinds[@]}"; do
@@ -134,7 +142,7 @@ for k in "${kinds[@]/#/fwd_}" "${bwd_kinds[@]}"; do
 	fi
 done
 for p in "${pids[@]}"; do wait "$p" || die "the tree's selective_scan kernels failed to compile"; done
-"$nvcc" "${common[@]}" -DSSMK_MAMBA_METHODS=$methods -DSSMK_MAMBA_NARROW=$narrow -DSSMK_MAMBA_BWD=$bwd -DSSMK_MAMBA_COMMIT="\"$commit\"" \
+"$nvcc" "${common[@]}" -DSSMK_MAMBA_METHODS=$methods -DSSMK_MAMBA_NARROW=$narrow -DSSMK_MAMBA_BWD=$bwd -DSSMK_MAMBA_BWD_NARROW=$bwd_narrow -DSSMK_MAMBA_COMMIT="\"$commit\"" \
 	-c "$here/ssmk_mamba.cu" -o "$obj/adapter.o"
 kernels=()
 for k in "${kinds[@]/#/fwd_}" "${bwd_kinds[@]}"; do kernels+=("$obj/$k.o"); done

@@ -7,7 +7,8 @@
  * and where the tree has them selective_scan_fwd_fp16.cu and _bf16.cu
  * (adapters/mamba/build.sh; SSMK_MAMBA_NARROW=1) and the float32 backward,
  * selective_scan_bwd_fp32_real.cu and _complex.cu (SSMK_MAMBA_BWD=1; THE
- * BACKWARD PASS below). It does what Mamba's Python wrapper
+ * BACKWARD PASS below), with _fp16_real.cu and _bf16_real.cu besides
+ * (SSMK_MAMBA_BWD_NARROW=1). It does what Mamba's Python wrapper
  * (selective_scan.cpp) does for one call, without PyTorch tensors:
  *
  *   - SSMParamsBase from ssmk_scan_args: the ABI's dense layouts give the
@@ -44,6 +45,7 @@
 #include <cstring>
 #include <exception>
 #include <string>
+#include <vector>
 
 /* What the tree's selective_scan_fwd_kernel.cuh includes before its own
  * headers, which rely on it. */
@@ -70,6 +72,9 @@ void selective_scan_bwd_cuda(SSMParamsBwd &params, cudaStream_t stream);
 #define SSMK_MAMBA_NARROW 0
 #endif
 /* 1: the tree's float32 backward kernels (real and complex A) are linked. */
+#ifndef SSMK_MAMBA_BWD_NARROW
+#define SSMK_MAMBA_BWD_NARROW 0 /* the tree's fp16 and bf16 backward, real A */
+#endif
 #ifndef SSMK_MAMBA_BWD
 #define SSMK_MAMBA_BWD 0
 #endif
@@ -331,7 +336,14 @@ int32_t launch_bwd(ssmk_plan *p) {
         if (p->gbuf[i])
             CUDA_TRY(cudaMemsetAsync(p->gbuf[i], 0, p->gbytes[i], p->stream), "zeroing the summed gradients");
     return tree_call(p, "selective_scan_bwd_cuda", [p] {
-        if (p->complex_)
+#if SSMK_MAMBA_BWD_NARROW
+        if (p->dtype == SSMK_F16)
+            selective_scan_bwd_cuda<c10::Half, float>(p->bparams, p->stream);
+        else if (p->dtype == SSMK_BF16)
+            selective_scan_bwd_cuda<c10::BFloat16, float>(p->bparams, p->stream);
+        else
+#endif
+            if (p->complex_)
             selective_scan_bwd_cuda<float, complex_t>(p->bparams, p->stream);
         else
             selective_scan_bwd_cuda<float, float>(p->bparams, p->stream);
@@ -343,9 +355,15 @@ int32_t launch_bwd(ssmk_plan *p) {
 #endif
 }
 
-/* float32; zoh upstream, every method of a fork (its autograd's one backward) */
+/* zoh upstream, every method of a fork (its autograd's one backward);
+ * float32, and fp16 and bf16 with real A where their files are linked */
 bool bwd_method(int32_t method) { return SSMK_MAMBA_METHODS ? method_supported(method) : method == SSMK_ZOH; }
-bool bwd_supported(const ssmk_scan_args *a) { return SSMK_MAMBA_BWD && a->dtype == SSMK_F32 && bwd_method(a->method); }
+bool bwd_dtype(int32_t dtype, int32_t is_complex) {
+    return dtype == SSMK_F32 || (SSMK_MAMBA_BWD_NARROW && (dtype == SSMK_F16 || dtype == SSMK_BF16) && !is_complex);
+}
+bool bwd_supported(const ssmk_scan_args *a) {
+    return SSMK_MAMBA_BWD && bwd_dtype(a->dtype, a->is_complex) && bwd_method(a->method);
+}
 
 int32_t validate_bwd(const ssmk_scan_args *a, const void *initial_state, const ssmk_scan_grads *g) {
     int32_t st = validate(a);
@@ -368,6 +386,7 @@ int32_t validate_bwd(const ssmk_scan_args *a, const void *initial_state, const s
         if (q.need && !q.p) return fail(SSMK_EINVAL, std::string(q.name) + " is NULL");
     if (!bwd_supported(a))
         return fail(SSMK_EUNSUPPORTED, std::string("this Mamba tree's backward takes float32 inputs") +
+                                           (SSMK_MAMBA_BWD_NARROW ? " (fp16 and bf16 with real A)" : "") +
                                            (SSMK_MAMBA_METHODS ? "" : " and zoh") + " (method " +
                                            std::to_string(a->method) + ", dtype " + std::to_string(a->dtype) + ")");
     if (initial_state) return fail(SSMK_EUNSUPPORTED, "initial_state: Mamba's selective scan starts from h = 0");
@@ -379,14 +398,17 @@ int32_t validate_bwd(const ssmk_scan_args *a, const void *initial_state, const s
 
 /* The plan's backward parameters: selective_scan.cpp's set_ssm_params_bwd
  * for the ABI's dense layouts (strides in elements; variable dB/dC in
- * float with the time axis 2·seqlen long for complex, as B and C). */
+ * float with the time axis 2·seqlen long for complex, as B and C). dout,
+ * du, ddelta and dz are of the input type; variable dB and dC are float,
+ * as selective_scan.cpp allocates them, and fetch_bwd converts them to the
+ * input type as its dB.to(B.dtype()) does. */
 int32_t plan_build_bwd(const ssmk_scan_args *a, const ssmk_scan_grads *g, ssmk_plan *p) {
     int32_t st = plan_build(a, p);
     if (st) return st;
     if ((st = launch(p))) return st; /* the forward that autograd saved: x, and y with z */
     using index_t = SSMParamsBase::index_t;
     const size_t B = a->batch, D = a->dim, L = a->seqlen, N = a->dstate, c = a->is_complex ? 2 : 1;
-    const size_t seq = B * D * L * sizeof(float);
+    const size_t seq = B * D * L * input_size(a->dtype);
     const size_t bc_var = B * a->n_groups * N * L * c * sizeof(float), bc_const = D * N * c * sizeof(float);
     const size_t sizes[9] = {seq,
                              seq,
@@ -425,13 +447,33 @@ int32_t plan_build_bwd(const ssmk_scan_args *a, const ssmk_scan_grads *g, ssmk_p
     return SSMK_OK;
 }
 
+/* A float gradient of n elements rounded to the 16-bit type T by c10's
+ * conversion (round to nearest, ties to even: what Tensor.to does). */
+template <typename T>
+void to_input_type(const float *from, size_t n, void *to) {
+    uint16_t *out = static_cast<uint16_t *>(to);
+    for (size_t i = 0; i < n; i++) out[i] = T(from[i]).x;
+}
+
 int32_t fetch_bwd(ssmk_plan *p, const ssmk_scan_grads *g) {
     if (!p->launched) return fail(SSMK_EINVAL, "plan: fetch before any launch");
     CUDA_TRY(cudaStreamSynchronize(p->stream), "cudaStreamSynchronize");
     void *dst[9] = {nullptr, g->du, g->ddelta, g->dA, g->dB, g->dC, g->dD, g->dz, g->ddelta_bias};
-    for (int i = 1; i < 9; i++)
-        if (p->gbuf[i] && dst[i])
+    const bool narrow = p->dtype == SSMK_F16 || p->dtype == SSMK_BF16;
+    const bool var[9] = {false, false, false, false, p->params.is_variable_B, p->params.is_variable_C};
+    for (int i = 1; i < 9; i++) {
+        if (!p->gbuf[i] || !dst[i]) continue;
+        if (!(narrow && var[i])) {
             CUDA_TRY(cudaMemcpy(dst[i], p->gbuf[i], p->gbytes[i], cudaMemcpyDeviceToHost), "gradients");
+            continue;
+        }
+        std::vector<float> f(p->gbytes[i] / sizeof(float));
+        CUDA_TRY(cudaMemcpy(f.data(), p->gbuf[i], p->gbytes[i], cudaMemcpyDeviceToHost), "gradients");
+        if (p->dtype == SSMK_F16)
+            to_input_type<c10::Half>(f.data(), f.size(), dst[i]);
+        else
+            to_input_type<c10::BFloat16>(f.data(), f.size(), dst[i]);
+    }
     return SSMK_OK;
 }
 
@@ -462,9 +504,12 @@ SSMK_API uint32_t ssmk_capabilities(int32_t method, int32_t dtype, int32_t is_co
         return 0;
     if (!dtype_supported(dtype) || !method_supported(method)) return 0;
     uint32_t c = SSMK_CAP_SUPPORTED | SSMK_CAP_SCAN_ONLY | (dtype == SSMK_F32 ? 0u : SSMK_CAP_NARROW_INPUTS);
-    /* Mamba's backward: float32 (zoh, or a fork's every method); dB/dC/dA summed with atomics; no state gradients */
-    if (SSMK_MAMBA_BWD && dtype == SSMK_F32 && bwd_method(method))
-        c |= SSMK_CAP_BACKWARD | SSMK_CAP_BWD_ATOMIC | SSMK_CAP_BWD_OUTPUTS_ONLY;
+    /* Mamba's backward (zoh, or a fork's every method): float32, and fp16 and
+     * bf16 with real A where linked; dB/dC/dA summed with atomics; no state
+     * gradients */
+    if (SSMK_MAMBA_BWD && bwd_dtype(dtype, is_complex) && bwd_method(method))
+        c |= SSMK_CAP_BACKWARD | SSMK_CAP_BWD_ATOMIC | SSMK_CAP_BWD_OUTPUTS_ONLY |
+             (dtype == SSMK_F32 ? 0u : SSMK_CAP_BWD_NARROW);
     return c;
 }
 

@@ -342,6 +342,11 @@ func judge(m Mutant, lib, skip string) result {
 		pkgs, tests = "./verify", checkRun
 	case m.Run != "":
 		pkgs, tests = "./verify", m.Run
+	default:
+		// A bug of the scan's arithmetic: the 16-bit backward's tests
+		// recompute that arithmetic through the float32 backward, which
+		// TestBackward… already judge; they would add time, not kills.
+		skip = strings.TrimPrefix(skip+"|"+narrowBackwardRun, "|")
 	}
 	failed, log, err := suite(abs, pkgs, tests, skip, filepath.Join(*out, fmt.Sprintf("mutant-%d.log", m.K)), dir)
 	r := result{Mutant: m, KilledBy: failed, Outcome: classify(failed, err, log), Seconds: time.Since(t0).Seconds()}

@@ -219,15 +219,15 @@ __global__ void __launch_bounds__(kThreads, std::is_same<T, float>::value ? 2 : 
         for (int k = 0; k < K; k++) {
             const int t = t0 + k;
             if (t >= L) continue;
-            const T v = ((const T *)p.delta)[base + t] + (p.bias ? ((const T *)p.bias)[q.d] : T(0));
+            const T v = ld_in<T>(p, p.delta, base + t) + (p.bias ? ((const T *)p.bias)[q.d] : T(0));
             const T dsp = p.softplus && v <= T(20) ? T(1) / (T(1) + sexp(-v)) : T(1);
             const T ddt = (sl[k] * uu[k] + gxs[k]) * dsp;
-            ((T *)p.du)[base + t] = sl[k] * dt[k] + dy[k] * Dd;
-            ((T *)p.ddelta)[base + t] = ddt;
+            st_in<T>(p, p.du, base + t, sl[k] * dt[k] + dy[k] * Dd);
+            st_in<T>(p, p.ddelta, base + t, ddt);
             if (p.z) {
-                const T z = ((const T *)p.z)[base + t], sig = T(1) / (T(1) + sexp(-z));
-                const T dzf = ((const T *)p.dout)[base + t] * sig * (T(1) + z * (T(1) - sig));
-                ((T *)p.dz)[base + t] = (kk * ys[k] + Dd * uu[k]) * dzf;
+                const T z = ld_in<T>(p, p.z, base + t), sig = T(1) / (T(1) + sexp(-z));
+                const T dzf = ld_in<T>(p, p.dout, base + t) * sig * (T(1) + z * (T(1) - sig));
+                st_in<T>(p, p.dz, base + t, (kk * ys[k] + Dd * uu[k]) * dzf);
             }
             dD += dy[k] * uu[k];
             dBias += ddt;
@@ -342,41 +342,6 @@ dim3 grid_for(long long n) {
     return dim3((unsigned)(blocks < 65535 * 16 ? blocks : 65535 * 16));
 }
 
-/* The backward of a 16-bit input type I: the inputs widened into the
- * scratch's float copies, the float32 backward on them, and each
- * input-typed gradient rounded once to I (the weights' are float32's own). */
-template <typename I>
-int32_t launch_backward_narrow(const ssmk_scan_args &a, const void *h0, const ssmk_scan_grads &g, const BwdScratch &sc,
-                               cudaStream_t s) {
-    const ScanSizes z = scan_sizes(&a);
-    ssmk_scan_args f = widened(a);
-    ssmk_scan_grads fg = g;
-    auto in = [s](const void *src, float *dst, long long n) {
-        if (src) widen_kernel<I><<<grid_for(n), 256, 0, s>>>((const I *)src, dst, n);
-        return src ? (const void *)dst : nullptr;
-    };
-    f.u = in(a.u, sc.wu, z.seq);
-    f.delta = in(a.delta, sc.wdelta, z.seq);
-    f.z = in(a.z, sc.wz, z.seq);
-    if (a.is_variable_B) f.B = in(a.B, sc.wB, z.b);
-    if (a.is_variable_C) f.C = in(a.C, sc.wC, z.c);
-    fg.dout = in(g.dout, sc.wdout, z.seq);
-    fg.du = sc.wdu, fg.ddelta = sc.wddelta, fg.dz = g.dz ? sc.wdz : nullptr;
-    if (a.is_variable_B) fg.dB = sc.wdB;
-    if (a.is_variable_C) fg.dC = sc.wdC;
-    if (const int32_t st = launch_backward(f, h0, fg, sc, s)) return st;
-    auto out = [s](const float *src, void *dst, long long n) {
-        if (dst) narrow_kernel<I><<<grid_for(n), 256, 0, s>>>(src, (I *)dst, n);
-    };
-    out(sc.wdu, g.du, z.seq);
-    out(sc.wddelta, g.ddelta, z.seq);
-    out(sc.wdz, g.dz, z.seq);
-    if (a.is_variable_B) out(sc.wdB, g.dB, z.b);
-    if (a.is_variable_C) out(sc.wdC, g.dC, z.c);
-    CU(cudaGetLastError());
-    return SSMK_OK;
-}
-
 } /* namespace */
 
 size_t bwd_scratch_bytes(const ssmk_scan_args &a, BwdScratch *layout) {
@@ -386,37 +351,17 @@ size_t bwd_scratch_bytes(const ssmk_scan_args &a, BwdScratch *layout) {
     const size_t v = weight_size(f.dtype) * (f.is_complex ? 2 : 1), w = weight_size(f.dtype);
     const long long rows = (long long)f.batch * f.dim;
     const size_t per = (size_t)rows * f.dstate * v;
-    /* the float copies of a 16-bit call (none otherwise) */
+    /* a 16-bit call's float copies: variable B, C and their gradients, and
+     * u and delta for phase 1 where a row spans several chunks */
     const ScanSizes z = scan_sizes(&f);
     const bool nw = narrow_dtype(a.dtype);
-    const size_t seq = nw ? (size_t)z.seq * 4 : 0, zs = nw && a.z ? seq : 0;
+    const size_t seq = nw && p.chunks > 1 ? (size_t)z.seq * 4 : 0;
     const size_t vb = nw && a.is_variable_B ? (size_t)z.b * 4 : 0, vc = nw && a.is_variable_C ? (size_t)z.c * 4 : 0;
-    const size_t sizes[] = {per * (p.chunks - 1),
-                            per,
-                            per,
-                            per,
-                            (size_t)rows * w,
-                            (size_t)rows * w,
-                            seq,
-                            seq,
-                            zs,
-                            seq,
-                            seq,
-                            seq,
-                            zs,
-                            vb,
-                            vc,
-                            vb,
-                            vc};
-    void **dst[] = {&layout->hS,           &layout->pA,
-                    &layout->pB,           &layout->pC,
-                    &layout->pD,           &layout->pBias,
-                    (void **)&layout->wu,  (void **)&layout->wdelta,
-                    (void **)&layout->wz,  (void **)&layout->wdout,
-                    (void **)&layout->wdu, (void **)&layout->wddelta,
-                    (void **)&layout->wdz, (void **)&layout->wB,
-                    (void **)&layout->wC,  (void **)&layout->wdB,
-                    (void **)&layout->wdC};
+    const size_t sizes[] = {
+        per * (p.chunks - 1), per, per, per, (size_t)rows * w, (size_t)rows * w, seq, seq, vb, vc, vb, vc};
+    void **dst[] = {&layout->hS,          &layout->pA,          &layout->pB,           &layout->pC,
+                    &layout->pD,          &layout->pBias,       (void **)&layout->wu,  (void **)&layout->wdelta,
+                    (void **)&layout->wB, (void **)&layout->wC, (void **)&layout->wdB, (void **)&layout->wdC};
     static_assert(sizeof(sizes) / sizeof(sizes[0]) == sizeof(dst) / sizeof(dst[0]), "one size per array");
     size_t total = 0;
     for (size_t i = 0; i < sizeof(dst) / sizeof(dst[0]); i++) {
@@ -426,12 +371,17 @@ size_t bwd_scratch_bytes(const ssmk_scan_args &a, BwdScratch *layout) {
     return total;
 }
 
-int32_t launch_backward(const ssmk_scan_args &a, const void *h0, const ssmk_scan_grads &g, const BwdScratch &sc,
-                        cudaStream_t s) {
-    if (a.dtype == SSMK_F16) return launch_backward_narrow<half16>(a, h0, g, sc, s);
-    if (a.dtype == SSMK_BF16) return launch_backward_narrow<bfloat16>(a, h0, g, sc, s);
+namespace {
+
+/* The backward in a's float32 or float64 arithmetic. in16: the 16-bit type
+ * of u, delta, z, dout, du, ddelta and dz, which the kernel reads and
+ * writes itself (0: a's own type); u32 and delta32: float copies of u and
+ * delta for phase 1, the forward's float kernel, where in16 is set. */
+int32_t launch_wide(const ssmk_scan_args &a, const void *h0, const ssmk_scan_grads &g, const BwdScratch &sc,
+                    cudaStream_t s, int in16, const void *u32, const void *delta32) {
     BwdParams p;
     shape(a, &p);
+    p.in16 = in16;
     p.batch = a.batch;
     p.dim = a.dim;
     p.seqlen = a.seqlen;
@@ -474,6 +424,7 @@ int32_t launch_backward(const ssmk_scan_args &a, const void *h0, const ssmk_scan
         ssmk_scan_args fa = a;
         fa.out = nullptr;
         fa.last_state = nullptr;
+        if (in16) fa.u = u32, fa.delta = delta32, fa.z = nullptr; /* z does not enter the states */
         ChunkStates cs;
         cs.states = sc.hS, cs.chunk = p.chunk, cs.chunks = p.chunks;
         if (const int32_t st = launch_scan(fa, h0, s, cs)) return st;
@@ -490,6 +441,42 @@ int32_t launch_backward(const ssmk_scan_args &a, const void *h0, const ssmk_scan
     if (st) return st;
     CU(cudaGetLastError());
     return SSMK_OK;
+}
+
+/* The backward of a 16-bit input type I (real A): the float32 kernels,
+ * which read u, delta, z and dout in I and write du, ddelta and dz rounded
+ * once to it (in16); variable B and C widened into the scratch first and
+ * their gradients, summed there in float with atomics, rounded after. */
+template <typename I>
+int32_t launch_backward_narrow(const ssmk_scan_args &a, const void *h0, const ssmk_scan_grads &g, const BwdScratch &sc,
+                               cudaStream_t s) {
+    const ScanSizes z = scan_sizes(&a);
+    ssmk_scan_args f = widened(a);
+    ssmk_scan_grads fg = g;
+    auto in = [s](const void *src, float *dst, long long n) {
+        widen_kernel<I><<<grid_for(n), 256, 0, s>>>((const I *)src, dst, n);
+        return (const void *)dst;
+    };
+    if (a.is_variable_B) f.B = in(a.B, sc.wB, z.b), fg.dB = sc.wdB;
+    if (a.is_variable_C) f.C = in(a.C, sc.wC, z.c), fg.dC = sc.wdC;
+    BwdParams q;
+    shape(f, &q);
+    const void *u32 = nullptr, *delta32 = nullptr;
+    if (q.chunks > 1) u32 = in(a.u, sc.wu, z.seq), delta32 = in(a.delta, sc.wdelta, z.seq);
+    if (const int32_t st = launch_wide(f, h0, fg, sc, s, a.dtype, u32, delta32)) return st;
+    if (a.is_variable_B) narrow_kernel<I><<<grid_for(z.b), 256, 0, s>>>(sc.wdB, (I *)g.dB, z.b);
+    if (a.is_variable_C) narrow_kernel<I><<<grid_for(z.c), 256, 0, s>>>(sc.wdC, (I *)g.dC, z.c);
+    CU(cudaGetLastError());
+    return SSMK_OK;
+}
+
+} /* namespace */
+
+int32_t launch_backward(const ssmk_scan_args &a, const void *h0, const ssmk_scan_grads &g, const BwdScratch &sc,
+                        cudaStream_t s) {
+    if (a.dtype == SSMK_F16) return launch_backward_narrow<half16>(a, h0, g, sc, s);
+    if (a.dtype == SSMK_BF16) return launch_backward_narrow<bfloat16>(a, h0, g, sc, s);
+    return launch_wide(a, h0, g, sc, s, 0, nullptr, nullptr);
 }
 
 } /* namespace ssmk */

@@ -20,6 +20,7 @@
 #include <type_traits>
 
 #include "../ssmk_methods.h"
+#include "../ssmk_narrow.h"
 #include "bwd_ops.cuh"
 
 namespace ssmk {
@@ -35,6 +36,10 @@ struct BwdParams {
      * multiple of 4, the arrays 16-byte aligned) */
     int vec_b, vec_c, vec_red;
     int tpr, R, chunk, chunks; /* threads per row, rows per block, TPR·K, chunks per row */
+    /* u, delta, z, dout, du, ddelta and dz of a 16-bit type (SSMK_F16 or
+     * SSMK_BF16; 0: T): read and written once per chunk, so one kernel
+     * serves them by a uniform branch rather than an instantiation of its own */
+    int in16;
     long long rows;
     const void *u, *delta, *A, *B, *C, *D, *z, *bias, *h0, *dout, *dlast;
     void *du, *ddelta, *dB, *dC, *dz, *dinit;
@@ -100,6 +105,26 @@ __device__ __forceinline__ Place place_of(const BwdParams &p) {
     return q;
 }
 
+/* Element i of a row array (u, delta, z, dout) of the input type, widened. */
+template <typename T>
+__device__ __forceinline__ T ld_in(const BwdParams &p, const void *a, long long i) {
+    if (p.in16 == SSMK_BF16) return T(widen(((const bfloat16 *)a)[i]));
+    if (p.in16 == SSMK_F16) return T(widen(((const half16 *)a)[i]));
+    return ((const T *)a)[i];
+}
+
+/* Stores v as element i of a gradient of the input type (du, ddelta, dz),
+ * rounded once to nearest for a 16-bit type. */
+template <typename T>
+__device__ __forceinline__ void st_in(const BwdParams &p, void *a, long long i, T v) {
+    if (p.in16 == SSMK_BF16)
+        ((bfloat16 *)a)[i] = narrow<bfloat16>(float(v));
+    else if (p.in16 == SSMK_F16)
+        ((half16 *)a)[i] = narrow<half16>(float(v));
+    else
+        ((T *)a)[i] = v;
+}
+
 /* A thread's K values of B or C of state n from step t0 (0 past seqlen;
  * a constant array's one value in every slot). */
 template <typename V, int K>
@@ -146,12 +171,12 @@ __device__ __forceinline__ DtRange<T> load_row(const BwdParams &p, const Place &
             continue;
         }
         const long long i = base + t0 + k;
-        dt[k] = step_dt(((const T *)p.delta)[i], (const T *)p.bias, q.d, p.softplus);
+        dt[k] = step_dt(ld_in<T>(p, p.delta, i), (const T *)p.bias, q.d, p.softplus);
         range.lo = fmin(range.lo, dt[k]), range.hi = fmax(range.hi, dt[k]), range.mabs = fmin(range.mabs, fabs(dt[k]));
-        uu[k] = ((const T *)p.u)[i];
-        T g = ((const T *)p.dout)[i];
+        uu[k] = ld_in<T>(p, p.u, i);
+        T g = ld_in<T>(p, p.dout, i);
         if (p.z) {
-            const T z = ((const T *)p.z)[i];
+            const T z = ld_in<T>(p, p.z, i);
             g *= z / (T(1) + sexp(-z));
         }
         dy[k] = g;

@@ -53,11 +53,9 @@ struct BwdScratch {
     void *base = nullptr;
     void *hS = nullptr;
     void *pA = nullptr, *pB = nullptr, *pC = nullptr, *pD = nullptr, *pBias = nullptr;
-    /* 16-bit inputs: their float copies, and the input-typed gradients in
-     * float before their rounding (u, delta, z, dout, du, ddelta, dz: seq
-     * elements; B, C, dB, dC: variable ones) */
-    float *wu = nullptr, *wdelta = nullptr, *wz = nullptr, *wdout = nullptr, *wdu = nullptr, *wddelta = nullptr,
-          *wdz = nullptr, *wB = nullptr, *wC = nullptr, *wdB = nullptr, *wdC = nullptr;
+    /* 16-bit inputs: float copies of variable B and C and their gradients,
+     * and of u and delta for phase 1 (backward.cu) */
+    float *wu = nullptr, *wdelta = nullptr, *wB = nullptr, *wC = nullptr, *wdB = nullptr, *wdC = nullptr;
 };
 
 /* The bytes of the backward's scratch for a; with a layout whose base is

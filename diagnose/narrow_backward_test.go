@@ -1,0 +1,73 @@
+package diagnose
+
+import (
+	"math"
+	"testing"
+
+	"ssmverify/gen"
+	"ssmverify/reference"
+	"ssmverify/ssm"
+)
+
+// narrowStore is a 16-bit library's backward: the reference's gradients
+// stored as the ABI says (input-typed ones rounded to nearest in dt, the
+// weights' to float32), but for one slip of its storage.
+type narrowStore struct{ slip string }
+
+func (k narrowStore) Scan(p *ssm.Problem, _ ssm.DType) (*ssm.Output, error) {
+	return reference.Scan(p, ssm.Float64)
+}
+
+func (k narrowStore) Backward(p *ssm.Problem, ct *ssm.Cotangent, dt ssm.DType, withInitial bool) (*ssm.Grads, error) {
+	g, err := reference.ScanGrad(p, ct, withInitial)
+	if err != nil {
+		return nil, err
+	}
+	if k.slip == "y16" {
+		g.Z = yRoundedDz(p, ct, g, dt)
+	}
+	for _, f := range g.Fields() {
+		for i, v := range f.Values {
+			switch {
+			case ssm.InputTyped(p, f.Name) && k.slip == "truncate":
+				f.Values[i] = towardZero(v, dt)
+			case ssm.InputTyped(p, f.Name) || k.slip == "weights16":
+				f.Values[i] = dt.Round(v)
+			default:
+				f.Values[i] = float64(float32(v))
+			}
+		}
+	}
+	return g, nil
+}
+
+// towardZero is v truncated to the 16-bit type dt (11 or 8 significant
+// bits; the subnormals' spacing below the normal range).
+func towardZero(v float64, dt ssm.DType) float64 {
+	if v == 0 {
+		return 0
+	}
+	bits, sub := 11, ssm.Float16MinSub
+	if dt == ssm.BF16 {
+		bits, sub = 8, ssm.BFloat16MinSub
+	}
+	_, e := math.Frexp(math.Abs(v)) // |v| ∈ [2^(e−1), 2^e)
+	q := math.Max(math.Ldexp(1, e-bits), sub)
+	return math.Copysign(math.Floor(math.Abs(v)/q)*q, v)
+}
+
+// TestBackwardNarrowSlips: the diagnosis of each slip of a 16-bit
+// backward's storage, and none for a correct one.
+func TestBackwardNarrowSlips(t *testing.T) {
+	for _, dt := range ssm.NarrowDTypes() {
+		p := gen.New(gen.MambaBlock(ssm.ZOH, 1, 4, 64, 4), 3)
+		p.RoundTo(dt)
+		ct := gen.NewCotangent(p, 3, false)
+		ct.RoundTo(dt)
+		for _, c := range []struct{ slip, tag string }{{"", ""}, {"truncate", "bwd-truncated"}, {"weights16", "bwd-weights-16bit"}, {"y16", "bwd-y-16bit"}} {
+			if got := Backward(narrowStore{c.slip}, p, ct, dt).Tag; got != c.tag {
+				t.Errorf("%v, slip %q: diagnosis %q, want %q", dt, c.slip, got, c.tag)
+			}
+		}
+	}
+}
