@@ -40,7 +40,7 @@ import (
 //   - bwd-factor:NAME: one gradient is the reference's times a constant
 //     (not within 1% of 1);
 //   - for a 16-bit dtype first, the slips of its storage: bwd-weights-16bit,
-//     bwd-truncated, bwd-y-16bit (narrowBackward).
+//     bwd-truncated, bwd-16bit-sum, bwd-y-16bit (narrowBackward).
 //
 // "none" when no slip fits; "" when the failure does not reproduce.
 func Backward(l Differentiator, p *ssm.Problem, ct *ssm.Cotangent, dt ssm.DType) Finding {
@@ -77,7 +77,7 @@ func Backward(l Differentiator, p *ssm.Problem, ct *ssm.Cotangent, dt ssm.DType)
 		where[i] = g.Name
 	}
 	f := Finding{Where: "gradients " + strings.Join(where, ", "), Evidence: []string{"worst: " + failing[0].String()}}
-	if tag, cause, ok := narrowBackward(p, ct, got, want, sc, dt, failing); ok {
+	if tag, cause, ok := narrowBackward(l, p, ct, got, want, sc, dt, failing); ok {
 		f.Tag, f.Cause = tag, cause
 		return f
 	}

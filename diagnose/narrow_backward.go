@@ -19,11 +19,14 @@ import (
 //   - bwd-truncated: only input-typed gradients fail, at least 9 in 10 of
 //     the failing elements toward 0 from the reference within one ulp of
 //     the 16-bit type: they are truncated, not rounded to nearest;
+//   - bwd-16bit-sum: only variable dB and dC fail, the sums over a group's
+//     channels, and the library's float32 backward of the same problem
+//     gets them right: the sum is kept in the 16-bit type;
 //   - bwd-y-16bit: only dz fails, and nine in ten of its failing elements
 //     pass against the gate's derivative at y rounded to the input type,
 //     dz = dout·round(y)·σ(z)·(1 + z·(1 − σ(z))): a second rounding (a
 //     backward that reads y back from a 16-bit out).
-func narrowBackward(p *ssm.Problem, ct *ssm.Cotangent, got, want *ssm.Grads, sc *reference.GradScale, dt ssm.DType, failing []judge.GradWorst) (tag, cause string, ok bool) {
+func narrowBackward(l Differentiator, p *ssm.Problem, ct *ssm.Cotangent, got, want *ssm.Grads, sc *reference.GradScale, dt ssm.DType, failing []judge.GradWorst) (tag, cause string, ok bool) {
 	if !dt.Narrow() {
 		return "", "", false
 	}
@@ -63,6 +66,9 @@ func narrowBackward(p *ssm.Problem, ct *ssm.Cotangent, got, want *ssm.Grads, sc 
 			}
 		}
 	}
+	if tag, cause, ok := groupSum16(p, ct, dt, failing, l); ok {
+		return tag, cause, true
+	}
 	failed, toward := 0, 0
 	judgeEach(p, got, dt, want, sc, func(name string, i int, r float64) {
 		if !ssm.InputTyped(p, name) || !(r > judge.Threshold(dt) || math.IsNaN(r)) {
@@ -80,6 +86,35 @@ func narrowBackward(p *ssm.Problem, ct *ssm.Cotangent, got, want *ssm.Grads, sc 
 		return "bwd-truncated", fmt.Sprintf("%d of the %d failing input-typed gradients lie toward 0 from the reference within one %v ulp: they are truncated, not rounded to nearest", toward, failed, dt), true
 	}
 	return "", "", false
+}
+
+// groupSum16 explains failures of the variable dB and dC alone, which are
+// sums over the channels of a group, when the library's float32 backward
+// of the same problem passes them (bwd-16bit-sum).
+func groupSum16(p *ssm.Problem, ct *ssm.Cotangent, dt ssm.DType, failing []judge.GradWorst, l Differentiator) (tag, cause string, ok bool) {
+	for _, g := range failing {
+		if !(g.Name == "dB" && p.VariableB || g.Name == "dC" && p.VariableC) {
+			return "", "", false
+		}
+	}
+	if p.Dim/p.Groups < 2 {
+		return "", "", false
+	}
+	got, err := l.Backward(p, ct, ssm.F32, false)
+	if err != nil {
+		return "", "", false
+	}
+	want, err1 := reference.ScanGrad(p, ct, false)
+	sc, err2 := reference.GradErrorScale(p, ct, false, ssm.Float32)
+	if err1 != nil || err2 != nil {
+		return "", "", false
+	}
+	c := judge.CompareGrads(p, got, ssm.F32, want, sc)
+	if contains(c.Failing(ssm.F32), "dB") || contains(c.Failing(ssm.F32), "dC") {
+		return "", "", false
+	}
+	return "bwd-16bit-sum", fmt.Sprintf("only the variable dB and dC fail, the sums over a group's %d channels, and the library's float32 backward of the same inputs gets them right: "+
+		"the sum is kept in %v (16-bit atomics, say), not in float", p.Dim/p.Groups, dt), true
 }
 
 // failingCount is the number of elements of the gradient name beyond the

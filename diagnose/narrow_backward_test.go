@@ -11,7 +11,8 @@ import (
 
 // narrowStore is a 16-bit library's backward: the reference's gradients
 // stored as the ABI says (input-typed ones rounded to nearest in dt, the
-// weights' to float32), but for one slip of its storage.
+// weights' to float32), but for one slip of its storage; its F32 backward
+// is right.
 type narrowStore struct{ slip string }
 
 func (k narrowStore) Scan(p *ssm.Problem, _ ssm.DType) (*ssm.Output, error) {
@@ -31,6 +32,9 @@ func (k narrowStore) Backward(p *ssm.Problem, ct *ssm.Cotangent, dt ssm.DType, w
 			switch {
 			case ssm.InputTyped(p, f.Name) && k.slip == "truncate":
 				f.Values[i] = towardZero(v, dt)
+			case f.Name == "dB" && p.VariableB && k.slip == "groupsum" && dt.Narrow():
+				// a sum over channels kept in 16 bits: several ulps off, either way
+				f.Values[i] = dt.Round(v * (1 + float64(i%5-2)*0x1p-6))
 			case ssm.InputTyped(p, f.Name) || k.slip == "weights16":
 				f.Values[i] = dt.Round(v)
 			default:
@@ -64,7 +68,7 @@ func TestBackwardNarrowSlips(t *testing.T) {
 		p.RoundTo(dt)
 		ct := gen.NewCotangent(p, 3, false)
 		ct.RoundTo(dt)
-		for _, c := range []struct{ slip, tag string }{{"", ""}, {"truncate", "bwd-truncated"}, {"weights16", "bwd-weights-16bit"}, {"y16", "bwd-y-16bit"}} {
+		for _, c := range []struct{ slip, tag string }{{"", ""}, {"truncate", "bwd-truncated"}, {"weights16", "bwd-weights-16bit"}, {"y16", "bwd-y-16bit"}, {"groupsum", "bwd-16bit-sum"}} {
 			if got := Backward(narrowStore{c.slip}, p, ct, dt).Tag; got != c.tag {
 				t.Errorf("%v, slip %q: diagnosis %q, want %q", dt, c.slip, got, c.tag)
 			}

@@ -71,6 +71,27 @@ struct Bwd {
     T seq(const void *p, int64_t row, int t) const { return t < L ? ((const T *)p)[row * L + t] : T(0); }
 };
 
+/* A running sum of a variable dB or dC over a group's channels, which the
+ * backward keeps in float (mutant 38 rounds it to the input type after
+ * every channel, as 16-bit atomics into the gradient would). */
+template <typename T, typename V>
+V sum16(const Bwd<T, V> &w, V v) {
+#if SSMK_MUTANT == 38
+    auto r = [&w](T x) -> T {
+        if (w.in_dtype == SSMK_BF16) return widen(to_bfloat16((float)x));
+        if (w.in_dtype == SSMK_F16) return widen(to_half16((float)x));
+        return x;
+    };
+    if constexpr (std::is_same<T, V>::value)
+        return r(v);
+    else
+        return cmake(r(v.re), r(v.im));
+#else
+    (void)w;
+    return v;
+#endif
+}
+
 /* The forward step t of a row: h ← Ā·h + Δ·g·B·u for every state. */
 template <typename T, typename V>
 void forward_step(const Bwd<T, V> &w, int b, int d, int t, const V *A, V *h) {
@@ -150,7 +171,7 @@ void backward_row(const Bwd<T, V> &w, int b, int d) {
                 if (a->is_variable_C) {
                     if (t < L) {
                         V &e = ((V *)gr->dC)[(((int64_t)b * a->n_groups + d / w.cpg) * N + n) * L + t];
-                        e = vadd(e, dC);
+                        e = sum16(w, vadd(e, dC));
                     }
                 } else {
                     w.pC[row * N + n] = vadd(w.pC[row * N + n], dC);
@@ -158,7 +179,7 @@ void backward_row(const Bwd<T, V> &w, int b, int d) {
                 if (a->is_variable_B) {
                     if (t < L) {
                         V &e = ((V *)gr->dB)[(((int64_t)b * a->n_groups + d / w.cpg) * N + n) * L + t];
-                        e = vadd(e, dB);
+                        e = sum16(w, vadd(e, dB));
                     }
                 } else {
                     w.pB[row * N + n] = vadd(w.pB[row * N + n], dB);

@@ -97,6 +97,7 @@ var Catalogue = []Mutant{
 	{35, "bwd-16bit-truncated", "fp16/bf16 backward: du, ddelta, dz and variable dB/dC truncated to the 16-bit type instead of rounded to nearest", "bwd-truncated", 0, narrowBackwardRun},
 	{36, "bwd-16bit-weights", "fp16/bf16 backward: the gradients of the float weights (dA, dD, ddelta_bias) rounded to the 16-bit input type", "bwd-weights-16bit", 0, narrowBackwardRun},
 	{37, "bwd-16bit-y", "fp16/bf16 backward: dz from y rounded to the input type (as if read back from a 16-bit out): a second rounding", "bwd-y-16bit", 0, narrowBackwardRun},
+	{38, "bwd-16bit-group-sum", "fp16/bf16 backward: variable dB and dC summed over a group's channels in the 16-bit type (as 16-bit atomics would), not in float", "bwd-16bit-sum", 0, narrowBackwardRun},
 }
 
 // backwardRun is the suite's tests of the backward pass.
