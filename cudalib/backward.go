@@ -148,7 +148,7 @@ func (p *BackwardPlan) FetchGrads() (*ssm.Grads, error) {
 		if !a.Present() {
 			return Array{}
 		}
-		return zeros(a.Len(), a.dtype())
+		return zeros(a.Len(), a.DType())
 	}
 	g := &GradBuffers{Scan: s.Scan, DU: z(s.DU), DDelta: z(s.DDelta), DA: z(s.DA), DB: z(s.DB), DC: z(s.DC),
 		DD: z(s.DD), DZ: z(s.DZ), DDeltaBias: z(s.DDeltaBias), DInitialState: z(s.DInitialState)}

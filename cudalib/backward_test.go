@@ -165,10 +165,10 @@ func TestBackwardNarrow(t *testing.T) {
 		b, err := l.NewGradBuffers(p, ct, dt, false)
 		require.NoError(t, err)
 		for name, a := range map[string]Array{"dout": b.DOut, "du": b.DU, "ddelta": b.DDelta, "dz": b.DZ, "dB": b.DB, "dC": b.DC} {
-			assert.Equal(t, dt, a.dtype(), "%s is of the input type", name)
+			assert.Equal(t, dt, a.DType(), "%s is of the input type", name)
 		}
 		for name, a := range map[string]Array{"dA": b.DA, "dD": b.DD, "ddelta_bias": b.DDeltaBias} {
-			assert.Equal(t, ssm.F32, a.dtype(), "%s is float", name)
+			assert.Equal(t, ssm.F32, a.DType(), "%s is float", name)
 		}
 		require.NoError(t, l.RunBackward(b))
 		direct := b.Grads()

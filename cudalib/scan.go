@@ -59,8 +59,8 @@ func zeros(n int, dt ssm.DType) Array {
 // Len is the number of elements (complex values count twice).
 func (a Array) Len() int { return max(len(a.F32), len(a.F64), len(a.N16)) }
 
-// dtype is the element type the array holds (F32 for an absent one).
-func (a Array) dtype() ssm.DType {
+// DType is the element type the array holds (F32 for an absent one).
+func (a Array) DType() ssm.DType {
 	switch {
 	case a.F64 != nil:
 		return ssm.F64

@@ -32,7 +32,7 @@ func BackwardCotangent(p *ssm.Problem, data []byte, withLast bool) *ssm.Cotangen
 // adjoint under the backward's error model.
 func CheckBackward(lib *cudalib.Library, p *ssm.Problem, ct *ssm.Cotangent, dt ssm.DType) error {
 	c := lib.Capabilities(p.Method, dt, p.Complex)
-	if dt.Narrow() || !c.Backward() || !lib.HasBackward() || (p.Complex && c.ComplexZOHFallback()) {
+	if !c.Backward() || !lib.HasBackward() || (p.Complex && c.ComplexZOHFallback()) {
 		return nil
 	}
 	if p.InitialState != nil && !(c.InitialState() && lib.HasInitialState()) {
@@ -49,10 +49,15 @@ func CheckBackward(lib *cudalib.Library, p *ssm.Problem, ct *ssm.Cotangent, dt s
 	if p, _, err = decl.Fit(p); err != nil {
 		return nil
 	}
-	if dt == ssm.F32 {
+	if dt != ssm.F64 { // what the kernel reads: float32, or the 16-bit type and float32 weights
 		p = p.Clone()
-		p.RoundToFloat32()
-		ct = &ssm.Cotangent{Out: roundF32(ct.Out), LastState: roundF32(ct.LastState)}
+		p.RoundTo(dt)
+		c := &ssm.Cotangent{Out: append([]float64(nil), ct.Out...), LastState: append([]float64(nil), ct.LastState...)}
+		if ct.LastState == nil {
+			c.LastState = nil
+		}
+		c.RoundTo(dt)
+		ct = c
 	}
 	f := &Failure{Input: fmt.Sprintf("backward %s %v dlast_state=%t", p.Shape(), dt, ct.LastState != nil)}
 	b, err := lib.NewGradBuffers(p, ct, dt, states)
@@ -65,7 +70,7 @@ func CheckBackward(lib *cudalib.Library, p *ssm.Problem, ct *ssm.Cotangent, dt s
 		if !a.Present() {
 			return
 		}
-		g := newGuarded(name, a.Len(), dt)
+		g := newGuarded(name, a.Len(), a.DType()) // 16-bit dtypes: input-typed gradients 16-bit, the weights' float
 		*a = g.inner
 		guards = append(guards, g)
 	}
@@ -145,15 +150,4 @@ func Judgeable(p *ssm.Problem, ct *ssm.Cotangent, dt ssm.DType) bool {
 		}
 	}
 	return true
-}
-
-func roundF32(v []float64) []float64 {
-	if v == nil {
-		return nil
-	}
-	out := make([]float64, len(v))
-	for i, x := range v {
-		out[i] = float64(float32(x))
-	}
-	return out
 }

@@ -73,8 +73,9 @@ func FuzzScan(f *testing.F) {
 }
 
 // FuzzBackward: ssmk_scan_bwd on the small problems FuzzScan decodes (its
-// header and bytes; 16-bit dtypes are FuzzScan's alone), with a cotangent
-// seeded by the bytes, under the backward's policy (CheckBackward).
+// header and bytes; 16-bit dtypes where the library declares their
+// backward, SSMK_CAP_BWD_NARROW), with a cotangent seeded by the bytes,
+// under the backward's policy (CheckBackward).
 func FuzzBackward(f *testing.F) {
 	f.Fuzz(func(t *testing.T, method, dtype, flags, batch, dim, seqlen, dstate, groups uint8, data []byte) {
 		s := ScanShape{Method: method, DType: dtype, Flags: flags, Batch: batch, Dim: dim, Seqlen: seqlen, Dstate: dstate, Groups: groups}

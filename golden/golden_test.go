@@ -109,6 +109,9 @@ func TestGoldenNarrowCases(t *testing.T) {
 		for _, in := range []string{"u", "delta"} {
 			assert.Equal(t, EncodingOf(dt), c.Files[in].Encoding, "%s: %s", c.Name, in)
 		}
+		if c.HasGrads() {
+			assert.Equal(t, EncodingOf(dt), c.Files["dout"].Encoding, "%s: dout is of the case's type", c.Name)
+		}
 		assert.Equal(t, EncFloat64, c.Files["A"].Encoding, "%s: A", c.Name)
 		for _, v := range p.A {
 			assert.Equal(t, v, float64(float32(v)), "%s: A holds float32 values", c.Name)
@@ -346,6 +349,6 @@ func TestGoldenGradientsExact(t *testing.T) {
 			t.Errorf("%s: the reference's gradients are off the exact adjoint: worst %s", c.Name, cmp.Worst())
 		}
 	}
-	require.Equal(t, 48, n, "every method × real/complex × feature set holds its backward pass, and the Mamba block again with dout alone")
-	require.Equal(t, 12, doutOnly, "every method × real/complex has a case with dout alone (no dlast_state)")
+	require.Equal(t, 62, n, "every method × real/complex × feature set holds its backward pass, the Mamba block again with dout alone, and the 14 Mamba-block cases of fp16 and bf16")
+	require.Equal(t, 26, doutOnly, "every method × real/complex has a case with dout alone (no dlast_state), and so has every 16-bit Mamba block")
 }

@@ -97,18 +97,22 @@ func (e Entry) problem() (*ssm.Problem, string) {
 }
 
 // narrowEntries are the mixed-precision cases: every method in the Mamba
-// block with real A, zoh with complex A, in fp16 and bf16, and fp16's
-// overflow (outputs past 65520, which an exact kernel stores as ±Inf).
+// block with real A, zoh with complex A, in fp16 and bf16, each with its
+// backward pass for dout alone (dout of the 16-bit type, as a backward of
+// SSMK_CAP_BWD_NARROW takes it), and fp16's overflow (outputs past 65520,
+// which an exact kernel stores as ±Inf).
 func narrowEntries() []Entry {
 	var out []Entry
 	for _, dt := range ssm.NarrowDTypes() {
 		for _, m := range ssm.Methods() {
 			s := gen.MambaBlock(m, 2, 4, 24, 5)
-			out = append(out, Entry{Name: fmt.Sprintf("%v-real-mamba-%v", m, dt), Spec: s, Seed: uint64(700 + 10*int(m) + int(dt)), DType: dt})
+			out = append(out, Entry{Name: fmt.Sprintf("%v-real-mamba-%v", m, dt), Spec: s, Seed: uint64(700 + 10*int(m) + int(dt)), DType: dt,
+				Grads: true, DoutOnly: true})
 		}
 		s := gen.MambaBlock(ssm.ZOH, 2, 4, 24, 5)
 		s.Complex = true
-		out = append(out, Entry{Name: fmt.Sprintf("zoh-complex-mamba-%v", dt), Spec: s, Seed: uint64(790 + int(dt)), DType: dt})
+		out = append(out, Entry{Name: fmt.Sprintf("zoh-complex-mamba-%v", dt), Spec: s, Seed: uint64(790 + int(dt)), DType: dt,
+			Grads: true, DoutOnly: true})
 	}
 	out = append(out, Entry{Name: "zoh-real-overflow-fp16", DType: ssm.F16, Build: func() *ssm.Problem {
 		// a = 0: Ā = 1, the state sums Δ·B·u: 30000, 60000, 90000, 120000, then back to 20000
@@ -244,8 +248,8 @@ func arrays(p *ssm.Problem, out *ssm.Output, dt ssm.DType) map[string]array {
 
 // gradArrays adds a case's cotangent and gradients by ABI name ("dout",
 // "dlast_state", "du", …), each in the shape of the array it belongs to.
-func gradArrays(m map[string]array, ct *ssm.Cotangent, g *ssm.Grads) {
-	m["dout"] = array{m["out"].shape, ct.Out, EncFloat64}
+func gradArrays(m map[string]array, ct *ssm.Cotangent, g *ssm.Grads, dt ssm.DType) {
+	m["dout"] = array{m["out"].shape, ct.Out, EncodingOf(dt)}
 	if ct.LastState != nil {
 		m["dlast_state"] = array{m["last_state"].shape, ct.LastState, EncFloat64}
 	}
@@ -268,7 +272,7 @@ func Generate(dir string) (*Manifest, error) {
 			"cases with a dtype (fp16, bf16) hold their inputs u, delta, z and variable B/C in that type (files with encoding float16: NumPy '<f2'; " +
 			"bfloat16: '<u2' bit patterns, read as (np.load(f).astype(np.uint32) << 16).view(np.float32)), their weights as float64 values of float32, " +
 			"and out_rounded, the exact out rounded once to the type; " +
-			"cases with dout hold the backward pass: dout and dlast_state (the gradient of a real loss with respect to out and last_state; " +
+			"cases with dout hold the backward pass: dout (in a case's dtype, as its inputs) and dlast_state (the gradient of a real loss with respect to out and last_state; " +
 			"no dlast_state file: dout alone, for a backward that takes no gradient of the last state), " +
 			"and du, ddelta, dA, dB, dC, dD, dz, ddelta_bias, each shaped as its input (dA, constant dB/dC, dD and ddelta_bias summed over batch and time; " +
 			"variable dB/dC over the channels of a group; ddelta through delta_bias and softplus; complex: d/dRe + i·d/dIm), " +
@@ -291,11 +295,14 @@ func Generate(dir string) (*Manifest, error) {
 		files := arrays(p, out, c.DType)
 		if c.Grads {
 			ct := gen.NewCotangent(p, c.Seed, !c.DoutOnly)
+			if c.DType.Narrow() {
+				ct.RoundTo(c.DType) // dout of the input type, exactly what a kernel reads
+			}
 			g, err := ExactGrad(p, ct, false)
 			if err != nil {
 				return nil, fmt.Errorf("golden: %s: gradients: %w", c.Name, err)
 			}
-			gradArrays(files, ct, g)
+			gradArrays(files, ct, g, c.DType)
 		}
 		for name, a := range files {
 			b, err := EncodeNPYAs(a.shape, a.data, a.enc)

@@ -28,15 +28,7 @@ func TestGolden(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		dtypes := ssm.DTypes()
-		if c.Narrow() {
-			dt, err := c.Type()
-			if err != nil {
-				t.Fatal(err)
-			}
-			dtypes = []ssm.DType{dt}
-		}
-		for _, dt := range dtypes {
+		for _, dt := range caseDTypes(t, c) {
 			if c.Complex && fallback(p.Method, dt) {
 				continue
 			}
@@ -79,8 +71,9 @@ func TestGolden(t *testing.T) {
 // TestGoldenBackward: the library's backward pass on every golden case that
 // holds one: in fp64 against the stored exact gradients (golden.ExactGrad),
 // in fp32 with the inputs and cotangent rounded to float32 and the
-// reference's gradients recomputed on them, under the backward's error
-// model (reference.GradErrorScale).
+// reference's gradients recomputed on them, and a 16-bit case in its type
+// (its inputs and dout are of it) against its exact gradients, under the
+// backward's error model (reference.GradErrorScale).
 func TestGoldenBackward(t *testing.T) {
 	track(t)
 	man, err := golden.Load("../golden")
@@ -99,7 +92,7 @@ func TestGoldenBackward(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, dt := range ssm.DTypes() {
+		for _, dt := range caseDTypes(t, c) {
 			caps := lib.Capabilities(p.Method, dt, p.Complex)
 			if !caps.Backward() || !lib.HasBackward() || (p.Complex && caps.ComplexZOHFallback()) {
 				rep.Unsupported(t.Name(), fmt.Sprintf("the backward of golden case %s %v (declared unsupported)", c.Name, dt))
@@ -109,7 +102,7 @@ func TestGoldenBackward(t *testing.T) {
 				rep.Unsupported(t.Name(), fmt.Sprintf("the backward of golden case %s %v with dlast_state (declared outputs only)", c.Name, dt))
 				continue
 			}
-			if dt == ssm.F64 {
+			if dt == ssm.F64 || dt.Narrow() {
 				got, err := lib.Backward(p, ct, dt, false)
 				if err != nil {
 					t.Errorf("%s %v: declared supported, but %v", c.Name, dt, err)
@@ -136,4 +129,18 @@ func TestGoldenBackward(t *testing.T) {
 			}
 		}
 	}
+}
+
+// caseDTypes are the dtypes a golden case is run in: F32 and F64, or a
+// 16-bit case's own type (its inputs are of it).
+func caseDTypes(t *testing.T, c golden.Case) []ssm.DType {
+	t.Helper()
+	if !c.Narrow() {
+		return ssm.DTypes()
+	}
+	dt, err := c.Type()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return []ssm.DType{dt}
 }

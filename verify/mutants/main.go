@@ -114,6 +114,25 @@ const narrowRun = "^TestNarrow"
 // input types.
 const narrowBackwardRun = "^TestNarrowBackward"
 
+// kindOf is the catalogue's class of m, as make mutants and the documents
+// count them: "check" (a fault of a performance check), "narrow" (a bug of
+// the 16-bit types, forward or backward), "backward", "resume" (a scan
+// from a state), "kernel" (the scan's arithmetic, judged by the whole
+// suite).
+func kindOf(m Mutant) string {
+	switch {
+	case m.Check > 0:
+		return "check"
+	case m.Run == narrowRun || m.Run == narrowBackwardRun:
+		return "narrow"
+	case m.Run == backwardRun:
+		return "backward"
+	case m.Run != "":
+		return "resume"
+	}
+	return "kernel"
+}
+
 // CUDACatalogue lists the mutants of the CUDA library's own code, which
 // the CPU build does not have; each K appears as SSMK_MUTANT == K (or
 // != K) in cudalib/src/cuda/.
@@ -290,14 +309,14 @@ func main() {
 		if !r.Killed {
 			survivors++
 		}
-		switch {
-		case r.Run == narrowRun:
+		switch kindOf(r.Mutant) {
+		case "narrow":
 			narrow++
-		case r.Run == backwardRun:
+		case "backward":
 			backward++
-		case r.Run != "":
+		case "resume":
 			resume++
-		case r.Check == 0:
+		case "kernel":
 			kernel++
 		}
 		if r.Cause != "" {
@@ -343,6 +362,12 @@ func judge(m Mutant, lib, skip string) result {
 		pkgs, tests = "./verify", checkRun
 	case m.Run != "":
 		pkgs, tests = "./verify", m.Run
+		if m.Run == narrowRun {
+			// a bug of the 16-bit forward: its tests judge it (one in the
+			// shared rounding reaches the 16-bit backward's too, whose
+			// diagnosis would name the gradients' truncation instead)
+			skip = strings.TrimPrefix(skip+"|"+narrowBackwardRun, "|")
+		}
 	default:
 		// A bug of the scan's arithmetic: the 16-bit backward's tests
 		// recompute that arithmetic through the float32 backward, which
