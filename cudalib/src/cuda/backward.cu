@@ -32,6 +32,13 @@
  * the adjoint carried from one to the next. Steps past seqlen in the last chunk have Δ = u = dout = 0, which
  * makes them identity maps with no gradient, and are never written.
  *
+ * The 16-bit input types (SSMK_CAP_BWD_NARROW, real A) run the float
+ * kernels: they read u, Δ, z and dout and write du, ddelta and dz in the
+ * input type themselves (BwdParams.in16, in the loads and stores made once
+ * per chunk), while variable B and C, small beside the rows, are widened
+ * into the scratch and their gradients, summed there in float, rounded
+ * once after the kernel (launch_backward_narrow).
+ *
  * The block's parameters, shared memory and data movement are in
  * bwd_block.cuh; the maps, scans and coefficients in bwd_ops.cuh.
  */
