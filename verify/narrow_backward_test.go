@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"ssmverify/gen"
+	"ssmverify/reference"
+	"ssmverify/report"
 	"ssmverify/ssm"
 )
 
@@ -118,4 +120,58 @@ func TestNarrowBackwardSpecialValues(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestGradErrorByDType: what each method's gradients lose in each dtype
+// the library's backward declares, end to end: the backward of one
+// Mamba-block problem (2×16×256×16, real A, dout alone) with the inputs and
+// dout rounded to what that dtype reads, against the float64 gradients of
+// the unrounded ones, as mean relative errors of du, ddelta, dA and the
+// variable dB (errorStats: over elements above 1e-3 of the largest). Each
+// run must also pass the error model against the reference of its own
+// rounded inputs (judge.CompareGrads).
+func TestGradErrorByDType(t *testing.T) {
+	track(t)
+	table := report.Table{Name: "gradient error by dtype against the float64 gradients of the unrounded inputs (Mamba block 2×16×256×16, real A, dout alone; mean relative error)",
+		Columns: []string{"method", "dtype", "du", "ddelta", "dA", "dB", "max ratio"}}
+	for _, m := range ssm.Methods() {
+		s := gen.MambaBlock(m, 2, 16, 256, 16)
+		exact, err := fitProblem(t.Name(), gen.New(within(s, ssm.F32), 5), ssm.F32)
+		if err != nil {
+			continue
+		}
+		ct := gen.NewCotangent(exact, 5, false)
+		exactGrad, err := reference.ScanGrad(exact, ct, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, dt := range []ssm.DType{ssm.F64, ssm.F32, ssm.BF16, ssm.F16} {
+			c := lib.Capabilities(m, dt, false)
+			if !c.Backward() || !lib.HasBackward() {
+				rep.Unsupported(t.Name(), fmt.Sprintf("the backward of %v %v (declared unsupported)", m, dt))
+				continue
+			}
+			cmp, _, _, err := backwardChecked(t.Name(), exact, ct, dt, false)
+			if err != nil {
+				t.Errorf("%v %v: declared supported, but %v", m, dt, err)
+				continue
+			}
+			if !cmp.Passed(dt) {
+				t.Errorf("%v %v: %s", m, dt, gradFailure(cmp, dt))
+			}
+			p, ctr := roundedFor(exact, ct, dt)
+			got, err := lib.Backward(p, ctr, dt, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			row := []string{m.String(), dt.String()}
+			for _, f := range []struct{ got, want []float64 }{{got.U, exactGrad.U}, {got.Delta, exactGrad.Delta}, {got.A, exactGrad.A}, {got.B, exactGrad.B}} {
+				_, _, mean, _ := errorStats(f.got, f.want)
+				row = append(row, fmt.Sprintf("%.2g", mean))
+			}
+			table.Rows = append(table.Rows, append(row, fmt.Sprintf("%.3g", cmp.Worst().Ratio)))
+		}
+	}
+	logTable(t, withBlank(table))
+	rep.AddTable(table)
 }
