@@ -49,7 +49,20 @@
 //	            state, large |Δ·a|, Δ after softplus). Their outputs are judged
 //	            by judge.OutputRatio: float32 arithmetic plus one rounding to
 //	            nearest of the output.
-//	Golden      every golden case (golden/), checksums verified.
+//	Backward    the backward pass (ABI extension SSMK_CAP_BACKWARD): every
+//	            gradient against the float64 adjoint (reference.ScanGrad)
+//	            under the reverse scan's error model (judge.CompareGrads):
+//	            rapid properties, every combination, the options that decide
+//	            where dB and dC go, rows across a GPU's chunks, fp64 against the
+//	            library's own forward (gradcheck), determinism.
+//	NarrowBackward  the backward in fp16 and bf16 (SSMK_CAP_BWD_NARROW): the
+//	            input-typed gradients rounded once to the type, the weights'
+//	            float; properties, every combination, special values (a
+//	            group's 64-channel sums, fp16's overflow, dz near ties).
+//	GradErrorByDType  the gradients' counterpart of ErrorByDType: what each
+//	            method's du, ddelta, dA and dB lose in each dtype, end to end.
+//	Golden      every golden case (golden/), checksums verified; with its
+//	            backward where the case holds one (GoldenBackward).
 //	ConvergenceOrder  each method's global order, fitted from the library's
 //	            fp64 scan of h' = −h + 1 as Δ shrinks, against ssm.Method.Order.
 //	Check1 … Check7  the seven performance checks (CHECKS.md).
