@@ -10,8 +10,9 @@
 #
 # It compiles adapters/mamba/ssmk_mamba.cu and the tree's
 # selective_scan_fwd_fp32.cu (with _fp16 and _bf16, and the backward's
-# selective_scan_bwd_fp32_real.cu and _complex.cu, where the tree has
-# them: SSMK_MAMBA_NARROW=0 and SSMK_MAMBA_BWD=0 leave them out) with the
+# selective_scan_bwd_fp32_real.cu and _complex.cu, and _fp16_real.cu and
+# _bf16_real.cu, where the tree has them: SSMK_MAMBA_NARROW=0,
+# SSMK_MAMBA_BWD=0 and SSMK_MAMBA_BWD_NARROW=0 leave them out) with the
 # nvcc flags of the tree's setup.py
 # (found two folders up; the usual Mamba flags when there is none), against
 # the PyTorch headers of the python3 that imports torch (PYTHON to choose),
