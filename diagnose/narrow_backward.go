@@ -30,7 +30,7 @@ func narrowBackward(l Differentiator, p *ssm.Problem, ct *ssm.Cotangent, got, wa
 	if !dt.Narrow() {
 		return "", "", false
 	}
-	gotBy, wantBy := byName(got), byName(want)
+	gotBy, wantBy := got.ByName(), want.ByName()
 	inputOnly, weightsNarrow, weights := true, true, 0
 	for _, g := range failing {
 		if ssm.InputTyped(p, g.Name) {
@@ -156,13 +156,4 @@ func yRoundedDz(p *ssm.Problem, ct *ssm.Cotangent, want *ssm.Grads, dt ssm.DType
 		dz[i] = ct.Out[i] * dt.Round(y.Out[i]) * sig * (1 + z*(1-sig))
 	}
 	return dz
-}
-
-// byName is a gradient's arrays by their names.
-func byName(g *ssm.Grads) map[string][]float64 {
-	m := map[string][]float64{}
-	for _, f := range g.Fields() {
-		m[f.Name] = f.Values
-	}
-	return m
 }

@@ -50,14 +50,9 @@ func CheckBackward(lib *cudalib.Library, p *ssm.Problem, ct *ssm.Cotangent, dt s
 		return nil
 	}
 	if dt != ssm.F64 { // what the kernel reads: float32, or the 16-bit type and float32 weights
-		p = p.Clone()
+		p, ct = p.Clone(), ct.Clone()
 		p.RoundTo(dt)
-		c := &ssm.Cotangent{Out: append([]float64(nil), ct.Out...), LastState: append([]float64(nil), ct.LastState...)}
-		if ct.LastState == nil {
-			c.LastState = nil
-		}
-		c.RoundTo(dt)
-		ct = c
+		ct.RoundTo(dt)
 	}
 	f := &Failure{Input: fmt.Sprintf("backward %s %v dlast_state=%t", p.Shape(), dt, ct.LastState != nil)}
 	b, err := lib.NewGradBuffers(p, ct, dt, states)

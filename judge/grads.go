@@ -136,7 +136,7 @@ type gradField struct {
 // gradFields pairs every gradient of ref with got's, in ref's order, and
 // names those got lacks or holds at another length.
 func gradFields(p *ssm.Problem, got, ref *ssm.Grads, sc *reference.GradScale, dt ssm.DType) (fields []gradField, missing []string) {
-	gotBy, scBy, tinyBy := byName(got), byName(sc.Scale), byName(sc.Tiny)
+	gotBy, scBy, tinyBy := got.ByName(), sc.Scale.ByName(), sc.Tiny.ByName()
 	complexArr := map[string]bool{"dA": p.Complex, "dB": p.Complex, "dC": p.Complex, "dinitial_state": p.Complex}
 	for _, f := range ref.Fields() {
 		g := gotBy[f.Name]
@@ -188,13 +188,4 @@ func (f gradField) elem(i int, dt ssm.DType) (diff, mag, r float64) {
 		return diff, mag, d / model
 	}
 	return diff, mag, 0
-}
-
-// byName is a gradient's arrays by their names (ssm.Grads.Fields).
-func byName(g *ssm.Grads) map[string][]float64 {
-	m := map[string][]float64{}
-	for _, f := range g.Fields() {
-		m[f.Name] = f.Values
-	}
-	return m
 }

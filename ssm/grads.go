@@ -25,6 +25,17 @@ func (c *Cotangent) Validate(p *Problem) error {
 	return nil
 }
 
+// Clone returns a deep copy.
+func (c *Cotangent) Clone() *Cotangent {
+	cp := func(s []float64) []float64 {
+		if s == nil {
+			return nil
+		}
+		return append([]float64(nil), s...)
+	}
+	return &Cotangent{Out: cp(c.Out), LastState: cp(c.LastState)}
+}
+
 // RoundTo rounds the cotangent in place to the types a backward of dt
 // reads it in: Out (dout) to the input type (saturated at its largest
 // finite value, as Problem.RoundTo does for the inputs), LastState to the
@@ -103,6 +114,15 @@ type GradField struct {
 	// Input is the Problem field it is the gradient of ("U", …).
 	Input  string
 	Values []float64
+}
+
+// ByName is the gradients present, by ABI name ("du", …).
+func (g *Grads) ByName() map[string][]float64 {
+	m := map[string][]float64{}
+	for _, f := range g.Fields() {
+		m[f.Name] = f.Values
+	}
+	return m
 }
 
 // GradNames are the gradients' ABI names in ABI order (struct

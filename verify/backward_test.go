@@ -90,14 +90,10 @@ func roundedFor(p *ssm.Problem, ct *ssm.Cotangent, dt ssm.DType) (*ssm.Problem, 
 	if dt == ssm.F64 {
 		return p, ct
 	}
-	p = p.Clone()
+	p, ct = p.Clone(), ct.Clone()
 	p.RoundTo(dt)
-	c := &ssm.Cotangent{Out: append([]float64(nil), ct.Out...)}
-	if ct.LastState != nil {
-		c.LastState = append([]float64(nil), ct.LastState...)
-	}
-	c.RoundTo(dt)
-	return p, c
+	ct.RoundTo(dt)
+	return p, ct
 }
 
 // gradFailure describes a failing comparison: the failing gradients,
