@@ -107,12 +107,20 @@ func (c Comparison) Passed(dt ssm.DType) bool {
 // Δ·A in 16 bits (errors of u_out times the terms' magnitudes), exceeds it
 // by orders of magnitude (the planted bugs of verify/mutants: 736 to 6120).
 func OutputRatio(diff, want, scale, tiny float64, dt ssm.DType) float64 {
-	prec := dt.Precision()
 	if !dt.Narrow() {
-		return reference.Ratio(diff, scale, tiny, prec)
+		return reference.Ratio(diff, scale, tiny, dt.Precision())
 	}
+	return roundedRatio(diff, math.Abs(want), scale, tiny, dt, 1)
+}
+
+// roundedRatio is OutputRatio's ratio for a value of the 16-bit type dt
+// made of words stored words (2 for a complex gradient), each rounded once:
+// ρ per word at the value's magnitude mag, √words·ρ for the modulus of the
+// error.
+func roundedRatio(diff, mag, scale, tiny float64, dt ssm.DType, words int) float64 {
+	prec := dt.Precision()
 	model := prec.UnitRoundoff()*scale + prec.Tiny()*tiny
-	rho := dt.OutputRoundoff()*(math.Abs(want)+Threshold(dt)*model) + dt.OutputSpacing()/2
+	rho := math.Sqrt(float64(words)) * (dt.OutputRoundoff()*(mag+Threshold(dt)*model) + dt.OutputSpacing()/2)
 	switch d := math.Abs(diff) - rho; {
 	case math.IsNaN(d):
 		return math.NaN()

@@ -175,17 +175,9 @@ func (f gradField) elem(i int, dt ssm.DType) (diff, mag, r float64) {
 	if math.IsNaN(diff) || math.IsInf(diff, 0) {
 		return diff, mag, math.NaN()
 	}
-	prec := dt.Precision()
 	if !f.stored.Narrow() {
-		return diff, mag, reference.Ratio(diff, f.scale[i], f.tiny[i], prec)
+		return diff, mag, reference.Ratio(diff, f.scale[i], f.tiny[i], dt.Precision())
 	}
-	// Each stored word is rounded once, by at most u_out·|word| + spacing/2,
-	// so a complex element by √2 times that in modulus (OutputRatio's
-	// allowance, per word).
-	model := prec.UnitRoundoff()*f.scale[i] + prec.Tiny()*f.tiny[i]
-	rho := math.Sqrt(float64(f.step)) * (f.stored.OutputRoundoff()*(mag+Threshold(dt)*model) + f.stored.OutputSpacing()/2)
-	if d := diff - rho; d > 0 {
-		return diff, mag, d / model
-	}
-	return diff, mag, 0
+	// each stored word rounded once (OutputRatio's allowance, per word)
+	return diff, mag, roundedRatio(diff, mag, f.scale[i], f.tiny[i], f.stored, f.step)
 }
