@@ -54,23 +54,30 @@ func stateGrads(cb combo) bool {
 // the backward's error model and records the comparison under test.
 // It returns the comparison and the (rounded) problem and cotangent.
 func backwardChecked(test string, p *ssm.Problem, ct *ssm.Cotangent, dt ssm.DType, withInitial bool) (judge.GradComparison, *ssm.Problem, *ssm.Cotangent, error) {
+	c, _, p, ct, err := backwardJudged(test, p, ct, dt, withInitial)
+	return c, p, ct, err
+}
+
+// backwardJudged is backwardChecked that also returns the kernel's
+// gradients.
+func backwardJudged(test string, p *ssm.Problem, ct *ssm.Cotangent, dt ssm.DType, withInitial bool) (judge.GradComparison, *ssm.Grads, *ssm.Problem, *ssm.Cotangent, error) {
 	p, ct = roundedFor(p, ct, dt)
 	got, err := lib.Backward(p, ct, dt, withInitial)
 	if err != nil {
 		rep.Add(test, p.Method, dt, p.Complex, math.Inf(1), math.Inf(1), false, "backward refused: "+err.Error())
-		return judge.GradComparison{}, p, ct, err
+		return judge.GradComparison{}, nil, p, ct, err
 	}
 	want, err := reference.ScanGrad(p, ct, withInitial)
 	if err != nil {
-		return judge.GradComparison{}, p, ct, err
+		return judge.GradComparison{}, got, p, ct, err
 	}
 	sc, err := reference.GradErrorScale(p, ct, withInitial, dt.Precision())
 	if err != nil {
-		return judge.GradComparison{}, p, ct, err
+		return judge.GradComparison{}, got, p, ct, err
 	}
 	c := judge.CompareGrads(p, got, dt, want, sc)
 	rep.AddBackward(test, p.Method, dt, p.Complex, c)
-	return c, p, ct, nil
+	return c, got, p, ct, nil
 }
 
 // backwardDiagnosis diagnoses a failing backward (diagnose.Backward) once
