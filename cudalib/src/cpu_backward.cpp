@@ -71,21 +71,27 @@ struct Bwd {
     T seq(const void *p, int64_t row, int t) const { return t < L ? ((const T *)p)[row * L + t] : T(0); }
 };
 
+#if SSMK_MUTANT == 37 || SSMK_MUTANT == 38
+/* x rounded to the call's 16-bit input type (itself for F32 and F64): the
+ * rounding a planted bug applies where a correct backward keeps float. */
+template <typename T, typename V>
+T in_round(const Bwd<T, V> &w, T x) {
+    if (w.in_dtype == SSMK_BF16) return widen(to_bfloat16((float)x));
+    if (w.in_dtype == SSMK_F16) return widen(to_half16((float)x));
+    return x;
+}
+#endif
+
 /* A running sum of a variable dB or dC over a group's channels, which the
  * backward keeps in float (mutant 38 rounds it to the input type after
  * every channel, as 16-bit atomics into the gradient would). */
 template <typename T, typename V>
 V sum16(const Bwd<T, V> &w, V v) {
 #if SSMK_MUTANT == 38
-    auto r = [&w](T x) -> T {
-        if (w.in_dtype == SSMK_BF16) return widen(to_bfloat16((float)x));
-        if (w.in_dtype == SSMK_F16) return widen(to_half16((float)x));
-        return x;
-    };
     if constexpr (std::is_same<T, V>::value)
-        return r(v);
+        return in_round(w, v);
     else
-        return cmake(r(v.re), r(v.im));
+        return cmake(in_round(w, v.re), in_round(w, v.im));
 #else
     (void)w;
     return v;
@@ -154,8 +160,7 @@ void backward_row(const Bwd<T, V> &w, int b, int d) {
                 T y = k * vre(ysum) + (a->D ? ((const T *)a->D)[d] * u : T(0));
 #if SSMK_MUTANT == 37
                 /* y (before the gate) rounded to the input type, as if read back from a 16-bit out */
-                if (w.in_dtype == SSMK_BF16) y = widen(to_bfloat16((float)y));
-                if (w.in_dtype == SSMK_F16) y = widen(to_half16((float)y));
+                y = in_round(w, y);
 #endif
                 ((T *)gr->dz)[row * L + t] = dy * y * sig * (T(1) + z * (T(1) - sig));
                 dy *= z * sig;

@@ -344,11 +344,6 @@ __global__ void narrow_kernel(const float *in, I *out, long long n) {
         out[i] = narrow<I>(in[i]);
 }
 
-dim3 grid_for(long long n) {
-    const long long blocks = (n + 255) / 256;
-    return dim3((unsigned)(blocks < 65535 * 16 ? blocks : 65535 * 16));
-}
-
 } /* namespace */
 
 size_t bwd_scratch_bytes(const ssmk_scan_args &a, BwdScratch *layout) {

@@ -31,6 +31,13 @@ int32_t cuda_fail(cudaError_t e, const char *what);
 /* Whether q may be read and written in 16-byte vectors. */
 inline bool aligned16(const void *q) { return ((uintptr_t)q & 15) == 0; }
 
+/* The grid of an elementwise grid-stride kernel of 256 threads per block
+ * over n elements: a block per 256, at most 65535·16 blocks. */
+inline dim3 grid_for(long long n) {
+    const long long blocks = (n + 255) / 256;
+    return dim3((unsigned)(blocks < 65535 * 16 ? blocks : 65535 * 16));
+}
+
 /* SSMK_OK when a CUDA device answers, else SSMK_ENODEVICE with the reason. */
 int32_t ensure_device();
 

@@ -96,8 +96,7 @@ int32_t launch_scan(const ssmk_scan_args &a, const void *h0, cudaStream_t s, con
 
 int32_t launch_discretize(int32_t method, int32_t dtype, int32_t is_complex, int64_t n, const void *delta,
                           const void *A, void *abar, void *bcoef, cudaStream_t s) {
-    long long blocks = (n + 255) / 256;
-    dim3 grid((unsigned)(blocks < 65535 * 16 ? blocks : 65535 * 16));
+    const dim3 grid = grid_for(n);
     if (dtype == SSMK_F64) {
         if (is_complex)
             discretize_kernel<double, true><<<grid, 256, 0, s>>>(method, n, (const double *)delta, A, abar, bcoef);
