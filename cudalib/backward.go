@@ -45,12 +45,6 @@ func (l *Library) NewGradBuffers(p *ssm.Problem, ct *ssm.Cotangent, dt ssm.DType
 		return nil, fmt.Errorf("cudalib: %w", err)
 	}
 	in, w := dt, dt.Weight()
-	bc := func(variable bool) ssm.DType {
-		if variable {
-			return in
-		}
-		return w
-	}
 	z := func(v []float64, t ssm.DType) Array {
 		if v == nil {
 			return Array{}
@@ -59,7 +53,7 @@ func (l *Library) NewGradBuffers(p *ssm.Problem, ct *ssm.Cotangent, dt ssm.DType
 	}
 	g := ssm.NewGrads(p, withInitial)
 	return &GradBuffers{Scan: s, DOut: NewArray(ct.Out, in), DLastState: NewArray(ct.LastState, w),
-		DU: z(g.U, in), DDelta: z(g.Delta, in), DA: z(g.A, w), DB: z(g.B, bc(p.VariableB)), DC: z(g.C, bc(p.VariableC)),
+		DU: z(g.U, in), DDelta: z(g.Delta, in), DA: z(g.A, w), DB: z(g.B, bcType(dt, p.VariableB)), DC: z(g.C, bcType(dt, p.VariableC)),
 		DD: z(g.D, w), DZ: z(g.Z, in), DDeltaBias: z(g.DeltaBias, w), DInitialState: z(g.InitialState, w)}, nil
 }
 

@@ -163,19 +163,22 @@ func (l *Library) NewScanBuffers(p *ssm.Problem, dt ssm.DType) (*ScanBuffers, er
 		return nil, err
 	}
 	w := dt.Weight()
-	bc := func(variable bool) ssm.DType {
-		if variable {
-			return dt
-		}
-		return w
-	}
 	return &ScanBuffers{
 		Problem: p, DType: dt,
 		U: NewArray(p.U, dt), Delta: NewArray(p.Delta, dt), A: NewArray(p.A, w),
-		B: NewArray(p.B, bc(p.VariableB)), C: NewArray(p.C, bc(p.VariableC)), D: NewArray(p.D, w), Z: NewArray(p.Z, dt),
+		B: NewArray(p.B, bcType(dt, p.VariableB)), C: NewArray(p.C, bcType(dt, p.VariableC)), D: NewArray(p.D, w), Z: NewArray(p.Z, dt),
 		DeltaBias: NewArray(p.DeltaBias, w), InitialState: NewArray(p.InitialState, w),
 		Out: zeros(p.OutLen(), dt), LastState: zeros(p.StateLen(), w),
 	}, nil
+}
+
+// bcType is the element type of B or C (and of its gradient) in a call of
+// dtype dt: the input type when variable, the weights' when constant.
+func bcType(dt ssm.DType, variable bool) ssm.DType {
+	if variable {
+		return dt
+	}
+	return dt.Weight()
 }
 
 func (l *Library) checkProblem(p *ssm.Problem, dt ssm.DType) error {
