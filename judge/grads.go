@@ -30,6 +30,9 @@ type GradComparison struct {
 	// NonFinite counts NaN or ±Inf kernel gradients where the reference is
 	// finite, and finite ones where it is not: always a failure.
 	NonFinite int
+	// FirstNonFinite is the first of them (Name, Index, Got, Want; its
+	// Ratio and ULP unset), so that a failure can name where it is.
+	FirstNonFinite GradWorst
 	// Missing names gradients the reference has and the kernel did not
 	// return (or returned with another length).
 	Missing []string
@@ -92,6 +95,9 @@ func CompareGrads(p *ssm.Problem, got *ssm.Grads, dt ssm.DType, ref *ssm.Grads, 
 			c.Elements++
 			if math.IsNaN(diff) || math.IsInf(diff, 0) {
 				if !math.IsNaN(mag) && !math.IsInf(mag, 0) {
+					if c.NonFinite == 0 {
+						c.FirstNonFinite = GradWorst{Name: f.name, Index: i, Got: f.got[i], Want: f.want[i]}
+					}
 					c.NonFinite++
 				}
 				continue

@@ -2,6 +2,7 @@ package judge
 
 import (
 	"math"
+	"slices"
 	"testing"
 
 	"ssmverify/reference"
@@ -70,5 +71,32 @@ func TestCompareGradsNarrow(t *testing.T) {
 		if c.Passed(tc.dt) != tc.pass {
 			t.Errorf("%s: passed %t, want %t (worst %s; %d non-finite)", tc.name, c.Passed(tc.dt), tc.pass, c.Worst(), c.NonFinite)
 		}
+	}
+}
+
+// TestCompareGradsNamesNonFinite: a NaN gradient where the reference is
+// finite fails, and the comparison names the first such element.
+func TestCompareGradsNamesNonFinite(t *testing.T) {
+	p := &ssm.Problem{Batch: 1, Dim: 1, Seqlen: 2, Dstate: 1, Groups: 1, Method: ssm.ZOH,
+		U: []float64{1, 2}, Delta: []float64{0.5, 0.25}, A: []float64{-1}, B: []float64{1}, C: []float64{1}}
+	ct := &ssm.Cotangent{Out: []float64{1, -1}}
+	want, err := reference.ScanGrad(p, ct, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := reference.GradErrorScale(p, ct, false, ssm.F32.Precision())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := &ssm.Grads{U: slices.Clone(want.U), Delta: slices.Clone(want.Delta), A: slices.Clone(want.A),
+		B: slices.Clone(want.B), C: slices.Clone(want.C)}
+	got.Delta[1] = math.NaN()
+	got.A[0] = math.Inf(1)
+	c := CompareGrads(p, got, ssm.F32, want, sc)
+	if c.Passed(ssm.F32) || c.NonFinite != 2 {
+		t.Fatalf("passed %t with %d non-finite, want a failure with 2", c.Passed(ssm.F32), c.NonFinite)
+	}
+	if w := c.FirstNonFinite; w.Name != "ddelta" || w.Index != 1 || !math.IsNaN(w.Got) || w.Want != want.Delta[1] {
+		t.Errorf("the first non-finite gradient is %+v, want ddelta[1] (NaN against %g)", w, want.Delta[1])
 	}
 }

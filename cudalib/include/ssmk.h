@@ -197,8 +197,9 @@ SSMK_API int32_t ssmk_max_dstate(void);
  * on scans from h = 0 alone.
  * Bit 4 SSMK_CAP_FEATURES (extension, with bit 0): the library exports
  * ssmk_scan_features, and what it declares for this combination limits
- * what the suite asks of the scan. A library without it takes every option
- * of the scan on every shape (ABI v1).
+ * what the suite asks of the scan, and of the backward pass of the same
+ * combination (bit 6): the backward takes what the scan takes. A library
+ * without it takes every option of the scan on every shape (ABI v1).
  * Bit 5 SSMK_CAP_NARROW_INPUTS (extension; only for dtype SSMK_F16 or
  * SSMK_BF16, with bits 0 and 2): the scan and its plans take this 16-bit
  * input type with float weights (MIXED PRECISION). A combination of a

@@ -295,7 +295,8 @@ SSMK_API int32_t ssmk_device_name(char *buf, int32_t len) {
         }
         fclose(f);
     }
-    snprintf(buf, (size_t)len, "%s (%d threads)", model, threads());
+    snprintf(buf, (size_t)len, "%s (%d threads)%s", model, threads(),
+             SSMK_CPU_ENGINE ? ", an engine's declaration (SSMK_CPU_ENGINE)" : "");
     return SSMK_OK;
 }
 
@@ -310,7 +311,9 @@ SSMK_API uint32_t ssmk_capabilities(int32_t method, int32_t dtype, int32_t is_co
 }
 
 SSMK_API int32_t ssmk_scan_features(int32_t method, int32_t dtype, int32_t is_complex, ssmk_feature_set *f) {
-    return native_scan_features(method, dtype, is_complex, kNarrowInputs, f);
+    const int32_t st = native_scan_features(method, dtype, is_complex, kNarrowInputs, f);
+    if (st == SSMK_OK && SSMK_CPU_ENGINE) f->options = kEngineOptions;
+    return st;
 }
 
 SSMK_API int32_t ssmk_set_num_threads(int32_t n) {
@@ -330,14 +333,14 @@ SSMK_API int32_t ssmk_discretize(int32_t method, int32_t dtype, int32_t is_compl
 }
 
 SSMK_API int32_t ssmk_scan_fwd(const ssmk_scan_args *args) {
-    int32_t st = validate_scan(args, SSMK_MAX_DSTATE, kNarrowInputs);
+    int32_t st = validate_call(args);
     if (st) return st;
     run_scan(args);
     return SSMK_OK;
 }
 
 SSMK_API int32_t ssmk_scan_fwd_state(const ssmk_scan_args *args, const void *initial_state) {
-    int32_t st = validate_scan(args, SSMK_MAX_DSTATE, kNarrowInputs);
+    int32_t st = validate_call(args);
     if (st) return st;
     run_scan(args, initial_state);
     return SSMK_OK;
@@ -349,7 +352,7 @@ SSMK_API int32_t ssmk_plan_create(const ssmk_scan_args *args, ssmk_plan **plan) 
 
 SSMK_API int32_t ssmk_plan_create_state(const ssmk_scan_args *args, const void *initial_state, ssmk_plan **plan) {
     if (!plan) return fail(SSMK_EINVAL, "plan is NULL");
-    int32_t st = validate_scan(args, SSMK_MAX_DSTATE, kNarrowInputs);
+    int32_t st = validate_call(args);
     if (st) return st;
     ssmk_plan *p = new (std::nothrow) ssmk_plan;
     if (!p) return fail(SSMK_ENOMEM, "out of host memory for the plan");

@@ -349,7 +349,7 @@ void run_backward(const ssmk_scan_args *a, const void *h0, const ssmk_scan_grads
 extern "C" {
 
 SSMK_API int32_t ssmk_scan_bwd(const ssmk_scan_args *args, const void *initial_state, const ssmk_scan_grads *grads) {
-    if (int32_t st = validate_bwd(args, grads, SSMK_MAX_DSTATE, kNarrowInputs)) return st;
+    if (int32_t st = validate_bwd_call(args, grads)) return st;
     run_backward(args, initial_state, grads);
     return SSMK_OK;
 }
@@ -357,7 +357,7 @@ SSMK_API int32_t ssmk_scan_bwd(const ssmk_scan_args *args, const void *initial_s
 SSMK_API int32_t ssmk_plan_create_bwd(const ssmk_scan_args *args, const void *initial_state,
                                       const ssmk_scan_grads *grads, ssmk_plan **plan) {
     if (!plan) return fail(SSMK_EINVAL, "plan is NULL");
-    if (int32_t st = validate_bwd(args, grads, SSMK_MAX_DSTATE, kNarrowInputs)) return st;
+    if (int32_t st = validate_bwd_call(args, grads)) return st;
     ssmk_plan *p = new (std::nothrow) ssmk_plan;
     if (!p) return fail(SSMK_ENOMEM, "out of host memory for the plan");
     p->kind = ssmk_plan::BACKWARD;

@@ -26,6 +26,41 @@ namespace ssmk {
  * complex A, in its scan and its backward. */
 constexpr NarrowInputs kNarrowInputs = NARROW_COMPLEX;
 
+/* SSMK_CPU_ENGINE=1 builds the CPU library as a fused kernel of an engine
+ * declares itself (VMamba's selective scan, ggml_ssm_scan): through
+ * ssmk_scan_features it takes D, delta_bias, softplus on or off and
+ * variable B/C, no gate z and no constant B/C, and it refuses every call
+ * outside that (SSMK_EUNSUPPORTED), forward and backward. The arithmetic
+ * is the CPU build's. make mutants runs the suite against it, which must
+ * pass: a test that asks such a library for what it did not declare
+ * (instead of fitting its problem to the declaration) fails there. */
+#ifndef SSMK_CPU_ENGINE
+#define SSMK_CPU_ENGINE 0
+#endif
+constexpr uint32_t kEngineOptions =
+    SSMK_FEAT_D | SSMK_FEAT_DELTA_BIAS | SSMK_FEAT_SOFTPLUS_OFF | SSMK_FEAT_SOFTPLUS_ON | SSMK_FEAT_VARIABLE_BC;
+
+/* engine_takes refuses, for SSMK_CPU_ENGINE, a call (validated) outside
+ * the engine declaration. */
+inline int32_t engine_takes(const ssmk_scan_args *a) {
+    if (SSMK_CPU_ENGINE && (a->z || !a->is_variable_B || !a->is_variable_C))
+        return fail(SSMK_EUNSUPPORTED,
+                    "this build (SSMK_CPU_ENGINE) takes variable B/C and no z: z %s, is_variable_B = %d, "
+                    "is_variable_C = %d (ssmk_scan_features)",
+                    a->z ? "given" : "NULL", a->is_variable_B, a->is_variable_C);
+    return SSMK_OK;
+}
+
+/* The CPU build's argument checks of a scan and of a backward pass. */
+inline int32_t validate_call(const ssmk_scan_args *a) {
+    if (int32_t st = validate_scan(a, SSMK_MAX_DSTATE, kNarrowInputs)) return st;
+    return engine_takes(a);
+}
+inline int32_t validate_bwd_call(const ssmk_scan_args *a, const ssmk_scan_grads *g) {
+    if (int32_t st = validate_bwd(a, g, SSMK_MAX_DSTATE, kNarrowInputs)) return st;
+    return engine_takes(a);
+}
+
 inline int g_threads = 0; /* 0: not yet read from OpenMP */
 
 /* The size of the library's OpenMP team (ssmk_set_num_threads). */

@@ -1,9 +1,11 @@
 // Command mutants proves that the verification suite catches kernel bugs.
 // It builds the CPU backend once per entry of the mutation catalogue
 // (-DSSMK_MUTANT=k plants one realistic bug in cudalib/src/ssmk_methods.h or
-// cpu.cpp), runs the suite (go test ./verify ./golden) against each mutant
-// through SSMK_LIB, and prints a kill matrix: which tests killed which
-// mutant. It fails when the unmutated build does not pass or any mutant
+// cpu.cpp), runs the suite (go test ./verify; ./golden tests the golden
+// files, not the library) against each mutant through SSMK_LIB, and prints
+// a kill matrix: which tests killed which
+// mutant. It fails when the unmutated build does not pass, when the build
+// declaring an engine's features (engineLib) does not, or any mutant
 // survives. The accuracy mutants are judged one per CPU at a time (-j),
 // with the checks that time the library left out of their runs; the check
 // faults after them, alone. Run it from the repository root: make mutants.
@@ -100,6 +102,11 @@ var Catalogue = []Mutant{
 	{38, "bwd-16bit-group-sum", "fp16/bf16 backward: variable dB and dC summed over a group's channels in the 16-bit type (as 16-bit atomics would), not in float", "bwd-16bit-sum", 0, narrowBackwardRun},
 }
 
+// engineLib is the CPU build declaring an engine's features
+// (SSMK_CPU_ENGINE: no z, variable B/C only, refusing the rest), which the
+// suite must pass with what it does not take listed as not supported.
+const engineLib = "build/libssmk_cpu_engine.so"
+
 // backwardRun is the suite's tests of the backward pass.
 const backwardRun = "^TestBackward"
 
@@ -189,7 +196,7 @@ type result struct {
 }
 
 var (
-	pkgs   = flag.String("pkgs", "./verify ./golden", "packages of the suite to run against each mutant (-cuda: ./verify ./golden ./cudalib)")
+	pkgs   = flag.String("pkgs", "./verify", "packages of the suite to run against each mutant (-cuda: ./verify ./cudalib)")
 	cuda   = flag.Bool("cuda", false, "the CUDA library's mutants (DeviceShared and CUDACatalogue), built with nvcc; needs a GPU")
 	arch   = flag.String("arch", "90", "-cuda: the compute capability to build for")
 	bin    = flag.String("bin", "", "a folder of prebuilt test binaries <pkg>.test to run instead of go test (scripts/gpu.sh build)")
@@ -213,7 +220,7 @@ func main() {
 		catalogue, libOf = cudaMutants(), func(k int) string { return fmt.Sprintf("build/mutants/libssmk_cuda_m%d.so", k) }
 		base, _ = filepath.Abs("build/mutants/libssmk_cuda_m0.so")
 		if !explicit["pkgs"] {
-			*pkgs = "./verify ./golden ./cudalib"
+			*pkgs = "./verify ./cudalib"
 		}
 		var ks []int
 		for _, m := range catalogue {
@@ -226,9 +233,9 @@ func main() {
 			fatal(err)
 		}
 	} else {
-		fmt.Println("mutants: building the CPU library and", len(catalogue), "mutants")
-		if err := run("make", "-s", "lib"); err != nil {
-			fatal(fmt.Errorf("make lib: %w", err))
+		fmt.Println("mutants: building the CPU library, its engine declaration and", len(catalogue), "mutants")
+		if err := run("make", "-s", "lib", engineLib); err != nil {
+			fatal(fmt.Errorf("make lib %s: %w", engineLib, err))
 		}
 	}
 	fmt.Printf("[baseline] %s ... ", base)
@@ -271,9 +278,29 @@ func main() {
 	// (its user time is its wall time), and no timing decides them, so their
 	// runs leave the timed checks out. The check faults, which timings
 	// decide, run after them, one at a time, with the whole suite's checks.
+	// The engine declaration (engineLib) is a control, not a mutant: the
+	// suite must pass against it, fitting its problems to what the library
+	// declares it takes. It runs in the pool, first, like an accuracy mutant.
+	control := !*cuda && *only == ""
+	var engineFailed []string
+	var engineErr error
+	engineDone := make(chan struct{})
 	go func() {
 		sem := make(chan struct{}, workers)
 		var wg sync.WaitGroup
+		if control {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				sem <- struct{}{}
+				defer func() { <-sem }()
+				abs, _ := filepath.Abs(engineLib)
+				engineFailed, _, engineErr = suite(abs, *pkgs, "", skip, filepath.Join(*out, "engine.log"), filepath.Join(*out, "engine"))
+				close(engineDone)
+			}()
+		} else {
+			close(engineDone)
+		}
 		for i, m := range sel {
 			if m.Check > 0 {
 				continue
@@ -333,6 +360,16 @@ func main() {
 		fmt.Printf("diagnosis: %d of %d kernel, resumption, mixed-precision and backward bugs diagnosed with their cause (%.0f%%; at least %.0f%% required)\n", correct, diagnosable, 100*acc, 100*MinDiagnosed)
 	}
 	status := 0
+	<-engineDone
+	if control {
+		if engineErr != nil || len(engineFailed) > 0 {
+			fmt.Printf("FAIL: the CPU build declaring an engine's features (%s) must pass the suite: failed %v (%v); see %s/engine.log\n",
+				engineLib, engineFailed, engineErr, *out)
+			status = 1
+		} else {
+			fmt.Printf("the CPU build declaring an engine's features (%s: no z, variable B/C only) passes the suite\n", engineLib)
+		}
+	}
 	if survivors > 0 {
 		fmt.Printf("FAIL: %d mutants not killed (survived, crashed, or the suite could not run): see the lines above\n", survivors)
 		status = 1
