@@ -119,7 +119,8 @@
 //   - the state: with the magnitude recurrence H' = |Ā|·H + |β| (which bounds
 //     |h| whatever cancels), S_h' = |Ā|·S_h + S_Ā·H + S_β + 2(|Ā|H + |β|).
 //   - the output: S_y = Σ|C|·S_h + N·Σ|C|·H (any summation order of N terms);
-//     D adds u·(|y| + 2|D·u|); the gate multiplies by |z·σ(z)| and adds
+//     D adds u·(|y| + (N + 2)·|D·u|), D·u being one more summand in any place
+//     (Mamba's kernel starts the sum with it); the gate multiplies by |z·σ(z)| and adds
 //     (5 + (1 − σ(z))·|z|)·u of |y| (the last term: e^{−z} by exp2).
 //
 // Complex arithmetic doubles the evaluation constants (a complex product is

@@ -170,8 +170,10 @@ func GradErrorScale(p *ssm.Problem, ct *ssm.Cotangent, withInitial bool, prec ss
 					TY += k * cv * tAt(t, n)
 				}
 				if p.D != nil {
+					// D·u in any place of the sum, as the forward's scale
+					// has it.
 					du := math.Abs(p.D[d]) * u
-					SY += Y + 2*du
+					SY += Y + (float64(N)+2)*du
 					Y += du
 				}
 				// dy = dout·z·σ(z) and dz = dout·y·σ(z)(1 + z(1 − σ(z))): the
@@ -264,8 +266,11 @@ func GradErrorScale(p *ssm.Problem, ct *ssm.Cotangent, withInitial bool, prec ss
 					// du += D·dy and dD += dy·u: products of dy's factors
 					// that may flush on the way (FuzzBackward: highorder,
 					// complex, fp32, dD of 3.6e-29 off by 0.4 %)
+					// D·dy is one more summand of du, in any place of its
+					// sum over states (Mamba's backward starts it with
+					// D·dy), as D·u in y.
 					dd := math.Abs(p.D[d])
-					su += dd*SDY + 2*(dd*DY+mu)
+					su += dd*SDY + (float64(N)+2)*dd*DY + 2*mu
 					tu += tf(append([]float64{dd}, dyf...)...)
 					addSum(sumD, d, u*SDY+u*DY, u*DY, tf(append([]float64{u}, dyf...)...))
 				}

@@ -323,8 +323,13 @@ func errorScale(p *ssm.Problem, u0 float64, onState func(row, t, n int, H, S, T 
 					Y, sy, ty, py, ry = 2*Y, 2*sy, 2*ty, 2*py, 2*ry
 				}
 				if p.D != nil {
+					// D·u is one more summand, in any place: a kernel may
+					// start the sum with it (Mamba's does, and ours on the
+					// GPU), so that each of the N additions rounds a partial
+					// sum that holds it; besides, the product's rounding and
+					// the last addition's.
 					du := math.Abs(p.D[d]) * u
-					sy += Y + 2*du
+					sy += Y + (float64(N)+2)*du
 					ty += 2
 					Y += du
 				}
