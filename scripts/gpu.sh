@@ -36,7 +36,7 @@
 #                                   campaign of TIME (default 2m); SSMK_LIB=… names
 #                                   the library (default: the project's CUDA build);
 #                                   the summary is $OUT/verify-report/summary.txt
-#   scripts/gpu.sh adapter MAMBA_SRC OUT.so [upstream|fork|auto]
+#   scripts/gpu.sh adapter MAMBA_SRC OUT.so [upstream|fork|vmamba|auto]
 #                                   there: an ssmk library from a Mamba-family
 #                                   tree's csrc/selective_scan (adapters/mamba/build.sh)
 #   scripts/gpu.sh ggml GGML_SRC [build|run|all]
@@ -369,7 +369,7 @@ ggml() {
 }
 
 adapter() {
-	[ $# -ge 2 ] || { echo "usage: scripts/gpu.sh adapter MAMBA_SRC OUT.so [upstream|fork|auto]"; exit 2; }
+	[ $# -ge 2 ] || { echo "usage: scripts/gpu.sh adapter MAMBA_SRC OUT.so [upstream|fork|vmamba|auto]"; exit 2; }
 	adapters/mamba/build.sh "$@"
 }
 

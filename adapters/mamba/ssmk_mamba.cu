@@ -1,6 +1,8 @@
 /*
  * ssmk_mamba.cu — the ssmk ABI (cudalib/include/ssmk.h) over the
- * selective-scan kernels of a Mamba-family tree (csrc/selective_scan).
+ * selective-scan kernels of a Mamba-family tree (csrc/selective_scan):
+ * upstream Mamba, a fork of it, or VMamba's cusoflex kernels
+ * (SSMK_MAMBA_VMAMBA=1; VMAMBA below says what differs).
  *
  * This file is ours; it includes the user's selective_scan.h and
  * selective_scan_common.h and links the user's selective_scan_fwd_fp32.cu,
@@ -52,14 +54,57 @@
 #include <c10/util/BFloat16.h>
 #include <c10/util/Half.h>
 
+#ifndef SSMK_MAMBA_VMAMBA
+#define SSMK_MAMBA_VMAMBA 0 /* 1: VMamba's cusoflex kernels (see VMAMBA below) */
+#endif
+
+#if SSMK_MAMBA_VMAMBA
+#include "selective_scan_oflex.h"
+#else
 #include "selective_scan.h"
+#endif
 #include "selective_scan_common.h"
 #include "ssmk.h"
 
+#if SSMK_MAMBA_VMAMBA
+/* VMAMBA: MzeroMiko/VMamba's kernels/selective_scan/csrc/selective_scan,
+ * the cusoflex kernels its models call (SelectiveScanOflex), built from
+ * cusoflex/selective_scan_core_fwd.cu and _bwd.cu. Mamba's kernel with an
+ * output type of its own (output_t: the ABI's out, and dout, are of the
+ * input type), delta shared by groups of channels (one channel per group
+ * here) and rows per block (knrows, 1 as its Python wrapper calls it); its
+ * SSMParamsBase has no gate z and no constant B/C (B and C are always
+ * [batch][n_groups][dstate][seqlen]), and its A is real. So the library
+ * declares zoh, float32, fp16 and bf16 with real A, forward and backward,
+ * and through ssmk_scan_features the options it takes (D, delta_bias,
+ * softplus on or off, variable B/C); a call with z or constant B/C is
+ * refused (SSMK_EUNSUPPORTED). */
+template <int knrows, typename input_t, typename weight_t, typename output_t>
+void selective_scan_fwd_cuda(SSMParamsBase &params, cudaStream_t stream);
+template <int knrows, typename input_t, typename weight_t, typename output_t>
+void selective_scan_bwd_cuda(SSMParamsBwd &params, cudaStream_t stream);
+template <typename input_t, typename weight_t>
+void tree_fwd(SSMParamsBase &params, cudaStream_t stream) {
+    selective_scan_fwd_cuda<1, input_t, weight_t, input_t>(params, stream);
+}
+template <typename input_t, typename weight_t>
+void tree_bwd(SSMParamsBwd &params, cudaStream_t stream) {
+    selective_scan_bwd_cuda<1, input_t, weight_t, input_t>(params, stream);
+}
+#else
 template <typename input_t, typename weight_t>
 void selective_scan_fwd_cuda(SSMParamsBase &params, cudaStream_t stream);
 template <typename input_t, typename weight_t>
 void selective_scan_bwd_cuda(SSMParamsBwd &params, cudaStream_t stream);
+template <typename input_t, typename weight_t>
+void tree_fwd(SSMParamsBase &params, cudaStream_t stream) {
+    selective_scan_fwd_cuda<input_t, weight_t>(params, stream);
+}
+template <typename input_t, typename weight_t>
+void tree_bwd(SSMParamsBwd &params, cudaStream_t stream) {
+    selective_scan_bwd_cuda<input_t, weight_t>(params, stream);
+}
+#endif
 
 #ifndef SSMK_MAMBA_METHODS
 #define SSMK_MAMBA_METHODS 0
@@ -110,6 +155,14 @@ bool method_supported(int32_t method) {
     return SSMK_MAMBA_METHODS ? (method >= SSMK_ZOH && method <= SSMK_RK4) : method == SSMK_ZOH;
 }
 
+/* The tree's name in messages and the device name. */
+const char *tree_name() { return SSMK_MAMBA_VMAMBA ? "VMamba" : SSMK_MAMBA_METHODS ? "Mamba fork" : "Mamba upstream"; }
+
+/* VMamba's kernels take real A alone, and neither z nor constant B/C
+ * (declared through ssmk_scan_features). */
+constexpr uint32_t kVMambaOptions =
+    SSMK_FEAT_D | SSMK_FEAT_DELTA_BIAS | SSMK_FEAT_SOFTPLUS_OFF | SSMK_FEAT_SOFTPLUS_ON | SSMK_FEAT_VARIABLE_BC;
+
 int32_t check_flag(int32_t v, const char *name) {
     if (v == 0 || v == 1) return SSMK_OK;
     return fail(SSMK_EINVAL, std::string(name) + " = " + std::to_string(v) + ", want 0 or 1");
@@ -146,10 +199,17 @@ int32_t validate(const ssmk_scan_args *a) {
     for (const auto &p : ptrs)
         if (!p.p) return fail(SSMK_EINVAL, std::string(p.name) + " is NULL");
     if (!method_supported(a->method) || !dtype_supported(a->dtype))
+        return fail(SSMK_EUNSUPPORTED, std::string("this ") + tree_name() + " tree computes " +
+                                           (SSMK_MAMBA_METHODS ? "the six methods" : "zoh only") + " with " +
+                                           (SSMK_MAMBA_NARROW ? "float32, fp16 or bf16" : "float32") +
+                                           " inputs (method " + std::to_string(a->method) + ", dtype " +
+                                           std::to_string(a->dtype) + ")");
+    if (SSMK_MAMBA_VMAMBA && (a->is_complex || a->z || !a->is_variable_B || !a->is_variable_C))
         return fail(SSMK_EUNSUPPORTED,
-                    std::string("this Mamba tree computes ") + (SSMK_MAMBA_METHODS ? "the six methods" : "zoh only") +
-                        " with " + (SSMK_MAMBA_NARROW ? "float32, fp16 or bf16" : "float32") + " inputs (method " +
-                        std::to_string(a->method) + ", dtype " + std::to_string(a->dtype) + ")");
+                    std::string("VMamba's selective scan takes real A, variable B and C and no z (") + "is_complex = " +
+                        std::to_string(a->is_complex) + ", is_variable_B = " + std::to_string(a->is_variable_B) +
+                        ", is_variable_C = " + std::to_string(a->is_variable_C) + ", z " + (a->z ? "given" : "NULL") +
+                        ")");
     return SSMK_OK;
 }
 
@@ -158,7 +218,7 @@ int32_t validate(const ssmk_scan_args *a) {
 /* A plan: the tree's parameters and the device buffers they point into. */
 struct ssmk_plan {
     SSMParamsBase params;
-    bool complex_ = false;
+    bool complex_ = false, var_b = false, var_c = false;
     int32_t dtype = SSMK_F32;
     size_t seq_bytes = 0, state_count = 0;
     void *buf[11] = {};
@@ -215,8 +275,12 @@ void set_strides(SSMParamsBase &q, const ssmk_scan_args *a) {
     q.B_batch_stride = b.batch, q.B_group_stride = b.group, q.B_d_stride = b.d, q.B_dstate_stride = b.dstate;
     q.C_batch_stride = c.batch, q.C_group_stride = c.group, q.C_d_stride = c.d, q.C_dstate_stride = c.dstate;
     const index_t row = index_t(L), batch = index_t(size_t(a->dim) * L);
-    q.u_batch_stride = q.delta_batch_stride = q.z_batch_stride = q.out_batch_stride = q.out_z_batch_stride = batch;
-    q.u_d_stride = q.delta_d_stride = q.z_d_stride = q.out_d_stride = q.out_z_d_stride = row;
+    q.u_batch_stride = q.delta_batch_stride = q.out_batch_stride = batch;
+    q.u_d_stride = q.delta_d_stride = q.out_d_stride = row;
+#if !SSMK_MAMBA_VMAMBA
+    q.z_batch_stride = q.out_z_batch_stride = batch;
+    q.z_d_stride = q.out_z_d_stride = row;
+#endif
 }
 
 int32_t plan_build(const ssmk_scan_args *a, ssmk_plan *p) {
@@ -229,12 +293,17 @@ int32_t plan_build(const ssmk_scan_args *a, ssmk_plan *p) {
     q.batch = a->batch, q.dim = a->dim, q.seqlen = a->seqlen, q.dstate = a->dstate, q.n_groups = a->n_groups;
     q.n_chunks = (a->seqlen + 2047) / 2048;
     q.dim_ngroups_ratio = a->dim / a->n_groups;
-    q.is_variable_B = a->is_variable_B, q.is_variable_C = a->is_variable_C, q.delta_softplus = a->delta_softplus;
+    q.delta_softplus = a->delta_softplus;
+#if SSMK_MAMBA_VMAMBA
+    q.dim_deltagroups_ratio = 1; /* delta per channel, as the ABI has it */
+#else
+    q.is_variable_B = a->is_variable_B, q.is_variable_C = a->is_variable_C;
+#endif
 #if SSMK_MAMBA_METHODS
     q.discretization_method = static_cast<DiscretizationMethod>(a->method);
 #endif
     set_strides(q, a);
-    p->complex_ = a->is_complex;
+    p->complex_ = a->is_complex, p->var_b = a->is_variable_B, p->var_c = a->is_variable_C;
     p->dtype = a->dtype;
     p->seq_bytes = seq;
     p->state_count = B * D * N;
@@ -249,8 +318,11 @@ int32_t plan_build(const ssmk_scan_args *a, ssmk_plan *p) {
         (st = upload(p, X, nullptr, B * D * q.n_chunks * N * 2 * c * sizeof(float), "x (chunk states)")))
         return st;
     q.u_ptr = p->buf[U], q.delta_ptr = p->buf[DELTA], q.A_ptr = p->buf[A_], q.B_ptr = p->buf[B_], q.C_ptr = p->buf[C_];
-    q.D_ptr = p->buf[D_], q.z_ptr = p->buf[Z], q.delta_bias_ptr = p->buf[BIAS];
-    q.out_ptr = p->buf[OUT], q.out_z_ptr = p->buf[OUT_Z], q.x_ptr = p->buf[X];
+    q.D_ptr = p->buf[D_], q.delta_bias_ptr = p->buf[BIAS];
+    q.out_ptr = p->buf[OUT], q.x_ptr = p->buf[X];
+#if !SSMK_MAMBA_VMAMBA
+    q.z_ptr = p->buf[Z], q.out_z_ptr = p->buf[OUT_Z];
+#endif
     p->out_host_view = a->z ? p->buf[OUT_Z] : p->buf[OUT];
     CUDA_TRY(cudaStreamCreateWithFlags(&p->stream, cudaStreamNonBlocking), "cudaStreamCreate");
     return SSMK_OK;
@@ -259,10 +331,13 @@ int32_t plan_build(const ssmk_scan_args *a, ssmk_plan *p) {
 /* The tree's instantiation for input type input_t, real or complex A. */
 template <typename input_t>
 void launch_input(ssmk_plan *p) {
-    if (p->complex_)
-        selective_scan_fwd_cuda<input_t, complex_t>(p->params, p->stream);
-    else
-        selective_scan_fwd_cuda<input_t, float>(p->params, p->stream);
+#if !SSMK_MAMBA_VMAMBA
+    if (p->complex_) {
+        tree_fwd<input_t, complex_t>(p->params, p->stream);
+        return;
+    }
+#endif
+    tree_fwd<input_t, float>(p->params, p->stream);
 }
 
 /* Runs one of the tree's entry points (fn names it): its C++ exceptions
@@ -338,15 +413,17 @@ int32_t launch_bwd(ssmk_plan *p) {
     return tree_call(p, "selective_scan_bwd_cuda", [p] {
 #if SSMK_MAMBA_BWD_NARROW
         if (p->dtype == SSMK_F16)
-            selective_scan_bwd_cuda<c10::Half, float>(p->bparams, p->stream);
+            tree_bwd<c10::Half, float>(p->bparams, p->stream);
         else if (p->dtype == SSMK_BF16)
-            selective_scan_bwd_cuda<c10::BFloat16, float>(p->bparams, p->stream);
+            tree_bwd<c10::BFloat16, float>(p->bparams, p->stream);
         else
 #endif
+#if !SSMK_MAMBA_VMAMBA
             if (p->complex_)
-            selective_scan_bwd_cuda<float, complex_t>(p->bparams, p->stream);
+            tree_bwd<float, complex_t>(p->bparams, p->stream);
         else
-            selective_scan_bwd_cuda<float, float>(p->bparams, p->stream);
+#endif
+            tree_bwd<float, float>(p->bparams, p->stream);
     });
 #else
     (void)p;
@@ -385,7 +462,7 @@ int32_t validate_bwd(const ssmk_scan_args *a, const void *initial_state, const s
     for (const auto &q : ptrs)
         if (q.need && !q.p) return fail(SSMK_EINVAL, std::string(q.name) + " is NULL");
     if (!bwd_supported(a))
-        return fail(SSMK_EUNSUPPORTED, std::string("this Mamba tree's backward takes float32 inputs") +
+        return fail(SSMK_EUNSUPPORTED, std::string("this ") + tree_name() + " tree's backward takes float32 inputs" +
                                            (SSMK_MAMBA_BWD_NARROW ? " (fp16 and bf16 with real A)" : "") +
                                            (SSMK_MAMBA_METHODS ? "" : " and zoh") + " (method " +
                                            std::to_string(a->method) + ", dtype " + std::to_string(a->dtype) + ")");
@@ -430,17 +507,23 @@ int32_t plan_build_bwd(const ssmk_scan_args *a, const ssmk_scan_grads *g, ssmk_p
     /* set_ssm_params_bwd: out is y with z (dout without: never read), z
      * stays NULL without z (the kernel's kHasZ), out_z is not recomputed. */
     q.out_ptr = a->z ? p->buf[OUT] : p->gbuf[G_DOUT];
-    q.out_z_ptr = nullptr;
     const index_t row = index_t(L), batch = index_t(D * L);
-    q.dout_batch_stride = q.du_batch_stride = q.ddelta_batch_stride = q.dz_batch_stride = batch;
-    q.dout_d_stride = q.du_d_stride = q.ddelta_d_stride = q.dz_d_stride = row;
+    q.dout_batch_stride = q.du_batch_stride = q.ddelta_batch_stride = batch;
+    q.dout_d_stride = q.du_d_stride = q.ddelta_d_stride = row;
+#if !SSMK_MAMBA_VMAMBA
+    q.out_z_ptr = nullptr;
+    q.dz_batch_stride = batch, q.dz_d_stride = row;
+#endif
     q.dA_d_stride = index_t(N), q.dA_dstate_stride = 1;
     const BCStrides b = bc_strides(a, a->is_variable_B), cs = bc_strides(a, a->is_variable_C);
     q.dB_batch_stride = b.batch, q.dB_group_stride = b.group, q.dB_d_stride = b.d, q.dB_dstate_stride = b.dstate;
     q.dC_batch_stride = cs.batch, q.dC_group_stride = cs.group, q.dC_d_stride = cs.d, q.dC_dstate_stride = cs.dstate;
     q.dout_ptr = p->gbuf[G_DOUT], q.du_ptr = p->gbuf[G_DU], q.ddelta_ptr = p->gbuf[G_DDELTA];
     q.dA_ptr = p->gbuf[G_DA], q.dB_ptr = p->gbuf[G_DB], q.dC_ptr = p->gbuf[G_DC], q.dD_ptr = p->gbuf[G_DD];
-    q.dz_ptr = p->gbuf[G_DZ], q.ddelta_bias_ptr = p->gbuf[G_DBIAS];
+    q.ddelta_bias_ptr = p->gbuf[G_DBIAS];
+#if !SSMK_MAMBA_VMAMBA
+    q.dz_ptr = p->gbuf[G_DZ];
+#endif
     CUDA_TRY(cudaStreamSynchronize(p->stream), "the saved forward");
     p->bwd = true;
     p->launched = false;
@@ -460,7 +543,7 @@ int32_t fetch_bwd(ssmk_plan *p, const ssmk_scan_grads *g) {
     CUDA_TRY(cudaStreamSynchronize(p->stream), "cudaStreamSynchronize");
     void *dst[9] = {nullptr, g->du, g->ddelta, g->dA, g->dB, g->dC, g->dD, g->dz, g->ddelta_bias};
     const bool narrow = p->dtype == SSMK_F16 || p->dtype == SSMK_BF16;
-    const bool var[9] = {false, false, false, false, p->params.is_variable_B, p->params.is_variable_C};
+    const bool var[9] = {false, false, false, false, p->var_b, p->var_c};
     for (int i = 1; i < 9; i++) {
         if (!p->gbuf[i] || !dst[i]) continue;
         if (!(narrow && var[i])) {
@@ -491,8 +574,8 @@ SSMK_API int32_t ssmk_device_name(char *buf, int32_t len) {
     int dev = 0;
     if (cudaGetDevice(&dev) != cudaSuccess || cudaGetDeviceProperties(&prop, dev) != cudaSuccess)
         return fail(SSMK_ENODEVICE, "no usable CUDA device");
-    snprintf(buf, size_t(len), "%s (sm_%d%d), Mamba %s %s", prop.name, prop.major, prop.minor,
-             SSMK_MAMBA_METHODS ? "fork" : "upstream", SSMK_MAMBA_COMMIT);
+    snprintf(buf, size_t(len), "%s (sm_%d%d), %s %s", prop.name, prop.major, prop.minor, tree_name(),
+             SSMK_MAMBA_COMMIT);
     return SSMK_OK;
 }
 
@@ -502,8 +585,9 @@ SSMK_API uint32_t ssmk_capabilities(int32_t method, int32_t dtype, int32_t is_co
     if (method < SSMK_ZOH || method > SSMK_RK4 || dtype < SSMK_F32 || dtype > SSMK_BF16 ||
         (is_complex != 0 && is_complex != 1))
         return 0;
-    if (!dtype_supported(dtype) || !method_supported(method)) return 0;
-    uint32_t c = SSMK_CAP_SUPPORTED | SSMK_CAP_SCAN_ONLY | (dtype == SSMK_F32 ? 0u : SSMK_CAP_NARROW_INPUTS);
+    if (!dtype_supported(dtype) || !method_supported(method) || (SSMK_MAMBA_VMAMBA && is_complex)) return 0;
+    uint32_t c = SSMK_CAP_SUPPORTED | SSMK_CAP_SCAN_ONLY | (dtype == SSMK_F32 ? 0u : SSMK_CAP_NARROW_INPUTS) |
+                 (SSMK_MAMBA_VMAMBA ? SSMK_CAP_FEATURES : 0u);
     /* Mamba's backward (zoh, or a fork's every method): float32, and fp16 and
      * bf16 with real A where linked; dB/dC/dA summed with atomics; no state
      * gradients */
@@ -514,6 +598,19 @@ SSMK_API uint32_t ssmk_capabilities(int32_t method, int32_t dtype, int32_t is_co
 }
 
 SSMK_API int32_t ssmk_set_num_threads(int32_t) { return 1; }
+
+SSMK_API int32_t ssmk_scan_features(int32_t method, int32_t dtype, int32_t is_complex, ssmk_feature_set *f) {
+    if (!f) return fail(SSMK_EINVAL, "f is NULL");
+    const uint32_t c = ssmk_capabilities(method, dtype, is_complex);
+    if (!(c & SSMK_CAP_SUPPORTED) || !(c & SSMK_CAP_FEATURES))
+        return fail(SSMK_EUNSUPPORTED, "method = " + std::to_string(method) + ", dtype = " + std::to_string(dtype) +
+                                           ", is_complex = " + std::to_string(is_complex) +
+                                           ": not a combination this library declares features of");
+    *f = ssmk_feature_set{};
+    f->options = kVMambaOptions;
+    f->dim_multiple = 1;
+    return SSMK_OK;
+}
 
 SSMK_API const char *ssmk_last_error(void) { return last_error.c_str(); }
 
