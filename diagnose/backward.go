@@ -3,6 +3,7 @@ package diagnose
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -23,6 +24,15 @@ import (
 //   - bwd-dz-forward: only dz fails, and it is formed from the library's
 //     own forward output, which is then what is wrong (the forward's tests
 //     say how);
+//   - bwd-padded-tail: the rows extended by identity steps to a multiple
+//     of 2048 (a whole number of any kernel's chunks) pass, and so does p
+//     with delta_bias folded into Δ and softplus applied ahead (a padded
+//     step's Δ then 0): the padded steps of a partial last chunk are
+//     swept as input (Mamba's backward, where A > 0 makes their products
+//     overflow);
+//   - bwd-state-recovered: the gradients are within the error model of a
+//     backward that recovers Ā·h_{t−1} as h_t − β_t
+//     (reference.GradErrorScaleRecovered; Mamba's x − Δ·u·B cancels);
 //   - bwd-no-softplus: only ddelta and ddelta_bias fail, and they are the
 //     reference's divided by softplus' σ(v);
 //   - bwd-delta-chain: only ddelta and ddelta_bias fail otherwise (a term
@@ -72,11 +82,22 @@ func Backward(l Differentiator, p *ssm.Problem, ct *ssm.Cotangent, dt ssm.DType)
 		return Finding{}
 	}
 	failing := base.Failing(dt)
-	where := make([]string, len(failing))
-	for i, g := range failing {
-		where[i] = g.Name
+	var where, evidence []string
+	for _, g := range failing {
+		where = append(where, g.Name)
 	}
-	f := Finding{Where: "gradients " + strings.Join(where, ", "), Evidence: []string{"worst: " + failing[0].String()}}
+	if len(failing) > 0 {
+		evidence = append(evidence, "worst: "+failing[0].String())
+	}
+	if w := base.FirstNonFinite; base.NonFinite > 0 {
+		// NaN and ±Inf gradients have no ratio: Failing leaves them out.
+		if !slices.Contains(where, w.Name) {
+			where = append(where, w.Name)
+		}
+		evidence = append(evidence, fmt.Sprintf("%d non-finite gradients where the reference is finite, the first %s[%d]: kernel %g, reference %.17g",
+			base.NonFinite, w.Name, w.Index, w.Got, w.Want))
+	}
+	f := Finding{Where: "gradients " + strings.Join(where, ", "), Evidence: evidence}
 	if tag, cause, ok := narrowBackward(l, p, ct, got, want, sc, dt, failing); ok {
 		f.Tag, f.Cause = tag, cause
 		return f
@@ -113,7 +134,21 @@ func Backward(l Differentiator, p *ssm.Problem, ct *ssm.Cotangent, dt ssm.DType)
 		f.Tag, f.Cause = "bwd-dz-forward", "only dz is wrong, and it is formed from the library's own forward output: the backward is right and the forward's output, which it takes, is not"
 		return f
 	}
-	onlyDelta := true
+	if cause, ok := paddedTail(l, p, ct, dt); ok {
+		f.Tag, f.Cause = "bwd-padded-tail", cause
+		return f
+	}
+	if rs, err := reference.GradErrorScaleRecovered(p, ct, false, dt.Precision()); err == nil {
+		if c := judge.CompareGrads(p, got, dt, want, rs); c.Passed(dt) {
+			f.Tag, f.Cause = "bwd-state-recovered", "within the error model once each use of Ā·h_{t−1} may carry the error of h_t − Δ·g·B·u "+
+				"(reference.GradErrorScaleRecovered): the backward recovers Ā·h_{t−1} from the state it scanned by a subtraction "+
+				"(Mamba's x − Δ·u·B), which cancels where the step's input dominates the state"
+			return f
+		}
+	}
+	// (NaN gradients are not in failing: with any, which gradients fail is
+	// not known.)
+	onlyDelta := base.NonFinite == 0
 	for _, g := range failing {
 		onlyDelta = onlyDelta && (g.Name == "ddelta" || g.Name == "ddelta_bias")
 	}
@@ -179,6 +214,103 @@ func Backward(l Differentiator, p *ssm.Problem, ct *ssm.Cotangent, dt ssm.DType)
 	}
 	f.Tag, f.Cause = "none", "no single slip of the backward explains the gradients"
 	return f
+}
+
+// paddedTail reports whether p fails for its padded steps: the steps past
+// seqlen of a partial last chunk, which a kernel's forward makes identity
+// maps and a backward may sweep as input with Δ = softplus(delta_bias).
+// Two probes must both pass: the rows extended by identity steps (u = 0,
+// dout = 0, Δ = 0 after the bias and softplus) to a multiple of 2048
+// steps, a whole number of the chunks of every kernel known (Mamba's are
+// up to 2048), so that no step is padded; and p at its own length with
+// delta_bias folded into Δ and softplus applied ahead (the same steps),
+// where a padded step's Δ is 0 and its Ā 1. A wrong formula fails both; a
+// last chunk computed otherwise (another instantiation, other roundings)
+// fails the second.
+func paddedTail(l Differentiator, p *ssm.Problem, ct *ssm.Cotangent, dt ssm.DType) (string, bool) {
+	const whole = 2048
+	if p.Seqlen%whole == 0 || (p.DeltaBias == nil && !p.Softplus) {
+		return "", false
+	}
+	L := (p.Seqlen + whole - 1) / whole * whole
+	q, cq := extended(p, ct, L)
+	if !passes(l, q, cq, dt) || !passes(l, folded(p), ct, dt) {
+		return "", false
+	}
+	return fmt.Sprintf("wrong at seqlen %d, right with its rows extended by identity steps to %d (a whole number of any kernel's "+
+		"chunks) and right at seqlen %d with delta_bias folded into Δ and softplus applied ahead (a padded step's Δ 0): the steps past "+
+		"seqlen of a partial last chunk are swept as input with Δ from delta_bias and softplus (where A > 0 their products "+
+		"overflow, and ∞·0 = NaN)", p.Seqlen, L, p.Seqlen), true
+}
+
+// passes reports whether the library's backward of p for ct in dt passes
+// the reference.
+func passes(l Differentiator, p *ssm.Problem, ct *ssm.Cotangent, dt ssm.DType) bool {
+	p = p.Clone()
+	p.RoundTo(dt)
+	g, err := l.Backward(p, ct, dt, false)
+	if err != nil {
+		return false
+	}
+	want, err := reference.ScanGrad(p, ct, false)
+	if err != nil {
+		return false
+	}
+	sc, err := reference.GradErrorScale(p, ct, false, dt.Precision())
+	return err == nil && judge.CompareGrads(p, g, dt, want, sc).Passed(dt)
+}
+
+// folded is p with delta_bias folded into Δ and softplus applied ahead:
+// the same steps, taken as given.
+func folded(p *ssm.Problem) *ssm.Problem {
+	q := p.Clone()
+	for i := range q.Delta {
+		v := q.Delta[i] + biasAt(p, i)
+		if p.Softplus {
+			v = ssm.Softplus(v)
+		}
+		q.Delta[i] = v
+	}
+	q.DeltaBias, q.Softplus = nil, false
+	return q
+}
+
+// extended returns p and ct with every row continued to L steps by identity
+// steps: u = 0, dout = 0, Δ such that Δ + bias is 0 (softplus off) or −100
+// (softplus on: Δ = e^{−100}), B and C 0 where variable, z 0.
+func extended(p *ssm.Problem, ct *ssm.Cotangent, L int) (*ssm.Problem, *ssm.Cotangent) {
+	q, cq := p.Clone(), &ssm.Cotangent{LastState: ct.LastState}
+	q.Seqlen = L
+	seq := func(s []float64, words int, pad func(row int) float64) []float64 {
+		if s == nil {
+			return nil
+		}
+		rows := len(s) / (p.Seqlen * words)
+		out := make([]float64, 0, rows*L*words)
+		for r := 0; r < rows; r++ {
+			out = append(out, s[r*p.Seqlen*words:][:p.Seqlen*words]...)
+			for k := p.Seqlen * words; k < L*words; k++ {
+				out = append(out, pad(r))
+			}
+		}
+		return out
+	}
+	zero := func(int) float64 { return 0 }
+	q.U, q.Z, cq.Out = seq(p.U, 1, zero), seq(p.Z, 1, zero), seq(ct.Out, 1, zero)
+	q.Delta = seq(p.Delta, 1, func(row int) float64 {
+		v := -biasAt(p, row*p.Seqlen)
+		if p.Softplus {
+			v -= 100
+		}
+		return v
+	})
+	if p.VariableB {
+		q.B = seq(p.B, p.ElemWords(), zero)
+	}
+	if p.VariableC {
+		q.C = seq(p.C, p.ElemWords(), zero)
+	}
+	return q, cq
 }
 
 func biasAt(p *ssm.Problem, i int) float64 {

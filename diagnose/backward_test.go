@@ -187,3 +187,83 @@ func TestBackwardNamesChunkBoundary(t *testing.T) {
 		}
 	}
 }
+
+// recoveredLike is a backward whose dA carries an error of factor times
+// the part of the recovered-state scale (reference.GradErrorScaleRecovered)
+// beyond the standard one: what a kernel that forms Ā·h_{t−1} as h_t − β_t
+// (Mamba's) adds where the subtraction cancels.
+type recoveredLike struct {
+	rightForward
+	factor float64
+}
+
+// rightForward is a test library's forward: the reference's scan.
+type rightForward struct{}
+
+func (rightForward) Scan(p *ssm.Problem, _ ssm.DType) (*ssm.Output, error) {
+	return reference.Scan(p, ssm.Float64)
+}
+
+func (k recoveredLike) Backward(p *ssm.Problem, ct *ssm.Cotangent, dt ssm.DType, withInitial bool) (*ssm.Grads, error) {
+	g, err := reference.ScanGrad(p, ct, withInitial)
+	if err != nil {
+		return nil, err
+	}
+	std, err := reference.GradErrorScale(p, ct, withInitial, dt.Precision())
+	if err != nil {
+		return nil, err
+	}
+	rec, err := reference.GradErrorScaleRecovered(p, ct, withInitial, dt.Precision())
+	if err != nil {
+		return nil, err
+	}
+	u := dt.Precision().UnitRoundoff()
+	for i := range g.A {
+		g.A[i] += k.factor * u * (rec.Scale.A[i] - std.Scale.A[i])
+	}
+	return g, nil
+}
+
+// TestBackwardNamesRecoveredState: dA off by half the recovered-state
+// scale's excess, at seqlen 1 (h_{t−1} = 0: the exact dA is 0, and a
+// carried state leaves it so) is named bwd-state-recovered; off by ten
+// times that excess it is not.
+func TestBackwardNamesRecoveredState(t *testing.T) {
+	s := gen.MambaBlock(ssm.ZOH, 1, 2, 1, 3)
+	p := gen.New(s, 3)
+	p.RoundTo(ssm.F32)
+	ct := gen.NewCotangent(p, 3, false)
+	for _, c := range []struct {
+		factor float64
+		tag    string
+	}{{0.5, "bwd-state-recovered"}, {10, "none"}} {
+		f := Backward(recoveredLike{factor: c.factor}, p, ct, ssm.F32)
+		if f.Tag != c.tag {
+			t.Errorf("dA off by %g of the recovered state's excess: diagnosed %q (%s), want %q", c.factor, f.Tag, f.Cause, c.tag)
+		}
+	}
+}
+
+// nanLike returns the reference gradients with du[0] NaN.
+type nanLike struct{ rightForward }
+
+func (k nanLike) Backward(p *ssm.Problem, ct *ssm.Cotangent, _ ssm.DType, withInitial bool) (*ssm.Grads, error) {
+	g, err := reference.ScanGrad(p, ct, withInitial)
+	if err == nil {
+		g.U[0] = math.NaN()
+	}
+	return g, err
+}
+
+// TestBackwardNamesNonFinite: a backward whose only failure is a NaN
+// gradient (no ratio to rank) is diagnosed without a panic, and the
+// finding names the NaN.
+func TestBackwardNamesNonFinite(t *testing.T) {
+	p := gen.New(gen.MambaBlock(ssm.ZOH, 1, 2, 5, 3), 3)
+	p.RoundTo(ssm.F32)
+	ct := gen.NewCotangent(p, 3, false)
+	f := Backward(nanLike{}, p, ct, ssm.F32)
+	if f.Tag != "none" || !strings.Contains(f.Where, "du") || !strings.Contains(strings.Join(f.Evidence, "; "), "non-finite gradients where the reference is finite, the first du[0]: kernel NaN") {
+		t.Errorf("diagnosed %q at %q (%v), want none at du with the NaN named", f.Tag, f.Where, f.Evidence)
+	}
+}

@@ -13,10 +13,9 @@ import (
 // stored as the ABI says (input-typed ones rounded to nearest in dt, the
 // weights' to float32), but for one slip of its storage; its F32 backward
 // is right.
-type narrowStore struct{ slip string }
-
-func (k narrowStore) Scan(p *ssm.Problem, _ ssm.DType) (*ssm.Output, error) {
-	return reference.Scan(p, ssm.Float64)
+type narrowStore struct {
+	rightForward
+	slip string
 }
 
 func (k narrowStore) Backward(p *ssm.Problem, ct *ssm.Cotangent, dt ssm.DType, withInitial bool) (*ssm.Grads, error) {
@@ -69,7 +68,7 @@ func TestBackwardNarrowSlips(t *testing.T) {
 		ct := gen.NewCotangent(p, 3, false)
 		ct.RoundTo(dt)
 		for _, c := range []struct{ slip, tag string }{{"", ""}, {"truncate", "bwd-truncated"}, {"weights16", "bwd-weights-16bit"}, {"y16", "bwd-y-16bit"}, {"groupsum", "bwd-16bit-sum"}} {
-			if got := Backward(narrowStore{c.slip}, p, ct, dt).Tag; got != c.tag {
+			if got := Backward(narrowStore{slip: c.slip}, p, ct, dt).Tag; got != c.tag {
 				t.Errorf("%v, slip %q: diagnosis %q, want %q", dt, c.slip, got, c.tag)
 			}
 		}

@@ -93,7 +93,7 @@ var Catalogue = []Mutant{
 	{29, "bwd-zoh", "the backward differentiates zoh whatever the method (the fork's autograd ran zoh's backward for all)", "bwd-method:zoh", 0, backwardRun},
 	{30, "bwd-no-softplus", "the backward drops softplus' derivative σ(v) from ddelta and ddelta_bias", "bwd-no-softplus", 0, backwardRun},
 	{31, "bwd-no-dt-chain", "the backward forgets the chain through Δ in Ā: Ā'(x)·a missing from ddelta (dA keeps it)", "bwd-delta-chain", 0, backwardRun},
-	{32, "bwd-padded-tail", "the backward sweeps the padded tail of a partial chunk as input: Δ = softplus(bias) where there is none, dlast_state entering at the padded end", "bwd-dlast", 0, backwardRun},
+	{32, "bwd-padded-tail", "the backward sweeps the padded tail of a partial chunk as input: Δ = softplus(bias) where there is none, dlast_state entering at the padded end", "bwd-padded-tail", 0, backwardRun},
 	{33, "foh-half-angle", "complex foh's cos b and sin b from sin and cos of b/2: inexact where Im z is subnormal (φ1 28/27 of 1), e^z's error larger", "subnormal-x", 0, ""},
 	{34, "bwd-chunk-adjoint", "the backward drops the adjoint carried back into a chunk of the sweep from the chunk after it (each of its 64-step chunks starts from λ = 0)", "bwd-chunk", 0, backwardRun},
 	{35, "bwd-16bit-truncated", "fp16/bf16 backward: du, ddelta, dz and variable dB/dC truncated to the 16-bit type instead of rounded to nearest", "bwd-truncated", 0, narrowBackwardRun},
