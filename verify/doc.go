@@ -67,9 +67,16 @@
 //	            fp64 scan of h' = −h + 1 as Δ shrinks, against ssm.Method.Order.
 //	Check1 … Check7  the seven performance checks (CHECKS.md).
 //
+// A library that declares its features (ssmk_scan_features: the options
+// and shapes it takes, an engine's fused op) is asked only for those: every
+// test, forward and backward, draws its problems within the declaration
+// (gen.Spec.Within) and fits them (ssm.Features.Fit); what cannot be fitted
+// is reported as not supported, never failed.
+//
 // TestMain writes report.json and summary.txt when given -report DIR (make
 // verify does); the checks write check1.json … check7.json beside them.
 // Package report declares both, and the gate reads them. verify/mutants proves the
 // suite catches bugs: it builds the CPU library with each planted bug of its
-// catalogue and requires every one to fail the suite.
+// catalogue and requires every one to fail the suite, and a CPU build that
+// declares an engine's features to pass it.
 package verify

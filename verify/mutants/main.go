@@ -3,10 +3,9 @@
 // (-DSSMK_MUTANT=k plants one realistic bug in cudalib/src/ssmk_methods.h or
 // cpu.cpp), runs the suite (go test ./verify; ./golden tests the golden
 // files, not the library) against each mutant through SSMK_LIB, and prints
-// a kill matrix: which tests killed which
-// mutant. It fails when the unmutated build does not pass, when the build
-// declaring an engine's features (engineLib) does not, or any mutant
-// survives. The accuracy mutants are judged one per CPU at a time (-j),
+// a kill matrix: which tests killed which mutant. It fails when the
+// unmutated build does not pass, when the build declaring an engine's
+// features (engineLib) does not, or when any mutant survives. The accuracy mutants are judged one per CPU at a time (-j),
 // with the checks that time the library left out of their runs; the check
 // faults after them, alone. Run it from the repository root: make mutants.
 //
