@@ -107,17 +107,7 @@ func realParts(p *ssm.Problem) *ssm.Problem {
 func truncate(p *ssm.Problem, L int) *ssm.Problem {
 	q := p.Clone()
 	q.Seqlen = L
-	seq := func(s []float64, words int) []float64 {
-		if s == nil {
-			return nil
-		}
-		rows := len(s) / (p.Seqlen * words)
-		out := make([]float64, 0, rows*L*words)
-		for r := 0; r < rows; r++ {
-			out = append(out, s[r*p.Seqlen*words:][:L*words]...)
-		}
-		return out
-	}
+	seq := func(s []float64, words int) []float64 { return restep(s, p.Seqlen, L, words, nil) }
 	q.U, q.Delta, q.Z = seq(p.U, 1), seq(p.Delta, 1), seq(p.Z, 1)
 	if p.VariableB {
 		q.B = seq(p.B, p.ElemWords())
@@ -126,6 +116,24 @@ func truncate(p *ssm.Problem, L int) *ssm.Problem {
 		q.C = seq(p.C, p.ElemWords())
 	}
 	return q
+}
+
+// restep re-lays s, rows of from steps of words values each, as rows of
+// to steps: the first to steps of each row, or its from steps followed by
+// pad(row) in every further word (nil s stays nil).
+func restep(s []float64, from, to, words int, pad func(row int) float64) []float64 {
+	if s == nil {
+		return nil
+	}
+	rows := len(s) / (from * words)
+	out := make([]float64, 0, rows*to*words)
+	for r := 0; r < rows; r++ {
+		out = append(out, s[r*from*words:][:min(from, to)*words]...)
+		for k := from * words; k < to*words; k++ {
+			out = append(out, pad(r))
+		}
+	}
+	return out
 }
 
 // firstBatch keeps batch row 0.

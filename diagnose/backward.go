@@ -55,15 +55,7 @@ import (
 // "none" when no slip fits; "" when the failure does not reproduce.
 func Backward(l Differentiator, p *ssm.Problem, ct *ssm.Cotangent, dt ssm.DType) Finding {
 	compare := func(q *ssm.Problem, c *ssm.Cotangent, got *ssm.Grads) (judge.GradComparison, error) {
-		want, err := reference.ScanGrad(q, c, false)
-		if err != nil {
-			return judge.GradComparison{}, err
-		}
-		sc, err := reference.GradErrorScale(q, c, false, dt.Precision())
-		if err != nil {
-			return judge.GradComparison{}, err
-		}
-		return judge.CompareGrads(q, got, dt, want, sc), nil
+		return compareGrads(q, c, got, dt)
 	}
 	got, err := l.Backward(p, ct, dt, false)
 	if err != nil {
@@ -247,6 +239,20 @@ func paddedTail(l Differentiator, p *ssm.Problem, ct *ssm.Cotangent, dt ssm.DTyp
 		"overflow, and ∞·0 = NaN)", p.Seqlen, L, p.Seqlen), true
 }
 
+// compareGrads judges got, a backward of p for ct in dt, against the
+// reference's gradients under the backward's error model.
+func compareGrads(p *ssm.Problem, ct *ssm.Cotangent, got *ssm.Grads, dt ssm.DType) (judge.GradComparison, error) {
+	want, err := reference.ScanGrad(p, ct, false)
+	if err != nil {
+		return judge.GradComparison{}, err
+	}
+	sc, err := reference.GradErrorScale(p, ct, false, dt.Precision())
+	if err != nil {
+		return judge.GradComparison{}, err
+	}
+	return judge.CompareGrads(p, got, dt, want, sc), nil
+}
+
 // passes reports whether the library's backward of p for ct in dt passes
 // the reference.
 func passes(l Differentiator, p *ssm.Problem, ct *ssm.Cotangent, dt ssm.DType) bool {
@@ -256,27 +262,20 @@ func passes(l Differentiator, p *ssm.Problem, ct *ssm.Cotangent, dt ssm.DType) b
 	if err != nil {
 		return false
 	}
-	want, err := reference.ScanGrad(p, ct, false)
-	if err != nil {
-		return false
-	}
-	sc, err := reference.GradErrorScale(p, ct, false, dt.Precision())
-	return err == nil && judge.CompareGrads(p, g, dt, want, sc).Passed(dt)
+	c, err := compareGrads(p, ct, g, dt)
+	return err == nil && c.Passed(dt)
 }
 
-// folded is p with delta_bias folded into Δ and softplus applied ahead:
-// the same steps, taken as given.
+// folded is p with softplus applied ahead and delta_bias folded into Δ
+// (noSoftplus, noBias): the same steps, taken as given.
 func folded(p *ssm.Problem) *ssm.Problem {
-	q := p.Clone()
-	for i := range q.Delta {
-		v := q.Delta[i] + biasAt(p, i)
-		if p.Softplus {
-			v = ssm.Softplus(v)
-		}
-		q.Delta[i] = v
+	if p.Softplus {
+		p = noSoftplus(p)
 	}
-	q.DeltaBias, q.Softplus = nil, false
-	return q
+	if p.DeltaBias != nil {
+		p = noBias(p)
+	}
+	return p
 }
 
 // extended returns p and ct with every row continued to L steps by identity
@@ -286,18 +285,7 @@ func extended(p *ssm.Problem, ct *ssm.Cotangent, L int) (*ssm.Problem, *ssm.Cota
 	q, cq := p.Clone(), &ssm.Cotangent{LastState: ct.LastState}
 	q.Seqlen = L
 	seq := func(s []float64, words int, pad func(row int) float64) []float64 {
-		if s == nil {
-			return nil
-		}
-		rows := len(s) / (p.Seqlen * words)
-		out := make([]float64, 0, rows*L*words)
-		for r := 0; r < rows; r++ {
-			out = append(out, s[r*p.Seqlen*words:][:p.Seqlen*words]...)
-			for k := p.Seqlen * words; k < L*words; k++ {
-				out = append(out, pad(r))
-			}
-		}
-		return out
+		return restep(s, p.Seqlen, L, words, pad)
 	}
 	zero := func(int) float64 { return 0 }
 	q.U, q.Z, cq.Out = seq(p.U, 1, zero), seq(p.Z, 1, zero), seq(ct.Out, 1, zero)

@@ -39,14 +39,7 @@ func TestCompareGradsNarrow(t *testing.T) {
 		p := &ssm.Problem{Batch: 1, Dim: 1, Seqlen: 1, Dstate: 1, Groups: 1, Method: ssm.ZOH,
 			U: []float64{tc.u}, Delta: []float64{1}, A: []float64{0}, B: []float64{tc.b}, C: []float64{1}, D: []float64{0}} // D = 0: du = dout·B, dD = dout·u
 		ct := &ssm.Cotangent{Out: []float64{tc.dout}}
-		want, err := reference.ScanGrad(p, ct, false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sc, err := reference.GradErrorScale(p, ct, false, tc.dt.Precision())
-		if err != nil {
-			t.Fatal(err)
-		}
+		want, sc := referenceGrads(t, p, ct, tc.dt)
 		// got: every gradient stored as a correct kernel stores it, then du
 		// and dD as the case says.
 		got := &ssm.Grads{}
@@ -80,14 +73,7 @@ func TestCompareGradsNamesNonFinite(t *testing.T) {
 	p := &ssm.Problem{Batch: 1, Dim: 1, Seqlen: 2, Dstate: 1, Groups: 1, Method: ssm.ZOH,
 		U: []float64{1, 2}, Delta: []float64{0.5, 0.25}, A: []float64{-1}, B: []float64{1}, C: []float64{1}}
 	ct := &ssm.Cotangent{Out: []float64{1, -1}}
-	want, err := reference.ScanGrad(p, ct, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sc, err := reference.GradErrorScale(p, ct, false, ssm.F32.Precision())
-	if err != nil {
-		t.Fatal(err)
-	}
+	want, sc := referenceGrads(t, p, ct, ssm.F32)
 	got := &ssm.Grads{U: slices.Clone(want.U), Delta: slices.Clone(want.Delta), A: slices.Clone(want.A),
 		B: slices.Clone(want.B), C: slices.Clone(want.C)}
 	got.Delta[1] = math.NaN()
@@ -99,4 +85,19 @@ func TestCompareGradsNamesNonFinite(t *testing.T) {
 	if w := c.FirstNonFinite; w.Name != "ddelta" || w.Index != 1 || !math.IsNaN(w.Got) || w.Want != want.Delta[1] {
 		t.Errorf("the first non-finite gradient is %+v, want ddelta[1] (NaN against %g)", w, want.Delta[1])
 	}
+}
+
+// referenceGrads is the reference's gradients of p for ct and their error
+// scale in dt's arithmetic.
+func referenceGrads(t *testing.T, p *ssm.Problem, ct *ssm.Cotangent, dt ssm.DType) (*ssm.Grads, *reference.GradScale) {
+	t.Helper()
+	want, err := reference.ScanGrad(p, ct, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := reference.GradErrorScale(p, ct, false, dt.Precision())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return want, sc
 }
