@@ -154,6 +154,13 @@ func Backward(l Differentiator, p *ssm.Problem, ct *ssm.Cotangent, dt ssm.DType)
 				return f
 			}
 		}
+		// The padded steps too can show in ddelta_bias alone (with
+		// dlast_state they reach it through their Δ = bias): their probes
+		// are evidence, the chain's pattern is not.
+		if cause, ok := paddedTail(l, p, ct, dt); ok {
+			f.Tag, f.Cause = "bwd-padded-tail", cause
+			return f
+		}
 		f.Tag, f.Cause = "bwd-delta-chain", "only ddelta (and ddelta_bias) are wrong: a term of the chain through Δ, in Ā(Δ·a) or in Δ·g(Δ·a), is missing or wrong"
 		return f
 	}

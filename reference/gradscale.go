@@ -2,7 +2,6 @@ package reference
 
 import (
 	"math"
-	"math/cmplx"
 	"sort"
 
 	"ssmverify/ssm"
@@ -39,10 +38,10 @@ func boundDeriv(m ssm.Method, x complex128, isComplex bool, c coefBound) derivBo
 	if isComplex {
 		cf = 2
 	}
-	r := cmplx.Abs(x)
+	r := absC(x)
 	var d derivBound
 	if m == ssm.Bilinear {
-		dn := cmplx.Abs(1 - x/2)
+		dn := absC(1 - x/2)
 		// 1/(1 − x/2)² and half of it: the denominator's (1 + |x|/2)·u,
 		// squared and inverted.
 		d.d2abar = 1 / (dn * dn * dn)
@@ -68,7 +67,7 @@ func boundDeriv(m ssm.Method, x complex128, isComplex bool, c coefBound) derivBo
 	case ssm.Poly:
 		d.d2g, d.evalDG = 1.0/3, 2*cf*(0.5+r/3)
 	case ssm.RK4:
-		d.d2g, d.evalDG = cmplx.Abs(1.0/3+x/4), 4*cf*(0.5+r/3+r*r/8)
+		d.d2g, d.evalDG = absC(1.0/3+x/4), 4*cf*(0.5+r/3+r*r/8)
 	}
 	return d
 }
@@ -227,7 +226,7 @@ func gradErrorScale(p *ssm.Problem, ct *ssm.Cotangent, withInitial bool, prec ss
 					x := complex(dt, 0) * a[n]
 					cb := boundCoef(p.Method, x, p.Complex)
 					db := boundDeriv(p.Method, x, p.Complex, cb)
-					sx := cmplx.Abs(a[n])*sdt + cmplx.Abs(x)*(1+boolf(p.Complex))
+					sx := absC(a[n])*sdt + absC(x)*(1+boolf(p.Complex))
 					sA, sg := cb.dabar*sx+cb.evalA, cb.dg*sx+cb.evalG
 					sdA, sdg := db.d2abar*sx+db.evalDA, db.d2g*sx+db.evalDG
 					h, sh := hAt(t, n)
@@ -262,7 +261,7 @@ func gradErrorScale(p *ssm.Problem, ct *ssm.Cotangent, withInitial bool, prec ss
 					if p.Method == ssm.Bilinear {
 						dab, dgs = []float64{cb.g, cb.g}, []float64{cb.g, cb.g, 0.5}
 					}
-					ga := cmplx.Abs(a[n])
+					ga := absC(a[n])
 					with := func(fs []float64, more ...float64) []float64 { return append(append([]float64(nil), fs...), more...) }
 					// and the state's own underflow (the forward's T) through Ā'
 					thp := cb.dabar*l*tAt(t-1, n) + (cb.dabar*hp+adt*u*bv*cb.dg)*tl
@@ -394,6 +393,17 @@ func biasOf(p *ssm.Problem, d int) float64 {
 func termFlush(prec ssm.Precision, fs ...float64) float64 {
 	if len(fs) < 3 {
 		return 0 // no partial product between a factor and the whole term
+	}
+	if smallestPartial(fs) >= prec.Tiny()/prec.UnitRoundoff() {
+		return 0 // the common case, decided without logarithms
+	}
+	return termFlushLogs(prec, fs)
+}
+
+// termFlushLogs is termFlush in logarithms, for any factors.
+func termFlushLogs(prec ssm.Precision, fs []float64) float64 {
+	if len(fs) < 3 {
+		return 0
 	}
 	small := append([]float64(nil), fs...)
 	sort.Float64s(small)

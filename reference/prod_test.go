@@ -6,6 +6,9 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"pgregory.net/rapid"
+
+	"ssmverify/ssm"
 )
 
 // exactProd is the product of fs in big.Float (exponents unbounded),
@@ -87,4 +90,61 @@ func TestFlushLoss(t *testing.T) {
 	} {
 		assert.Equal(t, tc.want, flushLoss(tc.dt, tc.g, tc.b, tc.u), tc.name)
 	}
+}
+
+// TestFlushFastPaths: flushLoss and termFlush decide the common case from
+// smallestPartial alone; on factors spread over the whole float64 range,
+// with zeros, infinities and NaN among them, they must equal the subset
+// enumeration and the logarithms they skip.
+func TestFlushFastPaths(t *testing.T) {
+	// Where the smallest partial product takes a factor just below 1
+	// besides the two smallest, and is just below 2⁻¹⁰² with it.
+	for _, c := range []struct {
+		fs            []float64
+		flush, term32 float64
+	}{
+		{[]float64{0.3, 0x1p-100, 0.7, 4}, 8, 8},
+		{[]float64{1, 1, 0.25, 0x1p-100, 0.5}, math.NaN(), 2},
+	} {
+		if len(c.fs) == 4 {
+			if got := flushLoss(c.fs...); got != c.flush {
+				t.Errorf("flushLoss(%v) = %g, want %g", c.fs, got, c.flush)
+			}
+		}
+		if got := termFlush(ssm.Float32, c.fs...); math.Abs(got-c.term32) > 1e-12*c.term32 {
+			t.Errorf("termFlush(float32, %v) = %g, want %g", c.fs, got, c.term32)
+		}
+	}
+	rapid.Check(t, func(t *rapid.T) {
+		n := rapid.IntRange(3, 9).Draw(t, "n")
+		fs := make([]float64, n)
+		for i := range fs {
+			switch rapid.IntRange(0, 19).Draw(t, "kind") {
+			case 0:
+				fs[i] = 0
+			case 1:
+				fs[i] = math.Inf(1)
+			case 2:
+				fs[i] = math.NaN()
+			case 3, 4, 5, 6:
+				fs[i] = math.Ldexp(rapid.Float64Range(1, 2).Draw(t, "m"), rapid.IntRange(-1074, 1023).Draw(t, "e"))
+			case 7, 8, 9:
+				fs[i] = math.Ldexp(rapid.Float64Range(0.5, 2).Draw(t, "m"), rapid.IntRange(-560, 2).Draw(t, "e"))
+			default: // partial products near 2⁻¹⁰² (float32's η/u), factors near 1 among them
+				fs[i] = math.Ldexp(rapid.Float64Range(0.5, 2).Draw(t, "m"), rapid.IntRange(-60, 2).Draw(t, "e"))
+			}
+		}
+		if n == 4 {
+			got, want := flushLoss(fs...), flushLossSubsets(fs)
+			if got != want && !(math.IsNaN(got) && math.IsNaN(want)) {
+				t.Fatalf("flushLoss(%v) = %g, the enumeration %g", fs, got, want)
+			}
+		}
+		for _, prec := range []ssm.Precision{ssm.Float32, ssm.Float64} {
+			got, want := termFlush(prec, fs...), termFlushLogs(prec, fs)
+			if got != want && !(math.IsNaN(got) && math.IsNaN(want)) {
+				t.Fatalf("termFlush(%v, %v) = %g, the logarithms %g", prec, fs, got, want)
+			}
+		}
+	})
 }

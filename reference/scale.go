@@ -99,11 +99,11 @@ func boundCoef(m ssm.Method, x complex128, isComplex bool) coefBound {
 	if isComplex {
 		cf = 2
 	}
-	r := cmplx.Abs(x)
+	r := absC(x)
 	var c coefBound
 	if m == ssm.Bilinear {
-		dn := cmplx.Abs(1 - x/2)
-		c.abar = cmplx.Abs(quo(1+x/2, 1-x/2))
+		dn := absC(1 - x/2)
+		c.abar = absC(quo(1+x/2, 1-x/2))
 		c.dabar = 1 / (dn * dn)
 		// num and den each carry u·(1 + |x|/2); the quotient adds u·|Ā|.
 		c.evalA = cf * ((1+r/2)*(1+c.abar)/dn + 2*c.abar)
@@ -131,8 +131,8 @@ func boundCoef(m ssm.Method, x complex128, isComplex bool) coefBound {
 		c.g, c.dg, c.evalG = 1, 0, 0
 	case ssm.FOH:
 		phi := Phi1Complex(x)
-		c.g = cmplx.Abs(phi)
-		c.dg = cmplx.Abs(dphi1(x, phi))
+		c.g = absC(phi)
+		c.dg = absC(dphi1(x, phi))
 		c.evalG = 4 * cf * c.g // expm1 and a division
 		if r < 0.5 {
 			// A kernel may use a polynomial for φ1 near 0 (Taylor's, or a
@@ -151,19 +151,19 @@ func boundCoef(m ssm.Method, x complex128, isComplex bool) coefBound {
 			// A kernel may take (e^x − 1)/x from the e^x it already has
 			// (exact enough away from 0): e's (2 + |x|)·u, the subtraction and
 			// the division.
-			c.evalG = math.Max(c.evalG, cf*((2+r)*e+2*cmplx.Abs(cmplx.Exp(x)-1))/r)
+			c.evalG = math.Max(c.evalG, cf*((2+r)*e+2*absC(cmplx.Exp(x)-1))/r)
 		}
 	case ssm.HighOrder:
-		c.g = cmplx.Abs(1 + x/2)
+		c.g = absC(1 + x/2)
 		c.dg = 0.5
 		c.evalG = horner(1, 1, 0.5)
 	case ssm.Poly:
-		c.g = cmplx.Abs(1 + x*(0.5+x/6))
-		c.dg = cmplx.Abs(0.5 + x/3)
+		c.g = absC(1 + x*(0.5+x/6))
+		c.dg = absC(0.5 + x/3)
 		c.evalG = horner(2, 1, 0.5, 1.0/6)
 	case ssm.RK4:
-		c.g = cmplx.Abs(1 + x*(0.5+x*(1.0/6+x/24)))
-		c.dg = cmplx.Abs(0.5 + x*(1.0/3+x/8))
+		c.g = absC(1 + x*(0.5+x*(1.0/6+x/24)))
+		c.dg = absC(0.5 + x*(1.0/3+x/8))
 		c.evalG = horner(3, 1, 0.5, 1.0/6, 1.0/24)
 	}
 	return c
@@ -173,7 +173,7 @@ func boundCoef(m ssm.Method, x complex128, isComplex bool) coefBound {
 // quotient cancels. Only its magnitude is used, so the series' truncation
 // (below 0.5⁴/144 relative to 1/2) does not matter.
 func dphi1(x, phi complex128) complex128 {
-	if cmplx.Abs(x) < 0.5 {
+	if absC(x) < 0.5 {
 		return 0.5 + x*(1.0/3+x*(1.0/8+x/30))
 	}
 	return quo(cmplx.Exp(x)-phi, x)
@@ -263,7 +263,7 @@ func errorScale(p *ssm.Problem, u0 float64, onState func(row, t, n int, H, S, T 
 				for n := 0; n < N; n++ {
 					x := complex(dt, 0) * a[n]
 					cb := boundCoef(p.Method, x, p.Complex)
-					sx := cmplx.Abs(a[n])*sdt + cmplx.Abs(x)*(1+boolf(p.Complex))
+					sx := absC(a[n])*sdt + absC(x)*(1+boolf(p.Complex))
 					sA := cb.dabar*sx + cb.evalA
 					sg := cb.dg*sx + cb.evalG
 					if p.Method == ssm.Bilinear && u0 > 0 {
@@ -298,7 +298,7 @@ func errorScale(p *ssm.Problem, u0 float64, onState func(row, t, n int, H, S, T 
 					// And a partial product of β's factors that underflows
 					// loses up to η, which the factors after it multiply
 					// (flushLoss).
-					Th[n] = mul0(cb.abar, Th[n]) + flush + 4 + mul0(prod(cmplx.Abs(a[n]), cb.dabar), H[n]) + prod(cb.g, bv, u) +
+					Th[n] = mul0(cb.abar, Th[n]) + flush + 4 + mul0(prod(absC(a[n]), cb.dabar), H[n]) + prod(cb.g, bv, u) +
 						flushLoss(math.Abs(dt), cb.g, bv, u)
 					Pk[n] = math.Max(Pk[n], H[n])
 					R[n] = mul0(cb.abar, math.Max(R[n], H[n]))
@@ -403,7 +403,7 @@ func elemAbs(p *ssm.Problem, s []float64, i int) float64 {
 // it by up to e: |1 − x/2|/(|1 − x/2| − e/2), or +Inf where e/2 reaches
 // |1 − x/2| (the rounded x may be on the pole).
 func poleFactor(x complex128, e float64) float64 {
-	dn := cmplx.Abs(1 - x/2)
+	dn := absC(1 - x/2)
 	if e/2 >= dn {
 		return math.Inf(1)
 	}
@@ -438,6 +438,14 @@ const (
 // subnormal rounded to 3 digits, times u of up to 2.7e38 put an output off
 // by 5e-4 relative, 127 times the scale without it.
 func flushLoss(fs ...float64) float64 {
+	if smallestPartial(fs) >= flushLossBelow32 {
+		return 0 // no partial product counts: the common case, without the 2ⁿ subsets
+	}
+	return flushLossSubsets(fs)
+}
+
+// flushLossSubsets is flushLoss by enumerating the partial products.
+func flushLossSubsets(fs []float64) float64 {
 	worst := 0.0
 	partialProducts(fs, func(in, out float64) {
 		if in < flushLossBelow64 || (in < flushLossBelow32 && out <= math.MaxFloat64) {
@@ -472,6 +480,44 @@ func partialProducts(fs []float64, f func(in, out float64)) {
 		f(in, out)
 	}
 }
+
+// smallestPartial is the smallest product of two to n − 1 of the n
+// nonnegative factors fs, rounded (NaN propagates, a product that
+// underflows in float64 is below any threshold, so the callers' enumeration
+// or logarithms decide those): the two smallest factors times every other
+// factor below 1 but the largest. The scales call it per state and step, so
+// it sorts a copy on the stack; +Inf for fewer than three factors, which
+// have no such product.
+func smallestPartial(fs []float64) float64 {
+	n := len(fs)
+	if n < 3 || n > maxFactors {
+		return math.Inf(1)
+	}
+	var buf [maxFactors]float64
+	s := buf[:n]
+	for i, f := range fs {
+		if f != f {
+			return f
+		}
+		s[i] = f
+	}
+	for i := 1; i < n; i++ { // insertion sort: n ≤ maxFactors
+		for j := i; j > 0 && s[j] < s[j-1]; j-- {
+			s[j], s[j-1] = s[j-1], s[j]
+		}
+	}
+	p := s[0] * s[1]
+	for _, f := range s[2 : n-1] {
+		if f < 1 {
+			p *= f
+		}
+	}
+	return p
+}
+
+// maxFactors is the most factors of one term of the scales (the backward's
+// reach nine); smallestPartial leaves longer lists to the slow paths.
+const maxFactors = 12
 
 // mul0 is a·b for the nonnegative bounds of ErrorScale, with 0·∞ = 0: an
 // exact zero factor — Ā underflowed to 0, or a state that is exactly 0 —
@@ -543,8 +589,18 @@ func boolf(b bool) float64 {
 func DiscretizeScale(m ssm.Method, delta float64, a complex128, isComplex bool) (sAbar, sBcoef float64) {
 	x := complex(delta, 0) * a
 	cb := boundCoef(m, x, isComplex)
-	sx := cmplx.Abs(x) * (1 + boolf(isComplex))
+	sx := absC(x) * (1 + boolf(isComplex))
 	sAbar = cb.dabar*sx + cb.evalA
 	sBcoef = math.Abs(delta)*(cb.dg*sx+cb.evalG) + math.Abs(delta)*cb.g
 	return sAbar, sBcoef
+}
+
+// absC is |z|, as cmplx.Abs gives it (Hypot(v, 0) is |v| exactly) but
+// without Hypot's scaling where z is real: the scales take the magnitudes
+// of real A's coefficients per state and step.
+func absC(z complex128) float64 {
+	if imag(z) == 0 {
+		return math.Abs(real(z))
+	}
+	return cmplx.Abs(z)
 }

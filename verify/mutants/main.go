@@ -3,11 +3,14 @@
 // (-DSSMK_MUTANT=k plants one realistic bug in cudalib/src/ssmk_methods.h or
 // cpu.cpp), runs the suite (go test ./verify; ./golden tests the golden
 // files, not the library) against each mutant through SSMK_LIB, and prints
-// a kill matrix: which tests killed which mutant. It fails when the
-// unmutated build does not pass, when the build declaring an engine's
-// features (engineLib) does not, or when any mutant survives. The accuracy mutants are judged one per CPU at a time (-j),
-// with the checks that time the library left out of their runs; the check
-// faults after them, alone. Run it from the repository root: make mutants.
+// which test killed which mutant. It fails when the unmutated build does
+// not pass, when the build declaring an engine's features (engineLib) does
+// not, or when any mutant survives. A mutant's run stops at its first
+// failing test, whose diagnosis must name the bug (-matrix runs every test
+// against every mutant, for the whole kill matrix). The accuracy mutants
+// are judged one per CPU at a time (-j), with the checks that time the
+// library left out of their runs; the check faults after them, alone. Run
+// it from the repository root: make mutants.
 //
 // With -cuda it does the same for the CUDA library on a GPU machine: its
 // own paths (the time-parallel composition, the fast paths, foh's near
@@ -35,6 +38,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -115,6 +119,10 @@ const resumeRun = "^TestResumption$"
 // narrowRun is the suite's tests of the 16-bit input types (verify's
 // TestNarrow…), the only ones that scan in them.
 const narrowRun = "^TestNarrow"
+
+// forwardOnly is what a forward kernel bug's run leaves out: the tests of
+// the backward, of the 16-bit types and the gradients' error table.
+const forwardOnly = "^TestBackward|^TestNarrow|^TestGradErrorByDType$"
 
 // narrowBackwardRun is the suite's tests of the backward in the 16-bit
 // input types.
@@ -202,6 +210,7 @@ var (
 	out    = flag.String("out", "out", "folder for mutants.json and the logs")
 	only   = flag.String("only", "", "comma-separated mutant numbers to run (default: all)")
 	gotest = flag.String("go", "go", "the go command")
+	matrix = flag.Bool("matrix", false, "run every test against every mutant, for the whole kill matrix (default: stop at a mutant's first failing test)")
 	jobs   = flag.Int("j", 0, "accuracy mutants judged at once (0: one per CPU for the CPU build, 1 with -cuda)")
 )
 
@@ -233,31 +242,15 @@ func main() {
 		}
 	} else {
 		fmt.Println("mutants: building the CPU library, its engine declaration and", len(catalogue), "mutants")
-		if err := run("make", "-s", "lib", engineLib); err != nil {
-			fatal(fmt.Errorf("make lib %s: %w", engineLib, err))
+		if err := run("make", "-s", "lib"); err != nil {
+			fatal(fmt.Errorf("make lib: %w", err))
 		}
 	}
-	fmt.Printf("[baseline] %s ... ", base)
-	baseSkip := ""
-	if *cuda {
-		baseSkip = cudaSkip
-	}
-	failed, _, err := suite(base, *pkgs, "", baseSkip, filepath.Join(*out, "mutant-0.log"), filepath.Join(*out, "mutant-0"))
-	if err != nil || len(failed) > 0 {
-		fmt.Println("FAIL")
-		fatal(fmt.Errorf("the unmutated build must pass the suite: failed %v (%v); see %s/mutant-0.log", failed, err, *out))
-	}
-	fmt.Println("pass")
 	var sel []Mutant
 	for _, m := range catalogue {
 		if selected(m.K) {
 			sel = append(sel, m)
 		}
-	}
-	results := make([]result, len(sel))
-	ready := make([]chan struct{}, len(sel))
-	for i := range ready {
-		ready[i] = make(chan struct{})
 	}
 	workers := *jobs
 	if workers < 1 {
@@ -273,54 +266,102 @@ func main() {
 	case workers > 1:
 		skip = timedChecks
 	}
-	// The accuracy mutants run `workers` at a time: the suite uses one core
-	// (its user time is its wall time), and no timing decides them, so their
-	// runs leave the timed checks out. The check faults, which timings
-	// decide, run after them, one at a time, with the whole suite's checks.
-	// The engine declaration (engineLib) is a control, not a mutant: the
-	// suite must pass against it, fitting its problems to what the library
-	// declares it takes. It runs in the pool, first, like an accuracy mutant.
+	// The runs that no timing decides share the machine, `workers` at a
+	// time, in this order: the unmutated build (its timed checks left out
+	// when several run at once), the engine declaration, the accuracy
+	// mutants. Each suite then gets one OpenMP thread: the library's team
+	// would spin at its barriers on the core the other run needs. The
+	// engine declaration is a control, not a mutant: the suite must pass
+	// against it, fitting its problems to what the library declares it
+	// takes. After them, alone and with the library's whole team, the
+	// unmutated build's timed checks and the check faults, which timings
+	// decide.
+	var poolEnv []string
+	if workers > 1 && !*cuda {
+		poolEnv = []string{"OMP_NUM_THREADS=1"}
+	}
 	control := !*cuda && *only == ""
-	var engineFailed []string
-	var engineErr error
-	engineDone := make(chan struct{})
-	go func() {
-		sem := make(chan struct{}, workers)
-		var wg sync.WaitGroup
-		if control {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				sem <- struct{}{}
-				defer func() { <-sem }()
-				abs, _ := filepath.Abs(engineLib)
-				engineFailed, _, engineErr = suite(abs, *pkgs, "", skip, filepath.Join(*out, "engine.log"), filepath.Join(*out, "engine"))
-				close(engineDone)
-			}()
-		} else {
+	results := make([]result, len(sel))
+	ready := make([]chan struct{}, len(sel))
+	for i := range ready {
+		ready[i] = make(chan struct{})
+	}
+	type outcome struct {
+		failed []string
+		err    error
+	}
+	var baseline, engine outcome
+	baseDone, engineDone := make(chan struct{}), make(chan struct{})
+	var baseFailed atomic.Bool
+	jobs := make(chan func(), 2*len(sel)+2)
+	jobs <- func() {
+		baseline.failed, _, baseline.err = suite(base, *pkgs, "", skip, filepath.Join(*out, "mutant-0.log"), filepath.Join(*out, "mutant-0"), poolEnv, false)
+		baseFailed.Store(baseline.err != nil || len(baseline.failed) > 0)
+		close(baseDone)
+	}
+	if control {
+		jobs <- func() {
+			if err := run("make", "-s", engineLib); err != nil {
+				fatal(fmt.Errorf("make %s: %w", engineLib, err))
+			}
+			abs, _ := filepath.Abs(engineLib)
+			engine.failed, _, engine.err = suite(abs, *pkgs, "", skip, filepath.Join(*out, "engine.log"), filepath.Join(*out, "engine"), poolEnv, false)
 			close(engineDone)
 		}
-		for i, m := range sel {
-			if m.Check > 0 {
-				continue
+	} else {
+		close(engineDone)
+	}
+	for i, m := range sel {
+		if m.Check == 0 {
+			jobs <- func() {
+				if !(*cuda && baseFailed.Load()) { // a GPU's time is not spent on mutants of a failing build
+					results[i] = judge(m, libOf(m.K), skip, poolEnv)
+				}
+				close(ready[i])
 			}
+		}
+	}
+	if !*cuda {
+		for _, m := range sel {
+			if m.Check > 0 { // built while the pool runs, judged alone after it
+				jobs <- func() { build(m, libOf(m.K)) }
+			}
+		}
+	}
+	close(jobs)
+	go func() {
+		var wg sync.WaitGroup
+		for range workers {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				sem <- struct{}{}
-				defer func() { <-sem }()
-				results[i] = judge(m, libOf(m.K), skip)
-				close(ready[i])
+				for job := range jobs {
+					job()
+				}
 			}()
 		}
 		wg.Wait()
+		if skip == timedChecks && !baseFailed.Load() {
+			failed, _, err := suite(base, "./verify", timedChecks, "", filepath.Join(*out, "mutant-0-checks.log"), filepath.Join(*out, "mutant-0-checks"), nil, false)
+			baseline.failed, baseline.err = append(baseline.failed, failed...), errors.Join(baseline.err, err)
+			baseFailed.Store(err != nil || len(failed) > 0)
+		}
 		for i, m := range sel {
 			if m.Check > 0 {
-				results[i] = judge(m, libOf(m.K), "")
+				if !baseFailed.Load() {
+					results[i] = judge(m, libOf(m.K), "", nil)
+				}
 				close(ready[i])
 			}
 		}
 	}()
+	<-baseDone
+	fmt.Printf("[baseline] %s ... ", base)
+	if baseFailed.Load() {
+		fmt.Println("FAIL")
+		fatal(fmt.Errorf("the unmutated build must pass the suite: failed %v (%v); see %s/mutant-0.log", baseline.failed, baseline.err, *out))
+	}
+	fmt.Println("pass (its timed checks run before the check faults)")
 	for i := range sel {
 		<-ready[i]
 		printResult(results[i], len(catalogue))
@@ -361,9 +402,9 @@ func main() {
 	status := 0
 	<-engineDone
 	if control {
-		if engineErr != nil || len(engineFailed) > 0 {
+		if engine.err != nil || len(engine.failed) > 0 {
 			fmt.Printf("FAIL: the CPU build declaring an engine's features (%s) must pass the suite: failed %v (%v); see %s/engine.log\n",
-				engineLib, engineFailed, engineErr, *out)
+				engineLib, engine.failed, engine.err, *out)
 			status = 1
 		} else {
 			fmt.Printf("the CPU build declaring an engine's features (%s: no z, variable B/C only) passes the suite\n", engineLib)
@@ -381,14 +422,12 @@ func main() {
 }
 
 // judge builds mutant m (the CPU build; -cuda built them all before),
-// runs the suite against it with the tests matching skip left out, and
-// classifies the outcome.
-func judge(m Mutant, lib, skip string) result {
+// runs the suite against it with the tests matching skip left out and env
+// added to its environment, and classifies the outcome.
+func judge(m Mutant, lib, skip string, env []string) result {
 	t0 := time.Now()
 	if !*cuda {
-		if err := run("make", "-s", lib); err != nil {
-			fatal(fmt.Errorf("building mutant %d: %w", m.K, err))
-		}
+		build(m, lib)
 	}
 	abs, _ := filepath.Abs(lib)
 	dir := filepath.Join(*out, fmt.Sprintf("mutant-%d", m.K))
@@ -405,13 +444,20 @@ func judge(m Mutant, lib, skip string) result {
 			skip = strings.TrimPrefix(skip+"|"+narrowBackwardRun, "|")
 		}
 	default:
-		// A bug of the scan's arithmetic: the 16-bit backward's tests and
-		// the gradients' error table recompute that arithmetic through the
-		// float32 backward, which TestBackward… already judge; they would
-		// add time, not kills.
-		skip = strings.TrimPrefix(skip+"|"+narrowBackwardRun+"|^TestGradErrorByDType$", "|")
+		// A bug of the forward scan's arithmetic: the forward's tests judge
+		// it. The backward's and the 16-bit types' tests recompute that
+		// arithmetic on their way (the backward differentiates the same
+		// coefficients), but their diagnoses name the gradient or the
+		// rounding, not the bug, and they would add time, not kills: the
+		// backward and 16-bit mutants are judged by them.
+		skip = strings.TrimPrefix(skip+"|"+forwardOnly, "|")
 	}
-	failed, log, err := suite(abs, pkgs, tests, skip, filepath.Join(*out, fmt.Sprintf("mutant-%d.log", m.K)), dir)
+	// A kill needs one failing test, and the diagnosis is that test's:
+	// the run stops there unless the whole kill matrix is asked for. A check
+	// fault's run goes on, since it is killed only when its check alone
+	// fails.
+	failfast := m.Check == 0 && (*cuda || !*matrix)
+	failed, log, err := suite(abs, pkgs, tests, skip, filepath.Join(*out, fmt.Sprintf("mutant-%d.log", m.K)), dir, env, failfast)
 	r := result{Mutant: m, KilledBy: failed, Outcome: classify(failed, err, log), Seconds: time.Since(t0).Seconds()}
 	if m.Check > 0 && r.Outcome == Killed && !onlyCheck(failed, m.Check) {
 		r.Outcome = Imprecise
@@ -422,6 +468,19 @@ func judge(m Mutant, lib, skip string) result {
 		r.Correct = r.Diagnosed == m.Cause
 	}
 	return r
+}
+
+// build builds CPU mutant m into lib: an accuracy mutant at -O1 (half the
+// compile time, the same arithmetic: the Makefile's MUTANT_OPT), a check
+// fault, which timings decide, at the base build's -O3.
+func build(m Mutant, lib string) {
+	opt := "MUTANT_OPT=-O1"
+	if m.Check > 0 {
+		opt = "MUTANT_OPT=-O3"
+	}
+	if err := run("make", "-s", opt, lib); err != nil {
+		fatal(fmt.Errorf("building mutant %d: %w", m.K, err))
+	}
 }
 
 // printResult prints one mutant's line of the progress report.
@@ -441,7 +500,11 @@ func printResult(r result, n int) {
 		if !r.Correct {
 			mark = fmt.Sprintf("MISDIAGNOSED (want %s)", r.Cause)
 		}
-		fmt.Printf("killed by %d tests (%.0f s); diagnosis %s: %s\n", len(r.KilledBy), r.Seconds, r.Diagnosed, mark)
+		by := fmt.Sprintf("%d tests", len(r.KilledBy))
+		if len(r.KilledBy) == 1 {
+			by = r.KilledBy[0]
+		}
+		fmt.Printf("killed by %s (%.0f s); diagnosis %s: %s\n", by, r.Seconds, r.Diagnosed, mark)
 	default:
 		fmt.Printf("SURVIVED (%.0f s)\n", r.Seconds)
 	}
@@ -491,9 +554,9 @@ func run(name string, args ...string) error {
 // (`--- FAIL: TestX` at the start of a line). With -bin it runs the
 // prebuilt <pkg>.test in each package's folder, as go test would; with
 // -cuda it stops at the first failing test and package.
-func suite(lib, pkgs, run, skip, logPath, reportDir string) ([]string, []byte, error) {
+func suite(lib, pkgs, run, skip, logPath, reportDir string, extraEnv []string, failfast bool) ([]string, []byte, error) {
 	abs, _ := filepath.Abs(reportDir)
-	env := append(os.Environ(), "SSMK_LIB="+lib, "SSMK_REPORT_DIR="+abs)
+	env := append(append(os.Environ(), "SSMK_LIB="+lib, "SSMK_REPORT_DIR="+abs), extraEnv...)
 	var cmds []*exec.Cmd
 	if *bin == "" {
 		args := append([]string{"test", "-count=1", "-v", "-timeout=10m"}, strings.Fields(pkgs)...)
@@ -503,7 +566,7 @@ func suite(lib, pkgs, run, skip, logPath, reportDir string) ([]string, []byte, e
 		if skip != "" {
 			args = append(args, "-skip", skip)
 		}
-		if *cuda {
+		if failfast {
 			args = append(args, "-failfast", "-p=1")
 		}
 		cmds = append(cmds, exec.Command(*gotest, args...))
@@ -517,7 +580,7 @@ func suite(lib, pkgs, run, skip, logPath, reportDir string) ([]string, []byte, e
 			if skip != "" {
 				args = append(args, "-test.skip="+skip)
 			}
-			if *cuda {
+			if failfast {
 				args = append(args, "-test.failfast")
 			}
 			c := exec.Command(filepath.Join(binDir, filepath.Base(pkg)+".test"), args...)
