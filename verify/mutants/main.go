@@ -711,7 +711,11 @@ func printMatrix(results []result) {
 		}
 	}
 	sort.Strings(tests)
-	fmt.Println("\nkill matrix (x: the test failed against the mutant)")
+	if *matrix {
+		fmt.Println("\nkill matrix (x: the test failed against the mutant)")
+	} else {
+		fmt.Println("\nfirst kills (x: the test that failed first against the mutant; -matrix runs every test)")
+	}
 	for i, t := range tests {
 		fmt.Printf("  T%-2d %s\n", i+1, t)
 	}

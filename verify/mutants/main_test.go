@@ -167,3 +167,23 @@ func plantedIn(src string) map[int]bool {
 	}
 	return planted
 }
+
+// TestForwardOnly: a forward kernel bug's run leaves out the backward's and
+// the 16-bit types' tests and the gradients' error table, and keeps every
+// forward test that kills one of the catalogue's kernel bugs alone (14 and
+// 33 are caught by the discretization tables only).
+func TestForwardOnly(t *testing.T) {
+	re := regexp.MustCompile(forwardOnly)
+	for _, name := range []string{"TestBackwardAccuracy", "TestBackwardEveryCombination", "TestNarrowAccuracy",
+		"TestNarrowBackwardAccuracy", "TestGradErrorByDType"} {
+		if !re.MatchString(name) {
+			t.Errorf("%s runs against the forward's kernel bugs", name)
+		}
+	}
+	for _, name := range []string{"TestAccuracy", "TestAccuracyEveryCombination", "TestDiscretizeSweep",
+		"TestDiscretizeEdges", "TestGolden", "TestResumption", "TestErrorByDType", "TestChunkBoundaries"} {
+		if re.MatchString(name) {
+			t.Errorf("%s is left out of the forward's kernel bugs' runs", name)
+		}
+	}
+}
