@@ -35,6 +35,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -160,6 +161,11 @@ var CUDACatalogue = []Mutant{
 	{107, "bilinear-du", "fast path (input term from Δ·u): bilinear's B·(Δ·u·g) as zoh's B·(Δ·u), g dropped", "", 0, ""},
 	{108, "bwd-padded-tail", "backward: the padded steps past seqlen of a row's last chunk take Δ = softplus(bias) instead of 0 (Ā ≠ 1 between dlast_state and the last step)", "", 0, ""},
 	{109, "bwd-chunk-adjoint", "backward: the adjoint entering a chunk from the one after it dropped (each chunk starts from λ = 0)", "", 0, ""},
+}
+
+// cudaOwn reports whether m is of CUDACatalogue.
+func cudaOwn(m Mutant) bool {
+	return slices.ContainsFunc(CUDACatalogue, func(c Mutant) bool { return c.K == m.K })
 }
 
 // DeviceShared lists the catalogue's mutants planted in the headers that
@@ -454,6 +460,13 @@ func judge(m Mutant, lib, skip string, env []string) result {
 			// diagnosis would name the gradients' truncation instead)
 			skip = strings.TrimPrefix(skip+"|"+narrowBackwardRun, "|")
 		}
+	case cudaOwn(m):
+		// A bug of the CUDA library's own paths, the forward's (101–107)
+		// or the backward's (108, 109; and the backward's first phase runs
+		// the forward's kernel): the whole suite judges it, less the
+		// 16-bit backward's tests and the gradients' error table, which
+		// recompute what TestBackward… judge.
+		skip = strings.TrimPrefix(skip+"|"+narrowBackwardRun+"|^TestGradErrorByDType$", "|")
 	default:
 		// A bug of the forward scan's arithmetic: the forward's tests judge
 		// it. The backward's and the 16-bit types' tests recompute that

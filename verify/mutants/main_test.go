@@ -187,3 +187,19 @@ func TestForwardOnly(t *testing.T) {
 		}
 	}
 }
+
+// TestCUDAOwnRunWholeSuite: the CUDA library's own mutants include the
+// backward's (108, 109), which the forward's tests alone cannot kill, so
+// they are not judged as the catalogue's forward kernel bugs are.
+func TestCUDAOwnRunWholeSuite(t *testing.T) {
+	for _, m := range CUDACatalogue {
+		if !cudaOwn(m) || m.Run != "" {
+			t.Errorf("mutant %d: cudaOwn %v, Run %q: want judged by the whole suite", m.K, cudaOwn(m), m.Run)
+		}
+	}
+	for _, m := range Catalogue {
+		if cudaOwn(m) {
+			t.Errorf("catalogue mutant %d taken for the CUDA library's own", m.K)
+		}
+	}
+}
