@@ -101,10 +101,10 @@ func TestFlushFastPaths(t *testing.T) {
 	// besides the two smallest, and is just below 2⁻¹⁰² with it.
 	for _, c := range []struct {
 		fs            []float64
-		flush, term32 float64
+		flush, term32 float64 // flush: flushLoss's, for four factors only
 	}{
 		{[]float64{0.3, 0x1p-100, 0.7, 4}, 8, 8},
-		{[]float64{1, 1, 0.25, 0x1p-100, 0.5}, math.NaN(), 2},
+		{[]float64{1, 1, 0.25, 0x1p-100, 0.5}, 0, 2},
 	} {
 		if len(c.fs) == 4 {
 			if got := flushLoss(c.fs...); got != c.flush {

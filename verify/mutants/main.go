@@ -577,7 +577,8 @@ func run(name string, args ...string) error {
 // written into reportDir, and returns the top-level tests that failed
 // (`--- FAIL: TestX` at the start of a line). With -bin it runs the
 // prebuilt <pkg>.test in each package's folder, as go test would; with
-// -cuda it stops at the first failing test and package.
+// failfast it stops at the first failing test and package, and with
+// extraEnv it adds to the environment.
 func suite(lib, pkgs, run, skip, logPath, reportDir string, extraEnv []string, failfast bool) ([]string, []byte, error) {
 	abs, _ := filepath.Abs(reportDir)
 	env := append(append(os.Environ(), "SSMK_LIB="+lib, "SSMK_REPORT_DIR="+abs), extraEnv...)
@@ -591,7 +592,10 @@ func suite(lib, pkgs, run, skip, logPath, reportDir string, extraEnv []string, f
 			args = append(args, "-skip", skip)
 		}
 		if failfast {
-			args = append(args, "-failfast", "-p=1")
+			args = append(args, "-failfast")
+		}
+		if failfast || *cuda { // one package at a time: a stop is the run's end; one GPU
+			args = append(args, "-p=1")
 		}
 		cmds = append(cmds, exec.Command(*gotest, args...))
 	} else {
@@ -619,7 +623,7 @@ func suite(lib, pkgs, run, skip, logPath, reportDir string, extraEnv []string, f
 		c.Stdout, c.Stderr = &buf, &buf
 		if e := c.Run(); e != nil {
 			err = e
-			if *cuda {
+			if failfast || *cuda {
 				break
 			}
 		}
