@@ -54,9 +54,6 @@ import (
 //
 // "none" when no slip fits; "" when the failure does not reproduce.
 func Backward(l Differentiator, p *ssm.Problem, ct *ssm.Cotangent, dt ssm.DType) Finding {
-	compare := func(q *ssm.Problem, c *ssm.Cotangent, got *ssm.Grads) (judge.GradComparison, error) {
-		return compareGrads(q, c, got, dt)
-	}
 	got, err := l.Backward(p, ct, dt, false)
 	if err != nil {
 		return Finding{Tag: "refused", Cause: "the backward refused: " + err.Error()}
@@ -105,7 +102,7 @@ func Backward(l Differentiator, p *ssm.Problem, ct *ssm.Cotangent, dt ssm.DType)
 		}
 		q := p.Clone()
 		q.Method = m
-		c, err := compare(q, ct, got)
+		c, err := compareGrads(q, ct, got, dt)
 		if err != nil {
 			continue
 		}
@@ -140,38 +137,34 @@ func Backward(l Differentiator, p *ssm.Problem, ct *ssm.Cotangent, dt ssm.DType)
 	for _, g := range failing {
 		onlyDelta = onlyDelta && (g.Name == "ddelta" || g.Name == "ddelta_bias")
 	}
-	if onlyDelta {
-		if p.Softplus {
-			scaled := *got
-			scaled.Delta = append([]float64(nil), got.Delta...)
-			for i := range scaled.Delta {
-				if v := p.Delta[i] + biasAt(p, i); v <= 20 {
-					scaled.Delta[i] *= 1 / (1 + math.Exp(-v))
-				}
-			}
-			if c := judge.CompareGrads(p, &scaled, dt, want, sc); !contains(c.Failing(dt), "ddelta") {
-				f.Tag, f.Cause = "bwd-no-softplus", "ddelta lacks softplus' derivative σ(v): times σ(v) it is the reference's"
-				return f
+	if onlyDelta && p.Softplus {
+		scaled := *got
+		scaled.Delta = append([]float64(nil), got.Delta...)
+		for i := range scaled.Delta {
+			if v := p.Delta[i] + biasAt(p, i); v <= 20 {
+				scaled.Delta[i] *= 1 / (1 + math.Exp(-v))
 			}
 		}
-		// The padded steps too can show in ddelta_bias alone (with
-		// dlast_state they reach it through their Δ = bias): their probes
-		// are evidence, the chain's pattern is not.
-		if cause, ok := paddedTail(l, p, ct, dt); ok {
-			f.Tag, f.Cause = "bwd-padded-tail", cause
+		if c := judge.CompareGrads(p, &scaled, dt, want, sc); !contains(c.Failing(dt), "ddelta") {
+			f.Tag, f.Cause = "bwd-no-softplus", "ddelta lacks softplus' derivative σ(v): times σ(v) it is the reference's"
 			return f
 		}
-		f.Tag, f.Cause = "bwd-delta-chain", "only ddelta (and ddelta_bias) are wrong: a term of the chain through Δ, in Ā(Δ·a) or in Δ·g(Δ·a), is missing or wrong"
-		return f
 	}
+	// Before the chain's pattern: the padded steps too can show in
+	// ddelta_bias alone (with dlast_state they reach it through their
+	// Δ = bias), and their probes are evidence where the pattern is not.
 	if cause, ok := paddedTail(l, p, ct, dt); ok {
 		f.Tag, f.Cause = "bwd-padded-tail", cause
+		return f
+	}
+	if onlyDelta {
+		f.Tag, f.Cause = "bwd-delta-chain", "only ddelta (and ddelta_bias) are wrong: a term of the chain through Δ, in Ā(Δ·a) or in Δ·g(Δ·a), is missing or wrong"
 		return f
 	}
 	if ct.LastState != nil {
 		c0 := &ssm.Cotangent{Out: ct.Out}
 		if g0, err := l.Backward(p, c0, dt, false); err == nil {
-			if c, err := compare(p, c0, g0); err == nil && c.Passed(dt) {
+			if c, err := compareGrads(p, c0, g0, dt); err == nil && c.Passed(dt) {
 				f.Tag, f.Cause = "bwd-dlast", fmt.Sprintf("right without a gradient of the last state, wrong with one: dlast_state enters the sweep at the wrong step (seqlen %d: a padded tail or a chunk boundary)", p.Seqlen)
 				return f
 			}

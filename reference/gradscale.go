@@ -391,11 +391,10 @@ func biasOf(p *ssm.Problem, d int) float64 {
 // (the n − 1 smallest if all are), or of the two smallest, and the loss is
 // 2·total/max(that, η) units, computed in logarithms.
 func termFlush(prec ssm.Precision, fs ...float64) float64 {
-	if len(fs) < 3 {
-		return 0 // no partial product between a factor and the whole term
-	}
+	// The common case, decided without logarithms (smallestPartial is +Inf
+	// for fewer than three factors).
 	if smallestPartial(fs) >= prec.Tiny()/prec.UnitRoundoff() {
-		return 0 // the common case, decided without logarithms
+		return 0
 	}
 	return termFlushLogs(prec, fs)
 }
@@ -403,7 +402,7 @@ func termFlush(prec ssm.Precision, fs ...float64) float64 {
 // termFlushLogs is termFlush in logarithms, for any factors.
 func termFlushLogs(prec ssm.Precision, fs []float64) float64 {
 	if len(fs) < 3 {
-		return 0
+		return 0 // no partial product between a factor and the whole term
 	}
 	small := append([]float64(nil), fs...)
 	sort.Float64s(small)
