@@ -189,6 +189,31 @@ func BuildDir() (string, error) {
 	}
 }
 
+// resolveLib is SSMK_LIB's path as the user meant it. An absolute path, or
+// a relative one that names a file from here, is taken as it is; a relative
+// one that does not is read from the module's root, where make runs: go
+// test runs each package in its own folder, so "build/x.so" from the root
+// would otherwise be looked for as verify/build/x.so.
+func resolveLib(path string) string {
+	if filepath.IsAbs(path) {
+		return path
+	}
+	if _, err := os.Stat(path); err == nil {
+		return path
+	}
+	if dir, err := BuildDir(); err == nil && os.Getenv("SSMK_BUILD_DIR") == "" {
+		if p := filepath.Join(filepath.Dir(dir), path); fileExists(p) {
+			return p
+		}
+	}
+	return path
+}
+
+func fileExists(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && !st.IsDir()
+}
+
 // Library file names inside BuildDir.
 const (
 	CPULibrary  = "libssmk_cpu.so"
@@ -207,7 +232,7 @@ const (
 // Library.Selection records the reason for the choice.
 func OpenDefault() (*Library, error) {
 	if path := os.Getenv("SSMK_LIB"); path != "" {
-		l, err := Open(path)
+		l, err := Open(resolveLib(path))
 		if err != nil {
 			return nil, fmt.Errorf("SSMK_LIB: %w", err)
 		}

@@ -81,6 +81,13 @@ func TestOpenDefaultEnvironment(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "SSMK_LIB="+cpu, l.Selection)
 
+	// A path relative to the module's root, as make passes it from there,
+	// is found from this package's folder too (go test runs here).
+	t.Setenv("SSMK_LIB", filepath.Join("build", CPULibrary))
+	l, err = OpenDefault()
+	require.NoError(t, err)
+	assert.Equal(t, cpu, l.Path)
+
 	t.Setenv("SSMK_LIB", filepath.Join(t.TempDir(), "mine.so"))
 	_, err = OpenDefault()
 	assert.ErrorContains(t, err, "SSMK_LIB")

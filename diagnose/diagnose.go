@@ -8,6 +8,7 @@ import (
 
 	"ssmverify/judge"
 	"ssmverify/reference"
+	"ssmverify/report"
 	"ssmverify/ssm"
 )
 
@@ -43,43 +44,9 @@ func (e exactScanner) Scan(p *ssm.Problem, dt ssm.DType) (*ssm.Output, error) {
 	return e.s.Scan(q, dt)
 }
 
-// Finding is the diagnosis of one failing scan.
-type Finding struct {
-	// Tag names the cause for machines ("no-D", "method:zoh",
-	// "bilinear-sign", …); "none" when no diagnosis fits, "" when the
-	// failure did not reproduce.
-	Tag string `json:"tag"`
-	// Cause says in words what the kernel computes instead.
-	Cause string `json:"cause"`
-	// Also lists other slips the result is equally consistent with.
-	Also []string `json:"also,omitempty"`
-	// Needs lists the features the failure needs: switched off one at a
-	// time, each of these makes the kernel pass.
-	Needs []string `json:"needs,omitempty"`
-	// Where says which array, part and steps fail.
-	Where string `json:"where"`
-	// Evidence carries the numbers behind the cause.
-	Evidence []string `json:"evidence,omitempty"`
-}
-
-// String is the finding on one line, as the summary prints it.
-func (f Finding) String() string {
-	var b strings.Builder
-	b.WriteString(f.Cause)
-	if len(f.Also) > 0 {
-		fmt.Fprintf(&b, " (equally consistent: %s)", strings.Join(f.Also, ", "))
-	}
-	if len(f.Needs) > 0 {
-		fmt.Fprintf(&b, "; needs %s", strings.Join(f.Needs, ", "))
-	}
-	if f.Where != "" {
-		fmt.Fprintf(&b, "; %s", f.Where)
-	}
-	for _, e := range f.Evidence {
-		fmt.Fprintf(&b, "; %s", e)
-	}
-	return b.String()
-}
+// Finding is the diagnosis of one failing scan: report.Finding, the type
+// report.json carries, so that a diagnosis is data wherever it is read.
+type Finding = report.Finding
 
 // Scan investigates why the kernel of s fails on p in dtype dt; p is used
 // as given (a float32 caller rounds it first, as the suite does). The steps

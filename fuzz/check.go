@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -211,9 +212,9 @@ func CheckDiscretize(lib *cudalib.Library, in DiscretizeInput) error {
 			got, want, in complex128
 			scale         float64
 		}{{"Abar", ga, wa, sa, scA}, {"Bcoef", gb, wb, sb, scB}} {
-			v := Value{Kernel: o.got, Exact: o.want, InDtype: o.in, Scale: o.scale, Tiny: 2, IsComplex: in.IsComplex,
+			v := judge.Element{Kernel: o.got, Exact: o.want, InDtype: o.in, Scale: o.scale, Tiny: 2, IsComplex: in.IsComplex,
 				OnInfinity: onInfinity(d, av, in.IsComplex, in.DType)}
-			if why := Judge(v, in.DType); why != "" {
+			if why := judge.Judge(v, in.DType, policyOf(lib, in.Method, in.DType, in.IsComplex)); why != "" {
 				f.add("%s[%d] at Δ = %v, a = %v: %s", o.name, i, d, fmtA(av, in.IsComplex), why)
 			}
 		}
@@ -272,13 +273,33 @@ func CheckScan(lib *cudalib.Library, p *ssm.Problem, dt ssm.DType, withState boo
 	if withState {
 		gs = b.LastState.Float64s()
 	}
-	if err := judgeScan(f, p, ref, dt, b.Out.Float64s(), gs); err != nil {
+	pol := policyOf(lib, p.Method, dt, p.Complex)
+	if pol == judge.FiniteOnly && !finiteInputs(p) {
+		return f.err() // NaN and ±Inf inputs are the policy's alone: the guards above still hold
+	}
+	if err := judgeScan(f, p, ref, dt, b.Out.Float64s(), gs, pol); err != nil {
 		if ref == p {
 			return fmt.Errorf("%w\n  diagnosis: %s", err, diagnoseFuzz(lib, p, dt))
 		}
 		return err
 	}
 	return nil
+}
+
+// PolicyEnv names the environment variable that holds every library to the
+// non-finite policy (SSMK_NONFINITE_POLICY=1; the gate's -nonfinite sets
+// it), whatever it declares.
+const PolicyEnv = "SSMK_NONFINITE_POLICY"
+
+// policyOf is how much of the non-finite policy a call of lib for (m, dt,
+// real/complex A) is held to: all of it where the library declares
+// SSMK_CAP_NONFINITE for the combination or the run asks for it
+// (PolicyEnv), else what the error model covers (judge.FiniteOnly).
+func policyOf(lib *cudalib.Library, m ssm.Method, dt ssm.DType, isComplex bool) judge.Policy {
+	if os.Getenv(PolicyEnv) == "1" || lib.Capabilities(m, dt, isComplex).NonFinitePolicy() {
+		return judge.NonFinitePolicy
+	}
+	return judge.FiniteOnly
 }
 
 // diagnoseFuzz is the diagnosis of a failing fuzz scan (package diagnose).
@@ -318,7 +339,7 @@ func finiteInputs(p *ssm.Problem) bool {
 // judgeScan judges a kernel's scan outputs got and, unless nil, its last
 // state gs against the references of ref (p itself, or p as zoh where the
 // library declares complex A's fallback), adding what it finds to f.
-func judgeScan(f *Failure, p, ref *ssm.Problem, dt ssm.DType, got, gs []float64) error {
+func judgeScan(f *Failure, p, ref *ssm.Problem, dt ssm.DType, got, gs []float64, pol judge.Policy) error {
 	exact, err := reference.Scan(ref, ssm.Float64)
 	if err != nil {
 		return err
@@ -385,11 +406,11 @@ func judgeScan(f *Failure, p, ref *ssm.Problem, dt ssm.DType, got, gs []float64)
 		if unjudged(sc.MagOut[i], reached[i]) {
 			continue
 		}
-		v := Value{Kernel: complex(got[i], 0), Exact: complex(exact.Out[i], 0), InDtype: complex(inDtype.Out[i], 0),
+		v := judge.Element{Kernel: complex(got[i], 0), Exact: complex(exact.Out[i], 0), InDtype: complex(inDtype.Out[i], 0),
 			Scale: sc.Out[i], Tiny: tiny(sc.TinyOut[i], sc.PeakOut[i], sc.ReachOut[i]), Sum: true, Rounded: dt.Narrow(),
 			OnInfinity: overflowed[i/p.Seqlen] || sc.MagOut[i] > max || sc.DecayOut[i] > max || i%p.Seqlen >= xOver[i/p.Seqlen] ||
 				edge(sc.PathMagOut[i], sc.PathScaleOut[i])}
-		if why := Judge(v, dt); why != "" {
+		if why := judge.Judge(v, dt, pol); why != "" {
 			f.add("out[%d %d %d]: %s", i/(p.Dim*p.Seqlen), i/p.Seqlen%p.Dim, i%p.Seqlen, why)
 		}
 	}
@@ -398,7 +419,7 @@ func judgeScan(f *Failure, p, ref *ssm.Problem, dt ssm.DType, got, gs []float64)
 			if unjudged(sc.MagState[i], stateBad[i] < p.Seqlen) {
 				continue
 			}
-			v := Value{Scale: sc.LastState[i], Tiny: tiny(sc.TinyState[i], sc.PeakState[i], sc.ReachState[i]), IsComplex: p.Complex, Sum: true,
+			v := judge.Element{Scale: sc.LastState[i], Tiny: tiny(sc.TinyState[i], sc.PeakState[i], sc.ReachState[i]), IsComplex: p.Complex, Sum: true,
 				OnInfinity: overflowed[i/p.Dstate] || sc.MagState[i] > max || sc.DecayState[i] > max || xOver[i/p.Dstate] < p.Seqlen ||
 					edge(sc.PathMagState[i], sc.PathScaleState[i])}
 			if p.Complex {
@@ -408,7 +429,7 @@ func judgeScan(f *Failure, p, ref *ssm.Problem, dt ssm.DType, got, gs []float64)
 			} else {
 				v.Kernel, v.Exact, v.InDtype = complex(gs[i], 0), complex(exact.LastState[i], 0), complex(inDtype.LastState[i], 0)
 			}
-			if why := Judge(v, dt); why != "" {
+			if why := judge.Judge(v, dt, pol); why != "" {
 				N := p.Dstate
 				f.add("last_state[%d %d %d]: %s", i/(p.Dim*N), i/N%p.Dim, i%N, why)
 			}
@@ -568,7 +589,7 @@ func firstNonFiniteState(p *ssm.Problem) []int {
 }
 
 // nonFinite reports whether x is ±Inf or NaN.
-func nonFinite(x float64) bool { return ClassOf(x) != Finite }
+func nonFinite(x float64) bool { return judge.ClassOf(x) != judge.Finite }
 
 // unboundRows replaces, in the float64 reference, every (batch, dim) row
 // whose recurrence went non-finite on finite inputs (an output no

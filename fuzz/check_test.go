@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"ssmverify/gen"
+	"ssmverify/judge"
 	"ssmverify/reference"
 	"ssmverify/ssm"
 )
@@ -61,7 +62,7 @@ func TestJudgeScanAfterStateOverflow(t *testing.T) {
 		{"a wrong finite value", []float64{h0, math.Inf(1), 1.001e30}, false},
 		{"a wrong first step", []float64{1.001 * h0, math.Inf(1), 1e30}, false},
 	} {
-		err := judgeScan(&Failure{Input: c.name}, p, p, ssm.F64, c.out, nil)
+		err := judgeScan(&Failure{Input: c.name}, p, p, ssm.F64, c.out, nil, judge.NonFinitePolicy)
 		if got := err == nil; got != c.ok {
 			t.Errorf("%s: accepted %t, want %t: %v", c.name, got, c.ok, err)
 		}
@@ -116,7 +117,7 @@ func TestJudgeScanFlushedDecay(t *testing.T) {
 		{"200 times the decayed state", with(func(o []float64) { o[L-1] *= 200 }), false},
 		{"a flushed early step", with(func(o []float64) { o[3] = 0 }), false},
 	} {
-		err := judgeScan(&Failure{Input: c.name}, p, p, ssm.F32, c.out, nil)
+		err := judgeScan(&Failure{Input: c.name}, p, p, ssm.F32, c.out, nil, judge.NonFinitePolicy)
 		if got := err == nil; got != c.ok {
 			t.Errorf("%s: accepted %t, want %t: %v", c.name, got, c.ok, err)
 		}
@@ -156,7 +157,7 @@ func TestJudgeScanStateAtTheEdge(t *testing.T) {
 		{"a wrong finite state", f32.Out, 0.6 * math.MaxFloat32, false},
 		{"a wrong finite output", []float64{f32.Out[0], 0.6 * math.MaxFloat32}, f32.LastState[0], false},
 	} {
-		err := judgeScan(&Failure{Input: c.name}, p, p, ssm.F32, c.out, []float64{c.state})
+		err := judgeScan(&Failure{Input: c.name}, p, p, ssm.F32, c.out, []float64{c.state}, judge.NonFinitePolicy)
 		if got := err == nil; got != c.ok {
 			t.Errorf("%s: accepted %t, want %t: %v", c.name, got, c.ok, err)
 		}
@@ -193,7 +194,7 @@ func TestJudgeScanStateReadsItsOwnInputs(t *testing.T) {
 		{"the sequential order", math.Inf(1), true},
 		{"the time-parallel order", unbounded, true},
 	} {
-		err := judgeScan(&Failure{Input: c.name}, p, p, ssm.F64, exact.Out, []float64{exact.LastState[0], c.state})
+		err := judgeScan(&Failure{Input: c.name}, p, p, ssm.F64, exact.Out, []float64{exact.LastState[0], c.state}, judge.NonFinitePolicy)
 		if got := err == nil; got != c.ok {
 			t.Errorf("%s: accepted %t, want %t: %v", c.name, got, c.ok, err)
 		}
@@ -231,7 +232,7 @@ func TestJudgeScanOwnStepInputs(t *testing.T) {
 		{"the time-parallel order", []float64{seq[0], seq[1], unbounded, seq[3]}, true},
 		{"a finite output where z is +Inf", []float64{0, seq[1], unbounded, seq[3]}, false},
 	} {
-		err := judgeScan(&Failure{Input: c.name}, p, p, ssm.F64, c.out, exact.LastState)
+		err := judgeScan(&Failure{Input: c.name}, p, p, ssm.F64, c.out, exact.LastState, judge.NonFinitePolicy)
 		if got := err == nil; got != c.ok {
 			t.Errorf("%s: accepted %t, want %t: %v", c.name, got, c.ok, err)
 		}
@@ -284,7 +285,7 @@ func TestJudgeScanSoftplusOfMinusInf(t *testing.T) {
 		{"a wrong step 1", tpWith(1, 1.001*seq[1]), false},
 		{"a wrong step 0", tpWith(0, 1e-3), false},
 	} {
-		err := judgeScan(&Failure{Input: c.name}, p, p, ssm.F64, c.out, nil)
+		err := judgeScan(&Failure{Input: c.name}, p, p, ssm.F64, c.out, nil, judge.NonFinitePolicy)
 		if got := err == nil; got != c.ok {
 			t.Errorf("%s: accepted %t, want %t: %v", c.name, got, c.ok, err)
 		}

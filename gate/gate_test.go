@@ -3,7 +3,6 @@ package gate
 import (
 	"encoding/xml"
 	"errors"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,62 +12,13 @@ import (
 	"ssmverify/report"
 )
 
-func noisy(r *rand.Rand, n int, center, rel float64) []float64 {
-	s := make([]float64, n)
-	for i := range s {
-		s[i] = center * (1 + rel*(2*r.Float64()-1))
-	}
-	return s
-}
-
-// TestCompareSamples: benchstat's decision on synthetic samples, one case
-// per verdict, including both reasons for "could not decide".
-func TestCompareSamples(t *testing.T) {
-	r := rand.New(rand.NewPCG(1, 2))
-	for _, tc := range []struct {
-		name     string
-		old, cur []float64
-		want     string
-		reason   string
-	}{
-		{"same", noisy(r, 30, 100, 0.01), noisy(r, 30, 100, 0.01), NoChange, "p ="},
-		{"10% slower", noisy(r, 30, 100, 0.01), noisy(r, 30, 110, 0.01), Regression, "slower"},
-		{"3% slower: significant but allowed", noisy(r, 30, 100, 0.005), noisy(r, 30, 103, 0.005), NoChange, "within the allowed 5%"},
-		{"10% faster", noisy(r, 30, 100, 0.01), noisy(r, 30, 90, 0.01), Improvement, "-10"},
-		{"0.3% faster: drift", noisy(r, 100, 100, 0.001), noisy(r, 100, 99.7, 0.001), NoChange, "below the 1%"},
-		{"too few samples", []float64{100, 101, 99}, []float64{120, 121, 119}, Undecided, "too few samples"},
-		{"too noisy", noisy(r, 30, 100, 0.4), noisy(r, 30, 104, 0.4), Undecided, "spread too wide"},
-		{"noisy but far slower", noisy(r, 30, 100, 0.5), noisy(r, 30, 300, 0.5), Regression, "beyond the noise"},
-		{"no baseline", nil, noisy(r, 10, 100, 0.01), Pass, "no baseline"},
-	} {
-		p := CompareSamples("zoh", tc.old, tc.cur, 0.05)
-		if p.Verdict != tc.want || !strings.Contains(p.Reason, tc.reason) {
-			t.Errorf("%s: %s (%s), want %s with a reason containing %q", tc.name, p.Verdict, p.Reason, tc.want, tc.reason)
-		}
-	}
-}
-
-// TestComparePerformanceConfigMismatch: a baseline measured on another
-// problem is refused, not compared.
-func TestComparePerformanceConfigMismatch(t *testing.T) {
-	dir := t.TempDir()
-	c7 := &report.Check7{Config: "8×512×1024×16 fp32", Samples: map[string][]float64{"zoh": {1, 2, 3}}}
-	path := filepath.Join(dir, "b.json")
-	if err := WriteBaseline(path, &report.Check7{Config: "2×64×256×16 fp32", Samples: c7.Samples}, Library{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ComparePerformance(c7, path, 0.05); err == nil || !strings.Contains(err.Error(), "not comparable") {
-		t.Fatalf("err = %v, want a refusal naming both configurations", err)
-	}
-}
-
-func sample() *Report {
-	r := &Report{Schema: Schema, Created: "2026-11-21T00:00:00Z", Tasks: []string{"t1"},
-		Library: Library{Path: "/x/libssmk_cpu.so", SHA256: "abc", Backend: "cpu"}}
-	r.Tests = []Test{
-		{Package: "verify", Name: "TestAccuracy", Result: Pass, Seconds: 1.5, Task: "t1"},
-		{Package: "verify", Name: "TestSweep", Result: Fail, Task: "t1", Output: []string{"    sweep_test.go:1: ratio 1e6 > 4"}, Reproduce: "go test ./verify -run '^TestSweep$'"},
-		{Package: "fuzz", Name: "FuzzScan", Result: Skip, Task: "t1"},
+func sample() *report.Report {
+	r := report.New(report.LibraryInfo{Path: "/x/libssmk_cpu.so", SHA256: "abc", Backend: "cpu"})
+	r.Started, r.Tasks = "2026-11-21T00:00:00Z", []string{"t1"}
+	r.Tests = []report.TestVerdict{
+		{Package: "verify", Name: "TestAccuracy", Outcome: report.Passed, Passed: true, Seconds: 1.5, Task: "t1"},
+		{Package: "verify", Name: "TestSweep", Outcome: report.Failed, Task: "t1", Reason: "ratio 1e6 > 4", Output: []string{"    sweep_test.go:1: ratio 1e6 > 4"}, Reproduce: "go test ./verify -run '^TestSweep$'"},
+		{Package: "fuzz", Name: "FuzzScan", Outcome: report.Skipped, Passed: true, Task: "t1"},
 	}
 	return r
 }
@@ -113,7 +63,7 @@ func parseJUnit(t *testing.T, path string) junitDoc {
 // comparisons appear as a failure and an error.
 func TestJUnit(t *testing.T) {
 	r := sample()
-	r.Performance = []Perf{{Method: "foh", Verdict: Regression, Reason: "+12% slower"}, {Method: "zoh", Verdict: Undecided, Reason: "too few samples"}}
+	r.Performance = []report.Perf{{Method: "foh", Verdict: report.Regression, Reason: "+12% slower"}, {Method: "zoh", Verdict: report.VerdictUndecided, Reason: "too few samples"}}
 	r.Decide()
 	path := filepath.Join(t.TempDir(), "junit.xml")
 	if err := WriteJUnit(path, r); err != nil {
@@ -144,25 +94,25 @@ func TestJUnit(t *testing.T) {
 func TestMarkdownVerdictMatchesExit(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
-		edit  func(*Report)
+		edit  func(*report.Report)
 		exit  int
 		badge string
 	}{
-		{"pass", func(r *Report) { r.Tests = r.Tests[:1] }, ExitPass, "PASS"},
-		{"fail", func(*Report) {}, ExitFail, "FAIL"},
-		{"regression", func(r *Report) {
+		{"pass", func(r *report.Report) { r.Tests = r.Tests[:1] }, report.ExitPass, "PASS"},
+		{"fail", func(*report.Report) {}, report.ExitFail, "FAIL"},
+		{"regression", func(r *report.Report) {
 			r.Tests = r.Tests[:1]
-			r.Performance = []Perf{{Method: "foh", Verdict: Regression}}
-		}, ExitFail, "FAIL"},
-		{"undecided", func(r *Report) {
+			r.Performance = []report.Perf{{Method: "foh", Verdict: report.Regression}}
+		}, report.ExitFail, "FAIL"},
+		{"undecided", func(r *report.Report) {
 			r.Tests = r.Tests[:1]
-			r.Performance = []Perf{{Method: "foh", Verdict: Undecided}}
-		}, ExitUndecided, "UNDECIDED"},
-		{"undecided check", func(r *Report) {
-			r.Tests = append(r.Tests[:1], Test{Package: "verify", Name: "TestCheck6MicroBenchmarks", Result: Undecided, Output: []string{"every figure noisy"}})
-		}, ExitUndecided, "UNDECIDED"},
-		{"setup", func(r *Report) { r.Errors = []string{"no GPU: …"} }, ExitSetup, "ERROR"},
-		{"nothing ran", func(r *Report) { r.Tests = nil }, ExitSetup, "ERROR"},
+			r.Performance = []report.Perf{{Method: "foh", Verdict: report.VerdictUndecided}}
+		}, report.ExitUndecided, "UNDECIDED"},
+		{"undecided check", func(r *report.Report) {
+			r.Tests = append(r.Tests[:1], report.TestVerdict{Package: "verify", Name: "TestCheck6MicroBenchmarks", Outcome: report.Undecided, Passed: true, Reason: "every figure noisy"})
+		}, report.ExitUndecided, "UNDECIDED"},
+		{"setup", func(r *report.Report) { r.Errors = []string{"no GPU: …"} }, report.ExitSetup, "ERROR"},
+		{"nothing ran", func(r *report.Report) { r.Tests = nil }, report.ExitSetup, "ERROR"},
 	} {
 		r := sample()
 		tc.edit(r)
@@ -187,10 +137,13 @@ func TestMarkdownVerdictMatchesExit(t *testing.T) {
 func TestMerge(t *testing.T) {
 	dir := t.TempDir()
 	var paths []string
-	for i, edit := range []func(*Report){
-		func(r *Report) { r.Tests = r.Tests[:1] },
-		func(r *Report) { r.Tests = r.Tests[1:2] }, // the failure
-		func(r *Report) { r.Tests = r.Tests[:1]; r.Performance = []Perf{{Method: "rk4", Verdict: NoChange}} },
+	for i, edit := range []func(*report.Report){
+		func(r *report.Report) { r.Tests = r.Tests[:1] },
+		func(r *report.Report) { r.Tests = r.Tests[1:2] }, // the failure
+		func(r *report.Report) {
+			r.Tests = r.Tests[:1]
+			r.Performance = []report.Perf{{Method: "rk4", Verdict: report.NoChange}}
+		},
 	} {
 		r := sample()
 		r.Tasks = []string{"task" + string(rune('1'+i))}
@@ -213,10 +166,10 @@ func TestMerge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.Verdict != Fail || m.ExitCode != ExitFail || len(m.Tasks) != 3 || len(m.Tests) != 3 || len(m.Performance) != 1 {
+	if m.Verdict != report.VerdictFail || m.ExitCode != report.ExitFail || len(m.Tasks) != 3 || len(m.Tests) != 3 || len(m.Performance) != 1 {
 		t.Errorf("merged: %s exit %d, %d tasks, %d tests, %d comparisons; want fail, 1, 3, 3, 1", m.Verdict, m.ExitCode, len(m.Tasks), len(m.Tests), len(m.Performance))
 	}
-	if m.Tests[0].Result != Fail || m.Tests[0].Task != "task2" {
+	if m.Tests[0].Outcome != report.Failed || m.Tests[0].Task != "task2" {
 		t.Errorf("the failure is not listed first: %+v", m.Tests[0])
 	}
 	d := parseJUnit(t, filepath.Join(out, "junit.xml"))
@@ -229,12 +182,12 @@ func TestMerge(t *testing.T) {
 	}
 	other := sample()
 	other.Library.SHA256 = "def"
-	if _, err := Merge([]*Report{sample(), other}); err == nil || !strings.Contains(err.Error(), "not one library") {
+	if _, err := Merge([]*report.Report{sample(), other}); err == nil || !strings.Contains(err.Error(), "not one library") {
 		t.Errorf("merging two libraries: %v, want a refusal", err)
 	}
 	reseeded := sample()
 	reseeded.RapidSeed = 2
-	if _, err := Merge([]*Report{sample(), reseeded}); err == nil || !strings.Contains(err.Error(), "RAPID_SEED") {
+	if _, err := Merge([]*report.Report{sample(), reseeded}); err == nil || !strings.Contains(err.Error(), "RAPID_SEED") {
 		t.Errorf("merging two property seeds: %v, want a refusal", err)
 	}
 	if _, err := MergeFiles(out, []string{filepath.Join(dir, "missing.json")}); err == nil {

@@ -2,19 +2,27 @@ package gate
 
 import (
 	"fmt"
+	"math"
 	"strings"
+
+	"ssmverify/report"
 )
 
 // Markdown is report.md: short enough for a pull-request comment. The
-// verdict comes first, then every failure with the one-line command that
-// reproduces it, then performance, then the numbers and plots.
-func Markdown(r *Report) string {
+// verdict comes first, then the causes of the failures (the diagnosis
+// table, one entry per cause with the cells and tests it covers), then
+// every failure with the first line of its reason and the one-line command
+// that reproduces it, then what could not be decided, performance, the
+// numbers and plots. Nothing is cut mid-sentence: a long list is cut at
+// an entry, and says how many more report.json holds.
+func Markdown(r *report.Report) string {
 	var b strings.Builder
 	failed := r.Failed()
-	badge := map[string]string{Pass: "✅ PASS", Fail: "❌ FAIL", Undecided: "⚠️ UNDECIDED", SetupError: "⛔ ERROR"}[r.Verdict]
+	badge := map[string]string{report.VerdictPass: "✅ PASS", report.VerdictFail: "❌ FAIL", report.VerdictUndecided: "⚠️ UNDECIDED",
+		report.VerdictError: "⛔ ERROR"}[r.Verdict]
 	passed := 0
 	for _, t := range r.Tests {
-		if t.Result == Pass {
+		if t.Outcome == report.Passed {
 			passed++
 		}
 	}
@@ -22,7 +30,7 @@ func Markdown(r *Report) string {
 	fmt.Fprintf(&b, "%d tests passed, %d failed", passed, len(failed))
 	regressions := 0
 	for _, p := range r.Performance {
-		if p.Verdict == Regression {
+		if p.Verdict == report.Regression {
 			regressions++
 		}
 	}
@@ -41,6 +49,28 @@ func Markdown(r *Report) string {
 	if len(r.Errors) > 0 {
 		b.WriteString("\n")
 	}
+	if gs := r.DiagnosisGroups(); len(gs) > 0 {
+		b.WriteString("### Causes (diagnoses: what the kernel computes instead)\n\n")
+		for _, g := range gs {
+			dir := ""
+			if g.Backward {
+				dir = " (backward)"
+			}
+			fmt.Fprintf(&b, "- **`%s`**%s %s\n", g.Tag, dir, g.Cause)
+			cells := strings.Join(g.Cells, ", ")
+			if len(g.Inherited) > 0 {
+				if cells != "" {
+					cells += "; "
+				}
+				cells += strings.Join(g.Inherited, ", ") + " (16-bit: as the same method's wider cell)"
+			}
+			fmt.Fprintf(&b, "  - cells: %s\n  - tests: %s\n", cells, strings.Join(g.Tests, ", "))
+			if d := g.Example.Detail(); d != "" {
+				fmt.Fprintf(&b, "  - e.g. %s %s: %s\n", g.Example.Test, g.Example.Cell(), d)
+			}
+		}
+		b.WriteString("\n")
+	}
 	if leaves := r.LeafFailures(); len(leaves) > 0 {
 		b.WriteString("### Failures\n\n")
 		const show = 25
@@ -49,23 +79,12 @@ func Markdown(r *Report) string {
 				fmt.Fprintf(&b, "- … and %d more (junit.xml, report.json)\n", len(leaves)-show)
 				break
 			}
-			// The first two lines of the test's own log say what went wrong.
-			var lines []string
-			for _, l := range t.Output {
-				if s := strings.TrimSpace(l); s != "" && !strings.HasPrefix(s, "=== ") && !strings.HasPrefix(s, "--- ") && len(lines) < 2 {
-					lines = append(lines, s)
-				}
-			}
-			first := strings.Join(lines, " ")
-			if len(first) > 240 {
-				first = first[:240] + "…"
-			}
 			fmt.Fprintf(&b, "- `%s` %s", t.Package, t.Name)
 			if t.Task != "" && len(r.Tasks) > 1 {
 				fmt.Fprintf(&b, " (task %s)", t.Task)
 			}
-			if first != "" {
-				fmt.Fprintf(&b, ": %s", first)
+			if t.Reason != "" {
+				fmt.Fprintf(&b, ": %s", t.Reason)
 			}
 			fmt.Fprintf(&b, "\n  `%s`\n", t.Reproduce)
 		}
@@ -73,11 +92,15 @@ func Markdown(r *Report) string {
 	}
 	var undecided []string
 	for _, t := range r.Tests {
-		if t.Result == Undecided {
-			undecided = append(undecided, fmt.Sprintf("`%s` %s: %s", t.Package, t.Name, strings.Join(t.Output, " ")))
+		if t.Outcome == report.Undecided {
+			undecided = append(undecided, fmt.Sprintf("`%s` %s: %s", t.Package, t.Name, t.Reason))
 		}
 	}
-	undecided = append(undecided, r.Undecided...)
+	for _, u := range r.Undecided {
+		if u.Part != "" {
+			undecided = append(undecided, fmt.Sprintf("%s (%s): %s", u.Test, u.Part, u.Reason))
+		}
+	}
 	if len(undecided) > 0 {
 		b.WriteString("### Undecided (could not be decided on this machine: not a pass)\n\n")
 		for _, u := range undecided {
@@ -88,7 +111,7 @@ func Markdown(r *Report) string {
 	if regressions > 0 {
 		b.WriteString("### Regressions\n\n")
 		for _, p := range r.Performance {
-			if p.Verdict == Regression {
+			if p.Verdict == report.Regression {
 				fmt.Fprintf(&b, "- **%s**: %s\n  `SSMK_LIB=%s build/gate -pkgs verify -run Check7 -baseline %s`\n", p.Method, p.Reason, r.Library.Path, r.Baseline)
 			}
 		}
@@ -110,33 +133,58 @@ func Markdown(r *Report) string {
 		}
 		b.WriteString("\n")
 	}
-	figureTable(&b, r.Figures, "max scaled error ratio", "Accuracy: largest scaled error ratio per method (threshold 4)")
-	figureTable(&b, r.Figures, "backward max scaled error ratio", "Backward: largest scaled error ratio of any gradient per method (threshold 4)")
+	cellTable(&b, r, false, "Accuracy: largest scaled error ratio per method (threshold 4; n/s: declared not supported; -: not judged)")
+	cellTable(&b, r, true, "Backward: largest scaled error ratio of any gradient per method (threshold 4)")
 	for _, p := range r.Plots {
 		fmt.Fprintf(&b, "![%s](%s)\n", strings.TrimSuffix(p, ".png"), p)
 	}
 	if len(r.Plots) > 0 {
 		b.WriteString("\n")
 	}
-	fmt.Fprintf(&b, "<sub>%s · %s · tasks %s · report.json (schema %s), junit.xml</sub>\n", r.Created, r.Host.Hostname, strings.Join(r.Tasks, ", "), Schema)
+	host := ""
+	if r.Host != nil {
+		host = r.Host.Hostname
+	}
+	fmt.Fprintf(&b, "<sub>%s · %s · tasks %s · report.json (schema %s), junit.xml</sub>\n", r.Started, host, strings.Join(r.Tasks, ", "), report.ReportSchema)
 	return b.String()
 }
 
-// figureTable writes, as a collapsed table under summary, every figure
-// named name: method, dtype, A and value; nothing when there is none.
-func figureTable(b *strings.Builder, figs []Figure, name, summary string) {
-	var rows []Figure
-	for _, f := range figs {
-		if f.Name == name {
-			rows = append(rows, f)
+// cellTable writes, as a collapsed table under summary, every cell's
+// largest ratio (the backward's where backward is set): "n/s" where the
+// library declares the cell unsupported, "-" where nothing was compared,
+// "inf" and "nan" as such.
+func cellTable(b *strings.Builder, r *report.Report, backward bool, summary string) {
+	var rows []string
+	for _, c := range r.Cells {
+		v := ratioText(float64(c.MaxRatio), c.Checks)
+		if backward {
+			if c.Backward == nil {
+				continue
+			}
+			v = ratioText(float64(c.Backward.MaxRatio), c.Backward.Checks)
 		}
+		if c.Support == "no" {
+			v = "n/s"
+		}
+		if (c.Failures > 0 && !backward) || (backward && c.Backward.Failures > 0) {
+			v = "**" + v + " FAIL**"
+		}
+		rows = append(rows, fmt.Sprintf("| %s | %s | %s | %s |", c.Method, c.DType, c.Kind, v))
 	}
 	if len(rows) == 0 {
 		return
 	}
-	fmt.Fprintf(b, "<details><summary>%s</summary>\n\n| method | dtype | A | max ratio |\n|---|---|---|---|\n", summary)
-	for _, f := range rows {
-		fmt.Fprintf(b, "| %s | %s | %s | %.3g |\n", f.Method, f.DType, f.Kind, f.Value)
+	fmt.Fprintf(b, "<details><summary>%s</summary>\n\n| method | dtype | A | max ratio |\n|---|---|---|---|\n%s\n\n</details>\n\n", summary, strings.Join(rows, "\n"))
+}
+
+func ratioText(v float64, checks int) string {
+	switch {
+	case checks == 0:
+		return "-"
+	case math.IsNaN(v):
+		return "nan"
+	case math.IsInf(v, 1):
+		return "inf"
 	}
-	b.WriteString("\n</details>\n\n")
+	return fmt.Sprintf("%.3g", v)
 }

@@ -100,7 +100,14 @@ func verifyRatios(vr *report.Report, dtype string) map[string][]float64 {
 			continue
 		}
 		for _, r := range c.Ratios {
-			out[c.Method] = append(out[c.Method], finite(float64(r)))
+			// A ratio of ∞ or NaN (a non-finite kernel value) is drawn at the
+			// top of the axis: the plot is read for its shape, report.json
+			// keeps the value.
+			v := float64(r)
+			if math.IsNaN(v) || math.IsInf(v, 1) {
+				v = math.MaxFloat64
+			}
+			out[c.Method] = append(out[c.Method], v)
 		}
 	}
 	return out

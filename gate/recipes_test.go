@@ -1,6 +1,8 @@
 package gate
 
 import (
+	"ssmverify/report"
+
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -196,7 +198,7 @@ func TestCIRecipes(t *testing.T) {
 		caches += strings.Join(c.Paths, ",") + ","
 	}
 	if !strings.Contains(strings.Join(g.Tags, ","), "gpu") || !strings.Contains(strings.Join(g.Script, "\n"), "build/gate -out") ||
-		!strings.HasSuffix(g.Artifacts.Reports.JUnit, "junit.xml") || len(g.AllowFailure.ExitCodes) != 1 || g.AllowFailure.ExitCodes[0] != ExitUndecided ||
+		!strings.HasSuffix(g.Artifacts.Reports.JUnit, "junit.xml") || len(g.AllowFailure.ExitCodes) != 1 || g.AllowFailure.ExitCodes[0] != report.ExitUndecided ||
 		!strings.Contains(caches, "go-build") || !strings.Contains(caches, "build") {
 		t.Errorf("gitlab-ci.yml kernel-gate: %+v", g)
 	}

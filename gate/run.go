@@ -2,27 +2,21 @@ package gate
 
 import (
 	"bufio"
-	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/jstemmer/go-junit-report/v2/gtr"
-	"github.com/jstemmer/go-junit-report/v2/parser/gotest"
-
 	"ssmverify/cudalib"
+	"ssmverify/perf"
 	"ssmverify/report"
 	"ssmverify/ssm"
+	"ssmverify/testrun"
 )
 
 // Config is one gate run.
@@ -46,16 +40,28 @@ type Config struct {
 	// derandomizes on CI; 0 draws a fresh seed per property, which
 	// explores more and gates nothing reproducibly.
 	RapidSeed uint64
-	Log       io.Writer // progress lines
+	// NonFinitePolicy holds the library to the fuzz package's non-finite
+	// policy (what a kernel must return where an intermediate overflows:
+	// go doc ./fuzz) in the corpus replay; off, those seeds are left out
+	// and only finite, in-range behaviour is judged (the accuracy suite's
+	// contract). A library that declares SSMK_CAP_NONFINITE is held to it
+	// either way.
+	NonFinitePolicy bool
+	Log             io.Writer // progress lines
 }
 
-// Run runs the gate and writes its files. The report is returned even on a
+// Run runs the gate and writes its files. The report is the suite's own
+// (report.Report, read back from the verify package's report.json, with
+// its cells and diagnoses), with the tests of every package run, the
+// Check7 comparison, figures and plots added; it is returned even on a
 // setup error (its Errors say what happened).
-func Run(cfg Config) *Report {
-	r := &Report{Schema: Schema, Created: time.Now().UTC().Format(time.RFC3339), Tasks: []string{cfg.Task},
-		Command: strings.Join(os.Args, " "), RapidSeed: cfg.RapidSeed}
-	r.Host = hostInfo()
+func Run(cfg Config) *report.Report {
+	r := report.New(report.LibraryInfo{})
 	logf := func(format string, args ...any) { fmt.Fprintf(cfg.Log, "gate: "+format+"\n", args...) }
+	stamp := func(r *report.Report) {
+		r.Tasks, r.Command, r.RapidSeed, r.Host = []string{cfg.Task}, strings.Join(os.Args, " "), cfg.RapidSeed, report.ThisHost()
+	}
+	stamp(r)
 	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
 		r.Errors = append(r.Errors, fmt.Sprintf("cannot create the output folder %s: %v", cfg.Out, err))
 		return finish(r, cfg, nil)
@@ -65,7 +71,7 @@ func Run(cfg Config) *Report {
 		r.Errors = append(r.Errors, SetupMessage(err))
 		return finish(r, cfg, nil)
 	}
-	r.Library = libraryInfo(lib)
+	r.Library = report.Identify(lib)
 	logf("library %s (%s; %s) on %s", r.Library.Path, r.Library.Backend, r.Library.Selection, r.Library.Device)
 	var runs []pkgRun
 	for _, pkg := range cfg.Packages {
@@ -78,7 +84,8 @@ func Run(cfg Config) *Report {
 		// the same conditions: measured after the accuracy suite in one
 		// process, the CPU build ran 50% slower on the 2-core CI machine (the
 		// cause was not isolated; the Go runtime's heap and GC sharing the
-		// cores with the kernel's OpenMP team is the likely one).
+		// cores with the kernel's OpenMP team is the likely one). The rest
+		// of the suite appends its report to Check7's (-append).
 		c7 := "^" + report.Check7Test + "$"
 		selects := func(name string) bool {
 			if cfg.VerifyRun == "" {
@@ -87,56 +94,91 @@ func Run(cfg Config) *Report {
 			re, err := regexp.Compile(strings.SplitN(cfg.VerifyRun, "/", 2)[0])
 			return err == nil && re.MatchString(name)
 		}
+		first := true
 		if selects(report.Check7Test) {
 			runs = append(runs, pkgRun{pkg: pkg, run: c7, only: true})
+			first = false
 		}
 		if cfg.VerifyRun != c7 && cfg.VerifyRun != "Check7" {
-			runs = append(runs, pkgRun{pkg: pkg, run: cfg.VerifyRun, skip: c7})
+			runs = append(runs, pkgRun{pkg: pkg, run: cfg.VerifyRun, skip: c7, append: !first})
 		}
 	}
+	verifyDir := filepath.Join(cfg.Out, "verify")
+	_ = os.Remove(filepath.Join(verifyDir, "report.json"))
+	var tests []report.TestVerdict
 	for _, pr := range runs {
-		pkg := pr.pkg
 		start := time.Now()
-		logf("%s: running %s…", pkg, pr)
-		tests, err := runPackage(cfg, pr, r.Library.Path)
+		logf("%s: running %s…", pr.pkg, pr)
+		res, err := runPackage(cfg, pr, r.Library.Path)
 		if err != nil {
 			r.Errors = append(r.Errors, err.Error())
 			continue
 		}
-		r.Tests = append(r.Tests, tests...)
+		got := report.FromRun(res.Tests, cfg.Task, func(pkg, name string) string { return reproduce(cfg, pkg, name, r.Library.Path) })
 		nf := 0
-		for _, t := range tests {
-			if t.Result == Fail {
+		for _, t := range got {
+			if t.Outcome == report.Failed {
 				nf++
 			}
 		}
-		logf("%s: %d tests, %d failed, %.0f s", pkg, len(tests), nf, time.Since(start).Seconds())
-	}
-	verifyDir := filepath.Join(cfg.Out, "verify")
-	m := &measured{verify: loadVerifyReport(filepath.Join(verifyDir, "report.json"))}
-	r.Figures = append(r.Figures, verifyFigures(m.verify, cfg.Task)...)
-	if m.verify != nil {
-		for _, u := range m.verify.Undecided {
-			if u.Part != "" {
-				r.Undecided = append(r.Undecided, fmt.Sprintf("%s (%s): %s", u.Test, u.Part, u.Reason))
-			}
+		if res.Err != nil && nf == 0 {
+			// The process failed without a failing test: a build error, a
+			// panic outside a test, a timeout. Report it as a failure.
+			got = append(got, report.TestVerdict{Package: pr.pkg, Name: "(package)", Outcome: report.Failed, Task: cfg.Task,
+				Reason: "the test process failed outside any test: " + lastLine(res.Output), Output: tail(string(res.Output), 40),
+				Reproduce: reproduce(cfg, pr.pkg, "", r.Library.Path)})
+			nf++
 		}
+		tests = append(tests, got...)
+		logf("%s: %s, %.0f s", pr.pkg, countLine(pr.pkg, got, nf), time.Since(start).Seconds())
 	}
-	r.Figures = append(r.Figures, convergenceFigures(m.verify, cfg.Task)...)
+	// The suite's report (cells, diagnoses, tables, undecided parts) is the
+	// gate's; the tests are the runner's, every package's.
+	if vr, err := report.Load(filepath.Join(verifyDir, "report.json")); err == nil {
+		vr.Errors, vr.Performance, vr.Figures, vr.Plots = append(r.Errors, vr.Errors...), nil, nil, nil
+		r = vr
+		stamp(r)
+	}
+	r.SetTests(tests)
+	m := &measured{verify: r}
+	r.Figures = append(r.Figures, verifyFigures(r, cfg.Task)...)
+	r.Figures = append(r.Figures, convergenceFigures(r, cfg.Task)...)
 	if c7, err := report.LoadCheck7(filepath.Join(verifyDir, "check7.json")); err == nil {
 		m.check7 = c7
-		perf, err := ComparePerformance(c7, cfg.Baseline, cfg.MaxRegression)
+		cmp, err := perf.ComparePerformance(c7, cfg.Baseline, cfg.MaxRegression)
 		if err != nil {
 			r.Errors = append(r.Errors, err.Error())
 		}
-		for i := range perf {
-			perf[i].Task = cfg.Task
+		for i := range cmp {
+			cmp[i].Task = cfg.Task
 		}
-		r.Performance, r.Baseline = perf, cfg.Baseline
+		r.Performance, r.Baseline = cmp, cfg.Baseline
 	} else if cfg.Baseline != "" {
 		r.Errors = append(r.Errors, fmt.Sprintf("BASELINE=%s given but Check7 did not run (no %s): include Check7 in the run", cfg.Baseline, filepath.Join(verifyDir, "check7.json")))
 	}
 	return finish(r, cfg, m)
+}
+
+// countLine is a package's tests in one line: how many, how many failed,
+// and for golden, what its tests judge (the golden files themselves; the
+// library's golden cases run in verify as TestGolden).
+func countLine(pkg string, tests []report.TestVerdict, failed int) string {
+	s := fmt.Sprintf("%d tests, %d failed", len(tests), failed)
+	if pkg == "golden" {
+		s += " (the golden files' checksums and reproduction; the library's golden cases are verify's TestGolden)"
+	}
+	return s
+}
+
+// lastLine is the last non-empty line of out.
+func lastLine(out []byte) string {
+	lines := tail(string(out), 5)
+	for i := len(lines) - 1; i >= 0; i-- {
+		if s := strings.TrimSpace(lines[i]); s != "" {
+			return s
+		}
+	}
+	return "(no output)"
 }
 
 // measured is what a run measured besides the tests' verdicts, loaded once
@@ -148,9 +190,9 @@ type measured struct {
 }
 
 // finish decides the verdict and writes every file.
-func finish(r *Report, cfg Config, m *measured) *Report {
-	sortTests(r.Tests)
-	r.Decide()
+func finish(r *report.Report, cfg Config, m *measured) *report.Report {
+	r.Finish()
+	r.SortTests()
 	if cfg.Plots && len(r.Errors) == 0 && m != nil {
 		plots, err := WritePlots(cfg.Out, m.verify, m.check7)
 		if err != nil {
@@ -159,15 +201,9 @@ func finish(r *Report, cfg Config, m *measured) *Report {
 		}
 		r.Plots = plots
 	}
-	for _, w := range []func() error{
-		func() error { return r.Write(cfg.Out) },
-		func() error { return WriteJUnit(filepath.Join(cfg.Out, "junit.xml"), r) },
-		func() error { return os.WriteFile(filepath.Join(cfg.Out, "report.md"), []byte(Markdown(r)), 0o644) },
-	} {
-		if err := w(); err != nil {
-			fmt.Fprintln(cfg.Log, "gate: writing the report:", err)
-			r.ExitCode = ExitSetup
-		}
+	if err := writeFiles(cfg.Out, r); err != nil {
+		fmt.Fprintln(cfg.Log, "gate: writing the report:", err)
+		r.ExitCode = report.ExitSetup
 	}
 	return r
 }
@@ -190,27 +226,11 @@ func SetupMessage(err error) string {
 
 func oneLine(err error) string { return strings.Join(strings.Fields(err.Error()), " ") }
 
-func libraryInfo(l *cudalib.Library) Library {
-	info := Library{Path: l.Path, Backend: l.Backend, Selection: l.Selection, ABIVersion: l.ABIVersionOf()}
-	if d, err := l.DeviceName(); err == nil {
-		info.Device = d
-	}
-	if b, err := os.ReadFile(l.Path); err == nil {
-		h := sha256.Sum256(b)
-		info.SHA256 = hex.EncodeToString(h[:])
-	}
-	return info
-}
-
-func hostInfo() Host {
-	h, _ := os.Hostname()
-	return Host{Hostname: h, OS: runtime.GOOS, Arch: runtime.GOARCH, CPUs: runtime.NumCPU()}
-}
-
 // pkgRun is one test process: a package with -run and -skip patterns.
 type pkgRun struct {
 	pkg, run, skip string
 	only           bool // run is Check7 alone, whatever Config.VerifyRun says
+	append         bool // verify: merge the report.json an earlier process wrote (-append)
 }
 
 func (p pkgRun) String() string {
@@ -224,112 +244,33 @@ func (p pkgRun) String() string {
 	return strings.TrimSpace(s) + " "
 }
 
-// runPackage runs one package's tests (go test, or its prebuilt binary)
-// and parses the verbose output.
-func runPackage(cfg Config, pr pkgRun, libPath string) ([]Test, error) {
-	pkg := pr.pkg
+// runPackage runs one package's tests (go test, or its prebuilt binary:
+// package testrun) with its log in OUT/PKG.log.
+func runPackage(cfg Config, pr pkgRun, libPath string) (testrun.Result, error) {
 	var args []string
-	var cmd *exec.Cmd
-	extra := []string{}
-	if pkg == "verify" {
-		extra = append(extra, "-report", mustAbs(filepath.Join(cfg.Out, "verify")))
-		extra = append(extra, cfg.VerifyArgs...)
+	if pr.pkg == "verify" {
+		args = append(args, "-report", mustAbs(filepath.Join(cfg.Out, "verify")))
+		if pr.append {
+			args = append(args, "-append")
+		}
+		args = append(args, cfg.VerifyArgs...)
 	}
-	run := pr.run
-	if cfg.Bin != "" {
-		bin := mustAbs(filepath.Join(cfg.Bin, pkg+".test"))
-		if _, err := os.Stat(bin); err != nil {
-			return nil, fmt.Errorf("no test binary %s: build it with scripts/gpu.sh build (or run without -bin on a machine with Go)", bin)
-		}
-		args = []string{"-test.v", "-test.count=1", "-test.timeout=30m"}
-		if run != "" {
-			args = append(args, "-test.run="+run)
-		}
-		if pr.skip != "" {
-			args = append(args, "-test.skip="+pr.skip)
-		}
-		cmd = exec.Command(bin, append(args, extra...)...)
-		cmd.Dir = filepath.Join(cfg.Root, pkg)
-	} else {
-		args = []string{"test", "-v", "-count=1", "-timeout=30m"}
-		if run != "" {
-			args = append(args, "-run="+run)
-		}
-		if pr.skip != "" {
-			args = append(args, "-skip="+pr.skip)
-		}
-		args = append(args, "./"+pkg)
-		if len(extra) > 0 {
-			args = append(append(args, "-args"), extra...)
-		}
-		cmd = exec.Command("go", args...)
-		cmd.Dir = cfg.Root
-	}
-	// The gate opened the library through OpenDefault; the suite must test
-	// the same file, whatever SSMK_BACKEND would pick.
-	cmd.Env = append(suiteEnv(os.Environ(), cfg.RapidSeed), "SSMK_LIB="+libPath)
-	logPath := filepath.Join(cfg.Out, pkg+".log")
+	logPath := filepath.Join(cfg.Out, pr.pkg+".log")
 	if pr.only {
-		logPath = filepath.Join(cfg.Out, pkg+"-check7.log")
+		logPath = filepath.Join(cfg.Out, pr.pkg+"-check7.log")
 	}
-	var out bytes.Buffer
 	logFile, err := os.Create(logPath)
 	if err != nil {
-		return nil, err
+		return testrun.Result{}, err
 	}
 	defer logFile.Close()
-	cmd.Stdout = io.MultiWriter(&out, logFile)
-	cmd.Stderr = cmd.Stdout
-	runErr := cmd.Run()
-	var exitErr *exec.ExitError
-	if runErr != nil && !errors.As(runErr, &exitErr) {
-		return nil, fmt.Errorf("%s: cannot run the tests: %v", pkg, runErr)
+	// The gate opened the library through OpenDefault; the suite must test
+	// the same file, whatever SSMK_BACKEND would pick.
+	env := append(suiteEnv(os.Environ(), cfg.RapidSeed), "SSMK_LIB="+libPath)
+	if cfg.NonFinitePolicy {
+		env = append(env, "SSMK_NONFINITE_POLICY=1")
 	}
-	parsed, err := gotest.NewParser(gotest.PackageName("ssmverify/" + pkg)).Parse(bytes.NewReader(out.Bytes()))
-	if err != nil {
-		return nil, fmt.Errorf("%s: parsing the test output (%s): %v", pkg, logPath, err)
-	}
-	tests := testsOf(parsed, pkg, cfg, libPath)
-	failed := false
-	for _, t := range tests {
-		failed = failed || t.Result == Fail
-	}
-	if runErr != nil && !failed {
-		// The process failed without a failing test: a build error, a
-		// panic outside a test, a timeout. Report it as a failure.
-		tests = append(tests, Test{Package: pkg, Name: "(package)", Result: Fail, Task: cfg.Task,
-			Output: tail(out.String(), 40), Reproduce: reproduce(cfg, pkg, "", libPath)})
-	}
-	return tests, nil
-}
-
-func testsOf(rep gtr.Report, pkg string, cfg Config, libPath string) []Test {
-	var tests []Test
-	for _, p := range rep.Packages {
-		for _, t := range p.Tests {
-			res := map[gtr.Result]string{gtr.Pass: Pass, gtr.Fail: Fail, gtr.Skip: Skip}[t.Result]
-			if res == "" {
-				res = Fail // Unknown: started but never finished (a crash)
-			}
-			tt := Test{Package: pkg, Name: t.Name, Result: res, Seconds: t.Duration.Seconds(), Task: cfg.Task}
-			if res == Skip {
-				// A check that could not decide here says "undecided: why"
-				// when it skips: that is not a skip of choice.
-				for _, l := range t.Output {
-					if _, why, ok := strings.Cut(l, "undecided: "); ok {
-						tt.Result, tt.Output = Undecided, []string{strings.TrimSpace(why)}
-						break
-					}
-				}
-			}
-			if res == Fail {
-				tt.Output = capLines(t.Output, 40)
-				tt.Reproduce = reproduce(cfg, pkg, t.Name, libPath)
-			}
-			tests = append(tests, tt)
-		}
-	}
-	return tests
+	return testrun.Run(testrun.Spec{Root: cfg.Root, Package: pr.pkg, Bin: cfg.Bin, Run: pr.run, Skip: pr.skip, Args: args, Env: env}, logFile)
 }
 
 // suiteEnv is env with RAPID_SEED set to seed (removed for seed 0, so that
@@ -384,13 +325,6 @@ func regexpQuote(s string) string {
 	return b.String()
 }
 
-func capLines(lines []string, n int) []string {
-	if len(lines) > n {
-		return append(append([]string{}, lines[:n]...), fmt.Sprintf("… %d more lines", len(lines)-n))
-	}
-	return lines
-}
-
 func tail(s string, n int) []string {
 	var lines []string
 	sc := bufio.NewScanner(strings.NewReader(s))
@@ -412,38 +346,28 @@ func mustAbs(p string) string {
 	return a
 }
 
-// loadVerifyReport reads the verify suite's report.json (nil when the
-// suite did not run or wrote none).
-func loadVerifyReport(path string) *report.Report {
-	vr, err := report.Load(path)
-	if err != nil {
-		return nil
-	}
-	return vr
-}
-
 // verifyFigures lists, per method, dtype and real/complex A of the verify
 // report, the largest scaled error ratio and ulp distance and the number of
 // comparisons, and those of the backward pass (overall and per gradient)
 // where it was judged.
-func verifyFigures(vr *report.Report, task string) []Figure {
+func verifyFigures(vr *report.Report, task string) []report.Figure {
 	if vr == nil {
 		return nil
 	}
-	var out []Figure
+	var out []report.Figure
 	for _, c := range vr.Cells {
 		out = append(out,
-			Figure{Name: "max scaled error ratio", Value: finite(float64(c.MaxRatio)), Unit: "|kernel − reference|/(u·S + η·T)", Method: c.Method, DType: c.DType, Kind: c.Kind, Task: task},
-			Figure{Name: "max error", Value: finite(float64(c.MaxULP)), Unit: "ulp", Method: c.Method, DType: c.DType, Kind: c.Kind, Task: task},
-			Figure{Name: "comparisons", Value: float64(c.Checks), Unit: "count", Method: c.Method, DType: c.DType, Kind: c.Kind, Task: task})
+			report.Figure{Name: "max scaled error ratio", Value: c.MaxRatio, Unit: "|kernel − reference|/(u·S + η·T)", Method: c.Method, DType: c.DType, Kind: c.Kind, Task: task},
+			report.Figure{Name: "max error", Value: c.MaxULP, Unit: "ulp", Method: c.Method, DType: c.DType, Kind: c.Kind, Task: task},
+			report.Figure{Name: "comparisons", Value: report.Num(c.Checks), Unit: "count", Method: c.Method, DType: c.DType, Kind: c.Kind, Task: task})
 		if bw := c.Backward; bw != nil {
 			out = append(out,
-				Figure{Name: "backward max scaled error ratio", Value: finite(float64(bw.MaxRatio)), Unit: "|kernel − reference|/(u·S + η·T)", Method: c.Method, DType: c.DType, Kind: c.Kind, Task: task},
-				Figure{Name: "backward comparisons", Value: float64(bw.Checks), Unit: "count", Method: c.Method, DType: c.DType, Kind: c.Kind, Task: task})
+				report.Figure{Name: "backward max scaled error ratio", Value: bw.MaxRatio, Unit: "|kernel − reference|/(u·S + η·T)", Method: c.Method, DType: c.DType, Kind: c.Kind, Task: task},
+				report.Figure{Name: "backward comparisons", Value: report.Num(bw.Checks), Unit: "count", Method: c.Method, DType: c.DType, Kind: c.Kind, Task: task})
 			for _, g := range bw.Grads {
 				out = append(out,
-					Figure{Name: "backward max scaled error ratio: " + g.Name, Value: finite(float64(g.MaxRatio)), Unit: "|kernel − reference|/(u·S + η·T)", Method: c.Method, DType: c.DType, Kind: c.Kind, Task: task},
-					Figure{Name: "backward max error: " + g.Name, Value: finite(float64(g.MaxULP)), Unit: "ulp", Method: c.Method, DType: c.DType, Kind: c.Kind, Task: task})
+					report.Figure{Name: "backward max scaled error ratio: " + g.Name, Value: g.MaxRatio, Unit: "|kernel − reference|/(u·S + η·T)", Method: c.Method, DType: c.DType, Kind: c.Kind, Task: task},
+					report.Figure{Name: "backward max error: " + g.Name, Value: g.MaxULP, Unit: "ulp", Method: c.Method, DType: c.DType, Kind: c.Kind, Task: task})
 			}
 		}
 	}
@@ -452,14 +376,14 @@ func verifyFigures(vr *report.Report, task string) []Figure {
 
 // convergenceFigures lists the orders the verify suite's convergence test
 // fitted (none when it did not run).
-func convergenceFigures(vr *report.Report, task string) []Figure {
+func convergenceFigures(vr *report.Report, task string) []report.Figure {
 	if vr == nil || vr.Convergence == nil {
 		return nil
 	}
-	var out []Figure
+	var out []report.Figure
 	for _, m := range ssm.Methods() {
 		if s, ok := vr.Convergence.Slopes[m.String()]; ok {
-			out = append(out, Figure{Name: "global convergence order", Value: s, Unit: "slope of log error vs log Δ", Method: m.String(), DType: "fp64", Task: task})
+			out = append(out, report.Figure{Name: "global convergence order", Value: report.Num(s), Unit: "slope of log error vs log Δ", Method: m.String(), DType: "fp64", Task: task})
 		}
 	}
 	return out

@@ -27,7 +27,7 @@ func TestGateEndToEnd(t *testing.T) {
 	if len(r.Errors) > 0 {
 		t.Fatalf("setup errors: %v", r.Errors)
 	}
-	if r.ExitCode != ExitPass {
+	if r.ExitCode != report.ExitPass {
 		t.Fatalf("exit %d (%s): failures %+v", r.ExitCode, r.Verdict, r.LeafFailures())
 	}
 	loaded, err := Load(filepath.Join(out, "report.json"))
@@ -120,14 +120,15 @@ func TestBackwardFigures(t *testing.T) {
 	got := map[string]float64{}
 	for _, f := range figs {
 		if f.Method == "foh" && f.DType == "fp32" && f.Kind == "real" {
-			got[f.Name] = f.Value
+			got[f.Name] = float64(f.Value)
 		}
 	}
 	if got["backward max scaled error ratio"] != 7 || got["backward max scaled error ratio: du"] != 0.5 || got["backward max error: dA"] != 900 {
 		t.Fatalf("backward figures: %v", got)
 	}
-	md := Markdown(&Report{Verdict: Fail, Figures: figs})
-	if !strings.Contains(md, "Backward: largest scaled error ratio") || !strings.Contains(md, "| foh | fp32 | real | 7 |") {
+	vr.Figures, vr.Verdict = figs, report.VerdictFail
+	md := Markdown(vr)
+	if !strings.Contains(md, "Backward: largest scaled error ratio") || !strings.Contains(md, "| foh | fp32 | real | **7 FAIL** |") {
 		t.Fatalf("report.md has no backward table:\n%s", md)
 	}
 }

@@ -2,8 +2,6 @@ package report
 
 import (
 	"fmt"
-	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -27,8 +25,8 @@ type BenchRun struct {
 // Config is the run's problem as the table names it: size, dtype, A.
 func (r BenchRun) Config() string { return r.Size + " " + r.DType + " " + ssm.AKind(r.Complex) }
 
-// row is the named method's row, or nil.
-func (r BenchRun) row(method string) *Check7Row {
+// Row is the named method's row, or nil.
+func (r BenchRun) Row(method string) *Check7Row {
 	for i := range r.Check7.Methods {
 		if r.Check7.Methods[i].Method == method {
 			return &r.Check7.Methods[i]
@@ -93,130 +91,4 @@ func sortBench(runs []BenchRun) {
 		}
 		return !a.Complex && b.Complex
 	})
-}
-
-// ForwardFlag is the forward's ratio to zoh above which the table marks a
-// method: the performance issue's 1.10× for every method against zoh.
-const ForwardFlag = 1.10
-
-// WriteBenchTable writes make bench's table: a row per library, size, dtype,
-// A and method with the forward's median, bandwidth, ratio to zoh and the
-// floor (the bytes at copy bandwidth), and the backward's median and ratio
-// to zoh's where the library has one.
-func WriteBenchTable(w io.Writer, runs []BenchRun) {
-	fmt.Fprintf(w, "%-7s %-16s %-5s %-7s %-9s %10s %8s %9s %6s  floor µs  %9s %9s\n",
-		"library", "size", "dtype", "A", "method", "median µs", "GB/s", "% copy BW", "× zoh", "bwd µs", "bwd × zoh")
-	for _, r := range runs {
-		c := r.Check7
-		floor := float64(c.BytesPerScan) / (c.CopyBandwidthGBps * 1e3)
-		for _, m := range c.Methods {
-			bwd := fmt.Sprintf("  %9s %9s", "-", "-")
-			if m.BackwardUS > 0 {
-				bwd = fmt.Sprintf("  %9.1f %9.3f", m.BackwardUS, m.BackwardRatioToZOH)
-			}
-			flag := ""
-			if m.RatioToZOH > ForwardFlag {
-				flag = fmt.Sprintf("  > %.2f×", ForwardFlag)
-			}
-			fmt.Fprintf(w, "%-7s %-16s %-5s %-7s %-9s %10.1f %8.1f %9.2f %6.3f  %8.1f%s%s\n", r.Library, r.Size, r.DType, ssm.AKind(r.Complex),
-				m.Method, m.MedianUS, m.GBPerSec, 100*m.FracCopyBW, m.RatioToZOH, floor, bwd, flag)
-		}
-	}
-}
-
-// A BenchTarget is one speed target judged from make bench's runs: Ratio is
-// what was measured (a time over another), Limit what it must stay below
-// (at or below, for the backward's ratio to zoh's).
-type BenchTarget struct {
-	Name   string  // what is compared
-	Config string  // the problem: size, dtype, A
-	Detail string  // the figures behind the ratio
-	Ratio  float64 // measured
-	Limit  float64
-	Met    bool
-}
-
-func (t BenchTarget) String() string {
-	v := "met"
-	if !t.Met {
-		v = "MISSED"
-	}
-	return fmt.Sprintf("%-6s %-44s %-26s %6.3f (limit %.2f): %s", v, t.Name, t.Config, t.Ratio, t.Limit, t.Detail)
-}
-
-// BenchTargets judges the speed targets that make bench's runs can show:
-//   - every method's backward within Check7's MaxBackwardSlowdown of zoh's
-//     (1.15 on a GPU), per size, dtype and A of this project's build;
-//   - zoh's backward, and zoh's forward, faster than Mamba's kernel's in the
-//     same configuration, where a Mamba run is there;
-//   - 16-bit inputs faster than fp32 for every method, and than Mamba's
-//     kernel in the same input type.
-//
-// A target whose runs are missing is left out, not guessed.
-func BenchTargets(runs []BenchRun) []BenchTarget {
-	find := func(lib, size, dt string, cx bool) *BenchRun {
-		for i := range runs {
-			r := &runs[i]
-			if r.Library == lib && r.Size == size && r.DType == dt && r.Complex == cx {
-				return r
-			}
-		}
-		return nil
-	}
-	var ts []BenchTarget
-	for _, r := range runs {
-		if r.Library != "ssmk" {
-			continue
-		}
-		if lim := r.Check7.MaxBackwardSlowdown; lim > 0 {
-			worst, ratio, detail := "", 0.0, ""
-			for _, m := range r.Check7.Methods {
-				if m.BackwardUS > 0 && m.BackwardRatioToZOH > ratio {
-					worst, ratio = m.Method, m.BackwardRatioToZOH
-					detail = fmt.Sprintf("slowest: %s %.1f µs", worst, m.BackwardUS)
-				}
-			}
-			if z := r.row("zoh"); worst != "" && z != nil {
-				ts = append(ts, BenchTarget{Name: fmt.Sprintf("every backward within %.2f× of zoh's", lim), Config: r.Config(),
-					Detail: fmt.Sprintf("%s against zoh's %.1f µs", detail, z.BackwardUS), Ratio: ratio, Limit: lim, Met: ratio <= lim})
-			}
-		}
-		// against Mamba's kernel, zoh alone (the method it has)
-		if mr := find("mamba", r.Size, r.DType, r.Complex); mr != nil {
-			ours, theirs := r.row("zoh"), mr.row("zoh")
-			if ours != nil && theirs != nil {
-				ts = append(ts, faster("zoh's forward faster than Mamba's", r.Config(), ours.MedianUS, theirs.MedianUS))
-				if ours.BackwardUS > 0 && theirs.BackwardUS > 0 {
-					ts = append(ts, faster("zoh's backward faster than Mamba's", r.Config(), ours.BackwardUS, theirs.BackwardUS))
-				}
-			}
-		}
-		// 16-bit inputs against fp32, every method
-		if (r.DType == "bf16" || r.DType == "fp16") && !r.Complex {
-			if f32 := find("ssmk", r.Size, "fp32", false); f32 != nil {
-				ratio, detail := 0.0, ""
-				for _, m := range r.Check7.Methods {
-					if m32 := f32.row(m.Method); m32 != nil && m32.MedianUS > 0 && m.MedianUS/m32.MedianUS > ratio {
-						ratio = m.MedianUS / m32.MedianUS
-						detail = fmt.Sprintf("slowest: %s %.1f against %.1f µs", m.Method, m.MedianUS, m32.MedianUS)
-					}
-				}
-				if detail != "" {
-					ts = append(ts, BenchTarget{Name: r.DType + " faster than fp32, every method", Config: r.Config(),
-						Detail: detail, Ratio: ratio, Limit: 1, Met: ratio < 1})
-				}
-			}
-		}
-	}
-	return ts
-}
-
-// faster is the target "ours faster than theirs" (µs each).
-func faster(name, config string, ours, theirs float64) BenchTarget {
-	r := ours / theirs
-	if math.IsNaN(r) {
-		r = math.Inf(1)
-	}
-	return BenchTarget{Name: name, Config: config, Detail: fmt.Sprintf("%.1f against %.1f µs", ours, theirs),
-		Ratio: r, Limit: 1, Met: r < 1}
 }

@@ -17,36 +17,57 @@ import (
 )
 
 // ReportSchema names the version of report.json's layout.
-const ReportSchema = "ssmverify.verify-report/v1"
+const ReportSchema = "ssmverify.report/v2"
 
-// Report collects what the verification suite measured. Its JSON form is
-// report.json (schema ReportSchema):
+// Report is report.json: the one report of a run, whether make verify
+// wrote it (the suite's TestMain) or the gate (cmd/gate: the suite's report
+// read back, with the tests of every package it ran, the performance
+// comparison, figures and plots added), and what the mutation tester and a
+// user's tooling read. Its JSON form (schema ReportSchema):
 //
 //	schema     string               ReportSchema
-//	library    {path, backend, device, selection, abi_version}
+//	library    {path, sha256, backend, device, selection, abi_version}
 //	started    RFC 3339 time
+//	command, tasks, rapid_seed, host  what produced it (the gate; empty for make verify)
 //	passed     bool                 every cell and every test passed
+//	verdict, exit_code              pass, fail, undecided or error, and the gate's exit code
+//	errors     [string]             what kept the run from deciding (setup)
 //	cells      [{method, dtype, kind, checks, failures, max_ratio, max_ulp, ratios,
-//	             threshold, worst, failed_by}]   one per method × dtype × real/complex
-//	tests      [{name, passed, outcome}]  every test function of the run (outcome: pass, fail, skip, undecided)
+//	             threshold, worst, failed_by, backward}]   one per method × dtype × real/complex
+//	tests      [{package, name, passed, outcome, reason, seconds, output, reproduce}]
+//	           every test (outcome: pass, fail, skip, undecided; reason: a failure's first line)
 //	undecided  [{test, part, reason}]     what a test could not decide on this machine, and why
 //	not_supported [{test, what}]    what a test did not judge because the library declares it unsupported
 //	fitted     [{test, what}]     how tests changed their problems to what the library declares it takes
-//	diagnoses  [{test, method, dtype, kind, tag, finding}]  the cause of a failure (package diagnose)
+//	diagnoses  [{test, method, dtype, kind, backward, tag, cause, also, needs, where, evidence,
+//	             finding, as, own}]  the cause of a failure (package diagnose; Finding)
 //	tables     [{name, columns, rows}]           sweeps, fp32-vs-fp64, bilinear ε
 //	convergence {deltas, errors, slopes}         per method (Convergence)
+//	figures, performance, baseline, plots       the gate's measured numbers and Check7 comparison
 //
 // Ratios are the dimensionless scaled error ratio of reference.Ratio; ulps
 // are in the kernel's dtype.
 type Report struct {
 	mu      sync.Mutex
-	Schema  string        `json:"schema"`
-	Library LibraryInfo   `json:"library"`
-	Started string        `json:"started"`
-	Passed  bool          `json:"passed"`
-	Cells   []*Cell       `json:"cells"`
-	Tests   []TestVerdict `json:"tests"`
-	Tables  []Table       `json:"tables"`
+	Schema  string      `json:"schema"`
+	Library LibraryInfo `json:"library"`
+	Started string      `json:"started"`
+	// Command, Tasks, RapidSeed and Host say what produced the report: the
+	// gate sets them (a Slurm array's merged report lists every task).
+	Command string   `json:"command,omitempty"`
+	Tasks   []string `json:"tasks,omitempty"`
+	// RapidSeed is the seed of the suite's property tests (RAPID_SEED);
+	// 0: a fresh seed per property, not reproducible.
+	RapidSeed uint64 `json:"rapid_seed,omitempty"`
+	Host      *Host  `json:"host,omitempty"`
+	Passed    bool   `json:"passed"`
+	// Verdict and ExitCode are Decide's: pass, fail, undecided, error.
+	Verdict  string        `json:"verdict,omitempty"`
+	ExitCode int           `json:"exit_code"`
+	Errors   []string      `json:"errors,omitempty"`
+	Cells    []*Cell       `json:"cells"`
+	Tests    []TestVerdict `json:"tests"`
+	Tables   []Table       `json:"tables"`
 	// NotSupported lists what tests left unjudged because the library
 	// declares it unsupported: counted apart, never a failure.
 	NotSupported []NotSupported `json:"not_supported,omitempty"`
@@ -62,12 +83,22 @@ type Report struct {
 	// exact solution as Δ shrinks (TestConvergenceOrder); nil when that
 	// test did not run.
 	Convergence *Convergence `json:"convergence,omitempty"`
+	// Figures are the measured numbers, each with its unit; Performance
+	// Check7's comparison with a baseline (package perf decides it);
+	// Baseline the file compared with; Plots the PNG files beside
+	// report.json.
+	Figures     []Figure `json:"figures,omitempty"`
+	Performance []Perf   `json:"performance,omitempty"`
+	Baseline    string   `json:"baseline,omitempty"`
+	Plots       []string `json:"plots,omitempty"`
 	cells       map[cellKey]*Cell
 }
 
-// LibraryInfo identifies the library under test.
+// LibraryInfo identifies the library under test: one identity, filled
+// once by Identify, for the suite's report, the gate's and the baselines.
 type LibraryInfo struct {
 	Path       string `json:"path"`
+	SHA256     string `json:"sha256,omitempty"`
 	Backend    string `json:"backend"`
 	Device     string `json:"device"`
 	Selection  string `json:"selection"`
@@ -85,17 +116,6 @@ type cellKey struct {
 type NotSupported struct {
 	Test string `json:"test"`
 	What string `json:"what"`
-}
-
-// Diagnosis is the cause of a failure (package diagnose): Tag for
-// machines, Finding for people.
-type Diagnosis struct {
-	Test    string `json:"test"`
-	Method  string `json:"method"`
-	DType   string `json:"dtype"`
-	Kind    string `json:"kind"`
-	Tag     string `json:"tag"`
-	Finding string `json:"finding"`
 }
 
 // Cell aggregates every comparison of one method × dtype × real/complex.
@@ -180,9 +200,21 @@ const (
 // failure: an undecided or skipped test did not fail, and did not pass
 // either (Outcome says which).
 type TestVerdict struct {
+	// Package is the suite's package the test belongs to (verify, golden,
+	// fuzz); empty in make verify's own report, which is verify's.
+	Package string  `json:"package,omitempty"`
 	Name    string  `json:"name"`
 	Passed  bool    `json:"passed"`
 	Outcome Outcome `json:"outcome"`
+	// Reason is the first line of a failure's message (testrun.Reason), or
+	// of why an undecided test could not decide.
+	Reason  string  `json:"reason,omitempty"`
+	Seconds float64 `json:"seconds,omitempty"`
+	Task    string  `json:"task,omitempty"`
+	// Output is a failure's log lines (at most 40); Reproduce the one-line
+	// command that runs it again against the same library and seed.
+	Output    []string `json:"output,omitempty"`
+	Reproduce string   `json:"reproduce,omitempty"`
 }
 
 // UndecidedPart is what a test could not decide, and why.
@@ -318,18 +350,11 @@ func topLevel(test string) string {
 	return name
 }
 
-// AddDiagnosis records the cause of a failure of test in a cell.
-func (r *Report) AddDiagnosis(test string, m ssm.Method, dt ssm.DType, isComplex bool, tag, finding string) {
+// RecordTest records a test function's outcome.
+func (r *Report) RecordTest(name string, o Outcome) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.Diagnoses = append(r.Diagnoses, Diagnosis{test, m.String(), dt.String(), ssm.AKind(isComplex), tag, finding})
-}
-
-// Verdict records a test function's outcome.
-func (r *Report) Verdict(name string, o Outcome) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.Tests = append(r.Tests, TestVerdict{name, o != Failed, o})
+	r.Tests = append(r.Tests, TestVerdict{Name: name, Passed: o != Failed, Outcome: o})
 }
 
 // Undecide records that test could not decide part of what it decides (the
@@ -389,22 +414,45 @@ func contains(s []string, v string) bool {
 	return false
 }
 
-// Merge adds what an earlier run of the suite against the same library
+// Merge adds what another run of the suite against the same library
 // recorded (prev, read from its report.json): its tests, tables, undecided
-// parts, unjudged items, diagnoses and comparisons. A run split over
-// processes (Check7 in a fresh process of its own, the rest after it:
-// scripts/gpu.sh) reports as one.
+// parts, unjudged items, diagnoses, comparisons, figures, performance,
+// errors and plots. A run split over processes (Check7 in a fresh process
+// of its own, the rest after it: scripts/gpu.sh) or over the tasks of a
+// Slurm array reports as one; reports of two libraries (by sha256, else by
+// path), or of two property seeds, do not merge.
 func (r *Report) Merge(prev *Report) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if prev.Library.Path != r.Library.Path {
-		return fmt.Errorf("report: cannot merge a report of %s into one of %s", prev.Library.Path, r.Library.Path)
+	if a, b := prev.Library, r.Library; (a.SHA256 != "" && b.SHA256 != "" && a.SHA256 != b.SHA256) || ((a.SHA256 == "" || b.SHA256 == "") && a.Path != b.Path) {
+		return fmt.Errorf("report: cannot merge a report of %s (sha256 %.12s) into one of %s (sha256 %.12s): not one library", a.Path, a.SHA256, b.Path, b.SHA256)
+	}
+	if prev.RapidSeed != r.RapidSeed {
+		// One verdict needs one set of property draws to reproduce it.
+		return fmt.Errorf("report: cannot merge a run with RAPID_SEED=%d into one with %d: not one run", prev.RapidSeed, r.RapidSeed)
 	}
 	r.Tests = append(prev.Tests, r.Tests...)
 	r.Undecided = append(prev.Undecided, r.Undecided...)
 	r.NotSupported = append(prev.NotSupported, r.NotSupported...)
 	r.Fitted = append(prev.Fitted, r.Fitted...)
 	r.Diagnoses = append(prev.Diagnoses, r.Diagnoses...)
+	r.Errors = append(prev.Errors, r.Errors...)
+	r.Figures = append(prev.Figures, r.Figures...)
+	r.Performance = append(prev.Performance, r.Performance...)
+	r.Plots = append(prev.Plots, r.Plots...)
+	for _, t := range prev.Tasks {
+		if !slices.Contains(r.Tasks, t) {
+			r.Tasks = append(r.Tasks, t)
+		}
+	}
+	if r.Baseline == "" {
+		r.Baseline = prev.Baseline
+	}
+	if prev.Host != nil && r.Host != nil && !slices.Contains(strings.Split(r.Host.Hostname, ","), prev.Host.Hostname) {
+		r.Host.Hostname += "," + prev.Host.Hostname
+	} else if r.Host == nil {
+		r.Host = prev.Host
+	}
 	for _, t := range prev.Tables {
 		if !slices.ContainsFunc(r.Tables, func(u Table) bool { return u.Name == t.Name }) {
 			r.Tables = append(r.Tables, t)
@@ -445,22 +493,14 @@ func (r *Report) Merge(prev *Report) error {
 	return nil
 }
 
-// Finish computes the overall verdict.
+// Finish settles the diagnoses (settleDiagnoses), sorts the tests and
+// decides the verdict (Decide).
 func (r *Report) Finish() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.Passed = true
-	for _, c := range r.Cells {
-		if c.Failures > 0 || (c.Backward != nil && c.Backward.Failures > 0) {
-			r.Passed = false
-		}
-	}
-	for _, t := range r.Tests {
-		if !t.Passed {
-			r.Passed = false
-		}
-	}
 	sort.SliceStable(r.Tests, func(i, j int) bool { return r.Tests[i].Name < r.Tests[j].Name })
+	r.settleDiagnoses()
+	r.decide()
 }
 
 // Summary is the report as a person reads it in ten seconds: the verdict,
@@ -530,6 +570,9 @@ func (r *Report) Summary() string {
 				v = "FAIL"
 			}
 			line := fmt.Sprintf("  %s %s", n, v)
+			if t.Outcome == Failed && t.Reason != "" {
+				line += ": " + t.Reason
+			}
 			if parts := r.undecidedParts(t.Name); len(parts) > 0 {
 				if t.Outcome == Undecided {
 					line += ": "
@@ -544,14 +587,21 @@ func (r *Report) Summary() string {
 	if len(checks) > 0 {
 		fmt.Fprintf(&b, "\nperformance checks (CHECKS.md; check1.json … check7.json; undecided: could not decide on this machine, not a pass):\n%s\n", strings.Join(checks, "\n"))
 	}
-	var failed []string
+	var failed []TestVerdict
 	for _, t := range r.Tests {
-		if !t.Passed {
-			failed = append(failed, t.Name)
+		if !t.Passed && !strings.Contains(t.Name, "/") {
+			failed = append(failed, t)
 		}
 	}
 	if len(failed) > 0 {
-		fmt.Fprintf(&b, "\nfailed tests: %s\n", strings.Join(failed, ", "))
+		fmt.Fprintf(&b, "\nfailed tests (%d; the first line of each failure; out/verify.log has the whole):\n", len(failed))
+		for _, t := range failed {
+			reason := t.Reason
+			if reason == "" {
+				reason = "(no message: see the log)"
+			}
+			fmt.Fprintf(&b, "  FAIL %s: %s\n", t.Name, reason)
+		}
 		for _, c := range r.Cells {
 			if c.Failures > 0 {
 				fmt.Fprintf(&b, "  %s/%s/%s: %d of %d checks failed; worst %s\n", c.Method, c.DType, c.Kind, c.Failures, c.Checks, c.Worst)
@@ -561,11 +611,12 @@ func (r *Report) Summary() string {
 			}
 		}
 	}
-	if len(r.Diagnoses) > 0 {
-		b.WriteString("\ndiagnoses (what the kernel computes instead; package diagnose):\n")
-		for _, d := range r.Diagnoses {
-			fmt.Fprintf(&b, "  %s %s/%s/%s [%s]: %s\n", d.Test, d.Method, d.DType, d.Kind, d.Tag, d.Finding)
-		}
+	if gs := groupDiagnoses(r.Diagnoses); len(gs) > 0 {
+		fmt.Fprintf(&b, "\ndiagnoses: %d causes of the failures (package diagnose; report.json: diagnoses; docs/diagnosis.md)\n", len(gs))
+		b.WriteString(DiagnosisTable(gs, "  "))
+	}
+	if !r.Passed {
+		fmt.Fprintf(&b, "\nssmverify FAIL: %d tests failed, %d causes diagnosed (above)\n", len(failed), len(groupDiagnoses(r.Diagnoses)))
 	}
 	return b.String()
 }

@@ -9,6 +9,7 @@ import (
 
 	"ssmverify/judge"
 	"ssmverify/ssm"
+	"ssmverify/testrun"
 )
 
 // TestNumRoundTrip: the special values a broken kernel produces survive
@@ -39,14 +40,16 @@ func TestNumRoundTrip(t *testing.T) {
 func TestSummaryReadsFirst(t *testing.T) {
 	r := New(LibraryInfo{Path: "lib.so", Backend: "cpu", Device: "host"})
 	r.Add("TestAccuracy", ssm.FOH, ssm.F32, false, 7.5, 12, false, "out[0 0 1]")
-	r.Verdict("TestCheck1IdenticalInputs", Passed)
-	r.Verdict("TestCheck1DecisionCatchesDifferentInputs", Passed)
+	r.RecordTest("TestCheck1IdenticalInputs", Passed)
+	r.RecordTest("TestCheck1DecisionCatchesDifferentInputs", Passed)
 	r.Undecide("TestCheck3Threading", "timing", "the CPU build scales by design")
-	r.Verdict("TestCheck3Threading", Passed)
+	r.RecordTest("TestCheck3Threading", Passed)
 	r.Undecide("TestCheck6MicroBenchmarks", "", "every figure noisy")
-	r.Verdict("TestCheck6MicroBenchmarks", Undecided)
-	r.Verdict("TestCheck7MethodComparison", Failed)
-	r.Verdict("TestAccuracy", Failed)
+	r.RecordTest("TestCheck6MicroBenchmarks", Undecided)
+	r.RecordTest("TestCheck7MethodComparison", Failed)
+	r.RecordTest("TestAccuracy", Failed)
+	r.SetReasons([]testrun.Test{{Name: "TestAccuracy", Result: testrun.Fail, Reason: "foh fp32: worst out[0 0 1]; threshold 4"},
+		{Name: "TestCheck7MethodComparison", Result: testrun.Fail, Reason: "foh takes 4.1× zoh's time"}})
 	r.Finish()
 	s := r.Summary()
 	first := strings.SplitN(s, "\n", 2)[0]
@@ -54,8 +57,9 @@ func TestSummaryReadsFirst(t *testing.T) {
 		t.Errorf("first line %q, want the verdict", first)
 	}
 	for _, want := range []string{"max ratio: the largest", "  Check1 pass\n", "  Check3 pass; undecided: timing: the CPU build scales by design\n",
-		"  Check6 undecided: every figure noisy\n", "  Check7 FAIL\n", "undecided: could not decide on this machine, not a pass",
-		"failed tests: TestAccuracy, TestCheck7MethodComparison", "foh/fp32/real: 1 of 1 checks failed"} {
+		"  Check6 undecided: every figure noisy\n", "  Check7 FAIL: foh takes 4.1× zoh's time\n", "undecided: could not decide on this machine, not a pass",
+		"failed tests (2;", "  FAIL TestAccuracy: foh fp32: worst out[0 0 1]; threshold 4\n", "foh/fp32/real: 1 of 1 checks failed",
+		"ssmverify FAIL: 2 tests failed"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("summary lacks %q:\n%s", want, s)
 		}
@@ -66,12 +70,12 @@ func TestSummaryReadsFirst(t *testing.T) {
 func TestMerge(t *testing.T) {
 	lib := LibraryInfo{Path: "lib.so"}
 	first := New(lib)
-	first.Verdict("TestCheck7MethodComparison", Failed)
+	first.RecordTest("TestCheck7MethodComparison", Failed)
 	first.AddTable(Table{Name: "Check7"})
 	second := New(lib)
 	second.Add("TestAccuracy", ssm.ZOH, ssm.F32, false, 0.5, 1, true, "")
 	first.Add("TestAccuracy", ssm.ZOH, ssm.F32, false, 9, 100, false, "out[0]")
-	second.Verdict("TestAccuracy", Passed)
+	second.RecordTest("TestAccuracy", Passed)
 	if err := second.Merge(first); err != nil {
 		t.Fatal(err)
 	}
@@ -105,5 +109,50 @@ func TestBackwardGradsInABIOrder(t *testing.T) {
 	}
 	if s := r.backwardSummary(); !strings.Contains(s, "du 0.6, dA 0.5, dD 0.7, dz 0.2, ddelta_bias 0.4, dinitial_state 0.1") {
 		t.Errorf("summary:\n%s", s)
+	}
+}
+
+// TestDiagnosisTable: the diagnoses are grouped by cause, one entry per
+// cause with every cell and test it covers and one example's evidence, the
+// named causes first; a 16-bit cell diagnosed as a precision loss takes the
+// formula diagnosis of the same method's fp32 cell, keeping its own in Own.
+func TestDiagnosisTable(t *testing.T) {
+	r := New(LibraryInfo{Path: "lib.so"})
+	sign := Finding{Tag: "bilinear-sign", Cause: "Ā = (1 − x/2)/(1 + x/2)", Where: "out wrong at 4 of 4", Evidence: []string{"probe of 56 pairs"}}
+	r.AddDiagnosis("TestAccuracy/realistic", ssm.Bilinear, ssm.F32, false, sign)
+	r.AddDiagnosis("TestGolden", ssm.Bilinear, ssm.F64, false, sign)
+	r.AddDiagnosis("TestChunkBoundaries/2047", ssm.Bilinear, ssm.F32, false, sign)
+	r.AddDiagnosis("TestNarrowAccuracy/realistic", ssm.Bilinear, ssm.F16, false, Finding{Tag: "narrow:11-bit", Cause: "rounding with 11-bit significands", Where: "out wrong at 3 of 4"})
+	r.AddDiagnosis("TestNarrowEveryCombination", ssm.Bilinear, ssm.BF16, false, Finding{Tag: "none", Cause: "no diagnosis fits"})
+	r.AddBackwardDiagnosis("TestBackwardAccuracy", ssm.Bilinear, ssm.F32, false, Finding{Tag: "none", Cause: "no single slip of the backward explains the gradients"})
+	r.AddDiagnosis("TestNarrowAccuracy/stress", ssm.ZOH, ssm.BF16, false, Finding{Tag: "narrow:8-bit", Cause: "rounding with 8-bit significands"})
+	r.RecordTest("TestAccuracy", Failed)
+	r.Finish()
+	gs := r.DiagnosisGroups()
+	if len(gs) != 3 {
+		t.Fatalf("%d groups, want 3 (bilinear-sign, narrow:8-bit of zoh, and the backward's none): %+v", len(gs), gs)
+	}
+	g := gs[0]
+	if g.Tag != "bilinear-sign" || strings.Join(g.Cells, ",") != "bilinear/fp32/real,bilinear/fp64/real" ||
+		strings.Join(g.Inherited, ",") != "bilinear/fp16/real,bilinear/bf16/real" || strings.Join(g.Tests, ",") != "TestAccuracy,TestGolden,TestChunkBoundaries,TestNarrowAccuracy,TestNarrowEveryCombination" {
+		t.Errorf("first group %+v: want bilinear-sign over the fp32 and fp64 cells, the 16-bit ones as theirs, and five tests", g)
+	}
+	for _, d := range r.Diagnoses {
+		if d.DType == "fp16" && (d.Tag != "bilinear-sign" || d.As != "bilinear/fp32/real" || !strings.Contains(d.Own, "narrow:11-bit") || d.Where != "out wrong at 3 of 4") {
+			t.Errorf("the fp16 cell's diagnosis %+v: want bilinear-sign as its fp32 cell's, its own kept, its own where", d)
+		}
+		if d.Method == "zoh" && d.Tag != "narrow:8-bit" {
+			t.Errorf("zoh's bf16 diagnosis became %q: no wider zoh cell names a formula", d.Tag)
+		}
+	}
+	if gs[len(gs)-1].Tag != "none" {
+		t.Errorf("the last group is %q, want a none: named causes first", gs[len(gs)-1].Tag)
+	}
+	table := DiagnosisTable(gs, "  ")
+	if strings.Count(table, "Ā = (1 − x/2)/(1 + x/2)") != 1 || !strings.Contains(table, "e.g. TestAccuracy/realistic bilinear/fp32/real: out wrong at 4 of 4; probe of 56 pairs") {
+		t.Errorf("the table does not give each cause once with its example:\n%s", table)
+	}
+	if s := r.Summary(); !strings.Contains(s, "diagnoses: 3 causes") || strings.Index(s, "diagnoses: 3 causes") < strings.Index(s, "failed tests") {
+		t.Errorf("the summary does not end with the causes:\n%s", s)
 	}
 }

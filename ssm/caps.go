@@ -27,6 +27,12 @@ const (
 	// and dC) rounded once to it. Without it a 16-bit dtype's backward bits
 	// mean nothing (ABI before this extension: the backward is F32 and F64).
 	CapBackwardNarrow Caps = 512
+	// CapNonFinite is SSMK_CAP_NONFINITE (with CapSupported): the
+	// library follows the suite's non-finite policy for this combination
+	// (what it returns where an intermediate overflows or an input is NaN
+	// or ±Inf: go doc ./fuzz), and the fuzz targets and their corpus hold
+	// it to the policy; without it they judge what the error model covers.
+	CapNonFinite Caps = 1024
 )
 
 // For returns c as it holds for dtype dt: for a 16-bit input type, 0
@@ -50,6 +56,10 @@ func (c Caps) For(dt DType) Caps {
 
 // Supported reports bit 0.
 func (c Caps) Supported() bool { return c&CapSupported != 0 }
+
+// NonFinitePolicy reports whether the combination declares the suite's
+// non-finite policy (CapNonFinite).
+func (c Caps) NonFinitePolicy() bool { return c.Supported() && c&CapNonFinite != 0 }
 
 // ComplexZOHFallback reports bit 1: with complex A the method computes zoh.
 func (c Caps) ComplexZOHFallback() bool { return c&CapComplexZOHFallback != 0 }

@@ -95,7 +95,7 @@ func backwardDiagnosis(test string, p *ssm.Problem, ct *ssm.Cotangent, dt ssm.DT
 		return ""
 	}
 	f := diagnose.Backward(lib, p, ct, dt)
-	rep.AddDiagnosis(test, p.Method, dt, p.Complex, f.Tag, f.String())
+	rep.AddBackwardDiagnosis(test, p.Method, dt, p.Complex, f)
 	return "\ndiagnosis [" + f.Tag + "]: " + f.String()
 }
 
@@ -251,7 +251,7 @@ func backwardCase(t *testing.T, test, name string, cb combo, p *ssm.Problem, see
 // the gate, in batches of two (seqlen 70, dstate 4, 8 channels). Mamba's
 // complex backward, which offsets variable dB and dC by twice their
 // group's stride, fails exactly in the cases with two groups and a
-// variable B or C (docs/findings-mamba-backward-2026-11-27.md). Cases
+// variable B or C (docs/journal/findings-mamba-backward-2026-11-27.md). Cases
 // outside the library's declared features are recorded as not supported.
 func TestBackwardOptionSweep(t *testing.T) {
 	track(t)

@@ -13,6 +13,7 @@ import (
 	"ssmverify/cudalib"
 	"ssmverify/gen"
 	"ssmverify/judge"
+	"ssmverify/perf"
 	"ssmverify/ssm"
 )
 
@@ -215,7 +216,7 @@ func judgeArgCase(c argCase) string {
 	before := map[string]string{}
 	for _, in := range append(b.Inputs(), cudalib.NamedArray{Name: "out", Array: b.Out}) {
 		if in.Present() {
-			before[in.Name] = Hash(in.Bytes())
+			before[in.Name] = perf.Hash(in.Bytes())
 		}
 	}
 	err = lib.RunScanEdited(b, c.field, c.value)
@@ -233,7 +234,7 @@ func judgeArgCase(c argCase) string {
 		return fmt.Sprintf("FAIL %s = %d: the message %q does not name the argument", c.field, c.value, e.Msg)
 	}
 	for _, in := range append(b.Inputs(), cudalib.NamedArray{Name: "out", Array: b.Out}) {
-		if in.Present() && Hash(in.Bytes()) != before[in.Name] {
+		if in.Present() && perf.Hash(in.Bytes()) != before[in.Name] {
 			return fmt.Sprintf("FAIL %s = %d: the library wrote into %s although it refused the call", c.field, c.value, in.Name)
 		}
 	}

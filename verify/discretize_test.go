@@ -112,7 +112,7 @@ func judgeDiscretized(t *testing.T, m ssm.Method, dt ssm.DType, isComplex bool, 
 	}
 	if failures > 0 && rep.WantDiagnosis(t.Name(), m, dt, isComplex) {
 		f := diagnose.Discretized(m, dt, isComplex, pd, pa, pAbar, pBcoef, pFailed)
-		rep.AddDiagnosis(t.Name(), m, dt, isComplex, f.Tag, f.String())
+		rep.AddDiagnosis(t.Name(), m, dt, isComplex, f)
 		t.Errorf("%v %v %s: %d of %d %s fail; diagnosis [%s]: %s", m, dt, ssm.AKind(isComplex), failures, len(pd), what, f.Tag, f)
 	}
 	return &st

@@ -8,6 +8,7 @@ import (
 	"ssmverify/cudalib"
 	"ssmverify/judge"
 	"ssmverify/reference"
+	"ssmverify/report"
 	"ssmverify/ssm"
 )
 
@@ -54,7 +55,7 @@ func TestHugeIndices(t *testing.T) {
 		if !t.Run(c.name, c.big) && smallOK && rep.WantDiagnosis(t.Name()+"/"+c.name, m, ssm.F32, false) {
 			why := "fails only past 2³¹ elements (" + c.size + "); the same judgement passes at small sizes: " +
 				"32-bit index arithmetic wraps (an int or uint32 offset or stride)"
-			rep.AddDiagnosis(t.Name()+"/"+c.name, m, ssm.F32, false, "index-wrap", why)
+			rep.AddDiagnosis(t.Name()+"/"+c.name, m, ssm.F32, false, report.Finding{Tag: "index-wrap", Cause: why})
 			t.Logf("diagnosis [index-wrap]: %s", why)
 		}
 	}

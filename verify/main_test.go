@@ -1,9 +1,11 @@
 package verify
 
 import (
+	"bytes"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -16,6 +18,7 @@ import (
 	"ssmverify/judge"
 	"ssmverify/report"
 	"ssmverify/ssm"
+	"ssmverify/testrun"
 )
 
 var (
@@ -35,7 +38,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "verify: cannot open the library under test:", err)
 		os.Exit(2)
 	}
-	lib, rep = l, report.New(libraryInfo(l))
+	lib, rep = l, report.New(report.Identify(l))
 	for _, m := range ssm.Methods() {
 		for _, dt := range ssm.AllDTypes() {
 			for _, c := range []bool{false, true} {
@@ -65,7 +68,11 @@ func TestMain(m *testing.M) {
 			os.Exit(2)
 		}
 	}
+	out := captureStdout()
 	code := m.Run()
+	if tests, err := testrun.Parse(out(), "verify", testrun.ErrorSites(".")); err == nil {
+		rep.SetReasons(tests)
+	}
 	rep.Finish()
 	if *reportDir != "" {
 		if err := rep.Write(*reportDir); err != nil {
@@ -76,18 +83,34 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// libraryInfo identifies l in the report.
-func libraryInfo(l *cudalib.Library) report.LibraryInfo {
-	dev, err := l.DeviceName()
+// captureStdout copies what the tests print to standard output (go test's
+// verbose lines, each test's log) into a buffer as it passes through, so
+// that the report can give every failure the first line of its message
+// (testrun.Parse); the returned function stops the copy and returns it.
+func captureStdout() func() []byte {
+	orig := os.Stdout
+	r, w, err := os.Pipe()
 	if err != nil {
-		dev = "unavailable: " + err.Error()
+		return func() []byte { return nil }
 	}
-	return report.LibraryInfo{Path: l.Path, Backend: l.Backend, Device: dev, Selection: l.Selection, ABIVersion: l.ABIVersionOf()}
+	os.Stdout = w
+	var buf bytes.Buffer
+	done := make(chan struct{})
+	go func() {
+		_, _ = io.Copy(io.MultiWriter(orig, &buf), r)
+		close(done)
+	}()
+	return func() []byte {
+		w.Close()
+		<-done
+		os.Stdout = orig
+		return buf.Bytes()
+	}
 }
 
 // track records the test's verdict in the report when it ends.
 func track(t *testing.T) {
-	t.Cleanup(func() { rep.Verdict(t.Name(), outcome(t)) })
+	t.Cleanup(func() { rep.RecordTest(t.Name(), outcome(t)) })
 }
 
 func outcome(t *testing.T) report.Outcome {
@@ -196,7 +219,7 @@ func diagnosis(test string, p *ssm.Problem, dt ssm.DType) string {
 		return ""
 	}
 	f := diagnoseSmall(p, dt)
-	rep.AddDiagnosis(test, p.Method, dt, p.Complex, f.Tag, f.String())
+	rep.AddDiagnosis(test, p.Method, dt, p.Complex, f)
 	return "\ndiagnosis [" + f.Tag + "]: " + f.String()
 }
 

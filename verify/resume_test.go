@@ -170,6 +170,6 @@ func resumeDiagnosis(test string, p *ssm.Problem, got *ssm.Output, dt ssm.DType,
 		return diagnosis(test, q, dt)
 	}
 	f := diagnose.Resumption(p, got, dt, cuts)
-	rep.AddDiagnosis(test, p.Method, dt, p.Complex, f.Tag, f.String())
+	rep.AddDiagnosis(test, p.Method, dt, p.Complex, f)
 	return "\ndiagnosis [" + f.Tag + "]: " + f.String()
 }

@@ -24,6 +24,7 @@ import (
 	"strings"
 
 	"ssmverify/gate"
+	"ssmverify/perf"
 	"ssmverify/report"
 )
 
@@ -55,18 +56,19 @@ func main() {
 	maxReg := fs.Float64("max-regression", 0.05, "fail on a significant slowdown beyond this fraction")
 	writeBaseline := fs.String("write-baseline", "", "store this run's Check7 samples as a baseline file")
 	plots := fs.Bool("plots", true, "draw the PNG plots")
+	nonFinite := fs.Bool("nonfinite", false, "hold the library to the fuzz corpus's non-finite policy (go doc ./fuzz): what it must return where an intermediate overflows; off, only finite, in-range behaviour is judged unless the library declares SSMK_CAP_NONFINITE")
 	seed := fs.Uint64("rapid-seed", defaultRapidSeed(),
 		"seed of the suite's property tests (default: $RAPID_SEED, else 1), so that a commit's verdict is reproducible; 0: fresh seeds, to explore")
 	if err := fs.Parse(os.Args[1:]); err != nil {
-		os.Exit(gate.ExitSetup)
+		os.Exit(report.ExitSetup)
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "gate: unexpected argument %q (flags only; `gate merge` merges reports)\n", fs.Arg(0))
-		os.Exit(gate.ExitSetup)
+		os.Exit(report.ExitSetup)
 	}
 	if *maxReg <= 0 || *maxReg >= 1 {
 		fmt.Fprintf(os.Stderr, "gate: -max-regression = %g, want a fraction in (0, 1), e.g. 0.05\n", *maxReg)
-		os.Exit(gate.ExitSetup)
+		os.Exit(report.ExitSetup)
 	}
 	var packages []string
 	for _, p := range strings.Split(*pkgs, ",") {
@@ -76,27 +78,27 @@ func main() {
 			packages = append(packages, p)
 		default:
 			fmt.Fprintf(os.Stderr, "gate: -pkgs: unknown package %q, want some of golden, fuzz, verify\n", p)
-			os.Exit(gate.ExitSetup)
+			os.Exit(report.ExitSetup)
 		}
 	}
 	if *baseline != "" {
-		if _, err := gate.LoadBaseline(*baseline); err != nil {
+		if _, err := perf.LoadBaseline(*baseline); err != nil {
 			fmt.Fprintln(os.Stderr, "gate:", err)
-			os.Exit(gate.ExitSetup)
+			os.Exit(report.ExitSetup)
 		}
 	}
 	cfg := gate.Config{Out: *out, Root: *root, Bin: *bin, Packages: packages, VerifyRun: *run,
-		VerifyArgs: strings.Fields(*vargs), Task: *task, Baseline: *baseline, MaxRegression: *maxReg, Plots: *plots, RapidSeed: *seed, Log: os.Stderr}
+		VerifyArgs: strings.Fields(*vargs), Task: *task, Baseline: *baseline, MaxRegression: *maxReg, Plots: *plots, RapidSeed: *seed, NonFinitePolicy: *nonFinite, Log: os.Stderr}
 	r := gate.Run(cfg)
 	if *writeBaseline != "" && len(r.Errors) == 0 {
 		c7, err := report.LoadCheck7(filepath.Join(*out, "verify", "check7.json"))
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "gate: -write-baseline: %v (include Check7 in the run)\n", err)
-			os.Exit(gate.ExitSetup)
+			os.Exit(report.ExitSetup)
 		}
-		if err := gate.WriteBaseline(*writeBaseline, c7, r.Library); err != nil {
+		if err := perf.WriteBaseline(*writeBaseline, c7, r.Library); err != nil {
 			fmt.Fprintln(os.Stderr, "gate: -write-baseline:", err)
-			os.Exit(gate.ExitSetup)
+			os.Exit(report.ExitSetup)
 		}
 		fmt.Fprintf(os.Stderr, "gate: baseline of %d methods written to %s (%s)\n", len(c7.Samples), *writeBaseline, c7.Config)
 	}
@@ -112,24 +114,24 @@ func bench(args []string, w io.Writer) int {
 	gpu := fs.String("gpu", "", "the GPU and driver, for the table's first line")
 	acc := fs.Int("accuracy", 0, "exit status of the accuracy tests of the same build (0: passed)")
 	if err := fs.Parse(args); err != nil {
-		return gate.ExitSetup
+		return report.ExitSetup
 	}
 	if fs.NArg() != 1 {
 		fmt.Fprintln(os.Stderr, "gate bench: want one folder of Check7 runs (usage: gate bench [-gpu NAME] [-accuracy RC] DIR)")
-		return gate.ExitSetup
+		return report.ExitSetup
 	}
 	runs, err := report.LoadBench(fs.Arg(0))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "gate", err)
-		return gate.ExitSetup
+		return report.ExitSetup
 	}
 	verdict := "pass"
 	if *acc != 0 {
 		verdict = "FAIL"
 	}
 	fmt.Fprintf(w, "make bench: %s; accuracy of the same build: %s\n", *gpu, verdict)
-	report.WriteBenchTable(w, runs)
-	if ts := report.BenchTargets(runs); len(ts) > 0 {
+	perf.WriteBenchTable(w, runs)
+	if ts := perf.BenchTargets(runs); len(ts) > 0 {
 		fmt.Fprintln(w, "\nspeed targets:")
 		for _, t := range ts {
 			fmt.Fprintln(w, t)
@@ -142,43 +144,60 @@ func merge(args []string) int {
 	fs := flag.NewFlagSet("gate merge", flag.ContinueOnError)
 	out := fs.String("out", "out/merged", "folder for the merged report.json, junit.xml and report.md")
 	if err := fs.Parse(args); err != nil {
-		return gate.ExitSetup
+		return report.ExitSetup
 	}
 	if fs.NArg() == 0 {
 		fmt.Fprintln(os.Stderr, "gate merge: no task reports given (usage: gate merge -out DIR task1/report.json task2/report.json …)")
-		return gate.ExitSetup
+		return report.ExitSetup
 	}
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		fmt.Fprintln(os.Stderr, "gate merge:", err)
-		return gate.ExitSetup
+		return report.ExitSetup
 	}
 	m, err := gate.MergeFiles(*out, fs.Args())
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "gate", err)
-		return gate.ExitSetup
+		return report.ExitSetup
 	}
 	summary(m, *out)
 	return m.ExitCode
 }
 
-// summary prints the verdict and the failures, one line each, last.
-func summary(r *gate.Report, out string) {
+// summary prints, last on the terminal, what a person acts on: the setup
+// errors, the causes of the failures (the diagnosis table), every failure
+// with the first line of its reason, the performance verdicts that are not
+// a plain pass, and the verdict.
+func summary(r *report.Report, out string) {
 	for _, e := range r.Errors {
 		fmt.Fprintln(os.Stderr, "gate: error:", e)
 	}
-	failed := r.Failed()
+	if gs := r.DiagnosisGroups(); len(gs) > 0 {
+		fmt.Fprintf(os.Stderr, "gate: %d causes of the failures (diagnoses; report.md has them first):\n", len(gs))
+		fmt.Fprint(os.Stderr, report.DiagnosisTable(gs, "  "))
+	}
+	failed := r.LeafFailures()
+	const show = 20
 	for i, t := range failed {
-		if i == 10 {
-			fmt.Fprintf(os.Stderr, "gate: … %d more failures in %s\n", len(failed)-10, filepath.Join(out, "report.md"))
+		if i == show {
+			fmt.Fprintf(os.Stderr, "gate: … %d more failures in %s\n", len(failed)-show, filepath.Join(out, "report.md"))
 			break
 		}
-		fmt.Fprintf(os.Stderr, "gate: FAIL %s %s\n      %s\n", t.Package, t.Name, t.Reproduce)
+		reason := t.Reason
+		if reason == "" {
+			reason = "(no message: see " + filepath.Join(out, t.Package+".log") + ")"
+		}
+		fmt.Fprintf(os.Stderr, "gate: FAIL %s %s: %s\n      %s\n", t.Package, t.Name, reason, t.Reproduce)
+	}
+	for _, t := range r.Tests {
+		if t.Outcome == report.Undecided {
+			fmt.Fprintf(os.Stderr, "gate: undecided %s %s: %s\n", t.Package, t.Name, t.Reason)
+		}
 	}
 	for _, p := range r.Performance {
-		if p.Verdict == gate.Regression || p.Verdict == gate.Undecided || p.Verdict == gate.Improvement {
+		if p.Verdict == report.Regression || p.Verdict == report.VerdictUndecided || p.Verdict == report.Improvement {
 			fmt.Fprintf(os.Stderr, "gate: performance %s: %s: %s\n", p.Method, p.Verdict, p.Reason)
 		}
 	}
 	fmt.Fprintf(os.Stderr, "gate: %s (exit %d): %d tests, %d failed; %s/{report.json,junit.xml,report.md}\n",
-		strings.ToUpper(r.Verdict), r.ExitCode, len(r.Tests), len(failed), out)
+		strings.ToUpper(r.Verdict), r.ExitCode, len(r.Tests), len(r.Failed()), out)
 }

@@ -169,6 +169,7 @@ enum { SSMK_ZOH = 0, SSMK_FOH = 1, SSMK_BILINEAR = 2, SSMK_POLY = 3, SSMK_HIGHOR
 #define SSMK_CAP_BWD_ATOMIC 128u       /* with bit 6: the backward's sums may differ between calls in the last bits */
 #define SSMK_CAP_BWD_OUTPUTS_ONLY 256u /* with bit 6: no dlast_state, no dinitial_state, no initial_state */
 #define SSMK_CAP_BWD_NARROW 512u       /* with bits 5, 6 and a 16-bit dtype: the backward takes this input type */
+#define SSMK_CAP_NONFINITE 1024u       /* with bit 0: the library follows the suite's non-finite policy */
 
 /* 1 for this header. The suite refuses a library that returns another value. */
 SSMK_API int32_t ssmk_abi_version(void);
@@ -220,6 +221,14 @@ SSMK_API int32_t ssmk_max_dstate(void);
  * type (THE BACKWARD PASS, 16-bit inputs). For a 16-bit dtype, bits 6 to 8
  * count only with bit 9, so that a library written when the backward was
  * F32 and F64 alone is judged as before.
+ * Bit 10 SSMK_CAP_NONFINITE (extension, with bit 0): where an intermediate
+ * overflows the dtype or an input is NaN or ±Inf, the library returns what
+ * the suite's non-finite policy asks (docs/abi.md; go doc ./fuzz): an
+ * infinity of the reference's sign where the reference is infinite, NaN
+ * where it is NaN, either answer where the dtype's own evaluation
+ * overflows. The fuzz targets and their corpus then hold it to the policy;
+ * without bit 10 they judge, as the accuracy suite does, only the elements
+ * whose reference and dtype evaluation are finite and in range.
  * 0 for an unknown method, dtype, or is_complex other than 0 or 1.
  *
  * What a library declares unsupported is reported as such, never as a

@@ -36,54 +36,12 @@ void store_output(const ssmk_scan_args *a, int64_t i, T y, T u, int d) {
     ((I *)a->out)[i] = narrow<I>(v);
 }
 
-#if SSMK_MUTANT == 24 || SSMK_MUTANT == 25 || SSMK_MUTANT == 28
-/* bfloat16's rounding (to nearest even, 8 bits of mantissa). */
-inline float round_half(float v) { return widen(to_bfloat16(v)); }
-inline double round_half(double v) { return round_half((float)v); }
-template <typename T>
-cplx<T> round_half(cplx<T> v) {
-    return cmake(round_half(v.re), round_half(v.im));
-}
-#endif
-
-/* The planted slips of a mixed-precision kernel: each rounds a value a
- * correct one keeps in float to 16 bits, for the 16-bit input types only:
- * the state (25) or Δ·A (28) to bfloat16, Δ to the input type (27). */
-template <typename I, typename V>
-V narrow_slip(V v, int k) {
-#if SSMK_MUTANT == 25 || SSMK_MUTANT == 28
-    if (sizeof(I) == 2 && k == SSMK_MUTANT) return round_half(v);
-#else
-    (void)k;
-#endif
-    return v;
-}
-
-template <typename I, typename T>
-T delta_slip(T dt) {
-#if SSMK_MUTANT == 27
-    if constexpr (sizeof(I) == 2) return T(widen(narrow<I>(dt)));
-#endif
-    return dt;
-}
-
-/* Row row's initial state: h0[row·N …] (the layout of last_state), or 0.
- * Mutation testing plants the usual slips of resuming a scan here. */
+/* Row row's initial state: h0[row·N …] (the layout of last_state), or 0. */
 template <typename V>
 V initial_of(const V *h0, int64_t row, int N, int n, int dim) {
     if (!h0) return V{};
-#if SSMK_MUTANT == 21
-    (void)row, (void)N, (void)n, (void)dim;
-    return V{}; /* the initial state ignored */
-#elif SSMK_MUTANT == 23
-    return h0[(row % dim) * N + n]; /* read from batch entry 0 */
-#elif SSMK_MUTANT == 24
-    (void)dim;
-    return round_half(h0[row * N + n]); /* kept in 16 bits */
-#else
     (void)dim;
     return h0[row * N + n];
-#endif
 }
 
 template <typename V>
@@ -145,43 +103,22 @@ void scan_row(const ssmk_scan_args *a, const void *h0, int64_t row) {
     const BCRow<I, V> Cs = bc_row<I, V>(a, a->C, a->is_variable_C, row);
     V h[SSMK_MAX_DSTATE];
     for (int n = 0; n < N; n++) h[n] = initial_of((const V *)h0, row, N, n, a->dim);
-#if SSMK_MUTANT == 22
-    V late[SSMK_MAX_DSTATE]; /* the initial state applied one step late */
-    for (int n = 0; n < N; n++) late[n] = h[n], h[n] = V{};
-#endif
     for (int t = 0; t < L; t++) {
-        const T dt = delta_slip<I>(step_dt(T(widen(delta[t])), (const T *)a->delta_bias, d, a->delta_softplus));
+        const T dt = step_dt(T(widen(delta[t])), (const T *)a->delta_bias, d, a->delta_softplus);
         const T uu = T(widen(u[t]));
         V acc{};
         for (int n = 0; n < N; n++) {
             V ab, g;
             const V bv = bc_at(Bs, n, t), cv = bc_at(Cs, n, t);
             if constexpr (kComplex) {
-                method_complex(a->method, narrow_slip<I>(cscale(A[n], dt), 28), ab, g);
+                method_complex(a->method, cscale(A[n], dt), ab, g);
                 const V bu = cscale(cmul(cscale(g, dt), bv), uu);
-#if SSMK_MUTANT == 11
+                h[n] = cadd(cmul(ab, h[n]), bu);
                 acc = cadd(acc, c_times_h(cv, h[n]));
-                h[n] = narrow_slip<I>(cadd(cmul(ab, h[n]), bu), 25);
-#else
-                h[n] = narrow_slip<I>(cadd(cmul(ab, h[n]), bu), 25);
-                acc = cadd(acc, c_times_h(cv, h[n]));
-#endif
             } else {
-                method_real(a->method, narrow_slip<I>(dt * A[n], 28), ab, g);
-#if SSMK_MUTANT == 11
-                acc += cv * h[n]; /* the output read before the state update */
+                method_real(a->method, dt * A[n], ab, g);
                 h[n] = ab * h[n] + (dt * g) * bv * uu;
-#elif SSMK_MUTANT == 17
-                /* A reduction whose order follows the team size: with more
-                 * than one thread, y sums the states from the last one down. */
-                h[n] = ab * h[n] + (dt * g) * bv * uu;
-                if (threads() == 1) acc += cv * h[n];
-                if (threads() > 1 && n == N - 1)
-                    for (int k = N - 1; k >= 0; k--) acc += bc_at(Cs, k, t) * h[k];
-#else
-                h[n] = narrow_slip<I>(ab * h[n] + (dt * g) * bv * uu, 25);
                 acc += cv * h[n];
-#endif
             }
         }
         T y;
@@ -190,15 +127,6 @@ void scan_row(const ssmk_scan_args *a, const void *h0, int64_t row) {
         else
             y = acc;
         store_output<I>(a, row * L + t, y, uu, d);
-#if SSMK_MUTANT == 22
-        if (t == 0)
-            for (int n = 0; n < N; n++) {
-                if constexpr (kComplex)
-                    h[n] = cadd(h[n], late[n]);
-                else
-                    h[n] += late[n];
-            }
-#endif
     }
     if (a->last_state) {
         V *s = (V *)a->last_state + row * N;
@@ -419,40 +347,6 @@ SSMK_API int32_t ssmk_plan_create_discretize(int32_t method, int32_t dtype, int3
 
 SSMK_API int32_t ssmk_plan_launch(ssmk_plan *p) {
     if (!p) return fail(SSMK_EINVAL, "plan is NULL");
-#if SSMK_MUTANT == 15
-    /* The bias added to the plan's own copy of delta in place. */
-    if (p->kind == ssmk_plan::SCAN && p->args.delta_bias && !narrow_dtype(p->args.dtype)) {
-        ssmk_scan_args a = p->args;
-        for (int64_t i = 0; i < p->sz.seq; i++) {
-            int d = (int)((i / a.seqlen) % a.dim);
-            if (a.dtype == SSMK_F64)
-                ((double *)a.delta)[i] += ((const double *)a.delta_bias)[d];
-            else
-                ((float *)a.delta)[i] += ((const float *)a.delta_bias)[d];
-        }
-        static std::vector<float> zero_f;
-        static std::vector<double> zero_d;
-        zero_f.assign((size_t)a.dim, 0.0f);
-        zero_d.assign((size_t)a.dim, 0.0);
-        a.delta_bias = a.dtype == SSMK_F64 ? (const void *)zero_d.data() : (const void *)zero_f.data();
-        run_scan(&a, p->h0);
-        p->launched = true;
-        return SSMK_OK;
-    }
-#endif
-#if SSMK_MUTANT == 18
-    /* An autotuner: the first 16 launches of a plan try slower variants. */
-    if (p->tuning_launches++ < 16 && p->kind == ssmk_plan::SCAN) run_scan(&p->args, p->h0);
-#endif
-#if SSMK_MUTANT == 19
-    /* Without z the plan takes an unfused path that does the scan twice. */
-    if (p->kind == ssmk_plan::SCAN && !p->args.z) run_scan(&p->args, p->h0);
-#endif
-#if SSMK_MUTANT == 20
-    /* foh's plan runs an unoptimised path: three extra passes. */
-    if (p->kind == ssmk_plan::SCAN && p->args.method == SSMK_FOH)
-        for (int i = 0; i < 3; i++) run_scan(&p->args, p->h0);
-#endif
     switch (p->kind) {
     case ssmk_plan::SCAN:
         run_scan(&p->args, p->h0);
@@ -479,9 +373,6 @@ SSMK_API int32_t ssmk_plan_time(ssmk_plan *p, int32_t iters, double *ms_total) {
     double t0 = now_ms();
     for (int32_t i = 0; i < iters; i++) ssmk_plan_launch(p);
     *ms_total = now_ms() - t0;
-#if SSMK_MUTANT == 16
-    *ms_total *= 0.5; /* a timer that lies: events around half the work */
-#endif
     return SSMK_OK;
 }
 

@@ -41,14 +41,7 @@ constexpr int kChunk = 64;
 /* The method the backward differentiates: the call's, or zoh's whatever
  * the call (mutant 29, the bug of the fork whose autograd ran zoh's
  * backward for every method). */
-inline int backward_method(int m) {
-#if SSMK_MUTANT == 29
-    (void)m;
-    return ZOH;
-#else
-    return m;
-#endif
-}
+inline int backward_method(int m) { return m; }
 
 /* One call's arrays, typed: T the dtype's scalar, V it or cplx<T>. */
 template <typename T, typename V>
@@ -71,31 +64,13 @@ struct Bwd {
     T seq(const void *p, int64_t row, int t) const { return t < L ? ((const T *)p)[row * L + t] : T(0); }
 };
 
-#if SSMK_MUTANT == 37 || SSMK_MUTANT == 38
-/* x rounded to the call's 16-bit input type (itself for F32 and F64): the
- * rounding a planted bug applies where a correct backward keeps float. */
-template <typename T, typename V>
-T in_round(const Bwd<T, V> &w, T x) {
-    if (w.in_dtype == SSMK_BF16) return widen(to_bfloat16((float)x));
-    if (w.in_dtype == SSMK_F16) return widen(to_half16((float)x));
-    return x;
-}
-#endif
-
 /* A running sum of a variable dB or dC over a group's channels, which the
  * backward keeps in float (mutant 38 rounds it to the input type after
  * every channel, as 16-bit atomics into the gradient would). */
 template <typename T, typename V>
 V sum16(const Bwd<T, V> &w, V v) {
-#if SSMK_MUTANT == 38
-    if constexpr (std::is_same<T, V>::value)
-        return in_round(w, v);
-    else
-        return cmake(in_round(w, v.re), in_round(w, v.im));
-#else
     (void)w;
     return v;
-#endif
 }
 
 /* The forward step t of a row: h ← Ā·h + Δ·g·B·u for every state. */
@@ -137,10 +112,6 @@ void backward_row(const Bwd<T, V> &w, int b, int d) {
     }
     V *pA = w.pA + row * N;
     for (int c = chunks - 1; c >= 0; c--) {
-#if SSMK_MUTANT == 34 /* the adjoint carried back from the chunk after this one dropped */
-        if (c < chunks - 1)
-            for (V &l : lam) l = V{};
-#endif
         const int t0 = c * kChunk, t1 = t0 + kChunk < Lp ? t0 + kChunk : Lp;
         for (int n = 0; n < N; n++) hs[n] = starts[(size_t)c * N + n];
         for (int t = t0; t < t1; t++) {
@@ -158,10 +129,6 @@ void backward_row(const Bwd<T, V> &w, int b, int d) {
             if (a->z && t < L) {
                 const T z = ((const T *)a->z)[row * L + t], sig = T(1) / (T(1) + sexp(-z));
                 T y = k * vre(ysum) + (a->D ? ((const T *)a->D)[d] * u : T(0));
-#if SSMK_MUTANT == 37
-                /* y (before the gate) rounded to the input type, as if read back from a 16-bit out */
-                y = in_round(w, y);
-#endif
                 ((T *)gr->dz)[row * L + t] = dy * y * sig * (T(1) + z * (T(1) - sig));
                 dy *= z * sig;
             }
@@ -193,12 +160,7 @@ void backward_row(const Bwd<T, V> &w, int b, int d) {
                 du += vre(lgb) * dt;
                 const V gxA = vmul(vconj(dab), vmul(vconj(hprev[n]), l));
                 const V gxG = vscale(vmul(vconj(dg), vmul(vconj(bv), l)), dt * u);
-#if SSMK_MUTANT == 31
-                /* the chain through Δ in Ā forgotten: Ā' reaches dA, not dΔ */
-                ddt += vre(lgb) * u + vre(vmul(gxG, vconj(A[n])));
-#else
                 ddt += vre(lgb) * u + vre(vmul(vadd(gxA, gxG), vconj(A[n])));
-#endif
                 pA[n] = vadd(pA[n], vscale(vadd(gxA, gxG), dt));
                 next[n] = ab;
             }
@@ -206,11 +168,7 @@ void backward_row(const Bwd<T, V> &w, int b, int d) {
                 du += dy * ((const T *)a->D)[d];
                 w.pD[row] += dy * u;
             }
-#if SSMK_MUTANT == 30
-            (void)v; /* softplus' derivative dropped */
-#else
             if (a->delta_softplus && v <= T(20)) ddt *= T(1) / (T(1) + sexp(-v));
-#endif
             if (t < L) {
                 ((T *)gr->du)[row * L + t] = du;
                 ((T *)gr->ddelta)[row * L + t] = ddt;
@@ -232,11 +190,6 @@ void backward_t(const ssmk_scan_args *a, const void *h0, const ssmk_scan_grads *
     std::vector<T> pD(a->D ? rows : 0), pBias(a->delta_bias ? rows : 0);
     Bwd<T, V> w{a,   g,       (const V *)h0, in_dtype,  a->seqlen, a->seqlen, N,
                 dim, dim / G, pA.data(),     pB.data(), pC.data(), pD.data(), pBias.data()};
-#if SSMK_MUTANT == 32
-    /* the padded tail of a partial chunk swept as if it were input: Δ =
-     * softplus(bias) and dlast_state entering at the padded end */
-    w.Lp = (a->seqlen + kChunk - 1) / kChunk * kChunk;
-#endif
     if (a->is_variable_B) memset(g->dB, 0, (size_t)s.b * s.w);
     if (a->is_variable_C) memset(g->dC, 0, (size_t)s.c * s.w);
     for_rows((int64_t)B * G, [&w, B, G](int64_t task) {
@@ -264,15 +217,6 @@ void backward_t(const ssmk_scan_args *a, const void *h0, const ssmk_scan_grads *
  * to nearest (mutant 35 truncates it toward zero instead). */
 template <typename I>
 I narrow_grad(float v) {
-#if SSMK_MUTANT == 35
-    const float t = widen(narrow<I>(v));
-    if (std::fabs(t) > std::fabs(v)) {
-        const I up = narrow<I>(v); /* one step back toward zero: the next value below in magnitude */
-        I down = up;
-        down.bits = (uint16_t)(up.bits - 1);
-        return down;
-    }
-#endif
     return narrow<I>(v);
 }
 
@@ -312,15 +256,6 @@ void backward_narrow(const ssmk_scan_args *a, const void *h0, const ssmk_scan_gr
     if (a->z) store(dz, g->dz);
     if (a->is_variable_B) store(dB, g->dB);
     if (a->is_variable_C) store(dC, g->dC);
-#if SSMK_MUTANT == 36
-    /* the gradients of the float weights rounded to I, as if they were inputs */
-    const struct {
-        void *p;
-        int64_t n;
-    } weights[] = {{g->dA, s.a}, {g->dD, a->D ? s.dim : 0}, {g->ddelta_bias, a->delta_bias ? s.dim : 0}};
-    for (const auto &w : weights)
-        for (int64_t i = 0; i < w.n; i++) ((float *)w.p)[i] = widen(narrow<I>(((float *)w.p)[i]));
-#endif
 }
 
 } /* namespace */

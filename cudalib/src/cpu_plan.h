@@ -16,10 +16,6 @@
 #include "ssmk.h"
 #include "ssmk_host.h"
 
-#ifndef SSMK_MUTANT
-#define SSMK_MUTANT 0
-#endif
-
 namespace ssmk {
 
 /* The CPU build takes the 16-bit input types, in float32, with real and
@@ -110,9 +106,6 @@ struct ssmk_plan {
     ssmk_scan_grads grads{};  /* backward: the plan's own dout, dlast_state and gradient buffers */
     ssmk::ScanSizes sz{};
     std::vector<void *> owned;
-#if SSMK_MUTANT == 18
-    int tuning_launches = 0;
-#endif
 
     ~ssmk_plan() {
         for (void *p : owned) free(p);

@@ -69,7 +69,7 @@ inline bool takes_narrow(NarrowInputs narrow, int32_t is_complex) {
  * fp16 and bfloat16 inputs where narrow says (its scan only). */
 inline uint32_t native_capabilities(int32_t method, int32_t dtype, int32_t is_complex, NarrowInputs narrow) {
     if (method < 0 || method > 5 || (is_complex != 0 && is_complex != 1)) return 0;
-    const uint32_t scan = SSMK_CAP_SUPPORTED | SSMK_CAP_INITIAL_STATE | SSMK_CAP_FEATURES;
+    const uint32_t scan = SSMK_CAP_SUPPORTED | SSMK_CAP_INITIAL_STATE | SSMK_CAP_FEATURES | SSMK_CAP_NONFINITE;
     if (dtype == SSMK_F32 || dtype == SSMK_F64) return scan;
     if (narrow_dtype(dtype) && takes_narrow(narrow, is_complex))
         return scan | SSMK_CAP_SCAN_ONLY | SSMK_CAP_NARROW_INPUTS;

@@ -29,10 +29,6 @@
  *   - the polynomials by Horner's rule; bilinear with one division
  *     (g = 1/(1 − x/2), Ā = 2g − 1); for complex x both from one
  *     denominator of Smith's algorithm (ssmk_complex.h's crecip_quo).
- *
- * Mutation testing (make mutants) compiles this file with -DSSMK_MUTANT=k to
- * plant one realistic bug at a time; with SSMK_MUTANT undefined (0) the code
- * is the correct one.
  */
 #ifndef SSMK_METHODS_H
 #define SSMK_METHODS_H
@@ -41,21 +37,13 @@
 
 #include "ssmk_complex.h"
 
-#ifndef SSMK_MUTANT
-#define SSMK_MUTANT 0
-#endif
-
 namespace ssmk {
 
 enum Method { ZOH = 0, FOH = 1, BILINEAR = 2, POLY = 3, HIGHORDER = 4, RK4 = 5 };
 
 /* ---- precision-generic scalar functions ---- */
 
-#if SSMK_MUTANT == 4
-#define SSMK_LOG2E_F 1.4427f /* a slightly wrong log2(e) */
-#else
 #define SSMK_LOG2E_F 1.4426950408889634f
-#endif
 
 SSMK_HD float sexp(float x) { return exp2f(x * SSMK_LOG2E_F); }
 SSMK_HD double sexp(double x) { return exp(x); }
@@ -195,16 +183,8 @@ SSMK_HD double phi1_near(double x) { return phi1_series(x); }
 template <typename T>
 SSMK_HD T phi1_from_exp(T x, T e) {
     const T far = sdiv(e - T(1), x);
-#if SSMK_MUTANT == 3
-    return far; /* foh without its small-x guard: 0/0 at x = 0, cancellation near it */
-#else
     const T near = phi1_series(x);
-#if SSMK_MUTANT == 14
-    return sabs(x) < T(0.03) ? near : far; /* the guard too narrow: (e − 1)/x cancels for 0.03 ≤ |x| < 1/2 */
-#else
     return sabs(x) < T(0.5) ? near : far;
-#endif
-#endif
 }
 
 /* Which form of foh's φ1 a GPU kernel's run of steps takes, decided once
@@ -239,14 +219,8 @@ SSMK_HD void cexp_phi1(cplx<T> z, cplx<T> &e, cplx<T> &g) {
         g = z.re == T(0) ? cmake(T(1), T(0)) : cmake(phi1(z.re), z.im);
         return;
     }
-#if SSMK_MUTANT == 33 /* cos b and sin b from the half angle: inexact where Im z is subnormal */
-    const T s = ssin(z.im / T(2)), ch = scos(z.im / T(2));
-    const T c = (ch - s) * (ch + s), sn = T(2) * s * ch;
-    const T omc = T(2) * s * s;
-#else
     const T c = scos(z.im), sn = ssin(z.im);
     const T omc = c >= T(0) ? sn * sn / (T(1) + c) : T(1) - c;
-#endif
     e = cmake(er * c, er * sn);
     crecip_quo(z, (cplx<T> *)nullptr, cmake(sexpm1(z.re) * c - omc, er * sn), &g);
 }
@@ -265,16 +239,10 @@ constexpr bool uses_exp() {
  * which forms Δ·g as a polynomial in Δ (scan_terms.cuh's dpoly_coefs). */
 template <int M>
 constexpr int taylor_degree() {
-#if SSMK_MUTANT == 5
-    if (M == POLY) return 1; /* the x²/6 term dropped */
-#endif
     return M == HIGHORDER ? 1 : M == POLY ? 2 : M == RK4 ? 3 : 0;
 }
 template <int M, typename T>
 SSMK_HD constexpr T taylor_coef(int k) {
-#if SSMK_MUTANT == 2
-    if (M == RK4 && k == 3) return T(1.0 / 12.0); /* x³/24 lost a factor 2 */
-#endif
     return k == 1 ? T(0.5) : k == 2 ? T(1.0 / 6.0) : T(1.0 / 24.0);
 }
 /* g of a Taylor method by Horner's rule: 1 + x·(c_1 + x·(c_2 + x·c_3)). */
@@ -307,12 +275,7 @@ SSMK_HD void method_real_e(T x, T e, T &abar, T &g) {
          * Near Ā = 0 (x ≈ −2) the subtraction costs an absolute u, which the
          * error model allows. */
         T half = x * T(0.5);
-#if SSMK_MUTANT == 1
-        /* the sign-flipped formula of the original notes: pole at x = −2 */
-        g = sdiv(T(1), T(1) + half);
-#else
         g = sdiv(T(1), T(1) - half);
-#endif
         /* At x = ±∞ the ABI's quotient is ∞/∞ = NaN; 2g − 1 would say −1. */
         abar = isinf(x) ? T(NAN) : T(2) * g - T(1);
         (void)e;
@@ -420,9 +383,6 @@ SSMK_HD void method_complex_m(cplx<T> x, cplx<T> &abar, cplx<T> &g) {
 /* (Ā, g) of method m at complex x. */
 template <typename T>
 SSMK_HD_CALL void method_complex(int m, cplx<T> x, cplx<T> &abar, cplx<T> &g) {
-#if SSMK_MUTANT == 6
-    if (m == RK4) m = ZOH; /* an undeclared complex fallback to zoh */
-#endif
     switch (m) {
     case ZOH:
         return method_complex_m<ZOH>(x, abar, g);
@@ -449,13 +409,6 @@ SSMK_HD_CALL void method_complex(int m, cplx<T> x, cplx<T> &abar, cplx<T> &g) {
  * serialised a lane's K per-step chains. */
 template <bool SELECT = false, typename T>
 SSMK_HD T step_dt(T delta, const T *delta_bias, int d, int softplus) {
-#if SSMK_MUTANT == 8
-    /* softplus before the bias */
-    T dt = delta;
-    if (softplus && dt <= T(20)) dt = slog1p(sexp(dt));
-    if (delta_bias) dt += delta_bias[d];
-    return dt;
-#else
     T dt = delta + (delta_bias ? delta_bias[d] : T(0));
     if constexpr (SELECT) {
         const T sp = slog1p(sexp(dt));
@@ -463,7 +416,6 @@ SSMK_HD T step_dt(T delta, const T *delta_bias, int d, int softplus) {
     }
     if (softplus && dt <= T(20)) dt = slog1p(sexp(dt));
     return dt;
-#endif
 }
 
 /* y + D·u, then the SiLU gate y·z·sigmoid(z) where there is a z (gated);
@@ -471,17 +423,9 @@ SSMK_HD T step_dt(T delta, const T *delta_bias, int d, int softplus) {
  * per-step inputs in one vectorised load. */
 template <typename T>
 SSMK_HD T finish_output(T y, T u, const T *D, int d, bool gated, T zz) {
-#if SSMK_MUTANT == 7 /* the D term dropped */
-    (void)D, (void)u, (void)d;
-#else
     if (D) y += D[d] * u;
-#endif
     if (gated) {
-#if SSMK_MUTANT == 13
-        y = y / (T(1) + sexp(-zz)); /* the gate without its z factor */
-#else
         y = y * zz / (T(1) + sexp(-zz));
-#endif
     }
     return y;
 }
@@ -489,31 +433,17 @@ SSMK_HD T finish_output(T y, T u, const T *D, int d, bool gated, T zz) {
 /* The output of complex A: 2·Re(Σ C·h). */
 template <typename T>
 SSMK_HD T complex_output(T re_sum) {
-#if SSMK_MUTANT == 12
-    return re_sum; /* the factor 2 forgotten */
-#else
     return T(2) * re_sum;
-#endif
 }
 
 /* C·h for complex A (mutant 10 conjugates C). */
 template <typename T>
 SSMK_HD cplx<T> c_times_h(cplx<T> c, cplx<T> h) {
-#if SSMK_MUTANT == 10
-    c.im = -c.im;
-#endif
     return cmul(c, h);
 }
 
 /* The group that channel d reads variable B and C from. */
-SSMK_HD int group_of(int d, int dim, int n_groups) {
-#if SSMK_MUTANT == 9
-    (void)dim;
-    return d % n_groups; /* interleaved instead of contiguous groups */
-#else
-    return d / (dim / n_groups);
-#endif
-}
+SSMK_HD int group_of(int d, int dim, int n_groups) { return d / (dim / n_groups); }
 
 } /* namespace ssmk */
 

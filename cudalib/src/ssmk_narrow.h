@@ -71,20 +71,16 @@ SSMK_HD auto widen(cplx<I> v) -> cplx<decltype(widen(v.re))> {
 
 /* to_bfloat16 and to_half16: x rounded to nearest, ties to even. */
 SSMK_HD bfloat16 to_bfloat16(float x) {
-#if defined(__CUDA_ARCH__) && SSMK_MUTANT != 26
+#if defined(__CUDA_ARCH__)
     return bfloat16{__bfloat16_as_ushort(__float2bfloat16_rn(x))};
 #endif
     const uint32_t b = float_bits(x);
     if ((b & 0x7fffffffu) > 0x7f800000u) return bfloat16{(uint16_t)((b >> 16) | 0x40u)}; /* NaN stays NaN */
-#if SSMK_MUTANT == 26
-    return bfloat16{(uint16_t)(b >> 16)}; /* the output truncated, not rounded to nearest */
-#else
     return bfloat16{(uint16_t)((b + 0x7fffu + ((b >> 16) & 1u)) >> 16)};
-#endif
 }
 
 SSMK_HD half16 to_half16(float x) {
-#if defined(__CUDA_ARCH__) && SSMK_MUTANT != 26
+#if defined(__CUDA_ARCH__)
     return half16{__half_as_ushort(__float2half_rn(x))};
 #endif
     const uint32_t b = float_bits(x), s = (b >> 16) & 0x8000u, ax = b & 0x7fffffffu;
@@ -99,11 +95,7 @@ SSMK_HD half16 to_half16(float x) {
     }
     uint32_t h = ((ax >> 23) - 112u) << 10 | ((ax >> 13) & 0x3ffu);
     const uint32_t rem = ax & 0x1fffu;
-#if SSMK_MUTANT == 26
-    (void)rem;
-#else
     if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) h++; /* a carry into the exponent is right */
-#endif
     return half16{(uint16_t)(s | h)};
 }
 
@@ -135,9 +127,6 @@ SSMK_HD I narrow(T x) {
  * device one cvt.rn for the pair (mutant 26 keeps its truncation here too). */
 template <typename I>
 __device__ __forceinline__ uint32_t narrow_pair(float lo, float hi) {
-#if SSMK_MUTANT == 26
-    return narrow<I>(lo).bits | (uint32_t)narrow<I>(hi).bits << 16;
-#else
     uint32_t w;
     if constexpr (std::is_same<I, bfloat16>::value) {
         const __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
@@ -148,7 +137,6 @@ __device__ __forceinline__ uint32_t narrow_pair(float lo, float hi) {
         memcpy(&w, &h, 4);
     }
     return w;
-#endif
 }
 #endif
 

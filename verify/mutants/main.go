@@ -1,7 +1,7 @@
 // Command mutants proves that the verification suite catches kernel bugs.
 // It builds the CPU backend once per entry of the mutation catalogue
-// (-DSSMK_MUTANT=k plants one realistic bug in cudalib/src/ssmk_methods.h or
-// cpu.cpp), runs the suite (go test ./verify; ./golden tests the golden
+// (the patch verify/mutants/patches/K-name.patch plants one realistic bug in
+// a copy of cudalib/src: ssmk_methods.h, cpu.cpp, …), runs the suite (go test ./verify; ./golden tests the golden
 // files, not the library) against each mutant through SSMK_LIB, and prints
 // which test killed which mutant. It fails when the unmutated build does
 // not pass, when the build declaring an engine's features (engineLib) does
@@ -25,7 +25,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -41,6 +40,10 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"ssmverify/report"
+	"ssmverify/testrun"
+	"ssmverify/verify/mutants/patch"
 )
 
 // Mutant is one planted bug and the cause its diagnosis must name. A
@@ -63,8 +66,9 @@ type Mutant struct {
 // cause.
 const MinDiagnosed = 0.9
 
-// Catalogue lists the mutants; each K appears as SSMK_MUTANT == K in the
-// C sources (TestCatalogueMatchesSources checks it).
+// Catalogue lists the mutants; each K is the patch
+// verify/mutants/patches/K-name.patch (TestPatchesApply checks that each
+// applies to today's sources).
 var Catalogue = []Mutant{
 	{1, "bilinear-sign", "bilinear with the sign flipped, Ā = (1 − x/2)/(1 + x/2), as in the original notes", "bilinear-sign", 0, ""},
 	{2, "rk4-factor", "rk4's x³ term divided by 12 instead of 24", "g-term:x^3", 0, ""},
@@ -149,8 +153,8 @@ func kindOf(m Mutant) string {
 }
 
 // CUDACatalogue lists the mutants of the CUDA library's own code, which
-// the CPU build does not have; each K appears as SSMK_MUTANT == K (or
-// != K) in cudalib/src/cuda/.
+// the CPU build does not have; each K's patch changes cudalib/src/cuda/
+// alone.
 var CUDACatalogue = []Mutant{
 	{101, "scan-level", "time-parallel composition: the lanes' scan of affine maps leaves out the product of level 8 (Kogge–Stone)", "", 0, ""},
 	{102, "carry-dropped", "time-parallel composition: the state entering a tile is not composed into lane 0's map (lanes 1–31 start from 0)", "", 0, ""},
@@ -215,13 +219,22 @@ var (
 	bin    = flag.String("bin", "", "a folder of prebuilt test binaries <pkg>.test to run instead of go test (scripts/gpu.sh build)")
 	out    = flag.String("out", "out", "folder for mutants.json and the logs")
 	only   = flag.String("only", "", "comma-separated mutant numbers to run (default: all)")
-	gotest = flag.String("go", "go", "the go command")
 	matrix = flag.Bool("matrix", false, "run every test against every mutant, for the whole kill matrix (default: stop at a mutant's first failing test)")
 	jobs   = flag.Int("j", 0, "accuracy mutants judged at once (0: one per CPU for the CPU build, 1 with -cuda)")
+	tree   = flag.Int("tree", 0, "write the sources of mutant K, a copy of cudalib/ with its patch applied, into the folder given as the argument, and exit (the Makefile's mutant builds)")
 )
 
 func main() {
 	flag.Parse()
+	if *tree != 0 {
+		if flag.NArg() != 1 {
+			fatal(fmt.Errorf("-tree %d: want one folder to write the mutant's sources into", *tree))
+		}
+		if err := mutantTree(*tree, flag.Arg(0)); err != nil {
+			fatal(err)
+		}
+		return
+	}
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		fatal(err)
 	}
@@ -552,8 +565,16 @@ func buildCUDA(ks []int, libOf func(int) string) error {
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			c := exec.Command("cudalib/build-cuda.sh", libOf(k), *arch)
-			c.Env = append(os.Environ(), fmt.Sprintf("SSMK_NVCC_EXTRA=-DSSMK_MUTANT=%d", k))
+			script := "cudalib/build-cuda.sh"
+			if k != 0 {
+				dir := fmt.Sprintf("build/mutants/tree-cuda-m%d", k)
+				if err := mutantTree(k, dir); err != nil {
+					errs[i] = err
+					return
+				}
+				script = filepath.Join(dir, script)
+			}
+			c := exec.Command(script, libOf(k), *arch)
 			logPath := filepath.Join(*out, fmt.Sprintf("build-%d.log", k))
 			b, err := c.CombinedOutput()
 			_ = os.WriteFile(logPath, b, 0o644)
@@ -582,54 +603,29 @@ func run(name string, args ...string) error {
 func suite(lib, pkgs, run, skip, logPath, reportDir string, extraEnv []string, failfast bool) ([]string, []byte, error) {
 	abs, _ := filepath.Abs(reportDir)
 	env := append(append(os.Environ(), "SSMK_LIB="+lib, "SSMK_REPORT_DIR="+abs), extraEnv...)
-	var cmds []*exec.Cmd
-	if *bin == "" {
-		args := append([]string{"test", "-count=1", "-v", "-timeout=10m"}, strings.Fields(pkgs)...)
-		if run != "" {
-			args = append(args, "-run", run)
-		}
-		if skip != "" {
-			args = append(args, "-skip", skip)
-		}
-		if failfast {
-			args = append(args, "-failfast")
-		}
-		if failfast || *cuda { // one package at a time: a stop is the run's end; one GPU
-			args = append(args, "-p=1")
-		}
-		cmds = append(cmds, exec.Command(*gotest, args...))
-	} else {
-		binDir, _ := filepath.Abs(*bin)
-		for _, pkg := range strings.Fields(pkgs) {
-			args := []string{"-test.count=1", "-test.v", "-test.timeout=10m"}
-			if run != "" {
-				args = append(args, "-test.run="+run)
-			}
-			if skip != "" {
-				args = append(args, "-test.skip="+skip)
-			}
-			if failfast {
-				args = append(args, "-test.failfast")
-			}
-			c := exec.Command(filepath.Join(binDir, filepath.Base(pkg)+".test"), args...)
-			c.Dir = pkg
-			cmds = append(cmds, c)
-		}
-	}
-	var buf bytes.Buffer
+	var log bytes.Buffer
+	var failed []string
 	var err error
-	for _, c := range cmds {
-		c.Env = env
-		c.Stdout, c.Stderr = &buf, &buf
-		if e := c.Run(); e != nil {
+	// One package at a time (testrun): a stop is the run's end; one GPU.
+	for _, pkg := range strings.Fields(pkgs) {
+		res, e := testrun.Run(testrun.Spec{Root: ".", Package: strings.TrimPrefix(pkg, "./"), Bin: *bin, Run: run, Skip: skip,
+			Failfast: failfast, Timeout: 10 * time.Minute, Env: env}, nil)
+		if e != nil {
 			err = e
+			break
+		}
+		log.Write(res.Output)
+		failed = append(failed, testrun.FailedTopLevel(res.Tests)...)
+		if res.Err != nil {
+			err = res.Err
 			if failfast || *cuda {
 				break
 			}
 		}
 	}
-	_ = os.WriteFile(logPath, buf.Bytes(), 0o644)
-	return failedTests(buf.Bytes()), buf.Bytes(), err
+	_ = os.WriteFile(logPath, log.Bytes(), 0o644)
+	sort.Strings(failed)
+	return failed, log.Bytes(), err
 }
 
 // cudaSkip leaves the seven performance checks out of the CUDA mutants'
@@ -641,25 +637,6 @@ const cudaSkip = "^TestCheck[1-7][A-Z]"
 // out of the accuracy mutants' runs when several share the machine; the
 // other two (1, 4) compare results and still run.
 const timedChecks = "^TestCheck[23567][A-Z]"
-
-// failedTests lists the top-level tests a go test log reports failed.
-func failedTests(log []byte) []string {
-	seen := map[string]bool{}
-	var failed []string
-	sc := bufio.NewScanner(bytes.NewReader(log))
-	sc.Buffer(make([]byte, 1<<20), 1<<24)
-	for sc.Scan() {
-		if f, ok := strings.CutPrefix(sc.Text(), "--- FAIL: "); ok {
-			name := strings.Fields(f)[0]
-			if !seen[name] {
-				seen[name] = true
-				failed = append(failed, name)
-			}
-		}
-	}
-	sort.Strings(failed)
-	return failed
-}
 
 // Outcome is what one run of the suite against a mutant shows.
 type Outcome string
@@ -698,20 +675,11 @@ func classify(failed []string, err error, log []byte) Outcome {
 // diagnoses counts the diagnosis tags of a report.json and returns the
 // most frequent ("" when there is none; ties go to the tag seen first).
 func diagnoses(path string) (map[string]int, string) {
-	var r struct {
-		Diagnoses []struct {
-			Tag string `json:"tag"`
-		} `json:"diagnoses"`
-	}
-	b, err := os.ReadFile(path)
-	if err != nil || json.Unmarshal(b, &r) != nil {
+	r, err := report.Load(path)
+	if err != nil {
 		return nil, ""
 	}
-	return mostFrequent(r.Diagnoses, func(d struct {
-		Tag string `json:"tag"`
-	}) string {
-		return d.Tag
-	})
+	return mostFrequent(r.Diagnoses, func(d report.Diagnosis) string { return d.Tag })
 }
 
 func mostFrequent[T any](items []T, key func(T) string) (map[string]int, string) {
@@ -774,4 +742,32 @@ func printMatrix(results []result) {
 func fatal(err error) {
 	fmt.Fprintln(os.Stderr, "mutants:", err)
 	os.Exit(1)
+}
+
+// patchDir holds the mutants' patches, one per K: K-name.patch, K in three
+// digits.
+const patchDir = "verify/mutants/patches"
+
+// patchOf is mutant k's patch, read from root's patchDir.
+func patchOf(root string, k int) (string, error) {
+	files, _ := filepath.Glob(filepath.Join(root, patchDir, fmt.Sprintf("%03d-*.patch", k)))
+	if len(files) != 1 {
+		return "", fmt.Errorf("mutant %d: %d patches %s/%03d-*.patch, want one", k, len(files), patchDir, k)
+	}
+	b, err := os.ReadFile(files[0])
+	return string(b), err
+}
+
+// mutantTree writes into dir a copy of cudalib/ with mutant k's patch
+// applied (dir/cudalib/…, build-cuda.sh included), so that the shipped
+// sources carry no planted bug.
+func mutantTree(k int, dir string) error {
+	diff, err := patchOf(".", k)
+	if err != nil {
+		return err
+	}
+	if err := patch.Tree(".", "cudalib", dir, diff); err != nil {
+		return fmt.Errorf("mutant %d: %w", k, err)
+	}
+	return nil
 }

@@ -2,34 +2,11 @@ package main
 
 import (
 	"errors"
-	"fmt"
 	"os"
-	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 )
-
-// Every catalogued mutant is planted in the C sources, and every planted
-// one is catalogued.
-func TestCatalogueMatchesSources(t *testing.T) {
-	src := readAll(t, "../../cudalib/src/ssmk_methods.h", "../../cudalib/src/ssmk_narrow.h", "../../cudalib/src/cpu.cpp", "../../cudalib/src/cpu_backward.cpp")
-	if len(Catalogue) < 12 {
-		t.Errorf("the catalogue has %d mutants, want at least 12", len(Catalogue))
-	}
-	for i, m := range Catalogue {
-		if m.K != i+1 {
-			t.Errorf("catalogue entry %d has k = %d, want %d", i, m.K, i+1)
-		}
-		if !strings.Contains(src, fmt.Sprintf("SSMK_MUTANT == %d", m.K)) {
-			t.Errorf("mutant %d (%s) is not planted: no `SSMK_MUTANT == %d` in the sources", m.K, m.Name, m.K)
-		}
-	}
-	if strings.Contains(src, fmt.Sprintf("SSMK_MUTANT == %d", len(Catalogue)+1)) {
-		t.Errorf("the sources plant mutant %d, which the catalogue lacks", len(Catalogue)+1)
-	}
-}
 
 // TestClassify: only a failed test is a kill; a crash, a library that does
 // not load and any other non-zero exit are reported as what they are.
@@ -79,71 +56,6 @@ func TestOnlyCheck(t *testing.T) {
 	}
 }
 
-// Every CUDA mutant is planted in the CUDA sources, and every one planted
-// there is catalogued.
-func TestCUDACatalogueMatchesSources(t *testing.T) {
-	files, err := filepath.Glob("../../cudalib/src/cuda/*")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no CUDA sources: %v", err)
-	}
-	planted := plantedIn(readAll(t, files...))
-	for _, m := range CUDACatalogue {
-		if !planted[m.K] {
-			t.Errorf("CUDA mutant %d (%s) is not planted in cudalib/src/cuda/", m.K, m.Name)
-		}
-		if m.K <= 100 || m.Cause != "" || m.Check != 0 {
-			t.Errorf("CUDA mutant %d: numbers above 100 (the CPU catalogue's are below), no cause, no check", m.K)
-		}
-		delete(planted, m.K)
-	}
-	for k := range planted {
-		t.Errorf("cudalib/src/cuda/ plants mutant %d, which CUDACatalogue lacks", k)
-	}
-}
-
-// DeviceShared is exactly the catalogue's mutants planted in the headers
-// that the CUDA sources include, and each is an accuracy bug (the CUDA
-// runs leave the timed checks out).
-func TestDeviceSharedMatchesSources(t *testing.T) {
-	headers := []string{"ssmk_methods.h", "ssmk_narrow.h"}
-	planted := plantedIn(readAll(t, "../../cudalib/src/"+headers[0], "../../cudalib/src/"+headers[1]))
-	files, _ := filepath.Glob("../../cudalib/src/cuda/*.cu")
-	cu := readAll(t, files...)
-	for _, h := range headers {
-		if !strings.Contains(cu, `#include "../`+h+`"`) {
-			t.Errorf("no CUDA source includes %s: its mutants would not reach the CUDA build", h)
-		}
-	}
-	listed := map[int]bool{}
-	for _, k := range DeviceShared {
-		listed[k] = true
-		if !planted[k] {
-			t.Errorf("DeviceShared lists mutant %d, which %v do not plant", k, headers)
-		}
-		if k < 1 || k > len(Catalogue) || Catalogue[k-1].Check != 0 {
-			t.Errorf("DeviceShared lists mutant %d: want an accuracy bug of the catalogue", k)
-		}
-	}
-	for k := range planted {
-		if !listed[k] {
-			t.Errorf("%v plant mutant %d, which DeviceShared lacks", headers, k)
-		}
-	}
-	ms := cudaMutants()
-	if len(ms) != len(DeviceShared)+len(CUDACatalogue) || ms[0].K != DeviceShared[0] || ms[len(ms)-1].K != CUDACatalogue[len(CUDACatalogue)-1].K {
-		t.Errorf("cudaMutants() = %d mutants, want DeviceShared's %d then CUDACatalogue's %d", len(ms), len(DeviceShared), len(CUDACatalogue))
-	}
-}
-
-// TestFailedTests: only top-level "--- FAIL: " lines at the start of a line
-// name a failed test, once each.
-func TestFailedTests(t *testing.T) {
-	log := "=== RUN   TestA\n--- FAIL: TestA (0.1s)\n    --- FAIL: TestA/sub (0.0s)\n--- PASS: TestB (0.0s)\n--- FAIL: TestA (0.1s)\n--- FAIL: TestC (1s)\nFAIL\n"
-	if got := failedTests([]byte(log)); strings.Join(got, ",") != "TestA,TestC" {
-		t.Errorf("failedTests = %v, want [TestA TestC]", got)
-	}
-}
-
 // readAll is the files' contents, one after the other.
 func readAll(t *testing.T, files ...string) string {
 	t.Helper()
@@ -156,16 +68,6 @@ func readAll(t *testing.T, files ...string) string {
 		src.Write(b)
 	}
 	return src.String()
-}
-
-// plantedIn is the set of mutants src plants (SSMK_MUTANT == k or != k).
-func plantedIn(src string) map[int]bool {
-	planted := map[int]bool{}
-	for _, m := range regexp.MustCompile(`SSMK_MUTANT [!=]= (\d+)`).FindAllStringSubmatch(src, -1) {
-		k, _ := strconv.Atoi(m[1])
-		planted[k] = true
-	}
-	return planted
 }
 
 // TestForwardOnly: a forward kernel bug's run leaves out the backward's and

@@ -123,9 +123,6 @@ __device__ void chunk_grads(const BwdParams &p, const Place &q, const Smem<T, V>
         if (q.lane == 0) s.bw[q.wb] = rb;
         __syncthreads();
         V mu = mu_in[q.lr * N + n];
-#if SSMK_MUTANT == 109 /* the adjoint entering from the next chunk dropped */
-        if (c < p.chunks - 1) mu = V{};
-#endif
         for (int w = WR - 1; w > q.wr; w--) mu = apply(s.bw[q.lr * WR + w], mu);
         mu = apply(rx, mu);
         V dA{}, dBc{}, dCc{};

@@ -163,10 +163,6 @@ __device__ __forceinline__ DtRange<T> load_row(const BwdParams &p, const Place &
     for (int k = 0; k < K; k++) {
         dt[k] = uu[k] = dy[k] = T(0);
         if (t0 + k >= p.seqlen) {
-#if SSMK_MUTANT == 108 /* the padded steps as input: Δ = softplus(bias), Ā ≠ 1 */
-            dt[k] = step_dt(T(0), (const T *)p.bias, q.d, p.softplus);
-            range.lo = fmin(range.lo, dt[k]), range.hi = fmax(range.hi, dt[k]);
-#endif
             range.mabs = T(0);
             continue;
         }

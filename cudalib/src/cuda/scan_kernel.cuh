@@ -250,11 +250,7 @@ __device__ __forceinline__ void pass1(const ScanParams &p, const LaneRun<Tr> &ru
     using T = typename Tr::Real;
     constexpr bool FAR = Tr::kFohFar && FAST; /* a float tile that passed FAST: every Δ ≥ 0, a ≤ 0 */
     if constexpr (Tr::kFohNear && (FAST || !Tr::kFastTiles)) {
-#if SSMK_MUTANT == 104
-        if (__all_sync(0xffffffffu, run_xmax(run.dabs, a) < T(2) * near_max<T>())) /* the series past its interval */
-#else
         if (__all_sync(0xffffffffu, run_xmax(run.dabs, a) < near_max<T>()))
-#endif
             run_terms<Tr, FAST, FULL, FOH_NEAR>(p, run, a, a2, V{}, bv, dc, ab, bb);
         else if (FAR && __all_sync(0xffffffffu, run_far(run.dmin, a)))
             run_terms<Tr, FAST, FULL, FAR ? FOH_FAR : FOH_EXACT>(p, run, a, a2, far_inv(a), bv, dc, ab, bb);
@@ -278,11 +274,7 @@ __device__ __forceinline__ void window_sums(const LaneRun<Tr> &run, float (&wsum
         wsum[0] = (float)w;
 #pragma unroll
         for (int k = 1; k < Tr::kLevels; k++) {
-#if SSMK_MUTANT == 103
-            w += __shfl_up_sync(0xffffffffu, w, 1 << k); /* windows of the wrong runs */
-#else
             w += __shfl_up_sync(0xffffffffu, w, 1 << (k - 1));
-#endif
             wsum[k] = (float)w;
         }
     }
@@ -334,11 +326,7 @@ __device__ __forceinline__ StateMap<Tr> scan_maps(int lane, const typename Tr::V
             const V hq = shfl_up(hp, off);
             if (lane >= off) {
                 hp = vfma(Ap, hq, hp);
-#if SSMK_MUTANT == 101
-                if (off < Tr::kLanes / 4) Ap = vmul(Ap, Aq); /* level 8's product left out */
-#else
                 if (off < Tr::kLanes / 2) Ap = vmul(Ap, Aq);
-#endif
             }
         }
     }
@@ -354,7 +342,7 @@ __device__ __forceinline__ typename Tr::V entering_state(int lane, const typenam
                                                          typename Tr::V &hp, typename Tr::V hin) {
     using V = typename Tr::V;
     V h;
-    if (SSMK_MUTANT == 105 || FAST || !__any_sync(0xffffffffu, !vfinite(Ap))) { /* 105: no rescan */
+    if (FAST || !__any_sync(0xffffffffu, !vfinite(Ap))) {
         h = shfl_up(hp, 1);
         if (lane == 0) h = hin;
     } else {
@@ -426,9 +414,7 @@ __device__ __forceinline__ void state_update(const ScanParams &p, const ScanRow<
     /* Lane 0 composes the state entering the tile into its map — also h = 0
      * before the sequence, so that a non-finite Ā of the first step gives
      * NaN·0 = NaN as the sequential recurrence does. */
-#if SSMK_MUTANT != 102 /* mutant 102: the entering state left out of the lanes' scan */
     if (lane == 0) m.h = vfma(m.A, hin, m.h);
-#endif
     m = scan_maps<Tr, EXPSUM>(lane, Aw, m);
     V hp = m.h;
     V h = entering_state<Tr, FAST>(lane, ab, bb, m.A, hp, hin);

@@ -47,13 +47,8 @@ __device__ __forceinline__ DCoefs dpoly_coefs(float a) {
     float ak = a;
 #pragma unroll
     for (int k = 1; k <= taylor_degree<M>(); k++) {
-#if SSMK_MUTANT == 106
-        ak *= a; /* c_k·a^(k+1): one power too many */
-        c.d[k - 1] = taylor_coef<M, float>(k) * ak;
-#else
         c.d[k - 1] = taylor_coef<M, float>(k) * ak;
         ak *= a;
-#endif
     }
     return c;
 }
@@ -155,7 +150,7 @@ __device__ __forceinline__ void update_terms(T a, T a2, T ia, T dt, T u, T du, T
      * redundant evaluations per state update whose results feed a select the
      * compiler cannot drop; the answers are unchanged. It exists to prove
      * that the gate's baseline comparison catches a slowdown (scripts/gpu.sh
-     * gate); like SSMK_MUTANT, a planted fault, never set in a release
+     * gate); like make mutants' patches, a planted fault, never set in a release
      * build. */
     for (int r = 0; r < SSMK_SLOW_WORK; r++) {
         T ab2, g2;
@@ -168,12 +163,7 @@ __device__ __forceinline__ void update_terms(T a, T a2, T ia, T dt, T u, T du, T
         bb = bv * du;
     } else if constexpr (DU) {
         (void)dt, (void)u;
-#if SSMK_MUTANT == 107
-        (void)g;
-        bb = bv * du; /* zoh's input term: bilinear's g dropped */
-#else
         bb = bv * (du * g);
-#endif
     } else {
         (void)du;
         bb = ((dt * g) * bv) * u;

@@ -1,4 +1,4 @@
-package report
+package perf
 
 import (
 	"bytes"
@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"ssmverify/report"
 )
 
 // benchRow is a method's row: forward and backward medians in µs (bwd 0:
@@ -19,7 +21,7 @@ type benchRow struct {
 // writeBench writes DIR/NAME/check7.json for the rows, as Check7 would.
 func writeBench(t *testing.T, dir, name string, maxBwd float64, rows ...benchRow) {
 	t.Helper()
-	c := Check7{Schema: Check7Schema, CopyBandwidthGBps: 4000, BytesPerScan: 68_500_000, MaxSlowdown: 1e9,
+	c := report.Check7{Schema: report.Check7Schema, CopyBandwidthGBps: 4000, BytesPerScan: 68_500_000, MaxSlowdown: 1e9,
 		MaxBackwardSlowdown: maxBwd, Samples: map[string][]float64{}}
 	var zf, zb float64
 	for _, r := range rows {
@@ -28,7 +30,7 @@ func writeBench(t *testing.T, dir, name string, maxBwd float64, rows ...benchRow
 		}
 	}
 	for _, r := range rows {
-		row := Check7Row{Method: r.method, MedianUS: r.fwd, RatioToZOH: r.fwd / zf}
+		row := report.Check7Row{Method: r.method, MedianUS: r.fwd, RatioToZOH: r.fwd / zf}
 		if r.bwd > 0 {
 			row.BackwardUS, row.BackwardRatioToZOH = r.bwd, r.bwd/zb
 		}
@@ -65,7 +67,7 @@ func TestBenchTargets(t *testing.T) {
 	// complex A without a Mamba run or a 16-bit run: the backward target alone
 	writeBench(t, dir, small+"-fp64-true-ssmk", 1.15, benchRow{"zoh", 1000, 4600}, benchRow{"foh", 1450, 6000})
 
-	runs, err := LoadBench(dir)
+	runs, err := report.LoadBench(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +149,7 @@ func TestLoadBenchErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			tc.setup(t, dir)
-			_, err := LoadBench(dir)
+			_, err := report.LoadBench(dir)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("LoadBench: %v, want an error naming %s", err, tc.want)
 			}

@@ -1,4 +1,4 @@
-package gate
+package perf
 
 import (
 	"encoding/json"
@@ -20,13 +20,13 @@ const BaselineSchema = "ssmverify.gate-baseline/v1"
 type Baseline struct {
 	Schema  string               `json:"schema"`
 	Created string               `json:"created"`
-	Library Library              `json:"library"`
+	Library report.LibraryInfo   `json:"library"`
 	Config  string               `json:"config"` // Check7's problem, dtype, trials
 	Samples map[string][]float64 `json:"samples_us"`
 }
 
 // WriteBaseline stores Check7's samples with the library's identity.
-func WriteBaseline(path string, c7 *report.Check7, lib Library) error {
+func WriteBaseline(path string, c7 *report.Check7, lib report.LibraryInfo) error {
 	b := Baseline{Schema: BaselineSchema, Created: time.Now().UTC().Format(time.RFC3339), Library: lib, Config: c7.Config, Samples: c7.Samples}
 	js, err := json.MarshalIndent(b, "", "  ")
 	if err != nil {
@@ -60,7 +60,7 @@ const MinEffect = 0.01
 // with a baseline file, compares each method with it (see the package
 // documentation). A different Check7 configuration in the baseline is an
 // error: the numbers would not be comparable.
-func ComparePerformance(c7 *report.Check7, baselinePath string, maxRegression float64) ([]Perf, error) {
+func ComparePerformance(c7 *report.Check7, baselinePath string, maxRegression float64) ([]report.Perf, error) {
 	var base *Baseline
 	if baselinePath != "" {
 		var err error
@@ -76,13 +76,13 @@ func ComparePerformance(c7 *report.Check7, baselinePath string, maxRegression fl
 		methods = append(methods, m)
 	}
 	sort.Strings(methods)
-	var out []Perf
+	var out []report.Perf
 	for _, m := range methods {
 		var old []float64
 		if base != nil {
 			var ok bool
 			if old, ok = base.Samples[m]; !ok {
-				out = append(out, summarise(m, c7.Samples[m], Undecided, "the baseline has no samples for "+m))
+				out = append(out, summarise(m, c7.Samples[m], report.VerdictUndecided, "the baseline has no samples for "+m))
 				continue
 			}
 		}
@@ -91,18 +91,18 @@ func ComparePerformance(c7 *report.Check7, baselinePath string, maxRegression fl
 	return out, nil
 }
 
-func summarise(method string, s []float64, verdict, reason string) Perf {
+func summarise(method string, s []float64, verdict, reason string) report.Perf {
 	sum := benchmath.AssumeNothing.Summary(benchmath.NewSample(s, &benchmath.DefaultThresholds), 0.95)
-	return Perf{Method: method, Unit: "µs per launch", N: len(s), Median: sum.Center, Lo: sum.Lo, Hi: sum.Hi, Verdict: verdict, Reason: reason}
+	return report.Perf{Method: method, Unit: "µs per launch", N: len(s), Median: sum.Center, Lo: sum.Lo, Hi: sum.Hi, Verdict: verdict, Reason: reason}
 }
 
 // CompareSamples compares one method's samples with its baseline (nil: no
 // baseline, a summary only).
-func CompareSamples(method string, old, cur []float64, maxRegression float64) Perf {
+func CompareSamples(method string, old, cur []float64, maxRegression float64) report.Perf {
 	th := benchmath.DefaultThresholds
-	p := summarise(method, cur, NoChange, "")
+	p := summarise(method, cur, report.NoChange, "")
 	if old == nil {
-		p.Verdict, p.Reason = Pass, "no baseline: measured only"
+		p.Verdict, p.Reason = report.VerdictPass, "no baseline: measured only"
 		return p
 	}
 	so, sc := benchmath.NewSample(old, &th), benchmath.NewSample(cur, &th)
@@ -116,32 +116,32 @@ func CompareSamples(method string, old, cur []float64, maxRegression float64) Pe
 	// Could the test decide at all? The Mann–Whitney U test's smallest
 	// possible p for samples of n1 and n2 is 2/C(n1+n2, n1).
 	if minP := 2 / binom(len(old)+len(cur), len(old)); minP >= th.CompareAlpha {
-		p.Verdict = Undecided
+		p.Verdict = report.VerdictUndecided
 		p.Reason = fmt.Sprintf("too few samples (%d and %d): the U test cannot reach p < %.2f; run more trials", len(old), len(cur), th.CompareAlpha)
 		return p
 	}
 	spread := func(lo, hi, c float64) float64 { return math.Max(c-lo, hi-c) / c }
 	if s := math.Max(spread(bs.Lo, bs.Hi, bs.Center), spread(p.Lo, p.Hi, p.Median)); s > maxRegression {
-		p.Verdict = Undecided
+		p.Verdict = report.VerdictUndecided
 		p.Reason = fmt.Sprintf("spread too wide: a 95%% interval reaches ±%.1f%% of its median, more than the %.0f%% regression to detect; run more trials on a quieter machine", 100*s, 100*maxRegression)
 		if cmp.P < cmp.Alpha && p.DeltaPct > 100*maxRegression && spread(bs.Lo, bs.Hi, bs.Center)*100 < p.DeltaPct && spread(p.Lo, p.Hi, p.Median)*100 < p.DeltaPct {
 			// The slowdown is larger than either interval: decided anyway.
-			p.Verdict = Regression
+			p.Verdict = report.Regression
 			p.Reason = fmt.Sprintf("%+.1f%% (p = %.3g), beyond the allowed %.0f%% and beyond the noise", p.DeltaPct, cmp.P, 100*maxRegression)
 		}
 		return p
 	}
 	switch {
 	case cmp.P >= cmp.Alpha:
-		p.Verdict, p.Reason = NoChange, fmt.Sprintf("%+.1f%%, p = %.3g ≥ α = %.2f", p.DeltaPct, cmp.P, cmp.Alpha)
+		p.Verdict, p.Reason = report.NoChange, fmt.Sprintf("%+.1f%%, p = %.3g ≥ α = %.2f", p.DeltaPct, cmp.P, cmp.Alpha)
 	case p.DeltaPct > 100*maxRegression:
-		p.Verdict, p.Reason = Regression, fmt.Sprintf("%+.1f%% slower (p = %.3g), beyond the allowed %.0f%%", p.DeltaPct, cmp.P, 100*maxRegression)
+		p.Verdict, p.Reason = report.Regression, fmt.Sprintf("%+.1f%% slower (p = %.3g), beyond the allowed %.0f%%", p.DeltaPct, cmp.P, 100*maxRegression)
 	case p.DeltaPct <= -100*MinEffect:
-		p.Verdict, p.Reason = Improvement, fmt.Sprintf("%+.1f%% (p = %.3g)", p.DeltaPct, cmp.P)
+		p.Verdict, p.Reason = report.Improvement, fmt.Sprintf("%+.1f%% (p = %.3g)", p.DeltaPct, cmp.P)
 	case p.DeltaPct < 0:
-		p.Verdict, p.Reason = NoChange, fmt.Sprintf("%+.1f%% (p = %.3g): significant but below the %.0f%% worth reporting", p.DeltaPct, cmp.P, 100*MinEffect)
+		p.Verdict, p.Reason = report.NoChange, fmt.Sprintf("%+.1f%% (p = %.3g): significant but below the %.0f%% worth reporting", p.DeltaPct, cmp.P, 100*MinEffect)
 	default:
-		p.Verdict, p.Reason = NoChange, fmt.Sprintf("%+.1f%% (p = %.3g): significant but within the allowed %.0f%%", p.DeltaPct, cmp.P, 100*maxRegression)
+		p.Verdict, p.Reason = report.NoChange, fmt.Sprintf("%+.1f%% (p = %.3g): significant but within the allowed %.0f%%", p.DeltaPct, cmp.P, 100*maxRegression)
 	}
 	return p
 }

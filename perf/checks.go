@@ -1,4 +1,4 @@
-package verify
+package perf
 
 import (
 	"bufio"
@@ -11,15 +11,23 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
 	"ssmverify/report"
 )
 
-// The seven performance checks (CHECKS.md) measure in the TestCheckN tests
-// and decide here, in functions of the measurements alone, so that each
-// decision is tested with synthetic inputs that must make it fail.
+// Outcome is what a decision decided.
+type Outcome int
+
+const (
+	Pass Outcome = iota
+	Fail
+	Undecided // the figures cannot decide: never a pass
+)
+
+func (o Outcome) String() string { return [...]string{"pass", "fail", "undecided"}[o] }
 
 // Hash is the hex sha256 of a byte slice.
 func Hash(b []byte) string {
@@ -86,17 +94,35 @@ type RatioDecision struct {
 	Decided, In   bool
 }
 
-// DecideRatio decides median(a)/median(b) against [lo, hi]: an interval
-// wholly outside the band is out (decided); a median inside it is in
-// (decided); a median outside whose interval still reaches the band is
-// noise, and decides nothing. Check2 and Check6 decide by it.
-func DecideRatio(a, b Samples, lo, hi float64) RatioDecision {
+// Outcome is the decision's: in the band passes, out of it fails, else
+// undecided.
+func (d RatioDecision) Outcome() Outcome {
+	switch {
+	case !d.Decided:
+		return Undecided
+	case d.In:
+		return Pass
+	}
+	return Fail
+}
+
+// DecideRatio decides median(a)/median(b) against [lo, hi] by the ratio's
+// 95% interval: wholly outside the band is out (decided); wholly inside it
+// and no wider than resolution is in (decided); anything else decides
+// nothing. A median inside the band with an interval reaching out of it is
+// no pass, and neither is an interval wider than the differences the check
+// exists to see (its tolerance on either side): ±60% noise can leave a
+// wide interval inside a one-sided band by chance. Check2 and Check6 decide
+// by it.
+func DecideRatio(a, b Samples, lo, hi, resolution float64) RatioDecision {
 	d := RatioDecision{Ratio: a.Median() / b.Median()}
 	d.Lo, d.Hi = RatioCI(a, b)
 	switch {
+	case !(d.Lo <= d.Hi) || math.IsNaN(d.Ratio) || math.IsInf(d.Ratio, 0):
+		// A median of zero or NaN: a broken timer decides nothing.
 	case d.Lo > hi || d.Hi < lo:
 		d.Decided = true
-	case d.Ratio >= lo && d.Ratio <= hi:
+	case d.Lo >= lo && d.Hi <= hi && d.Hi-d.Lo <= resolution:
 		d.Decided, d.In = true, true
 	}
 	return d
@@ -115,7 +141,7 @@ const SyncTolerance = 0.10
 func DecideSync(unsynced, synced, events Samples) (underestimate float64, d RatioDecision, err error) {
 	ev, sy := events.Median(), synced.Median()
 	underestimate = ev / unsynced.Median()
-	d = DecideRatio(synced, events, 1-SyncTolerance, 1+SyncTolerance)
+	d = DecideRatio(synced, events, 1-SyncTolerance, 1+SyncTolerance, 2*SyncTolerance)
 	if d.Decided && !d.In {
 		err = fmt.Errorf("synced host time %.4g µs and event time %.4g µs: ratio %.3f (95%% CI %.3f–%.3f) outside 1 ± %.2f: one of the two timers is wrong",
 			sy, ev, d.Ratio, d.Lo, d.Hi, SyncTolerance)
@@ -240,12 +266,36 @@ type Collision struct {
 	RelDiff float64
 }
 
+// NonFinite lists the methods whose output has a NaN or an infinity, which
+// Fingerprint cannot compare: an output that is not a number says nothing
+// of the code path that computed it (the accuracy tests judge it), so the
+// pairs with such a method are undecided, not collisions.
+func NonFinite(outs map[string][]float64) []string {
+	var bad []string
+	for _, m := range sortedKeys(outs) {
+		for _, v := range outs[m] {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				bad = append(bad, m)
+				break
+			}
+		}
+	}
+	return bad
+}
+
 // Fingerprint (Check4) compares every pair of methods' outputs on an input
 // where the formulas differ: each pair must differ, relative to the output's
 // size, by at least minRel (far above rounding). It returns the pairs that
-// do not: a method that runs another's code path, or a fallback.
+// do not: a method that runs another's code path, or a fallback. Methods
+// with a non-finite output (NonFinite) are left out.
 func Fingerprint(outs map[string][]float64, minRel float64) []Collision {
-	names := sortedKeys(outs)
+	bad := NonFinite(outs)
+	var names []string
+	for _, m := range sortedKeys(outs) {
+		if !slices.Contains(bad, m) {
+			names = append(names, m)
+		}
+	}
 	var out []Collision
 	for i, a := range names {
 		for _, b := range names[i+1:] {
@@ -269,15 +319,16 @@ func Fingerprint(outs map[string][]float64, minRel float64) []Collision {
 const SteadyWithin = 0.05
 
 // SteadyState (Check5) returns the cold-start cost (first iteration over the
-// steady median, the median of the second half) and the number of
-// iterations until steady state: the first k whose iteration, and the
-// median of the window of 5 from it, sit within the steady band. A single
-// noise spike after a warm start is not leading and does not count; every
-// slow iteration at the start does, one alone included.
+// steady median) and the number of iterations until steady state: the
+// first k whose iteration, and the median of the window of 5 from it, sit
+// within the steady band. The steady median and band are those of the
+// series' steady tail (SteadyFrom). A single noise spike after a warm start
+// is not leading and does not count; every slow iteration at the start
+// does, one alone included.
 func SteadyState(s Samples) (cold float64, warmupNeeded int) {
-	tail := Samples(s[len(s)/2:])
+	tail := s[SteadyFrom(s):]
 	steady := tail.Median()
-	band := SteadyBand(s)
+	band := bandOf(tail)
 	cold = s[0] / steady
 	// The warm-up is the leading run of iterations outside the band: it ends
 	// at the first iteration within it whose next few agree (their median
@@ -294,9 +345,33 @@ func SteadyState(s Samples) (cold float64, warmupNeeded int) {
 }
 
 // SteadyBand is the band SteadyState counts as steady for the series s:
-// SteadyWithin, or twice the interquartile spread of its second half.
-func SteadyBand(s Samples) float64 {
-	return math.Max(SteadyWithin, 2*Samples(s[len(s)/2:]).Spread())
+// SteadyWithin, or twice the interquartile spread of its steady tail.
+func SteadyBand(s Samples) float64 { return bandOf(s[SteadyFrom(s):]) }
+
+func bandOf(tail Samples) float64 { return math.Max(SteadyWithin, 2*tail.Spread()) }
+
+// SteadyFrom is where the steady tail of s starts: its second half, unless
+// that half's band is wider than MaxSteadyBand because a cold start runs
+// into it. A cold start is a step change, not noise: a leading run whose
+// lower quartile lies above the rest's upper quartile by more than
+// MaxSteadyBand, after which the rest (at least a quarter of the series,
+// and 5 iterations) is steady within MaxSteadyBand; the tail then starts at
+// the first such step. Twenty launches at ten times the steady time in a
+// series of thirty are such a step, where the second half's band (±1339%)
+// would have called them noise; noise of ±60% has no such step.
+func SteadyFrom(s Samples) int {
+	half := len(s) / 2
+	if bandOf(s[half:]) <= MaxSteadyBand {
+		return half
+	}
+	minTail := max(5, len(s)/4)
+	for k := 1; k <= len(s)-minTail; k++ {
+		lead, tail := s[:k], s[k:]
+		if lead.Quantile(0.25) > (1+MaxSteadyBand)*tail.Quantile(0.75) && bandOf(tail) <= MaxSteadyBand {
+			return k
+		}
+	}
+	return half
 }
 
 // MaxSteadyBand is the widest steady band in which a warm-up can still be
@@ -346,7 +421,7 @@ const LessWorkTolerance = 0.10
 // [0, 1 + LessWorkTolerance], decided and out fails (the simpler problem's
 // path is slower: a dispatch bug); undecided decides nothing.
 func DecideLessWork(name string, full, less Samples) (d RatioDecision, err error) {
-	d = DecideRatio(less, full, 0, 1+LessWorkTolerance)
+	d = DecideRatio(less, full, 0, 1+LessWorkTolerance, 2*LessWorkTolerance)
 	if d.Decided && !d.In {
 		err = fmt.Errorf("%s takes %.3g× the full scan's time (95%% CI %.3g–%.3g, over 1 + %.2g): doing less work costs more", name, d.Ratio, d.Lo, d.Hi, LessWorkTolerance)
 	}
@@ -376,13 +451,18 @@ func StableMeasure(measure func() (Samples, error)) (s Samples, noisy bool, err 
 // by a division, which can legitimately be cheaper.
 func MoreWorkThanZOH(method string) bool { return method != "zoh" && method != "bilinear" }
 
-// DecideMethod (Check7) compares a method with zoh. It fails when the
-// method is slower than zoh by more than maxSlowdown (the lower end of the
-// ratio's 95% interval above it), and flags as suspicious a method that
-// does at least zoh's work (MoreWorkThanZOH) yet runs significantly faster
-// (the upper end of the interval below 1 − max(5%, 3·spread)): the +63.76%
-// pattern, where the "faster" method ran another code path.
-func DecideMethod(method string, s, zoh Samples, maxSlowdown float64) (c report.Check7Row, err error) {
+// DecideMethod (Check7) compares a method with zoh by the ratio of their
+// medians and its 95% interval. It fails when the method is slower than
+// zoh beyond maxSlowdown (the interval's lower end above it), and flags as
+// suspicious a method that does at least zoh's work (MoreWorkThanZOH) yet
+// runs significantly faster (the interval's upper end below 1 − margin,
+// margin = max(5%, 3·spread)): the +63.76% pattern, where the "faster"
+// method ran another code path. It passes only where the figures decide:
+// an interval that reaches over maxSlowdown, or one that spans a factor
+// wider than maxSlowdown or ResolvedFactor (it cannot resolve the
+// differences the check judges), is undecided, with the reason, never
+// "ok".
+func DecideMethod(method string, s, zoh Samples, maxSlowdown float64) (c report.Check7Row, d Outcome, reason string) {
 	c.Method = method
 	c.MedianUS = s.Median()
 	c.CILowUS, c.CIHighUS = s.BootstrapCI()
@@ -390,15 +470,51 @@ func DecideMethod(method string, s, zoh Samples, maxSlowdown float64) (c report.
 	c.RatioCILow, c.RatioCIHigh = RatioCI(s, zoh)
 	c.Verdict = "ok"
 	if method == "zoh" {
-		return c, nil
+		return c, Pass, ""
+	}
+	if !(c.RatioCILow <= c.RatioCIHigh) || math.IsNaN(c.RatioToZOH) || math.IsInf(c.RatioToZOH, 0) || c.RatioToZOH <= 0 {
+		c.Verdict = "undecided"
+		return c, Undecided, fmt.Sprintf("%s: the ratio to zoh is %v: a timer reading zero, NaN or ∞ decides nothing", method, c.RatioToZOH)
 	}
 	if c.RatioCILow > maxSlowdown {
 		c.Verdict = "too slow"
-		return c, fmt.Errorf("%s takes %.3f× zoh's time (95%% CI %.3f–%.3f), over the allowed %.2f×", method, c.RatioToZOH, c.RatioCILow, c.RatioCIHigh, maxSlowdown)
+		return c, Fail, fmt.Sprintf("%s takes %.3f× zoh's time (95%% CI %.3f–%.3f), over the allowed %.2f×", method, c.RatioToZOH, c.RatioCILow, c.RatioCIHigh, maxSlowdown)
 	}
-	if margin := math.Max(0.05, 3*math.Max(s.Spread(), zoh.Spread())); MoreWorkThanZOH(method) && c.RatioCIHigh < 1-margin {
+	margin := math.Max(0.05, 3*math.Max(s.Spread(), zoh.Spread()))
+	if MoreWorkThanZOH(method) && c.RatioCIHigh < 1-margin {
 		c.Verdict = "SUSPICIOUS"
-		return c, fmt.Errorf("SUSPICIOUS: %s does at least zoh's work but takes %.3f× its time (95%% CI %.3f–%.3f): is it running a different code path?", method, c.RatioToZOH, c.RatioCILow, c.RatioCIHigh)
+		return c, Fail, fmt.Sprintf("SUSPICIOUS: %s does at least zoh's work but takes %.3f× its time (95%% CI %.3f–%.3f): is it running a different code path?", method, c.RatioToZOH, c.RatioCILow, c.RatioCIHigh)
 	}
-	return c, nil
+	if c.RatioCIHigh > maxSlowdown {
+		c.Verdict = "undecided"
+		return c, Undecided, fmt.Sprintf("%s: %.3f× zoh with a 95%% interval %.3f–%.3f across the allowed %.2f×: too noisy to tell", method, c.RatioToZOH, c.RatioCILow, c.RatioCIHigh, maxSlowdown)
+	}
+	if w, res := c.RatioCIHigh/c.RatioCILow, math.Min(maxSlowdown, ResolvedFactor); w > res {
+		c.Verdict = "undecided"
+		return c, Undecided, fmt.Sprintf("%s: %.3f× zoh with a 95%% interval %.3f–%.3f, a factor %.2f wide: wider than the %.2f× the check must resolve, it cannot tell a slow method or a different code path",
+			method, c.RatioToZOH, c.RatioCILow, c.RatioCIHigh, w, res)
+	}
+	return c, Pass, ""
+}
+
+// ResolvedFactor is the widest ratio interval (its upper end over its
+// lower) on which Check7 decides a method: the +63.76% pattern, a method
+// that does zoh's work in 1/1.64 of its time, must stand out of an
+// interval around 1, so an interval spanning a factor of more than 1.6
+// cannot tell it (nor, with a bound under 1.6, a slow method).
+const ResolvedFactor = 1.6
+
+// MaxCopyBandwidthGBps bounds a plausible device-to-device copy bandwidth:
+// 20 000 GB/s, over twice the fastest memory built today (HBM3e at about
+// 8 TB/s). A library's ssmk_copy_bandwidth above it, or not positive, is a
+// broken probe or timer, and every fraction of it Check7 reports would be
+// false.
+const MaxCopyBandwidthGBps = 20000
+
+// CheckCopyBandwidth (Check7) refuses a copy bandwidth no memory can have.
+func CheckCopyBandwidth(gbps float64) error {
+	if !(gbps > 0) || gbps > MaxCopyBandwidthGBps || math.IsInf(gbps, 0) {
+		return fmt.Errorf("the library's copy bandwidth (ssmk_copy_bandwidth) is %.4g GB/s, outside (0, %d]: its probe or timer is broken, so no fraction of it can be reported", gbps, MaxCopyBandwidthGBps)
+	}
+	return nil
 }

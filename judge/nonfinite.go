@@ -1,11 +1,10 @@
-package fuzz
+package judge
 
 import (
 	"fmt"
 	"math"
 	"math/cmplx"
 
-	"ssmverify/judge"
 	"ssmverify/reference"
 	"ssmverify/ssm"
 )
@@ -52,13 +51,13 @@ func ClassOfComplex(z complex128) Class {
 	return Finite
 }
 
-// Value is one output element under judgement: the kernel's value, the
+// Element is one output element under judgement: the kernel's value, the
 // float64 reference on the kernel's own (dtype-rounded) inputs, the
 // reference evaluated in the kernel's dtype (every operation rounded, as a
 // natural kernel of that dtype computes; equal to Exact for float64), and
 // the error model's scale S and underflow part (in units of u and η).
 // Real values have zero imaginary parts and IsComplex false.
-type Value struct {
+type Element struct {
 	Kernel, Exact, InDtype complex128
 	Scale, Tiny            float64
 	IsComplex              bool
@@ -92,19 +91,40 @@ type Value struct {
 	// of the dtype's own evaluation.
 	OnInfinity bool
 	// Rounded marks an output of a 16-bit dtype: the kernel's float32 value
-	// rounded once to the narrow type. Its ratio is judge.OutputRatio's (the
+	// rounded once to the narrow type. Its ratio is OutputRatio's (the
 	// error beyond that rounding), and the edge of its range is the narrow
 	// type's overflow point (fp16: 65520, from which a correct kernel
 	// stores ±Inf).
 	Rounded bool
 }
 
-// Judge applies the non-finite policy (see the package documentation) to
-// one element computed in dtype dt. It returns "" when the kernel's value is
-// acceptable, else a sentence saying which rule it broke.
-func Judge(v Value, dt ssm.DType) string {
+// Policy says how much of the non-finite policy an element is held to.
+type Policy int
+
+const (
+	// FiniteOnly judges what the error model covers (rule 1: a finite
+	// reference whose dtype evaluation is finite, within the error model
+	// and off the edge of the range) and accepts anything elsewhere: the
+	// contract of every library, the accuracy suite's.
+	FiniteOnly Policy = iota
+	// NonFinitePolicy holds the element to every rule: what a library
+	// must return where an intermediate overflows or an input is not
+	// finite. A library is held to it when it declares SSMK_CAP_NONFINITE
+	// or a run asks for it (SSMK_NONFINITE_POLICY=1, the gate's -nonfinite).
+	NonFinitePolicy
+)
+
+func (p Policy) String() string {
+	return [...]string{"finite only", "the non-finite policy"}[p]
+}
+
+// Judge applies the non-finite policy (package fuzz's documentation states
+// its rules) to one element computed in dtype dt: the whole policy, or
+// under FiniteOnly its rule 1 alone. It returns "" when the kernel's value
+// is acceptable, else a sentence saying which rule it broke.
+func Judge(v Element, dt ssm.DType, pol Policy) string {
 	prec := dt.Precision()
-	thr := judge.Threshold(dt)
+	thr := Threshold(dt)
 	max := prec.Largest()
 	class := func(z complex128) Class {
 		if v.IsComplex {
@@ -115,7 +135,7 @@ func Judge(v Value, dt ssm.DType) string {
 	ck, ce, cs := class(v.Kernel), class(v.Exact), class(v.InDtype)
 	ratioTo := func(z, want complex128) float64 {
 		if v.Rounded {
-			return judge.OutputRatio(cmplx.Abs(z-want), real(want), v.Scale, v.Tiny, dt)
+			return OutputRatio(cmplx.Abs(z-want), real(want), v.Scale, v.Tiny, dt)
 		}
 		return reference.Ratio(cmplx.Abs(z-want), v.Scale, v.Tiny, prec)
 	}
@@ -132,6 +152,9 @@ func Judge(v Value, dt ssm.DType) string {
 				cs = NegInf
 			}
 		}
+	}
+	if pol == FiniteOnly && (ce != Finite || cs != Finite || v.OnInfinity) {
+		return "" // beyond the error model: the policy's, not held here
 	}
 	if ce != Finite {
 		// Rule 3: a non-finite reference wants the same class, from the
@@ -159,6 +182,9 @@ func Judge(v Value, dt ssm.DType) string {
 	}
 	tol := thr * (prec.UnitRoundoff()*v.Scale + prec.Tiny()*v.Tiny)
 	if math.Max(math.Abs(real(v.Exact)), math.Abs(imag(v.Exact)))+tol >= max {
+		if pol == FiniteOnly {
+			return ""
+		}
 		// Rule 1b: at the edge of the dtype's range rounding may overflow.
 		inf := Inf
 		if !v.IsComplex {
@@ -179,6 +205,9 @@ func Judge(v Value, dt ssm.DType) string {
 			return ""
 		}
 	case reference.Ratio(cmplx.Abs(v.InDtype-v.Exact), v.Scale, v.Tiny, prec) > thr:
+		if pol == FiniteOnly {
+			return ""
+		}
 		// Rule 2: the dtype's own evaluation leaves the error model (an
 		// intermediate overflowed or underflowed): either answer stands.
 		// Its value is the arithmetic's, before any output rounding, so it

@@ -1,0 +1,231 @@
+package report
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"ssmverify/ssm"
+)
+
+// Finding is the diagnosis of one failing scan or backward pass (package
+// diagnose fills it): structured, so that report.json carries the cause as
+// data and every reader (the summary, the gate's terminal, report.md, the
+// mutation tester) shows the same thing.
+type Finding struct {
+	// Tag names the cause for machines ("no-D", "method:zoh",
+	// "bilinear-sign", "bwd-factor:dD", …); "none" when no diagnosis fits,
+	// "" when the failure did not reproduce.
+	Tag string `json:"tag"`
+	// Cause says in words what the kernel computes instead (the formula).
+	Cause string `json:"cause"`
+	// Also lists other slips the result is equally consistent with.
+	Also []string `json:"also,omitempty"`
+	// Needs lists the features the failure needs: switched off one at a
+	// time, each of these makes the kernel pass.
+	Needs []string `json:"needs,omitempty"`
+	// Where says which array, part and steps fail.
+	Where string `json:"where"`
+	// Evidence carries the numbers behind the cause (fitted constants,
+	// probes, the worst element).
+	Evidence []string `json:"evidence,omitempty"`
+}
+
+// String is the finding on one line: the cause, then what else fits, what
+// it needs, where it shows and the evidence.
+func (f Finding) String() string {
+	var b strings.Builder
+	b.WriteString(f.Cause)
+	if len(f.Also) > 0 {
+		fmt.Fprintf(&b, " (equally consistent: %s)", strings.Join(f.Also, ", "))
+	}
+	if d := f.Detail(); d != "" {
+		b.WriteString("; " + d)
+	}
+	return b.String()
+}
+
+// Detail is what the finding says beyond its cause: the features it needs,
+// where it shows and the evidence.
+func (f Finding) Detail() string {
+	var parts []string
+	if len(f.Needs) > 0 {
+		parts = append(parts, "needs "+strings.Join(f.Needs, ", "))
+	}
+	if f.Where != "" {
+		parts = append(parts, f.Where)
+	}
+	return strings.Join(append(parts, f.Evidence...), "; ")
+}
+
+// Precision reports whether the finding names a loss of precision (the
+// error's size is that of a narrower arithmetic) rather than a formula or a
+// structure: the diagnosis of last resort.
+func (f Finding) Precision() bool { return strings.HasPrefix(f.Tag, "narrow:") }
+
+// Named reports whether the finding names a cause (a formula, a structure,
+// a precision), not "none", an error or a failure that did not reproduce.
+func (f Finding) Named() bool { return f.Tag != "" && f.Tag != "none" && f.Tag != "error" }
+
+// Diagnosis is the cause of the failures of one test in one cell.
+type Diagnosis struct {
+	Test   string `json:"test"`
+	Method string `json:"method"`
+	DType  string `json:"dtype"`
+	Kind   string `json:"kind"`
+	// Backward is true for a diagnosis of the backward pass.
+	Backward bool `json:"backward,omitempty"`
+	Finding
+	// Text is the finding on one line (Finding.String), for readers of
+	// report.json that want no structure.
+	Text string `json:"finding"`
+	// As names the cell whose diagnosis this one takes (the same method's
+	// fp32 or fp64 cell; see Report.settleDiagnoses), and Own is what this
+	// cell's own diagnosis said before; both empty otherwise.
+	As  string `json:"as,omitempty"`
+	Own string `json:"own,omitempty"`
+}
+
+// Cell names the diagnosis' cell: method/dtype/kind.
+func (d Diagnosis) Cell() string { return d.Method + "/" + d.DType + "/" + d.Kind }
+
+// AddDiagnosis records the cause of a failure of test's forward scan in a
+// cell.
+func (r *Report) AddDiagnosis(test string, m ssm.Method, dt ssm.DType, isComplex bool, f Finding) {
+	r.addDiagnosis(test, m, dt, isComplex, false, f)
+}
+
+// AddBackwardDiagnosis records the cause of a failure of test's backward
+// pass in a cell.
+func (r *Report) AddBackwardDiagnosis(test string, m ssm.Method, dt ssm.DType, isComplex bool, f Finding) {
+	r.addDiagnosis(test, m, dt, isComplex, true, f)
+}
+
+func (r *Report) addDiagnosis(test string, m ssm.Method, dt ssm.DType, isComplex, backward bool, f Finding) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.Diagnoses = append(r.Diagnoses, Diagnosis{Test: test, Method: m.String(), DType: dt.String(), Kind: ssm.AKind(isComplex),
+		Backward: backward, Finding: f, Text: f.String()})
+}
+
+// settleDiagnoses applies the order of precedence between cells: a 16-bit
+// cell whose own diagnosis is a precision loss, or none, takes the formula
+// or structural diagnosis of the same method, A and direction in fp32 (else
+// fp64). A kernel whose formula is wrong is wrong in every dtype; in 16
+// bits the rounding of inputs and output blurs the formula's signature,
+// and the precision diagnosis that can then fit best ("rounding with 8-bit
+// significands") would send the reader after the wrong cause. The cell's
+// own diagnosis stays in Own.
+func (r *Report) settleDiagnoses() {
+	wide := func(d Diagnosis, dt string) (Diagnosis, bool) {
+		for _, w := range r.Diagnoses {
+			if w.DType == dt && w.Method == d.Method && w.Kind == d.Kind && w.Backward == d.Backward && w.Named() && !w.Precision() && w.As == "" {
+				return w, true
+			}
+		}
+		return Diagnosis{}, false
+	}
+	for i, d := range r.Diagnoses {
+		if (d.DType != ssm.F16.String() && d.DType != ssm.BF16.String()) || d.As != "" || (d.Named() && !d.Precision()) || d.Tag == "" {
+			continue
+		}
+		for _, dt := range []string{ssm.F32.String(), ssm.F64.String()} {
+			if w, ok := wide(d, dt); ok {
+				own, where := "["+d.Tag+"] "+d.Text, d.Where
+				d.Finding = w.Finding
+				d.Finding.Where = where // where it shows is this cell's own
+				d.Text, d.As, d.Own = d.Finding.String(), w.Cell(), own
+				r.Diagnoses[i] = d
+				break
+			}
+		}
+	}
+}
+
+// DiagnosisGroup is one cause and everything it explains.
+type DiagnosisGroup struct {
+	Tag, Cause string
+	Backward   bool
+	Cells      []string // method/dtype/kind, in report order
+	Inherited  []string // cells that take this diagnosis from a wider dtype's
+	Tests      []string // top-level tests
+	Example    Diagnosis
+}
+
+// DiagnosisGroups groups the diagnoses by cause (tag, words and direction),
+// the causes explaining most cells first: one line per cause is what a
+// person reads, not one per test and cell.
+func (r *Report) DiagnosisGroups() []DiagnosisGroup {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return groupDiagnoses(r.Diagnoses)
+}
+
+func groupDiagnoses(ds []Diagnosis) []DiagnosisGroup {
+	var gs []DiagnosisGroup
+	for _, d := range ds {
+		if d.Tag == "" { // did not reproduce: nothing to explain
+			continue
+		}
+		k := slices.IndexFunc(gs, func(g DiagnosisGroup) bool {
+			return g.Tag == d.Tag && g.Cause == d.Cause && g.Backward == d.Backward
+		})
+		if k < 0 {
+			gs = append(gs, DiagnosisGroup{Tag: d.Tag, Cause: d.Cause, Backward: d.Backward, Example: d})
+			k = len(gs) - 1
+		}
+		g := &gs[k]
+		if d.As != "" {
+			if !slices.Contains(g.Inherited, d.Cell()) && !slices.Contains(g.Cells, d.Cell()) {
+				g.Inherited = append(g.Inherited, d.Cell())
+			}
+		} else if !slices.Contains(g.Cells, d.Cell()) {
+			g.Cells = append(g.Cells, d.Cell())
+			g.Inherited = slices.DeleteFunc(g.Inherited, func(c string) bool { return c == d.Cell() })
+		}
+		if t := topLevel(d.Test); !slices.Contains(g.Tests, t) {
+			g.Tests = append(g.Tests, t)
+		}
+	}
+	slices.SortStableFunc(gs, func(a, b DiagnosisGroup) int {
+		// Named causes before "none", then by how much they explain.
+		if an, bn := a.Tag != "none", b.Tag != "none"; an != bn {
+			if an {
+				return -1
+			}
+			return 1
+		}
+		return (len(b.Cells) + len(b.Inherited)) - (len(a.Cells) + len(a.Inherited))
+	})
+	return gs
+}
+
+// DiagnosisTable is the diagnoses as a person reads them first: one entry
+// per cause with the cells and tests it covers and one example's evidence,
+// never cut. indent prefixes every line.
+func DiagnosisTable(gs []DiagnosisGroup, indent string) string {
+	if len(gs) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	for _, g := range gs {
+		dir := ""
+		if g.Backward {
+			dir = " (backward)"
+		}
+		fmt.Fprintf(&b, "%s[%s]%s %s\n", indent, g.Tag, dir, g.Cause)
+		cells := strings.Join(g.Cells, ", ")
+		if len(g.Inherited) > 0 {
+			if cells != "" {
+				cells += "; "
+			}
+			cells += strings.Join(g.Inherited, ", ") + " (16-bit: as the same method's wider cell, which names the formula)"
+		}
+		fmt.Fprintf(&b, "%s    cells: %s\n", indent, cells)
+		fmt.Fprintf(&b, "%s    tests: %s\n", indent, strings.Join(g.Tests, ", "))
+		if d := g.Example.Detail(); d != "" {
+			fmt.Fprintf(&b, "%s    e.g. %s %s: %s\n", indent, g.Example.Test, g.Example.Cell(), d)
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,285 @@
+// Package testrun runs a package's tests in a child process and reads back
+// what each test decided: the one runner behind the gate (cmd/gate), the
+// mutation tester (verify/mutants) and the suite's own report (verify's
+// TestMain reads its output with Parse to give each failure its reason).
+//
+// A child is `go test -v` on a machine with Go, or the package's prebuilt
+// test binary (`pkg.test -test.v`, as scripts/gpu.sh carries them to GPU
+// machines without Go); its verbose output is parsed by go-junit-report's
+// parser into one Test per test and subtest, with its log lines.
+//
+// A failure's reason is the first line of the message the test failed
+// with: the first log line written from a call site of t.Error, t.Errorf,
+// t.Fatal or t.Fatalf in the package's sources (ErrorSites), so that the
+// test's informational logs (the library's name, a table) are not taken
+// for it; where no such line is found (a helper that calls t.Helper, a
+// property test's report, a prebuilt binary far from its sources), the
+// first log line.
+package testrun
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jstemmer/go-junit-report/v2/gtr"
+	"github.com/jstemmer/go-junit-report/v2/parser/gotest"
+)
+
+// Results of a test.
+const (
+	Pass      = "pass"
+	Fail      = "fail"
+	Skip      = "skip"
+	Undecided = "undecided" // skipped with "undecided: why": ran and could not decide here
+	// Crashed: started and never ended (the process died inside it). Not
+	// a failure of the test's judgement: the mutation tester does not count
+	// it as a kill; the gate fails on it.
+	Crashed = "crashed"
+)
+
+// Test is one test function or subtest as the child reported it.
+type Test struct {
+	Package string
+	Name    string
+	Result  string
+	Seconds float64
+	// Output is the test's own log lines, as printed (indented).
+	Output []string
+	// Reason is the first line of a failure's message, or of an undecided
+	// test's reason; empty for a pass or a skip.
+	Reason string
+}
+
+// Spec is one child process: a package's tests with -run and -skip.
+type Spec struct {
+	Root    string // the module's root (go test's working folder)
+	Package string // folder under Root: "verify", "golden", "fuzz"
+	// Bin is a folder of prebuilt test binaries <pkg>.test; empty: go test.
+	Bin       string
+	Run, Skip string
+	Failfast  bool
+	Timeout   time.Duration // 0: 30 minutes
+	Args      []string      // the test binary's own flags (after -args)
+	Env       []string      // the whole environment
+	// GoFlags are extra flags for go test (-p=1); ignored with Bin.
+	GoFlags []string
+}
+
+// Command is the child process of s.
+func (s Spec) Command() (*exec.Cmd, error) {
+	timeout := s.Timeout
+	if timeout == 0 {
+		timeout = 30 * time.Minute
+	}
+	var cmd *exec.Cmd
+	if s.Bin != "" {
+		bin, err := filepath.Abs(filepath.Join(s.Bin, filepath.Base(s.Package)+".test"))
+		if err != nil {
+			return nil, err
+		}
+		if _, err := os.Stat(bin); err != nil {
+			return nil, fmt.Errorf("no test binary %s: build it with scripts/gpu.sh build (or run without -bin on a machine with Go)", bin)
+		}
+		args := []string{"-test.v", "-test.count=1", "-test.timeout=" + timeout.String()}
+		if s.Run != "" {
+			args = append(args, "-test.run="+s.Run)
+		}
+		if s.Skip != "" {
+			args = append(args, "-test.skip="+s.Skip)
+		}
+		if s.Failfast {
+			args = append(args, "-test.failfast")
+		}
+		cmd = exec.Command(bin, append(args, s.Args...)...)
+		cmd.Dir = filepath.Join(s.Root, s.Package)
+	} else {
+		args := []string{"test", "-v", "-count=1", "-timeout=" + timeout.String()}
+		args = append(args, s.GoFlags...)
+		if s.Run != "" {
+			args = append(args, "-run="+s.Run)
+		}
+		if s.Skip != "" {
+			args = append(args, "-skip="+s.Skip)
+		}
+		if s.Failfast {
+			args = append(args, "-failfast")
+		}
+		args = append(args, "./"+s.Package)
+		if len(s.Args) > 0 {
+			args = append(append(args, "-args"), s.Args...)
+		}
+		cmd = exec.Command("go", args...)
+		cmd.Dir = s.Root
+	}
+	cmd.Env = s.Env
+	return cmd, nil
+}
+
+// Result is what one child process showed.
+type Result struct {
+	Tests  []Test
+	Output []byte
+	// Err is the process's error: nil for exit 0, an *exec.ExitError for a
+	// non-zero exit (failing tests, or a crash: see Crashed).
+	Err error
+}
+
+// Run runs s, writing its output to log as well when log is not nil, and
+// parses it.
+func Run(s Spec, log *os.File) (Result, error) {
+	cmd, err := s.Command()
+	if err != nil {
+		return Result{}, err
+	}
+	var out bytes.Buffer
+	if log != nil {
+		cmd.Stdout = &teeWriter{&out, log}
+	} else {
+		cmd.Stdout = &out
+	}
+	cmd.Stderr = cmd.Stdout
+	runErr := cmd.Run()
+	if _, ok := runErr.(*exec.ExitError); runErr != nil && !ok {
+		return Result{}, fmt.Errorf("%s: cannot run the tests: %v", s.Package, runErr)
+	}
+	tests, err := Parse(out.Bytes(), s.Package, ErrorSites(filepath.Join(s.Root, s.Package)))
+	if err != nil {
+		return Result{}, fmt.Errorf("%s: parsing the test output: %v", s.Package, err)
+	}
+	return Result{Tests: tests, Output: out.Bytes(), Err: runErr}, nil
+}
+
+type teeWriter struct {
+	a, b interface{ Write([]byte) (int, error) }
+}
+
+func (t *teeWriter) Write(p []byte) (int, error) {
+	if _, err := t.a.Write(p); err != nil {
+		return 0, err
+	}
+	return t.b.Write(p)
+}
+
+// Parse reads go test's verbose output (-v, or -test.v) of package pkg:
+// one Test per test and subtest, with the reasons of failures and of
+// undecided tests (sites: ErrorSites of the package's sources; nil is
+// allowed).
+func Parse(out []byte, pkg string, sites map[string]bool) ([]Test, error) {
+	parsed, err := gotest.NewParser(gotest.PackageName(pkg)).Parse(bytes.NewReader(out))
+	if err != nil {
+		return nil, err
+	}
+	var tests []Test
+	for _, p := range parsed.Packages {
+		for _, t := range p.Tests {
+			res := map[gtr.Result]string{gtr.Pass: Pass, gtr.Fail: Fail, gtr.Skip: Skip}[t.Result]
+			if res == "" {
+				res = Crashed
+			}
+			tt := Test{Package: pkg, Name: t.Name, Result: res, Seconds: t.Duration.Seconds(), Output: t.Output}
+			switch res {
+			case Skip:
+				// A check that could not decide here says "undecided: why"
+				// when it skips: that is not a skip of choice.
+				for _, l := range t.Output {
+					if _, why, ok := strings.Cut(l, "undecided: "); ok {
+						tt.Result, tt.Reason = Undecided, strings.TrimSpace(why)
+						break
+					}
+				}
+			case Fail:
+				tt.Reason = Reason(t.Output, sites)
+			case Crashed:
+				tt.Reason = "the test process ended inside this test (a crash: see the log)"
+			}
+			tests = append(tests, tt)
+		}
+	}
+	// A parent that failed because a subtest did, with no message of its
+	// own, takes its first failing subtest's reason, named.
+	for i := range tests {
+		if tests[i].Result != Fail || tests[i].Reason != "" {
+			continue
+		}
+		for _, u := range tests {
+			if u.Result == Fail && u.Reason != "" && strings.HasPrefix(u.Name, tests[i].Name+"/") {
+				tests[i].Reason = strings.TrimPrefix(u.Name, tests[i].Name+"/") + ": " + u.Reason
+				break
+			}
+		}
+	}
+	return tests, nil
+}
+
+// logLine is a test's log line: "    file.go:12: message".
+var logLine = regexp.MustCompile(`^\s*([\w.-]+\.go:\d+): (.*)$`)
+
+// Reason is the first line of a failure's message among a test's log
+// lines: the first written from an error call site (sites), else the first
+// log line; "" when the test logged nothing.
+func Reason(lines []string, sites map[string]bool) string {
+	first := ""
+	for _, l := range lines {
+		m := logLine.FindStringSubmatch(l)
+		if m == nil {
+			continue
+		}
+		msg := strings.TrimSpace(m[2])
+		if sites[m[1]] {
+			return msg
+		}
+		if first == "" {
+			first = msg
+		}
+	}
+	return first
+}
+
+// errorCall is a call that fails a test.
+var errorCall = regexp.MustCompile(`\.(Error|Errorf|Fatal|Fatalf)\(`)
+
+// ErrorSites lists the "file.go:line" of every call of Error, Errorf, Fatal
+// or Fatalf in the Go files of dir (nil when dir holds none: a prebuilt
+// binary run away from its sources).
+func ErrorSites(dir string) map[string]bool {
+	files, _ := filepath.Glob(filepath.Join(dir, "*.go"))
+	if len(files) == 0 {
+		return nil
+	}
+	sites := map[string]bool{}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		sc := bufio.NewScanner(bytes.NewReader(b))
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for n := 1; sc.Scan(); n++ {
+			if errorCall.MatchString(sc.Text()) {
+				sites[filepath.Base(f)+":"+strconv.Itoa(n)] = true
+			}
+		}
+	}
+	return sites
+}
+
+// FailedTopLevel lists the top-level tests that failed, sorted.
+func FailedTopLevel(tests []Test) []string {
+	var out []string
+	for _, t := range tests {
+		if t.Result == Fail && !strings.Contains(t.Name, "/") {
+			out = append(out, t.Name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}

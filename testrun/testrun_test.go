@@ -1,0 +1,82 @@
+package testrun
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// verbose is go test -v output: a test that logs before it fails, a parent
+// failing through a subtest, a pass, an undecided skip, and a test the
+// process died inside.
+const verbose = `=== RUN   TestInfoThenError
+    checks_test.go:10: library /x.so, ABI v1
+    checks_test.go:12: bilinear and zoh give the same output
+--- FAIL: TestInfoThenError (0.00s)
+=== RUN   TestParent
+=== RUN   TestParent/bilinear
+    convergence_test.go:26: bilinear: global order 0.00, want 2
+--- FAIL: TestParent (0.00s)
+    --- FAIL: TestParent/bilinear (0.00s)
+=== RUN   TestPass
+--- PASS: TestPass (0.01s)
+=== RUN   TestNoisy
+    checks_test.go:40: undecided: too noisy to tell
+--- SKIP: TestNoisy (0.00s)
+=== RUN   TestCrash
+panic: runtime error: invalid memory address
+FAIL	ssmverify/verify	0.1s
+`
+
+// TestParse: each test's result, the first line of a failure's message
+// written from an error call site (not the informational log before it),
+// a parent's reason from its failing subtest, an undecided skip, and a
+// test the process died inside, which is a crash and not a failure.
+func TestParse(t *testing.T) {
+	sites := map[string]bool{"checks_test.go:12": true, "convergence_test.go:26": true}
+	tests, err := Parse([]byte(verbose), "verify", sites)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]Test{}
+	for _, tt := range tests {
+		got[tt.Name] = tt
+	}
+	for _, c := range []struct{ name, result, reason string }{
+		{"TestInfoThenError", Fail, "bilinear and zoh give the same output"},
+		{"TestParent", Fail, "bilinear: bilinear: global order 0.00, want 2"},
+		{"TestParent/bilinear", Fail, "bilinear: global order 0.00, want 2"},
+		{"TestPass", Pass, ""},
+		{"TestNoisy", Undecided, "too noisy to tell"},
+		{"TestCrash", Crashed, "the test process ended inside this test (a crash: see the log)"},
+	} {
+		if g := got[c.name]; g.Result != c.result || g.Reason != c.reason {
+			t.Errorf("%s: %s %q, want %s %q", c.name, g.Result, g.Reason, c.result, c.reason)
+		}
+	}
+	if f := FailedTopLevel(tests); strings.Join(f, ",") != "TestInfoThenError,TestParent" {
+		t.Errorf("FailedTopLevel = %v: want the two failures, not the subtest or the crash", f)
+	}
+	// Without the sources, the first log line is the reason.
+	tests, _ = Parse([]byte(verbose), "verify", nil)
+	if tests[0].Reason != "library /x.so, ABI v1" {
+		t.Errorf("without sites: %q, want the first log line", tests[0].Reason)
+	}
+}
+
+// TestErrorSites: the error calls of a package's files, by file and line.
+func TestErrorSites(t *testing.T) {
+	dir := t.TempDir()
+	src := "package p\n\nfunc f(t T) {\n\tt.Logf(\"x\")\n\tt.Errorf(\"y\")\n\tt.Fatal(err)\n}\n"
+	if err := os.WriteFile(filepath.Join(dir, "a_test.go"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := ErrorSites(dir)
+	if len(s) != 2 || !s["a_test.go:5"] || !s["a_test.go:6"] {
+		t.Errorf("ErrorSites = %v, want a_test.go:5 and :6", s)
+	}
+	if ErrorSites(t.TempDir()) != nil {
+		t.Error("a folder without Go files has error sites")
+	}
+}
