@@ -2,6 +2,7 @@ package cudalib
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,12 +17,25 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// TestMain stops the package at once, with one line that says what to do,
+// when the library under test cannot be opened: every test but a few needs
+// it, and a failure of each would say the same thing many times over.
+func TestMain(m *testing.M) {
+	if _, err := OpenDefault(); err != nil {
+		fmt.Fprintln(os.Stderr, "cudalib: cannot open the library under test:", err)
+		os.Exit(1)
+	}
+	os.Exit(m.Run())
+}
+
 // open returns the library under test: OpenDefault (the CPU build in CI,
 // the CUDA build on a GPU machine, or SSMK_LIB).
 func open(t testing.TB) *Library {
 	t.Helper()
 	l, err := OpenDefault()
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
 	return l
 }
 

@@ -62,7 +62,7 @@ func Markdown(r *report.Report) string {
 				if cells != "" {
 					cells += "; "
 				}
-				cells += strings.Join(g.Inherited, ", ") + " (16-bit: as the same method's wider cell)"
+				cells += strings.Join(g.Inherited, ", ") + " (as the same method's forward or wider cell: fix it first)"
 			}
 			fmt.Fprintf(&b, "  - cells: %s\n  - tests: %s\n", cells, strings.Join(g.Tests, ", "))
 			if d := g.Example.Detail(); d != "" {

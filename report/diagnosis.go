@@ -108,34 +108,70 @@ func (r *Report) addDiagnosis(test string, m ssm.Method, dt ssm.DType, isComplex
 		Backward: backward, Finding: f, Text: f.String()})
 }
 
-// settleDiagnoses applies the order of precedence between cells: a 16-bit
-// cell whose own diagnosis is a precision loss, or none, takes the formula
-// or structural diagnosis of the same method, A and direction in fp32 (else
-// fp64). A kernel whose formula is wrong is wrong in every dtype; in 16
-// bits the rounding of inputs and output blurs the formula's signature,
-// and the precision diagnosis that can then fit best ("rounding with 8-bit
-// significands") would send the reader after the wrong cause. The cell's
-// own diagnosis stays in Own.
+// settleDiagnoses applies the order of precedence between diagnoses, so
+// that none can send the reader after the wrong cause:
+//
+//  1. The forward before the backward: a backward diagnosis in a method
+//     and A whose forward has a formula or structural diagnosis (in any
+//     dtype) takes the forward's. The gradients of a wrong forward are
+//     wrong whatever the backward does, and the slips of the backward that
+//     fit them best ("ddelta_bias times −5e12") are accidents of the
+//     forward's error; fix the forward, then judge the backward again.
+//  2. The wider dtype before the 16-bit one: a 16-bit cell whose own
+//     diagnosis is a precision loss, or none, takes the formula or
+//     structural diagnosis of the same method, A and direction in fp32
+//     (else fp64). A kernel whose formula is wrong is wrong in every dtype;
+//     in 16 bits the rounding of inputs and output blurs the formula's
+//     signature, and the precision diagnosis that can then fit best
+//     ("rounding with 8-bit significands") names the wrong cause.
+//
+// The diagnosis taken names its source (As) and keeps the cell's own
+// (Own) and where the failure shows.
 func (r *Report) settleDiagnoses() {
+	formula := func(d Diagnosis) bool { return d.Named() && !d.Precision() && d.As == "" }
+	take := func(i int, w Diagnosis) {
+		d := r.Diagnoses[i]
+		own, where := "["+d.Tag+"] "+d.Text, d.Where
+		d.Finding = w.Finding
+		d.Finding.Where = where // where it shows is this cell's own
+		d.Text, d.As, d.Own = d.Finding.String(), w.Cell(), own
+		if w.Backward != d.Backward {
+			d.As = w.Cell() + " forward"
+		}
+		r.Diagnoses[i] = d
+	}
+	forward := func(d Diagnosis) (Diagnosis, bool) {
+		for _, dt := range []string{ssm.F32.String(), ssm.F64.String(), ssm.F16.String(), ssm.BF16.String()} {
+			for _, w := range r.Diagnoses {
+				if !w.Backward && w.DType == dt && w.Method == d.Method && w.Kind == d.Kind && formula(w) {
+					return w, true
+				}
+			}
+		}
+		return Diagnosis{}, false
+	}
+	for i, d := range r.Diagnoses {
+		if d.Backward && d.Tag != "" && d.As == "" {
+			if w, ok := forward(d); ok {
+				take(i, w)
+			}
+		}
+	}
 	wide := func(d Diagnosis, dt string) (Diagnosis, bool) {
 		for _, w := range r.Diagnoses {
-			if w.DType == dt && w.Method == d.Method && w.Kind == d.Kind && w.Backward == d.Backward && w.Named() && !w.Precision() && w.As == "" {
+			if w.DType == dt && w.Method == d.Method && w.Kind == d.Kind && w.Backward == d.Backward && formula(w) {
 				return w, true
 			}
 		}
 		return Diagnosis{}, false
 	}
 	for i, d := range r.Diagnoses {
-		if (d.DType != ssm.F16.String() && d.DType != ssm.BF16.String()) || d.As != "" || (d.Named() && !d.Precision()) || d.Tag == "" {
+		if (d.DType != ssm.F16.String() && d.DType != ssm.BF16.String()) || d.As != "" || formula(d) || d.Tag == "" {
 			continue
 		}
 		for _, dt := range []string{ssm.F32.String(), ssm.F64.String()} {
 			if w, ok := wide(d, dt); ok {
-				own, where := "["+d.Tag+"] "+d.Text, d.Where
-				d.Finding = w.Finding
-				d.Finding.Where = where // where it shows is this cell's own
-				d.Text, d.As, d.Own = d.Finding.String(), w.Cell(), own
-				r.Diagnoses[i] = d
+				take(i, w)
 				break
 			}
 		}
@@ -167,17 +203,22 @@ func groupDiagnoses(ds []Diagnosis) []DiagnosisGroup {
 		if d.Tag == "" { // did not reproduce: nothing to explain
 			continue
 		}
+		backward := d.Backward && !strings.HasSuffix(d.As, " forward") // a backward that takes the forward's cause is grouped with it
 		k := slices.IndexFunc(gs, func(g DiagnosisGroup) bool {
-			return g.Tag == d.Tag && g.Cause == d.Cause && g.Backward == d.Backward
+			return g.Tag == d.Tag && g.Cause == d.Cause && g.Backward == backward
 		})
 		if k < 0 {
-			gs = append(gs, DiagnosisGroup{Tag: d.Tag, Cause: d.Cause, Backward: d.Backward, Example: d})
+			gs = append(gs, DiagnosisGroup{Tag: d.Tag, Cause: d.Cause, Backward: backward, Example: d})
 			k = len(gs) - 1
 		}
 		g := &gs[k]
 		if d.As != "" {
-			if !slices.Contains(g.Inherited, d.Cell()) && !slices.Contains(g.Cells, d.Cell()) {
-				g.Inherited = append(g.Inherited, d.Cell())
+			name := d.Cell()
+			if d.Backward {
+				name += " backward"
+			}
+			if !slices.Contains(g.Inherited, name) && !slices.Contains(g.Cells, name) {
+				g.Inherited = append(g.Inherited, name)
 			}
 		} else if !slices.Contains(g.Cells, d.Cell()) {
 			g.Cells = append(g.Cells, d.Cell())
@@ -219,7 +260,7 @@ func DiagnosisTable(gs []DiagnosisGroup, indent string) string {
 			if cells != "" {
 				cells += "; "
 			}
-			cells += strings.Join(g.Inherited, ", ") + " (16-bit: as the same method's wider cell, which names the formula)"
+			cells += strings.Join(g.Inherited, ", ") + " (as the same method's forward or wider cell, which names the cause: fix it first)"
 		}
 		fmt.Fprintf(&b, "%s    cells: %s\n", indent, cells)
 		fmt.Fprintf(&b, "%s    tests: %s\n", indent, strings.Join(g.Tests, ", "))

@@ -126,27 +126,32 @@ func TestDiagnosisTable(t *testing.T) {
 	r.AddDiagnosis("TestNarrowEveryCombination", ssm.Bilinear, ssm.BF16, false, Finding{Tag: "none", Cause: "no diagnosis fits"})
 	r.AddBackwardDiagnosis("TestBackwardAccuracy", ssm.Bilinear, ssm.F32, false, Finding{Tag: "none", Cause: "no single slip of the backward explains the gradients"})
 	r.AddDiagnosis("TestNarrowAccuracy/stress", ssm.ZOH, ssm.BF16, false, Finding{Tag: "narrow:8-bit", Cause: "rounding with 8-bit significands"})
+	r.AddBackwardDiagnosis("TestBackwardAccuracy", ssm.RK4, ssm.F32, true, Finding{Tag: "bwd-no-softplus", Cause: "softplus' derivative dropped"})
 	r.RecordTest("TestAccuracy", Failed)
 	r.Finish()
 	gs := r.DiagnosisGroups()
 	if len(gs) != 3 {
-		t.Fatalf("%d groups, want 3 (bilinear-sign, narrow:8-bit of zoh, and the backward's none): %+v", len(gs), gs)
+		t.Fatalf("%d groups, want 3 (bilinear-sign with bilinear's backward, narrow:8-bit of zoh, rk4's backward): %+v", len(gs), gs)
 	}
 	g := gs[0]
-	if g.Tag != "bilinear-sign" || strings.Join(g.Cells, ",") != "bilinear/fp32/real,bilinear/fp64/real" ||
-		strings.Join(g.Inherited, ",") != "bilinear/fp16/real,bilinear/bf16/real" || strings.Join(g.Tests, ",") != "TestAccuracy,TestGolden,TestChunkBoundaries,TestNarrowAccuracy,TestNarrowEveryCombination" {
-		t.Errorf("first group %+v: want bilinear-sign over the fp32 and fp64 cells, the 16-bit ones as theirs, and five tests", g)
+	if g.Tag != "bilinear-sign" || g.Backward || strings.Join(g.Cells, ",") != "bilinear/fp32/real,bilinear/fp64/real" ||
+		strings.Join(g.Inherited, ",") != "bilinear/fp16/real,bilinear/bf16/real,bilinear/fp32/real backward" ||
+		strings.Join(g.Tests, ",") != "TestAccuracy,TestGolden,TestChunkBoundaries,TestNarrowAccuracy,TestNarrowEveryCombination,TestBackwardAccuracy" {
+		t.Errorf("first group %+v: want bilinear-sign over the fp32 and fp64 cells, the 16-bit ones and the backward as theirs, and six tests", g)
 	}
 	for _, d := range r.Diagnoses {
 		if d.DType == "fp16" && (d.Tag != "bilinear-sign" || d.As != "bilinear/fp32/real" || !strings.Contains(d.Own, "narrow:11-bit") || d.Where != "out wrong at 3 of 4") {
 			t.Errorf("the fp16 cell's diagnosis %+v: want bilinear-sign as its fp32 cell's, its own kept, its own where", d)
 		}
+		if d.Backward && d.Method == "bilinear" && (d.Tag != "bilinear-sign" || d.As != "bilinear/fp32/real forward" || !strings.Contains(d.Own, "no single slip")) {
+			t.Errorf("bilinear's backward diagnosis %+v: want the forward's bilinear-sign, its own kept", d)
+		}
 		if d.Method == "zoh" && d.Tag != "narrow:8-bit" {
 			t.Errorf("zoh's bf16 diagnosis became %q: no wider zoh cell names a formula", d.Tag)
 		}
 	}
-	if gs[len(gs)-1].Tag != "none" {
-		t.Errorf("the last group is %q, want a none: named causes first", gs[len(gs)-1].Tag)
+	if g := gs[len(gs)-1]; g.Tag != "bwd-no-softplus" || !g.Backward || strings.Join(g.Cells, ",") != "rk4/fp32/complex" {
+		t.Errorf("the last group %+v: want rk4's own backward diagnosis, its forward being right", g)
 	}
 	table := DiagnosisTable(gs, "  ")
 	if strings.Count(table, "Ā = (1 − x/2)/(1 + x/2)") != 1 || !strings.Contains(table, "e.g. TestAccuracy/realistic bilinear/fp32/real: out wrong at 4 of 4; probe of 56 pairs") {

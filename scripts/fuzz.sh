@@ -35,6 +35,7 @@ done
 par=(-fuzzminimizetime "${FUZZ_MINIMIZE:-2s}")
 [ -z "${FUZZ_PARALLEL:-}" ] || par+=(-parallel "$FUZZ_PARALLEL")
 rows=()
+findings=()
 fail=0
 for t in "${targets[@]}"; do
 	log=$logdir/$t.log
@@ -61,6 +62,20 @@ for t in "${targets[@]}"; do
 		fi
 	fi
 	[ "$status" != FAIL ] || fail=1
+	if [ "$status" = FAIL ]; then
+		# The failure's reason and diagnosis, as the test wrote them, on the
+		# terminal (not only in the log), and the input that reproduces it.
+		why=$(awk '/--- FAIL/ {p = 1; next} /Failing input written|^FAIL|^=== / {p = 0} p && NF' "$log" | sed -E 's/^ +//; s/^[a-z_]+_test\.go:[0-9]+: //' | head -12)
+		input=$(grep -oE 'testdata/fuzz/[^ ]+' "$log" | head -1)
+		# a failing entry of the committed corpus: --- FAIL: Target/entry
+		[ -n "$input" ] || input=$(grep -oE -- "--- FAIL: $t/[^ ]+" "$log" | head -1 | sed -E "s|--- FAIL: $t/|testdata/fuzz/$t/|")
+		echo "fuzz: $t FAILED:"
+		sed 's/^/    /' <<<"${why:-(no message: see $log)}"
+		[ -z "$input" ] || echo "    input: fuzz/$input (go test ./fuzz -run '$t/$(basename "$input")' replays it)"
+		first=$(head -1 <<<"$why")
+		[[ $first != *: ]] || first="$first $(sed -n 2p <<<"$why")"
+		findings+=("$t: $first${input:+ (fuzz/$input)}")
+	fi
 	last=$(grep -E '^fuzz: elapsed: .*execs:' "$log" | tail -1)
 	base=$(grep -oE 'gathering baseline coverage: [0-9]+/[0-9]+' "$log" | tail -1 | sed 's/.*\///')
 	# "elapsed: 1m0s, execs: 863896 (0/sec), new interesting: 74 (total: 276)"
@@ -77,5 +92,10 @@ done
 echo
 printf '%-16s %-5s %9s %12s %10s %10s %8s %8s\n' target rc elapsed execs execs/s peak/s corpus new
 printf '%s\n' "${rows[@]}"
-echo "workers: ${FUZZ_PARALLEL:-$(nproc) (GOMAXPROCS)}; library: ${SSMK_LIB:-${SSMK_BACKEND:-auto}}"
+echo "workers: ${FUZZ_PARALLEL:-$(nproc) (GOMAXPROCS)}; library: ${SSMK_LIB:-${SSMK_BACKEND:-auto}}; non-finite policy: ${SSMK_NONFINITE_POLICY:+held (SSMK_NONFINITE_POLICY=1)}${SSMK_NONFINITE_POLICY:-where the library declares it (SSMK_CAP_NONFINITE)}"
+if [ ${#findings[@]} -gt 0 ]; then
+	echo
+	echo "findings (the first line of each; the whole above and in $logdir):"
+	printf '  %s\n' "${findings[@]}"
+fi
 exit $fail

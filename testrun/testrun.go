@@ -225,23 +225,45 @@ var logLine = regexp.MustCompile(`^\s*([\w.-]+\.go:\d+): (.*)$`)
 
 // Reason is the first line of a failure's message among a test's log
 // lines: the first written from an error call site (sites), else the first
-// log line; "" when the test logged nothing.
+// log line; "" when the test logged nothing. A first line too short to say
+// what failed ("bilinear fp32 real: threshold 4", a header over a list)
+// takes its next line too.
 func Reason(lines []string, sites map[string]bool) string {
-	first := ""
-	for _, l := range lines {
+	first, firstAt := "", -1
+	for i, l := range lines {
 		m := logLine.FindStringSubmatch(l)
 		if m == nil {
 			continue
 		}
-		msg := strings.TrimSpace(m[2])
 		if sites[m[1]] {
-			return msg
+			return withNext(strings.TrimSpace(m[2]), lines, i)
 		}
-		if first == "" {
-			first = msg
+		if firstAt < 0 {
+			first, firstAt = strings.TrimSpace(m[2]), i
 		}
 	}
-	return first
+	if firstAt < 0 {
+		return ""
+	}
+	return withNext(first, lines, firstAt)
+}
+
+// shortReason is the length under which a message's first line is taken
+// with its next.
+const shortReason = 60
+
+// withNext is msg, the message of lines[i], with its next line appended
+// when msg is short and the next line continues the same message (indented
+// deeper, not a log line of its own).
+func withNext(msg string, lines []string, i int) string {
+	if len(msg) >= shortReason || i+1 >= len(lines) || logLine.MatchString(lines[i+1]) {
+		return msg
+	}
+	next := strings.TrimSpace(lines[i+1])
+	if next == "" || strings.HasPrefix(next, "---") || strings.HasPrefix(next, "===") {
+		return msg
+	}
+	return strings.TrimSuffix(msg, ":") + " — " + next
 }
 
 // errorCall is a call that fails a test.

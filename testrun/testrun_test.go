@@ -19,6 +19,11 @@ const verbose = `=== RUN   TestInfoThenError
     convergence_test.go:26: bilinear: global order 0.00, want 2
 --- FAIL: TestParent (0.00s)
     --- FAIL: TestParent/bilinear (0.00s)
+=== RUN   TestShortHeader
+    backward_test.go:316: bilinear fp32 real: threshold 4
+          dC[2523]: kernel 2.76e+38, reference -0.0812, ratio 6.91e+44
+          dz[1424]: kernel -9.09e+37, reference 0.0923, ratio 9.81e+43
+--- FAIL: TestShortHeader (0.00s)
 === RUN   TestPass
 --- PASS: TestPass (0.01s)
 === RUN   TestNoisy
@@ -34,7 +39,7 @@ FAIL	ssmverify/verify	0.1s
 // a parent's reason from its failing subtest, an undecided skip, and a
 // test the process died inside, which is a crash and not a failure.
 func TestParse(t *testing.T) {
-	sites := map[string]bool{"checks_test.go:12": true, "convergence_test.go:26": true}
+	sites := map[string]bool{"checks_test.go:12": true, "convergence_test.go:26": true, "backward_test.go:316": true}
 	tests, err := Parse([]byte(verbose), "verify", sites)
 	if err != nil {
 		t.Fatal(err)
@@ -47,6 +52,7 @@ func TestParse(t *testing.T) {
 		{"TestInfoThenError", Fail, "bilinear and zoh give the same output"},
 		{"TestParent", Fail, "bilinear: bilinear: global order 0.00, want 2"},
 		{"TestParent/bilinear", Fail, "bilinear: global order 0.00, want 2"},
+		{"TestShortHeader", Fail, "bilinear fp32 real: threshold 4 — dC[2523]: kernel 2.76e+38, reference -0.0812, ratio 6.91e+44"},
 		{"TestPass", Pass, ""},
 		{"TestNoisy", Undecided, "too noisy to tell"},
 		{"TestCrash", Crashed, "the test process ended inside this test (a crash: see the log)"},
@@ -55,7 +61,7 @@ func TestParse(t *testing.T) {
 			t.Errorf("%s: %s %q, want %s %q", c.name, g.Result, g.Reason, c.result, c.reason)
 		}
 	}
-	if f := FailedTopLevel(tests); strings.Join(f, ",") != "TestInfoThenError,TestParent" {
+	if f := FailedTopLevel(tests); strings.Join(f, ",") != "TestInfoThenError,TestParent,TestShortHeader" {
 		t.Errorf("FailedTopLevel = %v: want the two failures, not the subtest or the crash", f)
 	}
 	// Without the sources, the first log line is the reason.

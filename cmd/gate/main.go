@@ -164,19 +164,16 @@ func merge(args []string) int {
 }
 
 // summary prints, last on the terminal, what a person acts on: the setup
-// errors, the causes of the failures (the diagnosis table), every failure
-// with the first line of its reason, the performance verdicts that are not
-// a plain pass, and the verdict.
+// errors, the failures (the first ten, each with the first line of its
+// reason and its reproduce command), what was undecided, the performance
+// verdicts that are not a plain pass, then the causes of the failures (the
+// diagnosis table, last so that it stays on the screen) and the verdict.
 func summary(r *report.Report, out string) {
 	for _, e := range r.Errors {
 		fmt.Fprintln(os.Stderr, "gate: error:", e)
 	}
-	if gs := r.DiagnosisGroups(); len(gs) > 0 {
-		fmt.Fprintf(os.Stderr, "gate: %d causes of the failures (diagnoses; report.md has them first):\n", len(gs))
-		fmt.Fprint(os.Stderr, report.DiagnosisTable(gs, "  "))
-	}
 	failed := r.LeafFailures()
-	const show = 20
+	const show = 10
 	for i, t := range failed {
 		if i == show {
 			fmt.Fprintf(os.Stderr, "gate: … %d more failures in %s\n", len(failed)-show, filepath.Join(out, "report.md"))
@@ -197,6 +194,10 @@ func summary(r *report.Report, out string) {
 		if p.Verdict == report.Regression || p.Verdict == report.VerdictUndecided || p.Verdict == report.Improvement {
 			fmt.Fprintf(os.Stderr, "gate: performance %s: %s: %s\n", p.Method, p.Verdict, p.Reason)
 		}
+	}
+	if gs := r.DiagnosisGroups(); len(gs) > 0 {
+		fmt.Fprintf(os.Stderr, "gate: %d causes of the failures (diagnoses; report.md has them first):\n", len(gs))
+		fmt.Fprint(os.Stderr, report.DiagnosisTable(gs, "  "))
 	}
 	fmt.Fprintf(os.Stderr, "gate: %s (exit %d): %d tests, %d failed; %s/{report.json,junit.xml,report.md}\n",
 		strings.ToUpper(r.Verdict), r.ExitCode, len(r.Tests), len(r.Failed()), out)

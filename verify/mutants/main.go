@@ -551,8 +551,8 @@ func selected(k int) bool {
 	return *only == "" || strings.Contains(","+*only+",", fmt.Sprintf(",%d,", k))
 }
 
-// buildCUDA builds the CUDA library once per k (0: unmutated) with
-// -DSSMK_MUTANT=k, half the CPUs at a time (nvcc is single-threaded and
+// buildCUDA builds the CUDA library once per k (0: unmutated) from a copy
+// of cudalib/ with mutant k's patch applied (mutantTree), half the CPUs at a time (nvcc is single-threaded and
 // memory-hungry); each build's log is out/build-k.log.
 func buildCUDA(ks []int, libOf func(int) string) error {
 	t0 := time.Now()
