@@ -6,6 +6,7 @@ import (
 	"math/cmplx"
 	"sort"
 
+	"ssmverify/judge"
 	"ssmverify/ssm"
 )
 
@@ -142,8 +143,8 @@ type formula struct {
 	mag        func(pt point) float64
 }
 
-// fits reports whether measured values follow f at every point (within 4
-// tolerances) and the largest error in tolerances.
+// fits reports whether measured values follow f at every point (within
+// judge.Threshold tolerances) and the largest error in tolerances.
 func fits(pts []point, dt ssm.DType, abar bool, f func(point) complex128) (bool, float64) {
 	return fitsMag(pts, dt, abar, formula{f: f})
 }
@@ -175,7 +176,7 @@ func fitsMag(pts []point, dt ssm.DType, abar bool, fm formula) (bool, float64) {
 		}
 		worst = math.Max(worst, e)
 	}
-	return worst <= 4, worst
+	return worst <= judge.Threshold(dt), worst
 }
 
 func median(v []float64) float64 {

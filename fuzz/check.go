@@ -368,7 +368,7 @@ func judgeScan(f *Failure, p, ref *ssm.Problem, dt ssm.DType, got, gs []float64,
 	// A state within its error bound of the range on the way to an element:
 	// a kernel's rounding may carry it over, as rule 1b says of the element
 	// itself (reference.Scale's PathMagOut).
-	margin := judge.Threshold(dt) * prec.UnitRoundoff()
+	margin := judge.Margin(dt)
 	edge := func(mag, scale float64) bool { return mag+margin*scale >= max }
 	overflowed := make([]bool, p.Batch*p.Dim)
 	xOver := firstXOverflow(p, max)

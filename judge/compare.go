@@ -39,6 +39,12 @@ func Threshold(dt ssm.DType) float64 {
 	return ThresholdF32
 }
 
+// Margin is the error a value of scale S may carry and still pass, over
+// S: the threshold in units of the dtype's unit roundoff. The fuzz
+// targets ask with it whether a state on the way to an element came within
+// its error bound of the dtype's range.
+func Margin(dt ssm.DType) float64 { return Threshold(dt) * dt.Precision().UnitRoundoff() }
+
 // Worst describes the worst element of a comparison.
 type Worst struct {
 	Ratio float64 // scaled error ratio

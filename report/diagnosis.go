@@ -200,8 +200,14 @@ func (r *Report) DiagnosisGroups() []DiagnosisGroup {
 func groupDiagnoses(ds []Diagnosis) []DiagnosisGroup {
 	var gs []DiagnosisGroup
 	for _, d := range ds {
-		if d.Tag == "" { // did not reproduce: nothing to explain
-			continue
+		if d.Tag == "" {
+			// The failure did not reproduce on the problem the diagnosis
+			// scanned (a property's shrunk case, a prefix): said as such,
+			// never left blank.
+			d.Tag = "not-reproduced"
+			if d.Cause == "" {
+				d.Cause = "the failure does not reproduce on the problem the diagnosis scans"
+			}
 		}
 		backward := d.Backward && !strings.HasSuffix(d.As, " forward") // a backward that takes the forward's cause is grouped with it
 		k := slices.IndexFunc(gs, func(g DiagnosisGroup) bool {
@@ -229,8 +235,9 @@ func groupDiagnoses(ds []Diagnosis) []DiagnosisGroup {
 		}
 	}
 	slices.SortStableFunc(gs, func(a, b DiagnosisGroup) int {
-		// Named causes before "none", then by how much they explain.
-		if an, bn := a.Tag != "none", b.Tag != "none"; an != bn {
+		// Named causes before "none" and "not-reproduced", then by how
+		// much they explain.
+		if an, bn := a.Tag != "none" && a.Tag != "not-reproduced", b.Tag != "none" && b.Tag != "not-reproduced"; an != bn {
 			if an {
 				return -1
 			}

@@ -71,6 +71,8 @@ for t in "${targets[@]}"; do
 		[ -n "$input" ] || input=$(grep -oE -- "--- FAIL: $t/[^ ]+" "$log" | head -1 | sed -E "s|--- FAIL: $t/|testdata/fuzz/$t/|")
 		echo "fuzz: $t FAILED:"
 		sed 's/^/    /' <<<"${why:-(no message: see $log)}"
+		diag=$(grep -m1 -E '^\s*diagnosis:' "$log" | sed -E 's/^\s*//')
+		[ -z "$diag" ] || grep -qF "$diag" <<<"$why" || echo "    $diag"
 		[ -z "$input" ] || echo "    input: fuzz/$input (go test ./fuzz -run '$t/$(basename "$input")' replays it)"
 		first=$(head -1 <<<"$why")
 		[[ $first != *: ]] || first="$first $(sed -n 2p <<<"$why")"
