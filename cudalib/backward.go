@@ -64,6 +64,18 @@ func (g *GradBuffers) Grads() *ssm.Grads {
 		InitialState: g.DInitialState.Float64s()}
 }
 
+// inputs are the backward's inputs by ABI name: the forward's, dout and
+// dlast_state.
+func (g *GradBuffers) inputs() []NamedArray {
+	return append(g.Scan.Inputs(), NamedArray{"dout", g.DOut}, NamedArray{"dlast_state", g.DLastState})
+}
+
+// outputs are the gradients by ABI name.
+func (g *GradBuffers) outputs() []NamedArray {
+	return []NamedArray{{"du", g.DU}, {"ddelta", g.DDelta}, {"dA", g.DA}, {"dB", g.DB}, {"dC", g.DC}, {"dD", g.DD},
+		{"dz", g.DZ}, {"ddelta_bias", g.DDeltaBias}, {"dinitial_state", g.DInitialState}}
+}
+
 func (g *GradBuffers) args(pin *runtime.Pinner) *gradArgs {
 	a := &gradArgs{DOut: g.DOut.pin(pin), DLastState: g.DLastState.pin(pin), DU: g.DU.pin(pin),
 		DDelta: g.DDelta.pin(pin), DA: g.DA.pin(pin), DB: g.DB.pin(pin), DC: g.DC.pin(pin), DD: g.DD.pin(pin),
@@ -89,7 +101,7 @@ func (l *Library) RunBackward(g *GradBuffers) error {
 	defer pin.Unpin()
 	a, ga := g.Scan.args(&pin), g.args(&pin)
 	h0 := g.Scan.InitialState.pin(&pin)
-	return l.call("ssmk_scan_bwd", func() int32 { return l.fn.scanBwd(unsafe.Pointer(a), h0, unsafe.Pointer(ga)) })
+	return l.guardedCall("ssmk_scan_bwd", g.inputs(), g.outputs(), func() int32 { return l.fn.scanBwd(unsafe.Pointer(a), h0, unsafe.Pointer(ga)) })
 }
 
 // Backward runs the backward pass of p for the cotangent ct in dtype dt and
@@ -123,7 +135,7 @@ func (l *Library) NewBackwardPlan(g *GradBuffers) (*BackwardPlan, error) {
 	a, ga := g.Scan.args(&pin), g.args(&pin)
 	h0 := g.Scan.InitialState.pin(&pin)
 	var h uintptr
-	if err := l.call("ssmk_plan_create_bwd", func() int32 {
+	if err := l.guardedCall("ssmk_plan_create_bwd", g.inputs(), g.outputs(), func() int32 {
 		return l.fn.planCreateBwd(unsafe.Pointer(a), h0, unsafe.Pointer(ga), unsafe.Pointer(&h))
 	}); err != nil {
 		return nil, err
@@ -149,7 +161,7 @@ func (p *BackwardPlan) FetchGrads() (*ssm.Grads, error) {
 	var pin runtime.Pinner
 	defer pin.Unpin()
 	ga := g.args(&pin)
-	if err := p.l.call("ssmk_plan_fetch_bwd", func() int32 { return p.l.fn.planFetchBwd(p.h, unsafe.Pointer(ga)) }); err != nil {
+	if err := p.l.guardedCall("ssmk_plan_fetch_bwd", nil, g.outputs(), func() int32 { return p.l.fn.planFetchBwd(p.h, unsafe.Pointer(ga)) }); err != nil {
 		return nil, err
 	}
 	return g.Grads(), nil

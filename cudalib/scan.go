@@ -17,19 +17,23 @@ type Array struct {
 	F64    []float64
 	N16    []uint16
 	Narrow ssm.DType // F16 or BF16 where N16 is set
+	// guard is the allocation around the buffer (guard.go): set for the
+	// arrays the binding makes, nil for those a caller makes itself.
+	guard *guard
 }
 
 // NewArray converts v to the element type of dt's inputs (rounding to
-// nearest for F32, F16 and BF16). A nil v gives the absent array.
+// nearest for F32, F16 and BF16), in a guarded allocation. A nil v gives
+// the absent array.
 func NewArray(v []float64, dt ssm.DType) Array {
 	if v == nil {
 		return Array{}
 	}
-	switch dt {
-	case ssm.F64:
-		return Array{F64: append(make([]float64, 0, len(v)), v...)}
-	case ssm.F16, ssm.BF16:
-		a := Array{N16: make([]uint16, len(v)), Narrow: dt}
+	a := zeros(len(v), dt)
+	switch {
+	case a.F64 != nil:
+		copy(a.F64, v)
+	case a.N16 != nil:
 		enc := ssm.Float16Bits
 		if dt == ssm.BF16 {
 			enc = ssm.BFloat16Bits
@@ -37,23 +41,26 @@ func NewArray(v []float64, dt ssm.DType) Array {
 		for i, x := range v {
 			a.N16[i] = enc(x)
 		}
-		return a
-	}
-	a := Array{F32: make([]float32, len(v))}
-	for i, x := range v {
-		a.F32[i] = float32(x)
+	default:
+		for i, x := range v {
+			a.F32[i] = float32(x)
+		}
 	}
 	return a
 }
 
+// zeros is n zeros of dt's element type in a guarded allocation.
 func zeros(n int, dt ssm.DType) Array {
 	switch dt {
 	case ssm.F64:
-		return Array{F64: make([]float64, n)}
+		v, g := guarded[float64](n)
+		return Array{F64: v, guard: g}
 	case ssm.F16, ssm.BF16:
-		return Array{N16: make([]uint16, n), Narrow: dt}
+		v, g := guarded[uint16](n)
+		return Array{N16: v, Narrow: dt, guard: g}
 	}
-	return Array{F32: make([]float32, n)}
+	v, g := guarded[float32](n)
+	return Array{F32: v, guard: g}
 }
 
 // Len is the number of elements (complex values count twice).
@@ -243,9 +250,14 @@ func (l *Library) RunScan(b *ScanBuffers) error {
 			return l.lacks("ssmk_scan_fwd_state", "a scan from an initial state")
 		}
 		h0 := b.InitialState.pin(&pin)
-		return l.call("ssmk_scan_fwd_state", func() int32 { return l.fn.scanFwdState(unsafe.Pointer(a), h0) })
+		return l.guardedCall("ssmk_scan_fwd_state", b.Inputs(), b.outputs(), func() int32 { return l.fn.scanFwdState(unsafe.Pointer(a), h0) })
 	}
-	return l.call("ssmk_scan_fwd", func() int32 { return l.fn.scanFwd(unsafe.Pointer(a)) })
+	return l.guardedCall("ssmk_scan_fwd", b.Inputs(), b.outputs(), func() int32 { return l.fn.scanFwd(unsafe.Pointer(a)) })
+}
+
+// outputs lists the output arrays by name.
+func (b *ScanBuffers) outputs() []NamedArray {
+	return []NamedArray{{"out", b.Out}, {"last_state", b.LastState}}
 }
 
 // HasInitialState reports whether the library exports the initial-state
@@ -386,7 +398,7 @@ func (l *Library) DiscretizeInto(m ssm.Method, isComplex bool, delta, a, abar, b
 	var pin runtime.Pinner
 	defer pin.Unpin()
 	pd, pa, pab, pbc := delta.pin(&pin), a.pin(&pin), abar.pin(&pin), bcoef.pin(&pin)
-	return l.call("ssmk_discretize", func() int32 {
+	return l.guardedCall("ssmk_discretize", []NamedArray{{"delta", delta}, {"A", a}}, []NamedArray{{"Abar", abar}, {"Bcoef", bcoef}}, func() int32 {
 		return l.fn.discretize(int32(m), int32(dt), b2i(isComplex), int64(n), pd, pa, pab, pbc)
 	})
 }
@@ -427,11 +439,11 @@ func (l *Library) NewPlan(b *ScanBuffers) (*Plan, error) {
 			return nil, l.lacks("ssmk_plan_create_state", "a scan from an initial state")
 		}
 		h0 := b.InitialState.pin(&pin)
-		err = l.call("ssmk_plan_create_state", func() int32 {
+		err = l.guardedCall("ssmk_plan_create_state", b.Inputs(), b.outputs(), func() int32 {
 			return l.fn.planCreateState(unsafe.Pointer(a), h0, unsafe.Pointer(&h))
 		})
 	} else {
-		err = l.call("ssmk_plan_create", func() int32 {
+		err = l.guardedCall("ssmk_plan_create", b.Inputs(), b.outputs(), func() int32 {
 			return l.fn.planCreate(unsafe.Pointer(a), unsafe.Pointer(&h))
 		})
 	}
@@ -451,7 +463,7 @@ func (l *Library) NewDiscretizePlan(m ssm.Method, dt ssm.DType, isComplex bool, 
 	defer pin.Unpin()
 	pd, pa := d.pin(&pin), aa.pin(&pin)
 	var h uintptr
-	err := l.call("ssmk_plan_create_discretize", func() int32 {
+	err := l.guardedCall("ssmk_plan_create_discretize", []NamedArray{{"delta", d}, {"A", aa}}, nil, func() int32 {
 		return l.fn.planCreateDiscretize(int32(m), int32(dt), b2i(isComplex), int64(len(delta)), pd, pa, unsafe.Pointer(&h))
 	})
 	if err != nil {
@@ -518,7 +530,7 @@ func (p *Plan) Fetch() (out, second []float64, err error) {
 	var pin runtime.Pinner
 	defer pin.Unpin()
 	po, ps := o.pin(&pin), s.pin(&pin)
-	if err := p.l.call("ssmk_plan_fetch", func() int32 { return p.l.fn.planFetch(p.h, po, ps) }); err != nil {
+	if err := p.l.guardedCall("ssmk_plan_fetch", nil, []NamedArray{{"out", o}, {"second", s}}, func() int32 { return p.l.fn.planFetch(p.h, po, ps) }); err != nil {
 		return nil, nil, err
 	}
 	return o.Float64s(), s.Float64s(), nil

@@ -352,7 +352,7 @@ func TestGoValidation(t *testing.T) {
 	assert.ErrorContains(t, l.DiscretizeInto(ssm.ZOH, false, one32, one32, one64, one32), "Abar is not in delta's dtype fp32")
 	assert.ErrorContains(t, l.DiscretizeInto(ssm.ZOH, false, one64, one64, one64, NewArray([]float64{1, 2}, ssm.F64)), "len(Bcoef) = 2, want 1")
 	assert.ErrorContains(t, l.DiscretizeInto(ssm.ZOH, true, one64, one64, one64, one64), "len(A) = 1, want 2")
-	assert.NoError(t, l.DiscretizeInto(ssm.ZOH, false, one64, one64, one64, NewArray([]float64{0}, ssm.F64)))
+	assert.NoError(t, l.DiscretizeInto(ssm.ZOH, false, one64, NewArray([]float64{1}, ssm.F64), NewArray([]float64{0}, ssm.F64), NewArray([]float64{0}, ssm.F64)))
 }
 
 // Bad input straight to C: NULL arrays, zero and negative sizes, n_groups not

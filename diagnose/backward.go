@@ -56,6 +56,9 @@ import (
 func Backward(l Differentiator, p *ssm.Problem, ct *ssm.Cotangent, dt ssm.DType) Finding {
 	got, err := l.Backward(p, ct, dt, false)
 	if err != nil {
+		if f, ok := memoryFinding(err); ok {
+			return f
+		}
 		return Finding{Tag: "refused", Cause: "the backward refused: " + err.Error()}
 	}
 	want, err := reference.ScanGrad(p, ct, false)

@@ -1,11 +1,30 @@
 package diagnose
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
 	"ssmverify/ssm"
 )
+
+// memoryFault is a library's write outside a buffer it was given or into
+// one of its inputs, as the binding reports it (cudalib.MemoryError).
+type memoryFault interface {
+	error
+	MemoryTag() string
+}
+
+// memoryFinding is the finding of err when it is a memory fault: its cause
+// needs no probe (the binding's guards saw the write), and no probe may run
+// a library that writes where it must not more often than needed.
+func memoryFinding(err error) (Finding, bool) {
+	var m memoryFault
+	if !errors.As(err, &m) {
+		return Finding{}, false
+	}
+	return Finding{Tag: m.MemoryTag(), Cause: m.Error(), Where: "caught by the guard regions around every buffer (package cudalib)"}, true
+}
 
 // refusal explains why the kernel refuses p (err): it shrinks one size at
 // a time (batch, dim, seqlen, dstate to half, and every feature off) and
@@ -14,6 +33,9 @@ import (
 // kernel has, e.g. dim > 65 535 where a kernel launches one block per
 // channel in a grid dimension of that size.
 func refusal(s Scanner, p *ssm.Problem, dt ssm.DType, err error) Finding {
+	if f, ok := memoryFinding(err); ok {
+		return f
+	}
 	f := Finding{Tag: "refusal", Cause: "the kernel refuses a declared combination: " + err.Error()}
 	var accepted []string
 	try := func(name string, q *ssm.Problem) {

@@ -179,8 +179,14 @@ func Parse(out []byte, pkg string, sites map[string]bool) ([]Test, error) {
 		return nil, err
 	}
 	var tests []Test
+	blocks := failureBlocks(out)
 	for _, p := range parsed.Packages {
 		for _, t := range p.Tests {
+			if len(t.Output) == 0 {
+				// Without -v the parser keeps no output: a failure's lines
+				// follow its "--- FAIL" line, indented under it.
+				t.Output = blocks[t.Name]
+			}
 			res := map[gtr.Result]string{gtr.Pass: Pass, gtr.Fail: Fail, gtr.Skip: Skip}[t.Result]
 			if res == "" {
 				res = Crashed
@@ -218,6 +224,30 @@ func Parse(out []byte, pkg string, sites map[string]bool) ([]Test, error) {
 		}
 	}
 	return tests, nil
+}
+
+// failureBlocks reads go test's output without -v: every "--- FAIL: name"
+// line and the lines indented deeper under it, by test name.
+func failureBlocks(out []byte) map[string][]string {
+	blocks := map[string][]string{}
+	var name string
+	indent := -1
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		l := sc.Text()
+		in := len(l) - len(strings.TrimLeft(l, " "))
+		if rest, ok := strings.CutPrefix(strings.TrimLeft(l, " "), "--- FAIL: "); ok {
+			name, indent = strings.Fields(rest)[0], in
+			continue
+		}
+		if name == "" || in <= indent || strings.TrimSpace(l) == "" {
+			name, indent = "", -1
+			continue
+		}
+		blocks[name] = append(blocks[name], l)
+	}
+	return blocks
 }
 
 // logLine is a test's log line: "    file.go:12: message".

@@ -86,3 +86,29 @@ func TestErrorSites(t *testing.T) {
 		t.Error("a folder without Go files has error sites")
 	}
 }
+
+// TestParseWithoutVerbose: without -v, go test prints a failure's lines
+// under its "--- FAIL" line, subtests indented; their reasons are read from
+// there.
+func TestParseWithoutVerbose(t *testing.T) {
+	const out = `--- FAIL: TestAccuracy (0.02s)
+    --- FAIL: TestAccuracy/realistic (0.00s)
+        accuracy_test.go:77: [rapid] failed after 0 tests: bilinear fp32
+            To reproduce, specify -run="TestAccuracy/realistic"
+        accuracy_test.go:92: bilinear fp32: declared supported, but ssmk_scan_fwd wrote past the end of out
+FAIL
+FAIL	ssmverify/verify	0.048s
+`
+	tests, err := Parse([]byte(out), "verify", map[string]bool{"accuracy_test.go:92": true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, tt := range tests {
+		got[tt.Name] = tt.Reason
+	}
+	if got["TestAccuracy/realistic"] != "bilinear fp32: declared supported, but ssmk_scan_fwd wrote past the end of out" ||
+		got["TestAccuracy"] != "realistic: bilinear fp32: declared supported, but ssmk_scan_fwd wrote past the end of out" {
+		t.Errorf("reasons %q", got)
+	}
+}

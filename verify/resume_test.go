@@ -69,8 +69,9 @@ func scanInPieces(p *ssm.Problem, dt ssm.DType, cuts []int) (*ssm.Output, error)
 // random, token by token, a long prefill then 256 single tokens, and
 // around every boundary a kernel may have; the first piece starts from a
 // random initial state; the long sequence has Δ as trained models feed it
-// (gen.TrainedDeltas: pre-activations over [−20, 20], softplus on). A library that does not
-// declare SSMK_CAP_INITIAL_STATE is reported, not failed.
+// (gen.TrainedDeltas: pre-activations over [−20, 20], softplus on). Every
+// dtype, the 16-bit input types too. A library that does not declare
+// SSMK_CAP_INITIAL_STATE is reported, not failed.
 func TestResumption(t *testing.T) {
 	track(t)
 	specs := []gen.Spec{
@@ -80,7 +81,7 @@ func TestResumption(t *testing.T) {
 			HasBias: true, Dist: gen.Realistic},
 	}
 	for _, m := range ssm.Methods() {
-		for _, dt := range ssm.DTypes() {
+		for _, dt := range ssm.AllDTypes() {
 			for _, isComplex := range []bool{false, true} {
 				if (isComplex && fallback(m, dt)) || !judged(t.Name(), "resumption of", m, dt, isComplex, false) {
 					continue
@@ -100,8 +101,11 @@ func TestResumption(t *testing.T) {
 					if err != nil {
 						continue
 					}
-					if dt == ssm.F32 {
-						p.RoundToFloat32()
+					if dt != ssm.F64 {
+						// What the kernel reads: fp32, or the 16-bit input
+						// type with float32 weights and state (the state
+						// handed from piece to piece stays float32).
+						p.RoundTo(dt)
 					}
 					r := rand.New(rand.NewPCG(uint64(si), uint64(m)))
 					for name, cuts := range resumeCuts(s.Seqlen, r) {

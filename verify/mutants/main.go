@@ -108,6 +108,8 @@ var Catalogue = []Mutant{
 	{36, "bwd-16bit-weights", "fp16/bf16 backward: the gradients of the float weights (dA, dD, ddelta_bias) rounded to the 16-bit input type", "bwd-weights-16bit", 0, narrowBackwardRun},
 	{37, "bwd-16bit-y", "fp16/bf16 backward: dz from y rounded to the input type (as if read back from a 16-bit out): a second rounding", "bwd-y-16bit", 0, narrowBackwardRun},
 	{38, "bwd-16bit-group-sum", "fp16/bf16 backward: variable dB and dC summed over a group's channels in the 16-bit type (as 16-bit atomics would), not in float", "bwd-16bit-sum", 0, narrowBackwardRun},
+	{39, "out-overrun", "the outputs stored in whole vectors of 4: the last row's padding written past the end of out (a seqlen not a multiple of 4)", "memory:overrun:out", 0, ""},
+	{40, "delta-in-place", "Δ after the bias and softplus written back into the input delta", "memory:input:delta", 0, ""},
 }
 
 // engineLib is the CPU build declaring an engine's features
