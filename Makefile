@@ -18,7 +18,7 @@ STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 WARN     := -Wall -Wextra -Werror
 CXXFLAGS ?= -O3 -std=c++17 -fPIC -fopenmp -fvisibility=hidden $(WARN)
 
-.PHONY: all help lib lib-cuda cuda-check sass-baseline test verify ggml mutants fuzz fuzz-native gate gate-bin baseline bench sanitize vet fmt-check lint bench-ref gpu-build clean
+.PHONY: all help lib lib-cuda cuda-check sass-baseline test verify ggml mutants mutants-generated fuzz fuzz-native gate gate-bin baseline bench sanitize vet fmt-check lint bench-ref gpu-build clean
 
 all: lib
 
@@ -115,6 +115,14 @@ verify: $(if $(SSMK_LIB),,lib)
 MUTANTS_FLAGS ?=
 mutants: lib
 	$(GO) run ./verify/mutants $(MUTANTS_FLAGS)
+
+## mutants-generated: the diagnosis measured on bugs nobody planted for it: GENERATED (100) mutants drawn with SEED (1)
+## from mechanical mutations of the CPU build's sources, each judged by the suite; the kill rate and the share
+## diagnosed at the mutated region (out/generated.json)
+GENERATED ?= 100
+SEED ?= 1
+mutants-generated: lib
+	$(GO) run ./verify/mutants -generate $(GENERATED) -seed $(SEED)
 
 ## ggml: build the ssmk adapter over ggml_ssm_scan from GGML_SRC (a ggml or llama.cpp checkout) for GGML_BACKEND (cpu, or cuda) and verify it; SSMK_GGML_HEAD_DIM=k verifies the Mamba-2 path (docs/adapters.md)
 GGML_BACKEND ?= cpu

@@ -223,6 +223,8 @@ var (
 	only   = flag.String("only", "", "comma-separated mutant numbers to run (default: all)")
 	matrix = flag.Bool("matrix", false, "run every test against every mutant, for the whole kill matrix (default: stop at a mutant's first failing test)")
 	jobs   = flag.Int("j", 0, "accuracy mutants judged at once (0: one per CPU for the CPU build, 1 with -cuda)")
+	gen    = flag.Int("generate", 0, "judge a sample of this many generated mutants (mutation operators applied mechanically to the CPU build's sources) instead of the catalogue")
+	seed   = flag.Uint64("seed", 1, "-generate: the sample's seed")
 	tree   = flag.Int("tree", 0, "write the sources of mutant K, a copy of cudalib/ with its patch applied, into the folder given as the argument, and exit (the Makefile's mutant builds)")
 )
 
@@ -239,6 +241,16 @@ func main() {
 	}
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		fatal(err)
+	}
+	if *gen > 0 {
+		j := *jobs
+		if j == 0 {
+			j = generatedJobs()
+		}
+		if err := runGenerated(*gen, *seed, j); err != nil {
+			fatal(err)
+		}
+		return
 	}
 	start := time.Now()
 	catalogue, libOf := Catalogue, func(k int) string { return fmt.Sprintf("build/mutants/libssmk_cpu_m%d.so", k) }

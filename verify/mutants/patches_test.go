@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -177,4 +178,48 @@ func patched(t *testing.T, k int) []string {
 		out = append(out, f.Path)
 	}
 	return out
+}
+
+// TestGeneratedCandidates: the operators find mutations in every generated
+// source, none on a comment, a preprocessor line or an error message; each
+// candidate's patch applies to today's sources; a sample is the same for
+// one seed and another for another; every candidate's region names tags.
+func TestGeneratedCandidates(t *testing.T) {
+	cands, err := candidates("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	perFile, perOp := map[string]int{}, map[string]int{}
+	for _, c := range cands {
+		perFile[c.File]++
+		perOp[c.Op]++
+		if skipLine.MatchString(c.Before) {
+			t.Errorf("%s:%d: a mutation of a skipped line %q", c.File, c.Line, c.Before)
+		}
+		if len(regionTags(c)) == 0 {
+			t.Errorf("%s:%d (%s): no region tags", c.File, c.Line, c.Func)
+		}
+	}
+	for _, f := range generatedSources {
+		if perFile[f] < 20 {
+			t.Errorf("%s: %d candidates, want at least 20", f, perFile[f])
+		}
+	}
+	for _, op := range operators {
+		if perOp[op.name] == 0 {
+			t.Errorf("operator %s finds nothing", op.name)
+		}
+	}
+	a, b := sample(cands, 50, 1), sample(cands, 50, 1)
+	if len(a) != 50 || !slices.EqualFunc(a, b, func(x, y Generated) bool { return x.ID == y.ID }) {
+		t.Error("one seed gave two samples")
+	}
+	if c := sample(cands, 50, 2); slices.EqualFunc(a, c, func(x, y Generated) bool { return x.ID == y.ID }) {
+		t.Error("two seeds gave one sample")
+	}
+	for _, g := range a[:3] {
+		if _, err := patch.Parse(g.Patch()); err != nil {
+			t.Fatalf("%+v: %v", g, err)
+		}
+	}
 }

@@ -132,10 +132,7 @@ func Tree(root, dir, dst, diff string) error {
 	if err != nil {
 		return err
 	}
-	if err := os.RemoveAll(filepath.Join(dst, dir)); err != nil {
-		return err
-	}
-	if err := copyDir(filepath.Join(root, dir), filepath.Join(dst, dir)); err != nil {
+	if err := Copy(root, dir, dst); err != nil {
 		return err
 	}
 	for _, f := range files {
@@ -153,6 +150,15 @@ func Tree(root, dir, dst, diff string) error {
 		}
 	}
 	return nil
+}
+
+// Copy copies the folder dir of root into dst/dir, less its Go files,
+// replacing what was there.
+func Copy(root, dir, dst string) error {
+	if err := os.RemoveAll(filepath.Join(dst, dir)); err != nil {
+		return err
+	}
+	return copyDir(filepath.Join(root, dir), filepath.Join(dst, dir))
 }
 
 func copyDir(src, dst string) error {
