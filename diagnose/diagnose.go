@@ -122,6 +122,11 @@ func Scan(s Scanner, p *ssm.Problem, dt ssm.DType) Finding {
 		}
 	}
 	if f.Tag == "none" {
+		if tag, cause, ok := rowPattern(p, got, ref, sc, dt); ok {
+			f.Tag, f.Cause = tag, cause
+		}
+	}
+	if f.Tag == "none" {
 		if r := ratioPattern(p, got, ref); r != "" {
 			f.Tag, f.Cause = "ratio", r
 		}
@@ -205,6 +210,64 @@ func copyScale(sc *reference.Scale) *reference.Scale {
 
 // where says which arrays fail, which part of a complex state, and from
 // which step.
+// rowPattern reads the structure of a failure that no slip explains: which
+// (batch, channel) rows fail. Where the rows of the first batch entry all
+// pass and only later entries' fail, a per-batch offset or stride is wrong
+// (of u, Δ, z, variable B/C or out); likewise past the first group of
+// channels (the groups' offset of variable B/C), past the first channel,
+// or in the last row alone (its end: a bound or the tail of a buffer). The
+// relation is reported with its evidence even though no named slip fits.
+func rowPattern(p *ssm.Problem, got, ref *ssm.Output, sc *reference.Scale, dt ssm.DType) (tag, cause string, ok bool) {
+	rows := p.Batch * p.Dim
+	if rows < 2 || len(got.Out) != len(ref.Out) {
+		return "", "", false
+	}
+	thr := judge.Threshold(dt)
+	bad := make([]bool, rows)
+	nbad := 0
+	for i := range ref.Out {
+		r := judge.OutputRatio(got.Out[i]-ref.Out[i], ref.Out[i], sc.Out[i], sc.TinyOut[i], dt)
+		if (r > thr || math.IsNaN(r) || math.IsNaN(got.Out[i])) && !bad[i/p.Seqlen] {
+			bad[i/p.Seqlen] = true
+			nbad++
+		}
+	}
+	if nbad == 0 || nbad == rows {
+		return "", "", false
+	}
+	// only reports whether every failing row satisfies in, and every other
+	// row passes: the failure is exactly the rows in selects.
+	only := func(in func(b, d int) bool) bool {
+		for r := 0; r < rows; r++ {
+			if bad[r] != in(r/p.Dim, r%p.Dim) {
+				return false
+			}
+		}
+		return true
+	}
+	some := func(in func(b, d int) bool) bool {
+		for r := 0; r < rows; r++ {
+			if bad[r] && !in(r/p.Dim, r%p.Dim) {
+				return false
+			}
+		}
+		return true
+	}
+	perGroup := p.Dim / p.Groups
+	evidence := fmt.Sprintf(" (%d of %d rows of batch × dim %d×%d fail)", nbad, rows, p.Batch, p.Dim)
+	switch {
+	case only(func(b, d int) bool { return b == p.Batch-1 && d == p.Dim-1 }):
+		return "offset:last-row", "only the last (batch, channel) row fails: the end of a buffer or a loop bound" + evidence, true
+	case p.Batch > 1 && some(func(b, d int) bool { return b > 0 }):
+		return "offset:batch", "only rows of batch entries after the first fail, the first entry's are right: a per-batch offset or stride (of u, Δ, z, variable B/C, out or the state) is wrong" + evidence, true
+	case p.Groups > 1 && (p.VariableB || p.VariableC) && some(func(b, d int) bool { return d/perGroup > 0 }):
+		return "offset:group", "only channels past the first group fail, the first group's are right: the offset of a group's variable B/C is wrong" + evidence, true
+	case p.Dim > 1 && some(func(b, d int) bool { return d > 0 }):
+		return "offset:channel", "only channels after the first fail, each batch entry's first channel is right: a per-channel offset or stride (of A, D, delta_bias, u, Δ, z or out) is wrong" + evidence, true
+	}
+	return "", "", false
+}
+
 func where(p *ssm.Problem, got, ref *ssm.Output, sc *reference.Scale, dt ssm.DType) string {
 	prec, thr := dt.Precision(), judge.Threshold(dt)
 	firstT, outBad := -1, 0

@@ -282,3 +282,58 @@ func TestResumptionSlips(t *testing.T) {
 		}
 	}
 }
+
+// TestScanNamesRowStructure: a failure no slip fits is read by which rows
+// fail — variable B of later batch entries read from the wrong offset,
+// later groups' B shifted, D wrong past the first channel, the last row's
+// input spoiled — and named by the relation (offset:batch, offset:group,
+// offset:channel, offset:last-row), not left as none.
+func TestScanNamesRowStructure(t *testing.T) {
+	shiftB := func(from func(p *ssm.Problem, b, g int) bool) func(p *ssm.Problem) *ssm.Problem {
+		return func(p *ssm.Problem) *ssm.Problem {
+			return edited(p, func(q *ssm.Problem) {
+				if !q.VariableB {
+					return // the probes' problems with constant B: no offset to get wrong
+				}
+				blk := q.Dstate * q.Seqlen // one (batch, group)'s block of B
+				for b := 0; b < q.Batch; b++ {
+					for g := 0; g < q.Groups; g++ {
+						if from(q, b, g) {
+							off := (b*q.Groups + g) * blk
+							for i := 0; i < blk; i++ { // read one step late: a wrong offset
+								q.B[off+i] = p.B[off+(i+1)%blk]
+							}
+						}
+					}
+				}
+			})
+		}
+	}
+	for _, c := range []struct {
+		tag    string
+		kernel fake
+	}{
+		{"offset:batch", fake{transform: shiftB(func(_ *ssm.Problem, b, _ int) bool { return b > 0 })}},
+		{"offset:group", fake{transform: shiftB(func(_ *ssm.Problem, _, g int) bool { return g > 0 })}},
+		{"offset:channel", fake{transform: func(p *ssm.Problem) *ssm.Problem {
+			return edited(p, func(q *ssm.Problem) {
+				for d := 1; d < len(q.D); d++ {
+					q.D[d] = q.D[0] // D read from channel 0 for every channel
+				}
+			})
+		}}},
+		{"offset:last-row", fake{transform: func(p *ssm.Problem) *ssm.Problem {
+			return edited(p, func(q *ssm.Problem) {
+				if q.Batch*q.Dim == 12 { // the problem's own rows, not the probes' single ones
+					q.U[len(q.U)-1] += 1 // the last row's last input spoiled: the end of a buffer
+				}
+			})
+		}}},
+	} {
+		p := problem(ssm.ZOH, false, nil)
+		f := Scan(c.kernel, p, ssm.F64)
+		if f.Tag != c.tag {
+			t.Errorf("%s: diagnosed [%s] %s", c.tag, f.Tag, f)
+		}
+	}
+}

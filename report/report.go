@@ -510,8 +510,11 @@ func (r *Report) Summary() string {
 	defer r.mu.Unlock()
 	var b strings.Builder
 	verdict := "PASS"
-	if !r.Passed {
+	switch {
+	case !r.Passed:
 		verdict = "FAIL"
+	case r.Verdict == VerdictUndecided:
+		verdict = "UNDECIDED (what could not be decided here is listed below; nothing failed)"
 	}
 	fmt.Fprintf(&b, "ssmverify %s — %s (%s, %s)\n", verdict, r.Library.Path, r.Library.Backend, r.Library.Device)
 	fmt.Fprintf(&b, "selection: %s\n\n", r.Library.Selection)

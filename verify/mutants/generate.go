@@ -82,6 +82,15 @@ var skipLine = regexp.MustCompile(`^\s*(//|/\*|\*|#)|fail\(|snprintf|static_asse
 // funcStart is a line that opens a function at column 0.
 var funcStart = regexp.MustCompile(`^(?:[A-Za-z_][\w:<>,\s\*&]*\s+)?\**&?([A-Za-z_]\w*)\s*\(`)
 
+// plumbing reports whether fn is the ABI's plumbing rather than the
+// kernel's arithmetic: its entry points (ssmk_*: argument validation, plans,
+// timers, the device's name) and the clock. Their bugs are judged by the
+// argument-validation test and the seven checks, whose failures need no
+// diagnosis of a formula, and most of their mutations change nothing the
+// suite can observe (a message, a timer's unit): they are left out of the
+// population by argument, so that it measures the diagnosis.
+func plumbing(fn string) bool { return strings.HasPrefix(fn, "ssmk_") || fn == "now_ms" }
+
 // candidates lists every mechanical mutation of the generated sources
 // under root, in a fixed order.
 func candidates(root string) ([]Generated, error) {
@@ -99,7 +108,7 @@ func candidates(root string) ([]Generated, error) {
 			if m := funcStart.FindStringSubmatch(line); m != nil && !strings.HasPrefix(line, "#") && !strings.HasPrefix(line, "//") {
 				fn = m[1]
 			}
-			if fn == "" || skipLine.MatchString(line) || strings.TrimSpace(line) == "" {
+			if fn == "" || skipLine.MatchString(line) || strings.TrimSpace(line) == "" || plumbing(fn) {
 				continue
 			}
 			for _, op := range operators {
@@ -171,7 +180,7 @@ func (g Generated) write(dir string) error {
 // the initial state, the backward, and the binding's memory guards (an
 // index slip that writes out of a buffer is named at its place).
 func regionTags(g Generated) []string {
-	discretize := []string{"method:", "bilinear-sign", "g-term", "g-not-of-x", "phi1-", "exp-scaled", "subnormal-x",
+	discretize := []string{"method:", "bilinear-sign", "g-term", "g-not-of-x", "g-unknown", "phi1-", "exp-scaled", "subnormal-x",
 		"abar-unknown", "delta-power", "phase-scaled", "input-without-u", "euler", "factor", "narrow:"}
 	switch {
 	case strings.HasSuffix(g.File, "cpu_backward.cpp"), strings.HasSuffix(g.File, "ssmk_derivs.h"):
@@ -179,18 +188,18 @@ func regionTags(g Generated) []string {
 	case g.Func == "step_dt" || strings.Contains(g.Func, "softplus"):
 		return []string{"softplus-", "no-softplus", "no-bias", "delta-"}
 	case g.Func == "finish_output" || g.Func == "store_output":
-		return []string{"no-D", "gate-", "no-gate", "output-", "memory:"}
+		return []string{"no-D", "gate-", "no-gate", "output-", "memory:", "offset:"}
 	case g.Func == "complex_output" || g.Func == "c_times_h":
 		return []string{"conj-C", "complex-factor-2"}
 	case g.Func == "group_of" || strings.HasPrefix(g.Func, "bc_"):
-		return []string{"group-index", "memory:"}
+		return []string{"group-index", "memory:", "offset:"}
 	case g.Func == "initial_of":
-		return []string{"h0-", "memory:"}
+		return []string{"h0-", "memory:", "offset:"}
 	case strings.HasSuffix(g.File, "ssmk_methods.h"):
 		return discretize
 	case g.Func == "scan_row":
 		return append([]string{"output-before-update", "h0-", "state-", "input-without-u", "no-D", "memory:", "conj-C",
-			"complex-factor-2"}, discretize...)
+			"complex-factor-2", "offset:"}, discretize...)
 	}
 	return []string{"refusal", "memory:"} // the host code: validation, plans, threads
 }
@@ -272,12 +281,43 @@ func judgeGenerated(g Generated, dir string) generatedResult {
 	r.KilledBy, r.Outcome, r.Seconds = failed, classify(failed, err, log), time.Since(t0).Seconds()
 	if r.Outcome == Killed {
 		_, r.Tag = diagnoses(filepath.Join(report, "report.json"))
-		r.Named = r.Tag != "" && r.Tag != "none" && r.Tag != "error" && r.Tag != "not-reproduced"
-		for _, p := range regionTags(g) {
-			r.Correct = r.Correct || (r.Named && strings.HasPrefix(r.Tag, p))
-		}
+		r.grade()
 	}
 	return r
+}
+
+// grade sets Named and Correct from the diagnosis' tag and the mutated
+// region (regionTags).
+func (r *generatedResult) grade() {
+	r.Named = r.Tag != "" && r.Tag != "none" && r.Tag != "error" && r.Tag != "not-reproduced"
+	r.Correct = false
+	for _, p := range regionTags(r.Generated) {
+		r.Correct = r.Correct || (r.Named && strings.HasPrefix(r.Tag, p))
+	}
+}
+
+// regradeGenerated reads a generated.json, grades its diagnoses again with
+// today's regionTags, and prints its summary (the judgement itself is not
+// run again).
+func regradeGenerated(path string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var saved struct {
+		Seed       uint64            `json:"seed"`
+		Candidates int               `json:"candidates"`
+		Mutants    []generatedResult `json:"mutants"`
+	}
+	if err := json.Unmarshal(b, &saved); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	for i := range saved.Mutants {
+		if saved.Mutants[i].Outcome == Killed {
+			saved.Mutants[i].grade()
+		}
+	}
+	return summarizeGenerated(saved.Mutants, saved.Candidates, saved.Seed, path)
 }
 
 // summarizeGenerated prints and writes the population's figures.

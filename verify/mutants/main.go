@@ -215,17 +215,18 @@ type result struct {
 }
 
 var (
-	pkgs   = flag.String("pkgs", "./verify", "packages of the suite to run against each mutant (-cuda: ./verify ./cudalib)")
-	cuda   = flag.Bool("cuda", false, "the CUDA library's mutants (DeviceShared and CUDACatalogue), built with nvcc; needs a GPU")
-	arch   = flag.String("arch", "90", "-cuda: the compute capability to build for")
-	bin    = flag.String("bin", "", "a folder of prebuilt test binaries <pkg>.test to run instead of go test (scripts/gpu.sh build)")
-	out    = flag.String("out", "out", "folder for mutants.json and the logs")
-	only   = flag.String("only", "", "comma-separated mutant numbers to run (default: all)")
-	matrix = flag.Bool("matrix", false, "run every test against every mutant, for the whole kill matrix (default: stop at a mutant's first failing test)")
-	jobs   = flag.Int("j", 0, "accuracy mutants judged at once (0: one per CPU for the CPU build, 1 with -cuda)")
-	gen    = flag.Int("generate", 0, "judge a sample of this many generated mutants (mutation operators applied mechanically to the CPU build's sources) instead of the catalogue")
-	seed   = flag.Uint64("seed", 1, "-generate: the sample's seed")
-	tree   = flag.Int("tree", 0, "write the sources of mutant K, a copy of cudalib/ with its patch applied, into the folder given as the argument, and exit (the Makefile's mutant builds)")
+	pkgs    = flag.String("pkgs", "./verify", "packages of the suite to run against each mutant (-cuda: ./verify ./cudalib)")
+	cuda    = flag.Bool("cuda", false, "the CUDA library's mutants (DeviceShared and CUDACatalogue), built with nvcc; needs a GPU")
+	arch    = flag.String("arch", "90", "-cuda: the compute capability to build for")
+	bin     = flag.String("bin", "", "a folder of prebuilt test binaries <pkg>.test to run instead of go test (scripts/gpu.sh build)")
+	out     = flag.String("out", "out", "folder for mutants.json and the logs")
+	only    = flag.String("only", "", "comma-separated mutant numbers to run (default: all)")
+	matrix  = flag.Bool("matrix", false, "run every test against every mutant, for the whole kill matrix (default: stop at a mutant's first failing test)")
+	jobs    = flag.Int("j", 0, "accuracy mutants judged at once (0: one per CPU for the CPU build, 1 with -cuda)")
+	gen     = flag.Int("generate", 0, "judge a sample of this many generated mutants (mutation operators applied mechanically to the CPU build's sources) instead of the catalogue")
+	seed    = flag.Uint64("seed", 1, "-generate: the sample's seed")
+	regrade = flag.String("regrade", "", "grade the diagnoses of a generated.json again (after a change of the regions' tags) and print its summary")
+	tree    = flag.Int("tree", 0, "write the sources of mutant K, a copy of cudalib/ with its patch applied, into the folder given as the argument, and exit (the Makefile's mutant builds)")
 )
 
 func main() {
@@ -241,6 +242,12 @@ func main() {
 	}
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		fatal(err)
+	}
+	if *regrade != "" {
+		if err := regradeGenerated(*regrade); err != nil {
+			fatal(err)
+		}
+		return
 	}
 	if *gen > 0 {
 		j := *jobs

@@ -205,9 +205,32 @@ func TestGeneratedCandidates(t *testing.T) {
 			t.Errorf("%s: %d candidates, want at least 20", f, perFile[f])
 		}
 	}
+	if len(perOp) < len(operators)-2 {
+		t.Errorf("only %d of %d operators find a mutation in the sources: %v", len(perOp), len(operators), perOp)
+	}
+	// Each operator on a line written for it.
+	dir := t.TempDir()
+	line := "    acc += a * b + c - d / e; if (i < n && j <= m && k > 2 && l >= 1 && x == y && z != w) return v[i];"
+	src := "#pragma once\nvoid kernel_row(int i) {\n" + line + "\n    h = ab * h;\n}\n"
+	if err := os.MkdirAll(filepath.Join(dir, "cudalib/src"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range generatedSources {
+		if err := os.WriteFile(filepath.Join(dir, f), []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	made, err := candidates(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := map[string]bool{}
+	for _, c := range made {
+		found[c.Op] = true
+	}
 	for _, op := range operators {
-		if perOp[op.name] == 0 {
-			t.Errorf("operator %s finds nothing", op.name)
+		if !found[op.name] {
+			t.Errorf("operator %s finds nothing in %q", op.name, line)
 		}
 	}
 	a, b := sample(cands, 50, 1), sample(cands, 50, 1)
