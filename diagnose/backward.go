@@ -207,8 +207,44 @@ func Backward(l Differentiator, p *ssm.Problem, ct *ssm.Cotangent, dt ssm.DType)
 			return f
 		}
 	}
+	if tag, cause, ok := gradientSet(failing, base.NonFinite); ok {
+		f.Tag, f.Cause = tag, cause
+		return f
+	}
 	f.Tag, f.Cause = "none", "no single slip of the backward explains the gradients"
 	return f
+}
+
+// gradientSet reads the structure of a backward failure that no slip
+// explains from which gradients are wrong, each of which depends on its
+// own part of the backward: only those through x = Δ·a (ddelta and dA
+// both, ddelta_bias with them), with du, dB, dC, dz and dD right, mean the
+// coefficients' values are right and a derivative of Ā or g with respect
+// to x is not;
+// one gradient alone wrong, everything else right, means its own formula,
+// or the sum that forms it (over the wrong axis, into the wrong slot).
+// NaN gradients leave the set unknown.
+func gradientSet(failing []judge.GradWorst, nonFinite int) (tag, cause string, ok bool) {
+	if nonFinite > 0 || len(failing) == 0 {
+		return "", "", false
+	}
+	var names []string
+	throughX := true
+	for _, g := range failing {
+		names = append(names, g.Name)
+		throughX = throughX && (g.Name == "ddelta" || g.Name == "dA" || g.Name == "ddelta_bias")
+	}
+	switch {
+	case throughX && slices.Contains(names, "dA") && slices.Contains(names, "ddelta"):
+		// Both take dL/dx (dA times Δ, ddelta times a): a wrong
+		// derivative of the coefficients spoils both.
+		return "bwd-derivative", "only the gradients through x = Δ·a are wrong (" + strings.Join(names, ", ") + "), du, dB, dC, dz and dD right: " +
+			"the discretization's values are right and a derivative of Ā or g with respect to x is not", true
+	case len(names) == 1:
+		return "bwd-only:" + names[0], "only " + names[0] + " is wrong, every other gradient right: its own formula, or the sum that forms it " +
+			"(over the wrong axis, into the wrong slot), is wrong", true
+	}
+	return "", "", false
 }
 
 // paddedTail reports whether p fails for its padded steps: the steps past

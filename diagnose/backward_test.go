@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"ssmverify/gen"
+	"ssmverify/judge"
 	"ssmverify/reference"
 	"ssmverify/ssm"
 )
@@ -227,7 +228,7 @@ func (k recoveredLike) Backward(p *ssm.Problem, ct *ssm.Cotangent, dt ssm.DType,
 // TestBackwardNamesRecoveredState: dA off by half the recovered-state
 // scale's excess, at seqlen 1 (h_{t−1} = 0: the exact dA is 0, and a
 // carried state leaves it so) is named bwd-state-recovered; off by ten
-// times that excess it is not.
+// times that excess it is not: dA alone is wrong (bwd-only:dA).
 func TestBackwardNamesRecoveredState(t *testing.T) {
 	s := gen.MambaBlock(ssm.ZOH, 1, 2, 1, 3)
 	p := gen.New(s, 3)
@@ -236,7 +237,7 @@ func TestBackwardNamesRecoveredState(t *testing.T) {
 	for _, c := range []struct {
 		factor float64
 		tag    string
-	}{{0.5, "bwd-state-recovered"}, {10, "none"}} {
+	}{{0.5, "bwd-state-recovered"}, {10, "bwd-only:dA"}} {
 		f := Backward(recoveredLike{factor: c.factor}, p, ct, ssm.F32)
 		if f.Tag != c.tag {
 			t.Errorf("dA off by %g of the recovered state's excess: diagnosed %q (%s), want %q", c.factor, f.Tag, f.Cause, c.tag)
@@ -265,5 +266,36 @@ func TestBackwardNamesNonFinite(t *testing.T) {
 	f := Backward(nanLike{}, p, ct, ssm.F32)
 	if f.Tag != "none" || !strings.Contains(f.Where, "du") || !strings.Contains(strings.Join(f.Evidence, "; "), "non-finite gradients where the reference is finite, the first du[0]: kernel NaN") {
 		t.Errorf("diagnosed %q at %q (%v), want none at du with the NaN named", f.Tag, f.Where, f.Evidence)
+	}
+}
+
+// TestGradientSet: which gradients are wrong names a relation where no
+// slip fits — the derivatives through x, or one gradient's own formula —
+// and nothing where NaN hides the set or the set says no more.
+func TestGradientSet(t *testing.T) {
+	set := func(names ...string) []judge.GradWorst {
+		var g []judge.GradWorst
+		for _, n := range names {
+			g = append(g, judge.GradWorst{Name: n, Ratio: 100})
+		}
+		return g
+	}
+	for _, c := range []struct {
+		failing []judge.GradWorst
+		nan     int
+		want    string
+	}{
+		{set("ddelta", "dA"), 0, "bwd-derivative"},
+		{set("dA", "ddelta", "ddelta_bias"), 0, "bwd-derivative"},
+		{set("dB"), 0, "bwd-only:dB"},
+		{set("dD"), 0, "bwd-only:dD"},
+		{set("du", "dB", "dA"), 0, ""},
+		{set("dA"), 3, ""},
+		{set("dA"), 0, "bwd-only:dA"},
+	} {
+		tag, _, ok := gradientSet(c.failing, c.nan)
+		if tag != c.want || ok != (c.want != "") {
+			t.Errorf("%v (NaN %d): %q, want %q", c.failing, c.nan, tag, c.want)
+		}
 	}
 }

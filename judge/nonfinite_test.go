@@ -61,13 +61,19 @@ func TestJudge(t *testing.T) {
 		{"fp16: the same kernel where the evaluation is on the model", Element{Kernel: r(294.75), Exact: r(294.9567682246783), InDtype: r(294.9567682246783), Scale: 23488, Tiny: 1, Rounded: true}, ssm.F16, "ratio"},
 		{"fp16: 65504 is not +Inf", Element{Kernel: r(inf), Exact: r(ssm.Float16Max), InDtype: r(ssm.Float16Max), Scale: 2e4, Tiny: 1, Rounded: true, Sum: true}, ssm.F16, "kernel gives +Inf"},
 	} {
-		got := Judge(tc.v, tc.dt, NonFinitePolicy)
-		switch {
-		case tc.want == "" && got != "":
-			t.Errorf("%s: rejected: %s", tc.name, got)
-		case tc.want != "" && !strings.Contains(got, tc.want):
-			t.Errorf("%s: got %q, want a complaint containing %q", tc.name, got, tc.want)
-		}
+		wantJudged(t, tc.name, Judge(tc.v, tc.dt, NonFinitePolicy), tc.want)
+	}
+}
+
+// wantJudged checks one judgement: accepted where want is "", else a
+// complaint containing want.
+func wantJudged(t *testing.T, name, got, want string) {
+	t.Helper()
+	switch {
+	case want == "" && got != "":
+		t.Errorf("%s: rejected: %s", name, got)
+	case want != "" && !strings.Contains(got, want):
+		t.Errorf("%s: got %q, want a complaint containing %q", name, got, want)
 	}
 }
 
@@ -94,13 +100,7 @@ func TestFiniteOnly(t *testing.T) {
 		{"edge: beyond the range, -Inf", Element{Kernel: r(-inf), Exact: r(1e39), InDtype: r(inf), Scale: 10, Tiny: 1}, ""},
 		{"on infinity: NaN", Element{Kernel: r(nan), Exact: r(0.5), InDtype: r(0), Scale: 1, Tiny: 1, OnInfinity: true}, ""},
 	} {
-		got := Judge(tc.v, ssm.F32, FiniteOnly)
-		switch {
-		case tc.want == "" && got != "":
-			t.Errorf("%s: rejected: %s", tc.name, got)
-		case tc.want != "" && !strings.Contains(got, tc.want):
-			t.Errorf("%s: got %q, want a complaint containing %q", tc.name, got, tc.want)
-		}
+		wantJudged(t, tc.name, Judge(tc.v, ssm.F32, FiniteOnly), tc.want)
 		if under := Judge(tc.v, ssm.F32, NonFinitePolicy); tc.want != "" && under == "" {
 			t.Errorf("%s: the policy accepts what finite-only rejects", tc.name)
 		}
