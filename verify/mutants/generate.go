@@ -75,9 +75,20 @@ var operators = []operator{
 }
 
 // skipLine is a line no operator touches: comments, the preprocessor,
-// declarations of the ABI, and the messages of argument errors (a mutant
-// there changes a string, which no numerical test should be asked to see).
-var skipLine = regexp.MustCompile(`^\s*(//|/\*|\*|#)|fail\(|snprintf|static_assert|template\s*<|^\S`)
+// declarations of the ABI, the messages of argument errors (a mutant there
+// changes a string, which no numerical test should be asked to see), and
+// inline assembly (the CUDA build's, which the CPU build does not compile).
+var skipLine = regexp.MustCompile(`^\s*(//|/\*|\*|#)|fail\(|snprintf|static_assert|template\s*<|asm\(|^\S`)
+
+// codeOf is line without its trailing comment.
+func codeOf(line string) string {
+	for _, c := range []string{"/*", "//"} {
+		if i := strings.Index(line, c); i >= 0 {
+			line = line[:i]
+		}
+	}
+	return line
+}
 
 // funcStart is a line that opens a function at column 0.
 var funcStart = regexp.MustCompile(`^(?:[A-Za-z_][\w:<>,\s\*&]*\s+)?\**&?([A-Za-z_]\w*)\s*\(`)
@@ -111,8 +122,9 @@ func candidates(root string) ([]Generated, error) {
 			if fn == "" || skipLine.MatchString(line) || strings.TrimSpace(line) == "" || plumbing(fn) {
 				continue
 			}
+			code := codeOf(line) // a mutation inside a comment changes nothing
 			for _, op := range operators {
-				for _, loc := range op.re.FindAllStringSubmatchIndex(line, -1) {
+				for _, loc := range op.re.FindAllStringSubmatchIndex(code, -1) {
 					var after string
 					switch op.name {
 					case "constant-plus-one":
