@@ -687,7 +687,7 @@ func classify(failed []string, err error, log []byte) Outcome {
 		return Survived
 	case strings.Contains(text, "cannot open the library under test"):
 		return NotLoaded
-	case strings.Contains(text, "signal SIG") || strings.Contains(text, "panic: ") || strings.Contains(text, "fatal error: "):
+	case strings.Contains(text, "signal SIG") || strings.Contains(text, "signal arrived during") || strings.Contains(text, "panic: ") || strings.Contains(text, "fatal error: "):
 		return Crashed
 	}
 	return RunError

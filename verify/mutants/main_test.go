@@ -23,6 +23,7 @@ func TestClassify(t *testing.T) {
 		{nil, exit, "verify: cannot open the library under test: dlopen failed", NotLoaded},
 		{nil, errors.New("signal: segmentation fault"), "SIGSEGV: segmentation violation\nsignal SIGSEGV", Crashed},
 		{nil, exit, "panic: runtime error: index out of range", Crashed},
+		{nil, exit, "SIGABRT: abort\nPC=0x7f… m=3 sigcode=18446744073709551610\nsignal arrived during cgo execution", Crashed},
 		{nil, exit, "cudalib/scan.go:12: syntax error", RunError},
 	} {
 		if got := classify(c.failed, c.err, []byte(c.log)); got != c.want {
