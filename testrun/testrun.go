@@ -70,58 +70,49 @@ type Spec struct {
 	Timeout   time.Duration // 0: 30 minutes
 	Args      []string      // the test binary's own flags (after -args)
 	Env       []string      // the whole environment
-	// GoFlags are extra flags for go test (-p=1); ignored with Bin.
-	GoFlags []string
 }
 
 // Command is the child process of s.
 func (s Spec) Command() (*exec.Cmd, error) {
+	if s.Bin == "" {
+		args := append(append([]string{"test"}, s.flags("-")...), "./"+s.Package)
+		if len(s.Args) > 0 {
+			args = append(append(args, "-args"), s.Args...)
+		}
+		cmd := exec.Command("go", args...)
+		cmd.Dir, cmd.Env = s.Root, s.Env
+		return cmd, nil
+	}
+	bin, err := filepath.Abs(filepath.Join(s.Bin, filepath.Base(s.Package)+".test"))
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(bin); err != nil {
+		return nil, fmt.Errorf("no test binary %s: build it with scripts/gpu.sh build (or run without -bin on a machine with Go)", bin)
+	}
+	cmd := exec.Command(bin, append(s.flags("-test."), s.Args...)...)
+	cmd.Dir, cmd.Env = filepath.Join(s.Root, s.Package), s.Env
+	return cmd, nil
+}
+
+// flags are the test flags of s, each with prefix: "-" for go test,
+// "-test." for a test binary.
+func (s Spec) flags(prefix string) []string {
 	timeout := s.Timeout
 	if timeout == 0 {
 		timeout = 30 * time.Minute
 	}
-	var cmd *exec.Cmd
-	if s.Bin != "" {
-		bin, err := filepath.Abs(filepath.Join(s.Bin, filepath.Base(s.Package)+".test"))
-		if err != nil {
-			return nil, err
-		}
-		if _, err := os.Stat(bin); err != nil {
-			return nil, fmt.Errorf("no test binary %s: build it with scripts/gpu.sh build (or run without -bin on a machine with Go)", bin)
-		}
-		args := []string{"-test.v", "-test.count=1", "-test.timeout=" + timeout.String()}
-		if s.Run != "" {
-			args = append(args, "-test.run="+s.Run)
-		}
-		if s.Skip != "" {
-			args = append(args, "-test.skip="+s.Skip)
-		}
-		if s.Failfast {
-			args = append(args, "-test.failfast")
-		}
-		cmd = exec.Command(bin, append(args, s.Args...)...)
-		cmd.Dir = filepath.Join(s.Root, s.Package)
-	} else {
-		args := []string{"test", "-v", "-count=1", "-timeout=" + timeout.String()}
-		args = append(args, s.GoFlags...)
-		if s.Run != "" {
-			args = append(args, "-run="+s.Run)
-		}
-		if s.Skip != "" {
-			args = append(args, "-skip="+s.Skip)
-		}
-		if s.Failfast {
-			args = append(args, "-failfast")
-		}
-		args = append(args, "./"+s.Package)
-		if len(s.Args) > 0 {
-			args = append(append(args, "-args"), s.Args...)
-		}
-		cmd = exec.Command("go", args...)
-		cmd.Dir = s.Root
+	f := []string{prefix + "v", prefix + "count=1", prefix + "timeout=" + timeout.String()}
+	if s.Run != "" {
+		f = append(f, prefix+"run="+s.Run)
 	}
-	cmd.Env = s.Env
-	return cmd, nil
+	if s.Skip != "" {
+		f = append(f, prefix+"skip="+s.Skip)
+	}
+	if s.Failfast {
+		f = append(f, prefix+"failfast")
+	}
+	return f
 }
 
 // Result is what one child process showed.

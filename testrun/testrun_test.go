@@ -112,3 +112,31 @@ FAIL	ssmverify/verify	0.048s
 		t.Errorf("reasons %q", got)
 	}
 }
+
+// TestCommand: go test and a prebuilt binary get the same flags, each in
+// its own spelling, and the binary runs in its package's folder.
+func TestCommand(t *testing.T) {
+	s := Spec{Root: "/r", Package: "verify", Run: "^TestA$", Skip: "Check7", Failfast: true, Args: []string{"-report", "/o"}}
+	c, err := s.Command()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(c.Args, " "); got != "go test -v -count=1 -timeout=30m0s -run=^TestA$ -skip=Check7 -failfast ./verify -args -report /o" || c.Dir != "/r" {
+		t.Errorf("go test: %q in %s", got, c.Dir)
+	}
+	bin := t.TempDir()
+	if err := os.WriteFile(filepath.Join(bin, "verify.test"), nil, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s.Bin = bin
+	if c, err = s.Command(); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(c.Args[1:], " "); got != "-test.v -test.count=1 -test.timeout=30m0s -test.run=^TestA$ -test.skip=Check7 -test.failfast -report /o" || c.Dir != "/r/verify" {
+		t.Errorf("binary: %q in %s", got, c.Dir)
+	}
+	s.Bin = t.TempDir()
+	if _, err := s.Command(); err == nil || !strings.Contains(err.Error(), "scripts/gpu.sh build") {
+		t.Errorf("a missing binary: %v", err)
+	}
+}
