@@ -1,0 +1,340 @@
+package diagnose
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"ssmverify/judge"
+	"ssmverify/report"
+	"ssmverify/ssd"
+	"ssmverify/ssm"
+)
+
+// SSDRunner runs a Mamba-2 kernel's prefill (nil when the diagnosis may
+// not call the kernel again).
+type SSDRunner func(p *ssd.Problem) (*ssd.Output, error)
+
+// ssdFeature is a feature of a prefill problem that the diagnosis can
+// switch off, and what switching it off leaves.
+type ssdFeature struct {
+	name string
+	on   func(p *ssd.Problem) bool
+	off  func(p *ssd.Problem)
+}
+
+var ssdFeatures = []ssdFeature{
+	{"initial_states", func(p *ssd.Problem) bool { return p.InitialStates != nil }, func(p *ssd.Problem) { p.InitialStates = nil }},
+	{"cu_seqlens", func(p *ssd.Problem) bool { return p.CuSeqlens != nil }, func(p *ssd.Problem) { p.CuSeqlens = nil }},
+	{"D", func(p *ssd.Problem) bool { return p.D != nil }, func(p *ssd.Problem) { p.D = nil }},
+	{"z", func(p *ssd.Problem) bool { return p.Z != nil }, func(p *ssd.Problem) { p.Z = nil }},
+	{"dt_bias", func(p *ssd.Problem) bool { return p.DtBias != nil }, func(p *ssd.Problem) { p.DtBias = nil }},
+	{"softplus", func(p *ssd.Problem) bool { return p.Softplus }, func(p *ssd.Problem) { p.Softplus = false }},
+	{"dt_limit", func(p *ssd.Problem) bool { return !p.DefaultLimits() }, func(p *ssd.Problem) { p.DtMin, p.DtMax = 0, 0 }},
+	{"groups", func(p *ssd.Problem) bool { return p.Groups > 1 }, func(p *ssd.Problem) {
+		// every head reads group 0's B and C
+		G, N := p.Groups, p.Dstate
+		rows := p.Batch * p.Seqlen
+		b, c := make([]float64, rows*N), make([]float64, rows*N)
+		for r := 0; r < rows; r++ {
+			copy(b[r*N:(r+1)*N], p.B[r*G*N:r*G*N+N])
+			copy(c[r*N:(r+1)*N], p.C[r*G*N:r*G*N+N])
+		}
+		p.B, p.C, p.Groups = b, c, 1
+	}},
+}
+
+// prefillSlips returns the slips of the catalogue (ssd.Slips) the kernel's
+// prefill matches: the first that fit alone — formulas before precisions —
+// else the pairs that fit together (a slip applied to the problem, then
+// another), a formula with a formula before a formula with a precision.
+// A pair is one Slip whose tag joins both ("dt:no-bias+narrow:tf32").
+func prefillSlips(p *ssd.Problem, got *ssd.Output) []ssd.Slip {
+	all := ssd.Slips()
+	fit := func(q *ssd.Problem, s ssd.Slip) bool {
+		if s.Prefill == nil {
+			return false
+		}
+		alt, asc := s.Prefill(q)
+		if alt == nil {
+			return false
+		}
+		ok, _ := ssdPasses(judge.PrefillArrays(q, got, alt, asc))
+		return ok && onGrid(s.Tag, got.FinalStates)
+	}
+	return searchSlips(all, func(s ssd.Slip) bool { return fit(p, s) }, func(a, b ssd.Slip) bool {
+		if a.Apply == nil {
+			return false
+		}
+		q := *p
+		return a.Apply(&q) && fit(&q, b)
+	})
+}
+
+// stepSlips is prefillSlips for a decode step.
+func stepSlips(s *ssd.Step, got *ssd.StepOutput) []ssd.Slip {
+	all := ssd.Slips()
+	fit := func(q *ssd.Step, sl ssd.Slip) bool {
+		if sl.Step == nil {
+			return false
+		}
+		alt, asc := sl.Step(q)
+		if alt == nil {
+			return false
+		}
+		ok, _ := ssdPasses(judge.StepArrays(q, got, alt, asc))
+		return ok && onGrid(sl.Tag, updated(s, got.State))
+	}
+	return searchSlips(all, func(sl ssd.Slip) bool { return fit(s, sl) }, func(a, b ssd.Slip) bool {
+		if a.ApplyStep == nil {
+			return false
+		}
+		q := *s
+		return a.ApplyStep(&q) && fit(&q, b)
+	})
+}
+
+func searchSlips(all []ssd.Slip, single func(ssd.Slip) bool, pair func(a, b ssd.Slip) bool) []ssd.Slip {
+	for _, precision := range []bool{false, true} {
+		var fits []ssd.Slip
+		for _, s := range all {
+			if s.Precision == precision && single(s) {
+				fits = append(fits, s)
+			}
+		}
+		if len(fits) > 0 {
+			return fits
+		}
+	}
+	for _, withPrecision := range []bool{false, true} {
+		var fits []ssd.Slip
+		for i, a := range all {
+			for j, b := range all {
+				if i == j || a.Precision || b.Precision != withPrecision || (!withPrecision && j < i && a.Apply != nil && b.Apply != nil) {
+					continue
+				}
+				if pair(a, b) || pair(b, a) {
+					first, second := a, b
+					fits = append(fits, ssd.Slip{Tag: first.Tag + "+" + second.Tag, Cause: first.Cause + "; and " + second.Cause})
+				}
+			}
+		}
+		if len(fits) > 0 {
+			return fits
+		}
+	}
+	return nil
+}
+
+// onGrid is the distribution test of a diagnosis of a state kept in 16
+// bits: the kernel's states must lie on that type's grid (all but 1%),
+// since errors merely as large as its rounding prove nothing.
+func onGrid(tag string, states []float64) bool {
+	var dt ssm.DType
+	switch tag {
+	case "narrow:state-bf16":
+		dt = ssm.BF16
+	case "narrow:state-fp16":
+		dt = ssm.F16
+	default:
+		return true
+	}
+	off := 0
+	for _, v := range states {
+		if dt.Round(v) != v {
+			off++
+		}
+	}
+	return off*100 <= len(states)
+}
+
+func ssdPasses(arrays []judge.SSDArray) (bool, float64) {
+	c, _, err := judge.CompareSSD(arrays)
+	if err != nil {
+		return false, math.Inf(1)
+	}
+	return c.NonFinite == 0 && c.Worst.Ratio <= judge.Threshold(arrays[0].Computed), c.Worst.Ratio
+}
+
+// SSDPrefill diagnoses a prefill that failed: which slip of the catalogue
+// (ssd.Slips) the kernel's result matches within the error model, which
+// features the failure needs (switched off one at a time, with run), and
+// where it shows — which arrays, from which step, relative to the chunks
+// and the sequences, in which heads.
+func SSDPrefill(p *ssd.Problem, got *ssd.Output, run SSDRunner) report.Finding {
+	want, sc := ssd.Prefill(p)
+	arrays := judge.PrefillArrays(p, got, want, sc)
+	if ok, _ := ssdPasses(arrays); ok {
+		return report.Finding{Tag: "", Cause: "the failure did not reproduce on this problem"}
+	}
+	f := report.Finding{Where: ssdWhere(p, arrays)}
+	fits := prefillSlips(p, got)
+	// a slip in the final states alone: y right, the states wrong
+	yOK, _ := ssdPasses(arrays[:1])
+	if len(fits) == 0 && yOK {
+		f.Evidence = append(f.Evidence, "y is right; only the states are wrong")
+	}
+	if len(fits) > 0 {
+		f.Tag, f.Cause = fits[0].Tag, fits[0].Cause
+		for _, s := range fits[1:] {
+			f.Also = append(f.Also, s.Tag)
+		}
+	}
+	if run != nil {
+		for _, ft := range ssdFeatures {
+			if !ft.on(p) {
+				continue
+			}
+			q := *p
+			ft.off(&q)
+			o, err := run(&q)
+			if err != nil {
+				continue
+			}
+			w, s := ssd.Prefill(&q)
+			if ok, _ := ssdPasses(judge.PrefillArrays(&q, o, w, s)); ok {
+				f.Needs = append(f.Needs, ft.name)
+			}
+		}
+	}
+	if f.Tag == "" {
+		f.Tag = "none"
+		f.Cause = "no known slip of Mamba-2's prefill fits"
+	}
+	return f
+}
+
+// SSDStep diagnoses a decode step that failed, as SSDPrefill does.
+func SSDStep(s *ssd.Step, got *ssd.StepOutput) report.Finding {
+	want, sc := ssd.Decode(s)
+	arrays := judge.StepArrays(s, got, want, sc)
+	if ok, _ := ssdPasses(arrays); ok {
+		return report.Finding{Tag: "", Cause: "the failure did not reproduce on this step"}
+	}
+	f := report.Finding{Where: stepWhere(s, arrays)}
+	// a padding row's slot, or a slot no row names, written
+	if touched := untouchedWritten(s, got); touched != "" {
+		return report.Finding{Tag: "decode:padding-written", Cause: "a state slot that no row updates (a padding row's, or an unused one) was written", Where: touched}
+	}
+	fits := stepSlips(s, got)
+	if len(fits) == 0 {
+		f.Tag, f.Cause = "none", "no known slip of the decode step fits"
+		return f
+	}
+	f.Tag, f.Cause = fits[0].Tag, fits[0].Cause
+	for _, sl := range fits[1:] {
+		f.Also = append(f.Also, sl.Tag)
+	}
+	return f
+}
+
+// updated returns the states of the slots the step's rows update.
+func updated(s *ssd.Step, state []float64) []float64 {
+	per := s.Heads * s.Headdim * s.Dstate
+	var out []float64
+	for b := 0; b < s.Batch; b++ {
+		if slot := s.Slot(b); slot >= 0 {
+			out = append(out, state[slot*per:(slot+1)*per]...)
+		}
+	}
+	return out
+}
+
+func untouchedWritten(s *ssd.Step, got *ssd.StepOutput) string {
+	per := s.Heads * s.Headdim * s.Dstate
+	used := map[int]bool{}
+	for b := 0; b < s.Batch; b++ {
+		used[s.Slot(b)] = true
+	}
+	var slots []string
+	for slot := 0; slot < s.Slots; slot++ {
+		if used[slot] {
+			continue
+		}
+		for i := slot * per; i < (slot+1)*per; i++ {
+			if got.State[i] != s.State[i] && !(math.IsNaN(got.State[i]) && math.IsNaN(s.State[i])) {
+				slots = append(slots, fmt.Sprint(slot))
+				break
+			}
+		}
+	}
+	if len(slots) == 0 {
+		return ""
+	}
+	return "state slots " + strings.Join(slots, ", ") + fmt.Sprintf(" (indices %v)", s.Indices)
+}
+
+// ssdWhere locates the failing elements of a prefill: per array, the
+// first failing step, whether it is a chunk's or a sequence's first, and
+// the failing heads.
+func ssdWhere(p *ssd.Problem, arrays []judge.SSDArray) string {
+	_, ratios, _ := judge.CompareSSD(arrays)
+	th := judge.Threshold(arrays[0].Computed)
+	var parts []string
+	H, P := p.Heads, p.Headdim
+	if rs := ratios["y"]; rs != nil {
+		first, heads, n := -1, map[int]bool{}, 0
+		for i, r := range rs {
+			if r > th || math.IsNaN(r) {
+				t := i / (H * P) % p.Seqlen
+				if first < 0 || t < first {
+					first = t
+				}
+				heads[i/P%H] = true
+				n++
+			}
+		}
+		if n > 0 {
+			s := fmt.Sprintf("y: %d of %d elements from step %d", n, len(rs), first)
+			var notes []string
+			if first > 0 && first%p.Chunk == 0 {
+				notes = append(notes, fmt.Sprintf("the first step of chunk %d", first/p.Chunk))
+			}
+			for i, sq := range p.Sequences() {
+				if first == sq[0] && i > 0 {
+					notes = append(notes, fmt.Sprintf("the first step of sequence %d", i))
+				}
+			}
+			if first == 0 {
+				notes = append(notes, "from the start")
+			}
+			if len(heads) < H {
+				hs := make([]int, 0, len(heads))
+				for h := range heads {
+					hs = append(hs, h)
+				}
+				sort.Ints(hs)
+				notes = append(notes, fmt.Sprintf("heads %v of %d", hs, H))
+			}
+			if len(notes) > 0 {
+				s += " (" + strings.Join(notes, ", ") + ")"
+			}
+			parts = append(parts, s)
+		}
+	}
+	return strings.Join(append(parts, failingCounts(ratios, th, "final_states", "seq_states")...), "; ")
+}
+
+func stepWhere(s *ssd.Step, arrays []judge.SSDArray) string {
+	_, ratios, _ := judge.CompareSSD(arrays)
+	return strings.Join(failingCounts(ratios, judge.Threshold(arrays[0].Computed), "y", "state"), "; ")
+}
+
+// failingCounts says, for each named array, how many of its elements
+// fail ("state: 59 of 2048 elements"); arrays with none are left out.
+func failingCounts(ratios map[string][]float64, th float64, names ...string) []string {
+	var parts []string
+	for _, name := range names {
+		n := 0
+		for _, r := range ratios[name] {
+			if r > th || math.IsNaN(r) {
+				n++
+			}
+		}
+		if n > 0 {
+			parts = append(parts, fmt.Sprintf("%s: %d of %d elements", name, n, len(ratios[name])))
+		}
+	}
+	return parts
+}

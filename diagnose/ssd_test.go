@@ -1,0 +1,84 @@
+package diagnose
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"ssmverify/ssd"
+	"ssmverify/ssm"
+)
+
+func ssdProblem(mod func(o *ssd.Options)) *ssd.Problem {
+	o := ssd.Options{Batch: 2, Seqlen: 90, Heads: 4, Headdim: 3, Groups: 2, Dstate: 4, Chunk: 32, D: true, Z: true, DtBias: true, Softplus: true,
+		InitialStates: true, DType: ssm.F32, StateDType: ssm.F32}
+	mod(&o)
+	return ssd.Generate(o, 5).Rounded()
+}
+
+func slipByTag(tag string) ssd.Slip {
+	for _, s := range ssd.Slips() {
+		if s.Tag == tag {
+			return s
+		}
+	}
+	panic(tag)
+}
+
+// TestSSDPrefillNamesEachSlip: a fake kernel computing each slip of the
+// catalogue is named by it (the diagnosis' own test without a worker).
+func TestSSDPrefillNamesEachSlip(t *testing.T) {
+	for _, c := range []struct {
+		tag string
+		mod func(o *ssd.Options)
+	}{
+		{"init-state:dropped", func(o *ssd.Options) {}},
+		{"varlen:no-reset", func(o *ssd.Options) { o.Batch, o.CuSeqlens = 1, []int{0, 30, 31, 90} }},
+		{"varlen:seq-states-no-init", func(o *ssd.Options) { o.Batch, o.CuSeqlens = 1, []int{0, 20, 90} }},
+		{"groups:repeat", func(o *ssd.Options) {}},
+		{"dt:no-bias", func(o *ssd.Options) {}},
+		{"dt:no-softplus", func(o *ssd.Options) {}},
+		{"no-D", func(o *ssd.Options) {}},
+		{"no-z", func(o *ssd.Options) {}},
+		{"narrow:state-bf16", func(o *ssd.Options) { o.Z = false }},
+	} {
+		p := ssdProblem(c.mod)
+		got, _ := slipByTag(c.tag).Prefill(p)
+		f := SSDPrefill(p, got, nil)
+		if f.Tag != c.tag && !slices.Contains(f.Also, c.tag) {
+			t.Errorf("%s: diagnosis [%s] %s", c.tag, f.Tag, f)
+		}
+	}
+}
+
+// TestSSDPrefillNamesTwoSlips: two slips at once are named together, the
+// formula before the precision.
+func TestSSDPrefillNamesTwoSlips(t *testing.T) {
+	p := ssdProblem(func(o *ssd.Options) {})
+	q := *p
+	slipByTag("dt:no-bias").Apply(&q)
+	got, _ := slipByTag("no-D").Prefill(&q)
+	f := SSDPrefill(p, got, nil)
+	if tags := strings.Split(f.Tag, "+"); !slices.Contains(tags, "no-D") || !slices.Contains(tags, "dt:no-bias") {
+		t.Errorf("dt:no-bias with no-D: diagnosis [%s] %s", f.Tag, f)
+	}
+}
+
+// TestSSDStepNamesEachSlip is the same for the decode step.
+func TestSSDStepNamesEachSlip(t *testing.T) {
+	s := ssd.GenerateStep(ssd.StepOptions{Batch: 2, Slots: 3, Heads: 4, Headdim: 3, Groups: 2, Dstate: 4, D: true, Z: true, DtBias: true, Softplus: true,
+		DType: ssm.F32, StateDType: ssm.F32}, 6).Rounded()
+	for _, tag := range []string{"groups:repeat", "dt:no-bias", "dt:no-softplus", "no-D", "no-z", "decode:state-not-written", "narrow:state-bf16"} {
+		got, _ := slipByTag(tag).Step(s)
+		if f := SSDStep(s, got); f.Tag != tag && !slices.Contains(f.Also, tag) {
+			t.Errorf("%s: diagnosis [%s] %s", tag, f.Tag, f)
+		}
+	}
+	// a padding row's slot written
+	s.Indices = []int{2, -1}
+	got, _ := ssd.Decode(s)
+	got.State[1*4*3*4] = 7
+	if f := SSDStep(s, got); f.Tag != "decode:padding-written" {
+		t.Errorf("padding slot written: diagnosis [%s] %s", f.Tag, f)
+	}
+}

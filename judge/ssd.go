@@ -1,0 +1,103 @@
+package judge
+
+import (
+	"fmt"
+	"math"
+
+	"ssmverify/reference"
+	"ssmverify/ssd"
+	"ssmverify/ssm"
+)
+
+// SSDArray is one array of a Mamba-2 result judged against its reference:
+// got and want with the error model's scale (ssd.Scale), the dtype the
+// kernel stores it in (its 16-bit rounding is allowed once) and the
+// arithmetic it computes in.
+type SSDArray struct {
+	Name             string
+	Got, Want        []float64
+	Scale, Tiny      []float64
+	Stored, Computed ssm.DType
+	Index            func(i int) []int // the element's index, for messages
+}
+
+// CompareSSD judges the arrays of a Mamba-2 result: the worst scaled
+// ratio over all of them (OutputRatio, in the computing dtype's u and η,
+// less the stored type's one rounding), non-finite values where the
+// reference is finite counted as failures, and the per-element ratios
+// (for the diagnosis and the error-growth tables).
+func CompareSSD(arrays []SSDArray) (Comparison, map[string][]float64, error) {
+	var c Comparison
+	ratios := map[string][]float64{}
+	for _, a := range arrays {
+		if len(a.Got) != len(a.Want) {
+			return c, nil, fmt.Errorf("judge: %s has %d elements, want %d", a.Name, len(a.Got), len(a.Want))
+		}
+		rs := make([]float64, len(a.Got))
+		for i, g := range a.Got {
+			w := a.Want[i]
+			c.Elements++
+			r := ssdRatio(g-w, w, a.Scale[i], a.Tiny[i], a.Stored, a.Computed)
+			if math.IsNaN(g) || math.IsInf(g, 0) {
+				c.NonFinite++
+				r = math.Inf(1)
+			}
+			rs[i] = r
+			if r > c.Worst.Ratio || c.Elements == 1 {
+				c.Worst = Worst{Ratio: r, ULP: ULPsOf(g-w, math.Abs(w), a.Stored), Array: a.Name, Index: a.Index(i), Got: g, Want: w}
+			}
+		}
+		ratios[a.Name] = rs
+	}
+	return c, ratios, nil
+}
+
+// ssdRatio is OutputRatio for a value computed in computed's arithmetic
+// and stored in stored's type: a 16-bit stored value is allowed its one
+// rounding (roundedRatio).
+func ssdRatio(diff, want, scale, tiny float64, stored, computed ssm.DType) float64 {
+	if stored.Narrow() {
+		return roundedRatio(diff, math.Abs(want), scale, tiny, stored, 1)
+	}
+	if diff == 0 {
+		return 0
+	}
+	return reference.Ratio(diff, scale, tiny, computed.Precision())
+}
+
+// PrefillArrays returns the arrays of a prefill to judge: y (in the input
+// type), the rows' final states and, for a packed row, every sequence's
+// (in the state type).
+func PrefillArrays(p *ssd.Problem, got, want *ssd.Output, sc *ssd.Scale) []SSDArray {
+	H, P, N, L := p.Heads, p.Headdim, p.Dstate, p.Seqlen
+	computed := p.DType
+	if computed.Narrow() {
+		computed = ssm.F32
+	}
+	stateIdx := func(i int) []int { return []int{i / (H * P * N), i / (P * N) % H, i / N % P, i % N} }
+	arrays := []SSDArray{
+		{Name: "y", Got: got.Y, Want: want.Y, Scale: sc.Y, Tiny: sc.TinyY, Stored: p.DType, Computed: computed,
+			Index: func(i int) []int { return []int{i / (L * H * P), i / (H * P) % L, i / P % H, i % P} }},
+		{Name: "final_states", Got: got.FinalStates, Want: want.FinalStates, Scale: sc.FinalStates, Tiny: sc.TinyFinal, Stored: p.StateDType, Computed: computed, Index: stateIdx},
+	}
+	if p.CuSeqlens != nil {
+		arrays = append(arrays, SSDArray{Name: "seq_states", Got: got.SeqStates, Want: want.SeqStates, Scale: sc.SeqStates, Tiny: sc.TinySeq, Stored: p.StateDType, Computed: computed, Index: stateIdx})
+	}
+	return arrays
+}
+
+// StepArrays returns the arrays of a decode step to judge: y and the pool
+// of states.
+func StepArrays(s *ssd.Step, got, want *ssd.StepOutput, sc *ssd.StepScale) []SSDArray {
+	H, P, N := s.Heads, s.Headdim, s.Dstate
+	computed := s.DType
+	if computed.Narrow() {
+		computed = ssm.F32
+	}
+	return []SSDArray{
+		{Name: "y", Got: got.Y, Want: want.Y, Scale: sc.Y, Tiny: sc.TinyY, Stored: s.DType, Computed: computed,
+			Index: func(i int) []int { return []int{i / (H * P), i / P % H, i % P} }},
+		{Name: "state", Got: got.State, Want: want.State, Scale: sc.State, Tiny: sc.TinyState, Stored: s.StateDType, Computed: computed,
+			Index: func(i int) []int { return []int{i / (H * P * N), i / (P * N) % H, i / N % P, i % N} }},
+	}
+}
