@@ -91,7 +91,12 @@ type Report struct {
 	Performance []Perf   `json:"performance,omitempty"`
 	Baseline    string   `json:"baseline,omitempty"`
 	Plots       []string `json:"plots,omitempty"`
-	cells       map[cellKey]*Cell
+	// Bridge and Kernels are a kernel behind the bridge's (package bridge):
+	// what its worker said of itself, and its comparisons per operation,
+	// dtype and state dtype; Cells then stay empty.
+	Bridge  *BridgeInfo   `json:"bridge,omitempty"`
+	Kernels []*KernelCell `json:"kernels,omitempty"`
+	cells   map[cellKey]*Cell
 }
 
 // LibraryInfo identifies the library under test: one identity, filled
@@ -243,6 +248,12 @@ func New(lib LibraryInfo) *Report {
 		}
 	}
 	return r
+}
+
+// NewKernel starts a report for a kernel behind the bridge: no cells of the
+// ABI's methods, the worker's description in Bridge.
+func NewKernel(lib LibraryInfo, b *BridgeInfo) *Report {
+	return &Report{Schema: ReportSchema, Started: time.Now().UTC().Format(time.RFC3339), cells: map[cellKey]*Cell{}, Library: lib, Bridge: b}
 }
 
 func (r *Report) cell(m ssm.Method, dt ssm.DType, isComplex bool) *Cell {
@@ -461,6 +472,34 @@ func (r *Report) Merge(prev *Report) error {
 	if r.Convergence == nil {
 		r.Convergence = prev.Convergence
 	}
+	if r.Bridge == nil {
+		r.Bridge = prev.Bridge
+	}
+	for _, pk := range prev.Kernels {
+		dt, err := ssm.ParseDType(pk.DType)
+		if err != nil {
+			return fmt.Errorf("report: merging: %w", err)
+		}
+		sdt, err := ssm.ParseDType(pk.StateDType)
+		if err != nil {
+			return fmt.Errorf("report: merging: %w", err)
+		}
+		c := r.kernelCell(pk.Op, dt, sdt)
+		c.Checks += pk.Checks
+		c.Failures += pk.Failures
+		c.Crashes += pk.Crashes
+		if c.Support == "" || (pk.Support == "yes" && c.Support != "yes") {
+			c.Support = pk.Support
+		}
+		for _, f := range pk.FailedBy {
+			if !contains(c.FailedBy, f) {
+				c.FailedBy = append(c.FailedBy, f)
+			}
+		}
+		if pk.MaxRatio > c.MaxRatio || math.IsNaN(float64(pk.MaxRatio)) {
+			c.MaxRatio, c.Worst = pk.MaxRatio, pk.Worst
+		}
+	}
 	for _, pc := range prev.Cells {
 		m, err := ssm.ParseMethod(pc.Method)
 		if err != nil {
@@ -518,32 +557,16 @@ func (r *Report) Summary() string {
 	}
 	fmt.Fprintf(&b, "ssmverify %s — %s (%s, %s)\n", verdict, r.Library.Path, r.Library.Backend, r.Library.Device)
 	fmt.Fprintf(&b, "selection: %s\n\n", r.Library.Selection)
-	fmt.Fprintf(&b, "%-10s %-5s %-8s %-5s %-12s %7s %10s %10s %9s\n", "method", "dtype", "A", "", "declared", "checks", "max ratio", "max ulp*", "threshold")
 	unsupported := 0
-	for _, c := range r.Cells {
-		v := "ok"
-		switch {
-		case c.Failures > 0:
-			v = "FAIL"
-		case c.Support == "no":
-			v, unsupported = "n/s", unsupported+1
-		case c.Checks == 0:
-			v = "-"
-		}
-		decl := c.Support
-		if decl == "" {
-			decl = "?"
-		}
-		fmt.Fprintf(&b, "%-10s %-5s %-8s %-5s %-12s %7d %10.3g %10.3g %9g\n", c.Method, c.DType, c.Kind, v, decl, c.Checks,
-			float64(c.MaxRatio), float64(c.MaxULP), float64(c.Threshold))
+	if r.Bridge != nil {
+		b.WriteString(r.kernelSummary())
+	} else {
+		unsupported = r.cellSummary(&b)
 	}
-	b.WriteString("\nchecks: comparisons made; max ratio: the largest |kernel − reference| / (u·S + η·T), which decides\n" +
-		"(ok: every comparison at or below the threshold; -: none made; n/s: declared not supported, not judged);\n" +
-		"declared: what ssmk_capabilities says (scan only: no ssmk_discretize); max ulp*: the largest error in units\n" +
-		"of the dtype's last place of the magnitude of the element's terms (normwise, like the ratio), for reading only:\n" +
-		"large where the problem is ill-conditioned (bilinear near its pole), which the ratio's scale accounts for\n")
 	b.WriteString(r.backwardSummary())
-	if unsupported > 0 || len(r.NotSupported) > 0 {
+	if r.Bridge != nil && len(r.NotSupported) > 0 {
+		fmt.Fprintf(&b, "\nnot supported (not declared by the adapter; not failures): %d items left unjudged by tests (report.json: not_supported)\n", len(r.NotSupported))
+	} else if unsupported > 0 || len(r.NotSupported) > 0 {
 		fmt.Fprintf(&b, "\nnot supported (declared by the library; not failures): %d of %d combinations", unsupported, len(r.Cells))
 		if len(r.NotSupported) > 0 {
 			fmt.Fprintf(&b, "; %d items left unjudged by tests (report.json: not_supported)", len(r.NotSupported))
@@ -622,6 +645,36 @@ func (r *Report) Summary() string {
 		fmt.Fprintf(&b, "\nssmverify FAIL: %d tests failed, %d causes diagnosed (above)\n", len(failed), len(groupDiagnoses(r.Diagnoses)))
 	}
 	return b.String()
+}
+
+// cellSummary writes the table of the ABI's cells and returns how many are
+// declared not supported.
+func (r *Report) cellSummary(b *strings.Builder) int {
+	fmt.Fprintf(b, "%-10s %-5s %-8s %-5s %-12s %7s %10s %10s %9s\n", "method", "dtype", "A", "", "declared", "checks", "max ratio", "max ulp*", "threshold")
+	unsupported := 0
+	for _, c := range r.Cells {
+		v := "ok"
+		switch {
+		case c.Failures > 0:
+			v = "FAIL"
+		case c.Support == "no":
+			v, unsupported = "n/s", unsupported+1
+		case c.Checks == 0:
+			v = "-"
+		}
+		decl := c.Support
+		if decl == "" {
+			decl = "?"
+		}
+		fmt.Fprintf(b, "%-10s %-5s %-8s %-5s %-12s %7d %10.3g %10.3g %9g\n", c.Method, c.DType, c.Kind, v, decl, c.Checks,
+			float64(c.MaxRatio), float64(c.MaxULP), float64(c.Threshold))
+	}
+	b.WriteString("\nchecks: comparisons made; max ratio: the largest |kernel − reference| / (u·S + η·T), which decides\n" +
+		"(ok: every comparison at or below the threshold; -: none made; n/s: declared not supported, not judged);\n" +
+		"declared: what ssmk_capabilities says (scan only: no ssmk_discretize); max ulp*: the largest error in units\n" +
+		"of the dtype's last place of the magnitude of the element's terms (normwise, like the ratio), for reading only:\n" +
+		"large where the problem is ill-conditioned (bilinear near its pole), which the ratio's scale accounts for\n")
+	return unsupported
 }
 
 // performanceCheck reports whether test is one of the seven performance

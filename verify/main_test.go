@@ -1,11 +1,9 @@
 package verify
 
 import (
-	"bytes"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -68,7 +66,7 @@ func TestMain(m *testing.M) {
 			os.Exit(2)
 		}
 	}
-	out := captureStdout()
+	out := testrun.CaptureStdout()
 	code := m.Run()
 	if tests, err := testrun.Parse(out(), "verify", testrun.ErrorSites(".")); err == nil {
 		rep.SetReasons(tests)
@@ -81,31 +79,6 @@ func TestMain(m *testing.M) {
 		}
 	}
 	os.Exit(code)
-}
-
-// captureStdout copies what the tests print to standard output (go test's
-// verbose lines, each test's log) into a buffer as it passes through, so
-// that the report can give every failure the first line of its message
-// (testrun.Parse); the returned function stops the copy and returns it.
-func captureStdout() func() []byte {
-	orig := os.Stdout
-	r, w, err := os.Pipe()
-	if err != nil {
-		return func() []byte { return nil }
-	}
-	os.Stdout = w
-	var buf bytes.Buffer
-	done := make(chan struct{})
-	go func() {
-		_, _ = io.Copy(io.MultiWriter(orig, &buf), r)
-		close(done)
-	}()
-	return func() []byte {
-		w.Close()
-		<-done
-		os.Stdout = orig
-		return buf.Bytes()
-	}
 }
 
 // track records the test's verdict in the report when it ends.

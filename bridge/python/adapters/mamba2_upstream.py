@@ -1,0 +1,180 @@
+"""Upstream Mamba-2 Triton kernels behind the bridge, loaded from the user's
+checkout of state-spaces/mamba (nothing of theirs is copied):
+
+  ssd_prefill -> mamba_ssm/ops/triton/ssd_combined.py: mamba_chunk_scan_combined
+  ssd_step    -> mamba_ssm/ops/triton/selective_state_update.py: selective_state_update
+
+Arguments: checkout=PATH (required: the folder holding mamba_ssm/), commit=SHA
+(else the checkout's git HEAD), device=cuda:N (default cuda:0).
+
+The modules are loaded by path under empty parent packages, so that
+mamba_ssm/__init__.py (which imports the compiled CUDA extension) never runs.
+The mapping is the one Mamba-2's layer makes (mamba_ssm/modules/mamba2.py):
+prefill with seq_idx built from cu_seqlens and return_varlen_states; decode
+with dt, dt_bias, D and A broadcast over the head dimension by stride-0 views
+(the kernel's tied-head-dimension path). selective_state_update takes no
+dt_limit, so the step declares none.
+"""
+import importlib
+import os
+import subprocess
+import sys
+import types
+
+import numpy as np
+
+from ssmbridge import Invalid, Unsupported
+from ssmbridge.arrays import from_torch, to_torch, torch_dtype
+
+ARGS = {"checkout": "", "commit": "", "device": "cuda:0"}
+MODS = {}
+
+
+def open(args):
+    for k, v in args.items():
+        if k not in ARGS:
+            raise SystemExit(f"mamba2_upstream: unknown argument {k!r} (want checkout=, commit=, device=)")
+        ARGS[k] = v
+    root = os.path.abspath(os.path.expanduser(ARGS["checkout"]))
+    if not ARGS["checkout"] or not os.path.isdir(os.path.join(root, "mamba_ssm", "ops", "triton")):
+        raise SystemExit(f"mamba2_upstream: checkout={ARGS['checkout']!r}: want a folder holding mamba_ssm/ops/triton")
+    ARGS["checkout"] = root
+    for pkg in ("mamba_ssm", "mamba_ssm.ops", "mamba_ssm.ops.triton", "mamba_ssm.utils"):
+        m = types.ModuleType(pkg)
+        m.__path__ = [os.path.join(root, *pkg.split("."))]
+        sys.modules[pkg] = m
+    MODS["ssd"] = importlib.import_module("mamba_ssm.ops.triton.ssd_combined")
+    MODS["ssu"] = importlib.import_module("mamba_ssm.ops.triton.selective_state_update")
+    if not ARGS["commit"]:
+        try:
+            ARGS["commit"] = subprocess.run(["git", "-C", root, "rev-parse", "--short", "HEAD"], capture_output=True,
+                                            text=True, check=True).stdout.strip()
+        except Exception:
+            ARGS["commit"] = "unknown (no git; pass commit=)"
+
+
+def describe():
+    import torch
+    import triton
+    d = {"kernel": "state-spaces/mamba Triton SSD + selective_state_update", "checkout": ARGS["checkout"],
+         "commit": ARGS["commit"], "torch": torch.__version__, "triton": triton.__version__,
+         "cuda": torch.version.cuda}
+    dev = torch.device(ARGS["device"])
+    props = torch.cuda.get_device_properties(dev)
+    d["device"] = props.name
+    d["arch"] = f"sm_{props.major}{props.minor}"
+    try:
+        d["driver"] = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                                     capture_output=True, text=True).stdout.split("\n")[0].strip()
+    except Exception:
+        d["driver"] = "unknown"
+    return d
+
+
+def capabilities():
+    dts = ["f32", "f16", "bf16"]
+    return {
+        "ssd_prefill": {"dtypes": dts, "state_dtypes": ["same", "f32"], "algorithm": "chunked", "chunk_sizes": [],
+                        "features": ["D", "z", "dt_bias", "softplus", "dt_limit", "initial_states", "cu_seqlens"]},
+        "ssd_step": {"dtypes": dts, "state_dtypes": ["same", "f32"],
+                     "features": ["D", "z", "dt_bias", "softplus", "state_batch_indices"]},
+    }
+
+
+def synchronize():
+    import torch
+    torch.cuda.synchronize(ARGS["device"])
+
+
+def timer(launch):
+    import torch
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    launch()
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end)
+
+
+def configs():
+    """The configurations the autotuners chose, by kernel (the last key each
+    tuned)."""
+    from triton.runtime.autotuner import Autotuner
+    out = {}
+    for mname in list(sys.modules):
+        if not mname.startswith("mamba_ssm.ops.triton"):
+            continue
+        for name, obj in vars(sys.modules[mname]).items():
+            if isinstance(obj, Autotuner) and getattr(obj, "cache", None):
+                out[name] = str(list(obj.cache.values())[-1])
+    return out
+
+
+def _t(arrays, name, required=True):
+    if name not in arrays:
+        if required:
+            raise Invalid(f"missing array {name}")
+        return None
+    tag, v = arrays[name]
+    return to_torch(tag, v, ARGS["device"])
+
+
+def _prefill_call(arrays, params):
+    import torch
+    x, dt, A, B, C = (_t(arrays, n) for n in ("x", "dt", "A", "B", "C"))
+    D, z, bias, init = (_t(arrays, n, False) for n in ("D", "z", "dt_bias", "initial_states"))
+    cu = _t(arrays, "cu_seqlens", False)
+    lo, hi = params.get("dt_limit", [0.0, None])
+    stag = params.get("state_dtype", arrays["x"][0])
+    kw = dict(D=D, z=z, dt_bias=bias, initial_states=init, dt_softplus=bool(params.get("dt_softplus")),
+              dt_limit=(float(lo), float("inf") if hi is None else float(hi)), return_final_states=True,
+              state_dtype=torch_dtype(stag))
+    if cu is not None:
+        L = x.shape[1]
+        seq_idx = torch.repeat_interleave(torch.arange(cu.numel() - 1, device=x.device, dtype=torch.int32),
+                                          (cu[1:] - cu[:-1]).long()).reshape(1, L)
+        kw.update(seq_idx=seq_idx, cu_seqlens=cu, return_varlen_states=True)
+    chunk = int(params["chunk_size"])
+    return lambda: MODS["ssd"].mamba_chunk_scan_combined(x, dt, A, B, C, chunk, **kw), cu is not None
+
+
+def ssd_prefill(arrays, params):
+    call, varlen = _prefill_call(arrays, params)
+    res = call()
+    out = {"y": from_torch(res[0]), "final_states": from_torch(res[1])}
+    if varlen:
+        out["seq_states"] = from_torch(res[2])
+    return out
+
+
+def _step_call(arrays, params):
+    from einops import repeat
+    if params.get("dt_limit", [0.0, None]) != [0.0, None]:
+        raise Unsupported("selective_state_update takes no dt_limit")
+    state, x, dt, A, B, C = (_t(arrays, n) for n in ("state", "x", "dt", "A", "B", "C"))
+    D, z, bias = (_t(arrays, n, False) for n in ("D", "z", "dt_bias"))
+    idx = _t(arrays, "state_batch_indices", False)
+    P, N = x.shape[-1], state.shape[-1]
+    # as mamba_ssm/modules/mamba2.py's step: stride-0 views over the head dimension
+    A = repeat(A, "h -> h p n", p=P, n=N)
+    dt = repeat(dt, "b h -> b h p", p=P)
+    if bias is not None:
+        bias = repeat(bias, "h -> h p", p=P)
+    if D is not None:
+        D = repeat(D, "h -> h p", p=P)
+    kw = dict(D=D, z=z, dt_bias=bias, dt_softplus=bool(params.get("dt_softplus")), state_batch_indices=idx)
+    return lambda: MODS["ssu"].selective_state_update(state, x, dt, A, B, C, **kw), state
+
+
+def ssd_step(arrays, params):
+    call, state = _step_call(arrays, params)
+    y = call()
+    return {"y": from_torch(y), "state": from_torch(state)}
+
+
+def prepare(op, arrays, params):
+    if op == "ssd_prefill":
+        return _prefill_call(arrays, params)[0]
+    if op == "ssd_step":
+        return _step_call(arrays, params)[0]
+    raise Unsupported(op)

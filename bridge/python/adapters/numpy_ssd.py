@@ -1,0 +1,227 @@
+"""The suite's own CPU path for Mamba-2 behind the bridge: the chunked SSD
+algorithm (within-chunk cumulative sums of dt*A, chunk states, states passed
+between chunks in the state type, outputs from the previous chunk's state and
+the chunk's quadratic form) in numpy, in float32 (float64 for fp64 inputs),
+and the decode step. It is what `make verify` judges on a machine without a
+GPU, so that the bridge, the Mamba-2 tests and their error model run in CI.
+
+Arguments: mode=chunked (default) or sequential (the recurrence step by step,
+the model a decode chain is judged by); slip=NAME plants one of the chunked
+algebra's known bugs (for the suite's own tests of its diagnosis).
+"""
+import numpy as np
+
+from ssmbridge import Invalid, Unsupported
+from ssmbridge.arrays import compute_dtype, from_float, to_float
+
+ARGS = {"mode": "chunked", "slip": ""}
+SLIPS = ("drop-init", "no-reset", "group-repeat", "no-dt-limit", "state-bf16", "no-bias-decode", "softplus-log-exp", "seq-states-no-init",
+         "padding-written", "last-state-stale")
+
+
+def open(args):
+    for k, v in args.items():
+        if k not in ARGS:
+            raise SystemExit(f"numpy_ssd: unknown argument {k!r} (want mode=, slip=)")
+        ARGS[k] = v
+    if ARGS["mode"] not in ("chunked", "sequential"):
+        raise SystemExit(f"numpy_ssd: mode={ARGS['mode']!r}, want chunked or sequential")
+    if ARGS["slip"] and ARGS["slip"] not in SLIPS:
+        raise SystemExit(f"numpy_ssd: slip={ARGS['slip']!r}, want one of {SLIPS}")
+
+
+def describe():
+    d = {"kernel": "numpy-ssd (" + ARGS["mode"] + ")", "device": "cpu", "numpy": np.__version__, "commit": "ssmverify"}
+    if ARGS["slip"]:
+        d["slip"] = ARGS["slip"]
+    return d
+
+
+def capabilities():
+    dts = ["f32", "f64", "f16", "bf16"]
+    return {
+        "ssd_prefill": {"dtypes": dts, "state_dtypes": ["same", "f32"], "algorithm": ARGS["mode"], "chunk_sizes": [],
+                        "features": ["D", "z", "dt_bias", "softplus", "dt_limit", "initial_states", "cu_seqlens"]},
+        "ssd_step": {"dtypes": dts, "state_dtypes": ["same", "f32"],
+                     "features": ["D", "z", "dt_bias", "softplus", "dt_limit", "state_batch_indices"]},
+    }
+
+
+def _delta(dt, bias, softplus, lim, ct):
+    v = dt.astype(ct)
+    if bias is not None:
+        v = v + bias.astype(ct)
+    if softplus and ARGS["slip"] == "softplus-log-exp":
+        v = np.where(v <= 20, np.log(np.exp(np.minimum(v, 20)) + ct(1)), v).astype(ct)
+    elif softplus:
+        v = np.where(v <= 20, np.log1p(np.exp(np.minimum(v, 20))), v).astype(ct)
+    lo, hi = lim
+    if ARGS["slip"] != "no-dt-limit":
+        v = np.minimum(np.maximum(v, ct(lo)), ct(hi))
+    return v
+
+
+def _limits(params):
+    lo, hi = params.get("dt_limit", [0.0, None])
+    return (lo, np.inf if hi is None else hi)
+
+
+def _state_round(v, tag):
+    if ARGS["slip"] == "state-bf16":
+        tag = "bf16"
+    return to_float(tag, from_float(tag, v)).astype(v.dtype) if tag in ("bf16", "f16") else v
+
+
+def _arr(arrays, name, ct, required=True):
+    if name not in arrays:
+        if required:
+            raise Invalid(f"missing array {name}")
+        return None
+    tag, v = arrays[name]
+    return to_float(tag, v).astype(ct)
+
+
+def ssd_prefill(arrays, params):
+    tag = arrays["x"][0]
+    ct = compute_dtype(tag)
+    stag = params.get("state_dtype", tag)
+    if stag not in ("f32", "f64", tag):
+        raise Unsupported(f"state_dtype {stag} with inputs {tag}")
+    x, dt, A = _arr(arrays, "x", ct), arrays["dt"], _arr(arrays, "A", ct)
+    B, C = _arr(arrays, "B", ct), _arr(arrays, "C", ct)
+    D, z, bias = _arr(arrays, "D", ct, False), _arr(arrays, "z", ct, False), _arr(arrays, "dt_bias", ct, False)
+    init = _arr(arrays, "initial_states", ct, False)
+    b, L, H, P = x.shape
+    G, N = B.shape[2], B.shape[3]
+    Q = int(params["chunk_size"])
+    if ARGS["mode"] == "sequential":
+        Q = L
+    heads_group = np.arange(H) // (H // G)
+    if ARGS["slip"] == "group-repeat":
+        heads_group = np.arange(H) % G
+    Bh, Ch = B[:, :, heads_group], C[:, :, heads_group]  # (b, l, h, n)
+    d = _delta(to_float(dt[0], dt[1]).astype(ct), bias, params.get("dt_softplus", False), _limits(params), ct)  # (b, l, h)
+    cu = arrays.get("cu_seqlens", (None, None))[1]
+    seq = np.zeros((b, L), dtype=np.int64)
+    if cu is not None:
+        for i in range(len(cu) - 1):
+            seq[:, cu[i]:cu[i + 1]] = i
+    nseq = 1 if cu is None else len(cu) - 1
+    y = np.zeros((b, L, H, P), dtype=ct)
+    prev = np.zeros((b, H, P, N), dtype=ct) if init is None or ARGS["slip"] == "drop-init" else _state_round(init, stag)
+    prev_seq = np.zeros(b, dtype=np.int64)
+    seq_states = np.zeros((b * nseq if cu is None else nseq, H, P, N), dtype=ct)
+    if ARGS["mode"] == "sequential":
+        return _sequential(x, d, A, Bh, Ch, D, z, prev, seq, nseq, cu is not None, tag, stag, ct)
+    for c0 in range(0, L, Q):
+        c1 = min(c0 + Q, L)
+        dA = d[:, c0:c1] * A  # (b, q, h)
+        cs = np.cumsum(dA, axis=1, dtype=ct)
+        sq = seq[:, c0:c1]
+        same = (sq[:, :, None] == sq[:, None, :]) & np.tril(np.ones((c1 - c0, c1 - c0), dtype=bool))
+        if ARGS["slip"] == "no-reset":
+            same = np.broadcast_to(np.tril(np.ones((c1 - c0, c1 - c0), dtype=bool)), same.shape)
+        decay = np.exp(np.where(same[:, None], cs.transpose(0, 2, 1)[:, :, :, None] - cs.transpose(0, 2, 1)[:, :, None, :], -np.inf)).astype(ct)
+        CB = np.einsum("bthn,bshn->bhts", Ch[:, c0:c1], Bh[:, c0:c1])
+        Lm = CB * decay * d[:, c0:c1].transpose(0, 2, 1)[:, :, None, :]
+        yc = np.einsum("bhts,bshp->bthp", Lm, x[:, c0:c1])
+        from_prev = (sq == prev_seq[:, None]) if ARGS["slip"] != "no-reset" else np.ones_like(sq, dtype=bool)
+        yc += np.exp(cs)[..., None] * np.einsum("bthn,bhpn->bthp", Ch[:, c0:c1], prev) * from_prev[:, :, None, None]
+        y[:, c0:c1] = yc
+        # final states of the sequences that end in this chunk
+        for bb in range(b):
+            for t in range(c0, c1):
+                if t + 1 == L or seq[bb, t + 1] != seq[bb, t]:
+                    s_id = seq[bb, t]
+                    k = t - c0
+                    m = (sq[bb, :k + 1] == s_id) | (ARGS["slip"] == "no-reset")
+                    w = np.exp(cs[bb, k] - cs[bb, :k + 1]) * d[bb, c0:t + 1] * m[:, None]  # (s, h)
+                    st = np.einsum("sh,shn,shp->hpn", w, Bh[bb, c0:t + 1], x[bb, c0:t + 1])
+                    skip = ARGS["slip"] == "seq-states-no-init" and c0 == 0
+                    if (s_id == prev_seq[bb] or ARGS["slip"] == "no-reset") and not skip:
+                        st = st + np.exp(cs[bb, k])[:, None, None] * prev[bb]
+                    idx = s_id if cu is not None else bb
+                    seq_states[idx] = _state_round(st, stag)
+        # the state passed on
+        last = sq[:, -1]
+        m = (sq == last[:, None])
+        if ARGS["slip"] == "no-reset":
+            m = np.ones_like(m)
+        w = np.exp(cs[:, -1:, :] - cs) * d[:, c0:c1] * m[:, :, None]  # (b, s, h)
+        st = np.einsum("bsh,bshn,bshp->bhpn", w, Bh[:, c0:c1], x[:, c0:c1])
+        keep = (last == prev_seq) | (ARGS["slip"] == "no-reset")
+        st = st + (np.exp(cs[:, -1, :])[:, :, None, None] * prev) * keep[:, None, None, None]
+        prev = _state_round(st.astype(ct), stag)
+        prev_seq = last
+    return _finish(y, x, D, z, seq_states, cu is not None, b, nseq, tag, stag, ct)
+
+
+def _sequential(x, d, A, Bh, Ch, D, z, h0, seq, nseq, packed, tag, stag, ct):
+    b, L, H, P = x.shape
+    N = Bh.shape[-1]
+    y = np.zeros((b, L, H, P), dtype=ct)
+    seq_states = np.zeros((nseq if packed else b, H, P, N), dtype=ct)
+    for bb in range(b):
+        s = h0[bb].copy()
+        for t in range(L):
+            if t > 0 and seq[bb, t] != seq[bb, t - 1]:
+                s = np.zeros_like(s)
+            a = np.exp(d[bb, t] * A).astype(ct)  # (h)
+            s = a[:, None, None] * s + (d[bb, t][:, None, None] * x[bb, t][:, :, None] * Bh[bb, t][:, None, :]).astype(ct)
+            s = _state_round(s, stag)
+            y[bb, t] = np.einsum("hpn,hn->hp", s, Ch[bb, t])
+            if t + 1 == L or seq[bb, t + 1] != seq[bb, t]:
+                seq_states[seq[bb, t] if packed else bb] = s
+    return _finish(y, x, D, z, seq_states, packed, b, nseq, tag, stag, ct)
+
+
+def _finish(y, x, D, z, seq_states, packed, b, nseq, tag, stag, ct):
+    if D is not None:
+        y = y + D[None, None, :, None] * x
+    if z is not None:
+        y = y * (z / (1 + np.exp(-z)))
+    final = seq_states[-1:] if packed else seq_states
+    out = {"y": (tag, from_float(tag, y.astype(ct))), "final_states": (stag, from_float(stag, final.astype(ct)))}
+    if packed:
+        out["seq_states"] = (stag, from_float(stag, seq_states.astype(ct)))
+    return out
+
+
+def ssd_step(arrays, params):
+    tag = arrays["x"][0]
+    ct = compute_dtype(tag)
+    stag, state = arrays["state"][0], _arr(arrays, "state", ct)
+    if stag not in ("f32", "f64", tag):
+        raise Unsupported(f"state dtype {stag} with inputs {tag}")
+    x, A, B, C = _arr(arrays, "x", ct), _arr(arrays, "A", ct), _arr(arrays, "B", ct), _arr(arrays, "C", ct)
+    D, z, bias = _arr(arrays, "D", ct, False), _arr(arrays, "z", ct, False), _arr(arrays, "dt_bias", ct, False)
+    if ARGS["slip"] == "no-bias-decode":
+        bias = None
+    d = _delta(_arr(arrays, "dt", ct), bias, params.get("dt_softplus", False), _limits(params), ct)  # (b, h)
+    b, H, P = x.shape
+    G = B.shape[1]
+    g = np.arange(H) // (H // G)
+    idx = arrays.get("state_batch_indices", (None, None))[1]
+    y = np.zeros((b, H, P), dtype=ct)
+    for bb in range(b):
+        slot = bb if idx is None else int(idx[bb])
+        if slot < 0:
+            if ARGS["slip"] == "padding-written":
+                state[slot] = 0
+            continue
+        a = np.exp(d[bb] * A).astype(ct)
+        s = a[:, None, None] * state[slot] + d[bb][:, None, None] * x[bb][:, :, None] * B[bb, g][:, None, :]
+        yy = np.einsum("hpn,hn->hp", s.astype(ct), C[bb, g])
+        if ARGS["slip"] != "last-state-stale":
+            state[slot] = s
+        if D is not None:
+            yy = yy + D[:, None] * x[bb]
+        if z is not None:
+            yy = yy * (z[bb] / (1 + np.exp(-z[bb])))
+        y[bb] = yy
+    return {"y": (tag, from_float(tag, y)), "state": (stag, from_float(stag, state))}
+
+
+def prepare(op, arrays, params):
+    fn = {"ssd_prefill": ssd_prefill, "ssd_step": ssd_step}[op]
+    return lambda: fn({k: (t, v.copy()) for k, (t, v) in arrays.items()}, params)

@@ -1,0 +1,219 @@
+package bridge
+
+import (
+	"fmt"
+	"math"
+
+	"ssmverify/ssd"
+	"ssmverify/ssm"
+)
+
+// The operations of Mamba-2's kernels behind the bridge.
+const (
+	OpPrefill = "ssd_prefill"
+	OpStep    = "ssd_step"
+)
+
+// SSD is Mamba-2's prefill and decode step through a worker.
+type SSD struct {
+	W *Worker
+	// Configs is what the worker said its autotuner chose in the last call.
+	Configs map[string]any
+}
+
+// Cap returns the adapter's declaration of an operation (ok false when
+// it declares none).
+func (k *SSD) Cap(op string) (Cap, bool) {
+	c, ok := k.W.Hello().Capabilities[op]
+	return c, ok
+}
+
+// Supports says why a prefill problem is not declared ("" when it is).
+func (k *SSD) Supports(p *ssd.Problem) string {
+	c, ok := k.Cap(OpPrefill)
+	if !ok {
+		return "the adapter declares no " + OpPrefill
+	}
+	return declared(c, p.DType, p.StateDType, map[string]bool{"D": p.D != nil, "z": p.Z != nil, "dt_bias": p.DtBias != nil,
+		"softplus": p.Softplus, "dt_limit": !p.DefaultLimits(), "initial_states": p.InitialStates != nil, "cu_seqlens": p.CuSeqlens != nil}, p.Chunk)
+}
+
+// SupportsStep says why a decode step is not declared ("" when it is).
+func (k *SSD) SupportsStep(s *ssd.Step) string {
+	c, ok := k.Cap(OpStep)
+	if !ok {
+		return "the adapter declares no " + OpStep
+	}
+	return declared(c, s.DType, s.StateDType, map[string]bool{"D": s.D != nil, "z": s.Z != nil, "dt_bias": s.DtBias != nil,
+		"softplus": s.Softplus, "dt_limit": !s.DefaultLimits(), "state_batch_indices": s.Indices != nil}, 0)
+}
+
+func declared(c Cap, dt, sdt ssm.DType, features map[string]bool, chunk int) string {
+	if !c.HasDType(Tag(dt)) {
+		return fmt.Sprintf("dtype %v not declared (declared: %v)", dt, c.DTypes)
+	}
+	okState := false
+	for _, s := range c.StateDTypes {
+		if s == Tag(sdt) || (s == "same" && sdt == dt) {
+			okState = true
+		}
+	}
+	if !okState {
+		return fmt.Sprintf("state dtype %v with %v inputs not declared (declared: %v)", sdt, dt, c.StateDTypes)
+	}
+	for f, on := range features {
+		if on && !c.Has(f) {
+			return fmt.Sprintf("%s not declared (declared: %v)", f, c.Features)
+		}
+	}
+	if chunk > 0 && len(c.ChunkSizes) > 0 {
+		for _, q := range c.ChunkSizes {
+			if q == chunk {
+				return ""
+			}
+		}
+		return fmt.Sprintf("chunk size %d not declared (declared: %v)", chunk, c.ChunkSizes)
+	}
+	return ""
+}
+
+func limits(lo, hi float64) []any {
+	if math.IsInf(hi, 1) {
+		return []any{lo, nil}
+	}
+	return []any{lo, hi}
+}
+
+func prefillMessage(p *ssd.Problem) (map[string]any, []Array) {
+	in, w := p.DType, p.DType.Weight()
+	B, L, H, P, G, N := p.Batch, p.Seqlen, p.Heads, p.Headdim, p.Groups, p.Dstate
+	arrays := []Array{Floats("x", p.X, in, B, L, H, P), Floats("dt", p.Dt, in, B, L, H), Floats("A", p.A, w, H),
+		Floats("B", p.B, in, B, L, G, N), Floats("C", p.C, in, B, L, G, N)}
+	if p.D != nil {
+		arrays = append(arrays, Floats("D", p.D, w, H))
+	}
+	if p.Z != nil {
+		arrays = append(arrays, Floats("z", p.Z, in, B, L, H, P))
+	}
+	if p.DtBias != nil {
+		arrays = append(arrays, Floats("dt_bias", p.DtBias, w, H))
+	}
+	if p.InitialStates != nil {
+		arrays = append(arrays, Floats("initial_states", p.InitialStates, p.StateDType, B, H, P, N))
+	}
+	if p.CuSeqlens != nil {
+		arrays = append(arrays, Ints("cu_seqlens", p.CuSeqlens, len(p.CuSeqlens)))
+	}
+	lo, hi := p.Limits()
+	params := map[string]any{"chunk_size": p.Chunk, "dt_softplus": p.Softplus, "dt_limit": limits(lo, hi), "state_dtype": Tag(p.StateDType)}
+	return params, arrays
+}
+
+func outputs(rep *reply, want map[string]int) (map[string][]float64, error) {
+	got := map[string][]float64{}
+	for _, a := range rep.Arrays {
+		v, err := a.Float64s()
+		if err != nil {
+			return nil, err
+		}
+		got[a.Name] = v
+	}
+	for name, n := range want {
+		v, ok := got[name]
+		if !ok {
+			return nil, fmt.Errorf("bridge: the kernel returned no %s", name)
+		}
+		if len(v) != n {
+			return nil, fmt.Errorf("bridge: the kernel returned %s of %d elements, want %d", name, len(v), n)
+		}
+	}
+	return got, nil
+}
+
+// Prefill runs the kernel's prefill on p (rounded to its dtypes by the
+// caller: Problem.Rounded).
+func (k *SSD) Prefill(p *ssd.Problem) (*ssd.Output, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	params, arrays := prefillMessage(p)
+	rep, err := k.W.Call("call", OpPrefill, params, arrays)
+	if err != nil {
+		return nil, err
+	}
+	k.Configs = rep.Configs
+	want := map[string]int{"y": p.XLen(), "final_states": p.StateLen()}
+	if p.CuSeqlens != nil {
+		want["seq_states"] = p.NumSeqs() * p.HeadStateLen()
+	}
+	got, err := outputs(rep, want)
+	if err != nil {
+		return nil, err
+	}
+	out := &ssd.Output{Y: got["y"], FinalStates: got["final_states"], SeqStates: got["seq_states"]}
+	if out.SeqStates == nil {
+		out.SeqStates = out.FinalStates
+	}
+	return out, nil
+}
+
+func stepMessage(s *ssd.Step) (map[string]any, []Array) {
+	in, w := s.DType, s.DType.Weight()
+	B, H, P, G, N := s.Batch, s.Heads, s.Headdim, s.Groups, s.Dstate
+	arrays := []Array{Floats("state", s.State, s.StateDType, s.Slots, H, P, N), Floats("x", s.X, in, B, H, P), Floats("dt", s.Dt, in, B, H),
+		Floats("A", s.A, w, H), Floats("B", s.B, in, B, G, N), Floats("C", s.C, in, B, G, N)}
+	if s.D != nil {
+		arrays = append(arrays, Floats("D", s.D, w, H))
+	}
+	if s.Z != nil {
+		arrays = append(arrays, Floats("z", s.Z, in, B, H, P))
+	}
+	if s.DtBias != nil {
+		arrays = append(arrays, Floats("dt_bias", s.DtBias, w, H))
+	}
+	if s.Indices != nil {
+		arrays = append(arrays, Ints("state_batch_indices", s.Indices, B))
+	}
+	lo, hi := s.Limits()
+	return map[string]any{"dt_softplus": s.Softplus, "dt_limit": limits(lo, hi)}, arrays
+}
+
+// Step runs the kernel's decode step on s.
+func (k *SSD) Step(s *ssd.Step) (*ssd.StepOutput, error) {
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	params, arrays := stepMessage(s)
+	rep, err := k.W.Call("call", OpStep, params, arrays)
+	if err != nil {
+		return nil, err
+	}
+	got, err := outputs(rep, map[string]int{"y": s.Batch * s.Heads * s.Headdim, "state": len(s.State)})
+	if err != nil {
+		return nil, err
+	}
+	return &ssd.StepOutput{Y: got["y"], State: got["state"]}, nil
+}
+
+// TimePrefill times the prefill of p in the worker: per-launch
+// milliseconds of iters launches after warmup.
+func (k *SSD) TimePrefill(p *ssd.Problem, warmup, iters int) ([]float64, error) {
+	params, arrays := prefillMessage(p)
+	params["warmup"], params["iters"] = warmup, iters
+	rep, err := k.W.Call("time", OpPrefill, params, arrays)
+	if err != nil {
+		return nil, err
+	}
+	return rep.MS, nil
+}
+
+// TimeStep times the decode step of s like TimePrefill.
+func (k *SSD) TimeStep(s *ssd.Step, warmup, iters int) ([]float64, error) {
+	params, arrays := stepMessage(s)
+	params["warmup"], params["iters"] = warmup, iters
+	rep, err := k.W.Call("time", OpStep, params, arrays)
+	if err != nil {
+		return nil, err
+	}
+	return rep.MS, nil
+}
