@@ -18,7 +18,7 @@ STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 WARN     := -Wall -Wextra -Werror
 CXXFLAGS ?= -O3 -std=c++17 -fPIC -fopenmp -fvisibility=hidden $(WARN)
 
-.PHONY: all help lib lib-cuda cuda-check sass-baseline test verify ggml mutants mutants-generated fuzz fuzz-native gate gate-bin baseline bench sanitize vet fmt-check lint bench-ref gpu-build clean
+.PHONY: all help lib lib-cuda cuda-check sass-baseline test verify mamba2 ggml mutants mutants-generated fuzz fuzz-native gate gate-bin baseline bench sanitize vet fmt-check lint bench-ref gpu-build clean
 
 all: lib
 
@@ -98,7 +98,8 @@ fmt-check:
 		if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
 ## verify: the main job: build the library (CPU; CUDA too when nvcc and a GPU are present), run the
-## verification suite against it, print the summary, write out/report.json and out/summary.txt
+## verification suite against it, then Mamba-2 through the bridge (verify/mamba2), print the summaries, write
+## out/report.json, out/summary.txt and out/mamba2/
 # With SSMK_LIB naming a library of its own, the CPU build is not built (the suite judges SSMK_LIB alone).
 verify: $(if $(SSMK_LIB),,lib)
 	@if [ -z "$(SSMK_LIB)" ] && command -v nvcc >/dev/null 2>&1 && nvidia-smi >/dev/null 2>&1; then $(MAKE) lib-cuda; fi
@@ -108,7 +109,17 @@ verify: $(if $(SSMK_LIB),,lib)
 	@echo "verify: the suite against the library under test (cudalib.OpenDefault; SSMK_LIB to choose); the raw log: out/verify.log"
 	@rm -f out/summary.txt; $(GO) test -count=1 -v ./verify -args -report $(CURDIR)/out >out/verify.log 2>&1; st=$$?; echo; \
 		if [ -s out/summary.txt ]; then cat out/summary.txt; else tail -30 out/verify.log; echo "verify: the suite wrote no summary"; fi; \
-		exit $$st
+		echo; echo "verify: Mamba-2's prefill and decode through the bridge (SSMK_BRIDGE to choose; default the numpy path); the raw log: out/mamba2.log"; \
+		rm -f out/mamba2/summary.txt; $(GO) test -count=1 -v ./verify/mamba2 -args -report $(CURDIR)/out/mamba2 >out/mamba2.log 2>&1; st2=$$?; \
+		if [ -s out/mamba2/summary.txt ]; then cat out/mamba2/summary.txt; else tail -30 out/mamba2.log; fi; \
+		[ $$st -eq 0 ] && exit $$st2; exit $$st
+
+## mamba2: the Mamba-2 suite alone, against the kernel SSMK_BRIDGE names ("ADAPTER key=value …"; default the numpy
+## path); on a GPU machine without Go: scripts/gpu.sh mamba2 CHECKOUT (docs/bridge.md)
+mamba2:
+	@mkdir -p out
+	@rm -f out/mamba2/summary.txt; $(GO) test -count=1 -v ./verify/mamba2 -args -report $(CURDIR)/out/mamba2 >out/mamba2.log 2>&1; st=$$?; \
+		if [ -s out/mamba2/summary.txt ]; then cat out/mamba2/summary.txt; else tail -30 out/mamba2.log; fi; exit $$st
 
 ## mutants: build the CPU library with each planted bug of the catalogue, run the suite against it until a test
 ## kills it, print which one and its diagnosis; MUTANTS_FLAGS=-matrix runs every test against every mutant

@@ -48,6 +48,15 @@
 #                                   Mamba-2 path (heads of 64), and TestSideBySide
 #                                   of the two backends; summaries in
 #                                   $OUT/ggml-*, a table last
+#   scripts/gpu.sh mamba2 CHECKOUT [COMMIT]
+#                                   there (torch, Triton): upstream's Mamba-2
+#                                   kernels (mamba_chunk_scan_combined,
+#                                   selective_state_update) from a checkout of
+#                                   state-spaces/mamba through the bridge
+#                                   (bridge/python/adapters/mamba2_upstream.py):
+#                                   the suite of verify/mamba2, then the planted
+#                                   Triton mutants (MAMBA2_MUTANTS=0 leaves them
+#                                   out); $OUT/mamba2/summary.txt, a table last
 #   scripts/gpu.sh mutants [K,K,…]  there: the CUDA library's planted mutants
 #                                   (verify/mutants -cuda: DeviceShared and
 #                                   CUDACatalogue), built in
@@ -80,6 +89,8 @@ build() {
 		fz=(); [ "$pkg" != fuzz ] || fz=(-fuzz=.)
 		CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go test -c "${fz[@]}" -ldflags='-s -w' -o "carry/$pkg.test" "./$pkg" || exit 1
 	done
+	echo "building carry/mamba2.test (verify/mamba2: Mamba-2 through the bridge)"
+	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go test -c -ldflags='-s -w' -o carry/mamba2.test ./verify/mamba2 || exit 1
 	echo "building carry/gate and carry/mutants"
 	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go build -ldflags='-s -w' -o carry/gate ./cmd/gate || exit 1
 	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go build -ldflags='-s -w' -o carry/mutants ./verify/mutants || exit 1
@@ -110,7 +121,8 @@ run() {
 		[ ${#pkgs[@]} -gt 0 ] || pkgs=(verify golden)
 		echo "library under test: SSMK_LIB=$SSMK_LIB"
 	else
-		[ ${#pkgs[@]} -gt 0 ] || pkgs=($(cd carry && ls *.test | sed 's/\.test$//'))
+		# mamba2.test judges a kernel behind the bridge: scripts/gpu.sh mamba2
+		[ ${#pkgs[@]} -gt 0 ] || pkgs=($(cd carry && ls *.test | sed 's/\.test$//' | grep -vx mamba2))
 		cudalib/build-cuda.sh build/libssmk_cuda.so "${CUDA_ARCH:-90}" >"$out/build.log" 2>&1 || {
 			cat "$out/build.log"; echo "gpu.sh: the CUDA build failed"; exit 1; }
 		echo "built build/libssmk_cuda.so in $((SECONDS - t0)) s"
@@ -368,6 +380,27 @@ ggml() {
 	return $fail
 }
 
+mamba2() {
+	[ $# -ge 1 ] && [ -d "$1/mamba_ssm/ops/triton" ] || { echo "usage: scripts/gpu.sh mamba2 CHECKOUT [COMMIT] (CHECKOUT holds mamba_ssm/ops/triton)"; exit 2; }
+	[ -x carry/mamba2.test ] || { echo "gpu.sh: no carry/mamba2.test (run scripts/gpu.sh build first)"; exit 1; }
+	local src out commit t0=$SECONDS rc=0 mrc=0
+	src=$(cd "$1" && pwd)
+	out=${OUT:-out/gpu}
+	mkdir -p "$out" && out=$(cd "$out" && pwd)
+	commit=${2:-$(git -C "$src" rev-parse --short HEAD 2>/dev/null || echo unknown)}
+	nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+	export SSMK_BRIDGE="mamba2_upstream checkout=$src commit=$commit"
+	echo "SSMK_BRIDGE=$SSMK_BRIDGE (the first calls compile and autotune the Triton kernels)"
+	(cd verify/mamba2 && ../../carry/mamba2.test -test.v -test.run '^TestMamba2[^T]' ${GPU_TEST_FLAGS:-} -report "$out/mamba2") >"$out/mamba2.log" 2>&1 || rc=$?
+	if [ "${MAMBA2_MUTANTS:-1}" != 0 ]; then
+		(cd verify/mamba2 && SSMK_MAMBA2_MUTANTS=$src ../../carry/mamba2.test -test.v -test.run TritonMutants) >"$out/mamba2-mutants.log" 2>&1 || mrc=$?
+	fi
+	cat "$out/mamba2/summary.txt" 2>/dev/null || tail -30 "$out/mamba2.log"
+	grep -E 'mutants_test.go:[0-9]+: ' "$out/mamba2-mutants.log" 2>/dev/null | cut -c1-160
+	echo "mamba2: suite $([ $rc -eq 0 ] && echo ok || echo FAIL), mutants $([ $mrc -eq 0 ] && echo ok || echo FAIL), $((SECONDS - t0)) s; logs in $out"
+	[ $rc -eq 0 ] && [ $mrc -eq 0 ]
+}
+
 adapter() {
 	[ $# -ge 2 ] || { echo "usage: scripts/gpu.sh adapter MAMBA_SRC OUT.so [upstream|fork|vmamba|auto]"; exit 2; }
 	adapters/mamba/build.sh "$@"
@@ -377,6 +410,7 @@ case "${1:-}" in
 build) shift; build "$@" ;;
 report) shift; report "$@" ;;
 adapter) shift; adapter "$@" ;;
+mamba2) shift; mamba2 "$@" ;;
 ggml) shift; ggml "$@" ;;
 gate) shift; gate "$@" ;;
 bench) shift; bench "$@" ;;
