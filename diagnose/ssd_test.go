@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"ssmverify/mamba3"
 	"ssmverify/ssd"
 	"ssmverify/ssm"
 )
@@ -80,5 +81,18 @@ func TestSSDStepNamesEachSlip(t *testing.T) {
 	got.State[1*4*3*4] = 7
 	if f := SSDStep(s, got); f.Tag != "decode:padding-written" {
 		t.Errorf("padding slot written: diagnosis [%s] %s", f.Tag, f)
+	}
+}
+
+// TestMamba3NamesEachSlip: a fake kernel computing each slip of Mamba-3's
+// catalogue is named by it.
+func TestMamba3NamesEachSlip(t *testing.T) {
+	p := mamba3.Generate(mamba3.Options{Batch: 1, Seqlen: 40, HeadsQK: 1, Heads: 2, N: 8, P: 3, AngleDim: 2, D: true, Z: true, State: true}, 7)
+	p.Arithmetic = mamba3.Arithmetic{U: 0x1p-24}
+	for _, s := range mamba3.Slips() {
+		y, st := mamba3.ForwardVariant(p, s.Variant)
+		if f := Mamba3(p, y, st); f.Tag != s.Tag && !slices.Contains(f.Also, s.Tag) {
+			t.Errorf("%s: diagnosis [%s] %s", s.Tag, f.Tag, f)
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"ssmverify/mamba3"
 	"ssmverify/reference"
 	"ssmverify/ssd"
 	"ssmverify/ssm"
@@ -19,6 +20,8 @@ type SSDArray struct {
 	Scale, Tiny      []float64
 	Stored, Computed ssm.DType
 	Index            func(i int) []int // the element's index, for messages
+	// Period, when set, compares values modulo it (angles modulo 2π).
+	Period float64
 }
 
 // CompareSSD judges the arrays of a Mamba-2 result: the worst scaled
@@ -37,7 +40,11 @@ func CompareSSD(arrays []SSDArray) (Comparison, map[string][]float64, error) {
 		for i, g := range a.Got {
 			w := a.Want[i]
 			c.Elements++
-			r := ssdRatio(g-w, w, a.Scale[i], a.Tiny[i], a.Stored, a.Computed)
+			diff := g - w
+			if a.Period > 0 {
+				diff = math.Remainder(diff, a.Period)
+			}
+			r := ssdRatio(diff, w, a.Scale[i], a.Tiny[i], a.Stored, a.Computed)
 			if math.IsNaN(g) || math.IsInf(g, 0) {
 				c.NonFinite++
 				r = math.Inf(1)
@@ -99,5 +106,22 @@ func StepArrays(s *ssd.Step, got, want *ssd.StepOutput, sc *ssd.StepScale) []SSD
 			Index: func(i int) []int { return []int{i / (H * P), i / P % H, i % P} }},
 		{Name: "state", Got: got.State, Want: want.State, Scale: sc.State, Tiny: sc.TinyState, Stored: s.StateDType, Computed: computed,
 			Index: func(i int) []int { return []int{i / (H * P * N), i / (P * N) % H, i / N % P, i % N} }},
+	}
+}
+
+// Mamba3Arrays returns the arrays of a Mamba-3 forward of p to judge: y
+// and the previous key and value (in p's input type, as the kernel stores
+// them), the final angles (compared modulo 2π: an angle within its error
+// of 0 may wrap to just under 2π) and the SSM state (float32, float64 for
+// an fp64 problem).
+func Mamba3Arrays(p *mamba3.Problem, y, wantY []float64, st, want *mamba3.State, sc *mamba3.Scale) []SSDArray {
+	idx := func(i int) []int { return []int{i} }
+	in, w := p.DType, p.DType.Weight()
+	return []SSDArray{
+		{Name: "y", Got: y, Want: wantY, Scale: sc.Y, Tiny: sc.TinyY, Stored: in, Computed: w, Index: idx},
+		{Name: "angle_state", Got: st.Angle, Want: want.Angle, Scale: sc.Angle, Tiny: sc.TinyAngle, Stored: w, Computed: w, Index: idx, Period: 2 * math.Pi},
+		{Name: "ssm_state", Got: st.SSM, Want: want.SSM, Scale: sc.SSM, Tiny: sc.TinySSM, Stored: w, Computed: w, Index: idx},
+		{Name: "k_state", Got: st.K, Want: want.K, Scale: sc.K, Tiny: sc.TinyK, Stored: in, Computed: w, Index: idx},
+		{Name: "v_state", Got: st.V, Want: want.V, Scale: sc.V, Tiny: sc.TinyV, Stored: in, Computed: w, Index: idx},
 	}
 }

@@ -294,3 +294,32 @@ func Decode(s *Step) (*StepOutput, *StepScale) {
 	}
 	return out, sc
 }
+
+// Terms is the error model's bookkeeping for one entry of a state that
+// decays by a_t per step and takes new terms of magnitude m_t (package
+// documentation): other recurrences of the same form (Mamba-3's, package
+// mamba3) reuse it. Chunk is the kernel's chunk length (0: sequential),
+// wcum the within-chunk cumulative magnitudes of the log-decay.
+type Terms struct {
+	m model
+	r recurrences
+}
+
+// NewTerms starts the bookkeeping of a sequence.
+func NewTerms(chunk int, wcum []float64) *Terms {
+	return &Terms{m: model{q: chunk, l2q: float64(bits.Len(uint(max(chunk, 1)))), wcum: wcum}}
+}
+
+// Init enters an initial state of magnitude v for a sequence starting at
+// start.
+func (x *Terms) Init(v float64, start int) { x.r.init(v, start) }
+
+// Step decays the terms by a and adds one of magnitude mag at step t,
+// |cum_t| being the magnitude of the sequence's cumulative log-decay.
+func (x *Terms) Step(t int, a, mag, cumT float64, start int) { x.r.step(&x.m, t, a, mag, cumT, start) }
+
+// Scale is Σ_s m_s·decay·(k0 + E_ts) at t, in units of u.
+func (x *Terms) Scale(t int, cumT, k0 float64) float64 { return x.r.scale(&x.m, t, cumT, k0) }
+
+// Sum is Σ_s m_s·decay: the entry's magnitude bound.
+func (x *Terms) Sum() float64 { return x.r.a0 + x.r.x0 }

@@ -1,0 +1,197 @@
+package mamba3
+
+import (
+	"fmt"
+	"math"
+
+	"ssmverify/ssm"
+)
+
+// Problem is one forward pass of the SISO layer in upstream's layout,
+// dense row-major float64 arrays, outermost dimension first:
+//
+//	Q, K            [Batch][Seqlen][HeadsQK][N]
+//	V, Z            [Batch][Seqlen][Heads][P]
+//	ADT, DT, Trap   [Batch][Heads][Seqlen]      (head-major)
+//	QBias, KBias    [Heads][N]
+//	Angles          [Batch][Seqlen][Heads][AngleDim]
+//	D               [Heads]
+//	State           the four-part initial state (nil: zero)
+//
+// Z, D and State are optional. CuSeqlens packs sequences into one row
+// (Batch 1); each starts from State's entry of its own (upstream's
+// Input_States has one per sequence) or zero.
+type Problem struct {
+	Batch, Seqlen, HeadsQK, Heads, N, P, AngleDim int
+
+	Q, K, V, ADT, DT, Trap, QBias, KBias, Angles []float64
+	D, Z                                         []float64
+	State                                        *State
+	CuSeqlens                                    []int
+
+	// DType is the type the kernel reads Q, K, V, Trap, Angles and Z in
+	// (upstream's wrapper casts them to bf16 itself): Rounded rounds them
+	// to it, the rest to float32 (float64 for F64).
+	DType ssm.DType
+	// Arithmetic is what the error model (ErrorScale) allows the kernel.
+	Arithmetic Arithmetic
+}
+
+// Rounded returns a copy of p rounded to what the kernel reads.
+func (p *Problem) Rounded() *Problem {
+	q := *p
+	in, w := p.DType, p.DType.Weight()
+	r := func(v []float64, dt ssm.DType) []float64 {
+		if v == nil {
+			return nil
+		}
+		out := make([]float64, len(v))
+		for i, x := range v {
+			out[i] = dt.Round(x)
+		}
+		return out
+	}
+	q.Q, q.K, q.V, q.Trap, q.Angles, q.Z = r(p.Q, in), r(p.K, in), r(p.V, in), r(p.Trap, in), r(p.Angles, in), r(p.Z, in)
+	q.ADT, q.DT, q.QBias, q.KBias, q.D = r(p.ADT, w), r(p.DT, w), r(p.QBias, w), r(p.KBias, w), r(p.D, w)
+	if s := p.State; s != nil {
+		q.State = &State{Angle: r(s.Angle, w), SSM: r(s.SSM, w), K: r(s.K, in), V: r(s.V, in)}
+	}
+	return &q
+}
+
+// Arithmetic describes how a kernel evaluates the layer, for the error
+// model: the chunk length of its chunked algorithm (0: step by step), the
+// arithmetic's unit roundoff, the unit roundoff its matrix products'
+// operands are rounded to (0: none; 2⁻⁸ for bf16 operands), and whether
+// it takes PTX's approximate tanh, sin and cos (tanh.approx.f32: relative
+// error 2⁻¹⁰·⁹⁹; sin/cos.approx.f32: absolute 2⁻²⁰·⁹ on [−π, π]; a
+// sigmoid as ½·tanh(x/2) + ½: absolute 2⁻¹²), as upstream's do.
+type Arithmetic struct {
+	Chunk    int
+	U        float64
+	OperandU float64
+	Approx   bool
+	// HandoffKV says that the previous key and value reach a step through
+	// a state stored in the input type (a chain of decode steps, a forward
+	// resumed from a state): the previous input's term then carries their
+	// rounding to a 16-bit type.
+	HandoffKV bool
+}
+
+// State is the four-part state of every sequence: the angles
+// [S][Heads][AngleDim], the SSM state [S][Heads][P][N], the previous
+// (rotated) key [S][Heads][N] and value [S][Heads][P].
+type State struct {
+	Angle, SSM, K, V []float64
+}
+
+// NumSeqs is the number of sequences.
+func (p *Problem) NumSeqs() int {
+	if p.CuSeqlens != nil {
+		return len(p.CuSeqlens) - 1
+	}
+	return p.Batch
+}
+
+// Validate checks sizes and lengths, naming the offending field.
+func (p *Problem) Validate() error {
+	for _, d := range []struct {
+		name string
+		v    int
+	}{{"Batch", p.Batch}, {"Seqlen", p.Seqlen}, {"HeadsQK", p.HeadsQK}, {"Heads", p.Heads}, {"N", p.N}, {"P", p.P}} {
+		if d.v < 1 {
+			return fmt.Errorf("mamba3: %s = %d, want ≥ 1", d.name, d.v)
+		}
+	}
+	if p.Heads%p.HeadsQK != 0 {
+		return fmt.Errorf("mamba3: HeadsQK = %d does not divide Heads = %d", p.HeadsQK, p.Heads)
+	}
+	if p.AngleDim < 0 || 2*p.AngleDim > p.N {
+		return fmt.Errorf("mamba3: AngleDim = %d, want 0 … N/2 = %d", p.AngleDim, p.N/2)
+	}
+	L, B, H := p.Seqlen, p.Batch, p.Heads
+	qk, v, hl := B*L*p.HeadsQK*p.N, B*L*H*p.P, B*H*L
+	for _, a := range []struct {
+		name string
+		v    []float64
+		want int
+		opt  bool
+	}{{"Q", p.Q, qk, false}, {"K", p.K, qk, false}, {"V", p.V, v, false}, {"ADT", p.ADT, hl, false}, {"DT", p.DT, hl, false},
+		{"Trap", p.Trap, hl, false}, {"QBias", p.QBias, H * p.N, false}, {"KBias", p.KBias, H * p.N, false},
+		{"Angles", p.Angles, B * L * H * p.AngleDim, false}, {"D", p.D, H, true}, {"Z", p.Z, v, true}} {
+		if a.v == nil && a.opt {
+			continue
+		}
+		if len(a.v) != a.want {
+			return fmt.Errorf("mamba3: len(%s) = %d, want %d", a.name, len(a.v), a.want)
+		}
+		for i, x := range a.v {
+			if math.IsNaN(x) || math.IsInf(x, 0) {
+				return fmt.Errorf("mamba3: %s[%d] = %g, want a finite number", a.name, i, x)
+			}
+		}
+	}
+	for i, x := range p.ADT {
+		if x > 0 {
+			return fmt.Errorf("mamba3: ADT[%d] = %g, want ≤ 0 (A·Δ of a decaying state)", i, x)
+		}
+	}
+	if s := p.State; s != nil {
+		S := p.NumSeqs()
+		for _, a := range []struct {
+			name string
+			v    []float64
+			want int
+		}{{"State.Angle", s.Angle, S * H * p.AngleDim}, {"State.SSM", s.SSM, S * H * p.P * p.N}, {"State.K", s.K, S * H * p.N}, {"State.V", s.V, S * H * p.P}} {
+			if len(a.v) != a.want {
+				return fmt.Errorf("mamba3: len(%s) = %d, want %d", a.name, len(a.v), a.want)
+			}
+		}
+	}
+	if c := p.CuSeqlens; c != nil {
+		if p.Batch != 1 || len(c) < 2 || c[0] != 0 || c[len(c)-1] != L {
+			return fmt.Errorf("mamba3: CuSeqlens = %v with Batch %d, want Batch 1 and [0, …, %d]", c, p.Batch, L)
+		}
+		for i := 1; i < len(c); i++ {
+			if c[i] <= c[i-1] {
+				return fmt.Errorf("mamba3: CuSeqlens = %v, want strictly increasing", c)
+			}
+		}
+	}
+	return nil
+}
+
+// Sequences returns the [row, start, end) of every sequence.
+func (p *Problem) Sequences() [][3]int {
+	var s [][3]int
+	if p.CuSeqlens != nil {
+		for i := 0; i+1 < len(p.CuSeqlens); i++ {
+			s = append(s, [3]int{0, p.CuSeqlens[i], p.CuSeqlens[i+1]})
+		}
+		return s
+	}
+	for b := 0; b < p.Batch; b++ {
+		s = append(s, [3]int{b, 0, p.Seqlen})
+	}
+	return s
+}
+
+// Slice returns steps [from, to) of a one-row problem, without a state (a
+// test sets the state it resumes from).
+func (p *Problem) Slice(from, to int) *Problem {
+	q := *p
+	L, H, Hqk, N, P, A := p.Seqlen, p.Heads, p.HeadsQK, p.N, p.P, p.AngleDim
+	q.Seqlen, q.State, q.CuSeqlens = to-from, nil, nil
+	q.Q, q.K = p.Q[from*Hqk*N:to*Hqk*N], p.K[from*Hqk*N:to*Hqk*N]
+	q.V, q.Angles = p.V[from*H*P:to*H*P], p.Angles[from*H*A:to*H*A]
+	if p.Z != nil {
+		q.Z = p.Z[from*H*P : to*H*P]
+	}
+	q.ADT, q.DT, q.Trap = nil, nil, nil
+	for h := 0; h < H; h++ {
+		q.ADT = append(q.ADT, p.ADT[h*L+from:h*L+to]...)
+		q.DT = append(q.DT, p.DT[h*L+from:h*L+to]...)
+		q.Trap = append(q.Trap, p.Trap[h*L+from:h*L+to]...)
+	}
+	return &q
+}
