@@ -92,6 +92,18 @@ type Cap struct {
 	Algorithm   string   `json:"algorithm"`    // "chunked" or "sequential"
 	ChunkSizes  []int    `json:"chunk_sizes"`  // the chunk sizes it takes; empty: any
 	Features    []string `json:"features"`
+	// Arithmetic is what a Mamba-3 operation declares of how it computes:
+	// its chunk (0: step by step), the type its products' operands are
+	// rounded to, and PTX's approximate transcendentals.
+	Arithmetic struct {
+		Chunk    int    `json:"chunk"`
+		Operands string `json:"operands"`
+		Approx   bool   `json:"approx"`
+	} `json:"arithmetic"`
+	// CastsTo is the type the operation's wrapper converts its inputs to
+	// on its own ("" when it takes them as given): the suite then judges it
+	// on inputs of that type, and says so.
+	CastsTo string `json:"casts_to"`
 }
 
 // Has reports whether the operation declares a feature.

@@ -2,48 +2,14 @@ package mamba2
 
 import (
 	"fmt"
-	"math"
 	"strings"
 	"testing"
 
 	"ssmverify/bridge"
 	"ssmverify/report"
 	"ssmverify/ssd"
+	"ssmverify/verify/bridgetest"
 )
-
-// buckets splits [0, n) into ranges doubling in length: [0, m), [m, 2m),
-// [2m, 4m), … with m = n/8 rounded to a power of two.
-func buckets(n int) [][2]int {
-	m := 1
-	for m*8 < n {
-		m *= 2
-	}
-	out := [][2]int{{0, min(m, n)}}
-	for lo := m; lo < n; lo *= 2 {
-		out = append(out, [2]int{lo, min(2*lo, n)})
-	}
-	return out
-}
-
-// growth is the error of y per range of positions: the rms of
-// |kernel − reference| over the rms of the reference, in the range.
-func growth(got, want []float64, n, rowLen, batch int, bs [][2]int) []string {
-	var cells []string
-	for _, b := range bs {
-		var e2, w2 float64
-		for r := 0; r < batch; r++ {
-			for t := b[0]; t < b[1]; t++ {
-				for j := 0; j < rowLen; j++ {
-					i := (r*n+t)*rowLen + j
-					e2 += (got[i] - want[i]) * (got[i] - want[i])
-					w2 += want[i] * want[i]
-				}
-			}
-		}
-		cells = append(cells, fmt.Sprintf("%.2e", math.Sqrt(e2/w2)))
-	}
-	return cells
-}
 
 // TestMamba2ErrorGrowth reports how the error of y grows with position, for
 // every declared dtype and state dtype, in a long prefill and in a chain of
@@ -62,7 +28,7 @@ func TestMamba2ErrorGrowth(t *testing.T) {
 		}
 		return report.Table{Name: "mamba2 error growth, " + what + ": rms(kernel − reference)/rms(reference) of y", Columns: cols}
 	}
-	bs, sb := buckets(L), buckets(steps)
+	bs, sb := bridgetest.Buckets(L), bridgetest.Buckets(steps)
 	pre, dec := table(fmt.Sprintf("prefill of %d tokens, by position", L), bs), table(fmt.Sprintf("%d decode steps from h = 0, by step", steps), sb)
 	for _, dt := range pairs {
 		o := base(dt)
@@ -70,7 +36,7 @@ func TestMamba2ErrorGrowth(t *testing.T) {
 		p := ssd.Generate(o, 61).Rounded()
 		if out := judgePrefill(t, p); out != nil {
 			want, _ := ssd.Prefill(p)
-			pre.Rows = append(pre.Rows, append([]string{dt.String()}, growth(out.Y, want.Y, L, p.Heads*p.Headdim, 1, bs)...))
+			pre.Rows = append(pre.Rows, append([]string{dt.String()}, bridgetest.Growth(out.Y, want.Y, L, p.Heads*p.Headdim, 1, bs)...))
 		}
 		// a chain of decode steps from h = 0
 		q := ssd.Generate(ssd.Options{Batch: 1, Seqlen: steps, Heads: 4, Headdim: 16, Groups: 2, Dstate: 16, D: true, DtBias: true, Softplus: true, DType: dt.in, StateDType: dt.state}, 62).Rounded()
@@ -91,7 +57,7 @@ func TestMamba2ErrorGrowth(t *testing.T) {
 		}
 		if ok {
 			want, _ := ssd.Prefill(q)
-			dec.Rows = append(dec.Rows, append([]string{dt.String()}, growth(y, want.Y, steps, q.Heads*q.Headdim, 1, sb)...))
+			dec.Rows = append(dec.Rows, append([]string{dt.String()}, bridgetest.Growth(y, want.Y, steps, q.Heads*q.Headdim, 1, sb)...))
 		}
 	}
 	var b strings.Builder

@@ -15,16 +15,10 @@ with dt, dt_bias, D and A broadcast over the head dimension by stride-0 views
 (the kernel's tied-head-dimension path). selective_state_update takes no
 dt_limit, so the step declares none.
 """
-import importlib
 import os
-import subprocess
-import sys
-import types
 
-import numpy as np
-
-from ssmbridge import Invalid, Unsupported
-from ssmbridge.arrays import from_torch, to_torch, torch_dtype
+from ssmbridge import Unsupported, upstream
+from ssmbridge.arrays import from_torch, torch_dtype
 
 ARGS = {"checkout": "", "commit": "", "device": "cuda:0"}
 MODS = {}
@@ -39,35 +33,14 @@ def open(args):
     if not ARGS["checkout"] or not os.path.isdir(os.path.join(root, "mamba_ssm", "ops", "triton")):
         raise SystemExit(f"mamba2_upstream: checkout={ARGS['checkout']!r}: want a folder holding mamba_ssm/ops/triton")
     ARGS["checkout"] = root
-    for pkg in ("mamba_ssm", "mamba_ssm.ops", "mamba_ssm.ops.triton", "mamba_ssm.utils"):
-        m = types.ModuleType(pkg)
-        m.__path__ = [os.path.join(root, *pkg.split("."))]
-        sys.modules[pkg] = m
-    MODS["ssd"] = importlib.import_module("mamba_ssm.ops.triton.ssd_combined")
-    MODS["ssu"] = importlib.import_module("mamba_ssm.ops.triton.selective_state_update")
-    if not ARGS["commit"]:
-        try:
-            ARGS["commit"] = subprocess.run(["git", "-C", root, "rev-parse", "--short", "HEAD"], capture_output=True,
-                                            text=True, check=True).stdout.strip()
-        except Exception:
-            ARGS["commit"] = "unknown (no git; pass commit=)"
+    MODS["ssd"], MODS["ssu"] = upstream.load(root, ("mamba_ssm", "mamba_ssm.ops", "mamba_ssm.ops.triton", "mamba_ssm.utils"),
+                                             ("mamba_ssm.ops.triton.ssd_combined", "mamba_ssm.ops.triton.selective_state_update"))
+    ARGS["commit"] = upstream.commit(root, ARGS["commit"])
 
 
 def describe():
-    import torch
-    import triton
-    d = {"kernel": "state-spaces/mamba Triton SSD + selective_state_update", "checkout": ARGS["checkout"],
-         "commit": ARGS["commit"], "torch": torch.__version__, "triton": triton.__version__,
-         "cuda": torch.version.cuda}
-    dev = torch.device(ARGS["device"])
-    props = torch.cuda.get_device_properties(dev)
-    d["device"] = props.name
-    d["arch"] = f"sm_{props.major}{props.minor}"
-    try:
-        d["driver"] = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-                                     capture_output=True, text=True).stdout.split("\n")[0].strip()
-    except Exception:
-        d["driver"] = "unknown"
+    d = {"kernel": "state-spaces/mamba Triton SSD + selective_state_update", "checkout": ARGS["checkout"], "commit": ARGS["commit"]}
+    d.update(upstream.describe(ARGS["device"]))
     return d
 
 
@@ -82,41 +55,20 @@ def capabilities():
 
 
 def synchronize():
-    import torch
-    torch.cuda.synchronize(ARGS["device"])
+    upstream.synchronize(ARGS["device"])
 
 
 def timer(launch):
-    import torch
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    launch()
-    end.record()
-    end.synchronize()
-    return start.elapsed_time(end)
+    return upstream.timer(launch)
 
 
 def configs():
-    """The configurations the autotuners chose, by kernel (the last key each
-    tuned)."""
-    from triton.runtime.autotuner import Autotuner
-    out = {}
-    for mname in list(sys.modules):
-        if not mname.startswith("mamba_ssm.ops.triton"):
-            continue
-        for name, obj in vars(sys.modules[mname]).items():
-            if isinstance(obj, Autotuner) and getattr(obj, "cache", None):
-                out[name] = str(list(obj.cache.values())[-1])
-    return out
+    """The configurations the autotuners chose, by kernel."""
+    return upstream.configs("mamba_ssm.ops.triton")
 
 
 def _t(arrays, name, required=True):
-    if name not in arrays:
-        if required:
-            raise Invalid(f"missing array {name}")
-        return None
-    tag, v = arrays[name]
-    return to_torch(tag, v, ARGS["device"])
+    return upstream.tensor(arrays, name, ARGS["device"], required)
 
 
 def _prefill_call(arrays, params):

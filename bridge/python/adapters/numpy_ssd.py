@@ -11,8 +11,8 @@ algebra's known bugs (for the suite's own tests of its diagnosis).
 """
 import numpy as np
 
-from ssmbridge import Invalid, Unsupported
-from ssmbridge.arrays import compute_dtype, from_float, to_float
+from ssmbridge import Unsupported
+from ssmbridge.arrays import compute_dtype, from_float, get, to_float
 
 ARGS = {"mode": "chunked", "slip": ""}
 SLIPS = ("drop-init", "no-reset", "group-repeat", "no-dt-limit", "state-bf16", "no-bias-decode", "softplus-log-exp", "seq-states-no-init",
@@ -72,13 +72,6 @@ def _state_round(v, tag):
     return to_float(tag, from_float(tag, v)).astype(v.dtype) if tag in ("bf16", "f16") else v
 
 
-def _arr(arrays, name, ct, required=True):
-    if name not in arrays:
-        if required:
-            raise Invalid(f"missing array {name}")
-        return None
-    tag, v = arrays[name]
-    return to_float(tag, v).astype(ct)
 
 
 def ssd_prefill(arrays, params):
@@ -87,10 +80,10 @@ def ssd_prefill(arrays, params):
     stag = params.get("state_dtype", tag)
     if stag not in ("f32", "f64", tag):
         raise Unsupported(f"state_dtype {stag} with inputs {tag}")
-    x, dt, A = _arr(arrays, "x", ct), arrays["dt"], _arr(arrays, "A", ct)
-    B, C = _arr(arrays, "B", ct), _arr(arrays, "C", ct)
-    D, z, bias = _arr(arrays, "D", ct, False), _arr(arrays, "z", ct, False), _arr(arrays, "dt_bias", ct, False)
-    init = _arr(arrays, "initial_states", ct, False)
+    x, dt, A = get(arrays, "x", ct), arrays["dt"], get(arrays, "A", ct)
+    B, C = get(arrays, "B", ct), get(arrays, "C", ct)
+    D, z, bias = get(arrays, "D", ct, False), get(arrays, "z", ct, False), get(arrays, "dt_bias", ct, False)
+    init = get(arrays, "initial_states", ct, False)
     b, L, H, P = x.shape
     G, N = B.shape[2], B.shape[3]
     Q = int(params["chunk_size"])
@@ -190,14 +183,14 @@ def _finish(y, x, D, z, seq_states, packed, b, nseq, tag, stag, ct):
 def ssd_step(arrays, params):
     tag = arrays["x"][0]
     ct = compute_dtype(tag)
-    stag, state = arrays["state"][0], _arr(arrays, "state", ct)
+    stag, state = arrays["state"][0], get(arrays, "state", ct)
     if stag not in ("f32", "f64", tag):
         raise Unsupported(f"state dtype {stag} with inputs {tag}")
-    x, A, B, C = _arr(arrays, "x", ct), _arr(arrays, "A", ct), _arr(arrays, "B", ct), _arr(arrays, "C", ct)
-    D, z, bias = _arr(arrays, "D", ct, False), _arr(arrays, "z", ct, False), _arr(arrays, "dt_bias", ct, False)
+    x, A, B, C = get(arrays, "x", ct), get(arrays, "A", ct), get(arrays, "B", ct), get(arrays, "C", ct)
+    D, z, bias = get(arrays, "D", ct, False), get(arrays, "z", ct, False), get(arrays, "dt_bias", ct, False)
     if ARGS["slip"] == "no-bias-decode":
         bias = None
-    d = _delta(_arr(arrays, "dt", ct), bias, params.get("dt_softplus", False), _limits(params), ct)  # (b, h)
+    d = _delta(get(arrays, "dt", ct), bias, params.get("dt_softplus", False), _limits(params), ct)  # (b, h)
     b, H, P = x.shape
     G = B.shape[1]
     g = np.arange(H) // (H // G)

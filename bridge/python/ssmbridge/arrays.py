@@ -54,3 +54,15 @@ def from_torch(t):
         return "bf16", t.view(torch.int16).numpy().view(np.uint16)
     tag = {torch.float64: "f64", torch.float32: "f32", torch.float16: "f16", torch.int32: "i32", torch.int64: "i64"}[t.dtype]
     return tag, t.numpy()
+
+
+def get(arrays, name, ct, required=True):
+    """The named array widened to the computing type ct (None when absent and
+    not required)."""
+    if name not in arrays:
+        if required:
+            from . import Invalid
+            raise Invalid(f"missing array {name}")
+        return None
+    tag, v = arrays[name]
+    return to_float(tag, v).astype(ct)

@@ -1,0 +1,104 @@
+"""Upstream Mamba-3 SISO Triton kernels behind the bridge, loaded from the
+user's checkout of state-spaces/mamba (nothing of theirs is copied):
+
+  mamba3_fwd  -> mamba_ssm/ops/triton/mamba3/mamba3_siso_combined.py: mamba3_siso_combined
+  mamba3_step -> mamba_ssm/ops/triton/mamba3/mamba3_siso_step.py: mamba3_siso_step
+
+Arguments: checkout=PATH (required), commit=SHA, device=cuda:N.
+
+What the adapter declares is the kernels' contract as their code states it:
+the combined wrapper casts Q, K, V, Trap, Angles and Z to bf16 itself
+(casts_to: the suite judges it on bf16 inputs and says so); both kernels
+evaluate tanh, sigmoid, sin and cos with PTX's approximate instructions and
+take bf16 operands in their matrix products; the step takes a state (it
+unpacks Input_States unconditionally). Head dimensions must be powers of two
+and the angle dimension even (the wrapper's asserts).
+"""
+import os
+
+from ssmbridge import upstream
+from ssmbridge.arrays import from_torch
+
+ARGS = {"checkout": "", "commit": "", "device": "cuda:0"}
+MODS = {}
+
+
+def open(args):
+    for k, v in args.items():
+        if k not in ARGS:
+            raise SystemExit(f"mamba3_upstream: unknown argument {k!r} (want checkout=, commit=, device=)")
+        ARGS[k] = v
+    root = os.path.abspath(os.path.expanduser(ARGS["checkout"]))
+    if not ARGS["checkout"] or not os.path.isdir(os.path.join(root, "mamba_ssm", "ops", "triton", "mamba3")):
+        raise SystemExit(f"mamba3_upstream: checkout={ARGS['checkout']!r}: want a folder holding mamba_ssm/ops/triton/mamba3")
+    ARGS["checkout"] = root
+    MODS["fwd"], MODS["step"] = upstream.load(root, ("mamba_ssm", "mamba_ssm.ops", "mamba_ssm.ops.triton", "mamba_ssm.ops.triton.mamba3", "mamba_ssm.utils"),
+                                              ("mamba_ssm.ops.triton.mamba3.mamba3_siso_combined", "mamba_ssm.ops.triton.mamba3.mamba3_siso_step"))
+    ARGS["commit"] = upstream.commit(root, ARGS["commit"])
+
+
+def describe():
+    d = {"kernel": "state-spaces/mamba Triton mamba3_siso_combined + mamba3_siso_step", "checkout": ARGS["checkout"], "commit": ARGS["commit"]}
+    d.update(upstream.describe(ARGS["device"]))
+    return d
+
+
+def capabilities():
+    arith = {"chunk": 64, "operands": "bf16", "approx": True}
+    return {"mamba3_fwd": {"dtypes": ["f32", "bf16"], "casts_to": "bf16", "algorithm": "chunked",
+                           "features": ["D", "z", "state", "cu_seqlens"], "arithmetic": arith},
+            "mamba3_step": {"dtypes": ["f32", "bf16"], "algorithm": "sequential", "features": ["D", "z", "state"],
+                            "arithmetic": {"chunk": 0, "operands": "bf16", "approx": True}}}
+
+
+def synchronize():
+    upstream.synchronize(ARGS["device"])
+
+
+def timer(launch):
+    return upstream.timer(launch)
+
+
+def configs():
+    """The configurations the autotuners chose, by kernel."""
+    return upstream.configs("mamba_ssm.ops.triton.mamba3")
+
+
+def _t(arrays, name, required=True):
+    return upstream.tensor(arrays, name, ARGS["device"], required)
+
+
+def _call(op, arrays, params):
+    a = {n: _t(arrays, n) for n in ("Q", "K", "V", "ADT", "DT", "Trap", "Q_bias", "K_bias", "Angles")}
+    D, Z = _t(arrays, "D", False), _t(arrays, "Z", False)
+    st = tuple(_t(arrays, n, False) for n in ("state_angle", "state_ssm", "state_k", "state_v"))
+    st = None if st[0] is None else st
+    args = [a[n] for n in ("Q", "K", "V", "ADT", "DT", "Trap", "Q_bias", "K_bias", "Angles")]
+    if op == "mamba3_fwd":
+        cu = _t(arrays, "cu_seqlens", False)
+        return lambda: MODS["fwd"].mamba3_siso_combined(*args, D=D, Z=Z, Input_States=st, chunk_size=int(params.get("chunk_size") or 64),
+                                                        return_final_states=True, cu_seqlens=cu)
+    return lambda: MODS["step"].mamba3_siso_step(*args, D=D, Z=Z, Input_States=st)
+
+
+def _outputs(res):
+    y, rest = res[0], res[1:]
+    if len(rest) == 1 and isinstance(rest[0], (tuple, list)):
+        rest = rest[0]
+    names = ("angle", "ssm", "k", "v")
+    out = {"y": from_torch(y)}
+    for n, t in zip(names, rest):
+        out[n] = from_torch(t)
+    return out
+
+
+def mamba3_fwd(arrays, params):
+    return _outputs(_call("mamba3_fwd", arrays, params)())
+
+
+def mamba3_step(arrays, params):
+    return _outputs(_call("mamba3_step", arrays, params)())
+
+
+def prepare(op, arrays, params):
+    return _call(op, arrays, params)

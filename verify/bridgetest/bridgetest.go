@@ -1,0 +1,129 @@
+// Package bridgetest is the harness of the suites that judge a kernel
+// behind the bridge (verify/mamba2, verify/mamba3): their TestMain starts
+// the worker SSMK_BRIDGE names (or the suite's own numpy path), opens the
+// report, runs the tests, gives each failure its reason and writes
+// report.json and summary.txt into -report.
+package bridgetest
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"strings"
+	"testing"
+
+	"ssmverify/bridge"
+	"ssmverify/report"
+	"ssmverify/testrun"
+)
+
+// Suite is one run of a bridged suite.
+type Suite struct {
+	W    *bridge.Worker
+	Rep  *report.Report
+	Spec bridge.Spec
+	// Configs returns what the autotuners chose last (the suite's kernel
+	// wrapper keeps it).
+	Configs func() map[string]any
+}
+
+// Main runs a bridged suite: pkg is its package path (for the reasons),
+// defaultAdapter the adapter when SSMK_BRIDGE is unset, start called with
+// the suite once the worker answers (the package keeps its globals), and
+// reportDir the -report flag's value. It exits the process.
+func Main(m *testing.M, pkg, defaultAdapter string, reportDir *string, start func(*Suite)) {
+	s, ok, err := bridge.SpecFromEnv()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, pkg+":", err)
+		os.Exit(2)
+	}
+	if !ok {
+		s = bridge.Spec{Adapter: defaultAdapter}
+	}
+	w, err := bridge.Start(s)
+	if err != nil {
+		if !ok && os.Getenv("SSMK_REQUIRE_NUMPY") == "" {
+			line, _, _ := strings.Cut(err.Error(), "\n")
+			fmt.Println(pkg+": no worker could start (python3 with NumPy; Debian: apt-get install python3-numpy): skipped:", line)
+			os.Exit(0)
+		}
+		fmt.Fprintln(os.Stderr, pkg+": starting the worker:", err)
+		os.Exit(2)
+	}
+	h := w.Hello()
+	info := &report.BridgeInfo{Adapter: strings.TrimSpace(s.Adapter + " " + strings.Join(s.Args, " ")), Describe: h.Describe}
+	dev, _ := h.Describe["device"].(string)
+	name, _ := h.Describe["kernel"].(string)
+	suite := &Suite{W: w, Spec: s, Rep: report.NewKernel(report.LibraryInfo{Path: name, Backend: "bridge", Device: dev, Selection: "SSMK_BRIDGE=" + info.Adapter}, info)}
+	start(suite)
+	fmt.Printf("%s: judging %s through the bridge (%s) on %s\n", pkg, name, info.Adapter, dev)
+	out := testrun.CaptureStdout()
+	code := m.Run()
+	if tests, err := testrun.Parse(out(), pkg, testrun.ErrorSites(".")); err == nil {
+		suite.Rep.SetReasons(tests)
+	}
+	if suite.Configs != nil {
+		info.Configs = suite.Configs()
+	}
+	info.Restarts, info.Crashes = w.Restarts, w.Crashes
+	w.Close()
+	suite.Rep.Finish()
+	if *reportDir != "" {
+		if err := suite.Rep.Write(*reportDir); err != nil {
+			fmt.Fprintln(os.Stderr, pkg+": writing the report:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// Track records a test's outcome in the report when it ends: undecided
+// where it skipped with a part left undecided (Report.Undecide).
+func (s *Suite) Track(t *testing.T) {
+	t.Cleanup(func() {
+		o := report.Passed
+		switch {
+		case t.Failed():
+			o = report.Failed
+		case t.Skipped() && s.Rep.IsUndecided(t.Name()):
+			o = report.Undecided
+		case t.Skipped():
+			o = report.Skipped
+		}
+		s.Rep.RecordTest(t.Name(), o)
+	})
+}
+
+// Buckets splits [0, n) into ranges doubling in length: [0, m), [m, 2m),
+// [2m, 4m), … with m = n/8 rounded to a power of two.
+func Buckets(n int) [][2]int {
+	m := 1
+	for m*8 < n {
+		m *= 2
+	}
+	out := [][2]int{{0, min(m, n)}}
+	for lo := m; lo < n; lo *= 2 {
+		out = append(out, [2]int{lo, min(2*lo, n)})
+	}
+	return out
+}
+
+// Growth is the error of y per range of positions: the rms of
+// |kernel − reference| over the rms of the reference, in the range.
+func Growth(got, want []float64, n, rowLen, batch int, bs [][2]int) []string {
+	var cells []string
+	for _, b := range bs {
+		var e2, w2 float64
+		for r := 0; r < batch; r++ {
+			for t := b[0]; t < b[1]; t++ {
+				for j := 0; j < rowLen; j++ {
+					i := (r*n+t)*rowLen + j
+					e2 += (got[i] - want[i]) * (got[i] - want[i])
+					w2 += want[i] * want[i]
+				}
+			}
+		}
+		cells = append(cells, fmt.Sprintf("%.2e", math.Sqrt(e2/w2)))
+	}
+	return cells
+}

@@ -1,0 +1,148 @@
+package mamba3
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"testing"
+
+	"ssmverify/bridge"
+	"ssmverify/diagnose"
+	"ssmverify/judge"
+	"ssmverify/mamba3"
+	"ssmverify/report"
+	"ssmverify/ssm"
+)
+
+// dtypes are the input types judged: the adapter's, in the order float32,
+// bf16, float64; a wrapper that casts its inputs (casts_to) is judged on
+// inputs of that type.
+func dtypes(op string) []ssm.DType {
+	c, ok := kernel.W.Hello().Capabilities[op]
+	if !ok {
+		return nil
+	}
+	if dt, ok := bridge.DTypeOf(c.CastsTo); ok {
+		return []ssm.DType{dt}
+	}
+	var out []ssm.DType
+	for _, dt := range []ssm.DType{ssm.F32, ssm.BF16, ssm.F64} {
+		if c.HasDType(bridge.Tag(dt)) {
+			out = append(out, dt)
+		}
+	}
+	return out
+}
+
+func base(dt ssm.DType) mamba3.Options {
+	return mamba3.Options{Batch: 2, Seqlen: 200, HeadsQK: 2, Heads: 4, N: 32, P: 16, AngleDim: 8}
+}
+
+// prepare rounds p to dt and gives it the arithmetic the adapter declares
+// for op.
+func prepare(t *testing.T, op string, p *mamba3.Problem, dt ssm.DType) *mamba3.Problem {
+	t.Helper()
+	p.DType = dt
+	a, err := kernel.Arithmetic(op, dt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Arithmetic = a
+	return p.Rounded()
+}
+
+// run calls the kernel, telling a crash and a refusal apart.
+func run(t *testing.T, op string, p *mamba3.Problem) ([]float64, *mamba3.State, bool) {
+	t.Helper()
+	if why := kernel.Supports(op, p); why != "" {
+		rep.KernelUnsupported(t.Name(), op, p.DType, p.DType.Weight(), why)
+		return nil, nil, false
+	}
+	y, st, err := kernel.Forward(op, p)
+	var crash *bridge.CrashError
+	switch {
+	case errors.As(err, &crash):
+		rep.KernelCrash(t.Name(), op, p.DType, p.DType.Weight(), crash.Cause)
+		rep.AddKernelDiagnosis(t.Name(), op, p.DType, p.DType.Weight(), report.Finding{Tag: "crash", Cause: "the kernel ended its worker: " + crash.Cause})
+		t.Errorf("%s: crash: %s", op, crash.Cause)
+		return nil, nil, false
+	case bridge.Unsupported(err):
+		rep.KernelUnsupported(t.Name(), op, p.DType, p.DType.Weight(), err.Error())
+		return nil, nil, false
+	case err != nil:
+		rep.AddKernel(t.Name(), op, p.DType, p.DType.Weight(), math.Inf(1), false, err.Error())
+		rep.AddKernelDiagnosis(t.Name(), op, p.DType, p.DType.Weight(), report.Finding{Tag: "raises", Cause: "the kernel raised on a problem it declares: " + err.Error()})
+		t.Errorf("%s: %v", op, err)
+		return nil, nil, false
+	}
+	return y, st, true
+}
+
+// judgeForward runs op on p and judges y and the final states against
+// the reference; a failure is diagnosed.
+func judgeForward(t *testing.T, op string, p *mamba3.Problem) ([]float64, *mamba3.State) {
+	t.Helper()
+	y, st, ok := run(t, op, p)
+	if !ok {
+		return nil, nil
+	}
+	want, wst := mamba3.Forward(p)
+	c, _, err := judge.CompareSSD(judge.Mamba3Arrays(p, y, want, st, wst, mamba3.ErrorScale(p)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	passed := c.NonFinite == 0 && c.Worst.Ratio <= judge.Threshold(p.DType)
+	rep.AddKernel(t.Name(), op, p.DType, p.DType.Weight(), c.Worst.Ratio, passed, c.Worst.String())
+	if !passed {
+		f := diagnose.Mamba3(p, y, st)
+		rep.AddKernelDiagnosis(t.Name(), op, p.DType, p.DType.Weight(), f)
+		t.Errorf("%s %v: ratio %.3g > %g at %s; diagnosis [%s] %s", op, p.DType, c.Worst.Ratio, judge.Threshold(p.DType), c.Worst, f.Tag, f)
+	}
+	return y, st
+}
+
+var forwardCases = []struct {
+	name string
+	mod  func(o *mamba3.Options)
+}{
+	{"plain", func(o *mamba3.Options) {}},
+	{"D+z+state", func(o *mamba3.Options) { o.D, o.Z, o.State = true, true, true }},
+	{"heads_share_qk", func(o *mamba3.Options) { o.HeadsQK = 1 }},
+	{"no_rotation", func(o *mamba3.Options) { o.AngleDim = 0 }},
+	{"all_pairs_rotate", func(o *mamba3.Options) { o.AngleDim = o.N / 2 }},
+	{"seqlen_1", func(o *mamba3.Options) { o.Seqlen, o.State = 1, true }},
+	{"packed", func(o *mamba3.Options) { o.Batch, o.CuSeqlens, o.State = 1, []int{0, 70, 71, 200}, true }},
+}
+
+func TestMamba3Forward(t *testing.T) {
+	track(t)
+	if c := kernel.W.Hello().Capabilities[bridge.OpMamba3Forward]; c.CastsTo != "" {
+		rep.Fit(t.Name(), fmt.Sprintf("the kernel's wrapper converts Q, K, V, Trap, Angles and Z to %s itself: judged on inputs of that type", c.CastsTo))
+	}
+	for _, dt := range dtypes(bridge.OpMamba3Forward) {
+		for i, c := range forwardCases {
+			t.Run(fmt.Sprintf("%v/%s", dt, c.name), func(t *testing.T) {
+				o := base(dt)
+				c.mod(&o)
+				judgeForward(t, bridge.OpMamba3Forward, prepare(t, bridge.OpMamba3Forward, mamba3.Generate(o, uint64(100+i)), dt))
+			})
+		}
+	}
+}
+
+func TestMamba3Step(t *testing.T) {
+	track(t)
+	for _, dt := range dtypes(bridge.OpMamba3Step) {
+		for _, c := range []struct {
+			name string
+			mod  func(o *mamba3.Options)
+		}{{"state", func(o *mamba3.Options) { o.State = true }}, {"D+z+state", func(o *mamba3.Options) { o.D, o.Z, o.State = true, true, true }}} {
+			t.Run(fmt.Sprintf("%v/%s", dt, c.name), func(t *testing.T) {
+				o := base(dt)
+				o.Seqlen, o.Batch = 1, 3
+				c.mod(&o)
+				judgeForward(t, bridge.OpMamba3Step, prepare(t, bridge.OpMamba3Step, mamba3.Generate(o, 150), dt))
+			})
+		}
+	}
+}
