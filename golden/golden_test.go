@@ -28,6 +28,11 @@ func TestMain(m *testing.M) {
 			panic(err)
 		}
 		println("golden: wrote", len(man.Cases), "cases")
+		m3, err := GenerateMamba3(".")
+		if err != nil {
+			panic(err)
+		}
+		println("golden: wrote", len(m3.Cases), "Mamba-3 cases")
 	}
 	os.Exit(m.Run())
 }
