@@ -18,7 +18,7 @@ STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 WARN     := -Wall -Wextra -Werror
 CXXFLAGS ?= -O3 -std=c++17 -fPIC -fopenmp -fvisibility=hidden $(WARN)
 
-.PHONY: all help lib lib-cuda cuda-check sass-baseline test verify mamba2 ggml mutants mutants-generated fuzz fuzz-native gate gate-bin baseline bench sanitize vet fmt-check lint bench-ref gpu-build clean
+.PHONY: all help lib lib-cuda cuda-check sass-baseline test verify mamba2 mamba3 ggml mutants mutants-generated fuzz fuzz-native gate gate-bin baseline bench sanitize vet fmt-check lint bench-ref gpu-build clean
 
 all: lib
 
@@ -109,17 +109,22 @@ verify: $(if $(SSMK_LIB),,lib)
 	@echo "verify: the suite against the library under test (cudalib.OpenDefault; SSMK_LIB to choose); the raw log: out/verify.log"
 	@rm -f out/summary.txt; $(GO) test -count=1 -v ./verify -args -report $(CURDIR)/out >out/verify.log 2>&1; st=$$?; echo; \
 		if [ -s out/summary.txt ]; then cat out/summary.txt; else tail -30 out/verify.log; echo "verify: the suite wrote no summary"; fi; \
-		echo; echo "verify: Mamba-2's prefill and decode through the bridge (SSMK_BRIDGE to choose; default the numpy path); the raw log: out/mamba2.log"; \
-		rm -f out/mamba2/summary.txt; $(GO) test -count=1 -v ./verify/mamba2 -args -report $(CURDIR)/out/mamba2 >out/mamba2.log 2>&1; st2=$$?; \
-		if [ -s out/mamba2/summary.txt ]; then cat out/mamba2/summary.txt; else tail -30 out/mamba2.log; fi; \
-		[ $$st -eq 0 ] && exit $$st2; exit $$st
+		echo; echo "verify: Mamba-2's prefill and decode, Mamba-3's forward and step, through the bridge (SSMK_BRIDGE to choose; default the numpy paths): out/mamba2, out/mamba3"; \
+		$(MAKE) --no-print-directory mamba2; st2=$$?; $(MAKE) --no-print-directory mamba3; st3=$$?; \
+		[ $$st -ne 0 ] && exit $$st; [ $$st2 -ne 0 ] && exit $$st2; exit $$st3
 
-## mamba2: the Mamba-2 suite alone, against the kernel SSMK_BRIDGE names ("ADAPTER key=value …"; default the numpy
-## path); on a GPU machine without Go: scripts/gpu.sh mamba2 CHECKOUT (docs/bridge.md)
-mamba2:
+## mamba2, mamba3: the Mamba-2 (prefill, decode) or Mamba-3 (forward, step) suite alone, against the kernel
+## SSMK_BRIDGE names ("ADAPTER key=value …"; default the numpy paths); on a GPU machine without Go:
+## scripts/gpu.sh mamba2 CHECKOUT, scripts/gpu.sh mamba3 CHECKOUT (docs/bridge.md)
+define bridged
 	@mkdir -p out
-	@rm -f out/mamba2/summary.txt; $(GO) test -count=1 -v ./verify/mamba2 -args -report $(CURDIR)/out/mamba2 >out/mamba2.log 2>&1; st=$$?; \
-		if [ -s out/mamba2/summary.txt ]; then cat out/mamba2/summary.txt; else tail -30 out/mamba2.log; fi; exit $$st
+	@rm -f out/$(1)/summary.txt; $(GO) test -count=1 -v ./verify/$(1) -args -report $(CURDIR)/out/$(1) >out/$(1).log 2>&1; st=$$$$?; \
+		if [ -s out/$(1)/summary.txt ]; then cat out/$(1)/summary.txt; else tail -30 out/$(1).log; fi; exit $$$$st
+endef
+mamba2:
+	$(call bridged,mamba2)
+mamba3:
+	$(call bridged,mamba3)
 
 ## mutants: build the CPU library with each planted bug of the catalogue, run the suite against it until a test
 ## kills it, print which one and its diagnosis; MUTANTS_FLAGS=-matrix runs every test against every mutant

@@ -139,7 +139,7 @@ func (r *Report) kernelSummary() string {
 	b.WriteString("\nchecks: comparisons made; max ratio: the largest |kernel − reference| / (u·S + η·T) of package ssd's error\n" +
 		"model, which decides (threshold 4); n/s: not declared by the adapter, not judged\n")
 	for _, t := range r.Tables {
-		if !strings.HasPrefix(t.Name, "mamba2 ") {
+		if !strings.HasPrefix(t.Name, "mamba2 ") && !strings.HasPrefix(t.Name, "mamba3 ") {
 			continue
 		}
 		fmt.Fprintf(&b, "\n%s\n", t.Name)

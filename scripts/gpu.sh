@@ -57,6 +57,12 @@
 #                                   the suite of verify/mamba2, then the planted
 #                                   Triton mutants (MAMBA2_MUTANTS=0 leaves them
 #                                   out); $OUT/mamba2/summary.txt, a table last
+#   scripts/gpu.sh mamba3 CHECKOUT [COMMIT]
+#                                   there: upstream's Mamba-3 SISO kernels
+#                                   (mamba3_siso_combined, mamba3_siso_step)
+#                                   through the bridge (adapters/mamba3_upstream.py):
+#                                   the suite of verify/mamba3;
+#                                   $OUT/mamba3/summary.txt
 #   scripts/gpu.sh mutants [K,K,…]  there: the CUDA library's planted mutants
 #                                   (verify/mutants -cuda: DeviceShared and
 #                                   CUDACatalogue), built in
@@ -89,8 +95,10 @@ build() {
 		fz=(); [ "$pkg" != fuzz ] || fz=(-fuzz=.)
 		CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go test -c "${fz[@]}" -ldflags='-s -w' -o "carry/$pkg.test" "./$pkg" || exit 1
 	done
-	echo "building carry/mamba2.test (verify/mamba2: Mamba-2 through the bridge)"
-	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go test -c -ldflags='-s -w' -o carry/mamba2.test ./verify/mamba2 || exit 1
+	for b in mamba2 mamba3; do
+		echo "building carry/$b.test (verify/$b: through the bridge)"
+		CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go test -c -ldflags='-s -w' -o carry/$b.test ./verify/$b || exit 1
+	done
 	echo "building carry/gate and carry/mutants"
 	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go build -ldflags='-s -w' -o carry/gate ./cmd/gate || exit 1
 	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go build -ldflags='-s -w' -o carry/mutants ./verify/mutants || exit 1
@@ -121,8 +129,8 @@ run() {
 		[ ${#pkgs[@]} -gt 0 ] || pkgs=(verify golden)
 		echo "library under test: SSMK_LIB=$SSMK_LIB"
 	else
-		# mamba2.test judges a kernel behind the bridge: scripts/gpu.sh mamba2
-		[ ${#pkgs[@]} -gt 0 ] || pkgs=($(cd carry && ls *.test | sed 's/\.test$//' | grep -vx mamba2))
+		# mamba2.test and mamba3.test judge kernels behind the bridge: scripts/gpu.sh mamba2, mamba3
+		[ ${#pkgs[@]} -gt 0 ] || pkgs=($(cd carry && ls *.test | sed 's/\.test$//' | grep -vx 'mamba[23]'))
 		cudalib/build-cuda.sh build/libssmk_cuda.so "${CUDA_ARCH:-90}" >"$out/build.log" 2>&1 || {
 			cat "$out/build.log"; echo "gpu.sh: the CUDA build failed"; exit 1; }
 		echo "built build/libssmk_cuda.so in $((SECONDS - t0)) s"
@@ -401,6 +409,23 @@ mamba2() {
 	[ $rc -eq 0 ] && [ $mrc -eq 0 ]
 }
 
+mamba3() {
+	[ $# -ge 1 ] && [ -d "$1/mamba_ssm/ops/triton/mamba3" ] || { echo "usage: scripts/gpu.sh mamba3 CHECKOUT [COMMIT] (CHECKOUT holds mamba_ssm/ops/triton/mamba3)"; exit 2; }
+	[ -x carry/mamba3.test ] || { echo "gpu.sh: no carry/mamba3.test (run scripts/gpu.sh build first)"; exit 1; }
+	local src out commit t0=$SECONDS rc=0
+	src=$(cd "$1" && pwd)
+	out=${OUT:-out/gpu}
+	mkdir -p "$out" && out=$(cd "$out" && pwd)
+	commit=${2:-$(git -C "$src" rev-parse --short HEAD 2>/dev/null || echo unknown)}
+	nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+	export SSMK_BRIDGE="mamba3_upstream checkout=$src commit=$commit"
+	echo "SSMK_BRIDGE=$SSMK_BRIDGE (the first calls compile the Triton kernels)"
+	(cd verify/mamba3 && ../../carry/mamba3.test -test.v ${GPU_TEST_FLAGS:-} -report "$out/mamba3") >"$out/mamba3.log" 2>&1 || rc=$?
+	cat "$out/mamba3/summary.txt" 2>/dev/null || tail -30 "$out/mamba3.log"
+	echo "mamba3: suite $([ $rc -eq 0 ] && echo ok || echo FAIL), $((SECONDS - t0)) s; logs in $out"
+	[ $rc -eq 0 ]
+}
+
 adapter() {
 	[ $# -ge 2 ] || { echo "usage: scripts/gpu.sh adapter MAMBA_SRC OUT.so [upstream|fork|vmamba|auto]"; exit 2; }
 	adapters/mamba/build.sh "$@"
@@ -411,6 +436,7 @@ build) shift; build "$@" ;;
 report) shift; report "$@" ;;
 adapter) shift; adapter "$@" ;;
 mamba2) shift; mamba2 "$@" ;;
+mamba3) shift; mamba3 "$@" ;;
 ggml) shift; ggml "$@" ;;
 gate) shift; gate "$@" ;;
 bench) shift; bench "$@" ;;
