@@ -37,14 +37,21 @@
 // relative error is bounded by u times
 //
 //	k0 + E_ts,  k0 = N + 2Q + 8   (the sums over states and over a chunk)
-//	sequential: E_ts = 3·(t − s)  (one product and one sum per step)
-//	chunked:    E_ts = Q·(W_t + 2·W_last(s)) + |cum_t − cum_s| + 3·(c_t − c_s)
+//	sequential:  E_ts = 3·(t − s) + 4·|cum_t − cum_s|
+//	same chunk:  E_ts = (t − s + 2ℓ)·W_t + 4·|cum_t − cum_s|
+//	across:      E_ts = (p_t + 1 + ℓ)·W_t + (e_s − s + 2ℓ)·W_e(s)
+//	                    + 4·|cum_t − cum_s| + 3·(c_t − c_s)
 //
-// where W_t is the magnitude of the within-chunk cumulative sum at t (a
-// cumulative sum of Q same-signed terms errs by at most Q·u·|sum|, and
-// its exponential inherits that absolute error of the exponent as a
-// relative one), W_last(s) that at the end of s's chunk, and c_t the
-// chunk of t. These are the chunked algebra's own error terms: the
+// where W_t is the magnitude of the within-chunk cumulative sum of Δ·A at
+// t, p_t the position of t in its chunk, e_s the last step of s's chunk,
+// c_t the chunk of t and ℓ = ⌈log2 Q⌉ + 1. A cumulative sum of same-signed
+// terms evaluated in order errs in the difference of two of its prefixes
+// by the roundings between them, at most (t − s)·u·W_t; evaluated as a
+// tree (Triton's tl.cumsum), by ℓ·u per prefix; and the exponential
+// inherits the exponent's absolute error as a relative one. Across chunks
+// the exponent is the chunk-start prefix at t, the states passed between
+// (one rounding each) and the rest of s's chunk. These are the chunked
+// algebra's own error terms: the
 // threshold (judge.Threshold) is not loosened for them. The scale of an
 // element is S = Σ_s |T_s|·(k0 + E_ts) + 3·|D·x|, and with the gate
 // S·|z·σ(z)| + 5·|y·z·σ(z)|; final states likewise without C. A state kept
