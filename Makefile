@@ -118,8 +118,8 @@ verify: $(if $(SSMK_LIB),,lib)
 ## scripts/gpu.sh mamba2 CHECKOUT, scripts/gpu.sh mamba3 CHECKOUT (docs/bridge.md)
 define bridged
 	@mkdir -p out
-	@rm -f out/$(1)/summary.txt; $(GO) test -count=1 -v ./verify/$(1) -args -report $(CURDIR)/out/$(1) >out/$(1).log 2>&1; st=$$$$?; \
-		if [ -s out/$(1)/summary.txt ]; then cat out/$(1)/summary.txt; else tail -30 out/$(1).log; fi; exit $$$$st
+	@rm -f out/$(1)/summary.txt; $(GO) test -count=1 -v ./verify/$(1) -args -report $(CURDIR)/out/$(1) >out/$(1).log 2>&1; st=$$?; \
+		if [ -s out/$(1)/summary.txt ]; then cat out/$(1)/summary.txt; else tail -30 out/$(1).log; fi; exit $$st
 endef
 mamba2:
 	$(call bridged,mamba2)
