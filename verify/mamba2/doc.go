@@ -23,10 +23,14 @@
 //   - TestMamba2ErrorGrowth: the error's growth with position for each
 //     state type, prefill and a chain of decode steps (a table in the
 //     report);
+//   - TestMamba2Timing: the prefill and the step timed in the worker, and
+//     Check6's decision that less work never costs more;
 //   - TestMamba2DiagnosisOfPlantedSlips: the diagnosis names the slips
-//     planted in the numpy path (whatever SSMK_BRIDGE says).
+//     planted in the numpy path (whatever SSMK_BRIDGE says);
+//   - TestMamba2TritonMutants (SSMK_MAMBA2_MUTANTS=checkout): bugs planted
+//     in copies of upstream's Triton files, killed and named.
 //
-// TestMain writes report.json and summary.txt into -report (the schema of
-// package report, with the worker's description: versions, GPU, commit,
-// the autotuner's choices).
+// TestMain (package bridgetest) writes report.json and summary.txt into
+// -report (the schema of package report, with the worker's description:
+// versions, GPU, commit, the autotuner's choices).
 package mamba2
