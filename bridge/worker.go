@@ -48,6 +48,25 @@ func SpecFromEnv() (Spec, bool, error) {
 			return s, true, fmt.Errorf("bridge: SSMK_BRIDGE argument %q, want key=value after the adapter", a)
 		}
 	}
+	if strings.HasSuffix(s.Adapter, ".py") && !filepath.IsAbs(s.Adapter) {
+		// go test runs in the package's folder: a relative path may be the
+		// user's, from the repository's root
+		tried := []string{s.Adapter}
+		if dir, err := FindDir(); err == nil {
+			tried = append(tried, filepath.Join(dir, "..", "..", s.Adapter))
+		}
+		found := false
+		for _, p := range tried {
+			if _, err := os.Stat(p); err == nil {
+				s.Adapter, _ = filepath.Abs(p)
+				found = true
+				break
+			}
+		}
+		if !found {
+			return s, true, fmt.Errorf("bridge: SSMK_BRIDGE adapter %s: no such file (tried %s)", s.Adapter, strings.Join(tried, ", "))
+		}
+	}
 	return s, true, nil
 }
 

@@ -3,6 +3,7 @@ package bridge
 import (
 	"errors"
 	"math"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -127,6 +128,14 @@ func TestSpecFromEnv(t *testing.T) {
 	t.Setenv("SSMK_BRIDGE", "x checkout")
 	if _, _, err := SpecFromEnv(); err == nil || !strings.Contains(err.Error(), "key=value") {
 		t.Errorf("a bare argument: err = %v, want it named", err)
+	}
+	t.Setenv("SSMK_BRIDGE", "bridge/python/adapters/faulty.py") // from the repository's root
+	if s, _, err := SpecFromEnv(); err != nil || !filepath.IsAbs(s.Adapter) {
+		t.Errorf("a path from the root: %+v, %v", s, err)
+	}
+	t.Setenv("SSMK_BRIDGE", "nowhere/adapter.py")
+	if _, _, err := SpecFromEnv(); err == nil || !strings.Contains(err.Error(), "no such file") {
+		t.Errorf("a missing adapter file: err = %v", err)
 	}
 	t.Setenv("SSMK_BRIDGE", "x")
 	t.Setenv("SSMK_BRIDGE_TIMEOUT", "-1")
