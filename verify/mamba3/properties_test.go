@@ -184,7 +184,11 @@ func TestMamba3DiagnosisOfPlantedSlips(t *testing.T) {
 			o := mamba3.Options{Batch: 1, Seqlen: 60, HeadsQK: 1, Heads: 2, N: 8, P: 4, AngleDim: 2, D: true, State: true}
 			p := mamba3.Generate(o, 230)
 			p.DType = ssm.F32
-			p.Arithmetic, _ = k.Arithmetic(bridge.OpMamba3Forward, ssm.F32)
+			a, err := k.Arithmetic(bridge.OpMamba3Forward, ssm.F32)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p.Arithmetic = a
 			p = p.Rounded()
 			y, st, err := k.Forward(bridge.OpMamba3Forward, p)
 			if err != nil {
