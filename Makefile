@@ -98,8 +98,8 @@ fmt-check:
 		if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
 ## verify: the main job: build the library (CPU; CUDA too when nvcc and a GPU are present), run the
-## verification suite against it, then Mamba-2 through the bridge (verify/mamba2), print the summaries, write
-## out/report.json, out/summary.txt and out/mamba2/
+## verification suite against it, then Mamba-2 and Mamba-3 through the bridge (verify/mamba2, verify/mamba3), print
+## the summaries, write out/report.json, out/summary.txt, out/mamba2/ and out/mamba3/
 # With SSMK_LIB naming a library of its own, the CPU build is not built (the suite judges SSMK_LIB alone).
 verify: $(if $(SSMK_LIB),,lib)
 	@if [ -z "$(SSMK_LIB)" ] && command -v nvcc >/dev/null 2>&1 && nvidia-smi >/dev/null 2>&1; then $(MAKE) lib-cuda; fi
