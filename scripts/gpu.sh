@@ -61,8 +61,9 @@
 #                                   there: upstream's Mamba-3 SISO kernels
 #                                   (mamba3_siso_combined, mamba3_siso_step)
 #                                   through the bridge (adapters/mamba3_upstream.py):
-#                                   the suite of verify/mamba3;
-#                                   $OUT/mamba3/summary.txt
+#                                   the suite of verify/mamba3, then the planted
+#                                   Triton mutants (MAMBA3_MUTANTS=0 leaves them
+#                                   out); $OUT/mamba3/summary.txt
 #   scripts/gpu.sh mutants [K,K,…]  there: the CUDA library's planted mutants
 #                                   (verify/mutants -cuda: DeviceShared and
 #                                   CUDACatalogue), built in
@@ -420,10 +421,15 @@ mamba3() {
 	nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 	export SSMK_BRIDGE="mamba3_upstream checkout=$src commit=$commit"
 	echo "SSMK_BRIDGE=$SSMK_BRIDGE (the first calls compile the Triton kernels)"
+	local mrc=0
 	(cd verify/mamba3 && ../../carry/mamba3.test -test.v ${GPU_TEST_FLAGS:-} -report "$out/mamba3") >"$out/mamba3.log" 2>&1 || rc=$?
+	if [ "${MAMBA3_MUTANTS:-1}" != 0 ]; then
+		(cd verify/mamba3 && SSMK_MAMBA3_MUTANTS=$src ../../carry/mamba3.test -test.v -test.run TritonMutants) >"$out/mamba3-mutants.log" 2>&1 || mrc=$?
+	fi
 	cat "$out/mamba3/summary.txt" 2>/dev/null || tail -30 "$out/mamba3.log"
-	echo "mamba3: suite $([ $rc -eq 0 ] && echo ok || echo FAIL), $((SECONDS - t0)) s; logs in $out"
-	[ $rc -eq 0 ]
+	grep -E 'mutants_test.go:[0-9]+: ' "$out/mamba3-mutants.log" 2>/dev/null | cut -c1-160
+	echo "mamba3: suite $([ $rc -eq 0 ] && echo ok || echo FAIL), mutants $([ $mrc -eq 0 ] && echo ok || echo FAIL), $((SECONDS - t0)) s; logs in $out"
+	[ $rc -eq 0 ] && [ $mrc -eq 0 ]
 }
 
 adapter() {
