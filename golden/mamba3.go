@@ -98,28 +98,16 @@ func GenerateMamba3(dir string) (*Mamba3Manifest, error) {
 	for _, c := range Mamba3Entries() {
 		p := c.Problem()
 		y, st := ExactMamba3(p)
-		c.Files = map[string]File{}
 		if err := os.MkdirAll(filepath.Join(root, c.Name), 0o755); err != nil {
 			return nil, err
 		}
-		for name, a := range mamba3Arrays(p, y, st) {
-			b, err := EncodeNPYAs(a.shape, a.data, a.enc)
-			if err != nil {
-				return nil, err
-			}
-			rel := filepath.Join(c.Name, name+".npy")
-			if err := os.WriteFile(filepath.Join(root, rel), b, 0o644); err != nil {
-				return nil, err
-			}
-			c.Files[name] = File{File: rel, Shape: a.shape, SHA256: sum(b)}
+		var err error
+		if c.Files, err = writeArrays(root, c.Name, mamba3Arrays(p, y, st)); err != nil {
+			return nil, fmt.Errorf("golden: mamba3 %s: %w", c.Name, err)
 		}
 		man.Cases = append(man.Cases, c)
 	}
-	js, err := json.MarshalIndent(man, "", "  ")
-	if err != nil {
-		return nil, err
-	}
-	return man, os.WriteFile(filepath.Join(root, "manifest.json"), append(js, '\n'), 0o644)
+	return man, writeJSON(filepath.Join(root, "manifest.json"), man)
 }
 
 // LoadMamba3 reads dir/mamba3/manifest.json and checks every file's
@@ -138,14 +126,8 @@ func LoadMamba3(dir string) (*Mamba3Manifest, error) {
 		return nil, fmt.Errorf("golden: mamba3/manifest.json has schema %q, want %q", man.Schema, Mamba3Schema)
 	}
 	for _, c := range man.Cases {
-		for name, f := range c.Files {
-			fb, err := os.ReadFile(filepath.Join(root, f.File))
-			if err != nil {
-				return nil, err
-			}
-			if got := sum(fb); got != f.SHA256 {
-				return nil, fmt.Errorf("golden: mamba3 case %s: %s has sha256 %s, manifest expects %s: the file was altered (regenerate deliberately with `go test ./golden -update`)", c.Name, name, got, f.SHA256)
-			}
+		if err := checkFiles(root, "mamba3 "+c.Name, c.Files); err != nil {
+			return nil, err
 		}
 	}
 	return &man, nil

@@ -304,24 +304,62 @@ func Generate(dir string) (*Manifest, error) {
 			}
 			gradArrays(files, ct, g, c.DType)
 		}
-		for name, a := range files {
-			b, err := EncodeNPYAs(a.shape, a.data, a.enc)
-			if err != nil {
-				return nil, fmt.Errorf("golden: %s/%s: %w", c.Name, name, err)
-			}
-			rel := filepath.Join("cases", c.Name, name+".npy")
-			if err := os.WriteFile(filepath.Join(dir, rel), b, 0o644); err != nil {
-				return nil, err
-			}
-			gc.Files[name] = File{File: rel, Shape: a.shape, SHA256: sum(b), Encoding: a.enc}
+		if gc.Files, err = writeArrays(dir, filepath.Join("cases", c.Name), files); err != nil {
+			return nil, fmt.Errorf("golden: %s: %w", c.Name, err)
 		}
 		man.Cases = append(man.Cases, gc)
 	}
-	js, err := json.MarshalIndent(man, "", "  ")
-	if err != nil {
-		return nil, err
+	return man, writeJSON(filepath.Join(dir, "manifest.json"), man)
+}
+
+// writeArrays writes each array as folder/NAME.npy under root and returns
+// the manifest's entries for them (paths relative to root).
+func writeArrays(root, folder string, arrays map[string]array) (map[string]File, error) {
+	files := map[string]File{}
+	for name, a := range arrays {
+		b, err := EncodeNPYAs(a.shape, a.data, a.enc)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		rel := filepath.Join(folder, name+".npy")
+		if err := os.WriteFile(filepath.Join(root, rel), b, 0o644); err != nil {
+			return nil, err
+		}
+		files[name] = File{File: rel, Shape: a.shape, SHA256: sum(b), Encoding: a.enc}
 	}
-	return man, os.WriteFile(filepath.Join(dir, "manifest.json"), append(js, '\n'), 0o644)
+	return files, nil
+}
+
+// writeJSON writes v indented, with a final newline.
+func writeJSON(path string, v any) error {
+	js, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(js, '\n'), 0o644)
+}
+
+// checkFiles checks that every file of a case, under root, has the
+// checksum the manifest records: a missing or altered file is an error
+// naming it and the checksum expected.
+func checkFiles(root, caseName string, files map[string]File) error {
+	names := make([]string, 0, len(files))
+	for n := range files {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		f := files[n]
+		data, err := os.ReadFile(filepath.Join(root, f.File))
+		if err != nil {
+			return fmt.Errorf("golden: case %s: %s is missing (manifest expects sha256 %s): %w", caseName, f.File, f.SHA256, err)
+		}
+		if got := sum(data); got != f.SHA256 {
+			return fmt.Errorf("golden: case %s: %s has sha256 %s, manifest expects %s: the file was altered (regenerate deliberately with `go test ./golden -update`)",
+				caseName, f.File, got, f.SHA256)
+		}
+	}
+	return nil
 }
 
 // Load reads manifest.json from dir and checks every file's checksum. A
@@ -340,21 +378,8 @@ func Load(dir string) (*Manifest, error) {
 		return nil, fmt.Errorf("golden: manifest.json has schema %q, want %q", man.Schema, ManifestSchema)
 	}
 	for _, c := range man.Cases {
-		names := make([]string, 0, len(c.Files))
-		for n := range c.Files {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		for _, n := range names {
-			f := c.Files[n]
-			data, err := os.ReadFile(filepath.Join(dir, f.File))
-			if err != nil {
-				return nil, fmt.Errorf("golden: case %s: %s is missing (manifest expects sha256 %s): %w", c.Name, f.File, f.SHA256, err)
-			}
-			if got := sum(data); got != f.SHA256 {
-				return nil, fmt.Errorf("golden: case %s: %s has sha256 %s, manifest expects %s: the file was altered (regenerate deliberately with `go test ./golden -update`)",
-					c.Name, f.File, got, f.SHA256)
-			}
+		if err := checkFiles(dir, c.Name, c.Files); err != nil {
+			return nil, err
 		}
 	}
 	return &man, nil
