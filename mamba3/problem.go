@@ -41,20 +41,10 @@ type Problem struct {
 func (p *Problem) Rounded() *Problem {
 	q := *p
 	in, w := p.DType, p.DType.Weight()
-	r := func(v []float64, dt ssm.DType) []float64 {
-		if v == nil {
-			return nil
-		}
-		out := make([]float64, len(v))
-		for i, x := range v {
-			out[i] = dt.Round(x)
-		}
-		return out
-	}
-	q.Q, q.K, q.V, q.Trap, q.Angles, q.Z = r(p.Q, in), r(p.K, in), r(p.V, in), r(p.Trap, in), r(p.Angles, in), r(p.Z, in)
-	q.ADT, q.DT, q.QBias, q.KBias, q.D = r(p.ADT, w), r(p.DT, w), r(p.QBias, w), r(p.KBias, w), r(p.D, w)
+	q.Q, q.K, q.V, q.Trap, q.Angles, q.Z = in.RoundAll(p.Q), in.RoundAll(p.K), in.RoundAll(p.V), in.RoundAll(p.Trap), in.RoundAll(p.Angles), in.RoundAll(p.Z)
+	q.ADT, q.DT, q.QBias, q.KBias, q.D = w.RoundAll(p.ADT), w.RoundAll(p.DT), w.RoundAll(p.QBias), w.RoundAll(p.KBias), w.RoundAll(p.D)
 	if s := p.State; s != nil {
-		q.State = &State{Angle: r(s.Angle, w), SSM: r(s.SSM, w), K: r(s.K, in), V: r(s.V, in)}
+		q.State = &State{Angle: w.RoundAll(s.Angle), SSM: w.RoundAll(s.SSM), K: in.RoundAll(s.K), V: in.RoundAll(s.V)}
 	}
 	return &q
 }

@@ -184,21 +184,10 @@ func (p *Problem) Validate() error {
 func (p *Problem) Rounded() *Problem {
 	q := *p
 	in, w := p.DType, p.DType.Weight()
-	q.X, q.Dt, q.B, q.C, q.Z = roundAll(p.X, in), roundAll(p.Dt, in), roundAll(p.B, in), roundAll(p.C, in), roundAll(p.Z, in)
-	q.A, q.D, q.DtBias = roundAll(p.A, w), roundAll(p.D, w), roundAll(p.DtBias, w)
-	q.InitialStates = roundAll(roundAll(p.InitialStates, w), p.StateDType)
+	q.X, q.Dt, q.B, q.C, q.Z = in.RoundAll(p.X), in.RoundAll(p.Dt), in.RoundAll(p.B), in.RoundAll(p.C), in.RoundAll(p.Z)
+	q.A, q.D, q.DtBias = w.RoundAll(p.A), w.RoundAll(p.D), w.RoundAll(p.DtBias)
+	q.InitialStates = p.StateDType.RoundAll(w.RoundAll(p.InitialStates))
 	return &q
-}
-
-func roundAll(v []float64, dt ssm.DType) []float64 {
-	if v == nil {
-		return nil
-	}
-	out := make([]float64, len(v))
-	for i, x := range v {
-		out[i] = dt.Round(x)
-	}
-	return out
 }
 
 // Output is a prefill's result: Y like X; FinalStates
@@ -299,9 +288,9 @@ func (s *Step) Slot(b int) int {
 func (s *Step) Rounded() *Step {
 	q := *s
 	in, w := s.DType, s.DType.Weight()
-	q.X, q.Dt, q.B, q.C, q.Z = roundAll(s.X, in), roundAll(s.Dt, in), roundAll(s.B, in), roundAll(s.C, in), roundAll(s.Z, in)
-	q.A, q.D, q.DtBias = roundAll(s.A, w), roundAll(s.D, w), roundAll(s.DtBias, w)
-	q.State = roundAll(roundAll(s.State, w), s.StateDType)
+	q.X, q.Dt, q.B, q.C, q.Z = in.RoundAll(s.X), in.RoundAll(s.Dt), in.RoundAll(s.B), in.RoundAll(s.C), in.RoundAll(s.Z)
+	q.A, q.D, q.DtBias = w.RoundAll(s.A), w.RoundAll(s.D), w.RoundAll(s.DtBias)
+	q.State = s.StateDType.RoundAll(w.RoundAll(s.State))
 	return &q
 }
 

@@ -196,7 +196,7 @@ func narrowStates(p *Problem, dt ssm.DType) (*Output, *Scale) {
 	out := &Output{}
 	init := p.InitialStates
 	if init != nil {
-		init = roundAll(init, dt)
+		init = dt.RoundAll(init)
 	}
 	H, P := p.Heads, p.Headdim
 	ys := make([][]float64, 0)
@@ -208,7 +208,7 @@ func narrowStates(p *Problem, dt ssm.DType) (*Output, *Scale) {
 		}
 		o, _ := Prefill(q)
 		ys = append(ys, o.Y)
-		init = roundAll(o.FinalStates, dt)
+		init = dt.RoundAll(o.FinalStates)
 		out.FinalStates = o.FinalStates
 	}
 	out.Y = make([]float64, p.XLen())
@@ -218,7 +218,7 @@ func narrowStates(p *Problem, dt ssm.DType) (*Output, *Scale) {
 			copy(out.Y[(b*p.Seqlen+c0)*H*P:], ys[ci][b*n:(b+1)*n])
 		}
 	}
-	out.FinalStates = roundAll(out.FinalStates, dt)
+	out.FinalStates = dt.RoundAll(out.FinalStates)
 	out.SeqStates = out.FinalStates
 	q := *p
 	q.StateDType = dt
@@ -234,7 +234,7 @@ func narrowStep(s *Step, dt ssm.DType) (*StepOutput, *StepScale) {
 	per := s.Heads * s.Headdim * s.Dstate
 	for b := 0; b < s.Batch; b++ {
 		if slot := s.Slot(b); slot >= 0 {
-			copy(o.State[slot*per:(slot+1)*per], roundAll(o.State[slot*per:(slot+1)*per], dt))
+			copy(o.State[slot*per:(slot+1)*per], dt.RoundAll(o.State[slot*per:(slot+1)*per]))
 		}
 	}
 	q := *s

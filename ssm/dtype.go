@@ -151,6 +151,19 @@ func (d DType) Round(x float64) float64 {
 	return x
 }
 
+// RoundAll returns a copy of v with every value rounded (Round); nil for
+// nil, so that an absent optional array stays absent.
+func (d DType) RoundAll(v []float64) []float64 {
+	if v == nil {
+		return nil
+	}
+	out := make([]float64, len(v))
+	for i, x := range v {
+		out[i] = d.Round(x)
+	}
+	return out
+}
+
 // RoundFinite is Round with overflow saturated at the largest finite
 // value: a generator's inputs stay finite in every type.
 func (d DType) RoundFinite(x float64) float64 {
