@@ -12,11 +12,8 @@ import (
 // |kernel − exact| ≲ u·S + η·T, with u and η its arithmetic's (float32's
 // for the 16-bit input types).
 type Scale struct {
-	Y, FinalStates, SeqStates    []float64
-	TinyY, TinyFinal, TinySeq    []float64
-	Chunked                      bool // the model of a chunked algorithm (Problem.Chunk > 0) or a sequential one
-	InputFactor, StateFactor     float64
-	OperandRoundings, K0, K0Stat float64
+	Y, FinalStates, SeqStates []float64
+	TinyY, TinyFinal, TinySeq []float64
 }
 
 // softplus is the kernels' softplus: the identity above 20.
@@ -80,20 +77,21 @@ func Prefill(p *Problem) (*Output, *Scale) {
 	u := p.DType.Precision().UnitRoundoff()
 	out := &Output{Y: make([]float64, p.XLen()), FinalStates: make([]float64, p.StateLen()), SeqStates: make([]float64, p.NumSeqs()*p.HeadStateLen())}
 	sc := &Scale{Y: make([]float64, p.XLen()), FinalStates: make([]float64, p.StateLen()), SeqStates: make([]float64, len(out.SeqStates)),
-		TinyY: make([]float64, p.XLen()), TinyFinal: make([]float64, p.StateLen()), TinySeq: make([]float64, len(out.SeqStates)), Chunked: Q > 0}
+		TinyY: make([]float64, p.XLen()), TinyFinal: make([]float64, p.StateLen()), TinySeq: make([]float64, len(out.SeqStates))}
+	// the factors of a narrower state and of operands rounded in the
+	// chunk's products (4 roundings of u_in per term), in units of u
+	var stateFactor, operandFactor float64
 	if p.StateDType.Narrow() || (p.StateDType == ssm.F32 && p.DType == ssm.F64) {
-		sc.StateFactor = p.StateDType.OutputRoundoff() / u
+		stateFactor = p.StateDType.OutputRoundoff() / u
 	}
 	if p.DType.Narrow() {
-		sc.InputFactor = p.DType.OutputRoundoff() / u
-		sc.OperandRoundings = 4
+		operandFactor = 4 * p.DType.OutputRoundoff() / u
 	}
 	if p.operandU > 0 {
-		sc.InputFactor = math.Max(sc.InputFactor, p.operandU/u)
-		sc.OperandRoundings = 4
+		operandFactor = math.Max(operandFactor, 4*p.operandU/u)
 	}
-	sc.K0 = float64(N + 2*max(Q, 1) + 8)
-	sc.K0Stat = float64(2*max(Q, 1) + 8)
+	k0 := float64(N + 2*max(Q, 1) + 8) // an output: the sums over states and over a chunk
+	k0Stat := float64(2*max(Q, 1) + 8) // a state: the sum over a chunk
 	lo, hi := p.Limits()
 	seqs := p.Sequences()
 	delta := make([]float64, L)
@@ -117,7 +115,7 @@ func Prefill(p *Problem) (*Output, *Scale) {
 				w += math.Abs(delta[t] * p.A[h])
 				wcum[t] = w
 			}
-			m := model{q: Q, l2q: float64(bits.Len(uint(max(Q, 1)))), wcum: wcum, sf: sc.StateFactor, ops: sc.OperandRoundings * sc.InputFactor}
+			m := model{q: Q, l2q: float64(bits.Len(uint(max(Q, 1)))), wcum: wcum, sf: stateFactor, ops: operandFactor}
 			for si, sq := range seqs {
 				var c float64
 				for t := sq[0]; t < sq[1]; t++ {
@@ -145,7 +143,7 @@ func Prefill(p *Problem) (*Output, *Scale) {
 							rs[n].step(&m, t, a, math.Abs(bx), math.Abs(cum[t]), sq[0])
 							cn := p.C[bt+g*N+n]
 							y += cn * s[n]
-							mag += math.Abs(cn) * rs[n].scale(&m, t, math.Abs(cum[t]), sc.K0)
+							mag += math.Abs(cn) * rs[n].scale(&m, t, math.Abs(cum[t]), k0)
 						}
 						y, mag = skipAndGate(y, mag, x, p.D, p.Z, h, i)
 						out.Y[i], sc.Y[i], sc.TinyY[i] = y, mag, float64(N+3)*float64(t-sq[0]+2)
@@ -158,7 +156,7 @@ func Prefill(p *Problem) (*Output, *Scale) {
 							k = ((b*H+h)*P+pp)*N + n
 						}
 						out.SeqStates[k] = s[n]
-						sc.SeqStates[k] = rs[n].scale(&m, last, math.Abs(cum[last]), sc.K0Stat)
+						sc.SeqStates[k] = rs[n].scale(&m, last, math.Abs(cum[last]), k0Stat)
 						sc.TinySeq[k] = float64(last - sq[0] + 2)
 						if si == len(seqs)-1 {
 							f := ((b*H+h)*P+pp)*N + n
