@@ -15,14 +15,14 @@ func Mamba3(p *mamba3.Problem, y []float64, st *mamba3.State) report.Finding {
 	want, wst := mamba3.Forward(p)
 	sc := mamba3.ErrorScale(p)
 	arrays := judge.Mamba3Arrays(p, y, want, st, wst, sc)
-	if ok, _ := ssdPasses(arrays); ok {
+	ok, ratios := ssdJudged(arrays)
+	if ok {
 		return report.Finding{Cause: "the failure did not reproduce on this problem"}
 	}
-	_, ratios, _ := judge.CompareSSD(arrays)
 	f := report.Finding{Where: strings.Join(failingCounts(ratios, judge.Threshold(arrays[0].Computed), "y", "angle_state", "ssm_state", "k_state", "v_state"), "; ")}
 	for _, s := range mamba3.Slips() {
 		ay, ast := mamba3.ForwardVariant(p, s.Variant)
-		if ok, _ := ssdPasses(judge.Mamba3Arrays(p, y, ay, st, ast, sc)); ok {
+		if ssdPasses(judge.Mamba3Arrays(p, y, ay, st, ast, sc)) {
 			if f.Tag == "" {
 				f.Tag, f.Cause = s.Tag, s.Cause
 			} else {

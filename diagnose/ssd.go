@@ -60,7 +60,7 @@ func prefillSlips(p *ssd.Problem, got *ssd.Output) []ssd.Slip {
 		if alt == nil {
 			return false
 		}
-		ok, _ := ssdPasses(judge.PrefillArrays(q, got, alt, asc))
+		ok := ssdPasses(judge.PrefillArrays(q, got, alt, asc))
 		return ok && onGrid(s.Tag, got.FinalStates)
 	}
 	return searchSlips(all, func(s ssd.Slip) bool { return fit(p, s) }, func(a, b ssd.Slip) bool {
@@ -83,7 +83,7 @@ func stepSlips(s *ssd.Step, got *ssd.StepOutput) []ssd.Slip {
 		if alt == nil {
 			return false
 		}
-		ok, _ := ssdPasses(judge.StepArrays(q, got, alt, asc))
+		ok := ssdPasses(judge.StepArrays(q, got, alt, asc))
 		return ok && onGrid(sl.Tag, updated(s, got.State))
 	}
 	return searchSlips(all, func(sl ssd.Slip) bool { return fit(s, sl) }, func(a, b ssd.Slip) bool {
@@ -149,12 +149,29 @@ func onGrid(tag string, states []float64) bool {
 	return off*100 <= len(states)
 }
 
-func ssdPasses(arrays []judge.SSDArray) (bool, float64) {
-	c, _, err := judge.CompareSSD(arrays)
+func ssdPasses(arrays []judge.SSDArray) bool {
+	ok, _ := ssdJudged(arrays)
+	return ok
+}
+
+// ssdJudged judges the arrays once: whether every element passes, and
+// the per-element ratios by array (for where the failure shows).
+func ssdJudged(arrays []judge.SSDArray) (bool, map[string][]float64) {
+	c, ratios, err := judge.CompareSSD(arrays)
 	if err != nil {
-		return false, math.Inf(1)
+		return false, nil
 	}
-	return c.NonFinite == 0 && c.Worst.Ratio <= judge.Threshold(arrays[0].Computed), c.Worst.Ratio
+	return c.NonFinite == 0 && c.Worst.Ratio <= judge.Threshold(arrays[0].Computed), ratios
+}
+
+// allPass reports whether every ratio is within the threshold.
+func allPass(ratios []float64, th float64) bool {
+	for _, r := range ratios {
+		if !(r <= th) {
+			return false
+		}
+	}
+	return true
 }
 
 // SSDPrefill diagnoses a prefill that failed: which slip of the catalogue
@@ -165,14 +182,15 @@ func ssdPasses(arrays []judge.SSDArray) (bool, float64) {
 func SSDPrefill(p *ssd.Problem, got *ssd.Output, run SSDRunner) report.Finding {
 	want, sc := ssd.Prefill(p)
 	arrays := judge.PrefillArrays(p, got, want, sc)
-	if ok, _ := ssdPasses(arrays); ok {
+	ok, ratios := ssdJudged(arrays)
+	if ok {
 		return report.Finding{Tag: "", Cause: "the failure did not reproduce on this problem"}
 	}
-	f := report.Finding{Where: ssdWhere(p, arrays)}
+	th := judge.Threshold(arrays[0].Computed)
+	f := report.Finding{Where: ssdWhere(p, ratios, th)}
 	fits := prefillSlips(p, got)
 	// a slip in the final states alone: y right, the states wrong
-	yOK, _ := ssdPasses(arrays[:1])
-	if len(fits) == 0 && yOK {
+	if len(fits) == 0 && allPass(ratios["y"], th) {
 		f.Evidence = append(f.Evidence, "y is right; only the states are wrong")
 	}
 	if len(fits) > 0 {
@@ -193,7 +211,7 @@ func SSDPrefill(p *ssd.Problem, got *ssd.Output, run SSDRunner) report.Finding {
 				continue
 			}
 			w, s := ssd.Prefill(&q)
-			if ok, _ := ssdPasses(judge.PrefillArrays(&q, o, w, s)); ok {
+			if ssdPasses(judge.PrefillArrays(&q, o, w, s)) {
 				f.Needs = append(f.Needs, ft.name)
 			}
 		}
@@ -209,10 +227,11 @@ func SSDPrefill(p *ssd.Problem, got *ssd.Output, run SSDRunner) report.Finding {
 func SSDStep(s *ssd.Step, got *ssd.StepOutput) report.Finding {
 	want, sc := ssd.Decode(s)
 	arrays := judge.StepArrays(s, got, want, sc)
-	if ok, _ := ssdPasses(arrays); ok {
+	ok, ratios := ssdJudged(arrays)
+	if ok {
 		return report.Finding{Tag: "", Cause: "the failure did not reproduce on this step"}
 	}
-	f := report.Finding{Where: stepWhere(s, arrays)}
+	f := report.Finding{Where: strings.Join(failingCounts(ratios, judge.Threshold(arrays[0].Computed), "y", "state"), "; ")}
 	// a padding row's slot, or a slot no row names, written
 	if touched := untouchedWritten(s, got); touched != "" {
 		return report.Finding{Tag: "decode:padding-written", Cause: "a state slot that no row updates (a padding row's, or an unused one) was written", Where: touched}
@@ -268,9 +287,7 @@ func untouchedWritten(s *ssd.Step, got *ssd.StepOutput) string {
 // ssdWhere locates the failing elements of a prefill: per array, the
 // first failing step, whether it is a chunk's or a sequence's first, and
 // the failing heads.
-func ssdWhere(p *ssd.Problem, arrays []judge.SSDArray) string {
-	_, ratios, _ := judge.CompareSSD(arrays)
-	th := judge.Threshold(arrays[0].Computed)
+func ssdWhere(p *ssd.Problem, ratios map[string][]float64, th float64) string {
 	var parts []string
 	H, P := p.Heads, p.Headdim
 	if rs := ratios["y"]; rs != nil {
@@ -314,11 +331,6 @@ func ssdWhere(p *ssd.Problem, arrays []judge.SSDArray) string {
 		}
 	}
 	return strings.Join(append(parts, failingCounts(ratios, th, "final_states", "seq_states")...), "; ")
-}
-
-func stepWhere(s *ssd.Step, arrays []judge.SSDArray) string {
-	_, ratios, _ := judge.CompareSSD(arrays)
-	return strings.Join(failingCounts(ratios, judge.Threshold(arrays[0].Computed), "y", "state"), "; ")
 }
 
 // failingCounts says, for each named array, how many of its elements
