@@ -105,10 +105,13 @@ func ErrorScale(p *Problem) *Scale {
 					hl := (b*H+h)*L + t
 					dt := p.DT[hl]
 					prevPhi = bigPhi
+					var fastest float64 // the fastest pair's accumulation bounds every pair's
 					for i := 0; i < A; i++ {
-						phi[i] += math.Tanh(p.Angles[((b*L+t)*H+h)*A+i]) * math.Pi * dt
+						inc := math.Tanh(p.Angles[((b*L+t)*H+h)*A+i]) * math.Pi * dt
+						phi[i] += inc
+						fastest = math.Max(fastest, math.Abs(inc))
 					}
-					bigPhi += maxIncrement(p, b, t, h, dt) // the fastest pair's accumulation bounds every pair's
+					bigPhi += fastest
 					qk := ((b*L+t)*Hqk + g) * N
 					for n := 0; n < N; n++ {
 						q[n] = p.Q[qk+n] + p.QBias[h*N+n]
@@ -167,17 +170,6 @@ func ErrorScale(p *Problem) *Scale {
 		}
 	}
 	return out
-}
-
-// maxIncrement is the largest |tanh(Angles)·π·DT| over the rotated pairs
-// of head h at step t.
-func maxIncrement(p *Problem, b, t, h int, dt float64) float64 {
-	var m float64
-	A := p.AngleDim
-	for i := 0; i < A; i++ {
-		m = math.Max(m, math.Abs(math.Tanh(p.Angles[((b*p.Seqlen+t)*p.Heads+h)*A+i])*math.Pi*dt))
-	}
-	return m
 }
 
 func dOr0(d []float64, h int) float64 {
