@@ -389,46 +389,31 @@ ggml() {
 	return $fail
 }
 
-mamba2() {
-	[ $# -ge 1 ] && [ -d "$1/mamba_ssm/ops/triton" ] || { echo "usage: scripts/gpu.sh mamba2 CHECKOUT [COMMIT] (CHECKOUT holds mamba_ssm/ops/triton)"; exit 2; }
-	[ -x carry/mamba2.test ] || { echo "gpu.sh: no carry/mamba2.test (run scripts/gpu.sh build first)"; exit 1; }
-	local src out commit t0=$SECONDS rc=0 mrc=0
+# bridged NAME FOLDER CHECKOUT [COMMIT]: verify/NAME (mamba2, mamba3) against
+# upstream's kernels in CHECKOUT through adapters/NAME_upstream.py, then the
+# planted Triton mutants (NAME_MUTANTS=0, upper case, leaves them out).
+bridged() {
+	local name=$1 folder=$2
+	shift 2
+	[ $# -ge 1 ] && [ -d "$1/$folder" ] || { echo "usage: scripts/gpu.sh $name CHECKOUT [COMMIT] (CHECKOUT holds $folder)"; exit 2; }
+	[ -x carry/$name.test ] || { echo "gpu.sh: no carry/$name.test (run scripts/gpu.sh build first)"; exit 1; }
+	local src out commit t0=$SECONDS rc=0 mrc=0 upper
+	upper=$(echo "$name" | tr a-z A-Z)
 	src=$(cd "$1" && pwd)
 	out=${OUT:-out/gpu}
 	mkdir -p "$out" && out=$(cd "$out" && pwd)
 	commit=${2:-$(git -C "$src" rev-parse --short HEAD 2>/dev/null || echo unknown)}
 	nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
-	export SSMK_BRIDGE="mamba2_upstream checkout=$src commit=$commit"
+	export SSMK_BRIDGE="${name}_upstream checkout=$src commit=$commit"
 	echo "SSMK_BRIDGE=$SSMK_BRIDGE (the first calls compile and autotune the Triton kernels)"
-	(cd verify/mamba2 && ../../carry/mamba2.test -test.v -test.run '^TestMamba2[^T]' ${GPU_TEST_FLAGS:-} -report "$out/mamba2") >"$out/mamba2.log" 2>&1 || rc=$?
-	if [ "${MAMBA2_MUTANTS:-1}" != 0 ]; then
-		(cd verify/mamba2 && SSMK_MAMBA2_MUTANTS=$src ../../carry/mamba2.test -test.v -test.run TritonMutants) >"$out/mamba2-mutants.log" 2>&1 || mrc=$?
+	(cd verify/$name && ../../carry/$name.test -test.v -test.skip TritonMutants ${GPU_TEST_FLAGS:-} -report "$out/$name") >"$out/$name.log" 2>&1 || rc=$?
+	local skip=${upper}_MUTANTS
+	if [ "${!skip:-1}" != 0 ]; then
+		(cd verify/$name && env "SSMK_${upper}_MUTANTS=$src" ../../carry/$name.test -test.v -test.run TritonMutants) >"$out/$name-mutants.log" 2>&1 || mrc=$?
 	fi
-	cat "$out/mamba2/summary.txt" 2>/dev/null || tail -30 "$out/mamba2.log"
-	grep -E 'mutants_test.go:[0-9]+: ' "$out/mamba2-mutants.log" 2>/dev/null | cut -c1-160
-	echo "mamba2: suite $([ $rc -eq 0 ] && echo ok || echo FAIL), mutants $([ $mrc -eq 0 ] && echo ok || echo FAIL), $((SECONDS - t0)) s; logs in $out"
-	[ $rc -eq 0 ] && [ $mrc -eq 0 ]
-}
-
-mamba3() {
-	[ $# -ge 1 ] && [ -d "$1/mamba_ssm/ops/triton/mamba3" ] || { echo "usage: scripts/gpu.sh mamba3 CHECKOUT [COMMIT] (CHECKOUT holds mamba_ssm/ops/triton/mamba3)"; exit 2; }
-	[ -x carry/mamba3.test ] || { echo "gpu.sh: no carry/mamba3.test (run scripts/gpu.sh build first)"; exit 1; }
-	local src out commit t0=$SECONDS rc=0
-	src=$(cd "$1" && pwd)
-	out=${OUT:-out/gpu}
-	mkdir -p "$out" && out=$(cd "$out" && pwd)
-	commit=${2:-$(git -C "$src" rev-parse --short HEAD 2>/dev/null || echo unknown)}
-	nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
-	export SSMK_BRIDGE="mamba3_upstream checkout=$src commit=$commit"
-	echo "SSMK_BRIDGE=$SSMK_BRIDGE (the first calls compile the Triton kernels)"
-	local mrc=0
-	(cd verify/mamba3 && ../../carry/mamba3.test -test.v ${GPU_TEST_FLAGS:-} -report "$out/mamba3") >"$out/mamba3.log" 2>&1 || rc=$?
-	if [ "${MAMBA3_MUTANTS:-1}" != 0 ]; then
-		(cd verify/mamba3 && SSMK_MAMBA3_MUTANTS=$src ../../carry/mamba3.test -test.v -test.run TritonMutants) >"$out/mamba3-mutants.log" 2>&1 || mrc=$?
-	fi
-	cat "$out/mamba3/summary.txt" 2>/dev/null || tail -30 "$out/mamba3.log"
-	grep -E 'mutants_test.go:[0-9]+: ' "$out/mamba3-mutants.log" 2>/dev/null | cut -c1-160
-	echo "mamba3: suite $([ $rc -eq 0 ] && echo ok || echo FAIL), mutants $([ $mrc -eq 0 ] && echo ok || echo FAIL), $((SECONDS - t0)) s; logs in $out"
+	cat "$out/$name/summary.txt" 2>/dev/null || tail -30 "$out/$name.log"
+	grep -E 'mutants_test.go:[0-9]+: ' "$out/$name-mutants.log" 2>/dev/null | cut -c1-160
+	echo "$name: suite $([ $rc -eq 0 ] && echo ok || echo FAIL), mutants $([ $mrc -eq 0 ] && echo ok || echo FAIL), $((SECONDS - t0)) s; logs in $out"
 	[ $rc -eq 0 ] && [ $mrc -eq 0 ]
 }
 
@@ -441,8 +426,8 @@ case "${1:-}" in
 build) shift; build "$@" ;;
 report) shift; report "$@" ;;
 adapter) shift; adapter "$@" ;;
-mamba2) shift; mamba2 "$@" ;;
-mamba3) shift; mamba3 "$@" ;;
+mamba2) shift; bridged mamba2 mamba_ssm/ops/triton "$@" ;;
+mamba3) shift; bridged mamba3 mamba_ssm/ops/triton/mamba3 "$@" ;;
 ggml) shift; ggml "$@" ;;
 gate) shift; gate "$@" ;;
 bench) shift; bench "$@" ;;
