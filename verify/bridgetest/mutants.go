@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"ssmverify/report"
 )
 
 // TritonEdit replaces occurrences of a short expression in one file of a
@@ -169,5 +171,61 @@ func CheckMutantsApply(t *testing.T, env, path string) {
 		if err := MutantTree(checkout, t.TempDir(), m); err != nil {
 			t.Errorf("%s: %v", m.Name, err)
 		}
+	}
+}
+
+// MutantsFromEnv returns the checkout the environment variable env names
+// and the mutant list at path, and skips the test without it (a GPU
+// machine with torch and Triton runs them; see doc).
+func MutantsFromEnv(t *testing.T, env, path, doc string) (string, []TritonMutant) {
+	checkout := os.Getenv(env)
+	if checkout == "" {
+		t.Skipf("%s=path/to/mamba checkout not set (a GPU machine with torch and Triton: %s)", env, doc)
+	}
+	mutants, err := LoadTritonMutants(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return checkout, mutants
+}
+
+// MutantResult is what a mutant's case gave: whether the judgement failed
+// it, its worst ratio and the diagnosis.
+type MutantResult struct {
+	Killed  bool
+	Ratio   float64
+	Finding report.Finding
+}
+
+// Tally reports a mutant run: each mutant that did not run (errs) or
+// survived is an error, the table of results goes into the report, and at
+// least 90% must be named with their planted slip, alone or joined with a
+// second cause the unmutated kernel has too (dt:no-bias+narrow:tf32).
+func Tally(t *testing.T, rep *report.Report, title string, mutants []TritonMutant, results []MutantResult, errs []error) {
+	t.Helper()
+	tab := report.Table{Name: title, Columns: []string{"mutant", "case", "killed", "ratio", "diagnosis", "planted", "named"}}
+	killed, named := 0, 0
+	for i, m := range mutants {
+		r := results[i]
+		if errs[i] != nil {
+			t.Errorf("mutant %s: %v", m.Name, errs[i])
+			continue
+		}
+		if r.Killed {
+			killed++
+		} else {
+			t.Errorf("mutant %s survived its case %s (ratio %.3g)", m.Name, m.Case, r.Ratio)
+		}
+		ok := slices.Contains(strings.Split(r.Finding.Tag, "+"), m.Tag)
+		if ok {
+			named++
+		}
+		tab.Rows = append(tab.Rows, []string{m.Name, m.Case, fmt.Sprint(r.Killed), fmt.Sprintf("%.3g", r.Ratio), r.Finding.Tag, m.Tag, fmt.Sprint(ok)})
+		t.Logf("%-24s %-26s killed %-5t ratio %-9.3g [%s] %s", m.Name, m.Case, r.Killed, r.Ratio, r.Finding.Tag, r.Finding)
+	}
+	rep.AddTable(tab)
+	t.Logf("killed %d of %d, named correctly %d of %d", killed, len(mutants), named, len(mutants))
+	if float64(named) < 0.9*float64(len(mutants)) {
+		t.Errorf("named correctly %d of %d, want at least 90%%", named, len(mutants))
 	}
 }

@@ -1,9 +1,6 @@
 package mamba2
 
 import (
-	"fmt"
-	"os"
-	"slices"
 	"strings"
 	"testing"
 
@@ -35,22 +32,9 @@ func TestReplaceOccurrences(t *testing.T) {
 // diagnosed with the planted cause. Four mutants run at a time, each in a
 // worker of its own (Triton compiles each mutated kernel afresh).
 func TestMamba2TritonMutants(t *testing.T) {
-	checkout := os.Getenv("SSMK_MAMBA2_MUTANTS")
-	if checkout == "" {
-		t.Skip("SSMK_MAMBA2_MUTANTS=path/to/mamba checkout not set (a GPU machine with torch and Triton: docs/bridge.md)")
-	}
+	checkout, mutants := bridgetest.MutantsFromEnv(t, "SSMK_MAMBA2_MUTANTS", "testdata/triton-mutants.json", "docs/bridge.md")
 	track(t)
-	mutants, err := bridgetest.LoadTritonMutants("testdata/triton-mutants.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	type result struct {
-		killed  bool
-		tag     string
-		ratio   float64
-		finding report.Finding
-	}
-	results := make([]result, len(mutants))
+	results := make([]bridgetest.MutantResult, len(mutants))
 	f32 := pair{ssm.F32, ssm.F32}
 	errs := bridgetest.ForEachMutant(t, checkout, mutants, func(i int, m bridgetest.TritonMutant, dir string) error {
 		r := &results[i]
@@ -69,61 +53,34 @@ func TestMamba2TritonMutants(t *testing.T) {
 			p := prefillCase(name, f32)
 			got, err := k.Prefill(p)
 			if err != nil {
-				r.killed, r.tag, r.finding = true, "crash", report.Finding{Tag: "crash", Cause: err.Error()}
+				r.Killed, r.Finding = true, report.Finding{Tag: "crash", Cause: err.Error()}
 				return nil
 			}
 			want, sc := ssd.Prefill(p)
 			c, _, _ := judge.CompareSSD(judge.PrefillArrays(p, got, want, sc))
-			r.ratio = c.Worst.Ratio
-			r.killed = c.NonFinite > 0 || c.Worst.Ratio > judge.Threshold(p.DType)
-			if r.killed {
-				r.finding = diagnose.SSDPrefill(p, got, k.Prefill)
+			r.Ratio = c.Worst.Ratio
+			r.Killed = c.NonFinite > 0 || c.Worst.Ratio > judge.Threshold(p.DType)
+			if r.Killed {
+				r.Finding = diagnose.SSDPrefill(p, got, k.Prefill)
 			}
 		} else {
 			s := decodeCase(name, f32)
 			got, err := k.Step(s)
 			if err != nil {
-				r.killed, r.tag, r.finding = true, "crash", report.Finding{Tag: "crash", Cause: err.Error()}
+				r.Killed, r.Finding = true, report.Finding{Tag: "crash", Cause: err.Error()}
 				return nil
 			}
 			want, sc := ssd.Decode(s)
 			c, _, _ := judge.CompareSSD(judge.StepArrays(s, got, want, sc))
-			r.ratio = c.Worst.Ratio
-			r.killed = c.NonFinite > 0 || c.Worst.Ratio > judge.Threshold(s.DType)
-			if r.killed {
-				r.finding = diagnose.SSDStep(s, got)
+			r.Ratio = c.Worst.Ratio
+			r.Killed = c.NonFinite > 0 || c.Worst.Ratio > judge.Threshold(s.DType)
+			if r.Killed {
+				r.Finding = diagnose.SSDStep(s, got)
 			}
 		}
-		r.tag = r.finding.Tag
 		return nil
 	})
-	tab := report.Table{Name: "mamba2 Triton mutants (" + checkout + ")", Columns: []string{"mutant", "case", "killed", "ratio", "diagnosis", "planted", "named"}}
-	killed, named := 0, 0
-	for i, m := range mutants {
-		r := results[i]
-		if errs[i] != nil {
-			t.Errorf("mutant %s: %v", m.Name, errs[i])
-			continue
-		}
-		// a diagnosis names the planted slip alone, or with a second cause
-		// that the unmutated kernel has too (TF32 products, softplus)
-		ok := slices.Contains(strings.Split(r.tag, "+"), m.Tag)
-		if r.killed {
-			killed++
-		} else {
-			t.Errorf("mutant %s survived its case %s (ratio %.3g)", m.Name, m.Case, r.ratio)
-		}
-		if ok {
-			named++
-		}
-		tab.Rows = append(tab.Rows, []string{m.Name, m.Case, fmt.Sprint(r.killed), fmt.Sprintf("%.3g", r.ratio), r.tag, m.Tag, fmt.Sprint(ok)})
-		t.Logf("%-24s %-26s killed %-5t ratio %-9.3g [%s] %s", m.Name, m.Case, r.killed, r.ratio, r.tag, r.finding)
-	}
-	rep.AddTable(tab)
-	t.Logf("killed %d of %d, named correctly %d of %d", killed, len(mutants), named, len(mutants))
-	if float64(named) < 0.9*float64(len(mutants)) {
-		t.Errorf("named correctly %d of %d, want at least 90%%", named, len(mutants))
-	}
+	bridgetest.Tally(t, rep, "mamba2 Triton mutants ("+checkout+")", mutants, results, errs)
 }
 
 // TestMamba2TritonMutantsApply checks that every mutant applies to the
