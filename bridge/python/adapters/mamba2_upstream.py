@@ -15,7 +15,6 @@ with dt, dt_bias, D and A broadcast over the head dimension by stride-0 views
 (the kernel's tied-head-dimension path). selective_state_update takes no
 dt_limit, so the step declares none.
 """
-import os
 
 from ssmbridge import Unsupported, upstream
 from ssmbridge.arrays import from_torch, torch_dtype
@@ -25,17 +24,9 @@ MODS = {}
 
 
 def open(args):
-    for k, v in args.items():
-        if k not in ARGS:
-            raise SystemExit(f"mamba2_upstream: unknown argument {k!r} (want checkout=, commit=, device=)")
-        ARGS[k] = v
-    root = os.path.abspath(os.path.expanduser(ARGS["checkout"]))
-    if not ARGS["checkout"] or not os.path.isdir(os.path.join(root, "mamba_ssm", "ops", "triton")):
-        raise SystemExit(f"mamba2_upstream: checkout={ARGS['checkout']!r}: want a folder holding mamba_ssm/ops/triton")
-    ARGS["checkout"] = root
-    MODS["ssd"], MODS["ssu"] = upstream.load(root, ("mamba_ssm", "mamba_ssm.ops", "mamba_ssm.ops.triton", "mamba_ssm.utils"),
-                                             ("mamba_ssm.ops.triton.ssd_combined", "mamba_ssm.ops.triton.selective_state_update"))
-    ARGS["commit"] = upstream.commit(root, ARGS["commit"])
+    MODS["ssd"], MODS["ssu"] = upstream.open_checkout(
+        "mamba2_upstream", ARGS, args, "mamba_ssm/ops/triton", ("mamba_ssm", "mamba_ssm.ops", "mamba_ssm.ops.triton", "mamba_ssm.utils"),
+        ("mamba_ssm.ops.triton.ssd_combined", "mamba_ssm.ops.triton.selective_state_update"))
 
 
 def describe():

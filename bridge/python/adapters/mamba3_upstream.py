@@ -14,7 +14,6 @@ take bf16 operands in their matrix products; the step takes a state (it
 unpacks Input_States unconditionally). Head dimensions must be powers of two
 and the angle dimension even (the wrapper's asserts).
 """
-import os
 
 from ssmbridge import upstream
 from ssmbridge.arrays import from_torch
@@ -24,17 +23,10 @@ MODS = {}
 
 
 def open(args):
-    for k, v in args.items():
-        if k not in ARGS:
-            raise SystemExit(f"mamba3_upstream: unknown argument {k!r} (want checkout=, commit=, device=)")
-        ARGS[k] = v
-    root = os.path.abspath(os.path.expanduser(ARGS["checkout"]))
-    if not ARGS["checkout"] or not os.path.isdir(os.path.join(root, "mamba_ssm", "ops", "triton", "mamba3")):
-        raise SystemExit(f"mamba3_upstream: checkout={ARGS['checkout']!r}: want a folder holding mamba_ssm/ops/triton/mamba3")
-    ARGS["checkout"] = root
-    MODS["fwd"], MODS["step"] = upstream.load(root, ("mamba_ssm", "mamba_ssm.ops", "mamba_ssm.ops.triton", "mamba_ssm.ops.triton.mamba3", "mamba_ssm.utils"),
-                                              ("mamba_ssm.ops.triton.mamba3.mamba3_siso_combined", "mamba_ssm.ops.triton.mamba3.mamba3_siso_step"))
-    ARGS["commit"] = upstream.commit(root, ARGS["commit"])
+    MODS["fwd"], MODS["step"] = upstream.open_checkout(
+        "mamba3_upstream", ARGS, args, "mamba_ssm/ops/triton/mamba3",
+        ("mamba_ssm", "mamba_ssm.ops", "mamba_ssm.ops.triton", "mamba_ssm.ops.triton.mamba3", "mamba_ssm.utils"),
+        ("mamba_ssm.ops.triton.mamba3.mamba3_siso_combined", "mamba_ssm.ops.triton.mamba3.mamba3_siso_step"))
 
 
 def describe():

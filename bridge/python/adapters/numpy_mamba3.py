@@ -9,6 +9,7 @@ import math
 
 import numpy as np
 
+from ssmbridge import set_args
 from ssmbridge.arrays import compute_dtype, from_float, get, to_float
 
 ARGS = {"slip": ""}
@@ -16,10 +17,7 @@ SLIPS = ("no-previous", "lambda-fixed", "prev-key-current-angle", "rotate-halves
 
 
 def open(args):
-    for k, v in args.items():
-        if k not in ARGS:
-            raise SystemExit(f"numpy_mamba3: unknown argument {k!r} (want slip=)")
-        ARGS[k] = v
+    set_args("numpy_mamba3", ARGS, args)
     if ARGS["slip"] and ARGS["slip"] not in SLIPS:
         raise SystemExit(f"numpy_mamba3: slip={ARGS['slip']!r}, want one of {SLIPS}")
 

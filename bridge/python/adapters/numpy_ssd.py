@@ -11,7 +11,7 @@ algebra's known bugs (for the suite's own tests of its diagnosis).
 """
 import numpy as np
 
-from ssmbridge import Unsupported
+from ssmbridge import Unsupported, set_args
 from ssmbridge.arrays import compute_dtype, from_float, get, to_float
 
 ARGS = {"mode": "chunked", "slip": ""}
@@ -20,10 +20,7 @@ SLIPS = ("drop-init", "no-reset", "group-repeat", "no-dt-limit", "state-bf16", "
 
 
 def open(args):
-    for k, v in args.items():
-        if k not in ARGS:
-            raise SystemExit(f"numpy_ssd: unknown argument {k!r} (want mode=, slip=)")
-        ARGS[k] = v
+    set_args("numpy_ssd", ARGS, args)
     if ARGS["mode"] not in ("chunked", "sequential"):
         raise SystemExit(f"numpy_ssd: mode={ARGS['mode']!r}, want chunked or sequential")
     if ARGS["slip"] and ARGS["slip"] not in SLIPS:

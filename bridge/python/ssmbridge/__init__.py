@@ -17,3 +17,13 @@ class Unsupported(Exception):
 class Invalid(Exception):
     """Raised by an adapter for arguments it refuses (the message names the
     argument): the suite judges whether refusing was right."""
+
+
+def set_args(adapter, defaults, args):
+    """Sets an adapter's key=value arguments into its defaults (a dict),
+    refusing a key it does not know."""
+    for k, v in args.items():
+        if k not in defaults:
+            want = ", ".join(f"{d}=" for d in defaults)
+            raise SystemExit(f"{adapter}: unknown argument {k!r} (want {want})")
+        defaults[k] = v

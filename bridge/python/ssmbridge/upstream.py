@@ -10,6 +10,22 @@ import sys
 import types
 
 
+def open_checkout(adapter, args, given, folder, packages, modules):
+    """Sets the adapter's arguments (checkout=, commit=, device=) from given,
+    checks that the checkout holds folder, and loads modules from it; the
+    checkout becomes an absolute path and the commit the one named, else
+    the checkout's git HEAD. Returns the modules."""
+    from . import set_args
+    set_args(adapter, args, given)
+    root = os.path.abspath(os.path.expanduser(args["checkout"]))
+    if not args["checkout"] or not os.path.isdir(os.path.join(root, folder)):
+        raise SystemExit(f"{adapter}: checkout={args['checkout']!r}: want a folder holding {folder}")
+    args["checkout"] = root
+    mods = load(root, packages, modules)
+    args["commit"] = commit(root, args["commit"])
+    return mods
+
+
 def load(root, packages, modules):
     """Imports modules (dotted names) from the checkout root, each of the
     packages an empty module whose __path__ is its folder."""
