@@ -2,8 +2,8 @@ package mamba3
 
 import (
 	"fmt"
-	"math"
 
+	"ssmverify/ssd"
 	"ssmverify/ssm"
 )
 
@@ -85,13 +85,9 @@ func (p *Problem) NumSeqs() int {
 
 // Validate checks sizes and lengths, naming the offending field.
 func (p *Problem) Validate() error {
-	for _, d := range []struct {
-		name string
-		v    int
-	}{{"Batch", p.Batch}, {"Seqlen", p.Seqlen}, {"HeadsQK", p.HeadsQK}, {"Heads", p.Heads}, {"N", p.N}, {"P", p.P}} {
-		if d.v < 1 {
-			return fmt.Errorf("mamba3: %s = %d, want ≥ 1", d.name, d.v)
-		}
+	if err := ssd.CheckSizes("mamba3: ", ssd.Size{Name: "Batch", V: p.Batch}, ssd.Size{Name: "Seqlen", V: p.Seqlen}, ssd.Size{Name: "HeadsQK", V: p.HeadsQK},
+		ssd.Size{Name: "Heads", V: p.Heads}, ssd.Size{Name: "N", V: p.N}, ssd.Size{Name: "P", V: p.P}); err != nil {
+		return err
 	}
 	if p.Heads%p.HeadsQK != 0 {
 		return fmt.Errorf("mamba3: HeadsQK = %d does not divide Heads = %d", p.HeadsQK, p.Heads)
@@ -101,25 +97,12 @@ func (p *Problem) Validate() error {
 	}
 	L, B, H := p.Seqlen, p.Batch, p.Heads
 	qk, v, hl := B*L*p.HeadsQK*p.N, B*L*H*p.P, B*H*L
-	for _, a := range []struct {
-		name string
-		v    []float64
-		want int
-		opt  bool
-	}{{"Q", p.Q, qk, false}, {"K", p.K, qk, false}, {"V", p.V, v, false}, {"ADT", p.ADT, hl, false}, {"DT", p.DT, hl, false},
-		{"Trap", p.Trap, hl, false}, {"QBias", p.QBias, H * p.N, false}, {"KBias", p.KBias, H * p.N, false},
-		{"Angles", p.Angles, B * L * H * p.AngleDim, false}, {"D", p.D, H, true}, {"Z", p.Z, v, true}} {
-		if a.v == nil && a.opt {
-			continue
-		}
-		if len(a.v) != a.want {
-			return fmt.Errorf("mamba3: len(%s) = %d, want %d", a.name, len(a.v), a.want)
-		}
-		for i, x := range a.v {
-			if math.IsNaN(x) || math.IsInf(x, 0) {
-				return fmt.Errorf("mamba3: %s[%d] = %g, want a finite number", a.name, i, x)
-			}
-		}
+	if err := ssd.CheckFields("mamba3: ", "", true,
+		ssd.Field{Name: "Q", V: p.Q, Want: qk, Optional: false}, ssd.Field{Name: "K", V: p.K, Want: qk, Optional: false}, ssd.Field{Name: "V", V: p.V, Want: v, Optional: false}, ssd.Field{Name: "ADT", V: p.ADT, Want: hl, Optional: false},
+		ssd.Field{Name: "DT", V: p.DT, Want: hl, Optional: false}, ssd.Field{Name: "Trap", V: p.Trap, Want: hl, Optional: false}, ssd.Field{Name: "QBias", V: p.QBias, Want: H * p.N, Optional: false},
+		ssd.Field{Name: "KBias", V: p.KBias, Want: H * p.N, Optional: false}, ssd.Field{Name: "Angles", V: p.Angles, Want: B * L * H * p.AngleDim, Optional: false},
+		ssd.Field{Name: "D", V: p.D, Want: H, Optional: true}, ssd.Field{Name: "Z", V: p.Z, Want: v, Optional: true}); err != nil {
+		return err
 	}
 	for i, x := range p.ADT {
 		if x > 0 {
@@ -128,14 +111,10 @@ func (p *Problem) Validate() error {
 	}
 	if s := p.State; s != nil {
 		S := p.NumSeqs()
-		for _, a := range []struct {
-			name string
-			v    []float64
-			want int
-		}{{"State.Angle", s.Angle, S * H * p.AngleDim}, {"State.SSM", s.SSM, S * H * p.P * p.N}, {"State.K", s.K, S * H * p.N}, {"State.V", s.V, S * H * p.P}} {
-			if len(a.v) != a.want {
-				return fmt.Errorf("mamba3: len(%s) = %d, want %d", a.name, len(a.v), a.want)
-			}
+		if err := ssd.CheckFields("mamba3: ", "", false, ssd.Field{Name: "State.Angle", V: s.Angle, Want: S * H * p.AngleDim, Optional: false},
+			ssd.Field{Name: "State.SSM", V: s.SSM, Want: S * H * p.P * p.N, Optional: false}, ssd.Field{Name: "State.K", V: s.K, Want: S * H * p.N, Optional: false},
+			ssd.Field{Name: "State.V", V: s.V, Want: S * H * p.P, Optional: false}); err != nil {
+			return err
 		}
 	}
 	if c := p.CuSeqlens; c != nil {

@@ -110,13 +110,9 @@ func (p *Problem) Shape() string {
 
 // Validate checks sizes, lengths and values, naming the offending field.
 func (p *Problem) Validate() error {
-	for _, d := range []struct {
-		name string
-		v    int
-	}{{"Batch", p.Batch}, {"Seqlen", p.Seqlen}, {"Heads", p.Heads}, {"Headdim", p.Headdim}, {"Groups", p.Groups}, {"Dstate", p.Dstate}} {
-		if d.v < 1 {
-			return fmt.Errorf("ssd: %s = %d, want ≥ 1", d.name, d.v)
-		}
+	if err := CheckSizes("ssd: ", Size{"Batch", p.Batch}, Size{"Seqlen", p.Seqlen}, Size{"Heads", p.Heads}, Size{"Headdim", p.Headdim},
+		Size{"Groups", p.Groups}, Size{"Dstate", p.Dstate}); err != nil {
+		return err
 	}
 	if p.Chunk < 0 {
 		return fmt.Errorf("ssd: Chunk = %d, want ≥ 0 (0: a sequential evaluation)", p.Chunk)
@@ -127,29 +123,12 @@ func (p *Problem) Validate() error {
 	if !p.DType.Valid() || !p.StateDType.Valid() {
 		return fmt.Errorf("ssd: DType %v or StateDType %v is not a dtype of the ABI", p.DType, p.StateDType)
 	}
-	lens := []struct {
-		name string
-		v    []float64
-		want int
-		opt  bool
-	}{
-		{"X", p.X, p.XLen(), false}, {"Dt", p.Dt, p.DtLen(), false}, {"A", p.A, p.Heads, false},
-		{"B", p.B, p.BCLen(), false}, {"C", p.C, p.BCLen(), false},
-		{"D", p.D, p.Heads, true}, {"Z", p.Z, p.XLen(), true}, {"DtBias", p.DtBias, p.Heads, true},
-		{"InitialStates", p.InitialStates, p.StateLen(), true},
-	}
-	for _, l := range lens {
-		if l.v == nil && l.opt {
-			continue
-		}
-		if len(l.v) != l.want {
-			return fmt.Errorf("ssd: len(%s) = %d, want %d for %s", l.name, len(l.v), l.want, p.Shape())
-		}
-		for i, v := range l.v {
-			if math.IsNaN(v) || math.IsInf(v, 0) {
-				return fmt.Errorf("ssd: %s[%d] = %g, want a finite number", l.name, i, v)
-			}
-		}
+	if err := CheckFields("ssd: ", " for "+p.Shape(), true,
+		Field{"X", p.X, p.XLen(), false}, Field{"Dt", p.Dt, p.DtLen(), false}, Field{"A", p.A, p.Heads, false},
+		Field{"B", p.B, p.BCLen(), false}, Field{"C", p.C, p.BCLen(), false},
+		Field{"D", p.D, p.Heads, true}, Field{"Z", p.Z, p.XLen(), true}, Field{"DtBias", p.DtBias, p.Heads, true},
+		Field{"InitialStates", p.InitialStates, p.StateLen(), true}); err != nil {
+		return err
 	}
 	for h, a := range p.A {
 		if a > 0 {
@@ -222,32 +201,19 @@ type Step struct {
 
 // Validate checks a step like Problem.Validate.
 func (s *Step) Validate() error {
-	for _, d := range []struct {
-		name string
-		v    int
-	}{{"Batch", s.Batch}, {"Slots", s.Slots}, {"Heads", s.Heads}, {"Headdim", s.Headdim}, {"Groups", s.Groups}, {"Dstate", s.Dstate}} {
-		if d.v < 1 {
-			return fmt.Errorf("ssd: step %s = %d, want ≥ 1", d.name, d.v)
-		}
+	if err := CheckSizes("ssd: step ", Size{"Batch", s.Batch}, Size{"Slots", s.Slots}, Size{"Heads", s.Heads}, Size{"Headdim", s.Headdim},
+		Size{"Groups", s.Groups}, Size{"Dstate", s.Dstate}); err != nil {
+		return err
 	}
 	if s.Heads%s.Groups != 0 {
 		return fmt.Errorf("ssd: step Groups = %d does not divide Heads = %d", s.Groups, s.Heads)
 	}
 	hs := s.Heads * s.Headdim
-	for _, l := range []struct {
-		name string
-		v    []float64
-		want int
-		opt  bool
-	}{{"State", s.State, s.Slots * hs * s.Dstate, false}, {"X", s.X, s.Batch * hs, false}, {"Dt", s.Dt, s.Batch * s.Heads, false},
-		{"A", s.A, s.Heads, false}, {"B", s.B, s.Batch * s.Groups * s.Dstate, false}, {"C", s.C, s.Batch * s.Groups * s.Dstate, false},
-		{"D", s.D, s.Heads, true}, {"Z", s.Z, s.Batch * hs, true}, {"DtBias", s.DtBias, s.Heads, true}} {
-		if l.v == nil && l.opt {
-			continue
-		}
-		if len(l.v) != l.want {
-			return fmt.Errorf("ssd: step len(%s) = %d, want %d", l.name, len(l.v), l.want)
-		}
+	if err := CheckFields("ssd: step ", "", false,
+		Field{"State", s.State, s.Slots * hs * s.Dstate, false}, Field{"X", s.X, s.Batch * hs, false}, Field{"Dt", s.Dt, s.Batch * s.Heads, false},
+		Field{"A", s.A, s.Heads, false}, Field{"B", s.B, s.Batch * s.Groups * s.Dstate, false}, Field{"C", s.C, s.Batch * s.Groups * s.Dstate, false},
+		Field{"D", s.D, s.Heads, true}, Field{"Z", s.Z, s.Batch * hs, true}, Field{"DtBias", s.DtBias, s.Heads, true}); err != nil {
+		return err
 	}
 	if s.Indices == nil && s.Slots < s.Batch {
 		return fmt.Errorf("ssd: step Slots = %d < Batch = %d without Indices", s.Slots, s.Batch)
