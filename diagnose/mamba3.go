@@ -1,6 +1,8 @@
 package diagnose
 
 import (
+	"fmt"
+	"math"
 	"strings"
 
 	"ssmverify/judge"
@@ -8,30 +10,117 @@ import (
 	"ssmverify/report"
 )
 
-// Mamba3 diagnoses a failing forward (or step) of Mamba-3's SISO layer:
-// the slip of mamba3.Slips() whose reference the kernel's y and states
-// match within the error model, else "none" with where it fails.
+var mamba3Arrays = []string{"y", "angle_state", "ssm_state", "k_state", "v_state"}
+
+// Mamba3 diagnoses a failing forward (or step) of Mamba-3's SISO layer.
+// Each slip of mamba3.Slips() is judged at its own magnitudes
+// (mamba3.ErrorScaleVariant: a β without Δ grows the state by 1/Δ, and
+// its rounding with it). In order:
+//
+//   - a slip whose reference the kernel's y and states match everywhere
+//     (others that match as well are listed in Also);
+//   - two slips together (their variants merged), named "a+b";
+//   - the slip that explains the most of the failing elements, if it
+//     explains at least nine in ten of them: named, with what it leaves
+//     unexplained in Where and the counts in Evidence — a slip and a
+//     second fault it does not describe;
+//   - else "none", with where the failure shows.
 func Mamba3(p *mamba3.Problem, y []float64, st *mamba3.State) report.Finding {
 	want, wst := mamba3.Forward(p)
-	sc := mamba3.ErrorScale(p)
-	arrays := judge.Mamba3Arrays(p, y, want, st, wst, sc)
-	ok, ratios := ssdJudged(arrays)
+	ok, ratios := ssdJudged(judge.Mamba3Arrays(p, y, want, st, wst, mamba3.ErrorScale(p)))
 	if ok {
 		return report.Finding{Cause: "the failure did not reproduce on this problem"}
 	}
-	f := report.Finding{Where: strings.Join(failingCounts(ratios, judge.Threshold(arrays[0].Computed), "y", "angle_state", "ssm_state", "k_state", "v_state"), "; ")}
-	for _, s := range mamba3.Slips() {
-		ay, ast := mamba3.ForwardVariant(p, s.Variant)
-		if ssdPasses(judge.Mamba3Arrays(p, y, ay, st, ast, sc)) {
+	th := judge.Threshold(p.DType)
+	f := report.Finding{Where: strings.Join(failingCounts(ratios, th, mamba3Arrays...), "; ")}
+	failing := failingSet(ratios, th)
+	judgeVariant := func(v mamba3.Variant) (bool, map[string][]float64) {
+		ay, ast := mamba3.ForwardVariant(p, v)
+		return ssdJudged(judge.Mamba3Arrays(p, y, ay, st, ast, mamba3.ErrorScaleVariant(p, v)))
+	}
+	slips := mamba3.Slips()
+	best, bestExplained := -1, 0
+	var bestRatios map[string][]float64
+	for i, s := range slips {
+		pass, rs := judgeVariant(s.Variant)
+		if pass {
 			if f.Tag == "" {
 				f.Tag, f.Cause = s.Tag, s.Cause
 			} else {
 				f.Also = append(f.Also, s.Tag)
 			}
+			continue
+		}
+		if n := explained(failing, rs, th); n > bestExplained {
+			best, bestExplained, bestRatios = i, n, rs
 		}
 	}
-	if f.Tag == "" {
-		f.Tag, f.Cause = "none", "no known slip of Mamba-3's exponential-trapezoidal layer fits"
+	if f.Tag != "" {
+		return f
+	}
+	for i := range slips {
+		for j := i + 1; j < len(slips); j++ {
+			v, ok := mamba3.Merge(slips[i].Variant, slips[j].Variant)
+			if !ok {
+				continue
+			}
+			if pass, _ := judgeVariant(v); pass {
+				f.Tag = slips[i].Tag + "+" + slips[j].Tag
+				f.Cause = slips[i].Cause + "; and " + slips[j].Cause
+				return f
+			}
+		}
+	}
+	total := len(failing)
+	if best >= 0 && 10*bestExplained >= 9*total {
+		s := slips[best]
+		f.Tag = s.Tag
+		f.Cause = s.Cause + fmt.Sprintf(" — it explains %d of the %d failing elements, not all: a second fault remains", bestExplained, total)
+		f.Where = "unexplained by " + s.Tag + ": " + strings.Join(failingCounts(bestRatios, th, mamba3Arrays...), "; ")
+		f.Evidence = append(f.Evidence, fmt.Sprintf("failing against the reference: %d elements; against %s: %d", total, s.Tag, total-bestExplained+newlyFailing(failing, bestRatios, th)))
+		return f
+	}
+	f.Tag, f.Cause = "none", "no known slip of Mamba-3's exponential-trapezoidal layer fits"
+	if best >= 0 {
+		f.Evidence = append(f.Evidence, fmt.Sprintf("closest: %s explains %d of %d failing elements", slips[best].Tag, bestExplained, total))
 	}
 	return f
+}
+
+// failingSet is the set of (array, element) beyond the threshold.
+func failingSet(ratios map[string][]float64, th float64) map[[2]int]bool {
+	out := map[[2]int]bool{}
+	for ai, name := range mamba3Arrays {
+		for i, r := range ratios[name] {
+			if !(r <= th) {
+				out[[2]int{ai, i}] = true
+			}
+		}
+	}
+	return out
+}
+
+// explained counts the failing elements that pass under rs, less the
+// elements that pass against the reference and fail under rs (a variant
+// that "explains" by breaking what was right explains nothing).
+func explained(failing map[[2]int]bool, rs map[string][]float64, th float64) int {
+	n := 0
+	for e := range failing {
+		if r := rs[mamba3Arrays[e[0]]]; e[1] < len(r) && r[e[1]] <= th {
+			n++
+		}
+	}
+	return max(0, n-newlyFailing(failing, rs, th))
+}
+
+func newlyFailing(failing map[[2]int]bool, rs map[string][]float64, th float64) int {
+	n := 0
+	for ai, name := range mamba3Arrays {
+		for i, r := range rs[name] {
+			if !(r <= th) && !failing[[2]int{ai, i}] && !math.IsNaN(r) {
+				n++
+			}
+		}
+	}
+	return n
 }

@@ -96,3 +96,43 @@ func TestMamba3NamesEachSlip(t *testing.T) {
 		}
 	}
 }
+
+// TestMamba3NamesTwoSlipsAndResiduals: two slips together are named as a
+// pair; a slip plus a fault outside the catalogue (one corrupted final
+// state element) is named with the residual said; a result no slip comes
+// near is "none".
+func TestMamba3NamesTwoSlipsAndResiduals(t *testing.T) {
+	p := mamba3.Generate(mamba3.Options{Batch: 1, Seqlen: 40, HeadsQK: 1, Heads: 2, N: 8, P: 3, AngleDim: 2, D: true, Z: true, State: true}, 7)
+	p.Arithmetic = mamba3.Arithmetic{U: 0x1p-24}
+	slips := mamba3.Slips()
+	byTag := map[string]mamba3.Variant{}
+	for _, s := range slips {
+		byTag[s.Tag] = s.Variant
+	}
+	v, ok := mamba3.Merge(byTag["m3:gamma-no-dt"], byTag["m3:angle-no-dt"])
+	if !ok {
+		t.Fatal("Merge refused two independent slips")
+	}
+	y, st := mamba3.ForwardVariant(p, v)
+	if f := Mamba3(p, y, st); f.Tag != "m3:gamma-no-dt+m3:angle-no-dt" {
+		t.Errorf("two slips: diagnosis [%s] %s", f.Tag, f)
+	}
+	if _, ok := mamba3.Merge(byTag["m3:no-previous"], byTag["m3:beta-no-dt"]); ok {
+		t.Error("Merge accepted two changes of β")
+	}
+
+	y, st = mamba3.ForwardVariant(p, byTag["m3:beta-no-dt"])
+	st.SSM[5] += 1
+	f := Mamba3(p, y, st)
+	if f.Tag != "m3:beta-no-dt" || !strings.Contains(f.Cause, "second fault") || !strings.Contains(f.Where, "ssm_state: 1 of") {
+		t.Errorf("slip plus a stray element: diagnosis [%s] %s", f.Tag, f)
+	}
+
+	y, st = mamba3.Forward(p)
+	for i := range y {
+		y[i] = -y[i]
+	}
+	if f := Mamba3(p, y, st); f.Tag != "none" {
+		t.Errorf("negated output: diagnosis [%s] %s", f.Tag, f)
+	}
+}

@@ -36,6 +36,33 @@ type Variant struct {
 	AngleBF16, AngleStoredBF16 bool
 }
 
+// coefficients returns (α, β, γ) of a step as v evaluates them.
+func (v Variant) coefficients(adt, dt, trap float64) (alpha, beta, gamma float64) {
+	lambda := sigmoid(trap)
+	if v.Lambda != nil {
+		lambda = v.Lambda(trap)
+	}
+	alpha, beta, gamma = Coefficients(adt, dt, lambda)
+	switch {
+	case v.NoPrevious:
+		beta = 0
+	case v.BetaNoDt:
+		beta = (1 - lambda) * alpha
+	}
+	if v.GammaNoDt {
+		gamma = lambda
+	}
+	return alpha, beta, gamma
+}
+
+// increment returns a step's angle increment as v evaluates it.
+func (v Variant) increment(angle, dt float64) float64 {
+	if v.AngleNoDt {
+		return math.Tanh(angle) * math.Pi
+	}
+	return math.Tanh(angle) * math.Pi * dt
+}
+
 // A Slip is one of the known ways a kernel of the layer goes wrong, as the
 // variant of the reference that computes it (package diagnose compares a
 // failing kernel with each).
@@ -69,10 +96,6 @@ func Forward(p *Problem) ([]float64, *State) { return ForwardVariant(p, Variant{
 // ForwardVariant is Forward evaluated as v says.
 func ForwardVariant(p *Problem, v Variant) ([]float64, *State) {
 	L, H, Hqk, N, P, A := p.Seqlen, p.Heads, p.HeadsQK, p.N, p.P, p.AngleDim
-	lambdaOf := sigmoid
-	if v.Lambda != nil {
-		lambdaOf = v.Lambda
-	}
 	y := make([]float64, p.Batch*L*H*P)
 	S := p.NumSeqs()
 	fin := &State{Angle: make([]float64, S*H*A), SSM: make([]float64, S*H*P*N), K: make([]float64, S*H*N), V: make([]float64, S*H*P)}
@@ -105,11 +128,7 @@ func ForwardVariant(p *Problem, v Variant) ([]float64, *State) {
 				hl := (b*H+h)*L + t
 				dt := p.DT[hl]
 				for i := 0; i < A; i++ {
-					inc := math.Tanh(p.Angles[((b*L+t)*H+h)*A+i]) * math.Pi
-					if !v.AngleNoDt {
-						inc *= dt
-					}
-					phi[i] += inc
+					phi[i] += v.increment(p.Angles[((b*L+t)*H+h)*A+i], dt)
 					if !v.NoWrap {
 						phi[i] -= 2 * math.Pi * math.Floor(phi[i]/(2*math.Pi))
 					}
@@ -135,16 +154,7 @@ func ForwardVariant(p *Problem, v Variant) ([]float64, *State) {
 				}
 				rot(q, angle)
 				rot(k, angle)
-				alpha, beta, gamma := Coefficients(p.ADT[hl], dt, lambdaOf(p.Trap[hl]))
-				switch {
-				case v.NoPrevious:
-					beta = 0
-				case v.BetaNoDt:
-					beta /= dt
-				}
-				if v.GammaNoDt {
-					gamma /= dt
-				}
+				alpha, beta, gamma := v.coefficients(p.ADT[hl], dt, p.Trap[hl])
 				if v.PrevCurrentAngle && t > sq[1] {
 					rot(kPrev, angle)
 				}
@@ -207,4 +217,24 @@ func rotateHalves(x, phi []float64) {
 		x0, x1 := x[i], x[i+half]
 		x[i], x[i+half] = x0*c-x1*s, x0*s+x1*c
 	}
+}
+
+// Merge returns the variant that does what a and b both do, false when
+// they change the same thing (two λs, two angle precisions, β dropped and
+// β without Δ).
+func Merge(a, b Variant) (Variant, bool) {
+	if (a.Lambda != nil && b.Lambda != nil) || (a.NoPrevious || a.BetaNoDt) && (b.NoPrevious || b.BetaNoDt) ||
+		(a.AngleBF16 || a.AngleStoredBF16) && (b.AngleBF16 || b.AngleStoredBF16) {
+		return Variant{}, false
+	}
+	m := a
+	if b.Lambda != nil {
+		m.Lambda = b.Lambda
+	}
+	m.NoWrap = a.NoWrap || b.NoWrap
+	m.PrevCurrentAngle = a.PrevCurrentAngle || b.PrevCurrentAngle
+	m.NoPrevious, m.BetaNoDt = a.NoPrevious || b.NoPrevious, a.BetaNoDt || b.BetaNoDt
+	m.GammaNoDt, m.HalfSplit, m.AngleNoDt = a.GammaNoDt || b.GammaNoDt, a.HalfSplit || b.HalfSplit, a.AngleNoDt || b.AngleNoDt
+	m.AngleBF16, m.AngleStoredBF16 = a.AngleBF16 || b.AngleBF16, a.AngleStoredBF16 || b.AngleStoredBF16
+	return m, true
 }

@@ -38,7 +38,14 @@ type Scale struct {
 // err relatively by tanh's error, and the wrapped angle rounds by 2π·u per
 // step). The relative angle of q_t and k_s is what rotates their product,
 // so its error grows with Φ_t − Φ_s, and decays with the term.
-func ErrorScale(p *Problem) *Scale {
+func ErrorScale(p *Problem) *Scale { return ErrorScaleVariant(p, Variant{}) }
+
+// ErrorScaleVariant is the error model of ForwardVariant(p, v): the same
+// analysis with v's coefficients and angle increments, so that a slip is
+// judged at its own magnitudes (a β or γ without Δ grows the state by 1/Δ,
+// and its bounds with it). A bfloat16 angle adds its rounding to the
+// final angle's scale.
+func ErrorScaleVariant(p *Problem, v Variant) *Scale {
 	L, H, Hqk, N, P, A := p.Seqlen, p.Heads, p.HeadsQK, p.N, p.P, p.AngleDim
 	ar := p.Arithmetic
 	u := ar.U
@@ -50,6 +57,10 @@ func ErrorScale(p *Problem) *Scale {
 	out := &Scale{Y: make([]float64, p.Batch*L*H*P), TinyY: make([]float64, p.Batch*L*H*P),
 		Angle: make([]float64, S*H*A), SSM: make([]float64, S*H*P*N), K: make([]float64, S*H*N), V: make([]float64, S*H*P),
 		TinyAngle: make([]float64, S*H*A), TinySSM: make([]float64, S*H*P*N), TinyK: make([]float64, S*H*N), TinyV: make([]float64, S*H*P)}
+	var angleRounding float64 // a bfloat16 angle: one rounding more or less than the variant's
+	if v.AngleBF16 || v.AngleStoredBF16 {
+		angleRounding = 2 * math.Pi * 0x1p-8 / u
+	}
 	k0 := float64(N + 2*max(ar.Chunk, 1) + 8)
 	k0s := float64(2*max(ar.Chunk, 1) + 8)
 	ops := 4 * ar.OperandU / u
@@ -107,7 +118,7 @@ func ErrorScale(p *Problem) *Scale {
 					prevPhi = bigPhi
 					var fastest float64 // the fastest pair's accumulation bounds every pair's
 					for i := 0; i < A; i++ {
-						inc := math.Tanh(p.Angles[((b*L+t)*H+h)*A+i]) * math.Pi * dt
+						inc := v.increment(p.Angles[((b*L+t)*H+h)*A+i], dt)
 						phi[i] += inc
 						fastest = math.Max(fastest, math.Abs(inc))
 					}
@@ -119,7 +130,18 @@ func ErrorScale(p *Problem) *Scale {
 					}
 					rotate(q, phi)
 					rotate(k, phi)
-					alpha, beta, gamma := Coefficients(p.ADT[hl], dt, sigmoid(p.Trap[hl]))
+					alpha, beta, gamma := v.coefficients(p.ADT[hl], dt, p.Trap[hl])
+					// |∂β/∂λ|/α and |∂γ/∂λ|: how λ's error enters
+					dbl, dgl := dt, dt
+					switch {
+					case v.NoPrevious:
+						dbl = 0
+					case v.BetaNoDt:
+						dbl = 1
+					}
+					if v.GammaNoDt {
+						dgl = 1
+					}
 					cum += p.ADT[hl]
 					v := p.V[((b*L+t)*H+h)*P+pp]
 					tt := float64(t)
@@ -129,7 +151,7 @@ func ErrorScale(p *Problem) *Scale {
 						terms[n].Step(t, alpha, mb+mg, math.Abs(cum), sq[1])
 						rPhi[n] = alpha*rPhi[n] + mb*prevPhi + mg*bigPhi
 						rPos[n] = alpha*rPos[n] + (mb+mg)*tt
-						rLam[n] = alpha*rLam[n] + dt*(alpha*pn(kp, n)*math.Abs(vp)+pn(k, n)*math.Abs(v))
+						rLam[n] = alpha*rLam[n] + dbl*alpha*pn(kp, n)*math.Abs(vp) + dgl*pn(k, n)*math.Abs(v)
 						rKV[n] = alpha*rKV[n] + mb
 						sum := terms[n].Sum()
 						rot := (ta/u+3)*(bigPhi*sum-rPhi[n]) + 2*math.Pi*(tt*sum-rPos[n]) + 2*sc/u*sum
@@ -162,7 +184,7 @@ func ErrorScale(p *Problem) *Scale {
 						out.TinyK[(si*H+h)*N+n] = 1
 					}
 					for i := 0; i < A; i++ {
-						out.Angle[(si*H+h)*A+i] = (ta/u+3)*bigPhi + 2*math.Pi*float64(last-sq[1]+2)
+						out.Angle[(si*H+h)*A+i] = (ta/u+3)*bigPhi + 2*math.Pi*float64(last-sq[1]+2) + angleRounding
 						out.TinyAngle[(si*H+h)*A+i] = 1
 					}
 				}
