@@ -17,8 +17,9 @@ var mamba3Arrays = []string{"y", "angle_state", "ssm_state", "k_state", "v_state
 // (mamba3.ErrorScaleVariant: a β without Δ grows the state by 1/Δ, and
 // its rounding with it). In order:
 //
-//   - a slip whose reference the kernel's y and states match everywhere
-//     (others that match as well are listed in Also);
+//   - a slip whose reference the kernel's y and states match everywhere,
+//     the closest (smallest worst ratio) where several do, the others
+//     listed in Also;
 //   - two slips together (their variants merged), named "a+b";
 //   - the slip that explains the most of the failing elements, if it
 //     explains at least nine in ten of them: named, with what it leaves
@@ -41,12 +42,18 @@ func Mamba3(p *mamba3.Problem, y []float64, st *mamba3.State) report.Finding {
 	slips := mamba3.Slips()
 	best, bestExplained := -1, 0
 	var bestRatios map[string][]float64
+	fitRatio := math.Inf(1)
 	for i, s := range slips {
 		pass, rs := judgeVariant(s.Variant)
 		if pass {
-			if f.Tag == "" {
-				f.Tag, f.Cause = s.Tag, s.Cause
-			} else {
+			w := worstRatio(rs)
+			switch {
+			case f.Tag == "":
+				f.Tag, f.Cause, fitRatio = s.Tag, s.Cause, w
+			case w < fitRatio:
+				f.Also = append(f.Also, f.Tag)
+				f.Tag, f.Cause, fitRatio = s.Tag, s.Cause, w
+			default:
 				f.Also = append(f.Also, s.Tag)
 			}
 			continue
@@ -85,6 +92,16 @@ func Mamba3(p *mamba3.Problem, y []float64, st *mamba3.State) report.Finding {
 		f.Evidence = append(f.Evidence, fmt.Sprintf("closest: %s explains %d of %d failing elements", slips[best].Tag, bestExplained, total))
 	}
 	return f
+}
+
+func worstRatio(rs map[string][]float64) float64 {
+	var w float64
+	for _, r := range rs {
+		for _, x := range r {
+			w = math.Max(w, x)
+		}
+	}
+	return w
 }
 
 // failingSet is the set of (array, element) beyond the threshold.

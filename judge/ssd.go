@@ -125,3 +125,44 @@ func Mamba3Arrays(p *mamba3.Problem, y, wantY []float64, st, want *mamba3.State,
 		{Name: "v_state", Got: st.V, Want: want.V, Scale: sc.V, Tiny: sc.TinyV, Stored: in, Computed: w, Index: idx},
 	}
 }
+
+// Mamba3GradArrays returns the gradients of a Mamba-3 backward to judge,
+// each against the float64 gradient with GradErrorScale's scale: the
+// gradients of the inputs the kernel reads in p.DType (Q, K, V, Trap,
+// Angles, Z, the state's k and v) are stored in it, the rest in its weight
+// type. A gradient the reference has and the kernel did not return is an
+// error (a kernel that computes no dD when D is given has not done its
+// job); one the reference lacks is ignored.
+func Mamba3GradArrays(p *mamba3.Problem, got, want *mamba3.Grads, sc *mamba3.GradScale) ([]SSDArray, error) {
+	idx := func(i int) []int { return []int{i} }
+	in, w := p.DType, p.DType.Weight()
+	type field struct {
+		name                 string
+		got, want, sca, tiny []float64
+		stored               ssm.DType
+	}
+	fs := []field{{"dQ", got.Q, want.Q, sc.Scale.Q, sc.Tiny.Q, in}, {"dK", got.K, want.K, sc.Scale.K, sc.Tiny.K, in}, {"dV", got.V, want.V, sc.Scale.V, sc.Tiny.V, in},
+		{"dADT", got.ADT, want.ADT, sc.Scale.ADT, sc.Tiny.ADT, w}, {"dDT", got.DT, want.DT, sc.Scale.DT, sc.Tiny.DT, w}, {"dTrap", got.Trap, want.Trap, sc.Scale.Trap, sc.Tiny.Trap, in},
+		{"dQ_bias", got.QBias, want.QBias, sc.Scale.QBias, sc.Tiny.QBias, w}, {"dK_bias", got.KBias, want.KBias, sc.Scale.KBias, sc.Tiny.KBias, w},
+		{"dAngles", got.Angles, want.Angles, sc.Scale.Angles, sc.Tiny.Angles, in}, {"dD", got.D, want.D, sc.Scale.D, sc.Tiny.D, w}, {"dZ", got.Z, want.Z, sc.Scale.Z, sc.Tiny.Z, in}}
+	if ws := want.State; ws != nil {
+		var gs mamba3.State
+		if got.State != nil {
+			gs = *got.State
+		}
+		ss, st := sc.Scale.State, sc.Tiny.State
+		fs = append(fs, field{"dstate_angle", gs.Angle, ws.Angle, ss.Angle, st.Angle, w}, field{"dstate_ssm", gs.SSM, ws.SSM, ss.SSM, st.SSM, w},
+			field{"dstate_k", gs.K, ws.K, ss.K, st.K, in}, field{"dstate_v", gs.V, ws.V, ss.V, st.V, in})
+	}
+	var out []SSDArray
+	for _, f := range fs {
+		if f.want == nil {
+			continue
+		}
+		if len(f.got) != len(f.want) {
+			return nil, fmt.Errorf("judge: the kernel returned %d elements of %s, want %d", len(f.got), f.name, len(f.want))
+		}
+		out = append(out, SSDArray{Name: f.name, Got: f.got, Want: f.want, Scale: f.sca, Tiny: f.tiny, Stored: f.stored, Computed: w, Index: idx})
+	}
+	return out, nil
+}

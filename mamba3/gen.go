@@ -3,6 +3,8 @@ package mamba3
 import (
 	"math"
 	"math/rand/v2"
+
+	"ssmverify/ssm"
 )
 
 // Options chooses a generated problem's sizes and features.
@@ -58,4 +60,26 @@ func Generate(o Options, seed uint64) *Problem {
 		}
 	}
 	return p
+}
+
+// GenerateCotangent draws the cotangent of a backward of p: a standard
+// normal weight of every output (rounded to p.DType) and, when withState,
+// of every final state (the angle's and the SSM state's in p.DType's
+// weight type, k's and v's in p.DType). The same seed gives the same one.
+func GenerateCotangent(p *Problem, withState bool, seed uint64) *Cotangent {
+	rng := rand.New(rand.NewPCG(seed, 0xc07))
+	normal := func(n int, dt ssm.DType) []float64 {
+		v := make([]float64, n)
+		for i := range v {
+			v[i] = dt.Round(rng.NormFloat64())
+		}
+		return v
+	}
+	in, w := p.DType, p.DType.Weight()
+	c := &Cotangent{Y: normal(p.Batch*p.Seqlen*p.Heads*p.P, in)}
+	if withState {
+		S, H := p.NumSeqs(), p.Heads
+		c.State = &State{Angle: normal(S*H*p.AngleDim, w), SSM: normal(S*H*p.P*p.N, w), K: normal(S*H*p.N, in), V: normal(S*H*p.P, in)}
+	}
+	return c
 }

@@ -24,53 +24,145 @@ type Cotangent struct {
 // own operations differentiated one by one, so that it shares the
 // forward's definition and nothing else (TestGradMatchesDifferences holds
 // it to central differences of Forward).
+//
+// Beside each value the tape keeps a magnitude (mag: the sum of the
+// absolute values of the terms the value is made of, the size its
+// rounding errors are relative to) and the partials evaluated at the
+// operands' magnitudes (md), for GradErrorScale.
 type tape struct {
 	val  []float64
 	args [][2]int32
 	d    [][2]float64
+	mag  []float64
+	md   [][2]float64
+	// lab is the path each node belongs to (GradWithout cuts one); cur is
+	// the label of the nodes being recorded.
+	lab []Path
+	cur Path
+}
+
+// A Path is a part of the layer's computation through which gradients
+// flow: GradWithout cuts one, so that a diagnosis can say "dADT lacks its
+// path through β".
+type Path uint8
+
+// The paths GradWithout can cut.
+const (
+	NoPath       Path = iota
+	PathAngle         // the angle's increments tanh(Angles)·π·DT
+	PathAlpha         // α = exp(ADT) decaying the state
+	PathBeta          // β = (1 − λ)·Δ·α
+	PathGamma         // γ = λ·Δ
+	PathLambda        // λ = σ(Trap)
+	PathPrevious      // the previous input's term k_prev ⊗ v_prev
+	PathCurrent       // the current input's term k ⊗ v
+	PathCarry         // the state carried to the next step (α·S)
+	PathD             // the skip D·v
+	PathGate          // the gate z·σ(z)
+	numPaths
+)
+
+var pathNames = [...]string{"", "the angle's increments", "α", "β", "γ", "λ = σ(Trap)", "the previous input's term", "the current input's term", "the state carried between steps", "the skip D·v", "the gate z·σ(z)"}
+
+var pathTags = [...]string{"", "angle", "alpha", "beta", "gamma", "lambda", "previous", "current", "carry", "D", "gate"}
+
+func (p Path) String() string { return pathNames[p] }
+
+// Tag is the path's short name, for diagnosis tags.
+func (p Path) Tag() string { return pathTags[p] }
+
+// Paths lists every path GradWithout can cut.
+func Paths() []Path {
+	out := make([]Path, 0, numPaths-1)
+	for p := PathAngle; p < numPaths; p++ {
+		out = append(out, p)
+	}
+	return out
 }
 
 type node int32
 
 const noNode node = -1
 
-func (t *tape) leaf(v float64) node { return t.push(v, noNode, 0, noNode, 0) }
+func (t *tape) leaf(v float64) node { return t.push(v, math.Abs(v), noNode, 0, 0, noNode, 0, 0) }
 
-func (t *tape) push(v float64, a node, da float64, b node, db float64) node {
+func (t *tape) push(v, mag float64, a node, da, mda float64, b node, db, mdb float64) node {
 	t.val = append(t.val, v)
+	t.mag = append(t.mag, mag)
 	t.args = append(t.args, [2]int32{int32(a), int32(b)})
 	t.d = append(t.d, [2]float64{da, db})
+	t.md = append(t.md, [2]float64{mda, mdb})
+	t.lab = append(t.lab, t.cur)
 	return node(len(t.val) - 1)
 }
 
-func (t *tape) add(a, b node) node { return t.push(t.val[a]+t.val[b], a, 1, b, 1) }
-func (t *tape) sub(a, b node) node { return t.push(t.val[a]-t.val[b], a, 1, b, -1) }
-func (t *tape) mul(a, b node) node { return t.push(t.val[a]*t.val[b], a, t.val[b], b, t.val[a]) }
-func (t *tape) scale(a node, c float64) node {
-	return t.push(t.val[a]*c, a, c, noNode, 0)
+func (t *tape) add(a, b node) node {
+	return t.push(t.val[a]+t.val[b], t.mag[a]+t.mag[b], a, 1, 1, b, 1, 1)
 }
-func (t *tape) exp(a node) node { e := math.Exp(t.val[a]); return t.push(e, a, e, noNode, 0) }
+func (t *tape) sub(a, b node) node {
+	return t.push(t.val[a]-t.val[b], t.mag[a]+t.mag[b], a, 1, 1, b, -1, 1)
+}
+func (t *tape) mul(a, b node) node {
+	return t.push(t.val[a]*t.val[b], t.mag[a]*t.mag[b], a, t.val[b], t.mag[b], b, t.val[a], t.mag[a])
+}
+func (t *tape) scale(a node, c float64) node {
+	return t.push(t.val[a]*c, t.mag[a]*math.Abs(c), a, c, math.Abs(c), noNode, 0, 0)
+}
+
+// unary is f(a) with derivative df, whose rounding is relative to mag.
+func (t *tape) unary(a node, f, df, mag float64) node {
+	return t.push(f, mag, a, df, math.Abs(df), noNode, 0, 0)
+}
+
+func (t *tape) exp(a node) node { e := math.Exp(t.val[a]); return t.unary(a, e, e, e) }
+
+// tanh, the sigmoid, sine and cosine are bounded by 1, and their
+// approximations err absolutely: their magnitude is 1.
 func (t *tape) tanh(a node) node {
 	th := math.Tanh(t.val[a])
-	return t.push(th, a, 1-th*th, noNode, 0)
+	return t.unary(a, th, 1-th*th, 1)
 }
 func (t *tape) sigmoid(a node) node {
 	s := sigmoid(t.val[a])
-	return t.push(s, a, s*(1-s), noNode, 0)
+	return t.unary(a, s, s*(1-s), 1)
 }
-func (t *tape) sin(a node) node { return t.push(math.Sin(t.val[a]), a, math.Cos(t.val[a]), noNode, 0) }
-func (t *tape) cos(a node) node { return t.push(math.Cos(t.val[a]), a, -math.Sin(t.val[a]), noNode, 0) }
+func (t *tape) sin(a node) node { return t.unary(a, math.Sin(t.val[a]), math.Cos(t.val[a]), 1) }
+func (t *tape) cos(a node) node { return t.unary(a, math.Cos(t.val[a]), -math.Sin(t.val[a]), 1) }
 
-// wrap is x mod 2π, whose derivative is 1 away from the jumps.
+// wrap is x mod 2π, whose derivative is 1 away from the jumps; its
+// rounding is that of the unreduced sum.
 func (t *tape) wrap(a node) node {
 	x := t.val[a]
-	return t.push(x-2*math.Pi*math.Floor(x/(2*math.Pi)), a, 1, noNode, 0)
+	return t.unary(a, x-2*math.Pi*math.Floor(x/(2*math.Pi)), 1, t.mag[a])
 }
 
 // backward returns ∂L/∂node for every node, given the seeds.
-func (t *tape) backward(seed map[node]float64) []float64 {
+func (t *tape) backward(seed map[node]float64) []float64 { return t.reverse(seed, t.d, false) }
+
+// without is backward with the partials of path's nodes set to zero: the
+// gradient that does not flow through it.
+func (t *tape) without(seed map[node]float64, path Path) []float64 {
+	d := make([][2]float64, len(t.d))
+	for i, x := range t.d {
+		if t.lab[i] != path {
+			d[i] = x
+		}
+	}
+	return t.reverse(seed, d, false)
+}
+
+// magnitudes is backward with every partial and seed replaced by its
+// magnitude: for each node the sum over all paths to the loss of the
+// absolute values of the paths' products, each factor at its operands'
+// magnitudes — what the node's gradient is a sum of.
+func (t *tape) magnitudes(seed map[node]float64) []float64 { return t.reverse(seed, t.md, true) }
+
+func (t *tape) reverse(seed map[node]float64, d [][2]float64, abs bool) []float64 {
 	g := make([]float64, len(t.val))
 	for n, v := range seed {
+		if abs {
+			v = math.Abs(v)
+		}
 		g[n] += v
 	}
 	for i := len(t.val) - 1; i >= 0; i-- {
@@ -79,17 +171,24 @@ func (t *tape) backward(seed map[node]float64) []float64 {
 		}
 		for k := 0; k < 2; k++ {
 			if a := t.args[i][k]; a >= 0 {
-				g[a] += g[i] * t.d[i][k]
+				g[a] += g[i] * d[i][k]
 			}
 		}
 	}
 	return g
 }
 
-// Grad returns the float64 gradients of L = Σ ct.Y·y + Σ ct.State·state
-// with respect to every input of p, by reverse-mode differentiation of the
-// forward evaluation (the same operations as Forward).
-func Grad(p *Problem, ct *Cotangent) *Grads {
+// recorded is the forward evaluation on a tape: the leaves of every input
+// and the seeds of the loss.
+type recorded struct {
+	t                                         *tape
+	Q, K, V, ADT, DT, Trap, QB, KB, Ang, D, Z []node
+	s0                                        [4][]node
+	seed                                      map[node]float64
+}
+
+// record evaluates the forward of p on a tape, seeded with ct.
+func record(p *Problem, ct *Cotangent) *recorded {
 	L, H, Hqk, N, P, A := p.Seqlen, p.Heads, p.HeadsQK, p.N, p.P, p.AngleDim
 	t := &tape{}
 	leaves := func(v []float64) []node {
@@ -139,7 +238,9 @@ func Grad(p *Problem, ct *Cotangent) *Grads {
 				dt := DT[hl]
 				cs, sn := make([]node, A), make([]node, A)
 				for i := 0; i < A; i++ {
+					t.cur = PathAngle
 					inc := t.mul(t.scale(t.tanh(Ang[((b*L+tt)*H+h)*A+i]), math.Pi), dt)
+					t.cur = NoPath
 					phi[i] = t.wrap(t.add(phi[i], inc))
 					cs[i], sn[i] = t.cos(phi[i]), t.sin(phi[i])
 				}
@@ -154,24 +255,42 @@ func Grad(p *Problem, ct *Cotangent) *Grads {
 						x[2*i], x[2*i+1] = t.sub(t.mul(x0, cs[i]), t.mul(x1, sn[i])), t.add(t.mul(x0, sn[i]), t.mul(x1, cs[i]))
 					}
 				}
+				t.cur = PathLambda
 				lam := t.sigmoid(Trap[hl])
+				t.cur = PathAlpha
 				alpha := t.exp(ADT[hl])
+				t.cur = PathBeta
 				beta := t.mul(t.mul(t.sub(one, lam), dt), alpha)
+				t.cur = PathGamma
 				gamma := t.mul(lam, dt)
+				t.cur = NoPath
 				for pp := 0; pp < P; pp++ {
 					v := V[((b*L+tt)*H+h)*P+pp]
 					acc := zero
 					for n := 0; n < N; n++ {
-						s := t.add(t.add(t.mul(alpha, st[pp*N+n]), t.mul(beta, t.mul(kp[n], vp[pp]))), t.mul(gamma, t.mul(k[n], v)))
+						t.cur = PathCarry
+						carry := t.mul(alpha, st[pp*N+n])
+						t.cur = PathPrevious
+						prev := t.mul(kp[n], vp[pp])
+						t.cur = PathCurrent
+						cur := t.mul(k[n], v)
+						t.cur = NoPath
+						s := t.add(t.add(carry, t.mul(beta, prev)), t.mul(gamma, cur))
 						st[pp*N+n] = s
 						acc = t.add(acc, t.mul(s, q[n]))
 					}
 					if D != nil {
-						acc = t.add(acc, t.mul(D[h], v))
+						t.cur = PathD
+						dv := t.mul(D[h], v)
+						t.cur = NoPath
+						acc = t.add(acc, dv)
 					}
 					i := ((b*L+tt)*H+h)*P + pp
 					if Z != nil {
-						acc = t.mul(acc, t.mul(Z[i], t.sigmoid(Z[i])))
+						t.cur = PathGate
+						gate := t.mul(Z[i], t.sigmoid(Z[i]))
+						t.cur = NoPath
+						acc = t.mul(acc, gate)
 					}
 					seed[acc] += ct.Y[i]
 				}
@@ -194,7 +313,36 @@ func Grad(p *Problem, ct *Cotangent) *Grads {
 			}
 		}
 	}
-	gr := t.backward(seed)
+	return &recorded{t: t, Q: Q, K: K, V: V, ADT: ADT, DT: DT, Trap: Trap, QB: QB, KB: KB, Ang: Ang, D: D, Z: Z, s0: s0, seed: seed}
+}
+
+// Grad returns the float64 gradients of L = Σ ct.Y·y + Σ ct.State·state
+// with respect to every input of p, by reverse-mode differentiation of the
+// forward evaluation (the same operations as Forward).
+func Grad(p *Problem, ct *Cotangent) *Grads {
+	r := record(p, ct)
+	return r.grads(r.t.backward(r.seed))
+}
+
+// GradWithout is Grad with the gradient's flow through path cut: what a
+// backward computes that forgets one part of the chain rule.
+func GradWithout(p *Problem, ct *Cotangent, path Path) *Grads {
+	r := record(p, ct)
+	return r.grads(r.t.without(r.seed, path))
+}
+
+// GradsWithout is GradWithout for every path, from one recording.
+func GradsWithout(p *Problem, ct *Cotangent) map[Path]*Grads {
+	r := record(p, ct)
+	out := map[Path]*Grads{}
+	for _, path := range Paths() {
+		out[path] = r.grads(r.t.without(r.seed, path))
+	}
+	return out
+}
+
+// grads gathers the leaves' entries of an adjoint.
+func (r *recorded) grads(gr []float64) *Grads {
 	of := func(ns []node) []float64 {
 		if ns == nil {
 			return nil
@@ -205,9 +353,9 @@ func Grad(p *Problem, ct *Cotangent) *Grads {
 		}
 		return out
 	}
-	out := &Grads{Q: of(Q), K: of(K), V: of(V), ADT: of(ADT), DT: of(DT), Trap: of(Trap), QBias: of(QB), KBias: of(KB), Angles: of(Ang), D: of(D), Z: of(Z)}
-	if p.State != nil {
-		out.State = &State{Angle: of(s0[0]), SSM: of(s0[1]), K: of(s0[2]), V: of(s0[3])}
+	out := &Grads{Q: of(r.Q), K: of(r.K), V: of(r.V), ADT: of(r.ADT), DT: of(r.DT), Trap: of(r.Trap), QBias: of(r.QB), KBias: of(r.KB), Angles: of(r.Ang), D: of(r.D), Z: of(r.Z)}
+	if r.s0[0] != nil {
+		out.State = &State{Angle: of(r.s0[0]), SSM: of(r.s0[1]), K: of(r.s0[2]), V: of(r.s0[3])}
 	}
 	return out
 }

@@ -57,9 +57,12 @@ func ErrorScaleVariant(p *Problem, v Variant) *Scale {
 	out := &Scale{Y: make([]float64, p.Batch*L*H*P), TinyY: make([]float64, p.Batch*L*H*P),
 		Angle: make([]float64, S*H*A), SSM: make([]float64, S*H*P*N), K: make([]float64, S*H*N), V: make([]float64, S*H*P),
 		TinyAngle: make([]float64, S*H*A), TinySSM: make([]float64, S*H*P*N), TinyK: make([]float64, S*H*N), TinyV: make([]float64, S*H*P)}
-	var angleRounding float64 // a bfloat16 angle: one rounding more or less than the variant's
+	// A bfloat16 angle may round one way in the variant and the other in
+	// a kernel that sums it in another order: one ulp of bf16 at [4, 8)
+	// (2⁻⁵, the largest below 2π), in the angle and in every rotation by it.
+	var angleRounding float64
 	if v.AngleBF16 || v.AngleStoredBF16 {
-		angleRounding = 2 * math.Pi * 0x1p-8 / u
+		angleRounding = 0x1p-5 / u
 	}
 	k0 := float64(N + 2*max(ar.Chunk, 1) + 8)
 	k0s := float64(2*max(ar.Chunk, 1) + 8)
@@ -154,7 +157,7 @@ func ErrorScaleVariant(p *Problem, v Variant) *Scale {
 						rLam[n] = alpha*rLam[n] + dbl*alpha*pn(kp, n)*math.Abs(vp) + dgl*pn(k, n)*math.Abs(v)
 						rKV[n] = alpha*rKV[n] + mb
 						sum := terms[n].Sum()
-						rot := (ta/u+3)*(bigPhi*sum-rPhi[n]) + 2*math.Pi*(tt*sum-rPos[n]) + 2*sc/u*sum
+						rot := (ta/u+3)*(bigPhi*sum-rPhi[n]) + 2*math.Pi*(tt*sum-rPos[n]) + (2*sc/u+2*angleRounding)*sum
 						e := terms[n].Scale(t, math.Abs(cum), k0) + rot + sg/u*rLam[n] + ops*sum + kv*rKV[n]
 						mag += pn(q, n) * e
 						y += pn(q, n) * sum
@@ -175,12 +178,12 @@ func ErrorScaleVariant(p *Problem, v Variant) *Scale {
 				for n := 0; n < N; n++ {
 					sum := terms[n].Sum()
 					j := ((si*H+h)*P+pp)*N + n
-					out.SSM[j] = terms[n].Scale(last, math.Abs(cum), k0s) + (ta/u+3)*rPhi[n] + 2*math.Pi*rPos[n] + 2*sc/u*sum + sg/u*rLam[n] + kv*rKV[n]
+					out.SSM[j] = terms[n].Scale(last, math.Abs(cum), k0s) + (ta/u+3)*rPhi[n] + 2*math.Pi*rPos[n] + (2*sc/u+angleRounding)*sum + sg/u*rLam[n] + kv*rKV[n]
 					out.TinySSM[j] = float64(last - sq[1] + 2)
 				}
 				if pp == 0 {
 					for n := 0; n < N; n++ {
-						out.K[(si*H+h)*N+n] = pn(kp, n) * ((ta/u+3)*bigPhi + 2*math.Pi*float64(last+1) + 2*sc/u + 2)
+						out.K[(si*H+h)*N+n] = pn(kp, n) * ((ta/u+3)*bigPhi + 2*math.Pi*float64(last+1) + 2*sc/u + 2 + angleRounding)
 						out.TinyK[(si*H+h)*N+n] = 1
 					}
 					for i := 0; i < A; i++ {

@@ -54,28 +54,61 @@ func prepare(t *testing.T, op string, p *mamba3.Problem, dt ssm.DType) *mamba3.P
 // run calls the kernel, telling a crash and a refusal apart.
 func run(t *testing.T, op string, p *mamba3.Problem) ([]float64, *mamba3.State, bool) {
 	t.Helper()
-	if why := kernel.Supports(op, p); why != "" {
+	var y []float64
+	var st *mamba3.State
+	ok := call(t, kernel, op, p, func() (err error) {
+		y, st, err = kernel.Forward(op, p)
+		return err
+	})
+	return y, st, ok
+}
+
+// call runs f, a call of op on p by k, unless k does not declare p; a
+// crash, a refusal and an exception are recorded in the report as such
+// (and the first and last fail the test). ok says f returned results.
+func call(t *testing.T, k *bridge.Mamba3, op string, p *mamba3.Problem, f func() error) bool {
+	t.Helper()
+	if why := k.Supports(op, p); why != "" {
 		rep.KernelUnsupported(t.Name(), op, p.DType, p.DType.Weight(), why)
-		return nil, nil, false
+		return false
 	}
-	y, st, err := kernel.Forward(op, p)
+	err := f()
 	var crash *bridge.CrashError
 	switch {
 	case errors.As(err, &crash):
 		rep.KernelCrash(t.Name(), op, p.DType, p.DType.Weight(), crash.Cause)
 		rep.AddKernelDiagnosis(t.Name(), op, p.DType, p.DType.Weight(), report.Finding{Tag: "crash", Cause: "the kernel ended its worker: " + crash.Cause})
 		t.Errorf("%s: crash: %s", op, crash.Cause)
-		return nil, nil, false
+		return false
 	case bridge.Unsupported(err):
 		rep.KernelUnsupported(t.Name(), op, p.DType, p.DType.Weight(), err.Error())
-		return nil, nil, false
+		return false
 	case err != nil:
 		rep.AddKernel(t.Name(), op, p.DType, p.DType.Weight(), math.Inf(1), false, err.Error())
 		rep.AddKernelDiagnosis(t.Name(), op, p.DType, p.DType.Weight(), report.Finding{Tag: "raises", Cause: "the kernel raised on a problem it declares: " + err.Error()})
 		t.Errorf("%s: %v", op, err)
-		return nil, nil, false
+		return false
 	}
-	return y, st, true
+	return true
+}
+
+// plantedSlip starts the numpy path with a slip planted, for the tests of
+// the diagnosis, and prepares p (float32) for op's declared arithmetic.
+func plantedSlip(t *testing.T, slip, op string, p *mamba3.Problem) (*bridge.Mamba3, *mamba3.Problem) {
+	t.Helper()
+	w, err := bridge.Start(bridge.Spec{Python: spec.Python, Adapter: "numpy_mamba3", Args: []string{"slip=" + slip}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	k := &bridge.Mamba3{W: w}
+	p.DType = ssm.F32
+	a, err := k.Arithmetic(op, ssm.F32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Arithmetic = a
+	return k, p.Rounded()
 }
 
 // judgeForward runs op on p and judges y and the final states against

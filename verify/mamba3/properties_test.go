@@ -174,22 +174,9 @@ func TestMamba3DiagnosisOfPlantedSlips(t *testing.T) {
 		{"angle-stored-bf16", "m3:angle-stored-bf16"},
 	} {
 		t.Run(c.slip, func(t *testing.T) {
-			w, err := bridge.Start(bridge.Spec{Python: spec.Python, Adapter: "numpy_mamba3", Args: []string{"slip=" + c.slip}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer w.Close()
-			k := &bridge.Mamba3{W: w}
 			// an initial state's angles, spread over [0, 2π), make a bf16 angle tell
 			o := mamba3.Options{Batch: 1, Seqlen: 60, HeadsQK: 1, Heads: 2, N: 8, P: 4, AngleDim: 2, D: true, State: true}
-			p := mamba3.Generate(o, 230)
-			p.DType = ssm.F32
-			a, err := k.Arithmetic(bridge.OpMamba3Forward, ssm.F32)
-			if err != nil {
-				t.Fatal(err)
-			}
-			p.Arithmetic = a
-			p = p.Rounded()
+			k, p := plantedSlip(t, c.slip, bridge.OpMamba3Forward, mamba3.Generate(o, 230))
 			y, st, err := k.Forward(bridge.OpMamba3Forward, p)
 			if err != nil {
 				t.Fatal(err)

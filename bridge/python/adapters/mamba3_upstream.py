@@ -3,6 +3,9 @@ user's checkout of state-spaces/mamba (nothing of theirs is copied):
 
   mamba3_fwd  -> mamba_ssm/ops/triton/mamba3/mamba3_siso_combined.py: mamba3_siso_combined
   mamba3_step -> mamba_ssm/ops/triton/mamba3/mamba3_siso_step.py: mamba3_siso_step
+  mamba3_bwd  -> mamba3_siso_combined under torch.autograd: its forward, then
+                 torch.autograd.backward with the suite's cotangents of y and
+                 of the final states; the leaves' .grad are the gradients
 
 Arguments: checkout=PATH (required), commit=SHA, device=cuda:N.
 
@@ -39,6 +42,8 @@ def capabilities():
     arith = {"chunk": 64, "operands": "bf16", "approx": True}
     return {"mamba3_fwd": {"dtypes": ["f32", "bf16"], "casts_to": "bf16", "algorithm": "chunked",
                            "features": ["D", "z", "state", "cu_seqlens"], "arithmetic": arith},
+            "mamba3_bwd": {"dtypes": ["f32", "bf16"], "casts_to": "bf16", "algorithm": "chunked",
+                           "features": ["D", "z", "state", "cu_seqlens"], "arithmetic": arith},
             "mamba3_step": {"dtypes": ["f32", "bf16"], "algorithm": "sequential", "features": ["D", "z", "state"],
                             "arithmetic": {"chunk": 0, "operands": "bf16", "approx": True}}}
 
@@ -73,6 +78,54 @@ def _call(op, arrays, params):
     return lambda: MODS["step"].mamba3_siso_step(*args, D=D, Z=Z, Input_States=st)
 
 
+_INPUTS = ("Q", "K", "V", "ADT", "DT", "Trap", "Q_bias", "K_bias", "Angles")
+_STATES = ("angle", "ssm", "k", "v")
+
+
+def _backward(arrays, params):
+    """The forward under autograd and its backward: a launch (for the timer)
+    and the leaves whose .grad it fills."""
+    import torch
+    leaf = lambda t: None if t is None else t.detach().clone().requires_grad_(True)
+    a = {n: leaf(_t(arrays, n)) for n in _INPUTS}
+    D, Z = leaf(_t(arrays, "D", False)), leaf(_t(arrays, "Z", False))
+    st = tuple(leaf(_t(arrays, "state_" + n, False)) for n in _STATES)
+    st = None if st[0] is None else st
+    cu = _t(arrays, "cu_seqlens", False)
+    dy = _t(arrays, "dy")
+    dst = [_t(arrays, "d_state_" + n, False) for n in _STATES]
+    leaves = dict(a, D=D, Z=Z)
+    if st is not None:
+        leaves.update({"state_" + n: x for n, x in zip(_STATES, st)})
+    res = {}
+
+    def launch():
+        for x in leaves.values():
+            if x is not None:
+                x.grad = None
+        out = MODS["fwd"].mamba3_siso_combined(*[a[n] for n in _INPUTS], D=D, Z=Z, Input_States=st,
+                                               chunk_size=int(params.get("chunk_size") or 64), return_final_states=True, cu_seqlens=cu)
+        outs, cots = [out[0]], [dy.to(out[0].dtype)]
+        for o, d in zip(out[1:], dst):
+            if d is not None:
+                outs.append(o)
+                cots.append(d.to(o.dtype))
+        torch.autograd.backward(outs, cots)
+        res["out"] = out
+        return out
+    return launch, leaves, res
+
+
+def mamba3_bwd(arrays, params):
+    launch, leaves, res = _backward(arrays, params)
+    launch()
+    out = _outputs(res["out"])
+    for n, x in leaves.items():
+        if x is not None and x.grad is not None:
+            out["d" + n] = from_torch(x.grad)  # dQ, …, dD, dZ, dstate_angle, …
+    return out
+
+
 def _outputs(res):
     y, rest = res[0], res[1:]
     if len(rest) == 1 and isinstance(rest[0], (tuple, list)):
@@ -93,4 +146,6 @@ def mamba3_step(arrays, params):
 
 
 def prepare(op, arrays, params):
+    if op == "mamba3_bwd":
+        return _backward(arrays, params)[0]
     return _call(op, arrays, params)

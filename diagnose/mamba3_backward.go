@@ -1,0 +1,270 @@
+package diagnose
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"ssmverify/judge"
+	"ssmverify/mamba3"
+	"ssmverify/report"
+)
+
+// Mamba3Backward diagnoses a failing backward of Mamba-3's SISO layer from
+// the structure of the failure, not from a catalogue of backward slips:
+// the forward it ran, if wrong, by Mamba3 (its tag first: "fwd:…"); and,
+// for every gradient beyond the threshold, the relation it
+// bears to the float64 gradient (Relate): zero, a constant factor, a
+// per-element factor of the layer's own quantities, a path of the chain
+// rule missing or with its sign flipped (mamba3.GradWithout), a shift in
+// time, the right total in the wrong slots. The finding's tag joins the
+// relations found ("bwd:dADT:no-path:beta"); a gradient no relation
+// explains is "bwd:dX:none" with where it fails.
+func Mamba3Backward(p *mamba3.Problem, ct *mamba3.Cotangent, y []float64, st *mamba3.State, g *mamba3.Grads) report.Finding {
+	var tags, causes, where []string
+	want, wst := mamba3.Forward(p)
+	if !ssdPasses(judge.Mamba3Arrays(p, y, want, st, wst, mamba3.ErrorScale(p))) {
+		f := Mamba3(p, y, st)
+		tags = append(tags, "fwd:"+f.Tag)
+		causes = append(causes, "the forward under the backward: "+f.Cause)
+		where = append(where, f.Where)
+	}
+	ref := mamba3.Grad(p, ct)
+	arrays, err := judge.Mamba3GradArrays(p, g, ref, mamba3.GradErrorScale(p, ct))
+	if err != nil {
+		return report.Finding{Tag: "bwd:missing", Cause: err.Error()}
+	}
+	th := judge.Threshold(p.DType)
+	var without map[mamba3.Path]*mamba3.Grads
+	for _, a := range arrays {
+		ok, rs := ssdJudged([]judge.SSDArray{a})
+		if ok {
+			continue
+		}
+		where = append(where, failingCounts(rs, th, a.Name)...)
+		if without == nil {
+			without = mamba3.GradsWithout(p, ct)
+		}
+		cands := mamba3Candidates(p, a.Name, ref, without)
+		rel, ok := Relate(a, cands, th)
+		if !ok {
+			tags = append(tags, "bwd:"+a.Name+":none")
+			causes = append(causes, a.Name+": no relation to the reference fits")
+			continue
+		}
+		tags = append(tags, "bwd:"+a.Name+":"+rel.Tag)
+		causes = append(causes, a.Name+" "+rel.Cause)
+	}
+	if len(tags) == 0 {
+		return report.Finding{Cause: "the failure did not reproduce on this problem"}
+	}
+	return report.Finding{Tag: strings.Join(tags, "+"), Cause: strings.Join(causes, "; "), Where: strings.Join(where, "; ")}
+}
+
+// A Candidate is what a gradient would be under one relation to the
+// reference: Want replaces the reference, Scale multiplies the error
+// model's scale (a gradient scaled by c errs by |c| times as much).
+type Candidate struct {
+	Tag, Cause string
+	Want       []float64
+	Scale      float64
+}
+
+// Relate returns the first candidate the kernel's array matches within
+// the threshold (ok false when none does). Besides the candidates given it
+// tries, in order: zero; a constant factor fitted by least squares; the
+// reference's elements in another order with the same total (a sum into
+// the wrong slots, a shift).
+func Relate(a judge.SSDArray, cands []Candidate, th float64) (Candidate, bool) {
+	try := func(c Candidate) bool {
+		b := a
+		b.Want = c.Want
+		if c.Scale != 0 && c.Scale != 1 {
+			b.Scale = make([]float64, len(a.Scale))
+			for i, s := range a.Scale {
+				b.Scale[i] = s * math.Abs(c.Scale)
+			}
+		}
+		ok, _ := ssdJudged([]judge.SSDArray{b})
+		return ok
+	}
+	var zero bool = true
+	for _, g := range a.Got {
+		if g != 0 {
+			zero = false
+			break
+		}
+	}
+	if zero {
+		return Candidate{Tag: "zero", Cause: "is zero: never computed or never written"}, true
+	}
+	var gw, ww float64
+	for i, w := range a.Want {
+		gw += a.Got[i] * w
+		ww += w * w
+	}
+	if ww > 0 {
+		c := gw / ww
+		if r, name := simpleFactor(c); name != "" {
+			want := make([]float64, len(a.Want))
+			for i, w := range a.Want {
+				want[i] = r * w
+			}
+			if try(Candidate{Want: want, Scale: r}) {
+				return Candidate{Tag: fmt.Sprintf("factor(%g)", r), Cause: name}, true
+			}
+		}
+	}
+	for _, c := range cands {
+		if try(c) {
+			return c, true
+		}
+	}
+	// the right total in other slots
+	var sg, sw, ss float64
+	for i, g := range a.Got {
+		sg += g
+		sw += a.Want[i]
+		ss += a.Scale[i]
+	}
+	u := a.Computed.Precision().UnitRoundoff()
+	if math.Abs(sg-sw) <= th*u*ss && math.Abs(sw) > th*u*ss {
+		return Candidate{Tag: "wrong-slot", Cause: "has the reference's total in the wrong elements: a sum over the wrong axis or into the wrong slot"}, true
+	}
+	return Candidate{}, false
+}
+
+// simpleFactor rounds c to the factors a slip makes (±2^k, ±3, ±1/3) and
+// says it in words; "" when c is none of them or is 1.
+func simpleFactor(c float64) (float64, string) {
+	for _, f := range []float64{-1, 2, 0.5, -2, -0.5, 4, 0.25, 3, 1.0 / 3, -3} {
+		if math.Abs(c-f) <= 0.02*math.Abs(f) {
+			if f == -1 {
+				return f, "has its sign flipped"
+			}
+			return f, fmt.Sprintf("is %g times the reference", f)
+		}
+	}
+	return 0, ""
+}
+
+// mamba3Candidates are a gradient's structural relations to the reference
+// ref: a path of the chain rule cut or negated, a per-element factor of
+// the layer's own quantities (the head-major gradients), a shift by one
+// step in time.
+func mamba3Candidates(p *mamba3.Problem, name string, ref *mamba3.Grads, without map[mamba3.Path]*mamba3.Grads) []Candidate {
+	full := gradField(ref, name)
+	var out []Candidate
+	for _, path := range mamba3.Paths() {
+		cut := gradField(without[path], name)
+		if sameSlice(cut, full) {
+			continue // the gradient does not flow through this path
+		}
+		neg := make([]float64, len(full))
+		for i := range neg {
+			neg[i] = 2*cut[i] - full[i]
+		}
+		out = append(out, Candidate{Tag: "no-path:" + path.Tag(), Cause: "lacks its path through " + path.String(), Want: cut},
+			Candidate{Tag: "negated-path:" + path.Tag(), Cause: "has its path through " + path.String() + " with the sign flipped", Want: neg})
+	}
+	L, H, B := p.Seqlen, p.Heads, p.Batch
+	if name == "dADT" || name == "dDT" || name == "dTrap" {
+		n := B * H * L
+		lam, lam1, dt, alpha := make([]float64, n), make([]float64, n), p.DT, make([]float64, n)
+		for i := 0; i < n; i++ {
+			l := 1 / (1 + math.Exp(-p.Trap[i]))
+			lam[i], lam1[i], alpha[i] = l, l*(1-l), math.Exp(p.ADT[i])
+		}
+		for _, f := range []struct {
+			tag, words string
+			x          []float64
+		}{{"λ(1−λ)", "σ'(Trap) = λ(1−λ)", lam1}, {"Δ", "Δ", dt}, {"α", "α", alpha}, {"λ", "λ", lam}} {
+			times, over := make([]float64, n), make([]float64, n)
+			for i := range full {
+				times[i], over[i] = full[i]*f.x[i], full[i]/f.x[i]
+			}
+			out = append(out, Candidate{Tag: "lacks(" + f.tag + ")", Cause: "lacks the factor " + f.words, Want: over},
+				Candidate{Tag: "extra(" + f.tag + ")", Cause: "has an extra factor " + f.words, Want: times})
+		}
+	}
+	// a shift by one step: rows of L steps, each step `inner` elements
+	rows, inner := 0, 0
+	switch name {
+	case "dADT", "dDT", "dTrap":
+		rows, inner = B*H, 1
+	case "dQ", "dK", "dV", "dAngles", "dZ":
+		rows, inner = B, len(full)/(B*L)
+	}
+	for _, k := range []int{1, -1} {
+		if rows == 0 {
+			break
+		}
+		sh := make([]float64, len(full))
+		for r := 0; r < rows; r++ {
+			for t := 0; t < L; t++ {
+				if s := t + k; s >= 0 && s < L {
+					if inner == 1 {
+						sh[r*L+t] = full[r*L+s]
+					} else {
+						copy(sh[(r*L+t)*inner:(r*L+t+1)*inner], full[(r*L+s)*inner:(r*L+s+1)*inner])
+					}
+				}
+			}
+		}
+		out = append(out, Candidate{Tag: fmt.Sprintf("shift(%+d)", k), Cause: fmt.Sprintf("is the reference's gradient of the step %+d: an index off by one in time", k), Want: sh})
+	}
+	return out
+}
+
+func sameSlice(a, b []float64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// gradField is the named gradient ("dQ", …, "dstate_ssm") of g.
+func gradField(g *mamba3.Grads, name string) []float64 {
+	switch name {
+	case "dQ":
+		return g.Q
+	case "dK":
+		return g.K
+	case "dV":
+		return g.V
+	case "dADT":
+		return g.ADT
+	case "dDT":
+		return g.DT
+	case "dTrap":
+		return g.Trap
+	case "dQ_bias":
+		return g.QBias
+	case "dK_bias":
+		return g.KBias
+	case "dAngles":
+		return g.Angles
+	case "dD":
+		return g.D
+	case "dZ":
+		return g.Z
+	}
+	if s := g.State; s != nil {
+		switch name {
+		case "dstate_angle":
+			return s.Angle
+		case "dstate_ssm":
+			return s.SSM
+		case "dstate_k":
+			return s.K
+		case "dstate_v":
+			return s.V
+		}
+	}
+	return nil
+}
