@@ -50,22 +50,36 @@ import (
 //   - bwd-factor:NAME: one gradient is the reference's times a constant
 //     (not within 1% of 1);
 //   - for a 16-bit dtype first, the slips of its storage: bwd-weights-16bit,
-//     bwd-truncated, bwd-16bit-sum, bwd-y-16bit (narrowBackward).
+//     bwd-truncated, bwd-16bit-sum, bwd-y-16bit (narrowBackward);
+//   - bwd-zero:NAME, bwd-shift:NAME, bwd-wrong-slot:NAME: a gradient's
+//     relation to the reference's (gradientRelation), before which
+//     gradients fail (gradientSet: bwd-derivative, bwd-only:NAME);
+//   - bwd-gradients:NAMES: placed, not explained — the library's forward
+//     is right on the same problem and these gradients are wrong, at the
+//     steps said (placedInBackward).
 //
-// "none" when no slip fits; "" when the failure does not reproduce.
+// "none" when no slip fits and the forward is wrong too; "" when the
+// failure does not reproduce.
 func Backward(l Differentiator, p *ssm.Problem, ct *ssm.Cotangent, dt ssm.DType) Finding {
-	got, err := l.Backward(p, ct, dt, false)
+	return BackwardInitial(l, p, ct, dt, false)
+}
+
+// BackwardInitial is Backward of a call that asks (withInitial) for the
+// gradient of the initial state too, as TestBackwardGradcheck's does: a
+// fault in reading the initial state may show only then. The judgement,
+// the relations and the placing use that call; the probes that compare
+// with another method's reference or re-run the kernel on other problems
+// leave the initial state's gradient out.
+func BackwardInitial(l Differentiator, p *ssm.Problem, ct *ssm.Cotangent, dt ssm.DType, withInitial bool) Finding {
+	got, err := l.Backward(p, ct, dt, withInitial)
 	if err != nil {
-		if f, ok := memoryFinding(err); ok {
-			return f
-		}
-		return Finding{Tag: "refused", Cause: "the backward refused: " + err.Error()}
+		return BackwardError(err)
 	}
-	want, err := reference.ScanGrad(p, ct, false)
+	want, err := reference.ScanGrad(p, ct, withInitial)
 	if err != nil {
 		return Finding{Tag: "none", Cause: err.Error()}
 	}
-	sc, err := reference.GradErrorScale(p, ct, false, dt.Precision())
+	sc, err := reference.GradErrorScale(p, ct, withInitial, dt.Precision())
 	if err != nil {
 		return Finding{Tag: "none", Cause: err.Error()}
 	}
@@ -202,16 +216,24 @@ func Backward(l Differentiator, p *ssm.Problem, ct *ssm.Cotangent, dt ssm.DType)
 		}
 		// A factor within 1% of 1 is rounding's size, not a slip's (an
 		// fp16 gradient's errors are within 2⁻¹¹ of it).
-		if r, ok := constantRatio(g.Values, wf[k].Values); ok && math.Abs(r-1) > 1e-2 {
+		if r, ok := constantRatio(g.Values, wf[k].Values); ok && math.Abs(r-1) > 1e-2 && r != 0 { // zero: gradientRelation
 			f.Tag, f.Cause = "bwd-factor:"+g.Name, fmt.Sprintf("%s is the reference's times %.6g", g.Name, r)
 			return f
 		}
+	}
+	if tag, cause, ok := gradientRelation(p, got, want, sc, dt, failing); ok {
+		f.Tag, f.Cause = tag, cause
+		return f
 	}
 	if tag, cause, ok := gradientSet(failing, base.NonFinite); ok {
 		f.Tag, f.Cause = tag, cause
 		return f
 	}
-	f.Tag, f.Cause = "none", "no single slip of the backward explains the gradients"
+	if tag, cause, ok := placedInBackward(l, p, got, want, sc, dt, where, base.NonFinite); ok {
+		f.Tag, f.Cause = tag, cause
+		return f
+	}
+	f.Tag, f.Cause = "none", "no single slip of the backward explains the gradients, and the library's forward is wrong on the same problem too"
 	return f
 }
 

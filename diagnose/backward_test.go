@@ -257,15 +257,15 @@ func (k nanLike) Backward(p *ssm.Problem, ct *ssm.Cotangent, _ ssm.DType, withIn
 }
 
 // TestBackwardNamesNonFinite: a backward whose only failure is a NaN
-// gradient (no ratio to rank) is diagnosed without a panic, and the
-// finding names the NaN.
+// gradient (no ratio to rank) is diagnosed without a panic, placed in the
+// backward (its forward is right), and the finding names the NaN.
 func TestBackwardNamesNonFinite(t *testing.T) {
 	p := gen.New(gen.MambaBlock(ssm.ZOH, 1, 2, 5, 3), 3)
 	p.RoundTo(ssm.F32)
 	ct := gen.NewCotangent(p, 3, false)
 	f := Backward(nanLike{}, p, ct, ssm.F32)
-	if f.Tag != "none" || !strings.Contains(f.Where, "du") || !strings.Contains(strings.Join(f.Evidence, "; "), "non-finite gradients where the reference is finite, the first du[0]: kernel NaN") {
-		t.Errorf("diagnosed %q at %q (%v), want none at du with the NaN named", f.Tag, f.Where, f.Evidence)
+	if f.Tag != "bwd-gradients:du (1 non-finite)" || !strings.Contains(f.Where, "du") || !strings.Contains(strings.Join(f.Evidence, "; "), "non-finite gradients where the reference is finite, the first du[0]: kernel NaN") {
+		t.Errorf("diagnosed %q at %q (%v), want bwd-gradients:du (1 non-finite) with the NaN named", f.Tag, f.Where, f.Evidence)
 	}
 }
 

@@ -153,8 +153,8 @@ func TestRatioPattern(t *testing.T) {
 	p := problem(ssm.ZOH, false, func(s *gen.Spec) { s.VariableB = false })
 	ref, _ := reference.Scan(p, ssm.Float64)
 	got := slipScan(p, slipEdit{stateWithoutB: true})
-	if r := ratioPattern(p, got, ref); !strings.Contains(r, "B[d][n]") {
-		t.Fatalf("ratio pattern %q, want one following B[d][n]", r)
+	if tag, r := ratioPattern(p, got, ref); tag != "state-ratio:B[d][n]" || !strings.Contains(r, "B[d][n]") {
+		t.Fatalf("ratio pattern [%s] %q, want state-ratio:B[d][n]", tag, r)
 	}
 }
 

@@ -196,7 +196,7 @@ func mamba3Candidates(p *mamba3.Problem, name string, ref *mamba3.Grads, without
 		rows, inner = B, len(full)/(B*L)
 	}
 	for _, k := range []int{1, -1} {
-		if rows == 0 {
+		if rows == 0 || L < minShiftSteps {
 			break
 		}
 		sh := make([]float64, len(full))

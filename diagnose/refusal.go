@@ -113,3 +113,12 @@ func firstChannels(p *ssm.Problem, n int) *ssm.Problem {
 	q.B, q.C = bc(p.B, p.VariableB), bc(p.C, p.VariableC)
 	return q
 }
+
+// BackwardError is the finding of a backward call that returned err: a
+// memory fault where the guards saw one, else the refusal.
+func BackwardError(err error) Finding {
+	if f, ok := memoryFinding(err); ok {
+		return f
+	}
+	return Finding{Tag: "refused", Cause: "the backward refused: " + err.Error()}
+}

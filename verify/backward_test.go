@@ -73,6 +73,11 @@ func backwardJudged(test string, p *ssm.Problem, ct *ssm.Cotangent, dt ssm.DType
 	got, err := lib.Backward(p, ct, dt, withInitial)
 	if err != nil {
 		rep.Add(test, p.Method, dt, p.Complex, math.Inf(1), math.Inf(1), false, "backward refused: "+err.Error())
+		// a memory fault or a refusal needs no probe to be named: every
+		// test that meets one records it
+		if rep.WantDiagnosis(test, p.Method, dt, p.Complex) {
+			rep.AddBackwardDiagnosis(test, p.Method, dt, p.Complex, diagnose.BackwardError(err))
+		}
 		return judge.GradComparison{}, nil, p, ct, err
 	}
 	want, err := reference.ScanGrad(p, ct, withInitial)
@@ -344,11 +349,26 @@ func TestBackwardGradcheck(t *testing.T) {
 		ct := gen.NewCotangent(p, 7, states)
 		g, err := lib.Backward(p, ct, ssm.F64, states)
 		if err != nil {
+			if rep.WantDiagnosis(t.Name(), p.Method, ssm.F64, p.Complex) {
+				rep.AddBackwardDiagnosis(t.Name(), p.Method, ssm.F64, p.Complex, diagnose.BackwardError(err))
+			}
 			t.Errorf("%v %s: %v", cb.m, ssm.AKind(cb.isComplex), err)
 			continue
 		}
 		if msg := gradcheck(p, ct, g, 7); msg != "" {
-			t.Errorf("%v fp64 %s: the backward disagrees with the library's own forward: %s", cb.m, ssm.AKind(cb.isComplex), msg)
+			diag := ""
+			if rep.WantDiagnosis(t.Name(), p.Method, ssm.F64, p.Complex) {
+				f := diagnose.BackwardInitial(lib, p, ct, ssm.F64, states)
+				if f.Tag == "" {
+					// the gradients are the reference's: the forward they
+					// were checked against is what is wrong
+					f = diagnoseSmall(p, ssm.F64)
+					f.Cause = "the backward agrees with the reference and the library's forward does not: " + f.Cause
+				}
+				rep.AddBackwardDiagnosis(t.Name(), p.Method, ssm.F64, p.Complex, f)
+				diag = "\ndiagnosis [" + f.Tag + "]: " + f.String()
+			}
+			t.Errorf("%v fp64 %s: the backward disagrees with the library's own forward: %s%s", cb.m, ssm.AKind(cb.isComplex), msg, diag)
 		}
 	}
 }

@@ -197,6 +197,9 @@ func regionTags(g Generated) []string {
 	switch {
 	case strings.HasSuffix(g.File, "cpu_backward.cpp"), strings.HasSuffix(g.File, "ssmk_derivs.h"):
 		return []string{"bwd-", "memory:"}
+	case g.Func == "discretize_t" || g.Func == "run_discretize":
+		// ssmk_discretize's arithmetic: Ā and B̄ of each element
+		return discretize
 	case g.Func == "step_dt" || strings.Contains(g.Func, "softplus"):
 		return []string{"softplus-", "no-softplus", "no-bias", "delta-"}
 	case g.Func == "finish_output" || g.Func == "store_output":
