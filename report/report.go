@@ -97,6 +97,7 @@ type Report struct {
 	Bridge  *BridgeInfo   `json:"bridge,omitempty"`
 	Kernels []*KernelCell `json:"kernels,omitempty"`
 	cells   map[cellKey]*Cell
+	named   map[string]*Cell // cells of methods the ABI does not carry (methodCell)
 }
 
 // LibraryInfo identifies the library under test: one identity, filled
@@ -271,7 +272,11 @@ func (r *Report) cell(m ssm.Method, dt ssm.DType, isComplex bool) *Cell {
 func (r *Report) Add(test string, m ssm.Method, dt ssm.DType, isComplex bool, ratio, ulp float64, passed bool, worst string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	c := r.cell(m, dt, isComplex)
+	r.cell(m, dt, isComplex).add(test, ratio, ulp, passed, worst)
+}
+
+// add records one comparison in c.
+func (c *Cell) add(test string, ratio, ulp float64, passed bool, worst string) {
 	c.Checks++
 	c.Ratios = append(c.Ratios, Num(round3(ratio)))
 	if !passed {
@@ -650,7 +655,11 @@ func (r *Report) Summary() string {
 // cellSummary writes the table of the ABI's cells and returns how many are
 // declared not supported.
 func (r *Report) cellSummary(b *strings.Builder) int {
-	fmt.Fprintf(b, "%-10s %-5s %-8s %-5s %-12s %7s %10s %10s %9s\n", "method", "dtype", "A", "", "declared", "checks", "max ratio", "max ulp*", "threshold")
+	mw := 10 // the method column: as wide as the longest name (exp-trapezoidal)
+	for _, c := range r.Cells {
+		mw = max(mw, len(c.Method))
+	}
+	fmt.Fprintf(b, "%-*s %-5s %-8s %-5s %-12s %7s %10s %10s %9s\n", mw, "method", "dtype", "A", "", "declared", "checks", "max ratio", "max ulp*", "threshold")
 	unsupported := 0
 	for _, c := range r.Cells {
 		v := "ok"
@@ -666,12 +675,13 @@ func (r *Report) cellSummary(b *strings.Builder) int {
 		if decl == "" {
 			decl = "?"
 		}
-		fmt.Fprintf(b, "%-10s %-5s %-8s %-5s %-12s %7d %10.3g %10.3g %9g\n", c.Method, c.DType, c.Kind, v, decl, c.Checks,
+		fmt.Fprintf(b, "%-*s %-5s %-8s %-5s %-12s %7d %10.3g %10.3g %9g\n", mw, c.Method, c.DType, c.Kind, v, decl, c.Checks,
 			float64(c.MaxRatio), float64(c.MaxULP), float64(c.Threshold))
 	}
 	b.WriteString("\nchecks: comparisons made; max ratio: the largest |kernel − reference| / (u·S + η·T), which decides\n" +
 		"(ok: every comparison at or below the threshold; -: none made; n/s: declared not supported, not judged);\n" +
-		"declared: what ssmk_capabilities says (scan only: no ssmk_discretize); max ulp*: the largest error in units\n" +
+		"declared: what ssmk_capabilities says (scan only: no ssmk_discretize; bridge: a method the ABI does not carry,\n" +
+		"judged through the bridge on the suite's numpy path, TestTrapezoidal); max ulp*: the largest error in units\n" +
 		"of the dtype's last place of the magnitude of the element's terms (normwise, like the ratio), for reading only:\n" +
 		"large where the problem is ill-conditioned (bilinear near its pole), which the ratio's scale accounts for\n")
 	return unsupported
@@ -740,4 +750,35 @@ func round3(v float64) float64 {
 	}
 	e := math.Pow(10, math.Floor(math.Log10(math.Abs(v)))-2)
 	return math.Round(v/e) * e
+}
+
+// methodCell returns the cell of a method the ABI does not carry, by its
+// name (reached through the bridge: the exponential-trapezoidal method of
+// Mamba-3), kind "real" or the method's word for its complex state.
+func (r *Report) methodCell(method string, dt ssm.DType, kind string) *Cell {
+	k := method + "/" + dt.String() + "/" + kind
+	if r.named == nil {
+		r.named = map[string]*Cell{}
+	}
+	c := r.named[k]
+	if c == nil {
+		c = &Cell{Method: method, DType: dt.String(), Kind: kind, Threshold: Num(judge.Threshold(dt))}
+		r.named[k] = c
+		r.Cells = append(r.Cells, c)
+	}
+	return c
+}
+
+// AddMethodCell records one comparison made by test for a method the ABI
+// does not carry (methodCell), declared as support says ("bridge"; "no":
+// not judged, no comparison recorded).
+func (r *Report) AddMethodCell(test, method string, dt ssm.DType, kind, support string, ratio, ulp float64, passed bool, worst string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c := r.methodCell(method, dt, kind)
+	c.Support = support
+	if support == "no" {
+		return
+	}
+	c.add(test, ratio, ulp, passed, worst)
 }
