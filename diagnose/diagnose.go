@@ -334,8 +334,8 @@ func where(p *ssm.Problem, got, ref *ssm.Output, sc *reference.Scale, dt ssm.DTy
 func ratioPattern(p *ssm.Problem, got, ref *ssm.Output) (tag, cause string) {
 	type series struct {
 		name, tag string
-		r    []complex128
-		in   map[string][]complex128
+		r         []complex128
+		in        map[string][]complex128
 	}
 	w := p.ElemWords()
 	val := func(s []float64, i int) complex128 {
