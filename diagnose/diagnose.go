@@ -98,6 +98,27 @@ func Scan(s Scanner, p *ssm.Problem, dt ssm.DType) Finding {
 			}
 		}
 	}
+	// One slip fits the failing problem, which a shrunk case has stripped
+	// of every feature its failure does not need: a second slip in a
+	// feature it lacks would go unseen. The whole failure is checked on a
+	// problem of the same combination with every feature on.
+	if f.Tag != "none" && len(f.Also) == 0 {
+		if tag, cause, ev, ok := wholeFailure(s, p, dt, f.Tag); ok {
+			f.Tag, f.Cause = tag, cause
+			f.Evidence = append(f.Evidence, ev)
+		} else if ev != "" {
+			f.Evidence = append(f.Evidence, ev)
+		}
+	}
+	// No slip alone: two together, named in full ("a+b"). One that fits
+	// alone explains every failing element (it passed the judgement), so
+	// the pairs are tried only here.
+	if f.Tag == "none" {
+		if a, b, ok := slipPair(p, got, dt); ok {
+			f.Tag, f.Cause = a.tag+"+"+b.tag, a.cause+"; and "+b.cause
+			f.Evidence = append(f.Evidence, "no slip alone fits; the two together fit every element")
+		}
+	}
 	if f.Tag == "none" && dt.Narrow() {
 		if tag, cause, ok := explainNarrow(s, p.Method, dt); ok {
 			f.Tag, f.Cause = tag, cause
@@ -140,6 +161,25 @@ func Scan(s Scanner, p *ssm.Problem, dt ssm.DType) Finding {
 	}
 	f.Needs = needs(s, p, dt)
 	return f
+}
+
+// slipPair returns the first two slips of the catalogue (in its order)
+// that together match the kernel's result.
+func slipPair(p *ssm.Problem, got *ssm.Output, dt ssm.DType) (slip, slip, bool) {
+	var cat []slip
+	for _, sl := range slips(p.Method) {
+		if sl.applies(p) {
+			cat = append(cat, sl)
+		}
+	}
+	for i := range cat {
+		for j := i + 1; j < len(cat); j++ {
+			if pairMatches(p, got, dt, cat[i], cat[j]) {
+				return cat[i], cat[j], true
+			}
+		}
+	}
+	return slip{}, slip{}, false
 }
 
 // slipMatches compares the kernel's result with slip sl of p.

@@ -12,8 +12,9 @@ import (
 	"ssmverify/ssm"
 )
 
-// fake is a kernel with one planted bug: the scan of transform(p) by the
-// reference, or slipScan's edit of p, rounded to float32 for F32.
+// fake is a kernel with a planted bug: the scan of transform(p) by the
+// reference, or slipScan's edit of p (of transform(p), with both: two
+// bugs), rounded to float32 for F32.
 type fake struct {
 	transform func(p *ssm.Problem) *ssm.Problem
 	edit      *slipEdit
@@ -23,6 +24,8 @@ func (f fake) Scan(p *ssm.Problem, dt ssm.DType) (*ssm.Output, error) {
 	var o *ssm.Output
 	var err error
 	switch {
+	case f.edit != nil && f.transform != nil:
+		o = slipScan(f.transform(p), *f.edit)
 	case f.edit != nil:
 		o = slipScan(p, *f.edit)
 	case f.transform != nil:

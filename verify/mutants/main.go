@@ -110,6 +110,7 @@ var Catalogue = []Mutant{
 	{38, "bwd-16bit-group-sum", "fp16/bf16 backward: variable dB and dC summed over a group's channels in the 16-bit type (as 16-bit atomics would), not in float", "bwd-16bit-sum", 0, narrowBackwardRun},
 	{39, "out-overrun", "the outputs stored in whole vectors of 4: the last row's padding written past the end of out (a seqlen not a multiple of 4)", "memory:overrun:out", 0, ""},
 	{40, "delta-in-place", "Δ after the bias and softplus written back into the input delta", "memory:input:delta", 0, ""},
+	{41, "no-bias-and-output-early", "two slips in one build: delta_bias ignored, and y read from the state before this step's update (a shrunk case keeps only the one its failure needs)", "no-bias+output-before-update", 0, ""},
 }
 
 // engineLib is the CPU build declaring an engine's features
