@@ -1,6 +1,9 @@
 package ssm
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // Cotangent is what flows into the backward pass of a scan: the gradient of
 // a real loss with respect to the scan's outputs. Out is [Batch][Dim]
@@ -106,6 +109,12 @@ func NewGrads(p *Problem, withInitial bool) *Grads {
 		g.InitialState = make([]float64, p.StateLen())
 	}
 	return g
+}
+
+// Clone returns a deep copy of g (absent gradients stay nil).
+func (g *Grads) Clone() *Grads {
+	return &Grads{U: slices.Clone(g.U), Delta: slices.Clone(g.Delta), A: slices.Clone(g.A), B: slices.Clone(g.B), C: slices.Clone(g.C),
+		D: slices.Clone(g.D), Z: slices.Clone(g.Z), DeltaBias: slices.Clone(g.DeltaBias), InitialState: slices.Clone(g.InitialState)}
 }
 
 // GradField is one gradient array with its ABI name ("du", "ddelta", …).

@@ -27,3 +27,14 @@ func TestGradFieldsInABIOrder(t *testing.T) {
 		t.Errorf("without D, z, delta_bias and the initial state: %v, want %v", names, want)
 	}
 }
+
+// TestGradsCloneIsDeep: a clone shares no array with its original and
+// keeps absent gradients absent.
+func TestGradsCloneIsDeep(t *testing.T) {
+	g := &Grads{U: []float64{1, 2}, A: []float64{3}}
+	c := g.Clone()
+	c.U[0], c.A[0] = 9, 9
+	if g.U[0] != 1 || g.A[0] != 3 || c.D != nil || c.InitialState != nil || len(c.U) != 2 {
+		t.Errorf("clone %+v of %+v", c, g)
+	}
+}
