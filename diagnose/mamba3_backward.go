@@ -230,40 +230,9 @@ func sameSlice(a, b []float64) bool {
 
 // gradField is the named gradient ("dQ", …, "dstate_ssm") of g.
 func gradField(g *mamba3.Grads, name string) []float64 {
-	switch name {
-	case "dQ":
-		return g.Q
-	case "dK":
-		return g.K
-	case "dV":
-		return g.V
-	case "dADT":
-		return g.ADT
-	case "dDT":
-		return g.DT
-	case "dTrap":
-		return g.Trap
-	case "dQ_bias":
-		return g.QBias
-	case "dK_bias":
-		return g.KBias
-	case "dAngles":
-		return g.Angles
-	case "dD":
-		return g.D
-	case "dZ":
-		return g.Z
-	}
-	if s := g.State; s != nil {
-		switch name {
-		case "dstate_angle":
-			return s.Angle
-		case "dstate_ssm":
-			return s.SSM
-		case "dstate_k":
-			return s.K
-		case "dstate_v":
-			return s.V
+	for _, f := range g.Fields() {
+		if f.Name == name {
+			return f.Values
 		}
 	}
 	return nil

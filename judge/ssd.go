@@ -136,33 +136,20 @@ func Mamba3Arrays(p *mamba3.Problem, y, wantY []float64, st, want *mamba3.State,
 func Mamba3GradArrays(p *mamba3.Problem, got, want *mamba3.Grads, sc *mamba3.GradScale) ([]SSDArray, error) {
 	idx := func(i int) []int { return []int{i} }
 	in, w := p.DType, p.DType.Weight()
-	type field struct {
-		name                 string
-		got, want, sca, tiny []float64
-		stored               ssm.DType
-	}
-	fs := []field{{"dQ", got.Q, want.Q, sc.Scale.Q, sc.Tiny.Q, in}, {"dK", got.K, want.K, sc.Scale.K, sc.Tiny.K, in}, {"dV", got.V, want.V, sc.Scale.V, sc.Tiny.V, in},
-		{"dADT", got.ADT, want.ADT, sc.Scale.ADT, sc.Tiny.ADT, w}, {"dDT", got.DT, want.DT, sc.Scale.DT, sc.Tiny.DT, w}, {"dTrap", got.Trap, want.Trap, sc.Scale.Trap, sc.Tiny.Trap, in},
-		{"dQ_bias", got.QBias, want.QBias, sc.Scale.QBias, sc.Tiny.QBias, w}, {"dK_bias", got.KBias, want.KBias, sc.Scale.KBias, sc.Tiny.KBias, w},
-		{"dAngles", got.Angles, want.Angles, sc.Scale.Angles, sc.Tiny.Angles, in}, {"dD", got.D, want.D, sc.Scale.D, sc.Tiny.D, w}, {"dZ", got.Z, want.Z, sc.Scale.Z, sc.Tiny.Z, in}}
-	if ws := want.State; ws != nil {
-		var gs mamba3.State
-		if got.State != nil {
-			gs = *got.State
-		}
-		ss, st := sc.Scale.State, sc.Tiny.State
-		fs = append(fs, field{"dstate_angle", gs.Angle, ws.Angle, ss.Angle, st.Angle, w}, field{"dstate_ssm", gs.SSM, ws.SSM, ss.SSM, st.SSM, w},
-			field{"dstate_k", gs.K, ws.K, ss.K, st.K, in}, field{"dstate_v", gs.V, ws.V, ss.V, st.V, in})
-	}
+	gf, sf, tf := got.Fields(), sc.Scale.Fields(), sc.Tiny.Fields()
 	var out []SSDArray
-	for _, f := range fs {
-		if f.want == nil {
+	for i, f := range want.Fields() {
+		if f.Values == nil {
 			continue
 		}
-		if len(f.got) != len(f.want) {
-			return nil, fmt.Errorf("judge: the kernel returned %d elements of %s, want %d", len(f.got), f.name, len(f.want))
+		if len(gf[i].Values) != len(f.Values) {
+			return nil, fmt.Errorf("judge: the kernel returned %d elements of %s, want %d", len(gf[i].Values), f.Name, len(f.Values))
 		}
-		out = append(out, SSDArray{Name: f.name, Got: f.got, Want: f.want, Scale: f.sca, Tiny: f.tiny, Stored: f.stored, Computed: w, Index: idx})
+		stored := w
+		if f.InputTyped {
+			stored = in
+		}
+		out = append(out, SSDArray{Name: f.Name, Got: gf[i].Values, Want: f.Values, Scale: sf[i].Values, Tiny: tf[i].Values, Stored: stored, Computed: w, Index: idx})
 	}
 	return out, nil
 }

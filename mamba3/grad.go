@@ -11,6 +11,29 @@ type Grads struct {
 	State                                              *State
 }
 
+// GradField is one gradient with its name ("dQ", …, "dstate_v") and
+// whether what it differentiates is read in the problem's input type (Q,
+// K, V, Trap, Angles, Z, the state's k and v; its gradient is stored in
+// that type) or in the weight type.
+type GradField struct {
+	Name       string
+	Values     []float64
+	InputTyped bool
+}
+
+// Fields lists every gradient in a fixed order, nil Values for one g has
+// not (D, Z, the state's without an initial state).
+func (g *Grads) Fields() []GradField {
+	var s State
+	if g.State != nil {
+		s = *g.State
+	}
+	return []GradField{{"dQ", g.Q, true}, {"dK", g.K, true}, {"dV", g.V, true}, {"dADT", g.ADT, false}, {"dDT", g.DT, false},
+		{"dTrap", g.Trap, true}, {"dQ_bias", g.QBias, false}, {"dK_bias", g.KBias, false}, {"dAngles", g.Angles, true},
+		{"dD", g.D, false}, {"dZ", g.Z, true}, {"dstate_angle", s.Angle, false}, {"dstate_ssm", s.SSM, false},
+		{"dstate_k", s.K, true}, {"dstate_v", s.V, true}}
+}
+
 // Cotangent is the loss L = Σ Y·y + Σ State·(final state) whose gradients
 // Grad returns (State may be nil: y alone).
 type Cotangent struct {
