@@ -52,15 +52,7 @@ func TestNarrowScan(t *testing.T) {
 				for fi, full := range []bool{false, true} {
 					s := gen.Spec{Batch: 2, Dim: 6, Seqlen: 37, Dstate: 5, Groups: 3, Method: m, Complex: isComplex,
 						VariableB: full, VariableC: full, Softplus: full, HasD: full, HasZ: full, HasBias: full}
-					p := gen.New(s, uint64(fi+1))
-					if full {
-						gen.SetInitialState(p, 3)
-					}
-					p.RoundTo(dt)
-					got, err := l.Scan(p, dt)
-					require.NoError(t, err, "%v %v", s, dt)
-					c, err := judge.CompareScan(p, got, dt, nil, nil)
-					require.NoError(t, err)
+					c := judgedScan(t, l, s, uint64(fi+1), full, dt)
 					assert.True(t, c.Passed(dt), "%v %v: %s", s, dt, c.Worst)
 				}
 			}
@@ -95,6 +87,23 @@ func TestNarrowScan(t *testing.T) {
 		st := l.fn.discretize(0, int32(dt), 0, 1, unsafePtr(one), unsafePtr(one), unsafePtr(one), unsafePtr(one))
 		assert.Equal(t, int32(EUnsupported), st, "%v: ssmk_discretize's status", dt)
 	}
+}
+
+// judgedScan draws the problem of s (seed; with an initial state where h0),
+// rounds its inputs to dt, runs it through l in dt and compares the outputs
+// with the reference by judge.CompareScan's error model.
+func judgedScan(t *testing.T, l *Library, s gen.Spec, seed uint64, h0 bool, dt ssm.DType) judge.Comparison {
+	t.Helper()
+	p := gen.New(s, seed)
+	if h0 {
+		gen.SetInitialState(p, 3)
+	}
+	p.RoundTo(dt)
+	got, err := l.Scan(p, dt)
+	require.NoError(t, err, "%v %v", s, dt)
+	c, err := judge.CompareScan(p, got, dt, nil, nil)
+	require.NoError(t, err)
+	return c
 }
 
 func unsafePtr(s []uint16) unsafe.Pointer { return unsafe.Pointer(&s[0]) }

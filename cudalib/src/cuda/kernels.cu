@@ -2,17 +2,21 @@
  * kernels.cu — the CUDA build's kernels and their host dispatch: the scan
  * (scan_kernel.cuh) instantiated per element type, real or complex A, method
  * and 16-byte runs, chosen once per launch by scan_launch.cuh's switches (the
- * 16-bit input types' instantiations are kernels_narrow.cu's); and
- * ssmk_discretize's elementwise kernel.
+ * 16-bit input types' instantiations are kernels_narrow.cu's), or the
+ * channel-sequential scan (scan_chan.cuh) where the shape favours it
+ * (chan_lanes); and ssmk_discretize's elementwise kernel.
  */
 #include <cuda_runtime.h>
 
+#include <cstdlib>
+#include <cstring>
 #include <type_traits>
 #include <utility>
 
 #include "../ssmk_host.h"
 #include "../ssmk_methods.h"
 #include "cuda_host.h"
+#include "scan_chan.cuh"
 #include "scan_launch.cuh"
 
 namespace ssmk {
@@ -36,6 +40,58 @@ __global__ void discretize_kernel(int method, long long n, const T *delta, const
             ((T *)bcoef)[i] = dl * g;
         }
     }
+}
+
+/* The forward design a launch takes: 0, the row kernel; P = 2 or 4, the
+ * channel-sequential kernel with P lanes per channel. That kernel needs
+ * real A in float arithmetic, variable B and C in 16-byte runs (vec), N a
+ * multiple of P and at most kChanMaxStates, whole blocks of 128/P channels
+ * in each group, and no chunk states. Chosen by shape (auto) where it was
+ * measured faster (docs/performance.md): fp32 inputs, a method whose policy
+ * says so (kChanForward), and channels enough for kChanMinWarps warps per SM
+ * (the Mamba block's 8×2048 channels at P = 4; at 8×512 the row kernel is
+ * twice as fast).
+ * SSMK_FORWARD=row, chan, chan2 or chan4 overrides the choice (tests and
+ * benchmarks judge and time both designs); chan* where the conditions fail
+ * runs the row kernel. *st is set to a refusal of a value it does not know. */
+constexpr int kChanMinWarps = 8;
+
+int chan_lanes(const ssmk_scan_args &a, bool vec, const ChunkStates &cs, int32_t *st) {
+    *st = SSMK_OK;
+    const char *env = getenv("SSMK_FORWARD");
+    int force = -1; /* -1 auto, 0 row, 1 chan (P by shape), 2 or 4 */
+    if (env && *env && strcmp(env, "auto") != 0) {
+        if (strcmp(env, "row") == 0)
+            force = 0;
+        else if (strcmp(env, "chan") == 0)
+            force = 1;
+        else if (strcmp(env, "chan2") == 0)
+            force = 2;
+        else if (strcmp(env, "chan4") == 0)
+            force = 4;
+        else {
+            *st = fail(SSMK_EINVAL, "SSMK_FORWARD = \"%s\": want row, chan, chan2, chan4 or auto", env);
+            return 0;
+        }
+    }
+    if (force == 0 || a.is_complex || a.dtype == SSMK_F64 || !vec || cs.states || a.dstate > kChanMaxStates ||
+        (long long)kChanMaxStates * a.seqlen >= (1LL << 31)) /* the staging's 32-bit offsets */
+        return 0;
+    const int per_group = a.dim / a.n_groups;
+    auto fits = [&](int P) { return a.dstate % P == 0 && per_group % (kChanThreads / P) == 0; };
+    if (force == 2 || force == 4) return fits(force) ? force : 0;
+    int dev = 0, sms = 1;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+        sms = 1;
+    /* P = 4 where N allows: at both benchmark sizes it beat P = 2 (twice
+     * the warps; docs/performance.md) */
+    const int P = fits(4) ? 4 : fits(2) ? 2 : 0;
+    const long long threads = (long long)a.batch * a.dim * P, want = (long long)kChanMinWarps * sms * 32;
+    if (P == 0 || force == 1) return P;
+    bool method_wins = false;
+    method_switch(a.method, [&](auto m) { method_wins = MethodPolicy<decltype(m)::value>::kChanForward; });
+    return a.dtype == SSMK_F32 && method_wins && threads >= want ? P : 0;
 }
 
 } /* namespace */
@@ -76,7 +132,15 @@ int32_t launch_scan(const ssmk_scan_args &a, const void *h0, cudaStream_t s, con
                     32 * K);
     const bool vec = a.is_variable_B && a.is_variable_C && a.seqlen % K == 0 && aligned16(a.u) && aligned16(a.delta) &&
                      aligned16(a.out) && (!a.z || aligned16(a.z)) && aligned16(a.B) && aligned16(a.C);
-    if (narrow_dtype(a.dtype)) {
+    int32_t st = SSMK_OK;
+    if (const int P = chan_lanes(a, vec, cs, &st)) {
+        if (narrow_dtype(a.dtype))
+            launch_chan_narrow(p, a.dtype, P, s);
+        else
+            launch_chan_f32(p, P, s);
+    } else if (st != SSMK_OK) {
+        return st;
+    } else if (narrow_dtype(a.dtype)) {
         /* complex A with 16-bit inputs is refused before a launch (plan.cu) */
         launch_scan_narrow(p, a.dtype, vec, s);
     } else if (a.dtype == SSMK_F64) {

@@ -50,6 +50,11 @@ void launch_scan_t(const ScanParams &p, bool vec, cudaStream_t s) {
 /* The 16-bit input types' launches (kernels_narrow.cu): real A, T float. */
 void launch_scan_narrow(const ScanParams &p, int32_t dtype, bool vec, cudaStream_t s);
 
+/* The channel-sequential scan (scan_chan.cuh) with P lanes per channel:
+ * fp32 inputs (kernels_chan.cu) and 16-bit ones (kernels_chan_narrow.cu). */
+void launch_chan_f32(const ScanParams &p, int P, cudaStream_t s);
+void launch_chan_narrow(const ScanParams &p, int32_t dtype, int P, cudaStream_t s);
+
 } /* namespace ssmk */
 
 #endif

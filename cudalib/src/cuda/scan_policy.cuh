@@ -57,6 +57,10 @@ struct BasePolicy {
      * __syncwarp (ptxas moves no load past a warp barrier); where the loop
      * is peeled, ptxas otherwise sinks them to its end. */
     static constexpr bool kPinLoads = true;
+    /* The channel-sequential forward (scan_chan.cuh) is taken by shape
+     * (kernels.cu's chan_lanes) for this method's fp32 launches: measured
+     * faster than the row kernel there (docs/performance.md). */
+    static constexpr bool kChanForward = true;
 };
 
 template <int M>
@@ -74,6 +78,9 @@ struct MethodPolicy<FOH> : BasePolicy {
     static constexpr NextC kNextC = NextC::AfterPass1;
     /* and its loads issued where ptxas puts them: pinned, foh was slower */
     static constexpr bool kPinLoads = false;
+    /* foh's per-state votes and reciprocal, paid per state every 16 steps
+     * in the channel kernel (every 256 in the row kernel), made it slower */
+    static constexpr bool kChanForward = false;
 };
 
 template <>

@@ -1,0 +1,208 @@
+package cudalib
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"ssmverify/gen"
+	"ssmverify/ssm"
+)
+
+// The CUDA build's two forward designs (docs/performance.md): the row
+// kernel (a warp per row, a scan across lanes) and the channel-sequential
+// kernel (lanes are channels, P of them per channel), chosen by shape;
+// SSMK_FORWARD forces one where its conditions hold. The CPU build has one
+// design and ignores the variable.
+var forwardDesigns = []string{"row", "chan2", "chan4"}
+
+func designsOf(l *Library) []string {
+	if l.Backend != "cuda" {
+		return []string{"auto"}
+	}
+	return forwardDesigns
+}
+
+// Every method, input type and option through each design, on shapes the
+// channel kernel takes with P = 2 and 4 (64 channels a group, N of 16 and
+// 8), with a partial last tile (seqlen 200 = 12·16 + 8), an initial state,
+// and the Stress distribution (tiles off the fast path, Ā near 1, large Δ),
+// judged by judge.CompareScan's error model. A design that indexes a
+// channel, a state or a step wrongly fails at the first case. The CPU build
+// (one design, judged everywhere else) runs the fp32 cases; -short (under
+// compute-sanitizer) zoh and foh in fp32 and bf16, N = 16.
+func TestForwardDesigns(t *testing.T) {
+	l := open(t)
+	dtypes, methods, states := []ssm.DType{ssm.F32, ssm.F16, ssm.BF16}, ssm.Methods(), []int{16, 8}
+	if l.Backend != "cuda" {
+		dtypes = dtypes[:1]
+	}
+	if testing.Short() {
+		dtypes, methods, states = []ssm.DType{ssm.F32, ssm.BF16}, []ssm.Method{ssm.ZOH, ssm.FOH}, states[:1]
+	}
+	type opts struct {
+		full bool
+		dist gen.Dist
+	}
+	for _, design := range designsOf(l) {
+		t.Run(design, func(t *testing.T) {
+			t.Setenv("SSMK_FORWARD", design)
+			for _, m := range methods {
+				for _, dt := range dtypes {
+					for _, o := range []opts{{true, gen.Realistic}, {false, gen.Realistic}, {true, gen.Stress}} {
+						for _, n := range states {
+							s := gen.Spec{Batch: 2, Dim: 128, Seqlen: 200, Dstate: n, Groups: 2, Method: m,
+								VariableB: true, VariableC: true, Softplus: o.full, HasD: o.full, HasZ: o.full,
+								HasBias: o.full, Dist: o.dist}
+							c := judgedScan(t, l, s, uint64(n), o.full, dt)
+							assert.True(t, c.Passed(dt), "%s %v %v: %s", design, s, dt, c.Worst)
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// The designs are different arithmetic: the channel kernel sums a
+// channel's states in P partial sums, the row kernel in one, so some
+// outputs differ in their last bits. Identical outputs would mean that
+// SSMK_FORWARD did not reach the library (and TestForwardDesigns judged one
+// kernel three times).
+func TestForwardDesignsDiffer(t *testing.T) {
+	l := open(t)
+	if l.Backend != "cuda" {
+		t.Skip("one design in the CPU build")
+	}
+	p := gen.New(gen.MambaBlock(ssm.ZOH, 2, 128, 64, 16), 9)
+	p.RoundTo(ssm.F32)
+	outs := map[string][]float64{}
+	for _, design := range forwardDesigns {
+		t.Setenv("SSMK_FORWARD", design)
+		got, err := l.Scan(p, ssm.F32)
+		require.NoError(t, err, design)
+		outs[design] = got.Out
+	}
+	for _, design := range forwardDesigns[1:] {
+		assert.NotEqual(t, outs["row"], outs[design], "%s computes bit for bit what the row kernel does", design)
+	}
+}
+
+// A value of SSMK_FORWARD the library does not know is refused at launch,
+// by name, never taken for the default.
+func TestForwardDesignRefusesUnknown(t *testing.T) {
+	l := open(t)
+	if l.Backend != "cuda" {
+		t.Skip("the CPU build reads no SSMK_FORWARD")
+	}
+	t.Setenv("SSMK_FORWARD", "chan3")
+	_, err := l.Scan(gen.New(gen.MambaBlock(ssm.ZOH, 1, 64, 16, 16), 1), ssm.F32)
+	assert.ErrorContains(t, err, `SSMK_FORWARD = "chan3": want row, chan, chan2, chan4 or auto`)
+}
+
+// BenchmarkForwardDesigns times the designs side by side on the benchmark
+// sizes (docs/performance.md): per size, dtype and method, one plan, and
+// for each of 7 rounds every design's median of 20 launches in turn (the
+// variable is read at each launch), after 10 launches of warm-up each; the
+// median over rounds per design, in µs and as a fraction of the copy
+// bandwidth. Run with -bench ForwardDesigns -benchtime 1x on a GPU.
+func BenchmarkForwardDesigns(b *testing.B) {
+	l, copyBW := openForBench(b)
+	designs := append([]string{"auto"}, designsOf(l)...)
+	for _, size := range [][2]int{{512, 1024}, {2048, 4096}} {
+		p := gen.New(gen.MambaBlock(ssm.ZOH, 8, size[0], size[1], 16), 1)
+		for _, dt := range []ssm.DType{ssm.F32, ssm.BF16} {
+			for _, m := range ssm.Methods() {
+				p.Method = m
+				bufs, err := l.NewScanBuffers(p, dt)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.Run(fmt.Sprintf("%dx%d/%v/%v", size[0], size[1], dt, m), func(b *testing.B) {
+					plan, err := l.NewPlan(bufs)
+					if err != nil {
+						b.Fatal(err)
+					}
+					defer plan.Close()
+					per := map[string][]float64{}
+					for b.Loop() {
+						for _, d := range designs {
+							b.Setenv("SSMK_FORWARD", d)
+							if _, err := plan.Time(10); err != nil {
+								b.Fatal(err)
+							}
+						}
+						for r := 0; r < 7; r++ {
+							for _, d := range designs {
+								b.Setenv("SSMK_FORWARD", d)
+								ms, err := plan.Time(20)
+								if err != nil {
+									b.Fatal(err)
+								}
+								per[d] = append(per[d], ms/20)
+							}
+						}
+					}
+					bytes := float64(ScanBytes(p, dt))
+					for _, d := range designs {
+						slices.Sort(per[d])
+						med := per[d][len(per[d])/2]
+						b.ReportMetric(med*1e3, d+"-us")
+						b.ReportMetric(math.Round(1000*bytes/(med*1e6)/copyBW)/10, d+"-%copy")
+					}
+				})
+			}
+		}
+	}
+	b.Logf("%s; copy bandwidth %.0f GB/s", l, copyBW)
+}
+
+// The shape and method choose the design (kernels.cu's chan_lanes): the
+// channel kernel for fp32 methods whose policy says so once the channels
+// fill the GPU (64×2048 channels fill any GPU of up to 256 SMs at 8 warps
+// each, whichever of P = 2 or 4 it takes), the row kernel for foh, for
+// 16-bit inputs and for few channels. Each choice is recognised by the bits
+// of its outputs.
+func TestForwardAutoChoice(t *testing.T) {
+	l := open(t)
+	if l.Backend != "cuda" {
+		t.Skip("one design in the CPU build")
+	}
+	run := func(design string, p *ssm.Problem, dt ssm.DType) []float64 {
+		t.Setenv("SSMK_FORWARD", design)
+		got, err := l.Scan(p, dt)
+		require.NoError(t, err, design)
+		return got.Out
+	}
+	cases := []struct {
+		m          ssm.Method
+		dt         ssm.DType
+		batch, dim int
+		channel    bool
+	}{
+		{ssm.ZOH, ssm.F32, 64, 2048, true},
+		{ssm.RK4, ssm.F32, 64, 2048, true},
+		{ssm.FOH, ssm.F32, 64, 2048, false},
+		{ssm.ZOH, ssm.BF16, 64, 2048, false},
+		{ssm.ZOH, ssm.F32, 2, 128, false},
+	}
+	for _, c := range cases {
+		p := gen.New(gen.MambaBlock(c.m, c.batch, c.dim, 16, 16), 4)
+		p.RoundTo(c.dt)
+		auto, row := run("auto", p, c.dt), run("row", p, c.dt)
+		chan2, chan4 := run("chan2", p, c.dt), run("chan4", p, c.dt)
+		took := "another design"
+		switch {
+		case slices.Equal(auto, row):
+			took = "row"
+		case slices.Equal(auto, chan2), slices.Equal(auto, chan4):
+			took = "chan"
+		}
+		want := map[bool]string{true: "chan", false: "row"}[c.channel]
+		assert.Equal(t, want, took, "%v %v %d×%d", c.m, c.dt, c.batch, c.dim)
+	}
+}

@@ -1,0 +1,13 @@
+/*
+ * kernels_chan.cu — the channel-sequential scan (scan_chan.cuh) for fp32
+ * inputs: one kernel per method and lanes per channel. A translation unit of
+ * its own so that nvcc compiles it beside the row kernel's.
+ */
+#include "scan_chan.cuh"
+#include "scan_launch.cuh"
+
+namespace ssmk {
+
+void launch_chan_f32(const ScanParams &p, int P, cudaStream_t s) { launch_chan_t<float>(p, P, s); }
+
+} /* namespace ssmk */
