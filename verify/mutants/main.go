@@ -168,6 +168,9 @@ var CUDACatalogue = []Mutant{
 	{107, "bilinear-du", "fast path (input term from Δ·u): bilinear's B·(Δ·u·g) as zoh's B·(Δ·u), g dropped", "", 0, ""},
 	{108, "bwd-padded-tail", "backward: the padded steps past seqlen of a row's last chunk take Δ = softplus(bias) instead of 0 (Ā ≠ 1 between dlast_state and the last step)", "", 0, ""},
 	{109, "bwd-chunk-adjoint", "backward: the adjoint entering a chunk from the one after it dropped (each chunk starts from λ = 0)", "", 0, ""},
+	{110, "chan-state-dropped", "channel-sequential forward: a lane's states not carried from one tile of 16 steps to the next (each tile starts from the initial state)", "", 0, ""},
+	{111, "chan-scatter", "channel-sequential forward: the lanes of a channel finish each other's steps (lane s writes its sums at the mirrored block of steps)", "", 0, ""},
+	{112, "chan-b-row", "channel-sequential forward: every state of a lane updated with its first state's row of B", "", 0, ""},
 }
 
 // cudaOwn reports whether m is of CUDACatalogue.
