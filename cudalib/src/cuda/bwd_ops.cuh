@@ -22,6 +22,7 @@
 
 #include "../ssmk_derivs.h"
 #include "../ssmk_methods.h"
+#include "scan_policy.cuh"
 #include "static_switch.cuh"
 
 namespace ssmk {
@@ -153,7 +154,7 @@ struct DtRange {
  * A NaN, which the range passes over, is NaN on either side. */
 template <int M, typename V, typename T>
 __device__ __forceinline__ FohBranch run_branch(V a, DtRange<T> r) {
-    if constexpr (M == FOH && std::is_same<V, T>::value) {
+    if constexpr (MethodPolicy<M>::kFohBranches && std::is_same<V, T>::value) {
         const T aa = fabs(a);
         if (aa * fmax(-r.lo, r.hi) < T(0.5)) return FOH_NEAR;
         if (aa * r.mabs >= T(0.5)) return FOH_FAR;
@@ -165,9 +166,9 @@ __device__ __forceinline__ FohBranch run_branch(V a, DtRange<T> r) {
 /* (Ā, g) of method M at real x given e = e^x, on a run of branch Br. */
 template <int M, int Br, typename T>
 __device__ __forceinline__ void coef_e(T x, T e, T &ab, T &g) {
-    if constexpr (M == FOH && Br == FOH_NEAR) {
+    if constexpr (MethodPolicy<M>::kFohBranches && Br == FOH_NEAR) {
         ab = e, g = phi1_series(x);
-    } else if constexpr (M == FOH && Br == FOH_FAR) {
+    } else if constexpr (MethodPolicy<M>::kFohBranches && Br == FOH_FAR) {
         ab = e, g = sdiv(e - T(1), x);
     } else {
         method_real_e<M>(x, e, ab, g);
@@ -215,7 +216,7 @@ __device__ __forceinline__ void run_coefs_on(FohBranch br, V a, DtRange<T> range
  * would form (the same function of the same x): the gradients are the same. */
 template <int M, typename V>
 constexpr bool keeps_g() {
-    return M == FOH && !std::is_same<V, float>::value;
+    return MethodPolicy<M>::kBwdKeepsG && !std::is_same<V, float>::value;
 }
 
 /* g and the derivatives at x = a·Δ, given Ā there (ab, as coef formed it),
@@ -226,10 +227,10 @@ template <int M, int Br, typename T>
 __device__ __forceinline__ void coef_d(T a, T dt, T ab, T &g, T &dab, T &dg) {
     const T x = a * dt;
     constexpr bool kept = keeps_g<M, T>();
-    if constexpr (M == FOH && Br == FOH_NEAR) {
+    if constexpr (MethodPolicy<M>::kFohBranches && Br == FOH_NEAR) {
         if constexpr (!kept) g = phi1_series(x);
         dab = ab, dg = dphi1_series(x);
-    } else if constexpr (M == FOH && Br == FOH_FAR) {
+    } else if constexpr (MethodPolicy<M>::kFohBranches && Br == FOH_FAR) {
         if constexpr (!kept) g = sdiv(ab - T(1), x);
         dab = ab, dg = sdiv(ab - g, x);
     } else if constexpr (kept) {

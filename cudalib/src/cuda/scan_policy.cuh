@@ -1,17 +1,21 @@
 /*
- * scan_policy.cuh — what each method's scan kernel does differently, as types.
+ * scan_policy.cuh — what each method's kernels do differently, as types.
  *
- * Every choice the scan makes per method is a member of one policy struct per
- * method (MethodPolicy<M>), and every choice per instantiation (element type,
- * real or complex A, 16-byte runs) is derived once in ScanTraits, in the manner
- * of Mamba's Selective_Scan_fwd_kernel_traits and CUTLASS's dispatch policies:
- * the kernel reads Traits::kX and never tests a method by name, and the host
- * dispatches on (dtype, complex, method, vec) once per launch (kernels.cu).
+ * Every choice the kernels make per method — the forward's two designs, the
+ * update's fast forms (scan_terms.cuh) and the backward's (bwd_ops.cuh) — is a
+ * member of one policy struct per method (MethodPolicy<M>), and every choice
+ * per instantiation of the forward (element type, real or complex A, 16-byte
+ * runs) is derived once in ScanTraits, in the manner of Mamba's
+ * Selective_Scan_fwd_kernel_traits and CUTLASS's dispatch policies: the
+ * kernels read Traits::kX or Policy::kX and never test a method by name, and
+ * the host dispatches on (dtype, complex, method, vec) once per launch
+ * (kernels.cu, backward.cu).
  *
- * The policies only concern the real float kernels' fast tiles (those whose
- * every e^x is in [2^-126, 1]): double and complex kernels take the exact
- * path of ssmk_methods.h for every method. Why each member has the value it
- * has is measured, not argued; docs/performance.md records the measurements.
+ * The forward's members concern the real float kernels' fast tiles (those
+ * whose every e^x is in [2^-126, 1]): double and complex kernels take the
+ * exact path of ssmk_methods.h for every method. Why each member has the
+ * value it has is measured, not argued; docs/performance.md records the
+ * measurements.
  */
 #ifndef SSMK_SCAN_POLICY_CUH
 #define SSMK_SCAN_POLICY_CUH
@@ -46,8 +50,18 @@ struct BasePolicy {
      * coefficients (dpoly_coefs): one product fewer per update. */
     static constexpr bool kPolyDeltaG = false;
     /* foh's near and far branches: φ1 by phi1_near where every x of a
-     * state's tile is small, Δ·φ1 = (e^x − 1)/a where every x ≤ −1/2. */
+     * state's tile is small, Δ·φ1 = (e^x − 1)/a where every x ≤ −1/2 (the
+     * backward's runs too: bwd_ops.cuh). */
     static constexpr bool kFohBranches = false;
+    /* g = 1 (zoh): the fast input term is B·(Δ·u), no g formed. */
+    static constexpr bool kUnitG = false;
+    /* g = 1/(1 − x/2) (bilinear): on a fast tile one reciprocal of an FFMA
+     * of Δ, the state's factor a_coef being −a/2, and Ā = 2g − 1. */
+    static constexpr bool kReciprocalG = false;
+    /* The backward's gradient pass takes g from its forward pass, kept in
+     * registers, rather than forming it again, in double and complex
+     * arithmetic (bwd_ops.cuh's keeps_g: foh's series or division). */
+    static constexpr bool kBwdKeepsG = false;
     static constexpr NextC kNextC = NextC::WithB;
     /* The unrolled state loop runs the pairs that have a state after them,
      * then the last one or two states, so that the next state's pointers
@@ -69,6 +83,7 @@ struct MethodPolicy; /* one per method, below */
 template <>
 struct MethodPolicy<ZOH> : BasePolicy {
     static constexpr bool kDeltaU = true;
+    static constexpr bool kUnitG = true;
 };
 
 template <>
@@ -81,11 +96,13 @@ struct MethodPolicy<FOH> : BasePolicy {
     /* foh's per-state votes and reciprocal, paid per state every 16 steps
      * in the channel kernel (every 256 in the row kernel), made it slower */
     static constexpr bool kChanForward = false;
+    static constexpr bool kBwdKeepsG = true;
 };
 
 template <>
 struct MethodPolicy<BILINEAR> : BasePolicy {
     static constexpr bool kDeltaU = true;
+    static constexpr bool kReciprocalG = true;
 };
 
 template <>
@@ -157,7 +174,7 @@ struct ScanTraits {
     /* e^x by one MUFU.EX2 on fast tiles */
     static constexpr bool kFastExp = kRealFloat && uses_exp<M>();
     /* bilinear's g = 1/(1 − x/2) by one reciprocal on fast tiles */
-    static constexpr bool kFastBilinear = kRealFloat && M == BILINEAR;
+    static constexpr bool kFastBilinear = kRealFloat && Policy::kReciprocalG;
     /* a per-tile fast path, decided from the ranges of Δ and a·log2e */
     static constexpr bool kFastTiles = kFastExp || kFastBilinear;
     static constexpr bool kDeltaU = kRealFloat && Policy::kDeltaU;

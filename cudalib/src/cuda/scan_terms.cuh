@@ -18,6 +18,7 @@
 
 #include "../ssmk_methods.h"
 #include "scan_ops.cuh"
+#include "scan_policy.cuh"
 
 namespace ssmk {
 
@@ -90,8 +91,9 @@ __device__ __forceinline__ bool dpoly_row_ok(float a) {
  * taken. */
 template <typename T, int M, bool FAST, bool DU, int NEAR, bool DP>
 __device__ __forceinline__ void update_terms(T a, T a2, T ia, T dt, T u, T du, T bv, T &ab, T &bb, const DCoefs &dc) {
-    static_assert(!DU || M == ZOH || M == BILINEAR, "B·(Δ·u·g): zoh's and bilinear's fast input term");
-    static_assert(NEAR == FOH_EXACT || M == FOH, "the near and far branches are foh's");
+    using Policy = MethodPolicy<M>;
+    static_assert(!DU || Policy::kDeltaU, "B·(Δ·u·g): the fast input term of a method whose policy has it");
+    static_assert(NEAR == FOH_EXACT || Policy::kFohBranches, "the near and far branches are foh's");
     static_assert(NEAR != FOH_FAR || (FAST && std::is_same<T, float>::value),
                   "foh's far branch is the float fast path's");
     static_assert(!DP || (FAST && std::is_same<T, float>::value && taylor_degree<M>() > 0),
@@ -136,7 +138,7 @@ __device__ __forceinline__ void update_terms(T a, T a2, T ia, T dt, T u, T du, T
         g = phi1_near(x);
         ab = sfma(x, g, T(1));
         (void)e;
-    } else if constexpr (M == BILINEAR && DU) {
+    } else if constexpr (Policy::kReciprocalG && DU) {
         /* method_real_e's bilinear where the fast vote holds: the
          * same g (sdiv(1, d) is exactly 1/d's reciprocal for d in
          * [1, 2^19 + 1]) and Ā, without the test for an infinite x. */
@@ -158,7 +160,7 @@ __device__ __forceinline__ void update_terms(T a, T a2, T ia, T dt, T u, T du, T
         ab = (ab2 == ab2 || ab != ab) ? ab : g2;
     }
 #endif
-    if constexpr (DU && M == ZOH) {
+    if constexpr (DU && Policy::kUnitG) {
         (void)g, (void)dt, (void)u;
         bb = bv * du;
     } else if constexpr (DU) {
@@ -288,7 +290,7 @@ __device__ __forceinline__ T a_log2e(T a) {
  * FFMA of Δ, rounded once. */
 template <int M, typename T>
 __device__ __forceinline__ T a_coef(T a) {
-    if constexpr (M == BILINEAR)
+    if constexpr (MethodPolicy<M>::kReciprocalG)
         return a * T(-0.5);
     else
         return a_log2e(a);
