@@ -65,8 +65,8 @@ constexpr int chan_row_stride() {
 
 /* Where each array of the kernel's shared memory lies, for N states. One
  * stage buffer holds u, Δ, z (CB rows) and B, C (N rows) in the input type;
- * two stage buffers, then the float rows of Δ, of B and C (16-bit inputs),
- * and the states h[N][kChanThreads]. */
+ * two stage buffers, then the float rows of Δ, of Δ·u (kDeltaU), of B and C
+ * (16-bit inputs), and the states h[N][kChanThreads]. */
 template <class Tr, int P>
 struct ChanLayout {
     using In = typename Tr::In;
@@ -117,7 +117,7 @@ __device__ __forceinline__ void chan_stage(const ChanStage<Tr> &st, const typena
     using Lay = ChanLayout<Tr, P>;
     constexpr int E = 16 / (int)sizeof(In); /* elements per chunk */
     constexpr int CPR = kChanSteps / E;     /* chunks per row */
-    /* offsets from the block's first row within 2^31 elements (launch_chan_traits) */
+    /* offsets from the block's first row within 2^31 elements (chan_lanes, kernels.cu) */
     for (int i = threadIdx.x; i < Lay::CB * CPR; i += kChanThreads) {
         const int c = i / CPR, q = (i % CPR) * E, t = t0 + q;
         const bool in = t < L;
@@ -443,15 +443,12 @@ __global__ void __launch_bounds__(kChanThreads) chan_kernel(const ScanParams p) 
     }
 }
 
-/* The bytes of shared memory a launch needs, and its blocks. */
-template <class Tr, int P>
-size_t chan_smem_bytes(int N) {
-    return ChanLayout<Tr, P>::bytes(N);
-}
-
+/* One launch: a block per CB channels of a batch, with the shared memory its
+ * layout needs for N states (above 48 KB by the function's opt-in; a
+ * failure there surfaces as the launch's error). */
 template <class Tr, int P>
 void launch_chan_traits(const ScanParams &p, cudaStream_t s) {
-    const size_t smem = chan_smem_bytes<Tr, P>(p.dstate);
+    const size_t smem = ChanLayout<Tr, P>::bytes(p.dstate);
     cudaFuncSetAttribute(chan_kernel<Tr, P>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
     const dim3 grid((unsigned)((long long)p.batch * p.dim / ChanLayout<Tr, P>::CB));
     chan_kernel<Tr, P><<<grid, kChanThreads, smem, s>>>(p);
