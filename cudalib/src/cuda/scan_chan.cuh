@@ -291,8 +291,7 @@ __device__ __forceinline__ void chan_tile(const ScanParams &p, const ChanStage<T
 }
 
 /* A lane's states entering the sequence (h0, or 0) into hs, and the range
- * of a·log2e over the warp's states for the fast vote (row_a2_range's
- * rules: an a a fast form cannot take makes the range infinite). */
+ * of a·log2e over the warp's states for the fast vote (vote_a2). */
 template <class Tr, int P>
 __device__ __forceinline__ void chan_states_init(const float *A, const float *h0, int N, int s, float *hs, float &a2min,
                                                  float &a2max) {
@@ -301,20 +300,11 @@ __device__ __forceinline__ void chan_states_init(const float *A, const float *h0
     for (int n = s; n < N; n += P) {
         hs[n * kChanThreads] = h0 ? h0[n] : 0.0f;
         if constexpr (Tr::kFastTiles) {
-            const float a = A[n];
-            float a2 = a_log2e(a);
-            if (Tr::kFastBilinear && a != 0.0f && fabsf(a) < 0x1p-125f) a2 = INFINITY;
-            if (Tr::kPolyDeltaG && !dpoly_row_ok(a)) a2 = INFINITY;
+            const float a2 = vote_a2<Tr>(A[n]);
             a2min = fminf(a2min, a2), a2max = fmaxf(a2max, a2);
         }
     }
-    if constexpr (Tr::kFastTiles) { /* the warp's range: its votes are the warp's */
-#pragma unroll
-        for (int off = 16; off > 0; off >>= 1) {
-            a2min = fminf(a2min, __shfl_xor_sync(0xffffffffu, a2min, off));
-            a2max = fmaxf(a2max, __shfl_xor_sync(0xffffffffu, a2max, off));
-        }
-    }
+    if constexpr (Tr::kFastTiles) warp_min_max(a2min, a2max); /* the warp's range: its votes are the warp's */
 }
 
 /* 16-bit B and C of the staged tile widened once per block into float rows
@@ -346,17 +336,14 @@ __device__ __forceinline__ ChanRange chan_prepass(const ScanParams &p, const Cha
             if constexpr (Tr::kDeltaU) {
                 const float uv = widen(cur.u[cl * RS + t]);
                 du = v * uv;
-                w.du_ok = w.du_ok && isfinite(du) && (fabsf(du) >= lo || v == 0.0f || uv == 0.0f);
+                const float dv[1] = {v}, uu[1] = {uv}, dd[1] = {du}; /* run_du_exact's test of one step */
+                w.du_ok = w.du_ok && run_du_exact(dv, uu, dd, lo);
             }
         }
         dtrows[cl * kChanFStride + t] = v;
         if constexpr (Tr::kDeltaU) durows[cl * kChanFStride + t] = du;
     }
-#pragma unroll
-    for (int off = 16; off > 0; off >>= 1) {
-        w.dmin = fminf(w.dmin, __shfl_xor_sync(0xffffffffu, w.dmin, off));
-        w.dmax = fmaxf(w.dmax, __shfl_xor_sync(0xffffffffu, w.dmax, off));
-    }
+    warp_min_max(w.dmin, w.dmax);
     return w;
 }
 

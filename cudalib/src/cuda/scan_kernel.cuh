@@ -146,28 +146,40 @@ __device__ __forceinline__ void load_c(const ScanRow<Tr> &row, const LaneRun<Tr>
     load_state_run(row.Cv != nullptr, run, cs, cv);
 }
 
-/* The row's range of a·log2e (kFastTiles). An a that a fast path cannot take
- * sends the row to the exact path (a2 = ∞ fails run_stable_above):
- * bilinear halves a (a_coef), and a subnormal a's half may round; the
- * polynomial Δ·g needs dpoly_row_ok. */
+/* A state's a·log2e as the fast vote counts it (kFastTiles): an a that a
+ * fast path cannot take sends its tiles to the exact path (a2 = ∞ fails
+ * run_stable_above): bilinear halves a (a_coef), and a subnormal a's half
+ * may round; the polynomial Δ·g needs dpoly_row_ok. */
+template <class Tr>
+__device__ __forceinline__ float vote_a2(float a) {
+    float a2 = a_log2e(a);
+    if (Tr::kFastBilinear && a != 0.0f && fabsf(a) < 0x1p-125f) a2 = INFINITY;
+    if (Tr::kPolyDeltaG && !dpoly_row_ok(a)) a2 = INFINITY;
+    return a2;
+}
+
+/* lo and hi made the least and the largest over the warp. */
+__device__ __forceinline__ void warp_min_max(float &lo, float &hi) {
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) {
+        lo = fminf(lo, __shfl_xor_sync(0xffffffffu, lo, off));
+        hi = fmaxf(hi, __shfl_xor_sync(0xffffffffu, hi, off));
+    }
+}
+
+/* The row's range of a·log2e (kFastTiles), as vote_a2 counts it. */
 template <class Tr>
 __device__ __forceinline__ void row_a2_range(ScanRow<Tr> &row, int lane) {
+    static_assert(Tr::kLanes == 32, "a row's lanes are the warp");
     row.a2min = 0.0f, row.a2max = 0.0f;
     if constexpr (Tr::kFastTiles) {
         row.a2min = INFINITY, row.a2max = -INFINITY;
         for (int n = lane; n < row.N; n += Tr::kLanes) {
-            const float a = row.A[n];
-            float a2 = a_log2e(a);
-            if (Tr::kFastBilinear && a != 0.0f && fabsf(a) < 0x1p-125f) a2 = INFINITY;
-            if (Tr::kPolyDeltaG && !dpoly_row_ok(a)) a2 = INFINITY;
+            const float a2 = vote_a2<Tr>(row.A[n]);
             row.a2min = fminf(row.a2min, a2);
             row.a2max = fmaxf(row.a2max, a2);
         }
-#pragma unroll
-        for (int off = Tr::kLanes / 2; off > 0; off >>= 1) {
-            row.a2min = fminf(row.a2min, __shfl_xor_sync(0xffffffffu, row.a2min, off));
-            row.a2max = fmaxf(row.a2max, __shfl_xor_sync(0xffffffffu, row.a2max, off));
-        }
+        warp_min_max(row.a2min, row.a2max);
     }
 }
 
