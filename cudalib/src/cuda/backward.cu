@@ -85,7 +85,7 @@ __device__ void chunk_grads(const BwdParams &p, const Place &q, const Smem<T, V>
             V bv[K];
             sload<T, K>(run.dt, dt);
             sload<T, K>(run.uu, uu);
-            load_bc<V, K>(p, q, Bp, p.var_b, p.vec_b, n, t0, bv);
+            load_bc<V, K>(p, q, Bp, p.is_variable_B, p.vec_b, n, t0, bv);
             V g[K];
             run_coefs_on<M, T, K>(br, a, range, dt, ab, g);
 #pragma unroll
@@ -99,7 +99,7 @@ __device__ void chunk_grads(const BwdParams &p, const Place &q, const Smem<T, V>
         const Aff<V> fx = excl_fwd(f, q.lane);
         if (q.lane == 31) s.fw[q.wb] = f;
         __syncthreads();
-        if (n > 0 && (p.var_b || p.var_c)) flush_tiles<T, V, K>(p, q, s, c, n - 1);
+        if (n > 0 && (p.is_variable_B || p.is_variable_C)) flush_tiles<T, V, K>(p, q, s, c, n - 1);
         V h0 = c > 0  ? ((const V *)p.hS)[(q.r * (p.chunks - 1) + c - 1) * N + n]
                : p.h0 ? ((const V *)p.h0)[q.r * N + n]
                       : V{};
@@ -113,7 +113,7 @@ __device__ void chunk_grads(const BwdParams &p, const Place &q, const Smem<T, V>
             T dy[K];
             V cv[K];
             sload<T, K>(run.dy, dy);
-            load_bc<V, K>(p, q, Cp, p.var_c, p.vec_c, n, t0, cv);
+            load_bc<V, K>(p, q, Cp, p.is_variable_C, p.vec_c, n, t0, cv);
 #pragma unroll
             for (int k = K - 1; k >= 0; k--)
                 rb = then(rb, Aff<V>{vconj(ab[k]), vmul(vconj(ab[k]), vscale(vconj(cv[k]), kk * dy[k]))});
@@ -131,8 +131,8 @@ __device__ void chunk_grads(const BwdParams &p, const Place &q, const Smem<T, V>
         sload<T, K>(run.dt, dt);
         sload<T, K>(run.uu, uu);
         sload<T, K>(run.dy, dy);
-        load_bc<V, K>(p, q, Bp, p.var_b, p.vec_b, n, t0, bv);
-        load_bc<V, K>(p, q, Cp, p.var_c, p.vec_c, n, t0, cv);
+        load_bc<V, K>(p, q, Bp, p.is_variable_B, p.vec_b, n, t0, bv);
+        load_bc<V, K>(p, q, Cp, p.is_variable_C, p.vec_c, n, t0, cv);
         foh_branch_switch(br, [&](auto branch) {
             constexpr int Br = decltype(branch)::value;
 #pragma unroll
@@ -153,11 +153,11 @@ __device__ void chunk_grads(const BwdParams &p, const Place &q, const Smem<T, V>
                 ys[k] += vre(vmul(cv[k], h[k]));
                 dA = vadd(dA, vscale(gx, dt[k]));
                 const int ti = (q.lr * p.tpr + q.j) * (K + 1) + k;
-                if (p.var_c)
+                if (p.is_variable_C)
                     s.tC[ti] = dC;
                 else
                     dCc = vadd(dCc, dC);
-                if (p.var_b)
+                if (p.is_variable_B)
                     s.tB[ti] = dB;
                 else
                     dBc = vadd(dBc, dB);
@@ -171,15 +171,15 @@ __device__ void chunk_grads(const BwdParams &p, const Place &q, const Smem<T, V>
                 ((V *)p.dinit)[q.r * N + n] = mu;
         }
         dA = warp_sum(dA);
-        if (!p.var_b) dBc = warp_sum(dBc);
-        if (!p.var_c) dCc = warp_sum(dCc);
+        if (!p.is_variable_B) dBc = warp_sum(dBc);
+        if (!p.is_variable_C) dCc = warp_sum(dCc);
         if (q.lane == 0) {
             s.accA[n * W + q.wb] = vadd(s.accA[n * W + q.wb], dA);
-            if (!p.var_b) s.accB[n * W + q.wb] = vadd(s.accB[n * W + q.wb], dBc);
-            if (!p.var_c) s.accC[n * W + q.wb] = vadd(s.accC[n * W + q.wb], dCc);
+            if (!p.is_variable_B) s.accB[n * W + q.wb] = vadd(s.accB[n * W + q.wb], dBc);
+            if (!p.is_variable_C) s.accC[n * W + q.wb] = vadd(s.accC[n * W + q.wb], dCc);
         }
     }
-    if (p.var_b || p.var_c) {
+    if (p.is_variable_B || p.is_variable_C) {
         __syncthreads();
         flush_tiles<T, V, K>(p, q, s, c, N - 1);
     }
@@ -223,7 +223,7 @@ __global__ void __launch_bounds__(kThreads, std::is_same<T, float>::value ? 2 : 
         for (int k = 0; k < K; k++) {
             const int t = t0 + k;
             if (t >= L) continue;
-            const T v = ld_in<T>(p, p.delta, base + t) + (p.bias ? ((const T *)p.bias)[q.d] : T(0));
+            const T v = ld_in<T>(p, p.delta, base + t) + (p.delta_bias ? ((const T *)p.delta_bias)[q.d] : T(0));
             const T dsp = p.softplus && v <= T(20) ? T(1) / (T(1) + sexp(-v)) : T(1);
             const T ddt = (sl[k] * uu[k] + gxs[k]) * dsp;
             st_in<T>(p, p.du, base + t, sl[k] * dt[k] + dy[k] * Dd);
@@ -251,8 +251,8 @@ __global__ void __launch_bounds__(kThreads, std::is_same<T, float>::value ? 2 : 
             c = vadd(c, s.accC[n * W + lr * WR + w]);
         }
         ((V *)p.pA)[r * N + n] = a;
-        if (!p.var_b) ((V *)p.pB)[r * N + n] = b;
-        if (!p.var_c) ((V *)p.pC)[r * N + n] = c;
+        if (!p.is_variable_B) ((V *)p.pB)[r * N + n] = b;
+        if (!p.is_variable_C) ((V *)p.pC)[r * N + n] = c;
     }
     if (threadIdx.x < p.R) {
         const long long r = (long long)blockIdx.x * p.R + threadIdx.x;
@@ -296,8 +296,8 @@ int32_t launch_t(const BwdParams &p, int method, const ssmk_scan_grads &g, cudaS
     method_switch(method, [&](auto m) { st = launch_m<T, V, decltype(m)::value>(p, s); });
     if (st) return st;
     reduce<V>(p.pA, g.dA, p, p.dstate, s);
-    if (!p.var_b) reduce<V>(p.pB, g.dB, p, p.dstate, s);
-    if (!p.var_c) reduce<V>(p.pC, g.dC, p, p.dstate, s);
+    if (!p.is_variable_B) reduce<V>(p.pB, g.dB, p, p.dstate, s);
+    if (!p.is_variable_C) reduce<V>(p.pC, g.dC, p, p.dstate, s);
     if (p.pD) reduce<T>(p.pD, g.dD, p, 1, s);
     if (p.pBias) reduce<T>(p.pBias, g.ddelta_bias, p, 1, s);
     return SSMK_OK;
@@ -380,28 +380,12 @@ int32_t launch_wide(const ssmk_scan_args &a, const void *h0, const ssmk_scan_gra
                     cudaStream_t s, int in16, const void *u32, const void *delta32) {
     BwdParams p;
     shape(a, &p);
+    static_cast<ScanInputs &>(p) = scan_inputs(a);
     p.in16 = in16;
-    p.batch = a.batch;
-    p.dim = a.dim;
-    p.seqlen = a.seqlen;
-    p.dstate = a.dstate;
-    p.groups = a.n_groups;
-    p.softplus = a.delta_softplus;
-    p.var_b = a.is_variable_B;
-    p.var_c = a.is_variable_C;
     const bool f32 = a.dtype == SSMK_F32 && !a.is_complex, even = a.seqlen % 4 == 0;
     p.vec_b = f32 && even && aligned16(a.B);
     p.vec_c = f32 && even && aligned16(a.C);
     p.vec_red = f32 && even && (!a.is_variable_B || aligned16(g.dB)) && (!a.is_variable_C || aligned16(g.dC));
-    p.rows = (long long)a.batch * a.dim;
-    p.u = a.u;
-    p.delta = a.delta;
-    p.A = a.A;
-    p.B = a.B;
-    p.C = a.C;
-    p.D = a.D;
-    p.z = a.z;
-    p.bias = a.delta_bias;
     p.h0 = h0;
     p.dout = g.dout;
     p.dlast = g.dlast_state;

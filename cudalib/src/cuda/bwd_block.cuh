@@ -22,6 +22,7 @@
 #include "../ssmk_methods.h"
 #include "../ssmk_narrow.h"
 #include "bwd_ops.cuh"
+#include "scan_args.cuh"
 
 namespace ssmk {
 namespace bwd {
@@ -30,8 +31,7 @@ namespace bwd {
  * that the 16-byte loads of eight consecutive threads meet distinct banks. */
 constexpr int kPad = 4;
 
-struct BwdParams {
-    int batch, dim, seqlen, dstate, groups, softplus, var_b, var_c;
+struct BwdParams : ScanInputs {
     /* 16-byte accesses: B and C loads, dB and dC atomics (fp32, seqlen a
      * multiple of 4, the arrays 16-byte aligned) */
     int vec_b, vec_c, vec_red;
@@ -40,8 +40,7 @@ struct BwdParams {
      * SSMK_BF16; 0: T): read and written once per chunk, so one kernel
      * serves them by a uniform branch rather than an instantiation of its own */
     int in16;
-    long long rows;
-    const void *u, *delta, *A, *B, *C, *D, *z, *bias, *h0, *dout, *dlast;
+    const void *h0, *dout, *dlast;
     void *du, *ddelta, *dB, *dC, *dz, *dinit;
     void *hS;                        /* [rows][chunks − 1][dstate]: the state entering chunk c ≥ 1 at c − 1 */
     void *pA, *pB, *pC, *pD, *pBias; /* per-row partials of the sums over batch */
@@ -101,7 +100,7 @@ __device__ __forceinline__ Place place_of(const BwdParams &p) {
     q.r = (long long)blockIdx.x * p.R + q.lr;
     q.d = (int)(q.r % p.dim);
     q.b = (int)(q.r / p.dim);
-    q.grp = q.d / (p.dim / p.groups);
+    q.grp = q.d / (p.dim / p.n_groups);
     return q;
 }
 
@@ -131,7 +130,7 @@ template <typename V, int K>
 __device__ __forceinline__ void load_bc(const BwdParams &p, const Place &q, const V *X, int var, int vec, int n, int t0,
                                         V (&out)[K]) {
     if (var) {
-        const V *x = X + (((long long)q.b * p.groups + q.grp) * p.dstate + n) * p.seqlen;
+        const V *x = X + (((long long)q.b * p.n_groups + q.grp) * p.dstate + n) * p.seqlen;
         if constexpr (std::is_same<V, float>::value && K % 4 == 0) {
             /* a whole run of a row whose length is a multiple of 4: 16-byte loads */
             if (vec && t0 + K <= p.seqlen) {
@@ -167,7 +166,7 @@ __device__ __forceinline__ DtRange<T> load_row(const BwdParams &p, const Place &
             continue;
         }
         const long long i = base + t0 + k;
-        dt[k] = step_dt(ld_in<T>(p, p.delta, i), (const T *)p.bias, q.d, p.softplus);
+        dt[k] = step_dt(ld_in<T>(p, p.delta, i), (const T *)p.delta_bias, q.d, p.softplus);
         range.lo = fmin(range.lo, dt[k]), range.hi = fmax(range.hi, dt[k]), range.mabs = fmin(range.mabs, fabs(dt[k]));
         uu[k] = ld_in<T>(p, p.u, i);
         T g = ld_in<T>(p, p.dout, i);
@@ -198,7 +197,7 @@ struct Runs {
  * arrays allow it (vec_red). Every entry is written again by the next state. */
 template <typename T, typename V, int K, int R>
 __device__ __forceinline__ void flush_rows(const BwdParams &p, const Place &q, const Smem<T, V> &s, int c, int n) {
-    const long long at = (((long long)q.b * p.groups + q.grp) * p.dstate + n) * p.seqlen + (long long)c * p.chunk;
+    const long long at = (((long long)q.b * p.n_groups + q.grp) * p.dstate + n) * p.seqlen + (long long)c * p.chunk;
     V *dB = (V *)p.dB + at, *dC = (V *)p.dC + at;
     const unsigned row = p.tpr * (K + 1), end = min(p.chunk, p.seqlen - c * p.chunk);
     if constexpr (std::is_same<V, float>::value && K % 4 == 0) {
@@ -213,8 +212,8 @@ __device__ __forceinline__ void flush_rows(const BwdParams &p, const Place &q, c
 #pragma unroll
                     for (int r = 1; r < R; r++) b[e] += s.tB[r * row + ti + e], cc[e] += s.tC[r * row + ti + e];
                 }
-                if (p.var_b) red_add4(&dB[i], b);
-                if (p.var_c) red_add4(&dC[i], cc);
+                if (p.is_variable_B) red_add4(&dB[i], b);
+                if (p.is_variable_C) red_add4(&dC[i], cc);
             }
             return;
         }
@@ -224,8 +223,8 @@ __device__ __forceinline__ void flush_rows(const BwdParams &p, const Place &q, c
         V b = s.tB[ti], cc = s.tC[ti];
 #pragma unroll
         for (int r = 1; r < R; r++) b = vadd(b, s.tB[r * row + ti]), cc = vadd(cc, s.tC[r * row + ti]);
-        if (p.var_b) atomic_addv<T>(&dB[i], b);
-        if (p.var_c) atomic_addv<T>(&dC[i], cc);
+        if (p.is_variable_B) atomic_addv<T>(&dB[i], b);
+        if (p.is_variable_C) atomic_addv<T>(&dC[i], cc);
     }
 }
 

@@ -98,27 +98,10 @@ int chan_lanes(const ssmk_scan_args &a, bool vec, const ChunkStates &cs, int32_t
 
 int32_t launch_scan(const ssmk_scan_args &a, const void *h0, cudaStream_t s, const ChunkStates &cs) {
     ScanParams p;
+    static_cast<ScanInputs &>(p) = scan_inputs(a);
     p.chunk_states = cs.states;
     p.chunk = cs.chunk;
     p.chunks = cs.chunks;
-    p.batch = a.batch;
-    p.dim = a.dim;
-    p.seqlen = a.seqlen;
-    p.dstate = a.dstate;
-    p.n_groups = a.n_groups;
-    p.method = a.method;
-    p.is_variable_B = a.is_variable_B;
-    p.is_variable_C = a.is_variable_C;
-    p.softplus = a.delta_softplus;
-    p.rows = (long long)a.batch * a.dim;
-    p.u = a.u;
-    p.delta = a.delta;
-    p.A = a.A;
-    p.B = a.B;
-    p.C = a.C;
-    p.D = a.D;
-    p.z = a.z;
-    p.delta_bias = a.delta_bias;
     p.out = a.out;
     p.last_state = a.last_state;
     p.h0 = h0;

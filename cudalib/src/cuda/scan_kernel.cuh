@@ -41,18 +41,16 @@
 #include <type_traits>
 
 #include "../ssmk_methods.h"
+#include "scan_args.cuh"
 #include "scan_ops.cuh"
 #include "scan_policy.cuh"
 #include "scan_terms.cuh"
 
 namespace ssmk {
 
-/* The launch's arguments, as the kernel reads them (device pointers). */
-struct ScanParams {
-    int batch, dim, seqlen, dstate, n_groups;
-    int method, is_variable_B, is_variable_C, softplus;
-    long long rows;
-    const void *u, *delta, *A, *B, *C, *D, *z, *delta_bias;
+/* The launch's arguments, as the kernel reads them (device pointers): the
+ * inputs (scan_args.cuh), then the forward's own. */
+struct ScanParams : ScanInputs {
     void *out, *last_state;
     const void *h0; /* [rows][dstate] initial state, or NULL: h = 0 */
     /* the backward's phase 1 (NULL in the forward): [rows][chunks − 1][dstate],
