@@ -27,16 +27,20 @@ func designsOf(l *Library) []string {
 	return forwardDesigns
 }
 
-// Every method, input type and option through each design, on shapes the
-// channel kernel takes with P = 2 and 4 (64 channels a group, N of 16 and
-// 8), with a partial last tile (seqlen 200 = 12·16 + 8), an initial state,
-// and the Stress distribution (tiles off the fast path, Ā near 1, large Δ),
-// judged by judge.CompareScan's error model. A design that indexes a
-// channel, a state or a step wrongly fails at the first case. The CPU build
-// (one design, judged everywhere else) runs the fp32 cases; -short (under
-// compute-sanitizer) zoh and foh in fp32 and bf16, N = 16.
-func TestForwardDesigns(t *testing.T) {
-	l := open(t)
+// designCase is one case of TestForwardDesigns and TestBackwardDesigns.
+type designCase struct {
+	spec gen.Spec
+	dt   ssm.DType
+	full bool // every option on, an initial state (and a gradient of the last state)
+}
+
+// designCases are every method, input type and option on shapes a channel
+// design takes (two groups of dim/2 channels, N of 16 and 8) with a partial
+// last tile, and the Stress distribution (tiles off the fast path, Ā near
+// 1, large Δ); the CPU build (one design, judged everywhere else) the fp32
+// ones; -short (under compute-sanitizer) zoh and foh in fp32 and bf16,
+// N = 16. declared filters the method and input types a test may run.
+func designCases(l *Library, dim, seqlen int, declared func(ssm.Method, ssm.DType) bool) []designCase {
 	dtypes, methods, states := []ssm.DType{ssm.F32, ssm.F16, ssm.BF16}, ssm.Methods(), []int{16, 8}
 	if l.Backend != "cuda" {
 		dtypes = dtypes[:1]
@@ -44,25 +48,41 @@ func TestForwardDesigns(t *testing.T) {
 	if testing.Short() {
 		dtypes, methods, states = []ssm.DType{ssm.F32, ssm.BF16}, []ssm.Method{ssm.ZOH, ssm.FOH}, states[:1]
 	}
-	type opts struct {
-		full bool
-		dist gen.Dist
+	var cs []designCase
+	for _, m := range methods {
+		for _, dt := range dtypes {
+			if !declared(m, dt) {
+				continue
+			}
+			for _, o := range []struct {
+				full bool
+				dist gen.Dist
+			}{{true, gen.Realistic}, {false, gen.Realistic}, {true, gen.Stress}} {
+				for _, n := range states {
+					s := gen.Spec{Batch: 2, Dim: dim, Seqlen: seqlen, Dstate: n, Groups: 2, Method: m,
+						VariableB: true, VariableC: true, Softplus: o.full, HasD: o.full, HasZ: o.full,
+						HasBias: o.full, Dist: o.dist}
+					cs = append(cs, designCase{s, dt, o.full})
+				}
+			}
+		}
 	}
+	return cs
+}
+
+// Every case of designCases through each design, on 128 channels (P = 2
+// and 4 both take whole blocks) and seqlen 200 = 12·16 + 8, judged by
+// judge.CompareScan's error model. A design that indexes a channel, a state
+// or a step wrongly fails at the first case.
+func TestForwardDesigns(t *testing.T) {
+	l := open(t)
+	cases := designCases(l, 128, 200, func(ssm.Method, ssm.DType) bool { return true })
 	for _, design := range designsOf(l) {
 		t.Run(design, func(t *testing.T) {
 			t.Setenv("SSMK_FORWARD", design)
-			for _, m := range methods {
-				for _, dt := range dtypes {
-					for _, o := range []opts{{true, gen.Realistic}, {false, gen.Realistic}, {true, gen.Stress}} {
-						for _, n := range states {
-							s := gen.Spec{Batch: 2, Dim: 128, Seqlen: 200, Dstate: n, Groups: 2, Method: m,
-								VariableB: true, VariableC: true, Softplus: o.full, HasD: o.full, HasZ: o.full,
-								HasBias: o.full, Dist: o.dist}
-							c := judgedScan(t, l, s, uint64(n), o.full, dt)
-							assert.True(t, c.Passed(dt), "%s %v %v: %s", design, s, dt, c.Worst)
-						}
-					}
-				}
+			for _, c := range cases {
+				got := judgedScan(t, l, c.spec, uint64(c.spec.Dstate), c.full, c.dt)
+				assert.True(t, got.Passed(c.dt), "%s %v %v: %s", design, c.spec, c.dt, got.Worst)
 			}
 		})
 	}
@@ -128,37 +148,50 @@ func BenchmarkForwardDesigns(b *testing.B) {
 						b.Fatal(err)
 					}
 					defer plan.Close()
-					per := map[string][]float64{}
+					var med map[string]float64
 					for b.Loop() {
-						for _, d := range designs {
-							b.Setenv("SSMK_FORWARD", d)
-							if _, err := plan.Time(10); err != nil {
-								b.Fatal(err)
-							}
-						}
-						for r := 0; r < 7; r++ {
-							for _, d := range designs {
-								b.Setenv("SSMK_FORWARD", d)
-								ms, err := plan.Time(20)
-								if err != nil {
-									b.Fatal(err)
-								}
-								per[d] = append(per[d], ms/20)
-							}
-						}
+						med = designMedians(b, plan, "SSMK_FORWARD", designs, 10, 7, 20)
 					}
 					bytes := float64(ScanBytes(p, dt))
 					for _, d := range designs {
-						slices.Sort(per[d])
-						med := per[d][len(per[d])/2]
-						b.ReportMetric(med*1e3, d+"-us")
-						b.ReportMetric(math.Round(1000*bytes/(med*1e6)/copyBW)/10, d+"-%copy")
+						b.ReportMetric(med[d]*1e3, d+"-us")
+						b.ReportMetric(math.Round(1000*bytes/(med[d]*1e6)/copyBW)/10, d+"-%copy")
 					}
 				})
 			}
 		}
 	}
 	b.Logf("%s; copy bandwidth %.0f GB/s", l, copyBW)
+}
+
+// designMedians times plan under each value of the environment variable
+// env (read by the library at every launch) in turn: warm launches of each,
+// then for each of rounds every design's median of per launches; the median
+// over rounds per design, in ms a launch.
+func designMedians(b *testing.B, plan *Plan, env string, designs []string, warm, rounds, per int) map[string]float64 {
+	times := map[string][]float64{}
+	for _, d := range designs {
+		b.Setenv(env, d)
+		if _, err := plan.Time(warm); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for r := 0; r < rounds; r++ {
+		for _, d := range designs {
+			b.Setenv(env, d)
+			ms, err := plan.Time(per)
+			if err != nil {
+				b.Fatal(err)
+			}
+			times[d] = append(times[d], ms/float64(per))
+		}
+	}
+	med := map[string]float64{}
+	for d, ts := range times {
+		slices.Sort(ts)
+		med[d] = ts[len(ts)/2]
+	}
+	return med
 }
 
 // The shape and method choose the design (kernels.cu's chan_lanes): the

@@ -171,6 +171,9 @@ var CUDACatalogue = []Mutant{
 	{110, "chan-state-dropped", "channel-sequential forward: a lane's states not carried from one tile of 16 steps to the next (each tile starts from the initial state)", "", 0, ""},
 	{111, "chan-scatter", "channel-sequential forward: the lanes of a channel finish each other's steps (lane s writes its sums at the mirrored block of steps)", "", 0, ""},
 	{112, "chan-b-row", "channel-sequential forward: every state of a lane updated with its first state's row of B", "", 0, ""},
+	{113, "bwd-chan-adjoint-carry", "channel-sequential backward: a lane's adjoint not carried from one tile of 16 steps to the one before it (each tile starts from dlast_state)", "", 0, ""},
+	{114, "bwd-chan-round-sum", "channel-sequential backward: variable dB and dC summed over half of a warp's channels (the other half-warp's sum never added)", "", 0, ""},
+	{115, "bwd-chan-entering-state", "channel-sequential backward: every tile's states recomputed from the initial state, not from phase 1's state entering the tile", "", 0, ""},
 }
 
 // cudaOwn reports whether m is of CUDACatalogue.

@@ -44,6 +44,9 @@
  */
 #include <cuda_runtime.h>
 
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
 #include <type_traits>
 
 #include "../ssmk_derivs.h"
@@ -53,6 +56,7 @@
 #include "bwd_block.cuh"
 #include "bwd_ops.cuh"
 #include "cuda_host.h"
+#include "scan_chan.cuh"
 #include "static_switch.cuh"
 
 namespace ssmk {
@@ -290,16 +294,22 @@ int32_t launch_m(const BwdParams &p, cudaStream_t s) {
     return SSMK_OK;
 }
 
+/* The sums over batch of the per-row partials. */
 template <typename T, typename V>
-int32_t launch_t(const BwdParams &p, int method, const ssmk_scan_grads &g, cudaStream_t s) {
-    int32_t st;
-    method_switch(method, [&](auto m) { st = launch_m<T, V, decltype(m)::value>(p, s); });
-    if (st) return st;
+void reduce_partials(const BwdParams &p, const ssmk_scan_grads &g, cudaStream_t s) {
     reduce<V>(p.pA, g.dA, p, p.dstate, s);
     if (!p.is_variable_B) reduce<V>(p.pB, g.dB, p, p.dstate, s);
     if (!p.is_variable_C) reduce<V>(p.pC, g.dC, p, p.dstate, s);
     if (p.pD) reduce<T>(p.pD, g.dD, p, 1, s);
     if (p.pBias) reduce<T>(p.pBias, g.ddelta_bias, p, 1, s);
+}
+
+template <typename T, typename V>
+int32_t launch_t(const BwdParams &p, int method, const ssmk_scan_grads &g, cudaStream_t s) {
+    int32_t st;
+    method_switch(method, [&](auto m) { st = launch_m<T, V, decltype(m)::value>(p, s); });
+    if (st) return st;
+    reduce_partials<T, V>(p, g, s);
     return SSMK_OK;
 }
 
@@ -315,6 +325,59 @@ void shape(const ssmk_scan_args &a, BwdParams *p) {
     p->R = R;
     p->chunk = tpr * K;
     p->chunks = (a.seqlen + p->chunk - 1) / p->chunk;
+}
+
+/* Whether a's shape suits the channel-sequential backward (bwd_chan.cuh),
+ * a being the float32 form of the call: real A in float, variable B and C,
+ * seqlen a multiple of 8 (the forward's 16-byte runs; a partial last tile
+ * of 8 steps), N a multiple of 4 and at most kChanMaxStates (and the
+ * forward's staging offsets within 32 bits: its phase 1), whole blocks of
+ * 32 channels in a group. The scratch holds its states wherever the shape
+ * suits it, so that either design may run on it. */
+bool chan_shape(const ssmk_scan_args &a) {
+    return !a.is_complex && a.dtype == SSMK_F32 && a.is_variable_B && a.is_variable_C && a.seqlen % 8 == 0 &&
+           a.dstate % 4 == 0 && a.dstate <= kChanMaxStates && (long long)kChanMaxStates * a.seqlen < (1LL << 31) &&
+           (a.dim / a.n_groups) % 32 == 0;
+}
+
+/* The tiles of the channel-sequential backward. */
+int chan_tiles(const ssmk_scan_args &a) { return (a.seqlen + kChanSteps - 1) / kChanSteps; }
+
+/* Whether this launch takes the channel-sequential backward: its shape
+ * (chan_shape), 16-byte aligned arrays, and the choice — by shape where it
+ * was measured faster (docs/performance.md): a method whose policy says so
+ * (kChanBackward) and channels enough for kChanMinWarps warps per SM at four
+ * lanes a channel. SSMK_BACKWARD=row or chan overrides the choice (chan
+ * where the conditions fail runs the row design); *st is set to a refusal
+ * of a value it does not know. */
+constexpr int kChanMinWarps = 8;
+
+bool use_chan(const ssmk_scan_args &a, const ssmk_scan_grads &g, const void *h0, int32_t *st) {
+    *st = SSMK_OK;
+    const char *env = getenv("SSMK_BACKWARD");
+    int force = -1; /* -1 auto, 0 row, 1 chan */
+    if (env && *env && strcmp(env, "auto") != 0) {
+        if (strcmp(env, "row") == 0)
+            force = 0;
+        else if (strcmp(env, "chan") == 0)
+            force = 1;
+        else {
+            *st = fail(SSMK_EINVAL, "SSMK_BACKWARD = \"%s\": want row, chan or auto", env);
+            return false;
+        }
+    }
+    const void *vec[] = {a.u, a.delta, a.z, a.B, a.C, g.dout, g.du, g.ddelta, g.dz, g.dB, g.dC, h0};
+    bool aligned = true;
+    for (const void *q : vec) aligned = aligned && aligned16(q);
+    if (force == 0 || !chan_shape(a) || !aligned) return false;
+    if (force == 1) return true;
+    bool wins = false;
+    method_switch(a.method, [&](auto m) { wins = MethodPolicy<decltype(m)::value>::kChanBackward; });
+    int dev = 0, sms = 1;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+        sms = 1;
+    return wins && (long long)a.batch * a.dim * 4 >= (long long)kChanMinWarps * sms * 32;
 }
 
 } /* namespace */
@@ -341,6 +404,15 @@ __global__ void narrow_kernel(const float *in, I *out, long long n) {
         out[i] = narrow<I>(in[i]);
 }
 
+/* Whether a 16-bit call (f its float32 form) may need float copies of u and
+ * delta for a phase 1 (the forward's float kernels): where a row spans
+ * several chunks of the row design or tiles of the channel design. */
+bool phase1_wide(const ssmk_scan_args &f) {
+    BwdParams p;
+    shape(f, &p);
+    return p.chunks > 1 || (chan_shape(f) && chan_tiles(f) > 1);
+}
+
 } /* namespace */
 
 size_t bwd_scratch_bytes(const ssmk_scan_args &a, BwdScratch *layout) {
@@ -354,10 +426,12 @@ size_t bwd_scratch_bytes(const ssmk_scan_args &a, BwdScratch *layout) {
      * u and delta for phase 1 where a row spans several chunks */
     const ScanSizes z = scan_sizes(&f);
     const bool nw = narrow_dtype(a.dtype);
-    const size_t seq = nw && p.chunks > 1 ? (size_t)z.seq * 4 : 0;
     const size_t vb = nw && a.is_variable_B ? (size_t)z.b * 4 : 0, vc = nw && a.is_variable_C ? (size_t)z.c * 4 : 0;
-    const size_t sizes[] = {
-        per * (p.chunks - 1), per, per, per, (size_t)rows * w, (size_t)rows * w, seq, seq, vb, vc, vb, vc};
+    /* the states a chunk apart (row design) or a tile apart (channel design) */
+    size_t hs = per * (p.chunks - 1);
+    if (chan_shape(f)) hs = std::max(hs, per * (chan_tiles(f) - 1));
+    const size_t seq = nw && phase1_wide(f) ? (size_t)z.seq * 4 : 0;
+    const size_t sizes[] = {hs, per, per, per, (size_t)rows * w, (size_t)rows * w, seq, seq, vb, vc, vb, vc};
     void **dst[] = {&layout->hS,          &layout->pA,          &layout->pB,           &layout->pC,
                     &layout->pD,          &layout->pBias,       (void **)&layout->wu,  (void **)&layout->wdelta,
                     (void **)&layout->wB, (void **)&layout->wC, (void **)&layout->wdB, (void **)&layout->wdC};
@@ -401,22 +475,34 @@ int32_t launch_wide(const ssmk_scan_args &a, const void *h0, const ssmk_scan_gra
     p.pC = sc.pC;
     p.pD = a.D ? sc.pD : nullptr;
     p.pBias = a.delta_bias ? sc.pBias : nullptr;
+    int32_t st = SSMK_OK;
+    const bool chan = use_chan(a, g, h0, &st);
+    if (st) return st;
+    if (chan) p.chunks = chan_tiles(a); /* its chunks are tiles */
     if (p.chunks > 1) {
         /* Phase 1: the state entering every chunk after the first, by the
-         * scan kernel (no outputs; it stops before the last chunk). */
+         * scan kernel (no outputs; it stops before the last chunk); a tile
+         * apart, by the channel-sequential forward, for the channel design. */
         ssmk_scan_args fa = a;
         fa.out = nullptr;
         fa.last_state = nullptr;
-        if (in16) fa.u = u32, fa.delta = delta32, fa.z = nullptr; /* z does not enter the states */
+        fa.z = nullptr; /* z does not enter the states */
+        if (in16) fa.u = u32, fa.delta = delta32;
         ChunkStates cs;
-        cs.states = sc.hS, cs.chunk = p.chunk, cs.chunks = p.chunks;
-        if (const int32_t st = launch_scan(fa, h0, s, cs)) return st;
+        cs.states = sc.hS, cs.chunk = chan ? kChanSteps : p.chunk, cs.chunks = p.chunks;
+        if ((st = launch_scan(fa, h0, s, cs))) return st;
     }
     const ScanSizes z = scan_sizes(&a);
     if (a.is_variable_B) CU(cudaMemsetAsync(g.dB, 0, (size_t)z.b * z.w, s));
     if (a.is_variable_C) CU(cudaMemsetAsync(g.dC, 0, (size_t)z.c * z.w, s));
-    int32_t st;
-    if (a.dtype == SSMK_F64)
+    if (chan) {
+        if (in16)
+            launch_bwd_chan_narrow(p, in16, s);
+        else
+            launch_bwd_chan_f32(p, s);
+        CU(cudaGetLastError());
+        reduce_partials<float, float>(p, g, s);
+    } else if (a.dtype == SSMK_F64)
         st = a.is_complex ? launch_t<double, cplx<double>>(p, a.method, g, s)
                           : launch_t<double, double>(p, a.method, g, s);
     else
@@ -442,10 +528,8 @@ int32_t launch_backward_narrow(const ssmk_scan_args &a, const void *h0, const ss
     };
     if (a.is_variable_B) f.B = in(a.B, sc.wB, z.b), fg.dB = sc.wdB;
     if (a.is_variable_C) f.C = in(a.C, sc.wC, z.c), fg.dC = sc.wdC;
-    BwdParams q;
-    shape(f, &q);
     const void *u32 = nullptr, *delta32 = nullptr;
-    if (q.chunks > 1) u32 = in(a.u, sc.wu, z.seq), delta32 = in(a.delta, sc.wdelta, z.seq);
+    if (phase1_wide(f)) u32 = in(a.u, sc.wu, z.seq), delta32 = in(a.delta, sc.wdelta, z.seq);
     if (const int32_t st = launch_wide(f, h0, fg, sc, s, a.dtype, u32, delta32)) return st;
     if (a.is_variable_B) narrow_kernel<I><<<grid_for(z.b), 256, 0, s>>>(sc.wdB, (I *)g.dB, z.b);
     if (a.is_variable_C) narrow_kernel<I><<<grid_for(z.c), 256, 0, s>>>(sc.wdC, (I *)g.dC, z.c);

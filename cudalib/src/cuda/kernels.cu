@@ -46,7 +46,8 @@ __global__ void discretize_kernel(int method, long long n, const T *delta, const
  * channel-sequential kernel with P lanes per channel. That kernel needs
  * real A in float arithmetic, variable B and C in 16-byte runs (vec), N a
  * multiple of P and at most kChanMaxStates, whole blocks of 128/P channels
- * in each group, and no chunk states. Chosen by shape (auto) where it was
+ * in each group; chunk states only a tile apart (the channel-sequential
+ * backward's phase 1, which this kernel alone serves). Chosen by shape (auto) where it was
  * measured faster (docs/performance.md): fp32 inputs, a method whose policy
  * says so (kChanForward), and channels enough for kChanMinWarps warps per SM
  * (the Mamba block's 8×2048 channels at P = 4; at 8×512 the row kernel is
@@ -74,11 +75,15 @@ int chan_lanes(const ssmk_scan_args &a, bool vec, const ChunkStates &cs, int32_t
             return 0;
         }
     }
-    if (force == 0 || a.is_complex || a.dtype == SSMK_F64 || !vec || cs.states || a.dstate > kChanMaxStates ||
+    if (a.is_complex || a.dtype == SSMK_F64 || !vec || a.dstate > kChanMaxStates ||
         (long long)kChanMaxStates * a.seqlen >= (1LL << 31)) /* the staging's 32-bit offsets */
         return 0;
     const int per_group = a.dim / a.n_groups;
     auto fits = [&](int P) { return a.dstate % P == 0 && per_group % (kChanThreads / P) == 0; };
+    /* the channel-sequential backward's states, a tile apart (bwd_chan.cuh):
+     * only this kernel writes them, whatever SSMK_FORWARD says */
+    if (cs.states) return cs.chunk == kChanSteps && a.dtype == SSMK_F32 && fits(4) ? 4 : 0;
+    if (force == 0) return 0;
     if (force == 2 || force == 4) return fits(force) ? force : 0;
     int dev = 0, sms = 1;
     if (cudaGetDevice(&dev) != cudaSuccess ||
@@ -110,14 +115,17 @@ int32_t launch_scan(const ssmk_scan_args &a, const void *h0, cudaStream_t s, con
      * (seqlen a multiple of K) and 16-byte aligned arrays (device buffers
      * from cudaMalloc are 256-byte aligned). */
     const int K = steps_per_lane(velem);
-    if (cs.states && cs.chunk % (32 * K))
-        return fail(SSMK_EUNSUPPORTED, "a chunk of %d steps is not a multiple of the scan's tile of %d", cs.chunk,
-                    32 * K);
     const bool vec = a.is_variable_B && a.is_variable_C && a.seqlen % K == 0 && aligned16(a.u) && aligned16(a.delta) &&
                      aligned16(a.out) && (!a.z || aligned16(a.z)) && aligned16(a.B) && aligned16(a.C);
     int32_t st = SSMK_OK;
-    if (const int P = chan_lanes(a, vec, cs, &st)) {
-        if (narrow_dtype(a.dtype))
+    const int P = chan_lanes(a, vec, cs, &st);
+    if (cs.states && !P && cs.chunk % (32 * K))
+        return fail(SSMK_EUNSUPPORTED, "a chunk of %d steps is not a multiple of the scan's tile of %d", cs.chunk,
+                    32 * K);
+    if (P) {
+        if (cs.states)
+            launch_chan_states(p, s);
+        else if (narrow_dtype(a.dtype))
             launch_chan_narrow(p, a.dtype, P, s);
         else
             launch_chan_f32(p, P, s);

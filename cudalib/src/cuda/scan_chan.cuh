@@ -245,7 +245,7 @@ struct ChanRange {
 /* One tile of a lane's channel: the fast vote (every pair of a step and a
  * state of the warp: its Δ range against its states' a·log2e range), the
  * states, and the lane's share of the outputs, written over the staged u. */
-template <class Tr, int P, bool FULL>
+template <class Tr, int P, bool FULL, bool CK>
 __device__ __forceinline__ void chan_tile(const ScanParams &p, const ChanStage<Tr> &st, const ChanRows &rows, int avail,
                                           int N, int s, int cl, int d, const ChanRange &w, float a2min, float a2max,
                                           const float *A, float *hs) {
@@ -272,6 +272,7 @@ __device__ __forceinline__ void chan_tile(const ScanParams &p, const ChanStage<T
         chan_load_row<In>(st.u + cl * Lay::RS, uv);
         chan_states<Tr, P, false, FULL>(avail, N, s, A, hs, rows, w.dmin, dabs, dt, uv, y);
     }
+    if constexpr (CK) return; /* states only: y is dead, and its arithmetic with it */
     chan_reduce_scatter<P>(s, y);
     /* every lane of the channel has read the staged u before any writes an
      * output over it (a shuffle orders no memory access) */
@@ -348,7 +349,7 @@ __device__ __forceinline__ ChanRange chan_prepass(const ScanParams &p, const Cha
 }
 
 /* The kernel: block = CB channels of one batch and group, lane = (channel, s). */
-template <class Tr, int P>
+template <class Tr, int P, bool CK>
 __global__ void __launch_bounds__(kChanThreads) chan_kernel(const ScanParams p) {
     using In = typename Tr::In;
     using Lay = ChanLayout<Tr, P>;
@@ -381,12 +382,14 @@ __global__ void __launch_bounds__(kChanThreads) chan_kernel(const ScanParams p) 
 
     const long long rb = ((long long)b * p.dim + c0) * L;
     const In *u0 = (const In *)p.u + rb, *d0 = (const In *)p.delta + rb;
-    const In *z0 = p.z ? (const In *)p.z + rb : nullptr;
-    In *out0 = (In *)p.out + rb;
+    const In *z0 = p.z && !CK ? (const In *)p.z + rb : nullptr;
+    In *out0 = CK ? nullptr : (In *)p.out + rb;
     const long long vb = ((long long)b * p.n_groups + grp) * N * L;
     const In *B0 = (const In *)p.B + vb, *C0 = (const In *)p.C + vb;
 
-    const int tiles = (L + T - 1) / T;
+    /* CK: the last tile's states enter no tile */
+    const int tiles = (L + T - 1) / T - (CK ? 1 : 0);
+    if (CK && tiles <= 0) return;
     chan_stage<Tr, P>(stage_at(0), u0, d0, z0, B0, C0, 0, L, N);
     for (int k = 0; k < tiles; k++) {
         const int t0 = k * T, avail = L - t0 < T ? L - t0 : T;
@@ -411,9 +414,17 @@ __global__ void __launch_bounds__(kChanThreads) chan_kernel(const ScanParams p) 
         rows.du = durows + cl * kChanFStride;
         __syncthreads(); /* the float rows are complete */
         if (avail == T)
-            chan_tile<Tr, P, true>(p, cur, rows, avail, N, s, cl, d, w, a2min, a2max, A, hs);
+            chan_tile<Tr, P, true, CK>(p, cur, rows, avail, N, s, cl, d, w, a2min, a2max, A, hs);
         else
-            chan_tile<Tr, P, false>(p, cur, rows, avail, N, s, cl, d, w, a2min, a2max, A, hs);
+            chan_tile<Tr, P, false, CK>(p, cur, rows, avail, N, s, cl, d, w, a2min, a2max, A, hs);
+        if constexpr (CK) {
+            /* the state entering tile k + 1, for the backward (bwd_chan.cuh):
+             * the lane's own column of hs, which it has just written */
+            float *cs = (float *)p.chunk_states + (r * (p.chunks - 1) + k) * N;
+            for (int n = s; n < N; n += P) cs[n] = hs[n * kChanThreads];
+            __syncthreads(); /* the stage is free for tile k + 2 */
+            continue;
+        }
         __syncthreads(); /* every output of the tile is in the staged u */
         constexpr int E = 16 / (int)sizeof(In), CPR = T / E;
         for (int i = threadIdx.x; i < CB * CPR; i += kChanThreads) {
@@ -424,7 +435,7 @@ __global__ void __launch_bounds__(kChanThreads) chan_kernel(const ScanParams p) 
         }
         __syncthreads(); /* the stage is free for tile k + 2 */
     }
-    if (p.last_state) {
+    if (p.last_state && !CK) {
         float *ls = (float *)p.last_state + r * N;
         for (int n = s; n < N; n += P) ls[n] = hs[n * kChanThreads];
     }
@@ -433,12 +444,12 @@ __global__ void __launch_bounds__(kChanThreads) chan_kernel(const ScanParams p) 
 /* One launch: a block per CB channels of a batch, with the shared memory its
  * layout needs for N states (above 48 KB by the function's opt-in; a
  * failure there surfaces as the launch's error). */
-template <class Tr, int P>
+template <class Tr, int P, bool CK = false>
 void launch_chan_traits(const ScanParams &p, cudaStream_t s) {
     const size_t smem = ChanLayout<Tr, P>::bytes(p.dstate);
-    cudaFuncSetAttribute(chan_kernel<Tr, P>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+    cudaFuncSetAttribute(chan_kernel<Tr, P, CK>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
     const dim3 grid((unsigned)((long long)p.batch * p.dim / ChanLayout<Tr, P>::CB));
-    chan_kernel<Tr, P><<<grid, kChanThreads, smem, s>>>(p);
+    chan_kernel<Tr, P, CK><<<grid, kChanThreads, smem, s>>>(p);
 }
 
 /* Real A in float with input type IN: one kernel per method and P. */

@@ -54,6 +54,9 @@ void launch_scan_narrow(const ScanParams &p, int32_t dtype, bool vec, cudaStream
  * fp32 inputs (kernels_chan.cu) and 16-bit ones (kernels_chan_narrow.cu). */
 void launch_chan_f32(const ScanParams &p, int P, cudaStream_t s);
 void launch_chan_narrow(const ScanParams &p, int32_t dtype, int P, cudaStream_t s);
+/* The channel-sequential backward's phase 1 (kernels_chan.cu): fp32, P = 4,
+ * the state entering every tile after the first into p.chunk_states. */
+void launch_chan_states(const ScanParams &p, cudaStream_t s);
 
 } /* namespace ssmk */
 

@@ -8,6 +8,7 @@
 
 #include <type_traits>
 
+#include "../ssmk_derivs.h" /* vmul, shared with the backward */
 #include "../ssmk_methods.h"
 #include "../ssmk_narrow.h"
 
@@ -170,14 +171,6 @@ __device__ __forceinline__ bool vfinite(cplx<T> v) {
     return isfinite(v.re) && isfinite(v.im);
 }
 
-template <typename T>
-__device__ __forceinline__ T vmul(T a, T b) {
-    return a * b;
-}
-template <typename T>
-__device__ __forceinline__ cplx<T> vmul(cplx<T> a, cplx<T> b) {
-    return cmul(a, b);
-}
 /* a·b + c */
 template <typename T>
 __device__ __forceinline__ T vfma(T a, T b, T c) {

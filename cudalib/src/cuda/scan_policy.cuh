@@ -75,6 +75,9 @@ struct BasePolicy {
      * (kernels.cu's chan_lanes) for this method's fp32 launches: measured
      * faster than the row kernel there (docs/performance.md). */
     static constexpr bool kChanForward = true;
+    /* The channel-sequential backward (bwd_chan.cuh) likewise (backward.cu's
+     * use_chan). */
+    static constexpr bool kChanBackward = true;
 };
 
 template <int M>
