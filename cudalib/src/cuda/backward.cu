@@ -41,6 +41,11 @@
  *
  * The block's parameters, shared memory and data movement are in
  * bwd_block.cuh; the maps, scans and coefficients in bwd_ops.cuh.
+ *
+ * That is the row design. Where the shape allows and favours it (use_chan),
+ * the channel-sequential design (bwd_chan.cuh) runs instead: its phase 1 is
+ * the channel forward writing the state entering every tile of 16 steps,
+ * into the same scratch (bwd_scratch_bytes sizes it for both).
  */
 #include <cuda_runtime.h>
 
@@ -150,8 +155,9 @@ __device__ void chunk_grads(const BwdParams &p, const Place &q, const Smem<T, V>
                 const V dC = vscale(vconj(h[k]), kk * dy[k]), dB = vscale(vmul(vconj(g), lam), dtu);
                 const V lgb = vmul(lam, vconj(vmul(g, bv[k])));
                 V gx = vmul(vconj(dab), vmul(vconj(hprev), lam));
-                /* zoh's g is constant: no term, rather than one multiplied by 0 */
-                if constexpr (M != ZOH) gx = vadd(gx, vscale(vmul(vconj(dg), vmul(vconj(bv[k]), lam)), dtu));
+                /* a constant g (zoh's): no term, rather than one multiplied by 0 */
+                if constexpr (!MethodPolicy<M>::kUnitG)
+                    gx = vadd(gx, vscale(vmul(vconj(dg), vmul(vconj(bv[k]), lam)), dtu));
                 sl[k] += vre(lgb);
                 gxs[k] += vre(vmul(gx, vconj(a)));
                 ys[k] += vre(vmul(cv[k], h[k]));
