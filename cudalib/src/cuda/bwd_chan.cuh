@@ -26,18 +26,19 @@
  *      lane whose outputs they are (lane s: steps 4s … 4s + 3);
  *   2. for each of the lane's states (rolled; λ and the partial dA live in
  *      shared memory between tiles) the T steps forward from the tile's
- *      entering state, h and Ā kept in registers, then the T steps back:
+ *      entering state, h kept in registers (Ā formed again on the way
+ *      back: kept, its registers spilled the accumulators), then the T steps back:
  *      λ, the sums over states of a step (Σ λ·g·B, Σ a·gx, Σ C·h) in
  *      registers, dA in a register; dB and dC of each step, sums over the
  *      block's channels, are summed over a warp's 8 channels through a
- *      shared buffer every 8 steps (bc_reduce_round) and over the block's
+ *      shared buffer every 8 steps (bc_round_put, bc_round_sum) and over the block's
  *      4 warps at the end of the tile, then added to global memory with
  *      16-byte atomics (their order varies: SSMK_CAP_BWD_ATOMIC);
  *   3. the P lanes' per-step sums are reduced and scattered
  *      (chan_reduce_scatter) and each lane writes du, dΔ and dz of its 4 steps.
  * The next tile's rows are copied (cp.async) while a tile's states run.
  *
- * Conditions (bwd_chan_fits, backward.cu): real A in float arithmetic (the
+ * Conditions (chan_shape and use_chan, backward.cu): real A in float arithmetic (the
  * 16-bit inputs' rows are read and written in their type, B and C widened),
  * variable B and C, seqlen a multiple of 8 (a partial last tile has 8
  * steps: whole reduction rounds), N a multiple of 4 and at most
