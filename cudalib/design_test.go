@@ -194,6 +194,29 @@ func designMedians(b *testing.B, plan *Plan, env string, designs []string, warm,
 	return med
 }
 
+// tookDesign names the design whose outputs are the automatic choice's,
+// bit for bit: the row design's, or any of the channel design's variants',
+// or another.
+func tookDesign(auto, row []float64, chans ...[]float64) string {
+	if slices.Equal(auto, row) {
+		return "row"
+	}
+	for _, c := range chans {
+		if slices.Equal(auto, c) {
+			return "chan"
+		}
+	}
+	return "another design"
+}
+
+// designWanted is the design an auto-choice case expects.
+func designWanted(channel bool) string {
+	if channel {
+		return "chan"
+	}
+	return "row"
+}
+
 // The shape and method choose the design (kernels.cu's chan_lanes): the
 // channel kernel for fp32 methods whose policy says so once the channels
 // fill the GPU (64×2048 channels fill any GPU of up to 256 SMs at 8 warps
@@ -228,14 +251,7 @@ func TestForwardAutoChoice(t *testing.T) {
 		p.RoundTo(c.dt)
 		auto, row := run("auto", p, c.dt), run("row", p, c.dt)
 		chan2, chan4 := run("chan2", p, c.dt), run("chan4", p, c.dt)
-		took := "another design"
-		switch {
-		case slices.Equal(auto, row):
-			took = "row"
-		case slices.Equal(auto, chan2), slices.Equal(auto, chan4):
-			took = "chan"
-		}
-		want := map[bool]string{true: "chan", false: "row"}[c.channel]
-		assert.Equal(t, want, took, "%v %v %d×%d", c.m, c.dt, c.batch, c.dim)
+		took := tookDesign(auto, row, chan2, chan4)
+		assert.Equal(t, designWanted(c.channel), took, "%v %v %d×%d", c.m, c.dt, c.batch, c.dim)
 	}
 }

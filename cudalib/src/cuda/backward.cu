@@ -50,8 +50,6 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <cstdlib>
-#include <cstring>
 #include <type_traits>
 
 #include "../ssmk_derivs.h"
@@ -356,22 +354,10 @@ int chan_tiles(const ssmk_scan_args &a) { return (a.seqlen + kChanSteps - 1) / k
  * lanes a channel. SSMK_BACKWARD=row or chan overrides the choice (chan
  * where the conditions fail runs the row design); *st is set to a refusal
  * of a value it does not know. */
-constexpr int kChanMinWarps = 8;
-
 bool use_chan(const ssmk_scan_args &a, const ssmk_scan_grads &g, const void *h0, int32_t *st) {
-    *st = SSMK_OK;
-    const char *env = getenv("SSMK_BACKWARD");
-    int force = -1; /* -1 auto, 0 row, 1 chan */
-    if (env && *env && strcmp(env, "auto") != 0) {
-        if (strcmp(env, "row") == 0)
-            force = 0;
-        else if (strcmp(env, "chan") == 0)
-            force = 1;
-        else {
-            *st = fail(SSMK_EINVAL, "SSMK_BACKWARD = \"%s\": want row, chan or auto", env);
-            return false;
-        }
-    }
+    static const char *const names[] = {"row", "chan"};
+    const int force = forced_design("SSMK_BACKWARD", names, 2, st); /* -1 auto, 0 row, 1 chan */
+    if (*st != SSMK_OK) return false;
     const void *vec[] = {a.u, a.delta, a.z, a.B, a.C, g.dout, g.du, g.ddelta, g.dz, g.dB, g.dC, h0};
     bool aligned = true;
     for (const void *q : vec) aligned = aligned && aligned16(q);
@@ -379,11 +365,7 @@ bool use_chan(const ssmk_scan_args &a, const ssmk_scan_grads &g, const void *h0,
     if (force == 1) return true;
     bool wins = false;
     method_switch(a.method, [&](auto m) { wins = MethodPolicy<decltype(m)::value>::kChanBackward; });
-    int dev = 0, sms = 1;
-    if (cudaGetDevice(&dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
-        sms = 1;
-    return wins && (long long)a.batch * a.dim * 4 >= (long long)kChanMinWarps * sms * 32;
+    return wins && fills_sms((long long)a.batch * a.dim * 4);
 }
 
 } /* namespace */

@@ -28,6 +28,20 @@ int32_t cuda_fail(cudaError_t e, const char *what);
         if (e_ != cudaSuccess) return ::ssmk::cuda_fail(e_, #call);                                                    \
     } while (0)
 
+/* The design a launch's environment variable var (SSMK_FORWARD,
+ * SSMK_BACKWARD; read at every launch, so that one process judges and
+ * times each design) forces: -1 where it is unset, empty or "auto", else
+ * the index of its value among the n names. A value not among them sets *st
+ * to a refusal naming the variable and the values it takes (kernels.cu). */
+int forced_design(const char *var, const char *const *names, int n, int32_t *st);
+
+/* A channel-sequential design (scan_chan.cuh, bwd_chan.cuh) is taken by
+ * shape only where its threads make at least kChanMinWarps warps per SM of
+ * the current device: fewer, and the row designs were measured faster
+ * (docs/performance.md). */
+constexpr int kChanMinWarps = 8;
+bool fills_sms(long long threads);
+
 /* Whether q may be read and written in 16-byte vectors. */
 inline bool aligned16(const void *q) { return ((uintptr_t)q & 15) == 0; }
 

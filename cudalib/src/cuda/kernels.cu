@@ -8,6 +8,7 @@
  */
 #include <cuda_runtime.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <type_traits>
@@ -55,26 +56,12 @@ __global__ void discretize_kernel(int method, long long n, const T *delta, const
  * SSMK_FORWARD=row, chan, chan2 or chan4 overrides the choice (tests and
  * benchmarks judge and time both designs); chan* where the conditions fail
  * runs the row kernel. *st is set to a refusal of a value it does not know. */
-constexpr int kChanMinWarps = 8;
-
 int chan_lanes(const ssmk_scan_args &a, bool vec, const ChunkStates &cs, int32_t *st) {
-    *st = SSMK_OK;
-    const char *env = getenv("SSMK_FORWARD");
-    int force = -1; /* -1 auto, 0 row, 1 chan (P by shape), 2 or 4 */
-    if (env && *env && strcmp(env, "auto") != 0) {
-        if (strcmp(env, "row") == 0)
-            force = 0;
-        else if (strcmp(env, "chan") == 0)
-            force = 1;
-        else if (strcmp(env, "chan2") == 0)
-            force = 2;
-        else if (strcmp(env, "chan4") == 0)
-            force = 4;
-        else {
-            *st = fail(SSMK_EINVAL, "SSMK_FORWARD = \"%s\": want row, chan, chan2, chan4 or auto", env);
-            return 0;
-        }
-    }
+    static const char *const names[] = {"row", "chan", "chan2", "chan4"};
+    static const int forces[] = {0, 1, 2, 4}; /* row, chan (P by shape), P = 2, P = 4 */
+    const int f = forced_design("SSMK_FORWARD", names, 4, st);
+    if (*st != SSMK_OK) return 0;
+    const int force = f < 0 ? -1 : forces[f]; /* -1: auto */
     if (a.is_complex || a.dtype == SSMK_F64 || !vec || a.dstate > kChanMaxStates ||
         (long long)kChanMaxStates * a.seqlen >= (1LL << 31)) /* the staging's 32-bit offsets */
         return 0;
@@ -85,21 +72,37 @@ int chan_lanes(const ssmk_scan_args &a, bool vec, const ChunkStates &cs, int32_t
     if (cs.states) return cs.chunk == kChanSteps && a.dtype == SSMK_F32 && fits(4) ? 4 : 0;
     if (force == 0) return 0;
     if (force == 2 || force == 4) return fits(force) ? force : 0;
+    /* P = 4 where N allows: at both benchmark sizes it beat P = 2 (twice
+     * the warps; docs/performance.md) */
+    const int P = fits(4) ? 4 : fits(2) ? 2 : 0;
+    if (P == 0 || force == 1) return P;
+    bool method_wins = false;
+    method_switch(a.method, [&](auto m) { method_wins = MethodPolicy<decltype(m)::value>::kChanForward; });
+    return a.dtype == SSMK_F32 && method_wins && fills_sms((long long)a.batch * a.dim * P) ? P : 0;
+}
+
+} /* namespace */
+
+int forced_design(const char *var, const char *const *names, int n, int32_t *st) {
+    *st = SSMK_OK;
+    const char *env = getenv(var);
+    if (!env || !*env || strcmp(env, "auto") == 0) return -1;
+    for (int i = 0; i < n; i++)
+        if (strcmp(env, names[i]) == 0) return i;
+    char want[128] = "";
+    for (int i = 0; i < n; i++)
+        snprintf(want + strlen(want), sizeof want - strlen(want), "%s%s", i ? ", " : "", names[i]);
+    *st = fail(SSMK_EINVAL, "%s = \"%s\": want %s or auto", var, env, want);
+    return -1;
+}
+
+bool fills_sms(long long threads) {
     int dev = 0, sms = 1;
     if (cudaGetDevice(&dev) != cudaSuccess ||
         cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
         sms = 1;
-    /* P = 4 where N allows: at both benchmark sizes it beat P = 2 (twice
-     * the warps; docs/performance.md) */
-    const int P = fits(4) ? 4 : fits(2) ? 2 : 0;
-    const long long threads = (long long)a.batch * a.dim * P, want = (long long)kChanMinWarps * sms * 32;
-    if (P == 0 || force == 1) return P;
-    bool method_wins = false;
-    method_switch(a.method, [&](auto m) { method_wins = MethodPolicy<decltype(m)::value>::kChanForward; });
-    return a.dtype == SSMK_F32 && method_wins && threads >= want ? P : 0;
+    return threads >= (long long)kChanMinWarps * sms * 32;
 }
-
-} /* namespace */
 
 int32_t launch_scan(const ssmk_scan_args &a, const void *h0, cudaStream_t s, const ChunkStates &cs) {
     ScanParams p;
