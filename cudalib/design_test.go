@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"ssmverify/gen"
+	"ssmverify/judge"
 	"ssmverify/ssm"
 )
 
@@ -70,13 +71,41 @@ func designCases(l *Library, dim, seqlen int, declared func(ssm.Method, ssm.DTyp
 	return cs
 }
 
-// Every case of designCases through each design, on 128 channels (P = 2
-// and 4 both take whole blocks) and seqlen 200 = 12·16 + 8, judged by
-// judge.CompareScan's error model. A design that indexes a channel, a state
-// or a step wrongly fails at the first case.
+// complexDesignCases are designCases' shapes with complex A: fp32 inputs
+// (complex A with 16-bit inputs is refused), every method (the channel
+// kernel's fast tiles for zoh and the Taylor methods, its exact path for
+// foh and bilinear and for Stress's tiles off the fast vote); -short zoh and
+// foh, N = 16.
+func complexDesignCases(dim, seqlen int) []designCase {
+	methods, states := ssm.Methods(), []int{16, 8}
+	if testing.Short() {
+		methods, states = []ssm.Method{ssm.ZOH, ssm.FOH}, states[:1]
+	}
+	var cs []designCase
+	for _, m := range methods {
+		for _, o := range []struct {
+			full bool
+			dist gen.Dist
+		}{{true, gen.Realistic}, {false, gen.Realistic}, {true, gen.Stress}} {
+			for _, n := range states {
+				s := gen.Spec{Batch: 2, Dim: dim, Seqlen: seqlen, Dstate: n, Groups: 2, Method: m, Complex: true,
+					VariableB: true, VariableC: true, Softplus: o.full, HasD: o.full, HasZ: o.full,
+					HasBias: o.full, Dist: o.dist}
+				cs = append(cs, designCase{s, ssm.F32, o.full})
+			}
+		}
+	}
+	return cs
+}
+
+// Every case of designCases and complexDesignCases through each design, on
+// 128 channels (P = 2 and 4 both take whole blocks) and seqlen 200 =
+// 12·16 + 8, judged by judge.CompareScan's error model. A design that
+// indexes a channel, a state or a step wrongly fails at the first case.
 func TestForwardDesigns(t *testing.T) {
 	l := open(t)
 	cases := designCases(l, 128, 200, func(ssm.Method, ssm.DType) bool { return true })
+	cases = append(cases, complexDesignCases(128, 200)...)
 	for _, design := range designsOf(l) {
 		t.Run(design, func(t *testing.T) {
 			t.Setenv("SSMK_FORWARD", design)
@@ -110,6 +139,54 @@ func TestForwardDesignsDiffer(t *testing.T) {
 	for _, design := range forwardDesigns[1:] {
 		assert.NotEqual(t, outs["row"], outs[design], "%s computes bit for bit what the row kernel does", design)
 	}
+	// complex A: the channel kernel (P = 4) against the row kernel
+	s := gen.MambaBlock(ssm.ZOH, 2, 128, 64, 16)
+	s.Complex = true
+	p = gen.New(s, 9)
+	p.RoundTo(ssm.F32)
+	for _, design := range []string{"row", "chan4"} {
+		t.Setenv("SSMK_FORWARD", design)
+		got, err := l.Scan(p, ssm.F32)
+		require.NoError(t, err, design)
+		outs[design] = got.Out
+	}
+	assert.NotEqual(t, outs["row"], outs["chan4"], "complex A: chan4 computes bit for bit what the row kernel does")
+}
+
+// The complex channel kernel's fast tiles take sin and cos of Δ·Im a by
+// their own range reduction up to |Δ·Im a| = 65536 (scan_chan_cplx.cuh's
+// kSincosMax), tiles past it the exact path: Im a log-uniform from 10^-3 to
+// 10^5 over a row's states, Δ log-uniform in [10^-3, 1] (no softplus), so
+// that angles from 10^-6 to 10^5 meet both paths, near and far from the
+// bound, judged against the error model's allowance for e^x (whose
+// argument's rounding grows with |x|).
+func TestForwardComplexAngles(t *testing.T) {
+	l := open(t)
+	s := gen.Spec{Batch: 2, Dim: 64, Seqlen: 96, Dstate: 16, Groups: 1, Method: ssm.ZOH, Complex: true,
+		VariableB: true, VariableC: true, HasD: true}
+	for _, m := range []ssm.Method{ssm.ZOH, ssm.RK4} {
+		s.Method = m
+		p := gen.New(s, 5)
+		for d := 0; d < p.Dim; d++ {
+			for n := 0; n < p.Dstate; n++ {
+				i := 2 * (d*p.Dstate + n)
+				p.A[i] = -0.25
+				p.A[i+1] = math.Pow(10, -3+8*float64((n+d)%p.Dstate)/float64(p.Dstate-1)) * float64(1-2*(n%2))
+			}
+		}
+		for i := range p.Delta {
+			p.Delta[i] = math.Pow(10, -3+3*float64(i%97)/96)
+		}
+		p.RoundTo(ssm.F32)
+		for _, design := range designsOf(l) {
+			t.Setenv("SSMK_FORWARD", design)
+			got, err := l.Scan(p, ssm.F32)
+			require.NoError(t, err, design)
+			c, err := judge.CompareScan(p, got, ssm.F32, nil, nil)
+			require.NoError(t, err)
+			assert.True(t, c.Passed(ssm.F32), "%v %s: %s", m, design, c.Worst)
+		}
+	}
 }
 
 // A value of SSMK_FORWARD the library does not know is refused at launch,
@@ -133,16 +210,22 @@ func TestForwardDesignRefusesUnknown(t *testing.T) {
 func BenchmarkForwardDesigns(b *testing.B) {
 	l, copyBW := openForBench(b)
 	designs := append([]string{"auto"}, designsOf(l)...)
+	kinds := []struct {
+		dt      ssm.DType
+		complex bool
+	}{{ssm.F32, false}, {ssm.BF16, false}, {ssm.F32, true}} // complex A with 16-bit inputs is refused
 	for _, size := range [][2]int{{512, 1024}, {2048, 4096}} {
-		p := gen.New(gen.MambaBlock(ssm.ZOH, 8, size[0], size[1], 16), 1)
-		for _, dt := range []ssm.DType{ssm.F32, ssm.BF16} {
+		for _, k := range kinds {
+			s := gen.MambaBlock(ssm.ZOH, 8, size[0], size[1], 16)
+			s.Complex = k.complex
+			p, dt := gen.New(s, 1), k.dt
 			for _, m := range ssm.Methods() {
 				p.Method = m
 				bufs, err := l.NewScanBuffers(p, dt)
 				if err != nil {
 					b.Fatal(err)
 				}
-				b.Run(fmt.Sprintf("%dx%d/%v/%v", size[0], size[1], dt, m), func(b *testing.B) {
+				b.Run(fmt.Sprintf("%dx%d/%v/%s/%v", size[0], size[1], dt, ssm.AKind(k.complex), m), func(b *testing.B) {
 					plan, err := l.NewPlan(bufs)
 					if err != nil {
 						b.Fatal(err)
@@ -221,8 +304,10 @@ func designWanted(channel bool) string {
 // channel kernel for fp32 methods whose policy says so once the channels
 // fill the GPU (64×2048 channels fill any GPU of up to 256 SMs at 8 warps
 // each, whichever of P = 2 or 4 it takes), the row kernel for foh, for
-// 16-bit inputs and for few channels. Each choice is recognised by the bits
-// of its outputs.
+// 16-bit inputs and for few channels; with complex A the channel kernel for
+// zoh and the Taylor methods whatever the channels, the row kernel for foh
+// and bilinear. Each choice is recognised by the bits of its outputs (with
+// complex A chan2 runs the row kernel).
 func TestForwardAutoChoice(t *testing.T) {
 	l := open(t)
 	if l.Backend != "cuda" {
@@ -245,13 +330,19 @@ func TestForwardAutoChoice(t *testing.T) {
 		{ssm.FOH, ssm.F32, 64, 2048, false},
 		{ssm.ZOH, ssm.BF16, 64, 2048, false},
 		{ssm.ZOH, ssm.F32, 2, 128, false},
+		{ssm.ZOH, ssm.F32, 2, 128, true}, // complex A: at any number of channels
+		{ssm.RK4, ssm.F32, 2, 128, true},
+		{ssm.FOH, ssm.F32, 2, 128, false},
+		{ssm.Bilinear, ssm.F32, 2, 128, false},
 	}
-	for _, c := range cases {
-		p := gen.New(gen.MambaBlock(c.m, c.batch, c.dim, 16, 16), 4)
+	for i, c := range cases {
+		s := gen.MambaBlock(c.m, c.batch, c.dim, 16, 16)
+		s.Complex = i >= 5
+		p := gen.New(s, 4)
 		p.RoundTo(c.dt)
 		auto, row := run("auto", p, c.dt), run("row", p, c.dt)
 		chan2, chan4 := run("chan2", p, c.dt), run("chan4", p, c.dt)
 		took := tookDesign(auto, row, chan2, chan4)
-		assert.Equal(t, designWanted(c.channel), took, "%v %v %d×%d", c.m, c.dt, c.batch, c.dim)
+		assert.Equal(t, designWanted(c.channel), took, "%v %v %s %d×%d", c.m, c.dt, ssm.AKind(s.Complex), c.batch, c.dim)
 	}
 }

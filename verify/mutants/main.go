@@ -174,6 +174,7 @@ var CUDACatalogue = []Mutant{
 	{113, "bwd-chan-adjoint-carry", "channel-sequential backward: a lane's adjoint not carried from one tile of 16 steps to the one before it (each tile starts from dlast_state)", "", 0, ""},
 	{114, "bwd-chan-round-sum", "channel-sequential backward: variable dB and dC summed over half of a warp's channels (the other half-warp's sum never added)", "", 0, ""},
 	{115, "bwd-chan-entering-state", "channel-sequential backward: every tile's states recomputed from the initial state, not from phase 1's state entering the tile", "", 0, ""},
+	{116, "chan-cplx-quadrant", "channel-sequential forward, complex A: cos θ's sign taken from sin θ's quadrant bit (wrong in quadrants 1 and 3)", "", 0, ""},
 }
 
 // cudaOwn reports whether m is of CUDACatalogue.

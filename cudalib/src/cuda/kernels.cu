@@ -3,8 +3,8 @@
  * (scan_kernel.cuh) instantiated per element type, real or complex A, method
  * and 16-byte runs, chosen once per launch by scan_launch.cuh's switches (the
  * 16-bit input types' instantiations are kernels_narrow.cu's), or the
- * channel-sequential scan (scan_chan.cuh) where the shape favours it
- * (chan_lanes); and ssmk_discretize's elementwise kernel.
+ * channel-sequential scan (scan_chan.cuh, scan_chan_cplx.cuh) where the
+ * shape favours it (chan_lanes); and ssmk_discretize's elementwise kernel.
  */
 #include <cuda_runtime.h>
 
@@ -52,21 +52,32 @@ __global__ void discretize_kernel(int method, long long n, const T *delta, const
  * measured faster (docs/performance.md): fp32 inputs, a method whose policy
  * says so (kChanForward), and channels enough for kChanMinWarps warps per SM
  * (the Mamba block's 8×2048 channels at P = 4; at 8×512 the row kernel is
- * twice as fast).
+ * twice as fast). Complex A (scan_chan_cplx.cuh): fp32 inputs, P = 4, no
+ * chunk states, and a method whose policy says so (kChanComplex: zoh and
+ * the Taylor methods, faster at both benchmark sizes).
  * SSMK_FORWARD=row, chan, chan2 or chan4 overrides the choice (tests and
  * benchmarks judge and time both designs); chan* where the conditions fail
- * runs the row kernel. *st is set to a refusal of a value it does not know. */
+ * (chan2 with complex A) runs the row kernel. *st is set to a refusal of a
+ * value it does not know. */
 int chan_lanes(const ssmk_scan_args &a, bool vec, const ChunkStates &cs, int32_t *st) {
     static const char *const names[] = {"row", "chan", "chan2", "chan4"};
     static const int forces[] = {0, 1, 2, 4}; /* row, chan (P by shape), P = 2, P = 4 */
     const int f = forced_design("SSMK_FORWARD", names, 4, st);
     if (*st != SSMK_OK) return 0;
     const int force = f < 0 ? -1 : forces[f]; /* -1: auto */
-    if (a.is_complex || a.dtype == SSMK_F64 || !vec || a.dstate > kChanMaxStates ||
+    if (a.dtype == SSMK_F64 || !vec || a.dstate > kChanMaxStates ||
         (long long)kChanMaxStates * a.seqlen >= (1LL << 31)) /* the staging's 32-bit offsets */
         return 0;
     const int per_group = a.dim / a.n_groups;
     auto fits = [&](int P) { return a.dstate % P == 0 && per_group % (kChanThreads / P) == 0; };
+    if (a.is_complex) {
+        /* scan_chan_cplx.cuh: fp32 inputs (16-bit ones are refused with
+         * complex A), P = 4, the row kernel's chunk states for the backward */
+        if (cs.states || force == 0 || force == 2 || !fits(4)) return 0;
+        bool takes = force > 0;
+        if (!takes) method_switch(a.method, [&](auto m) { takes = MethodPolicy<decltype(m)::value>::kChanComplex; });
+        return takes ? 4 : 0;
+    }
     /* the channel-sequential backward's states, a tile apart (bwd_chan.cuh):
      * only this kernel writes them, whatever SSMK_FORWARD says */
     if (cs.states) return cs.chunk == kChanSteps && a.dtype == SSMK_F32 && fits(4) ? 4 : 0;
@@ -128,6 +139,8 @@ int32_t launch_scan(const ssmk_scan_args &a, const void *h0, cudaStream_t s, con
     if (P) {
         if (cs.states)
             launch_chan_states(p, s);
+        else if (a.is_complex)
+            launch_chan_cplx(p, s);
         else if (narrow_dtype(a.dtype))
             launch_chan_narrow(p, a.dtype, P, s);
         else

@@ -33,7 +33,7 @@
  *      outputs written over the tile's u and stored by 16-byte words.
  *
  * Conditions (chan_lanes, kernels.cu, which also chooses between the designs): real A in float arithmetic
- * (fp32, fp16 or bf16 inputs), variable B and C in 16-byte runs (the row
+ * (fp32, fp16 or bf16 inputs; complex A has scan_chan_cplx.cuh), variable B and C in 16-byte runs (the row
  * kernel's VEC), N a multiple of P and at most kChanMaxStates, a group's
  * channels a multiple of CB, and no chunk states (the backward's phase 1
  * keeps the row kernel). Steps past the end of a partial last tile are
@@ -348,6 +348,25 @@ __device__ __forceinline__ ChanRange chan_prepass(const ScanParams &p, const Cha
     return w;
 }
 
+/* A thread's place in a block of CB = 128/P channels of one batch and
+ * group: lane s of channel cl of the block, the batch b, the block's first
+ * channel c0, the channel d, its row r = b·dim + d, the group. */
+struct ChanPlace {
+    int s, cl, b, c0, d, grp;
+    long long r;
+};
+template <int P>
+__device__ __forceinline__ ChanPlace chan_place(const ScanParams &p) {
+    constexpr int CB = kChanThreads / P;
+    ChanPlace w;
+    w.s = (int)threadIdx.x % P, w.cl = (int)threadIdx.x / P;
+    const int perBatch = p.dim / CB;
+    w.b = (int)blockIdx.x / perBatch, w.c0 = ((int)blockIdx.x % perBatch) * CB, w.d = w.c0 + w.cl;
+    w.r = (long long)w.b * p.dim + w.d;
+    w.grp = group_of(w.c0, p.dim, p.n_groups);
+    return w;
+}
+
 /* The kernel: block = CB channels of one batch and group, lane = (channel, s). */
 template <class Tr, int P, bool CK>
 __global__ void __launch_bounds__(kChanThreads) chan_kernel(const ScanParams p) {
@@ -357,11 +376,9 @@ __global__ void __launch_bounds__(kChanThreads) chan_kernel(const ScanParams p) 
     static_assert(!Tr::kComplex && std::is_same<typename Tr::Real, float>::value, "real A in float arithmetic");
     extern __shared__ __align__(16) unsigned char smem[];
     const int N = p.dstate, L = p.seqlen;
-    const int s = (int)threadIdx.x % P, cl = (int)threadIdx.x / P;
-    const int perBatch = p.dim / CB;
-    const int b = (int)blockIdx.x / perBatch, c0 = ((int)blockIdx.x % perBatch) * CB, d = c0 + cl;
-    const long long r = (long long)b * p.dim + d;
-    const int grp = group_of(c0, p.dim, p.n_groups);
+    const ChanPlace at = chan_place<P>(p);
+    const int s = at.s, cl = at.cl, b = at.b, c0 = at.c0, d = at.d, grp = at.grp;
+    const long long r = at.r;
 
     In *const base = reinterpret_cast<In *>(smem);
     /* stage k & 1 (computed, not an array of two: a run-time index would put it in local memory) */

@@ -78,6 +78,9 @@ struct BasePolicy {
     /* The channel-sequential backward (bwd_chan.cuh) likewise (backward.cu's
      * use_chan). */
     static constexpr bool kChanBackward = true;
+    /* The channel-sequential forward for complex A (scan_chan_cplx.cuh),
+     * likewise (chan_lanes). */
+    static constexpr bool kChanComplex = true;
 };
 
 template <int M>
@@ -100,12 +103,20 @@ struct MethodPolicy<FOH> : BasePolicy {
      * in the channel kernel (every 256 in the row kernel), made it slower */
     static constexpr bool kChanForward = false;
     static constexpr bool kBwdKeepsG = true;
+    /* complex A: φ1 by the exact path on every tile of the channel kernel,
+     * which has no fast form of it, was as slow as the row kernel at the
+     * large size and 2.6 times slower at the small one */
+    static constexpr bool kChanComplex = false;
 };
 
 template <>
 struct MethodPolicy<BILINEAR> : BasePolicy {
     static constexpr bool kDeltaU = true;
     static constexpr bool kReciprocalG = true;
+    /* complex A: its quotients by the exact path on every tile of the
+     * channel kernel were faster than the row kernel at the large size
+     * (0.65×) and slower at the small one (1.7×) */
+    static constexpr bool kChanComplex = false;
 };
 
 template <>
