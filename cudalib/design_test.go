@@ -322,27 +322,28 @@ func TestForwardAutoChoice(t *testing.T) {
 	cases := []struct {
 		m          ssm.Method
 		dt         ssm.DType
+		complex    bool
 		batch, dim int
 		channel    bool
 	}{
-		{ssm.ZOH, ssm.F32, 64, 2048, true},
-		{ssm.RK4, ssm.F32, 64, 2048, true},
-		{ssm.FOH, ssm.F32, 64, 2048, false},
-		{ssm.ZOH, ssm.BF16, 64, 2048, false},
-		{ssm.ZOH, ssm.F32, 2, 128, false},
-		{ssm.ZOH, ssm.F32, 2, 128, true}, // complex A: at any number of channels
-		{ssm.RK4, ssm.F32, 2, 128, true},
-		{ssm.FOH, ssm.F32, 2, 128, false},
-		{ssm.Bilinear, ssm.F32, 2, 128, false},
+		{ssm.ZOH, ssm.F32, false, 64, 2048, true},
+		{ssm.RK4, ssm.F32, false, 64, 2048, true},
+		{ssm.FOH, ssm.F32, false, 64, 2048, false},
+		{ssm.ZOH, ssm.BF16, false, 64, 2048, false},
+		{ssm.ZOH, ssm.F32, false, 2, 128, false},
+		{ssm.ZOH, ssm.F32, true, 2, 128, true}, // at any number of channels
+		{ssm.RK4, ssm.F32, true, 2, 128, true},
+		{ssm.FOH, ssm.F32, true, 2, 128, false},
+		{ssm.Bilinear, ssm.F32, true, 2, 128, false},
 	}
-	for i, c := range cases {
+	for _, c := range cases {
 		s := gen.MambaBlock(c.m, c.batch, c.dim, 16, 16)
-		s.Complex = i >= 5
+		s.Complex = c.complex
 		p := gen.New(s, 4)
 		p.RoundTo(c.dt)
 		auto, row := run("auto", p, c.dt), run("row", p, c.dt)
 		chan2, chan4 := run("chan2", p, c.dt), run("chan4", p, c.dt)
 		took := tookDesign(auto, row, chan2, chan4)
-		assert.Equal(t, designWanted(c.channel), took, "%v %v %s %d×%d", c.m, c.dt, ssm.AKind(s.Complex), c.batch, c.dim)
+		assert.Equal(t, designWanted(c.channel), took, "%v %v %s %d×%d", c.m, c.dt, ssm.AKind(c.complex), c.batch, c.dim)
 	}
 }
