@@ -84,7 +84,7 @@ var Catalogue = []Mutant{
 	{12, "complex-factor-2", "complex output Re(Σ C·h) without the factor 2", "complex-factor-2", 0, ""},
 	{13, "gate-no-z", "the SiLU gate as y·sigmoid(z) without the z factor", "gate-no-z", 0, ""},
 	{14, "foh-narrow-guard", "foh's series guard at |x| < 0.03 instead of 1/2: (e^x − 1)/x cancels by up to 20u for 0.03 ≤ |x| < 1/2", "phi1-narrow-guard", 0, ""},
-	{15, "device-inputs", "a plan adds delta_bias into its own copy of delta in place: each later launch sees other inputs", "", 1, ""},
+	{15, "device-inputs", "a plan folds delta_bias into its own copy of delta in place after its first launch, which the scan still adds: every later launch sees delta + 2·bias", "", 1, ""},
 	{16, "timer-lies", "ssmk_plan_time reports half the elapsed time (events around half the work)", "", 2, ""},
 	{17, "thread-result", "with more than one thread, y sums the states in reverse order: the result depends on the thread count", "", 3, ""},
 	{18, "autotune-warmup", "an autotuner: the first 16 launches of a plan also run a slower variant (the harness warms up 10)", "", 5, ""},
