@@ -17,13 +17,22 @@ import (
 // The CUDA build's two forward designs (docs/performance.md): the row
 // kernel (a warp per row, a scan across lanes) and the channel-sequential
 // kernel (lanes are channels, P of them per channel), chosen by shape;
-// SSMK_FORWARD forces one where its conditions hold. The CPU build has one
+// SSMK_FORWARD forces one where its conditions hold. Complex A's channel
+// kernel takes P = 4, 8 or 16 (scan_chan_cplx.cuh), real A's 2 or 4; a
+// design whose conditions fail runs the row kernel. The CPU build has one
 // design and ignores the variable.
-var forwardDesigns = []string{"row", "chan2", "chan4"}
+var (
+	forwardDesigns        = []string{"row", "chan2", "chan4"}
+	complexForwardDesigns = []string{"row", "chan4", "chan8", "chan16"}
+)
 
-func designsOf(l *Library) []string {
-	if l.Backend != "cuda" {
+// designsOf lists the designs worth forcing on l for real or complex A.
+func designsOf(l *Library, complex bool) []string {
+	switch {
+	case l.Backend != "cuda":
 		return []string{"auto"}
+	case complex:
+		return complexForwardDesigns
 	}
 	return forwardDesigns
 }
@@ -104,16 +113,22 @@ func complexDesignCases(dim, seqlen int) []designCase {
 // indexes a channel, a state or a step wrongly fails at the first case.
 func TestForwardDesigns(t *testing.T) {
 	l := open(t)
-	cases := designCases(l, 128, 200, func(ssm.Method, ssm.DType) bool { return true })
-	cases = append(cases, complexDesignCases(128, 200)...)
-	for _, design := range designsOf(l) {
-		t.Run(design, func(t *testing.T) {
-			t.Setenv("SSMK_FORWARD", design)
-			for _, c := range cases {
-				got := judgedScan(t, l, c.spec, uint64(c.spec.Dstate), c.full, c.dt)
-				assert.True(t, got.Passed(c.dt), "%s %v %v: %s", design, c.spec, c.dt, got.Worst)
-			}
-		})
+	for _, k := range []struct {
+		complex bool
+		cases   []designCase
+	}{
+		{false, designCases(l, 128, 200, func(ssm.Method, ssm.DType) bool { return true })},
+		{true, complexDesignCases(128, 200)},
+	} {
+		for _, design := range designsOf(l, k.complex) {
+			t.Run(ssm.AKind(k.complex)+"/"+design, func(t *testing.T) {
+				t.Setenv("SSMK_FORWARD", design)
+				for _, c := range k.cases {
+					got := judgedScan(t, l, c.spec, uint64(c.spec.Dstate), c.full, c.dt)
+					assert.True(t, got.Passed(c.dt), "%s %v %v: %s", design, c.spec, c.dt, got.Worst)
+				}
+			})
+		}
 	}
 }
 
@@ -144,13 +159,15 @@ func TestForwardDesignsDiffer(t *testing.T) {
 	s.Complex = true
 	p = gen.New(s, 9)
 	p.RoundTo(ssm.F32)
-	for _, design := range []string{"row", "chan4"} {
+	for _, design := range complexForwardDesigns {
 		t.Setenv("SSMK_FORWARD", design)
 		got, err := l.Scan(p, ssm.F32)
 		require.NoError(t, err, design)
-		outs[design] = got.Out
+		outs["complex "+design] = got.Out
 	}
-	assert.NotEqual(t, outs["row"], outs["chan4"], "complex A: chan4 computes bit for bit what the row kernel does")
+	for _, design := range complexForwardDesigns[1:] {
+		assert.NotEqual(t, outs["complex row"], outs["complex "+design], "complex A: %s computes bit for bit what the row kernel does", design)
+	}
 }
 
 // The complex channel kernel's fast tiles take sin and cos of Δ·Im a by
@@ -178,13 +195,53 @@ func TestForwardComplexAngles(t *testing.T) {
 			p.Delta[i] = math.Pow(10, -3+3*float64(i%97)/96)
 		}
 		p.RoundTo(ssm.F32)
-		for _, design := range designsOf(l) {
+		for _, design := range designsOf(l, true) {
 			t.Setenv("SSMK_FORWARD", design)
 			got, err := l.Scan(p, ssm.F32)
 			require.NoError(t, err, design)
 			c, err := judge.CompareScan(p, got, ssm.F32, nil, nil)
 			require.NoError(t, err)
 			assert.True(t, c.Passed(ssm.F32), "%v %s: %s", m, design, c.Worst)
+		}
+	}
+}
+
+// The fast tiles of zoh (real and complex A) and bilinear form the input
+// term as B·(Δ·u·g) with Δ·u formed once per step, where the CPU build
+// forms ((Δ·g)·B)·u; the tile votes that every Δ·u is finite
+// (run_du_exact). Here Δ = 10^30 and u ≈ 10^10 overflow float32 in Δ·u
+// while Δ·B (B ≈ 10^-25) and Δ·B·u stay finite, and a ≈ 10^-31 keeps every
+// Δ·a in the fast tiles' range: a kernel whose vote forgot the overflow
+// writes non-finite outputs (∞, then NaN) where the reference is finite.
+func TestForwardDeltaUOverflow(t *testing.T) {
+	l := open(t)
+	for _, c := range []struct {
+		m       ssm.Method
+		complex bool
+	}{{ssm.ZOH, false}, {ssm.Bilinear, false}, {ssm.ZOH, true}} {
+		s := gen.Spec{Batch: 2, Dim: 64, Seqlen: 96, Dstate: 16, Groups: 1, Method: c.m, Complex: c.complex,
+			VariableB: true, VariableC: true}
+		p := gen.New(s, 7)
+		for i := range p.Delta {
+			p.Delta[i] = 1e30 * (1 + float64(i%7)/7)
+		}
+		for i := range p.U {
+			p.U[i] = 1e10 * (1 + math.Abs(p.U[i]))
+		}
+		for i := range p.B {
+			p.B[i] *= 1e-25
+		}
+		for i := range p.A {
+			p.A[i] *= 1e-31
+		}
+		p.RoundTo(ssm.F32)
+		for _, design := range designsOf(l, c.complex) {
+			t.Setenv("SSMK_FORWARD", design)
+			got, err := l.Scan(p, ssm.F32)
+			require.NoError(t, err, design)
+			cmp, err := judge.CompareScan(p, got, ssm.F32, nil, nil)
+			require.NoError(t, err)
+			assert.True(t, cmp.Passed(ssm.F32), "%v %s %s: %s", c.m, ssm.AKind(c.complex), design, cmp.Worst)
 		}
 	}
 }
@@ -198,7 +255,7 @@ func TestForwardDesignRefusesUnknown(t *testing.T) {
 	}
 	t.Setenv("SSMK_FORWARD", "chan3")
 	_, err := l.Scan(gen.New(gen.MambaBlock(ssm.ZOH, 1, 64, 16, 16), 1), ssm.F32)
-	assert.ErrorContains(t, err, `SSMK_FORWARD = "chan3": want row, chan, chan2, chan4 or auto`)
+	assert.ErrorContains(t, err, `SSMK_FORWARD = "chan3": want row, chan, chan2, chan4, chan8, chan16 or auto`)
 }
 
 // BenchmarkForwardDesigns times the designs side by side on the benchmark
@@ -209,7 +266,6 @@ func TestForwardDesignRefusesUnknown(t *testing.T) {
 // bandwidth. Run with -bench ForwardDesigns -benchtime 1x on a GPU.
 func BenchmarkForwardDesigns(b *testing.B) {
 	l, copyBW := openForBench(b)
-	designs := append([]string{"auto"}, designsOf(l)...)
 	kinds := []struct {
 		dt      ssm.DType
 		complex bool
@@ -219,6 +275,7 @@ func BenchmarkForwardDesigns(b *testing.B) {
 			s := gen.MambaBlock(ssm.ZOH, 8, size[0], size[1], 16)
 			s.Complex = k.complex
 			p, dt := gen.New(s, 1), k.dt
+			designs := append([]string{"auto"}, designsOf(l, k.complex)...)
 			for _, m := range ssm.Methods() {
 				p.Method = m
 				bufs, err := l.NewScanBuffers(p, dt)
@@ -278,72 +335,64 @@ func designMedians(b *testing.B, plan *Plan, env string, designs []string, warm,
 }
 
 // tookDesign names the design whose outputs are the automatic choice's,
-// bit for bit: the row design's, or any of the channel design's variants',
-// or another.
-func tookDesign(auto, row []float64, chans ...[]float64) string {
-	if slices.Equal(auto, row) {
-		return "row"
-	}
-	for _, c := range chans {
-		if slices.Equal(auto, c) {
-			return "chan"
+// bit for bit: "row", one of the forced designs of outs (a channel design
+// that computes what another does is named by the first in order), or
+// another.
+func tookDesign(auto []float64, order []string, outs map[string][]float64) string {
+	for _, d := range order {
+		if slices.Equal(auto, outs[d]) {
+			return d
 		}
 	}
 	return "another design"
 }
 
-// designWanted is the design an auto-choice case expects.
-func designWanted(channel bool) string {
-	if channel {
-		return "chan"
-	}
-	return "row"
-}
-
 // The shape and method choose the design (kernels.cu's chan_lanes): the
 // channel kernel for fp32 methods whose policy says so once the channels
 // fill the GPU (64×2048 channels fill any GPU of up to 256 SMs at 8 warps
-// each, whichever of P = 2 or 4 it takes), the row kernel for foh, for
-// 16-bit inputs and for few channels; with complex A the channel kernel for
-// zoh and the Taylor methods whatever the channels, the row kernel for foh
-// and bilinear. Each choice is recognised by the bits of its outputs (with
-// complex A chan2 runs the row kernel).
+// each), at P = 4 where N allows, the row kernel for foh, for 16-bit inputs
+// and for few channels; with complex A the channel kernel for zoh and the
+// Taylor methods whatever the channels, at P = 8 where N allows (else 4),
+// the row kernel for foh and bilinear. Each choice is recognised by the
+// bits of its outputs.
 func TestForwardAutoChoice(t *testing.T) {
 	l := open(t)
 	if l.Backend != "cuda" {
 		t.Skip("one design in the CPU build")
 	}
-	run := func(design string, p *ssm.Problem, dt ssm.DType) []float64 {
-		t.Setenv("SSMK_FORWARD", design)
-		got, err := l.Scan(p, dt)
-		require.NoError(t, err, design)
-		return got.Out
-	}
 	cases := []struct {
-		m          ssm.Method
-		dt         ssm.DType
-		complex    bool
-		batch, dim int
-		channel    bool
+		m             ssm.Method
+		dt            ssm.DType
+		complex       bool
+		batch, dim, n int
+		want          string
 	}{
-		{ssm.ZOH, ssm.F32, false, 64, 2048, true},
-		{ssm.RK4, ssm.F32, false, 64, 2048, true},
-		{ssm.FOH, ssm.F32, false, 64, 2048, false},
-		{ssm.ZOH, ssm.BF16, false, 64, 2048, false},
-		{ssm.ZOH, ssm.F32, false, 2, 128, false},
-		{ssm.ZOH, ssm.F32, true, 2, 128, true}, // at any number of channels
-		{ssm.RK4, ssm.F32, true, 2, 128, true},
-		{ssm.FOH, ssm.F32, true, 2, 128, false},
-		{ssm.Bilinear, ssm.F32, true, 2, 128, false},
+		{ssm.ZOH, ssm.F32, false, 64, 2048, 16, "chan4"},
+		{ssm.RK4, ssm.F32, false, 64, 2048, 16, "chan4"},
+		{ssm.ZOH, ssm.F32, false, 64, 2048, 6, "chan2"},
+		{ssm.FOH, ssm.F32, false, 64, 2048, 16, "row"},
+		{ssm.ZOH, ssm.BF16, false, 64, 2048, 16, "row"},
+		{ssm.ZOH, ssm.F32, false, 2, 128, 16, "row"},
+		{ssm.ZOH, ssm.F32, true, 2, 128, 16, "chan8"}, // at any number of channels
+		{ssm.RK4, ssm.F32, true, 2, 128, 16, "chan8"},
+		{ssm.ZOH, ssm.F32, true, 2, 128, 12, "chan4"},
+		{ssm.FOH, ssm.F32, true, 2, 128, 16, "row"},
+		{ssm.Bilinear, ssm.F32, true, 2, 128, 16, "row"},
 	}
 	for _, c := range cases {
-		s := gen.MambaBlock(c.m, c.batch, c.dim, 16, 16)
+		s := gen.MambaBlock(c.m, c.batch, c.dim, 16, c.n)
 		s.Complex = c.complex
 		p := gen.New(s, 4)
 		p.RoundTo(c.dt)
-		auto, row := run("auto", p, c.dt), run("row", p, c.dt)
-		chan2, chan4 := run("chan2", p, c.dt), run("chan4", p, c.dt)
-		took := tookDesign(auto, row, chan2, chan4)
-		assert.Equal(t, designWanted(c.channel), took, "%v %v %s %d×%d", c.m, c.dt, ssm.AKind(c.complex), c.batch, c.dim)
+		order := append([]string{"row"}, designsOf(l, c.complex)[1:]...)
+		outs := map[string][]float64{}
+		for _, d := range append([]string{"auto"}, order...) {
+			t.Setenv("SSMK_FORWARD", d)
+			got, err := l.Scan(p, c.dt)
+			require.NoError(t, err, d)
+			outs[d] = got.Out
+		}
+		took := tookDesign(outs["auto"], order, outs)
+		assert.Equal(t, c.want, took, "%v %v %s %d×%d N=%d", c.m, c.dt, ssm.AKind(c.complex), c.batch, c.dim, c.n)
 	}
 }

@@ -175,6 +175,7 @@ var CUDACatalogue = []Mutant{
 	{114, "bwd-chan-round-sum", "channel-sequential backward: variable dB and dC summed over half of a warp's channels (the other half-warp's sum never added)", "", 0, ""},
 	{115, "bwd-chan-entering-state", "channel-sequential backward: every tile's states recomputed from the initial state, not from phase 1's state entering the tile", "", 0, ""},
 	{116, "chan-cplx-quadrant", "channel-sequential forward, complex A: cos θ's sign taken from sin θ's quadrant bit (wrong in quadrants 1 and 3)", "", 0, ""},
+	{117, "chan-cplx-du-vote", "channel-sequential forward, complex A: zoh's fast tiles take B·(Δ·u) without the vote that Δ·u is finite (∞ where Δ·B·u is not)", "", 0, ""},
 }
 
 // cudaOwn reports whether m is of CUDACatalogue.

@@ -43,7 +43,7 @@ __global__ void discretize_kernel(int method, long long n, const T *delta, const
     }
 }
 
-/* The forward design a launch takes: 0, the row kernel; P = 2 or 4, the
+/* The forward design a launch takes: 0, the row kernel; P = 2 … 16, the
  * channel-sequential kernel with P lanes per channel. That kernel needs
  * real A in float arithmetic, variable B and C in 16-byte runs (vec), N a
  * multiple of P and at most kChanMaxStates, whole blocks of 128/P channels
@@ -52,17 +52,18 @@ __global__ void discretize_kernel(int method, long long n, const T *delta, const
  * measured faster (docs/performance.md): fp32 inputs, a method whose policy
  * says so (kChanForward), and channels enough for kChanMinWarps warps per SM
  * (the Mamba block's 8×2048 channels at P = 4; at 8×512 the row kernel is
- * twice as fast). Complex A (scan_chan_cplx.cuh): fp32 inputs, P = 4, no
- * chunk states, and a method whose policy says so (kChanComplex: zoh and
- * the Taylor methods, faster at both benchmark sizes).
- * SSMK_FORWARD=row, chan, chan2 or chan4 overrides the choice (tests and
- * benchmarks judge and time both designs); chan* where the conditions fail
- * (chan2 with complex A) runs the row kernel. *st is set to a refusal of a
+ * twice as fast). Complex A (scan_chan_cplx.cuh): fp32 inputs, P = 8 (or
+ * 4 where N is not a multiple of 8), no chunk states, and a method whose
+ * policy says so (kChanComplex: zoh and the Taylor methods, faster at both
+ * benchmark sizes). SSMK_FORWARD=row, chan, chan2, chan4, chan8 or chan16
+ * overrides the choice (tests and benchmarks judge and time every design);
+ * chan* where the conditions fail (chan2 with complex A, chan8 and chan16
+ * with real A) runs the row kernel. *st is set to a refusal of a
  * value it does not know. */
 int chan_lanes(const ssmk_scan_args &a, bool vec, const ChunkStates &cs, int32_t *st) {
-    static const char *const names[] = {"row", "chan", "chan2", "chan4"};
-    static const int forces[] = {0, 1, 2, 4}; /* row, chan (P by shape), P = 2, P = 4 */
-    const int f = forced_design("SSMK_FORWARD", names, 4, st);
+    static const char *const names[] = {"row", "chan", "chan2", "chan4", "chan8", "chan16"};
+    static const int forces[] = {0, 1, 2, 4, 8, 16}; /* row, chan (P by shape), P = 2 … 16 */
+    const int f = forced_design("SSMK_FORWARD", names, 6, st);
     if (*st != SSMK_OK) return 0;
     const int force = f < 0 ? -1 : forces[f]; /* -1: auto */
     if (a.dtype == SSMK_F64 || !vec || a.dstate > kChanMaxStates ||
@@ -72,16 +73,20 @@ int chan_lanes(const ssmk_scan_args &a, bool vec, const ChunkStates &cs, int32_t
     auto fits = [&](int P) { return a.dstate % P == 0 && per_group % (kChanThreads / P) == 0; };
     if (a.is_complex) {
         /* scan_chan_cplx.cuh: fp32 inputs (16-bit ones are refused with
-         * complex A), P = 4, the row kernel's chunk states for the backward */
-        if (cs.states || force == 0 || force == 2 || !fits(4)) return 0;
+         * complex A), the row kernel's chunk states for the backward; P = 8
+         * where N allows: at both benchmark sizes it beat P = 4 (twice the
+         * warps of a latency-bound kernel) and P = 16 (whose reduction of
+         * the outputs over 16 lanes costs more than the warps gain) */
+        if (cs.states || force == 0 || force == 2) return 0;
+        if (force >= 4) return fits(force) ? force : 0;
         bool takes = force > 0;
         if (!takes) method_switch(a.method, [&](auto m) { takes = MethodPolicy<decltype(m)::value>::kChanComplex; });
-        return takes ? 4 : 0;
+        return !takes ? 0 : fits(8) ? 8 : fits(4) ? 4 : 0;
     }
     /* the channel-sequential backward's states, a tile apart (bwd_chan.cuh):
      * only this kernel writes them, whatever SSMK_FORWARD says */
     if (cs.states) return cs.chunk == kChanSteps && a.dtype == SSMK_F32 && fits(4) ? 4 : 0;
-    if (force == 0) return 0;
+    if (force == 0 || force == 8 || force == 16) return 0; /* P = 8 and 16: complex A's alone */
     if (force == 2 || force == 4) return fits(force) ? force : 0;
     /* P = 4 where N allows: at both benchmark sizes it beat P = 2 (twice
      * the warps; docs/performance.md) */
@@ -140,7 +145,7 @@ int32_t launch_scan(const ssmk_scan_args &a, const void *h0, cudaStream_t s, con
         if (cs.states)
             launch_chan_states(p, s);
         else if (a.is_complex)
-            launch_chan_cplx(p, s);
+            launch_chan_cplx(p, P, s);
         else if (narrow_dtype(a.dtype))
             launch_chan_narrow(p, a.dtype, P, s);
         else

@@ -8,8 +8,16 @@
 
 namespace ssmk {
 
-void launch_chan_cplx(const ScanParams &p, cudaStream_t s) {
-    method_switch(p.method, [&](auto m) { launch_chan_cplx_m<decltype(m)::value>(p, s); });
+void launch_chan_cplx(const ScanParams &p, int P, cudaStream_t s) {
+    method_switch(p.method, [&](auto m) {
+        constexpr int M = decltype(m)::value;
+        if (P == 16)
+            launch_chan_cplx_mp<M, 16>(p, s);
+        else if (P == 8)
+            launch_chan_cplx_mp<M, 8>(p, s);
+        else
+            launch_chan_cplx_mp<M, 4>(p, s);
+    });
 }
 
 } /* namespace ssmk */

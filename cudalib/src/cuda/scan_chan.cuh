@@ -105,6 +105,25 @@ __device__ __forceinline__ void chan_copy16(void *dst, const void *src, bool in)
     __pipeline_memcpy_async(dst, src, 16, in ? 0 : 16);
 }
 
+/* The u, Δ and z rows of a block's CB channels for steps t0 … t0 + T − 1
+ * into a stage's rows of stride RS, by 16-byte asynchronous copies (zeros
+ * past L); channel c's row starts at c·L elements, an offset of type Off. */
+template <typename In, typename Off, int CB, int RS>
+__device__ __forceinline__ void chan_stage_rows(In *u, In *dl, In *z, const In *u0, const In *d0, const In *z0, int t0,
+                                                int L) {
+    constexpr int E = 16 / (int)sizeof(In); /* elements per chunk */
+    constexpr int CPR = kChanSteps / E;     /* chunks per row */
+    for (int i = threadIdx.x; i < CB * CPR; i += kChanThreads) {
+        const int c = i / CPR, q = (i % CPR) * E, t = t0 + q;
+        const bool in = t < L;
+        const Off g = (Off)c * L + (in ? t : 0);
+        const int o = c * RS + q;
+        chan_copy16(u + o, u0 + g, in);
+        chan_copy16(dl + o, d0 + g, in);
+        if (z0) chan_copy16(z + o, z0 + g, in);
+    }
+}
+
 /* Tile t0 … t0 + T − 1 of the block's channels into stage st: u, Δ, z from
  * their rows (u0, d0, z0: the block's first channel, rows of L steps), B
  * and C from the group's rows (n·L + t). L is a multiple of a 16-byte
@@ -118,14 +137,7 @@ __device__ __forceinline__ void chan_stage(const ChanStage<Tr> &st, const typena
     constexpr int E = 16 / (int)sizeof(In); /* elements per chunk */
     constexpr int CPR = kChanSteps / E;     /* chunks per row */
     /* offsets from the block's first row within 2^31 elements (chan_lanes, kernels.cu) */
-    for (int i = threadIdx.x; i < Lay::CB * CPR; i += kChanThreads) {
-        const int c = i / CPR, q = (i % CPR) * E, t = t0 + q;
-        const bool in = t < L;
-        const int g = c * L + (in ? t : 0), o = c * Lay::RS + q;
-        chan_copy16(st.u + o, u0 + g, in);
-        chan_copy16(st.dl + o, d0 + g, in);
-        if (z0) chan_copy16(st.z + o, z0 + g, in);
-    }
+    chan_stage_rows<In, int, Lay::CB, Lay::RS>(st.u, st.dl, st.z, u0, d0, z0, t0, L);
     for (int i = threadIdx.x; i < N * CPR; i += kChanThreads) {
         const int n = i / CPR, q = (i % CPR) * E, t = t0 + q;
         const bool in = t < L;
@@ -322,8 +334,10 @@ __device__ __forceinline__ void chan_widen_bc(const ChanStage<Tr> &cur, float *b
 
 /* Δ after bias and softplus, and Δ·u (kDeltaU), each step of the tile once
  * (lane s of a channel the steps t ≡ s mod P) into the channel's float rows,
- * and their ranges over the warp; 0 past the sequence's end. */
-template <class Tr, int P>
+ * and their ranges over the warp; 0 past the sequence's end. DU: the vote on
+ * Δ·u (run_du_exact) whether or not its row is written (the complex kernel
+ * forms Δ·u in registers). */
+template <class Tr, int P, bool DU = Tr::kDeltaU>
 __device__ __forceinline__ ChanRange chan_prepass(const ScanParams &p, const ChanStage<Tr> &cur, float *dtrows,
                                                   float *durows, int avail, int s, int cl, int d) {
     constexpr int RS = ChanLayout<Tr, P>::RS;
@@ -334,7 +348,7 @@ __device__ __forceinline__ ChanRange chan_prepass(const ScanParams &p, const Cha
         if (t < avail) {
             v = step_dt<true>(widen(cur.dl[cl * RS + t]), (const float *)p.delta_bias, d, p.softplus);
             w.dmin = fminf(w.dmin, v), w.dmax = fmaxf(w.dmax, v);
-            if constexpr (Tr::kDeltaU) {
+            if constexpr (DU) {
                 const float uv = widen(cur.u[cl * RS + t]);
                 du = v * uv;
                 const float dv[1] = {v}, uu[1] = {uv}, dd[1] = {du}; /* run_du_exact's test of one step */

@@ -7,29 +7,36 @@
  * are scanned across the warp (four words a shuffle), and every update takes
  * the method through the run-time table, e^x by exp, sin and cos with their
  * large-argument paths: 6.6 times real A's time. Here, as in scan_chan.cuh,
- * lanes are channels, a channel's N states over P = 4 adjacent lanes, time
+ * lanes are channels, a channel's N states over P adjacent lanes, time
  * sequential in each lane, so an update is one complex e^x, the input term,
  * h ← Ā·h + Δ·g·B·u (four FFMA) and y += Re(C·h) (two), with B and C read as
  * 16-byte shared-memory broadcasts of two steps.
+ *
+ * P (4, 8 or 16) is a template argument: the kernel is bound by latency
+ * where a scheduler has one warp or two, so more lanes a channel (more warps
+ * for the same work, a longer reduction of the outputs over the lanes) pay
+ * until the warps suffice; chan_lanes takes P = 8 (docs/performance.md).
  *
  * The method is a compile-time argument (MethodPolicy::kChanComplex says
  * which methods take this kernel). On a fast tile — every x = Δ·a of the
  * warp's steps and states with Re x·log2e in [−126, 0] and |Im x| at most
  * kSincosMax, one vote per tile — Ā = e^x is ex2_normal(Δ·Re a·log2e) times
- * (cos, sin)(Δ·Im a) by sincos_reduced, and g is the method's
- * (method_complex_g: 1, or a Taylor polynomial in x), then the CPU build's
- * ((Δ·g)·B)·u. Other tiles (and foh and bilinear, whose g needs e^x − 1 or
- * a quotient, every tile) take the CPU build's method_complex_m through a
- * call (cplx_terms_exact), so that the unrolled loop is not sixteen copies
- * of sin's and cos's large-argument paths.
+ * (cos, sin)(Δ·Im a) by sincos_reduced, and the input term is zoh's
+ * B·(Δ·u) (g = 1; Δ·u formed once per step, the tile also voting
+ * run_du_exact, as the real kernels do) or, for the Taylor methods, the
+ * CPU build's ((Δ·g)·B)·u with g = method_complex_g. Other tiles (and foh
+ * and bilinear, whose g needs e^x − 1 or a quotient, every tile) take the
+ * CPU build's method_complex_m through a call (cplx_terms_exact), so that
+ * the unrolled loop is not sixteen copies of sin's and cos's large-argument
+ * paths.
  *
  * Staging and the shared-memory layout are scan_chan.cuh's with complex rows
  * of B and C (2T floats and 16 bytes of padding: a quarter-warp's 16-byte
  * reads of four states' rows meet no bank twice), the float row of Δ
  * (softplus'd once per step), and the states h[N][kChanThreads] as float2.
  * Conditions (kernels.cu's chan_lanes): complex A with fp32 inputs,
- * variable B and C in 16-byte runs, N a multiple of 4 up to kChanMaxStates,
- * a group's channels a multiple of 32, no chunk states (the complex
+ * variable B and C in 16-byte runs, N a multiple of P up to kChanMaxStates,
+ * a group's channels a multiple of 128/P, no chunk states (the complex
  * backward's phase 1 keeps the row kernel).
  */
 #ifndef SSMK_SCAN_CHAN_CPLX_CUH
@@ -84,8 +91,26 @@ __device__ __noinline__ CplxTerms cplx_terms_exact(cplx<float> x) {
     return t;
 }
 
+/* Whether method M's fast tiles exist: Ā = e^x and g a polynomial in x
+ * (zoh, poly, highorder, rk4); foh's φ1 and bilinear's quotients take the
+ * exact path on every tile. */
+template <int M>
+constexpr bool cplx_fast_method() {
+    return uses_exp<M>() && !MethodPolicy<M>::kFohBranches;
+}
+
+/* Whether method M's fast tiles form the input term as B·(Δ·u): g = 1
+ * (zoh), Δ·u formed once per step where run_du_exact's vote holds, two
+ * products an update instead of the CPU build's ((Δ·g)·B)·u, whose complex
+ * g costs four more. */
+template <int M>
+constexpr bool cplx_delta_u() {
+    return MethodPolicy<M>::kUnitG && cplx_fast_method<M>();
+}
+
 /* One update's (Ā, Δ·g·B·u). FAST: e^x from ex2_normal and sincos_reduced
- * (ar2 = Re a·log2e), g by method_complex_g; else cplx_terms_exact. */
+ * (ar2 = Re a·log2e), g by method_complex_g, and where cplx_delta_u the
+ * input term B·u with u = Δ·u; else cplx_terms_exact. */
 template <int M, bool FAST>
 __device__ __forceinline__ void cplx_update_terms(cplx<float> a, float ar2, float dt, float u, cplx<float> bv,
                                                   cplx<float> &ab, cplx<float> &bb) {
@@ -96,6 +121,10 @@ __device__ __forceinline__ void cplx_update_terms(cplx<float> a, float ar2, floa
         float sn, cs;
         sincos_reduced(x.im, sn, cs);
         ab = cmake(e * cs, e * sn);
+        if constexpr (cplx_delta_u<M>()) {
+            bb = cscale(bv, u);
+            return;
+        }
         g = method_complex_g<M>(x);
     } else {
         (void)ar2;
@@ -105,19 +134,11 @@ __device__ __forceinline__ void cplx_update_terms(cplx<float> a, float ar2, floa
     bb = cscale(cmul(cscale(g, dt), bv), u);
 }
 
-/* Whether method M's fast tiles exist: Ā = e^x and g a polynomial in x
- * (zoh, poly, highorder, rk4); foh's φ1 and bilinear's quotients take the
- * exact path on every tile. */
-template <int M>
-constexpr bool cplx_fast_method() {
-    return uses_exp<M>() && !MethodPolicy<M>::kFohBranches;
-}
-
 /* The shared-memory layout for N states: two stage buffers (u, Δ, z: CB
  * rows of RS floats; B, C: N complex rows of RSC floats), the float rows of
  * Δ, the states. */
+template <int P>
 struct ChanCplxLayout {
-    static constexpr int P = 4;
     static constexpr int CB = kChanThreads / P;
     static constexpr int RS = chan_row_stride<float>();
     static constexpr int RSC = 2 * kChanSteps + 4;
@@ -136,21 +157,13 @@ struct ChanCplxStage {
 /* Tile t0 … t0 + T − 1 into stage st (scan_chan.cuh's chan_stage with
  * complex rows of B and C: row n of the group starts at complex element
  * n·L; 64-bit offsets, their floats reaching 2·N·L). */
+template <int P>
 __device__ __forceinline__ void chan_cplx_stage(const ChanCplxStage &st, const float *u0, const float *d0,
                                                 const float *z0, const float *B0, const float *C0, int t0, int L,
                                                 int N) {
-    using Lay = ChanCplxLayout;
-    constexpr int CPR = kChanSteps / 4;     /* chunks of a real row */
+    using Lay = ChanCplxLayout<P>;
     constexpr int CPC = 2 * kChanSteps / 4; /* chunks of a complex row */
-    for (int i = threadIdx.x; i < Lay::CB * CPR; i += kChanThreads) {
-        const int c = i / CPR, q = (i % CPR) * 4, t = t0 + q;
-        const bool in = t < L;
-        const long long g = (long long)c * L + (in ? t : 0);
-        const int o = c * Lay::RS + q;
-        chan_copy16(st.u + o, u0 + g, in);
-        chan_copy16(st.dl + o, d0 + g, in);
-        if (z0) chan_copy16(st.z + o, z0 + g, in);
-    }
+    chan_stage_rows<float, long long, Lay::CB, Lay::RS>(st.u, st.dl, st.z, u0, d0, z0, t0, L);
     for (int i = threadIdx.x; i < N * CPC; i += kChanThreads) {
         const int n = i / CPC, q = (i % CPC) * 4, t = t0 + q / 2; /* a chunk: two complex steps */
         const bool in = t < L;
@@ -187,11 +200,11 @@ __device__ __forceinline__ void chan_cplx_steps(int avail, cplx<float> a, const 
 
 /* Every state of lane s over the tile (the state in shared memory between
  * tiles, one load and one store per state and tile). */
-template <int M, bool FAST, bool FULL>
+template <int M, int P, bool FAST, bool FULL>
 __device__ __forceinline__ void chan_cplx_states(int avail, int N, int s, const cplx<float> *A, float2 *hs,
                                                  const float *B, const float *C, const float (&dt)[kChanSteps],
                                                  const float (&uv)[kChanSteps], float (&y)[kChanSteps]) {
-    constexpr int P = ChanCplxLayout::P, RSC = ChanCplxLayout::RSC;
+    constexpr int RSC = ChanCplxLayout<P>::RSC;
 #pragma unroll 1
     for (int n = s; n < N; n += P) {
         const float2 hv = hs[n * kChanThreads];
@@ -201,15 +214,15 @@ __device__ __forceinline__ void chan_cplx_states(int avail, int N, int s, const 
     }
 }
 
-/* The kernel: block = 32 channels of one batch and group, lane = (channel, s).
+/* The kernel: block = 128/P channels of one batch and group, lane = (channel, s).
  * Three blocks an SM, so up to 168 registers a thread: held to 128 (four
  * blocks), ptxas spilled the staging's addresses, and the kernel took 44%
  * longer at 8×512 channels and 3% less at 8×2048 (docs/performance.md). */
-template <int M>
+template <int M, int P>
 __global__ void __launch_bounds__(kChanThreads, 3) chan_cplx_kernel(const ScanParams p) {
-    using Lay = ChanCplxLayout;
+    using Lay = ChanCplxLayout<P>;
     using Tr = ScanTraits<float, true, kComplexTable, true, float>; /* chan_prepass's view of the rows */
-    constexpr int P = Lay::P, CB = Lay::CB, RS = Lay::RS, T = kChanSteps;
+    constexpr int CB = Lay::CB, RS = Lay::RS, T = kChanSteps;
     extern __shared__ __align__(16) unsigned char smem[];
     const int N = p.dstate, L = p.seqlen;
     const ChanPlace at = chan_place<P>(p);
@@ -245,11 +258,11 @@ __global__ void __launch_bounds__(kChanThreads, 3) chan_cplx_kernel(const ScanPa
     const float *B0 = (const float *)p.B + vb, *C0 = (const float *)p.C + vb;
 
     const int tiles = (L + T - 1) / T;
-    chan_cplx_stage(stage_at(0), u0, d0, z0, B0, C0, 0, L, N);
+    chan_cplx_stage<P>(stage_at(0), u0, d0, z0, B0, C0, 0, L, N);
     for (int k = 0; k < tiles; k++) {
         const int t0 = k * T, avail = L - t0 < T ? L - t0 : T;
         if (k + 1 < tiles) {
-            chan_cplx_stage(stage_at(k + 1), u0, d0, z0, B0, C0, t0 + T, L, N);
+            chan_cplx_stage<P>(stage_at(k + 1), u0, d0, z0, B0, C0, t0 + T, L, N);
             __pipeline_wait_prior(1);
         } else {
             __pipeline_wait_prior(0);
@@ -257,7 +270,7 @@ __global__ void __launch_bounds__(kChanThreads, 3) chan_cplx_kernel(const ScanPa
         __syncthreads(); /* tile k has landed for every thread's copies */
         const ChanCplxStage cur = stage_at(k);
         const ChanStage<Tr> view{cur.u, cur.dl, cur.z, cur.B, cur.C};
-        const ChanRange w = chan_prepass<Tr, P>(p, view, dtrows, nullptr, avail, s, cl, d);
+        const ChanRange w = chan_prepass<Tr, P, cplx_delta_u<M>()>(p, view, dtrows, nullptr, avail, s, cl, d);
         __syncthreads(); /* the Δ rows are complete */
         float dt[T], uv[T], y[T];
 #pragma unroll
@@ -266,14 +279,19 @@ __global__ void __launch_bounds__(kChanThreads, 3) chan_cplx_kernel(const ScanPa
         chan_load_row<float>(cur.u + cl * RS, uv);
         bool fast = false;
         if constexpr (cplx_fast_method<M>())
-            fast = avail == T && __all_sync(0xffffffffu, run_stable_above(w.dmin, w.dmax, a2min, a2max, -126.0f) &&
+            fast = avail == T && __all_sync(0xffffffffu, (!cplx_delta_u<M>() || w.du_ok) &&
+                                                             run_stable_above(w.dmin, w.dmax, a2min, a2max, -126.0f) &&
                                                              w.dmax * aimax <= kSincosMax);
-        if (fast)
-            chan_cplx_states<M, cplx_fast_method<M>(), true>(avail, N, s, A, hs, cur.B, cur.C, dt, uv, y);
-        else if (avail == T)
-            chan_cplx_states<M, false, true>(avail, N, s, A, hs, cur.B, cur.C, dt, uv, y);
+        if (fast) {
+            if constexpr (cplx_delta_u<M>()) {
+#pragma unroll
+                for (int t = 0; t < T; t++) uv[t] = dt[t] * uv[t]; /* Δ·u, the product the prepass voted on */
+            }
+            chan_cplx_states<M, P, cplx_fast_method<M>(), true>(avail, N, s, A, hs, cur.B, cur.C, dt, uv, y);
+        } else if (avail == T)
+            chan_cplx_states<M, P, false, true>(avail, N, s, A, hs, cur.B, cur.C, dt, uv, y);
         else
-            chan_cplx_states<M, false, false>(avail, N, s, A, hs, cur.B, cur.C, dt, uv, y);
+            chan_cplx_states<M, P, false, false>(avail, N, s, A, hs, cur.B, cur.C, dt, uv, y);
         chan_reduce_scatter<P>(s, y);
         __syncwarp(); /* every lane of the channel has read the staged u before any writes over it */
         constexpr int Q = T / P;
@@ -306,13 +324,13 @@ __global__ void __launch_bounds__(kChanThreads, 3) chan_cplx_kernel(const ScanPa
     }
 }
 
-/* One launch of method M's kernel. */
-template <int M>
-void launch_chan_cplx_m(const ScanParams &p, cudaStream_t s) {
-    const size_t smem = ChanCplxLayout::bytes(p.dstate);
-    cudaFuncSetAttribute(chan_cplx_kernel<M>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
-    const dim3 grid((unsigned)((long long)p.batch * p.dim / ChanCplxLayout::CB));
-    chan_cplx_kernel<M><<<grid, kChanThreads, smem, s>>>(p);
+/* One launch of method M's kernel with P lanes a channel. */
+template <int M, int P>
+void launch_chan_cplx_mp(const ScanParams &p, cudaStream_t s) {
+    const size_t smem = ChanCplxLayout<P>::bytes(p.dstate);
+    cudaFuncSetAttribute(chan_cplx_kernel<M, P>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+    const dim3 grid((unsigned)((long long)p.batch * p.dim / ChanCplxLayout<P>::CB));
+    chan_cplx_kernel<M, P><<<grid, kChanThreads, smem, s>>>(p);
 }
 
 } /* namespace ssmk */

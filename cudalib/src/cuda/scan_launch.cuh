@@ -57,9 +57,9 @@ void launch_chan_narrow(const ScanParams &p, int32_t dtype, int P, cudaStream_t 
 /* The channel-sequential backward's phase 1 (kernels_chan.cu): fp32, P = 4,
  * the state entering every tile after the first into p.chunk_states. */
 void launch_chan_states(const ScanParams &p, cudaStream_t s);
-/* The channel-sequential scan for complex A, fp32 inputs, P = 4
- * (kernels_chan_cplx.cu, scan_chan_cplx.cuh). */
-void launch_chan_cplx(const ScanParams &p, cudaStream_t s);
+/* The channel-sequential scan for complex A, fp32 inputs, P = 4, 8 or 16
+ * lanes a channel (kernels_chan_cplx.cu, scan_chan_cplx.cuh). */
+void launch_chan_cplx(const ScanParams &p, int P, cudaStream_t s);
 
 } /* namespace ssmk */
 
