@@ -248,7 +248,9 @@ var logLine = regexp.MustCompile(`^\s*([\w.-]+\.go:\d+): (.*)$`)
 // lines: the first written from an error call site (sites), else the first
 // log line; "" when the test logged nothing. A first line too short to say
 // what failed ("bilinear fp32 real: threshold 4", a header over a list)
-// takes its next line too.
+// takes its next line too. A testify assertion's empty first line (its
+// message follows in "Error Trace:", "Error:", "Messages:" fields) gives
+// its Messages, else the first line of its Error.
 func Reason(lines []string, sites map[string]bool) string {
 	first, firstAt := "", -1
 	for i, l := range lines {
@@ -257,7 +259,7 @@ func Reason(lines []string, sites map[string]bool) string {
 			continue
 		}
 		if sites[m[1]] {
-			return withNext(strings.TrimSpace(m[2]), lines, i)
+			return message(strings.TrimSpace(m[2]), lines, i)
 		}
 		if firstAt < 0 {
 			first, firstAt = strings.TrimSpace(m[2]), i
@@ -266,7 +268,49 @@ func Reason(lines []string, sites map[string]bool) string {
 	if firstAt < 0 {
 		return ""
 	}
-	return withNext(first, lines, firstAt)
+	return message(first, lines, firstAt)
+}
+
+// message is the reason of the log line lines[i], whose text is msg.
+func message(msg string, lines []string, i int) string {
+	if msg == "" {
+		if r := testifyMessage(lines[i+1:]); r != "" {
+			return r
+		}
+	}
+	return withNext(msg, lines, i)
+}
+
+// testifyField is a field of a testify failure: "	Messages:   	text".
+var testifyField = regexp.MustCompile(`^\s*(Error Trace|Error|Test|Messages):\s*(.*)$`)
+
+// testifyMessage reads a testify failure's fields from the lines after its
+// log line (up to the next log line): its Messages, else its Error with
+// the lines that continue it (assert.Equal's expected and actual), joined;
+// "" when they are not there.
+func testifyMessage(lines []string) string {
+	var errText []string
+	msgs, field := "", ""
+	for _, l := range lines {
+		if logLine.MatchString(l) {
+			break
+		}
+		if m := testifyField.FindStringSubmatch(l); m != nil {
+			field = m[1]
+			switch field {
+			case "Error":
+				errText = append(errText, strings.TrimSpace(m[2]))
+			case "Messages":
+				msgs = strings.TrimSpace(m[2])
+			}
+		} else if field == "Error" && strings.TrimSpace(l) != "" {
+			errText = append(errText, strings.TrimSpace(l))
+		}
+	}
+	if msgs != "" {
+		return msgs
+	}
+	return strings.Join(errText, " ")
 }
 
 // shortReason is the length under which a message's first line is taken

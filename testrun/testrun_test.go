@@ -87,6 +87,41 @@ func TestErrorSites(t *testing.T) {
 	}
 }
 
+// TestParseTestify: a testify assertion logs an empty line at its call
+// site and its message in fields below it; the reason is its Messages, else
+// its Error with its continuation lines, never "Error Trace:".
+func TestParseTestify(t *testing.T) {
+	const out = `=== RUN   TestWithMessage
+    design_test.go:244: 
+        	Error Trace:	/work/main/cudalib/design_test.go:244
+        	Error:      	Should be true
+        	Test:       	TestWithMessage
+        	Messages:   	zoh complex chan4: out[0 0 0]: kernel NaN, reference -4.79e+16
+--- FAIL: TestWithMessage (0.60s)
+=== RUN   TestEqual
+    plan_test.go:31: 
+        	Error Trace:	/work/main/cudalib/plan_test.go:31
+        	Error:      	Not equal: 
+        	            	expected: "chan8"
+        	            	actual  : "chan4"
+        	Test:       	TestEqual
+--- FAIL: TestEqual (0.01s)
+`
+	tests, err := Parse([]byte(out), "cudalib", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"TestWithMessage": "zoh complex chan4: out[0 0 0]: kernel NaN, reference -4.79e+16",
+		"TestEqual":       `Not equal: expected: "chan8" actual  : "chan4"`,
+	}
+	for _, tt := range tests {
+		if tt.Reason != want[tt.Name] {
+			t.Errorf("%s: reason %q, want %q", tt.Name, tt.Reason, want[tt.Name])
+		}
+	}
+}
+
 // TestParseWithoutVerbose: without -v, go test prints a failure's lines
 // under its "--- FAIL" line, subtests indented; their reasons are read from
 // there.
