@@ -54,8 +54,8 @@ func dryRun(t *testing.T, env []string, args ...string) (string, error) {
 // TestSlurmArrayDryRun: the array script's commands, as its dry-run mode
 // prints them: one per array index, distinct task names and output
 // folders, valid -pkgs and -run patterns, every test of the verify suite
-// in some task, Check7 for every method, and a merge over every task's
-// report.
+// in some task, the binding's design tests in one, Check7 for every
+// method, and a merge over every task's report.
 func TestSlurmArrayDryRun(t *testing.T) {
 	list, err := dryRun(t, nil, "--list")
 	if err != nil {
@@ -77,6 +77,7 @@ func TestSlurmArrayDryRun(t *testing.T) {
 	covered := map[string]bool{}
 	methods := map[string]bool{}
 	tasks, outs := map[string]bool{}, map[string]bool{}
+	designs := false // some task runs the binding's design tests
 	for i, line := range lines {
 		w := shellWords(line)
 		flags := map[string]string{}
@@ -91,9 +92,10 @@ func TestSlurmArrayDryRun(t *testing.T) {
 		}
 		tasks[flags["-task"]], outs[flags["-out"]] = true, true
 		for _, p := range strings.Split(flags["-pkgs"], ",") {
-			if p != "golden" && p != "fuzz" && p != "verify" {
+			if p != "golden" && p != "fuzz" && p != "verify" && p != "cudalib" {
 				t.Errorf("task %d: -pkgs %q", i, flags["-pkgs"])
 			}
+			designs = designs || p == "cudalib"
 		}
 		re, err := regexp.Compile(flags["-run"])
 		if err != nil {
@@ -122,6 +124,9 @@ func TestSlurmArrayDryRun(t *testing.T) {
 		if !methods[m.String()] {
 			t.Errorf("no Check7 task for %v", m)
 		}
+	}
+	if !designs {
+		t.Error("no task runs the binding's design tests (-pkgs …,cudalib)")
 	}
 	if out, err := dryRun(t, []string{"SLURM_ARRAY_TASK_ID=" + itoa(len(lines))}); err == nil || !strings.Contains(out, "raise --array") {
 		t.Errorf("an index past the tasks: %q, %v; want exit 2 with advice", out, err)

@@ -19,6 +19,22 @@ import (
 	"ssmverify/testrun"
 )
 
+// DesignTests selects the binding's tests (package cudalib) that judge a
+// library's forward and backward designs: each design the CUDA build has
+// forced in turn on every method, input type and option and judged by the
+// error model, the automatic choice recognised by its outputs' bits, the
+// complex kernel's angles and the overflow of Δ·u. The suite's own shapes
+// take whichever design the library chooses; these name the design a
+// failure is in (TestForwardDesigns/complex/chan8, say). A library with
+// one design (the CPU build, an adapter) runs them through its choice.
+var DesignTests = "^(" + strings.Join(designTests, "|") + ")$"
+
+var designTests = []string{
+	"TestForwardDesigns", "TestForwardDesignsDiffer", "TestForwardAutoChoice", "TestForwardDesignRefusesUnknown",
+	"TestForwardComplexAngles", "TestForwardDeltaUOverflow",
+	"TestBackwardDesigns", "TestBackwardDesignsDiffer", "TestBackwardAutoChoice", "TestBackwardDesignRefusesUnknown",
+}
+
 // Config is one gate run.
 type Config struct {
 	Out  string // output folder (report.json, junit.xml, report.md, plots, logs)
@@ -26,7 +42,7 @@ type Config struct {
 	// Bin is a folder of prebuilt test binaries <pkg>.test (scripts/gpu.sh
 	// builds them for machines without Go); empty: go test.
 	Bin      string
-	Packages []string // of golden, fuzz, verify
+	Packages []string // of golden, fuzz, verify, cudalib (its DesignTests alone)
 	// VerifyRun selects verify's tests (-run); empty: all of them.
 	VerifyRun string
 	// VerifyArgs are extra flags for the verify suite (-methods, -trials, …).
@@ -75,6 +91,10 @@ func Run(cfg Config) *report.Report {
 	logf("library %s (%s; %s) on %s", r.Library.Path, r.Library.Backend, r.Library.Selection, r.Library.Device)
 	var runs []pkgRun
 	for _, pkg := range cfg.Packages {
+		if pkg == "cudalib" {
+			runs = append(runs, pkgRun{pkg: pkg, run: DesignTests})
+			continue
+		}
 		if pkg != "verify" {
 			runs = append(runs, pkgRun{pkg: pkg})
 			continue

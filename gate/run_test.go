@@ -4,6 +4,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -130,5 +131,38 @@ func TestBackwardFigures(t *testing.T) {
 	md := Markdown(vr)
 	if !strings.Contains(md, "Backward: largest scaled error ratio") || !strings.Contains(md, "| foh | fp32 | real | **7 FAIL** |") {
 		t.Fatalf("report.md has no backward table:\n%s", md)
+	}
+}
+
+// TestDesignTestsSelectTheBindings: DesignTests selects every test of
+// package cudalib that forces or recognises a design (a test renamed or
+// added there cannot drop out of the gate unnoticed), and names none that
+// does not exist.
+func TestDesignTestsSelectTheBindings(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("..", "cudalib", "*_test.go"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no test files of cudalib: %v", err)
+	}
+	funcs := regexp.MustCompile(`(?m)^func (Test\w+)\(t \*testing\.T\)`)
+	design := regexp.MustCompile(`^Test(Forward|Backward)\w*(Design|AutoChoice)|^TestForward(ComplexAngles|DeltaUOverflow)$`)
+	sel := regexp.MustCompile(DesignTests)
+	found := map[string]bool{}
+	for _, f := range files {
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range funcs.FindAllStringSubmatch(string(src), -1) {
+			name := m[1]
+			found[name] = true
+			if design.MatchString(name) != sel.MatchString(name) {
+				t.Errorf("%s (%s): a design test %v, selected by DesignTests %v", name, filepath.Base(f), design.MatchString(name), sel.MatchString(name))
+			}
+		}
+	}
+	for _, name := range designTests {
+		if !found[name] {
+			t.Errorf("DesignTests names %s, which cudalib does not have", name)
+		}
 	}
 }

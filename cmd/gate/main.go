@@ -48,7 +48,7 @@ func main() {
 	out := fs.String("out", "out", "output folder")
 	root := fs.String("root", ".", "repository root (package folders; the Go module for go test)")
 	bin := fs.String("bin", "", "folder of prebuilt test binaries <pkg>.test (GPU machines without Go); empty: go test")
-	pkgs := fs.String("pkgs", "golden,fuzz,verify", "comma-separated packages of the suite to run (golden, fuzz, verify)")
+	pkgs := fs.String("pkgs", "golden,fuzz,verify,cudalib", "comma-separated packages of the suite to run (golden, fuzz, verify, and cudalib: the binding's tests of the kernels' designs)")
 	run := fs.String("run", "", "verify: which tests to run (go test -run), e.g. Check7 or 'Accuracy|Golden'")
 	vargs := fs.String("verify-args", "", "verify: extra flags, e.g. '-methods zoh,foh -trials 50'")
 	task := fs.String("task", "local", "this run's name in merged reports")
@@ -74,10 +74,10 @@ func main() {
 	for _, p := range strings.Split(*pkgs, ",") {
 		switch p = strings.TrimSpace(p); p {
 		case "":
-		case "golden", "fuzz", "verify":
+		case "golden", "fuzz", "verify", "cudalib":
 			packages = append(packages, p)
 		default:
-			fmt.Fprintf(os.Stderr, "gate: -pkgs: unknown package %q, want some of golden, fuzz, verify\n", p)
+			fmt.Fprintf(os.Stderr, "gate: -pkgs: unknown package %q, want some of golden, fuzz, verify, cudalib\n", p)
 			os.Exit(report.ExitSetup)
 		}
 	}
