@@ -142,32 +142,30 @@ func TestForwardDesignsDiffer(t *testing.T) {
 	if l.Backend != "cuda" {
 		t.Skip("one design in the CPU build")
 	}
-	p := gen.New(gen.MambaBlock(ssm.ZOH, 2, 128, 64, 16), 9)
-	p.RoundTo(ssm.F32)
+	for _, complex := range []bool{false, true} {
+		s := gen.MambaBlock(ssm.ZOH, 2, 128, 64, 16)
+		s.Complex = complex
+		p := gen.New(s, 9)
+		p.RoundTo(ssm.F32)
+		designs := designsOf(l, complex)
+		outs := forwardOutputs(t, l, p, ssm.F32, designs)
+		for _, d := range designs[1:] {
+			assert.NotEqual(t, outs["row"], outs[d], "%s A: %s computes bit for bit what the row kernel does", ssm.AKind(complex), d)
+		}
+	}
+}
+
+// forwardOutputs are p's outputs through each of designs, forced in turn.
+func forwardOutputs(t *testing.T, l *Library, p *ssm.Problem, dt ssm.DType, designs []string) map[string][]float64 {
+	t.Helper()
 	outs := map[string][]float64{}
-	for _, design := range forwardDesigns {
-		t.Setenv("SSMK_FORWARD", design)
-		got, err := l.Scan(p, ssm.F32)
-		require.NoError(t, err, design)
-		outs[design] = got.Out
+	for _, d := range designs {
+		t.Setenv("SSMK_FORWARD", d)
+		got, err := l.Scan(p, dt)
+		require.NoError(t, err, d)
+		outs[d] = got.Out
 	}
-	for _, design := range forwardDesigns[1:] {
-		assert.NotEqual(t, outs["row"], outs[design], "%s computes bit for bit what the row kernel does", design)
-	}
-	// complex A: the channel kernel (P = 4) against the row kernel
-	s := gen.MambaBlock(ssm.ZOH, 2, 128, 64, 16)
-	s.Complex = true
-	p = gen.New(s, 9)
-	p.RoundTo(ssm.F32)
-	for _, design := range complexForwardDesigns {
-		t.Setenv("SSMK_FORWARD", design)
-		got, err := l.Scan(p, ssm.F32)
-		require.NoError(t, err, design)
-		outs["complex "+design] = got.Out
-	}
-	for _, design := range complexForwardDesigns[1:] {
-		assert.NotEqual(t, outs["complex row"], outs["complex "+design], "complex A: %s computes bit for bit what the row kernel does", design)
-	}
+	return outs
 }
 
 // The complex channel kernel's fast tiles take sin and cos of Δ·Im a by
@@ -335,9 +333,9 @@ func designMedians(b *testing.B, plan *Plan, env string, designs []string, warm,
 }
 
 // tookDesign names the design whose outputs are the automatic choice's,
-// bit for bit: "row", one of the forced designs of outs (a channel design
-// that computes what another does is named by the first in order), or
-// another.
+// bit for bit: the first design of order whose outputs in outs are the
+// same (a channel design whose conditions fail runs the row kernel, listed
+// first), or another.
 func tookDesign(auto []float64, order []string, outs map[string][]float64) string {
 	for _, d := range order {
 		if slices.Equal(auto, outs[d]) {
@@ -384,14 +382,8 @@ func TestForwardAutoChoice(t *testing.T) {
 		s.Complex = c.complex
 		p := gen.New(s, 4)
 		p.RoundTo(c.dt)
-		order := append([]string{"row"}, designsOf(l, c.complex)[1:]...)
-		outs := map[string][]float64{}
-		for _, d := range append([]string{"auto"}, order...) {
-			t.Setenv("SSMK_FORWARD", d)
-			got, err := l.Scan(p, c.dt)
-			require.NoError(t, err, d)
-			outs[d] = got.Out
-		}
+		order := designsOf(l, c.complex) // the row design first
+		outs := forwardOutputs(t, l, p, c.dt, append([]string{"auto"}, order...))
 		took := tookDesign(outs["auto"], order, outs)
 		assert.Equal(t, c.want, took, "%v %v %s %d×%d N=%d", c.m, c.dt, ssm.AKind(c.complex), c.batch, c.dim, c.n)
 	}
