@@ -13,13 +13,13 @@ import (
 	"ssmverify/ssm"
 )
 
-// The CUDA build's two backward designs (docs/performance.md): the row
-// design (a row's threads own runs of steps, scans of affine maps across
-// them, the chunks' entering states by the row kernel) and the
-// channel-sequential one (bwd_chan.cuh: lanes are channels, the states a
-// tile apart by the channel forward), chosen by shape; SSMK_BACKWARD forces
-// one where its conditions hold. The CPU build has one design.
-var backwardDesigns = []string{"row", "chan"}
+// The CUDA build's backward designs (docs/performance.md): the row design
+// (a row's threads own runs of steps, scans of affine maps across them, the
+// chunks' entering states by the row kernel) and the channel-sequential one
+// (bwd_chan.cuh: lanes are channels, the states a tile apart by the channel
+// forward) at four or eight lanes a channel, chosen by shape; SSMK_BACKWARD
+// forces one where its conditions hold. The CPU build has one design.
+var backwardDesigns = []string{"row", "chan4", "chan8"}
 
 func backwardDesignsOf(l *Library) []string {
 	if l.Backend != "cuda" {
@@ -71,9 +71,9 @@ func TestBackwardDesigns(t *testing.T) {
 }
 
 // The designs are different arithmetic (the channel design sums a step's
-// states in four partial sums and dB, dC over channels in another order),
-// so some gradients differ in their last bits. Identical gradients would
-// mean that SSMK_BACKWARD did not reach the library.
+// states in four or eight partial sums and dB, dC over channels in other
+// orders), so some gradients differ in their last bits. Identical gradients
+// would mean that SSMK_BACKWARD did not reach the library.
 func TestBackwardDesignsDiffer(t *testing.T) {
 	l := openBackward(t)
 	if l.Backend != "cuda" {
@@ -90,7 +90,11 @@ func TestBackwardDesignsDiffer(t *testing.T) {
 		require.NoError(t, err, design)
 		du[design] = got.U
 	}
-	assert.NotEqual(t, du["row"], du["chan"], "the channel design computes bit for bit what the row design does")
+	for i, a := range backwardDesigns {
+		for _, b := range backwardDesigns[i+1:] {
+			assert.NotEqual(t, du[a], du[b], "%s computes bit for bit what %s does", a, b)
+		}
+	}
 }
 
 // A value of SSMK_BACKWARD the library does not know is refused at launch,
@@ -103,7 +107,7 @@ func TestBackwardDesignRefusesUnknown(t *testing.T) {
 	t.Setenv("SSMK_BACKWARD", "channel")
 	p := gen.New(gen.MambaBlock(ssm.ZOH, 1, 64, 16, 16), 1)
 	_, err := l.Backward(p, gen.NewCotangent(p, 1, false), ssm.F32, false)
-	assert.ErrorContains(t, err, `SSMK_BACKWARD = "channel": want row, chan or auto`)
+	assert.ErrorContains(t, err, `SSMK_BACKWARD = "channel": want row, chan, chan4, chan8 or auto`)
 }
 
 // BenchmarkBackwardDesigns times the backward designs side by side on the
@@ -145,11 +149,14 @@ func BenchmarkBackwardDesigns(b *testing.B) {
 	b.Logf("%s", l)
 }
 
-// The shape chooses the backward design (backward.cu's use_chan): the
-// channel design for every method and input type once the channels fill
-// the GPU at four lanes a channel (64×2048 channels: 8 warps per SM on any
-// GPU of up to 256 SMs), the row design for few channels. Each choice is
-// recognised by the bits of its gradient of u.
+// The shape chooses the backward design (backward.cu's
+// chan_backward_lanes), for every method and input type: the channel design
+// at four lanes a channel once they fill the GPU (64×2048 channels: 8 warps
+// per SM on any GPU of up to 256 SMs), at eight lanes where four do not fill
+// it or a group's channels are not whole blocks of 32 but eight lanes make 6
+// warps per SM (8×512 and 64×144 channels, on any GPU of up to 170 SMs);
+// the row design for fewer channels. Each choice is recognised by the bits
+// of its gradient of u.
 func TestBackwardAutoChoice(t *testing.T) {
 	l := openBackward(t)
 	if l.Backend != "cuda" {
@@ -165,22 +172,31 @@ func TestBackwardAutoChoice(t *testing.T) {
 		m          ssm.Method
 		dt         ssm.DType
 		batch, dim int
-		channel    bool
+		want       string
 	}{
-		{ssm.ZOH, ssm.F32, 64, 2048, true},
-		{ssm.FOH, ssm.F32, 64, 2048, true},
-		{ssm.ZOH, ssm.BF16, 64, 2048, true},
-		{ssm.ZOH, ssm.F32, 2, 128, false},
+		{ssm.ZOH, ssm.F32, 64, 2048, "chan4"},
+		{ssm.FOH, ssm.F32, 64, 2048, "chan4"},
+		{ssm.ZOH, ssm.BF16, 64, 2048, "chan4"},
+		{ssm.ZOH, ssm.F32, 64, 144, "chan8"},
+		{ssm.ZOH, ssm.F32, 8, 512, "chan8"},
+		{ssm.FOH, ssm.BF16, 8, 512, "chan8"},
+		{ssm.ZOH, ssm.F32, 2, 128, "row"},
 	}
-	wanted := map[bool]string{true: "chan", false: "row"}
 	for _, c := range cases {
 		p := gen.New(gen.MambaBlock(c.m, c.batch, c.dim, 32, 16), 4)
 		ct := gen.NewCotangent(p, 4, false)
 		p.RoundTo(c.dt)
 		ct.RoundTo(c.dt)
-		outs := map[string][]float64{"row": run("row", p, ct, c.dt), "chan": run("chan", p, ct, c.dt)}
-		require.NotEqual(t, outs["row"], outs["chan"], "%v %v %dx%d: the designs' gradients cannot be told apart", c.m, c.dt, c.batch, c.dim)
-		took := tookDesign(run("auto", p, ct, c.dt), []string{"row", "chan"}, outs)
-		assert.Equal(t, wanted[c.channel], took, "%v %v %dx%d", c.m, c.dt, c.batch, c.dim)
+		outs := map[string][]float64{}
+		for _, d := range backwardDesigns {
+			outs[d] = run(d, p, ct, c.dt)
+		}
+		for _, d := range backwardDesigns {
+			if d != c.want {
+				require.NotEqual(t, outs[d], outs[c.want], "%v %v %dx%d: %s and %s cannot be told apart", c.m, c.dt, c.batch, c.dim, d, c.want)
+			}
+		}
+		took := tookDesign(run("auto", p, ct, c.dt), backwardDesigns, outs)
+		assert.Equal(t, c.want, took, "%v %v %dx%d", c.m, c.dt, c.batch, c.dim)
 	}
 }

@@ -172,7 +172,7 @@ var CUDACatalogue = []Mutant{
 	{111, "chan-scatter", "channel-sequential forward: the lanes of a channel finish each other's steps (lane s writes its sums at the mirrored block of steps)", "", 0, ""},
 	{112, "chan-b-row", "channel-sequential forward: every state of a lane updated with its first state's row of B", "", 0, ""},
 	{113, "bwd-chan-adjoint-carry", "channel-sequential backward: a lane's adjoint not carried from one tile of 16 steps to the one before it (each tile starts from dlast_state)", "", 0, ""},
-	{114, "bwd-chan-round-sum", "channel-sequential backward: variable dB and dC summed over half of a warp's channels (the other half-warp's sum never added)", "", 0, ""},
+	{114, "bwd-chan-round-sum", "channel-sequential backward: variable dB and dC summed over half of a warp's channels (two of the four each lane of a round's sum adds)", "", 0, ""},
 	{115, "bwd-chan-entering-state", "channel-sequential backward: every tile's states recomputed from the initial state, not from phase 1's state entering the tile", "", 0, ""},
 	{116, "chan-cplx-quadrant", "channel-sequential forward, complex A: cos θ's sign taken from sin θ's quadrant bit (wrong in quadrants 1 and 3)", "", 0, ""},
 	{117, "chan-cplx-du-vote", "channel-sequential forward, complex A: zoh's fast tiles take B·(Δ·u) without the vote that Δ·u is finite (∞ where Δ·B·u is not)", "", 0, ""},

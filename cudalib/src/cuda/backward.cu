@@ -42,7 +42,7 @@
  * The block's parameters, shared memory and data movement are in
  * bwd_block.cuh; the maps, scans and coefficients in bwd_ops.cuh.
  *
- * That is the row design. Where the shape allows and favours it (use_chan),
+ * That is the row design. Where the shape allows and favours it (chan_backward_lanes),
  * the channel-sequential design (bwd_chan.cuh) runs instead: its phase 1 is
  * the channel forward writing the state entering every tile of 16 steps,
  * into the same scratch (bwd_scratch_bytes sizes it for both).
@@ -331,41 +331,53 @@ void shape(const ssmk_scan_args &a, BwdParams *p) {
     p->chunks = (a.seqlen + p->chunk - 1) / p->chunk;
 }
 
-/* Whether a's shape suits the channel-sequential backward (bwd_chan.cuh),
- * a being the float32 form of the call: real A in float, variable B and C,
- * seqlen a multiple of 8 (the forward's 16-byte runs; a partial last tile
- * of 8 steps), N a multiple of 4 and at most kChanMaxStates (and the
- * forward's staging offsets within 32 bits: its phase 1), whole blocks of
- * 32 channels in a group. The scratch holds its states wherever the shape
- * suits it, so that either design may run on it. */
-bool chan_shape(const ssmk_scan_args &a) {
+/* Whether a's shape suits the channel-sequential backward (bwd_chan.cuh)
+ * at P lanes a channel (4 or 8), a being the float32 form of the call: real
+ * A in float, variable B and C, seqlen a multiple of 8 (the forward's
+ * 16-byte runs; a partial last tile of 8 steps), N a multiple of P and at
+ * most kChanMaxStates (and the forward's staging offsets within 32 bits:
+ * its phase 1), whole blocks of 128/P channels in a group. The scratch
+ * holds its states wherever the shape suits either P, so that any design
+ * may run on it. */
+bool chan_shape(const ssmk_scan_args &a, int P) {
     return !a.is_complex && a.dtype == SSMK_F32 && a.is_variable_B && a.is_variable_C && a.seqlen % 8 == 0 &&
-           a.dstate % 4 == 0 && a.dstate <= kChanMaxStates && (long long)kChanMaxStates * a.seqlen < (1LL << 31) &&
-           (a.dim / a.n_groups) % 32 == 0;
+           a.dstate % P == 0 && a.dstate <= kChanMaxStates && (long long)kChanMaxStates * a.seqlen < (1LL << 31) &&
+           (a.dim / a.n_groups) % (kChanThreads / P) == 0;
 }
+bool chan_shape(const ssmk_scan_args &a) { return chan_shape(a, 4) || chan_shape(a, 8); }
 
 /* The tiles of the channel-sequential backward. */
 int chan_tiles(const ssmk_scan_args &a) { return (a.seqlen + kChanSteps - 1) / kChanSteps; }
 
-/* Whether this launch takes the channel-sequential backward: its shape
- * (chan_shape), 16-byte aligned arrays, and the choice — by shape where it
- * was measured faster (docs/performance.md): a method whose policy says so
- * (kChanBackward) and channels enough for kChanMinWarps warps per SM at four
- * lanes a channel. SSMK_BACKWARD=row or chan overrides the choice (chan
- * where the conditions fail runs the row design); *st is set to a refusal
- * of a value it does not know. */
-bool use_chan(const ssmk_scan_args &a, const ssmk_scan_grads &g, const void *h0, int32_t *st) {
-    static const char *const names[] = {"row", "chan"};
-    const int force = forced_design("SSMK_BACKWARD", names, 2, st); /* -1 auto, 0 row, 1 chan */
-    if (*st != SSMK_OK) return false;
+/* The backward design this launch takes: 0, the row design; P = 4 or 8,
+ * the channel-sequential one with P lanes a channel, where its shape
+ * (chan_shape) and 16-byte aligned arrays allow it. Chosen by shape where
+ * it was measured faster (docs/performance.md): a method whose policy says
+ * so (kChanBackward), and P = 4 where its channels make kChanMinWarps warps
+ * per SM (the Mamba block's 8×2048 channels: 4% faster than P = 8 there),
+ * else P = 8 where they make kChanBwd8MinWarps (its 8×512 channels: 1.55×
+ * faster than the row design, which P = 4 only tied). SSMK_BACKWARD=row,
+ * chan (the channel design at the P the shape would choose), chan4 or chan8
+ * overrides the choice (chan* where the conditions fail runs the row
+ * design); *st is set to a refusal of a value it does not know. */
+int chan_backward_lanes(const ssmk_scan_args &a, const ssmk_scan_grads &g, const void *h0, int32_t *st) {
+    static const char *const names[] = {"row", "chan", "chan4", "chan8"};
+    static const int forces[] = {0, 1, 4, 8};
+    const int f = forced_design("SSMK_BACKWARD", names, 4, st);
+    if (*st != SSMK_OK) return 0;
+    const int force = f < 0 ? -1 : forces[f]; /* -1: auto */
     const void *vec[] = {a.u, a.delta, a.z, a.B, a.C, g.dout, g.du, g.ddelta, g.dz, g.dB, g.dC, h0};
     bool aligned = true;
     for (const void *q : vec) aligned = aligned && aligned16(q);
-    if (force == 0 || !chan_shape(a) || !aligned) return false;
-    if (force == 1) return true;
+    if (force == 0 || !aligned) return 0;
+    if (force >= 4) return chan_shape(a, force) ? force : 0;
+    const long long channels = (long long)a.batch * a.dim;
+    const bool p4 = chan_shape(a, 4), p8 = chan_shape(a, 8), full4 = p4 && fills_sms(channels * 4);
+    if (force == 1) return full4 ? 4 : p8 ? 8 : p4 ? 4 : 0;
     bool wins = false;
     method_switch(a.method, [&](auto m) { wins = MethodPolicy<decltype(m)::value>::kChanBackward; });
-    return wins && fills_sms((long long)a.batch * a.dim * 4);
+    if (!wins) return 0;
+    return full4 ? 4 : p8 && fills_sms(channels * 8, kChanBwd8MinWarps) ? 8 : 0;
 }
 
 } /* namespace */
@@ -393,12 +405,27 @@ __global__ void narrow_kernel(const float *in, I *out, long long n) {
 }
 
 /* Whether a 16-bit call (f its float32 form) may need float copies of u and
- * delta for a phase 1 (the forward's float kernels): where a row spans
- * several chunks of the row design or tiles of the channel design. */
+ * delta for a phase 1: where a row spans several chunks of the row design,
+ * whose phase 1 is the forward's float kernel (the channel design's reads
+ * the 16-bit inputs themselves). */
 bool phase1_wide(const ssmk_scan_args &f) {
     BwdParams p;
     shape(f, &p);
-    return p.chunks > 1 || (chan_shape(f) && chan_tiles(f) > 1);
+    return p.chunks > 1;
+}
+
+/* A 16-bit call as launch_wide sees it: its type (0 for a float call), its
+ * own arguments, and the elementwise kernel that widens n of its values into
+ * float on a stream. */
+struct Narrow16 {
+    int32_t dtype = 0;
+    const ssmk_scan_args *a = nullptr;
+    void (*widen)(const void *, float *, long long, cudaStream_t) = nullptr;
+};
+
+template <typename I>
+void widen_into(const void *src, float *dst, long long n, cudaStream_t s) {
+    widen_kernel<I><<<grid_for(n), 256, 0, s>>>((const I *)src, dst, n);
 }
 
 } /* namespace */
@@ -434,15 +461,16 @@ size_t bwd_scratch_bytes(const ssmk_scan_args &a, BwdScratch *layout) {
 
 namespace {
 
-/* The backward in a's float32 or float64 arithmetic. in16: the 16-bit type
- * of u, delta, z, dout, du, ddelta and dz, which the kernel reads and
- * writes itself (0: a's own type); u32 and delta32: float copies of u and
- * delta for phase 1, the forward's float kernel, where in16 is set. */
+/* The backward in a's float32 or float64 arithmetic. n16.dtype: the 16-bit
+ * type of u, delta, z, dout, du, ddelta and dz, which the kernels read and
+ * write themselves (0: a's own type), a then being the call's float32 form
+ * (B and C float copies, u and delta its own 16-bit arrays). */
 int32_t launch_wide(const ssmk_scan_args &a, const void *h0, const ssmk_scan_grads &g, const BwdScratch &sc,
-                    cudaStream_t s, int in16, const void *u32, const void *delta32) {
+                    cudaStream_t s, const Narrow16 &n16) {
     BwdParams p;
     shape(a, &p);
     static_cast<ScanInputs &>(p) = scan_inputs(a);
+    const int32_t in16 = n16.dtype;
     p.in16 = in16;
     const bool f32 = a.dtype == SSMK_F32 && !a.is_complex, even = a.seqlen % 4 == 0;
     p.vec_b = f32 && even && aligned16(a.B);
@@ -464,20 +492,30 @@ int32_t launch_wide(const ssmk_scan_args &a, const void *h0, const ssmk_scan_gra
     p.pD = a.D ? sc.pD : nullptr;
     p.pBias = a.delta_bias ? sc.pBias : nullptr;
     int32_t st = SSMK_OK;
-    const bool chan = use_chan(a, g, h0, &st);
+    const int lanes = chan_backward_lanes(a, g, h0, &st);
+    const bool chan = lanes != 0;
     if (st) return st;
     if (chan) p.chunks = chan_tiles(a); /* its chunks are tiles */
     if (p.chunks > 1) {
         /* Phase 1: the state entering every chunk after the first, by the
          * scan kernel (no outputs; it stops before the last chunk); a tile
-         * apart, by the channel-sequential forward, for the channel design. */
+         * apart, by the channel-sequential forward, for the channel design,
+         * which reads a 16-bit call's own u, delta, B and C (widening is
+         * exact: the states are formed from the float copies' values); the row
+         * design's, the float kernel, reads float copies of u and delta. */
         ssmk_scan_args fa = a;
         fa.out = nullptr;
         fa.last_state = nullptr;
         fa.z = nullptr; /* z does not enter the states */
-        if (in16) fa.u = u32, fa.delta = delta32;
+        if (in16 && chan) {
+            fa.dtype = in16, fa.B = n16.a->B, fa.C = n16.a->C;
+        } else if (in16) {
+            const long long n = scan_sizes(&a).seq;
+            n16.widen(a.u, sc.wu, n, s), n16.widen(a.delta, sc.wdelta, n, s);
+            fa.u = sc.wu, fa.delta = sc.wdelta;
+        }
         ChunkStates cs;
-        cs.states = sc.hS, cs.chunk = chan ? kChanSteps : p.chunk, cs.chunks = p.chunks;
+        cs.states = sc.hS, cs.chunk = chan ? kChanSteps : p.chunk, cs.chunks = p.chunks, cs.lanes = lanes;
         if ((st = launch_scan(fa, h0, s, cs))) return st;
     }
     const ScanSizes z = scan_sizes(&a);
@@ -485,9 +523,9 @@ int32_t launch_wide(const ssmk_scan_args &a, const void *h0, const ssmk_scan_gra
     if (a.is_variable_C) CU(cudaMemsetAsync(g.dC, 0, (size_t)z.c * z.w, s));
     if (chan) {
         if (in16)
-            launch_bwd_chan_narrow(p, in16, s);
+            launch_bwd_chan_narrow(p, in16, lanes, s);
         else
-            launch_bwd_chan_f32(p, s);
+            launch_bwd_chan_f32(p, lanes, s);
         CU(cudaGetLastError());
         reduce_partials<float, float>(p, g, s);
     } else if (a.dtype == SSMK_F64)
@@ -510,15 +548,11 @@ int32_t launch_backward_narrow(const ssmk_scan_args &a, const void *h0, const ss
     const ScanSizes z = scan_sizes(&a);
     ssmk_scan_args f = widened(a);
     ssmk_scan_grads fg = g;
-    auto in = [s](const void *src, float *dst, long long n) {
-        widen_kernel<I><<<grid_for(n), 256, 0, s>>>((const I *)src, dst, n);
-        return (const void *)dst;
-    };
-    if (a.is_variable_B) f.B = in(a.B, sc.wB, z.b), fg.dB = sc.wdB;
-    if (a.is_variable_C) f.C = in(a.C, sc.wC, z.c), fg.dC = sc.wdC;
-    const void *u32 = nullptr, *delta32 = nullptr;
-    if (phase1_wide(f)) u32 = in(a.u, sc.wu, z.seq), delta32 = in(a.delta, sc.wdelta, z.seq);
-    if (const int32_t st = launch_wide(f, h0, fg, sc, s, a.dtype, u32, delta32)) return st;
+    if (a.is_variable_B) widen_into<I>(a.B, sc.wB, z.b, s), f.B = sc.wB, fg.dB = sc.wdB;
+    if (a.is_variable_C) widen_into<I>(a.C, sc.wC, z.c, s), f.C = sc.wC, fg.dC = sc.wdC;
+    Narrow16 n16;
+    n16.dtype = a.dtype, n16.a = &a, n16.widen = widen_into<I>;
+    if (const int32_t st = launch_wide(f, h0, fg, sc, s, n16)) return st;
     if (a.is_variable_B) narrow_kernel<I><<<grid_for(z.b), 256, 0, s>>>(sc.wdB, (I *)g.dB, z.b);
     if (a.is_variable_C) narrow_kernel<I><<<grid_for(z.c), 256, 0, s>>>(sc.wdC, (I *)g.dC, z.c);
     CU(cudaGetLastError());
@@ -531,7 +565,7 @@ int32_t launch_backward(const ssmk_scan_args &a, const void *h0, const ssmk_scan
                         cudaStream_t s) {
     if (a.dtype == SSMK_F16) return launch_backward_narrow<half16>(a, h0, g, sc, s);
     if (a.dtype == SSMK_BF16) return launch_backward_narrow<bfloat16>(a, h0, g, sc, s);
-    return launch_wide(a, h0, g, sc, s, 0, nullptr, nullptr);
+    return launch_wide(a, h0, g, sc, s, Narrow16{});
 }
 
 } /* namespace ssmk */

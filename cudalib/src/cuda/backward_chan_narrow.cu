@@ -10,11 +10,11 @@
 
 namespace ssmk {
 
-void launch_bwd_chan_narrow(const bwd::BwdParams &p, int32_t in16, cudaStream_t s) {
+void launch_bwd_chan_narrow(const bwd::BwdParams &p, int32_t in16, int P, cudaStream_t s) {
     if (in16 == SSMK_F16)
-        bwd::launch_bwd_chan_t<half16>(p, s);
+        bwd::launch_bwd_chan_t<half16>(p, P, s);
     else
-        bwd::launch_bwd_chan_t<bfloat16>(p, s);
+        bwd::launch_bwd_chan_t<bfloat16>(p, P, s);
 }
 
 } /* namespace ssmk */

@@ -248,8 +248,8 @@ __device__ __forceinline__ void flush_tiles(const BwdParams &p, const Place &q, 
  * (backward_chan.cu) and 16-bit ones (backward_chan_narrow.cu, in16 their
  * type). p.hS holds the state entering every tile after the first,
  * [rows][chunks − 1][dstate], p.chunks the tiles of the sequence. */
-void launch_bwd_chan_f32(const bwd::BwdParams &p, cudaStream_t s);
-void launch_bwd_chan_narrow(const bwd::BwdParams &p, int32_t in16, cudaStream_t s);
+void launch_bwd_chan_f32(const bwd::BwdParams &p, int P, cudaStream_t s);
+void launch_bwd_chan_narrow(const bwd::BwdParams &p, int32_t in16, int P, cudaStream_t s);
 
 } /* namespace ssmk */
 

@@ -12,9 +12,10 @@
  *   du_t = Δ·Σ_n λ·g·B + D·dy,  dΔ_t = (u·Σ_n λ·g·B + Σ_n a·gx)·softplus',
  *   dA_n = Σ_t Δ·gx,  gx = Ā'·h_{t−1}·λ + g'·B·λ·Δ·u,  dz_t = (Σ_n C·h + D·u)·gate'.
  *
- * A channel's N states are split over P = 4 adjacent lanes, each with
- * S = N/4 states; a block holds CB = 32 channels of one batch and group, and
- * walks the sequence backwards in tiles of T = 16 steps. The state entering
+ * A channel's N states are split over P adjacent lanes (4 or 8, a template
+ * argument: 8 doubles the warps where the channels are few), each with
+ * S = N/P states; a block of 128 threads holds CB = 128/P channels of one
+ * batch and group, and walks the sequence backwards in tiles of T = 16 steps. The state entering
  * each tile comes from phase 1, the channel-sequential forward in its
  * checkpoint instantiation (chan_kernel<…, CK>: every tile's entering state,
  * [rows][tiles − 1][N]), so a tile's states are recomputed from it and the
@@ -23,26 +24,26 @@
  *   1. the staged rows (u, Δ, z, dout, in the input type) become float rows
  *      once per step (bc_prepass): Δ after bias and softplus, Δ·u, u, dy
  *      (dout through the gate), softplus' and the gate's derivative, by the
- *      lane whose outputs they are (lane s: steps 4s … 4s + 3);
+ *      lane whose outputs they are (lane s: the Q = T/P steps from Q·s);
  *   2. for each of the lane's states (rolled; λ and the partial dA live in
  *      shared memory between tiles) the T steps forward from the tile's
  *      entering state, h kept in registers (Ā formed again on the way
  *      back: kept, its registers spilled the accumulators), then the T steps back:
  *      λ, the sums over states of a step (Σ λ·g·B, Σ a·gx, Σ C·h) in
  *      registers, dA in a register; dB and dC of each step, sums over the
- *      block's channels, are summed over a warp's 8 channels through a
+ *      block's channels, are summed over a warp's 32/P channels through a
  *      shared buffer every 8 steps (bc_round_put, bc_round_sum) and over the block's
  *      4 warps at the end of the tile, then added to global memory with
  *      16-byte atomics (their order varies: SSMK_CAP_BWD_ATOMIC);
  *   3. the P lanes' per-step sums are reduced and scattered
- *      (chan_reduce_scatter) and each lane writes du, dΔ and dz of its 4 steps.
+ *      (chan_reduce_scatter) and each lane writes du, dΔ and dz of its Q steps.
  * The next tile's rows are copied (cp.async) while a tile's states run.
  *
- * Conditions (chan_shape and use_chan, backward.cu): real A in float arithmetic (the
+ * Conditions (chan_shape and chan_backward_lanes, backward.cu): real A in float arithmetic (the
  * 16-bit inputs' rows are read and written in their type, B and C widened),
  * variable B and C, seqlen a multiple of 8 (a partial last tile has 8
- * steps: whole reduction rounds), N a multiple of 4 and at most
- * kChanMaxStates, whole blocks of 32 channels in a group, 16-byte aligned
+ * steps: whole reduction rounds), N a multiple of P and at most
+ * kChanMaxStates, whole blocks of 128/P channels in a group, 16-byte aligned
  * arrays. The method's arithmetic is its policy's: Ā and g by coef_e, their
  * derivatives by coef_d (bwd_ops.cuh), e^x by one MUFU.EX2 where a warp
  * vote puts every exponent of the tile in the normal range.
@@ -61,31 +62,45 @@
 namespace ssmk {
 namespace bwd {
 
-constexpr int kBcLanes = 4;                        /* P: lanes per channel */
-constexpr int kBcThreads = kChanThreads;           /* 128 */
-constexpr int kBcWarps = kBcThreads / 32;          /* 4 */
-constexpr int kBcChannels = kBcThreads / kBcLanes; /* CB: 32 */
-constexpr int kBcT = kChanSteps;                   /* T: 16 steps per tile */
-constexpr int kBcRound = 8;                        /* steps per dB/dC reduction round */
-constexpr int kBcFS = kChanFStride;                /* a float row: 20 floats */
-constexpr int kBcRowArrays = 6;                    /* Δ, Δ·u, u, dy, softplus', gate' */
-constexpr int kBcXBlock = 8 * kBcRound + 8;        /* one (dB or dC, lane s) block of a warp's buffer */
-constexpr int kBcXWarp = 2 * kBcLanes * kBcXBlock; /* a warp's reduction buffer, floats */
+constexpr int kBcThreads = kChanThreads;  /* 128 */
+constexpr int kBcWarps = kBcThreads / 32; /* 4 */
+constexpr int kBcT = kChanSteps;          /* T: 16 steps per tile */
+constexpr int kBcRound = 8;               /* steps per dB/dC reduction round */
+constexpr int kBcFS = kChanFStride;       /* a float row: 20 floats */
+constexpr int kBcRowArrays = 6;           /* Δ, Δ·u, u, dy, softplus', gate' */
+
+/* What P lanes a channel makes of a block and a warp. The dB/dC round's
+ * buffer holds [dB|dC][s][channel][step] of a warp, a block per (array, s)
+ * of W channels' 8 steps padded by 8 floats so that a quarter-warp's 16-byte
+ * reads of distinct (array, s, 4 steps) meet distinct banks; its sum gives
+ * each (array, s, 4 steps) — 4P of them — 8/P lanes, each four channels. */
+template <int P>
+struct BcGeom {
+    static_assert(P == 4 || P == 8, "four or eight lanes a channel");
+    static constexpr int CB = kBcThreads / P;       /* channels a block */
+    static constexpr int W = 32 / P;                /* channels a warp */
+    static constexpr int Q = kBcT / P;              /* steps a lane finishes */
+    static constexpr int LP = P == 4 ? 2 : 3;       /* log2 P */
+    static constexpr int XBlock = W * kBcRound + 8; /* one (dB or dC, lane s) block of a warp's buffer */
+    static constexpr int XWarp = 2 * P * XBlock;    /* a warp's reduction buffer, floats */
+    static constexpr int H = 8 / P;                 /* lanes summing one (array, s, 4 steps) */
+};
 
 /* Where each array of the block's shared memory lies, for input type In and
  * N states: the staged rows of the input type (u, Δ, z, dout; one buffer,
  * refilled once its float rows are formed), two stage buffers of B, C and
  * the entering states (float), the float rows, λ and dA of each lane's
  * states, the warps' reduction buffers and their per-tile dB/dC partials. */
-template <typename In>
+template <typename In, int P>
 struct BcLayout {
-    static constexpr int CB = kBcChannels;
+    using G = BcGeom<P>;
+    static constexpr int CB = G::CB;
     static constexpr int RS = chan_row_stride<In>();
     __host__ __device__ static size_t rows_in_bytes() { return (size_t)4 * CB * RS * sizeof(In); }
     __host__ __device__ static size_t stage_b_floats(int N) { return (size_t)2 * N * kBcFS + (size_t)CB * N; }
     __host__ __device__ static size_t floats(int N) {
-        return 2 * stage_b_floats(N) + (size_t)kBcRowArrays * CB * kBcFS + 2 * (size_t)(N / kBcLanes) * kBcThreads +
-               (size_t)kBcWarps * kBcXWarp + (size_t)kBcWarps * N * 2 * kBcT;
+        return 2 * stage_b_floats(N) + (size_t)kBcRowArrays * CB * kBcFS + 2 * (size_t)(N / P) * kBcThreads +
+               (size_t)kBcWarps * G::XWarp + (size_t)kBcWarps * N * 2 * kBcT;
     }
     __host__ __device__ static size_t bytes(int N) { return rows_in_bytes() + floats(N) * sizeof(float); }
 };
@@ -104,11 +119,12 @@ struct BcRows {
  * index arithmetic done once (a division by a run-time count in every
  * tile's copies cost the kernel about four instructions an update).
  *   rows: at most one 16-byte chunk of each input row array (CB rows of
- *     T/E chunks: 128 for float, 64 for 16-bit types), at channel rc, step rq;
+ *     T/E chunks: at most 128 for float, 64 for 16-bit types), at channel rc, step rq;
  *   B and C: chunks i = threadIdx.x + 128·m of N rows of T/4 chunks;
- *   entering states: channel hc = lane's index in 32, chunks hj0 + 4·m. */
-template <typename In>
+ *   entering states: channel hc = thread's index mod CB, chunks hj0 + (128/CB)·m. */
+template <typename In, int P>
 struct BcCopies {
+    static constexpr int CB = BcGeom<P>::CB;
     static constexpr int E = 16 / (int)sizeof(In), CPR = kBcT / E;
     bool rows;
     int ro, rq, bn0, bq, hc, hj0;
@@ -116,21 +132,21 @@ struct BcCopies {
     __device__ BcCopies(long long r0, int L, int N, int tiles) {
         const int tid = (int)threadIdx.x, rc = tid / CPR;
         rq = (tid % CPR) * E;
-        rows = tid < kBcChannels * CPR;
+        rows = tid < CB * CPR;
         roff = (long long)rc * L + rq;
-        ro = rc * BcLayout<In>::RS + rq;
+        ro = rc * BcLayout<In, P>::RS + rq;
         bn0 = tid / (kBcT / 4), bq = (tid % (kBcT / 4)) * 4;
-        hc = tid % kBcChannels, hj0 = tid / kBcChannels;
+        hc = tid % CB, hj0 = tid / CB;
         hrow = (r0 + hc) * (long long)(tiles - 1) * N;
         h0row = (r0 + hc) * (long long)N;
     }
 };
 
 /* The tile t0 … t0 + T − 1 of u, Δ, z and dout into the input-type rows. */
-template <typename In>
-__device__ __forceinline__ void bc_stage_rows(const BcCopies<In> &cp, In *rows, const In *u0, const In *d0,
+template <typename In, int P>
+__device__ __forceinline__ void bc_stage_rows(const BcCopies<In, P> &cp, In *rows, const In *u0, const In *d0,
                                               const In *z0, const In *o0, int t0, int L) {
-    constexpr int RS = BcLayout<In>::RS, CB = kBcChannels;
+    constexpr int RS = BcLayout<In, P>::RS, CB = BcGeom<P>::CB;
     if (!cp.rows) return;
     const bool in = t0 + cp.rq < L;
     const long long g = in ? cp.roff + t0 : 0;
@@ -142,10 +158,11 @@ __device__ __forceinline__ void bc_stage_rows(const BcCopies<In> &cp, In *rows, 
 
 /* B and C of the tile from the group's rows (n·L + t), and each channel's
  * state entering tile k: phase 1's for k ≥ 1, the initial state (or 0) for k = 0. */
-template <typename In>
-__device__ __forceinline__ void bc_stage_b(const BcCopies<In> &cp, const BcStageB &st, const float *B0, const float *C0,
-                                           const float *hS, const float *h0, int k, int t0, int L, int N) {
-    constexpr int CB = kBcChannels, NB = kBcThreads / (kBcT / 4); /* rows a pass of the block covers */
+template <typename In, int P>
+__device__ __forceinline__ void bc_stage_b(const BcCopies<In, P> &cp, const BcStageB &st, const float *B0,
+                                           const float *C0, const float *hS, const float *h0, int k, int t0, int L,
+                                           int N) {
+    constexpr int CB = BcGeom<P>::CB, NB = kBcThreads / (kBcT / 4); /* rows a pass of the block covers */
     const bool in = t0 + cp.bq < L;
     for (int n = cp.bn0; n < N; n += NB) {
         const long long g = in ? (long long)n * L + t0 + cp.bq : 0;
@@ -162,6 +179,18 @@ __device__ __forceinline__ void bc_stage_b(const BcCopies<In> &cp, const BcStage
 __device__ __forceinline__ float4 bc_ld4(const float *row, int t) {
     return reinterpret_cast<const float4 *>(row)[t / 4];
 }
+/* Q = 4 or 2 consecutive floats at p (aligned to their size), one load. */
+template <int Q>
+__device__ __forceinline__ void bc_ldq(const float *p, float (&v)[Q]) {
+    if constexpr (Q == 4) {
+        const float4 x = *reinterpret_cast<const float4 *>(p);
+        v[0] = x.x, v[1] = x.y, v[2] = x.z, v[3] = x.w;
+    } else {
+        static_assert(Q == 2, "two or four steps a lane");
+        const float2 x = *reinterpret_cast<const float2 *>(p);
+        v[0] = x.x, v[1] = x.y;
+    }
+}
 __device__ __forceinline__ float bc_at(const float4 &v, int j) {
     return j == 0 ? v.x : j == 1 ? v.y : j == 2 ? v.z : v.w;
 }
@@ -172,21 +201,21 @@ struct BcRange {
     float lo, hi;
 };
 
-/* Each step's own work, by the lane whose outputs they are (steps 4s …
- * 4s + 3 of channel cl): Δ after bias and softplus (the forward's step_dt),
+/* Each step's own work, by the lane whose outputs they are (steps Q·s …
+ * Q·s + Q − 1 of channel cl, Q = T/P): Δ after bias and softplus (the forward's step_dt),
  * Δ·u, u, dy = dout·z·σ(z) (dout without a gate), softplus' = σ(Δ + bias)
  * below the threshold (1 above it or without softplus), the gate's
  * derivative dout·σ(z)·(1 + z·(1 − σ(z))); 0 past the sequence's end.
  * Adds Σ dy·u to dD; returns the lane's range of Δ. */
-template <typename In>
+template <typename In, int P>
 __device__ __forceinline__ BcRange bc_prepass(const BwdParams &p, const In *rows, const BcRows &fr, int avail, int s,
                                               int cl, int d, float &dD) {
-    constexpr int RS = BcLayout<In>::RS, CB = kBcChannels;
+    constexpr int RS = BcLayout<In, P>::RS, CB = BcGeom<P>::CB, Q = BcGeom<P>::Q;
     BcRange w{0.0f, 0.0f};
     const float bias = p.delta_bias ? ((const float *)p.delta_bias)[d] : 0.0f;
 #pragma unroll
-    for (int j = 0; j < 4; j++) {
-        const int t = 4 * s + j, o = cl * RS + t, f = cl * kBcFS + t;
+    for (int j = 0; j < Q; j++) {
+        const int t = Q * s + j, o = cl * RS + t, f = cl * kBcFS + t;
         float dt = 0.0f, du = 0.0f, u = 0.0f, dy = 0.0f, dsp = 0.0f, dzf = 0.0f;
         if (t < avail) {
             const float raw = widen(rows[CB * RS + o]);
@@ -212,38 +241,44 @@ __device__ __forceinline__ BcRange bc_prepass(const BwdParams &p, const In *rows
 }
 
 /* A round of 8 steps' dB and dC of state n of every lane, summed over the
- * warp's 8 channels: each lane puts its values, 4 steps at a time
+ * warp's W = 32/P channels: each lane puts its values, 4 steps at a time
  * (bc_round_put: xb, xc of steps 4q … 4q + 3 of the round), into the warp's
- * buffer ([dB|dC][s][channel][step], a block per (array, s) padded so that
- * a quarter-warp's 16-byte reads of distinct (array, s, 4 steps) meet
- * distinct banks); then (bc_round_sum) each lane sums four channels of one
- * (array, s, 4 steps) and the other half-warp's four by a shuffle, and the
- * sums go to the warp's tile partials wp[n][array][step]. */
-constexpr int kBcXB4 = kBcXBlock / 4, kBcR4 = kBcRound / 4; /* in 16-byte words */
+ * buffer (BcGeom); then (bc_round_sum) each lane sums four channels of one
+ * (array, s, 4 steps), at P = 4 the other half-warp's four by a shuffle,
+ * and the sums go to the warp's tile partials wp[n][array][step]. */
+constexpr int kBcR4 = kBcRound / 4; /* a channel's round, in 16-byte words */
 
+template <int P>
 __device__ __forceinline__ void bc_round_put(float *xw, const float (&xb)[4], const float (&xc)[4], int lane, int q) {
-    const int cw = lane >> 2, s = lane & 3;
+    using G = BcGeom<P>;
+    constexpr int XB4 = G::XBlock / 4;
+    const int cw = lane >> G::LP, s = lane & (P - 1);
     float4 *w4 = reinterpret_cast<float4 *>(xw);
-    w4[(0 * kBcLanes + s) * kBcXB4 + cw * kBcR4 + q] = make_float4(xb[0], xb[1], xb[2], xb[3]);
-    w4[(1 * kBcLanes + s) * kBcXB4 + cw * kBcR4 + q] = make_float4(xc[0], xc[1], xc[2], xc[3]);
+    w4[(0 * P + s) * XB4 + cw * kBcR4 + q] = make_float4(xb[0], xb[1], xb[2], xb[3]);
+    w4[(1 * P + s) * XB4 + cw * kBcR4 + q] = make_float4(xc[0], xc[1], xc[2], xc[3]);
 }
 
+template <int P>
 __device__ __forceinline__ void bc_round_sum(float *xw, float *wp, int lane, int i, int rd) {
+    using G = BcGeom<P>;
+    constexpr int XB4 = G::XBlock / 4;
     __syncwarp();
-    const int kg = lane & 1, s2 = (lane >> 1) & 3, arr = (lane >> 3) & 1, half = lane >> 4;
-    const float4 *blk = reinterpret_cast<const float4 *>(xw) + (arr * kBcLanes + s2) * kBcXB4 + kg;
+    const int kg = lane & 1, s2 = (lane >> 1) & (P - 1), arr = (lane >> (1 + G::LP)) & 1, half = lane >> (2 + G::LP);
+    const float4 *blk = reinterpret_cast<const float4 *>(xw) + (arr * P + s2) * XB4 + kg;
     float4 v = blk[(4 * half) * kBcR4];
 #pragma unroll
     for (int c = 1; c < 4; c++) {
         const float4 x = blk[(4 * half + c) * kBcR4];
         v.x += x.x, v.y += x.y, v.z += x.z, v.w += x.w;
     }
-    v.x += __shfl_xor_sync(0xffffffffu, v.x, 16);
-    v.y += __shfl_xor_sync(0xffffffffu, v.y, 16);
-    v.z += __shfl_xor_sync(0xffffffffu, v.z, 16);
-    v.w += __shfl_xor_sync(0xffffffffu, v.w, 16);
+    if constexpr (G::H == 2) {
+        v.x += __shfl_xor_sync(0xffffffffu, v.x, 16);
+        v.y += __shfl_xor_sync(0xffffffffu, v.y, 16);
+        v.z += __shfl_xor_sync(0xffffffffu, v.z, 16);
+        v.w += __shfl_xor_sync(0xffffffffu, v.w, 16);
+    }
     if (half == 0) {
-        const int n = s2 + kBcLanes * i;
+        const int n = s2 + P * i;
         reinterpret_cast<float4 *>(wp)[(n * 2 + arr) * (kBcT / 4) + rd * kBcR4 + kg] = v;
     }
     __syncwarp(); /* the buffer is read before the next round writes it */
@@ -255,7 +290,7 @@ __device__ __forceinline__ void bc_round_sum(float *xw, float *wp, int lane, int
  * dC to the warp's partials. K = 16, or 8 on a partial last tile. Ā is
  * formed in both passes (the same instructions on the same values). FAST: e^x
  * by ex2_normal (every exponent of the warp's tile ≥ −126). */
-template <int M, int K, bool FAST>
+template <int M, int P, int K, bool FAST>
 __device__ __forceinline__ void bc_state(const BcRows &fr, const BcStageB &st, int cl, int n, float a, float h0,
                                          float &mu, float &dA, float (&sl)[kBcT], float (&ga)[kBcT], float (&ys)[kBcT],
                                          float *xw, float *wp, int lane, int i) {
@@ -320,22 +355,22 @@ __device__ __forceinline__ void bc_state(const BcRows &fr, const BcStageB &st, i
                 ys[k] = fmaf(cv, hk[k], ys[k]);
                 mu = next;
             }
-            bc_round_put(xw, xb, xc, lane, q);
+            bc_round_put<P>(xw, xb, xc, lane, q);
         }
-        bc_round_sum(xw, wp, lane, i, rd);
+        bc_round_sum<P>(xw, wp, lane, i, rd);
     }
     dA += dAn;
 }
 
 /* The lane's states over one tile (K steps), each by the fast or exact
  * exponential as the warp's vote says. */
-template <int M, int K>
+template <int M, int P, int K>
 __device__ __forceinline__ void bc_states(const BcRows &fr, const BcStageB &st, const float *A, float *mus, float *dAs,
                                           int N, int s, int cl, BcRange w, float (&sl)[kBcT], float (&ga)[kBcT],
                                           float (&ys)[kBcT], float *xw, float *wp, int lane) {
 #pragma unroll 1
-    for (int i = 0; i < N / kBcLanes; i++) {
-        const int n = s + kBcLanes * i;
+    for (int i = 0; i < N / P; i++) {
+        const int n = s + P * i;
         const float a = A[n];
         float mu = mus[i * kBcThreads], dA = dAs[i * kBcThreads];
         const float h0 = st.h[cl * N + n];
@@ -345,35 +380,64 @@ __device__ __forceinline__ void bc_states(const BcRows &fr, const BcStageB &st, 
             fast = __all_sync(0xffffffffu, fabsf(a2) <= FLT_MAX && fminf(w.lo * a2, w.hi * a2) >= -126.0f);
         }
         if (fast)
-            bc_state<M, K, true>(fr, st, cl, n, a, h0, mu, dA, sl, ga, ys, xw, wp, lane, i);
+            bc_state<M, P, K, true>(fr, st, cl, n, a, h0, mu, dA, sl, ga, ys, xw, wp, lane, i);
         else
-            bc_state<M, K, false>(fr, st, cl, n, a, h0, mu, dA, sl, ga, ys, xw, wp, lane, i);
+            bc_state<M, P, K, false>(fr, st, cl, n, a, h0, mu, dA, sl, ga, ys, xw, wp, lane, i);
         mus[i * kBcThreads] = mu, dAs[i * kBcThreads] = dA;
     }
 }
 
-/* Four consecutive gradients of the input type at p (16-byte aligned for
- * float, 8-byte for 16-bit types), each rounded once. */
-template <typename In>
-__device__ __forceinline__ void bc_store4(void *p, long long i, const float (&v)[4]) {
-    if constexpr (std::is_same<In, float>::value) {
+/* Q = 4 or 2 consecutive gradients of the input type at element i of p
+ * (aligned to their size), each rounded once, one store. */
+template <typename In, int Q>
+__device__ __forceinline__ void bc_storeq(void *p, long long i, const float (&v)[Q]) {
+    if constexpr (std::is_same<In, float>::value && Q == 4) {
         reinterpret_cast<float4 *>((float *)p + i)[0] = make_float4(v[0], v[1], v[2], v[3]);
+    } else if constexpr (std::is_same<In, float>::value) {
+        reinterpret_cast<float2 *>((float *)p + i)[0] = make_float2(v[0], v[1]);
     } else {
+        using Word = typename std::conditional<Q == 4, uint2, uint32_t>::type;
         union {
-            uint2 q;
-            In e[4];
+            Word q;
+            In e[Q];
         } w;
 #pragma unroll
-        for (int j = 0; j < 4; j++) w.e[j] = narrow<In>(v[j]);
-        reinterpret_cast<uint2 *>((In *)p + i)[0] = w.q;
+        for (int j = 0; j < Q; j++) w.e[j] = narrow<In>(v[j]);
+        reinterpret_cast<Word *>((In *)p + i)[0] = w.q;
     }
 }
 
-/* The kernel: block = 32 channels of one batch and group, lane = (channel, s). */
-template <int M, typename In>
+/* Lane s's steps Q·s … Q·s + Q − 1 of the tile (f: the first one's index
+ * in the float rows, o: in the rows of the gradients), their per-step sums
+ * over states in sl, ga, ys[0 … Q − 1]: du, dΔ and dz written; Σ dΔ added
+ * to dBias. */
+template <typename In, int P>
+__device__ __forceinline__ void bc_finish(const BwdParams &p, const BcRows &fr, int f, long long o, float Dd,
+                                          const float (&sl)[kBcT], const float (&ga)[kBcT], const float (&ys)[kBcT],
+                                          float &dBias) {
+    constexpr int Q = BcGeom<P>::Q;
+    float dt[Q], u[Q], dy[Q], sp[Q], zf[Q];
+    bc_ldq<Q>(fr.dt + f, dt), bc_ldq<Q>(fr.u + f, u), bc_ldq<Q>(fr.dy + f, dy);
+    bc_ldq<Q>(fr.dsp + f, sp), bc_ldq<Q>(fr.dzf + f, zf);
+    float du[Q], ddt[Q], dz[Q];
+#pragma unroll
+    for (int j = 0; j < Q; j++) {
+        du[j] = sl[j] * dt[j] + dy[j] * Dd;
+        ddt[j] = (sl[j] * u[j] + ga[j]) * sp[j];
+        dz[j] = (ys[j] + Dd * u[j]) * zf[j];
+        dBias += ddt[j];
+    }
+    bc_storeq<In, Q>(p.du, o, du);
+    bc_storeq<In, Q>(p.ddelta, o, ddt);
+    if (p.z) bc_storeq<In, Q>(p.dz, o, dz);
+}
+
+/* The kernel: block = 128/P channels of one batch and group, lane = (channel, s). */
+template <int M, typename In, int P>
 __global__ void __launch_bounds__(kBcThreads, 4) bwd_chan_kernel(const BwdParams p) {
-    using Lay = BcLayout<In>;
-    constexpr int CB = kBcChannels, T = kBcT, P = kBcLanes;
+    using Lay = BcLayout<In, P>;
+    using G = BcGeom<P>;
+    constexpr int CB = G::CB, T = kBcT, Q = G::Q;
     extern __shared__ __align__(16) unsigned char smem[];
     const int N = p.dstate, L = p.seqlen, S = N / P, tiles = p.chunks;
     const int s = (int)threadIdx.x % P, cl = (int)threadIdx.x / P, lane = (int)threadIdx.x & 31,
@@ -397,8 +461,8 @@ __global__ void __launch_bounds__(kBcThreads, 4) bwd_chan_kernel(const BwdParams
     float *const mus = q + threadIdx.x; /* λ of the lane's state i at mus[i·kBcThreads] */
     float *const dAs = q + S * kBcThreads + threadIdx.x;
     q += 2 * S * kBcThreads;
-    float *const xw = q + wb * kBcXWarp;
-    q += kBcWarps * kBcXWarp;
+    float *const xw = q + wb * G::XWarp;
+    q += kBcWarps * G::XWarp;
     float *const wpart = q; /* [warp][N][dB|dC][T] */
     float *const wp = wpart + wb * N * 2 * T;
 
@@ -418,21 +482,21 @@ __global__ void __launch_bounds__(kBcThreads, 4) bwd_chan_kernel(const BwdParams
     const float Dd = p.D ? ((const float *)p.D)[d] : 0.0f;
     float dD = 0.0f, dBias = 0.0f;
 
-    const BcCopies<In> cp(r0, L, N, tiles);
-    bc_stage_rows<In>(cp, rin, u0, d0, z0, o0, (tiles - 1) * T, L);
-    bc_stage_b<In>(cp, stage_b(tiles - 1), B0, C0, hS, h0, tiles - 1, (tiles - 1) * T, L, N);
+    const BcCopies<In, P> cp(r0, L, N, tiles);
+    bc_stage_rows<In, P>(cp, rin, u0, d0, z0, o0, (tiles - 1) * T, L);
+    bc_stage_b<In, P>(cp, stage_b(tiles - 1), B0, C0, hS, h0, tiles - 1, (tiles - 1) * T, L, N);
     __pipeline_commit();
     for (int k = tiles - 1; k >= 0; k--) {
         const int t0 = k * T, avail = L - t0 < T ? L - t0 : T;
         __pipeline_wait_prior(0);
         __syncthreads(); /* tile k has landed; the last tile's partials are flushed */
-        const BcRange lr = bc_prepass<In>(p, rin, fr, avail, s, cl, d, dD);
+        const BcRange lr = bc_prepass<In, P>(p, rin, fr, avail, s, cl, d, dD);
         BcRange w = lr;
         warp_min_max(w.lo, w.hi);
         __syncthreads(); /* the float rows are complete and the input rows free */
         if (k > 0) {
-            bc_stage_rows<In>(cp, rin, u0, d0, z0, o0, t0 - T, L);
-            bc_stage_b<In>(cp, stage_b(k - 1), B0, C0, hS, h0, k - 1, t0 - T, L, N);
+            bc_stage_rows<In, P>(cp, rin, u0, d0, z0, o0, t0 - T, L);
+            bc_stage_b<In, P>(cp, stage_b(k - 1), B0, C0, hS, h0, k - 1, t0 - T, L, N);
         }
         __pipeline_commit();
         float sl[T], ga[T], ys[T];
@@ -440,30 +504,14 @@ __global__ void __launch_bounds__(kBcThreads, 4) bwd_chan_kernel(const BwdParams
         for (int t = 0; t < T; t++) sl[t] = ga[t] = ys[t] = 0.0f;
         const BcStageB st = stage_b(k);
         if (avail == T)
-            bc_states<M, T>(fr, st, A, mus, dAs, N, s, cl, w, sl, ga, ys, xw, wp, lane);
+            bc_states<M, P, T>(fr, st, A, mus, dAs, N, s, cl, w, sl, ga, ys, xw, wp, lane);
         else
-            bc_states<M, kBcRound>(fr, st, A, mus, dAs, N, s, cl, w, sl, ga, ys, xw, wp, lane);
+            bc_states<M, P, kBcRound>(fr, st, A, mus, dAs, N, s, cl, w, sl, ga, ys, xw, wp, lane);
         chan_reduce_scatter<P>(s, sl);
         chan_reduce_scatter<P>(s, ga);
         chan_reduce_scatter<P>(s, ys);
-        if (4 * s < avail) {
-            /* lane s finishes steps 4s … 4s + 3, in sl[0 … 3] */
-            const int f = cl * kBcFS + 4 * s;
-            const float4 dt4 = bc_ld4(fr.dt, f), u4 = bc_ld4(fr.u, f), dy4 = bc_ld4(fr.dy, f);
-            const float4 sp4 = bc_ld4(fr.dsp, f), zf4 = bc_ld4(fr.dzf, f);
-            float du[4], ddt[4], dz[4];
-#pragma unroll
-            for (int j = 0; j < 4; j++) {
-                du[j] = sl[j] * bc_at(dt4, j) + bc_at(dy4, j) * Dd;
-                ddt[j] = (sl[j] * bc_at(u4, j) + ga[j]) * bc_at(sp4, j);
-                dz[j] = (ys[j] + Dd * bc_at(u4, j)) * bc_at(zf4, j);
-                dBias += ddt[j];
-            }
-            const long long o = rb + (long long)cl * L + t0 + 4 * s;
-            bc_store4<In>(p.du, o, du);
-            bc_store4<In>(p.ddelta, o, ddt);
-            if (p.z) bc_store4<In>(p.dz, o, dz);
-        }
+        if (Q * s < avail)
+            bc_finish<In, P>(p, fr, cl * kBcFS + Q * s, rb + (long long)cl * L + t0 + Q * s, Dd, sl, ga, ys, dBias);
         __syncthreads(); /* every warp's dB/dC partials of the tile are in wpart */
         for (int i = threadIdx.x; i < N * 2 * (T / 4); i += kBcThreads) {
             const int n = i / (2 * (T / 4)), arr = (i / (T / 4)) % 2, g4 = i % (T / 4);
@@ -482,29 +530,36 @@ __global__ void __launch_bounds__(kBcThreads, 4) bwd_chan_kernel(const BwdParams
         if (p.dinit) ((float *)p.dinit)[r * N + n] = mus[i * kBcThreads];
         ((float *)p.pA)[r * N + n] = dAs[i * kBcThreads];
     }
-    dD += __shfl_xor_sync(0xffffffffu, dD, 1);
-    dD += __shfl_xor_sync(0xffffffffu, dD, 2);
-    dBias += __shfl_xor_sync(0xffffffffu, dBias, 1);
-    dBias += __shfl_xor_sync(0xffffffffu, dBias, 2);
+#pragma unroll
+    for (int o = 1; o < P; o *= 2) {
+        dD += __shfl_xor_sync(0xffffffffu, dD, o);
+        dBias += __shfl_xor_sync(0xffffffffu, dBias, o);
+    }
     if (s == 0) {
         if (p.pD) ((float *)p.pD)[r] = dD;
         if (p.pBias) ((float *)p.pBias)[r] = dBias;
     }
 }
 
-/* One launch of method M with input type In: a block per 32 channels of a
- * batch, with the shared memory its layout needs for N states. */
-template <int M, typename In>
+/* One launch of method M with input type In and P lanes a channel: a block
+ * per 128/P channels of a batch, with the shared memory its layout needs
+ * for N states. */
+template <int M, typename In, int P>
 void launch_bwd_chan_m(const BwdParams &p, cudaStream_t s) {
-    const size_t smem = BcLayout<In>::bytes(p.dstate);
-    cudaFuncSetAttribute(bwd_chan_kernel<M, In>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
-    const dim3 grid((unsigned)(p.rows / kBcChannels));
-    bwd_chan_kernel<M, In><<<grid, kBcThreads, smem, s>>>(p);
+    const size_t smem = BcLayout<In, P>::bytes(p.dstate);
+    cudaFuncSetAttribute(bwd_chan_kernel<M, In, P>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+    const dim3 grid((unsigned)(p.rows / BcGeom<P>::CB));
+    bwd_chan_kernel<M, In, P><<<grid, kBcThreads, smem, s>>>(p);
 }
 
 template <typename In>
-void launch_bwd_chan_t(const BwdParams &p, cudaStream_t s) {
-    method_switch(p.method, [&](auto m) { launch_bwd_chan_m<decltype(m)::value, In>(p, s); });
+void launch_bwd_chan_t(const BwdParams &p, int P, cudaStream_t s) {
+    method_switch(p.method, [&](auto m) {
+        if (P == 8)
+            launch_bwd_chan_m<decltype(m)::value, In, 8>(p, s);
+        else
+            launch_bwd_chan_m<decltype(m)::value, In, 4>(p, s);
+    });
 }
 
 } /* namespace bwd */

@@ -38,9 +38,12 @@ int forced_design(const char *var, const char *const *names, int n, int32_t *st)
 /* A channel-sequential design (scan_chan.cuh, bwd_chan.cuh) is taken by
  * shape only where its threads make at least kChanMinWarps warps per SM of
  * the current device: fewer, and the row designs were measured faster
- * (docs/performance.md). */
+ * (docs/performance.md). The channel backward at eight lanes a channel
+ * needs fewer, kChanBwd8MinWarps: it beat the row design by 1.55× at 7.8
+ * warps per SM, where four lanes (3.9 warps) only tied it. */
 constexpr int kChanMinWarps = 8;
-bool fills_sms(long long threads);
+constexpr int kChanBwd8MinWarps = 6;
+bool fills_sms(long long threads, int warps = kChanMinWarps);
 
 /* Whether q may be read and written in 16-byte vectors. */
 inline bool aligned16(const void *q) { return ((uintptr_t)q & 15) == 0; }
@@ -56,10 +59,12 @@ inline dim3 grid_for(long long n) {
 int32_t ensure_device();
 
 /* The backward's phase 1 through the scan: the state entering each chunk of
- * `chunk` steps after the first, [rows][chunks − 1][dstate] (ScanParams). */
+ * `chunk` steps after the first, [rows][chunks − 1][dstate] (ScanParams);
+ * lanes: the channel-sequential backward's lanes a channel, which its phase
+ * 1 (a tile apart) takes too, 0 for the row design. */
 struct ChunkStates {
     void *states = nullptr;
-    int chunk = 0, chunks = 0;
+    int chunk = 0, chunks = 0, lanes = 0;
 };
 
 /* Launches the scan of a (device pointers) on stream s. */

@@ -48,7 +48,8 @@ __global__ void discretize_kernel(int method, long long n, const T *delta, const
  * real A in float arithmetic, variable B and C in 16-byte runs (vec), N a
  * multiple of P and at most kChanMaxStates, whole blocks of 128/P channels
  * in each group; chunk states only a tile apart (the channel-sequential
- * backward's phase 1, which this kernel alone serves). Chosen by shape (auto) where it was
+ * backward's phase 1, which this kernel alone serves, at the backward's P,
+ * from fp32 or 16-bit inputs). Chosen by shape (auto) where it was
  * measured faster (docs/performance.md): fp32 inputs, a method whose policy
  * says so (kChanForward), and channels enough for kChanMinWarps warps per SM
  * (the Mamba block's 8×2048 channels at P = 4; at 8×512 the row kernel is
@@ -84,8 +85,12 @@ int chan_lanes(const ssmk_scan_args &a, bool vec, const ChunkStates &cs, int32_t
         return !takes ? 0 : fits(8) ? 8 : fits(4) ? 4 : 0;
     }
     /* the channel-sequential backward's states, a tile apart (bwd_chan.cuh):
-     * only this kernel writes them, whatever SSMK_FORWARD says */
-    if (cs.states) return cs.chunk == kChanSteps && a.dtype == SSMK_F32 && fits(4) ? 4 : 0;
+     * only this kernel writes them, at the backward's lanes a channel,
+     * whatever SSMK_FORWARD says */
+    if (cs.states)
+        return cs.chunk == kChanSteps && (a.dtype == SSMK_F32 || narrow_dtype(a.dtype)) && cs.lanes && fits(cs.lanes)
+                   ? cs.lanes
+                   : 0;
     if (force == 0 || force == 8 || force == 16) return 0; /* P = 8 and 16: complex A's alone */
     if (force == 2 || force == 4) return fits(force) ? force : 0;
     /* P = 4 where N allows: at both benchmark sizes it beat P = 2 (twice
@@ -112,12 +117,12 @@ int forced_design(const char *var, const char *const *names, int n, int32_t *st)
     return -1;
 }
 
-bool fills_sms(long long threads) {
+bool fills_sms(long long threads, int warps) {
     int dev = 0, sms = 1;
     if (cudaGetDevice(&dev) != cudaSuccess ||
         cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
         sms = 1;
-    return threads >= (long long)kChanMinWarps * sms * 32;
+    return threads >= (long long)warps * sms * 32;
 }
 
 int32_t launch_scan(const ssmk_scan_args &a, const void *h0, cudaStream_t s, const ChunkStates &cs) {
@@ -142,8 +147,10 @@ int32_t launch_scan(const ssmk_scan_args &a, const void *h0, cudaStream_t s, con
         return fail(SSMK_EUNSUPPORTED, "a chunk of %d steps is not a multiple of the scan's tile of %d", cs.chunk,
                     32 * K);
     if (P) {
-        if (cs.states)
-            launch_chan_states(p, s);
+        if (cs.states && narrow_dtype(a.dtype))
+            launch_chan_states_narrow(p, a.dtype, P, s);
+        else if (cs.states)
+            launch_chan_states(p, P, s);
         else if (a.is_complex)
             launch_chan_cplx(p, P, s);
         else if (narrow_dtype(a.dtype))

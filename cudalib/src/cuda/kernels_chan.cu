@@ -11,10 +11,6 @@ namespace ssmk {
 
 void launch_chan_f32(const ScanParams &p, int P, cudaStream_t s) { launch_chan_t<float>(p, P, s); }
 
-void launch_chan_states(const ScanParams &p, cudaStream_t s) {
-    method_switch(p.method, [&](auto m) {
-        launch_chan_traits<ScanTraits<float, false, decltype(m)::value, true, float>, 4, true>(p, s);
-    });
-}
+void launch_chan_states(const ScanParams &p, int P, cudaStream_t s) { launch_chan_states_t<float>(p, P, s); }
 
 } /* namespace ssmk */

@@ -495,6 +495,19 @@ void launch_chan_t(const ScanParams &p, int P, cudaStream_t s) {
     });
 }
 
+/* The channel-sequential backward's phase 1 from inputs of type IN: the
+ * states a tile apart, no outputs, at the backward's P (4 or 8). */
+template <typename IN>
+void launch_chan_states_t(const ScanParams &p, int P, cudaStream_t s) {
+    method_switch(p.method, [&](auto m) {
+        using Tr = ScanTraits<float, false, decltype(m)::value, true, IN>;
+        if (P == 8)
+            launch_chan_traits<Tr, 8, true>(p, s);
+        else
+            launch_chan_traits<Tr, 4, true>(p, s);
+    });
+}
+
 } /* namespace ssmk */
 
 #endif

@@ -54,9 +54,13 @@ void launch_scan_narrow(const ScanParams &p, int32_t dtype, bool vec, cudaStream
  * fp32 inputs (kernels_chan.cu) and 16-bit ones (kernels_chan_narrow.cu). */
 void launch_chan_f32(const ScanParams &p, int P, cudaStream_t s);
 void launch_chan_narrow(const ScanParams &p, int32_t dtype, int P, cudaStream_t s);
-/* The channel-sequential backward's phase 1 (kernels_chan.cu): fp32, P = 4,
- * the state entering every tile after the first into p.chunk_states. */
-void launch_chan_states(const ScanParams &p, cudaStream_t s);
+/* The channel-sequential backward's phase 1 (kernels_chan.cu): fp32, P = 4
+ * or 8 (the backward's), the state entering every tile after the first into
+ * p.chunk_states. */
+void launch_chan_states(const ScanParams &p, int P, cudaStream_t s);
+/* Likewise from 16-bit inputs (kernels_chan_narrow.cu): the states as the
+ * float kernel forms them from the inputs widened, which is exact. */
+void launch_chan_states_narrow(const ScanParams &p, int32_t dtype, int P, cudaStream_t s);
 /* The channel-sequential scan for complex A, fp32 inputs, P = 4, 8 or 16
  * lanes a channel (kernels_chan_cplx.cu, scan_chan_cplx.cuh). */
 void launch_chan_cplx(const ScanParams &p, int P, cudaStream_t s);

@@ -76,7 +76,7 @@ struct BasePolicy {
      * faster than the row kernel there (docs/performance.md). */
     static constexpr bool kChanForward = true;
     /* The channel-sequential backward (bwd_chan.cuh) likewise (backward.cu's
-     * use_chan). */
+     * chan_backward_lanes). */
     static constexpr bool kChanBackward = true;
     /* The channel-sequential forward for complex A (scan_chan_cplx.cuh),
      * likewise (chan_lanes). */
