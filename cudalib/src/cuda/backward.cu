@@ -351,22 +351,26 @@ int chan_tiles(const ssmk_scan_args &a) { return (a.seqlen + kChanSteps - 1) / k
 
 /* The backward design this launch takes: 0, the row design; P = 4 or 8,
  * the channel-sequential one with P lanes a channel, where its shape
- * (chan_shape) and 16-byte aligned arrays allow it. Chosen by shape where
- * it was measured faster (docs/performance.md): a method whose policy says
- * so (kChanBackward), and P = 4 where its channels make kChanMinWarps warps
- * per SM (the Mamba block's 8×2048 channels: 4% faster than P = 8 there),
- * else P = 8 where they make kChanBwd8MinWarps (its 8×512 channels: 1.55×
- * faster than the row design, which P = 4 only tied). SSMK_BACKWARD=row,
+ * (chan_shape) and 16-byte aligned arrays allow it (a16: a 16-bit call's
+ * own arguments, whose B and C its phase 1 reads, or NULL; a may hold
+ * their float copies). Chosen by shape where it was measured faster
+ * (docs/performance.md): a method whose policy says so (kChanBackward), and
+ * P = 4 where its channels make kChanMinWarps warps per SM (the Mamba
+ * block's 8×2048 channels: 4% faster than P = 8 there), else P = 8 where
+ * they make kChanBwd8MinWarps (its 8×512 channels: 1.55× faster than the
+ * row design, which P = 4 only tied). SSMK_BACKWARD=row,
  * chan (the channel design at the P the shape would choose), chan4 or chan8
  * overrides the choice (chan* where the conditions fail runs the row
  * design); *st is set to a refusal of a value it does not know. */
-int chan_backward_lanes(const ssmk_scan_args &a, const ssmk_scan_grads &g, const void *h0, int32_t *st) {
+int chan_backward_lanes(const ssmk_scan_args &a, const ssmk_scan_grads &g, const void *h0, const ssmk_scan_args *a16,
+                        int32_t *st) {
     static const char *const names[] = {"row", "chan", "chan4", "chan8"};
     static const int forces[] = {0, 1, 4, 8};
     const int f = forced_design("SSMK_BACKWARD", names, 4, st);
     if (*st != SSMK_OK) return 0;
     const int force = f < 0 ? -1 : forces[f]; /* -1: auto */
-    const void *vec[] = {a.u, a.delta, a.z, a.B, a.C, g.dout, g.du, g.ddelta, g.dz, g.dB, g.dC, h0};
+    const void *b16 = a16 ? a16->B : nullptr, *c16 = a16 ? a16->C : nullptr;
+    const void *vec[] = {a.u, a.delta, a.z, a.B, a.C, g.dout, g.du, g.ddelta, g.dz, g.dB, g.dC, h0, b16, c16};
     bool aligned = true;
     for (const void *q : vec) aligned = aligned && aligned16(q);
     if (force == 0 || !aligned) return 0;
@@ -492,7 +496,7 @@ int32_t launch_wide(const ssmk_scan_args &a, const void *h0, const ssmk_scan_gra
     p.pD = a.D ? sc.pD : nullptr;
     p.pBias = a.delta_bias ? sc.pBias : nullptr;
     int32_t st = SSMK_OK;
-    const int lanes = chan_backward_lanes(a, g, h0, &st);
+    const int lanes = chan_backward_lanes(a, g, h0, n16.a, &st);
     const bool chan = lanes != 0;
     if (st) return st;
     if (chan) p.chunks = chan_tiles(a); /* its chunks are tiles */
