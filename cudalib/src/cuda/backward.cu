@@ -42,10 +42,11 @@
  * The block's parameters, shared memory and data movement are in
  * bwd_block.cuh; the maps, scans and coefficients in bwd_ops.cuh.
  *
- * That is the row design. Where the shape allows and favours it (chan_backward_lanes),
- * the channel-sequential design (bwd_chan.cuh) runs instead: its phase 1 is
- * the channel forward writing the state entering every tile of 16 steps,
- * into the same scratch (bwd_scratch_bytes sizes it for both).
+ * That is the row design. Where the shape allows and favours it
+ * (chan_backward_lanes), the channel-sequential design (bwd_chan.cuh) runs
+ * instead: its phase 1 is the channel forward writing the state entering
+ * every tile of 16 steps, into the same scratch (bwd_scratch_bytes sizes it
+ * for both).
  */
 #include <cuda_runtime.h>
 

@@ -15,8 +15,9 @@
  * A channel's N states are split over P adjacent lanes (4 or 8, a template
  * argument: 8 doubles the warps where the channels are few), each with
  * S = N/P states; a block of 128 threads holds CB = 128/P channels of one
- * batch and group, and walks the sequence backwards in tiles of T = 16 steps. The state entering
- * each tile comes from phase 1, the channel-sequential forward in its
+ * batch and group, and walks the sequence backwards in tiles of T = 16
+ * steps. The state entering each tile comes from phase 1, the
+ * channel-sequential forward (at the same P, from the input type) in its
  * checkpoint instantiation (chan_kernel<…, CK>: every tile's entering state,
  * [rows][tiles − 1][N]), so a tile's states are recomputed from it and the
  * state is carried, never recovered by the subtraction x − Δ·u·B (which
@@ -39,8 +40,9 @@
  *      (chan_reduce_scatter) and each lane writes du, dΔ and dz of its Q steps.
  * The next tile's rows are copied (cp.async) while a tile's states run.
  *
- * Conditions (chan_shape and chan_backward_lanes, backward.cu): real A in float arithmetic (the
- * 16-bit inputs' rows are read and written in their type, B and C widened),
+ * Conditions (chan_shape and chan_backward_lanes, backward.cu): real A in
+ * float arithmetic (the 16-bit inputs' rows are read and written in their
+ * type, B and C widened),
  * variable B and C, seqlen a multiple of 8 (a partial last tile has 8
  * steps: whole reduction rounds), N a multiple of P and at most
  * kChanMaxStates, whole blocks of 128/P channels in a group, 16-byte aligned
@@ -202,11 +204,11 @@ struct BcRange {
 };
 
 /* Each step's own work, by the lane whose outputs they are (steps Q·s …
- * Q·s + Q − 1 of channel cl, Q = T/P): Δ after bias and softplus (the forward's step_dt),
- * Δ·u, u, dy = dout·z·σ(z) (dout without a gate), softplus' = σ(Δ + bias)
- * below the threshold (1 above it or without softplus), the gate's
- * derivative dout·σ(z)·(1 + z·(1 − σ(z))); 0 past the sequence's end.
- * Adds Σ dy·u to dD; returns the lane's range of Δ. */
+ * Q·s + Q − 1 of channel cl, Q = T/P): Δ after bias and softplus (the
+ * forward's step_dt), Δ·u, u, dy = dout·z·σ(z) (dout without a gate),
+ * softplus' = σ(Δ + bias) below the threshold (1 above it or without
+ * softplus), the gate's derivative dout·σ(z)·(1 + z·(1 − σ(z))); 0 past the
+ * sequence's end. Adds Σ dy·u to dD; returns the lane's range of Δ. */
 template <typename In, int P>
 __device__ __forceinline__ BcRange bc_prepass(const BwdParams &p, const In *rows, const BcRows &fr, int avail, int s,
                                               int cl, int d, float &dD) {
