@@ -154,9 +154,9 @@ func BenchmarkBackwardDesigns(b *testing.B) {
 // at four lanes a channel once they fill the GPU (64×2048 channels: 8 warps
 // per SM on any GPU of up to 256 SMs), at eight lanes where four do not fill
 // it or a group's channels are not whole blocks of 32 but eight lanes make 6
-// warps per SM (8×512 and 64×144 channels, on any GPU of up to 170 SMs);
-// the row design for fewer channels. Each choice is recognised by the bits
-// of its gradient of u.
+// warps per SM (64×144 channels on any GPU of up to 384 SMs; 8×512 on one of
+// 65 to 170 SMs, the H100's and H200's 132 among them); the row design for
+// fewer channels. Each choice is recognised by the bits of its gradient of u.
 func TestBackwardAutoChoice(t *testing.T) {
 	l := openBackward(t)
 	if l.Backend != "cuda" {

@@ -324,7 +324,7 @@ sanitize() {
 			-test.run '^Test(ScanMatchesReference|ScanShapes|ScanManyRows|ScanFastPathScales|DiscretizeMatchesReference|InputsUnchanged|Plans|CValidation|CopyBandwidth|Narrow[A-Za-z]*|Backward[A-Za-z0-9]*)$' \
 			-test.skip '^TestBackward(Designs|AutoChoice)$') >"$out/sanitize-$tool.log" 2>&1
 		local rc=$?
-		# Both designs of each direction forced (the suite's shapes take the row designs): zoh and
+		# Every design of each direction forced (the suite's shapes take the row designs): zoh and
 		# foh in fp32 and bf16 through each (-short).
 		(cd cudalib && SSMK_BACKEND=cuda compute-sanitizer --tool "$tool" --error-exitcode 99 ../carry/cudalib.test \
 			-test.short -test.run '^Test(Forward|Backward)Designs$') >>"$out/sanitize-$tool.log" 2>&1 || rc=$?
