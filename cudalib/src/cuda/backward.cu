@@ -419,18 +419,18 @@ bool phase1_wide(const ssmk_scan_args &f) {
     return p.chunks > 1;
 }
 
-/* A 16-bit call as launch_wide sees it: its type (0 for a float call), its
- * own arguments, and the elementwise kernel that widens n of its values into
- * float on a stream. */
-struct Narrow16 {
-    int32_t dtype = 0;
-    const ssmk_scan_args *a = nullptr;
-    void (*widen)(const void *, float *, long long, cudaStream_t) = nullptr;
-};
-
+/* n values of type I at src widened into float at dst on stream s. */
 template <typename I>
 void widen_into(const void *src, float *dst, long long n, cudaStream_t s) {
     widen_kernel<I><<<grid_for(n), 256, 0, s>>>((const I *)src, dst, n);
+}
+
+/* Likewise for the 16-bit type dtype (SSMK_F16 or SSMK_BF16). */
+void widen16(int32_t dtype, const void *src, float *dst, long long n, cudaStream_t s) {
+    if (dtype == SSMK_F16)
+        widen_into<half16>(src, dst, n, s);
+    else
+        widen_into<bfloat16>(src, dst, n, s);
 }
 
 } /* namespace */
@@ -466,16 +466,17 @@ size_t bwd_scratch_bytes(const ssmk_scan_args &a, BwdScratch *layout) {
 
 namespace {
 
-/* The backward in a's float32 or float64 arithmetic. n16.dtype: the 16-bit
- * type of u, delta, z, dout, du, ddelta and dz, which the kernels read and
- * write themselves (0: a's own type), a then being the call's float32 form
- * (B and C float copies, u and delta its own 16-bit arrays). */
+/* The backward in a's float32 or float64 arithmetic. a16: a 16-bit call's
+ * own arguments (NULL for a float call), whose dtype is that of u, delta, z,
+ * dout, du, ddelta and dz, which the kernels read and write themselves; a
+ * is then the call's float32 form (B and C float copies, u and delta its
+ * own 16-bit arrays). */
 int32_t launch_wide(const ssmk_scan_args &a, const void *h0, const ssmk_scan_grads &g, const BwdScratch &sc,
-                    cudaStream_t s, const Narrow16 &n16) {
+                    cudaStream_t s, const ssmk_scan_args *a16) {
     BwdParams p;
     shape(a, &p);
     static_cast<ScanInputs &>(p) = scan_inputs(a);
-    const int32_t in16 = n16.dtype;
+    const int32_t in16 = a16 ? a16->dtype : 0;
     p.in16 = in16;
     const bool f32 = a.dtype == SSMK_F32 && !a.is_complex, even = a.seqlen % 4 == 0;
     p.vec_b = f32 && even && aligned16(a.B);
@@ -497,7 +498,7 @@ int32_t launch_wide(const ssmk_scan_args &a, const void *h0, const ssmk_scan_gra
     p.pD = a.D ? sc.pD : nullptr;
     p.pBias = a.delta_bias ? sc.pBias : nullptr;
     int32_t st = SSMK_OK;
-    const int lanes = chan_backward_lanes(a, g, h0, n16.a, &st);
+    const int lanes = chan_backward_lanes(a, g, h0, a16, &st);
     const bool chan = lanes != 0;
     if (st) return st;
     if (chan) p.chunks = chan_tiles(a); /* its chunks are tiles */
@@ -513,10 +514,10 @@ int32_t launch_wide(const ssmk_scan_args &a, const void *h0, const ssmk_scan_gra
         fa.last_state = nullptr;
         fa.z = nullptr; /* z does not enter the states */
         if (in16 && chan) {
-            fa.dtype = in16, fa.B = n16.a->B, fa.C = n16.a->C;
+            fa.dtype = in16, fa.B = a16->B, fa.C = a16->C;
         } else if (in16) {
             const long long n = scan_sizes(&a).seq;
-            n16.widen(a.u, sc.wu, n, s), n16.widen(a.delta, sc.wdelta, n, s);
+            widen16(in16, a.u, sc.wu, n, s), widen16(in16, a.delta, sc.wdelta, n, s);
             fa.u = sc.wu, fa.delta = sc.wdelta;
         }
         ChunkStates cs;
@@ -555,9 +556,7 @@ int32_t launch_backward_narrow(const ssmk_scan_args &a, const void *h0, const ss
     ssmk_scan_grads fg = g;
     if (a.is_variable_B) widen_into<I>(a.B, sc.wB, z.b, s), f.B = sc.wB, fg.dB = sc.wdB;
     if (a.is_variable_C) widen_into<I>(a.C, sc.wC, z.c, s), f.C = sc.wC, fg.dC = sc.wdC;
-    Narrow16 n16;
-    n16.dtype = a.dtype, n16.a = &a, n16.widen = widen_into<I>;
-    if (const int32_t st = launch_wide(f, h0, fg, sc, s, n16)) return st;
+    if (const int32_t st = launch_wide(f, h0, fg, sc, s, &a)) return st;
     if (a.is_variable_B) narrow_kernel<I><<<grid_for(z.b), 256, 0, s>>>(sc.wdB, (I *)g.dB, z.b);
     if (a.is_variable_C) narrow_kernel<I><<<grid_for(z.c), 256, 0, s>>>(sc.wdC, (I *)g.dC, z.c);
     CU(cudaGetLastError());
@@ -570,7 +569,7 @@ int32_t launch_backward(const ssmk_scan_args &a, const void *h0, const ssmk_scan
                         cudaStream_t s) {
     if (a.dtype == SSMK_F16) return launch_backward_narrow<half16>(a, h0, g, sc, s);
     if (a.dtype == SSMK_BF16) return launch_backward_narrow<bfloat16>(a, h0, g, sc, s);
-    return launch_wide(a, h0, g, sc, s, Narrow16{});
+    return launch_wide(a, h0, g, sc, s, nullptr);
 }
 
 } /* namespace ssmk */
