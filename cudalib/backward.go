@@ -125,18 +125,39 @@ type BackwardPlan struct {
 	shape *GradBuffers // the presence and lengths of the gradients
 }
 
-// NewBackwardPlan calls ssmk_plan_create_bwd with the buffers.
+// NewBackwardPlan calls ssmk_plan_create_bwd with the buffers: each launch
+// computes the gradients from the inputs alone.
 func (l *Library) NewBackwardPlan(g *GradBuffers) (*BackwardPlan, error) {
 	if !l.HasBackward() {
 		return nil, l.lacks("ssmk_plan_create_bwd", "the backward pass")
 	}
+	return l.newBackwardPlan("ssmk_plan_create_bwd", l.fn.planCreateBwd, g)
+}
+
+// HasSavedBackward reports whether the library exports plans on saved
+// states (ssmk_plan_create_bwd_saved, SSMK_CAP_BWD_SAVED) beside the
+// backward; which combinations, its capabilities say (ssm.Caps.BackwardSaved).
+func (l *Library) HasSavedBackward() bool { return l.HasBackward() && l.fn.planCreateSaved != nil }
+
+// NewSavedBackwardPlan calls ssmk_plan_create_bwd_saved with the buffers: the
+// plan's creation runs the part of the forward the backward reads, as a
+// training step's forward saves it, and each launch the backward alone.
+// Its gradients are NewBackwardPlan's.
+func (l *Library) NewSavedBackwardPlan(g *GradBuffers) (*BackwardPlan, error) {
+	if !l.HasSavedBackward() {
+		return nil, l.lacks("ssmk_plan_create_bwd_saved", "backward plans on saved states")
+	}
+	return l.newBackwardPlan("ssmk_plan_create_bwd_saved", l.fn.planCreateSaved, g)
+}
+
+func (l *Library) newBackwardPlan(name string, create func(args, h0, grads, plan unsafe.Pointer) int32, g *GradBuffers) (*BackwardPlan, error) {
 	var pin runtime.Pinner
 	defer pin.Unpin()
 	a, ga := g.Scan.args(&pin), g.args(&pin)
 	h0 := g.Scan.InitialState.pin(&pin)
 	var h uintptr
-	if err := l.guardedCall("ssmk_plan_create_bwd", g.inputs(), g.outputs(), func() int32 {
-		return l.fn.planCreateBwd(unsafe.Pointer(a), h0, unsafe.Pointer(ga), unsafe.Pointer(&h))
+	if err := l.guardedCall(name, g.inputs(), g.outputs(), func() int32 {
+		return create(unsafe.Pointer(a), h0, unsafe.Pointer(ga), unsafe.Pointer(&h))
 	}); err != nil {
 		return nil, err
 	}

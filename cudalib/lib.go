@@ -64,18 +64,20 @@ type abi struct {
 	scanBwd         func(args, h0, grads unsafe.Pointer) int32
 	planCreateBwd   func(args, h0, grads, plan unsafe.Pointer) int32
 	planFetchBwd    func(plan uintptr, grads unsafe.Pointer) int32
+	planCreateSaved func(args, h0, grads, plan unsafe.Pointer) int32
 }
 
 // extensions are the ABI's optional functions: a library of ABI v1 lacks
 // them and is judged without them (its capabilities say so too).
 func (a *abi) extensions() map[string]any {
 	return map[string]any{
-		"ssmk_scan_fwd_state":    &a.scanFwdState,
-		"ssmk_plan_create_state": &a.planCreateState,
-		"ssmk_scan_features":     &a.scanFeatures,
-		"ssmk_scan_bwd":          &a.scanBwd,
-		"ssmk_plan_create_bwd":   &a.planCreateBwd,
-		"ssmk_plan_fetch_bwd":    &a.planFetchBwd,
+		"ssmk_scan_fwd_state":        &a.scanFwdState,
+		"ssmk_plan_create_state":     &a.planCreateState,
+		"ssmk_scan_features":         &a.scanFeatures,
+		"ssmk_scan_bwd":              &a.scanBwd,
+		"ssmk_plan_create_bwd":       &a.planCreateBwd,
+		"ssmk_plan_fetch_bwd":        &a.planFetchBwd,
+		"ssmk_plan_create_bwd_saved": &a.planCreateSaved,
 	}
 }
 

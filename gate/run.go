@@ -23,7 +23,8 @@ import (
 // library's forward and backward designs: each design the CUDA build has
 // forced in turn on every method, input type and option and judged by the
 // error model, the automatic choice recognised by its outputs' bits, the
-// complex kernel's angles and the overflow of Δ·u. The suite's own shapes
+// complex kernel's angles and the overflow of Δ·u, and the backward plans
+// on saved states through each design (SSMK_CAP_BWD_SAVED). The suite's own shapes
 // take whichever design the library chooses; these name the design a
 // failure is in (TestForwardDesigns/complex/chan8, say). A library with
 // one design (the CPU build, an adapter) runs them through its choice.
@@ -33,6 +34,7 @@ var designTests = []string{
 	"TestForwardDesigns", "TestForwardDesignsDiffer", "TestForwardAutoChoice", "TestForwardDesignRefusesUnknown",
 	"TestForwardComplexAngles", "TestForwardDeltaUOverflow",
 	"TestBackwardDesigns", "TestBackwardDesignsDiffer", "TestBackwardAutoChoice", "TestBackwardDesignRefusesUnknown",
+	"TestBackwardSavedPlan", "TestBackwardSavedKeepsDesign", "TestBackwardSavedRefuses",
 }
 
 // Config is one gate run.

@@ -144,7 +144,7 @@ func TestDesignTestsSelectTheBindings(t *testing.T) {
 		t.Fatalf("no test files of cudalib: %v", err)
 	}
 	funcs := regexp.MustCompile(`(?m)^func (Test\w+)\(t \*testing\.T\)`)
-	design := regexp.MustCompile(`^Test(Forward|Backward)\w*(Design|AutoChoice)|^TestForward(ComplexAngles|DeltaUOverflow)$`)
+	design := regexp.MustCompile(`^Test(Forward|Backward)\w*(Design|AutoChoice)|^TestForward(ComplexAngles|DeltaUOverflow)$|^TestBackwardSaved`)
 	sel := regexp.MustCompile(DesignTests)
 	found := map[string]bool{}
 	for _, f := range files {

@@ -16,6 +16,7 @@ import (
 type benchRow struct {
 	method   string
 	fwd, bwd float64
+	saved    float64 // the backward on saved states (0: none)
 }
 
 // writeBench writes DIR/NAME/check7.json for the rows, as Check7 would.
@@ -33,7 +34,7 @@ func writeBench(t *testing.T, dir, name string, maxBwd float64, rows ...benchRow
 		row := report.Check7Row{Method: r.method, MedianUS: r.fwd, RatioToZOH: r.fwd / zf,
 			FracCopyBW: float64(c.BytesPerScan) / (r.fwd * 1e-6) / (c.CopyBandwidthGBps * 1e9)}
 		if r.bwd > 0 {
-			row.BackwardUS, row.BackwardRatioToZOH = r.bwd, r.bwd/zb
+			row.BackwardUS, row.BackwardRatioToZOH, row.BackwardSavedUS = r.bwd, r.bwd/zb, r.saved
 		}
 		c.Methods = append(c.Methods, row)
 		c.Samples[r.method] = []float64{r.fwd}
@@ -58,17 +59,17 @@ func TestBenchTargets(t *testing.T) {
 	dir := t.TempDir()
 	const small, large = "8x512x1024x16", "8x2048x4096x16"
 	// small: every target met; large: every target missed (68.5 MB at 4000 GB/s: 17.1 µs of copy)
-	writeBench(t, dir, small+"-fp32-false-ssmk", 1.15, benchRow{"zoh", 80, 400}, benchRow{"foh", 86, 460})
-	writeBench(t, dir, small+"-bf16-false-ssmk", 0, benchRow{"zoh", 45, 0}, benchRow{"foh", 49, 0})
-	writeBench(t, dir, small+"-fp32-false-mamba", 1.15, benchRow{"zoh", 160, 450})
-	writeBench(t, dir, small+"-bf16-false-mamba", 0, benchRow{"zoh", 81, 0})
-	writeBench(t, dir, large+"-fp32-false-ssmk", 1.15, benchRow{"zoh", 1100, 9000}, benchRow{"foh", 1270, 10400})
-	writeBench(t, dir, large+"-bf16-false-ssmk", 0, benchRow{"zoh", 1090, 0}, benchRow{"foh", 1400, 0})
-	writeBench(t, dir, large+"-fp32-false-mamba", 1.15, benchRow{"zoh", 1000, 5500})
-	writeBench(t, dir, large+"-bf16-false-mamba", 0, benchRow{"zoh", 1050, 0})
+	writeBench(t, dir, small+"-fp32-false-ssmk", 1.15, benchRow{"zoh", 80, 400, 300}, benchRow{"foh", 86, 460, 350})
+	writeBench(t, dir, small+"-bf16-false-ssmk", 0, benchRow{"zoh", 45, 0, 0}, benchRow{"foh", 49, 0, 0})
+	writeBench(t, dir, small+"-fp32-false-mamba", 1.15, benchRow{"zoh", 160, 450, 449})
+	writeBench(t, dir, small+"-bf16-false-mamba", 0, benchRow{"zoh", 81, 0, 0})
+	writeBench(t, dir, large+"-fp32-false-ssmk", 1.15, benchRow{"zoh", 1100, 9000, 8000}, benchRow{"foh", 1270, 10400, 9300})
+	writeBench(t, dir, large+"-bf16-false-ssmk", 0, benchRow{"zoh", 1090, 0, 0}, benchRow{"foh", 1400, 0, 0})
+	writeBench(t, dir, large+"-fp32-false-mamba", 1.15, benchRow{"zoh", 1000, 5500, 5510})
+	writeBench(t, dir, large+"-bf16-false-mamba", 0, benchRow{"zoh", 1050, 0, 0})
 	// complex A: against real at the small size (met), without a Mamba run or a 16-bit run
-	writeBench(t, dir, small+"-fp32-true-ssmk", 1.15, benchRow{"zoh", 230, 900}, benchRow{"foh", 250, 1000})
-	writeBench(t, dir, small+"-fp64-true-ssmk", 1.15, benchRow{"zoh", 1000, 4600}, benchRow{"foh", 1450, 6000})
+	writeBench(t, dir, small+"-fp32-true-ssmk", 1.15, benchRow{"zoh", 230, 900, 0}, benchRow{"foh", 250, 1000, 0})
+	writeBench(t, dir, small+"-fp64-true-ssmk", 1.15, benchRow{"zoh", 1000, 4600, 0}, benchRow{"foh", 1450, 6000, 0})
 
 	runs, err := report.LoadBench(dir)
 	if err != nil {
@@ -103,6 +104,8 @@ func TestBenchTargets(t *testing.T) {
 		{"zoh's forward faster than Mamba's", large + " fp32 real", false, 1100.0 / 1000},
 		{"zoh's backward within 0.9× of Mamba's", small + " fp32 real", true, 400.0 / 450},
 		{"zoh's backward within 0.9× of Mamba's", large + " fp32 real", false, 9000.0 / 5500},
+		{"zoh's backward on saved states within 0.9× of Mamba's", small + " fp32 real", true, 300.0 / 449},
+		{"zoh's backward on saved states within 0.9× of Mamba's", large + " fp32 real", false, 8000.0 / 5510},
 		{"zoh's forward within 0.6× of Mamba's", small + " bf16 real", true, 45.0 / 81},
 		{"zoh's forward within 0.6× of Mamba's", large + " bf16 real", false, 1090.0 / 1050},
 		{"bf16 faster than fp32, every method", small + " bf16 real", true, 49.0 / 86},
@@ -125,7 +128,7 @@ func TestBenchTargets(t *testing.T) {
 	var b bytes.Buffer
 	WriteBenchTable(&b, runs)
 	table := b.String()
-	for _, want := range []string{"library", "mamba   " + large, "ssmk    " + small + "    fp64  complex foh", "> 1.10×"} {
+	for _, want := range []string{"library", "mamba   " + large, "ssmk    " + small + "    fp64  complex foh", "> 1.10×", "saved µs", " 350.0", "   -\n"} {
 		if !strings.Contains(table, want) {
 			t.Errorf("table lacks %q:\n%s", want, table)
 		}
@@ -137,9 +140,9 @@ func TestBenchTargets(t *testing.T) {
 // complex A without a real run of its dtype has no complex-to-real target.
 func TestBenchCopyTarget(t *testing.T) {
 	dir := t.TempDir()
-	writeBench(t, dir, "8x512x1024x16-fp32-false-ssmk", 1.15, benchRow{"zoh", 80, 400})
-	writeBench(t, dir, "8x2048x1024x16-fp32-false-ssmk", 1.15, benchRow{"zoh", 40, 400}) // 42.8% of copy
-	writeBench(t, dir, "8x512x1024x16-fp64-true-ssmk", 1.15, benchRow{"zoh", 200, 900})
+	writeBench(t, dir, "8x512x1024x16-fp32-false-ssmk", 1.15, benchRow{"zoh", 80, 400, 0})
+	writeBench(t, dir, "8x2048x1024x16-fp32-false-ssmk", 1.15, benchRow{"zoh", 40, 400, 0}) // 42.8% of copy
+	writeBench(t, dir, "8x512x1024x16-fp64-true-ssmk", 1.15, benchRow{"zoh", 200, 900, 0})
 	runs, err := report.LoadBench(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -174,13 +177,13 @@ func TestLoadBenchErrors(t *testing.T) {
 	}{
 		{"empty", func(*testing.T, string) {}, "no SIZE-DTYPE-COMPLEX-LIBRARY folders"},
 		{"foreign folder", func(t *testing.T, dir string) {
-			writeBench(t, dir, "8x512x1024x16-fp32-false-ssmk", 1.15, benchRow{"zoh", 80, 400})
+			writeBench(t, dir, "8x512x1024x16-fp32-false-ssmk", 1.15, benchRow{"zoh", 80, 400, 0})
 			if err := os.Mkdir(filepath.Join(dir, "notes"), 0o755); err != nil {
 				t.Fatal(err)
 			}
 		}, `"notes"`},
 		{"unknown dtype", func(t *testing.T, dir string) {
-			writeBench(t, dir, "8x512x1024x16-int8-false-ssmk", 1.15, benchRow{"zoh", 80, 400})
+			writeBench(t, dir, "8x512x1024x16-int8-false-ssmk", 1.15, benchRow{"zoh", 80, 400, 0})
 		}, "is not SIZE-DTYPE-COMPLEX-LIBRARY"},
 		{"no check7.json", func(t *testing.T, dir string) {
 			if err := os.Mkdir(filepath.Join(dir, "8x512x1024x16-fp32-false-ssmk"), 0o755); err != nil {

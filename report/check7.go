@@ -31,7 +31,12 @@ type Check7 struct {
 	// absent where the library declares no backward for every method).
 	MaxBackwardSlowdown float64              `json:"max_backward_slowdown,omitempty"`
 	BackwardSamples     map[string][]float64 `json:"backward_samples_us,omitempty"`
-	Passed              bool                 `json:"passed"`
+	// BackwardSavedSamples are the launches of the backward plans on saved
+	// states (ssmk_plan_create_bwd_saved: the backward alone, after a
+	// forward that saved its states), timed beside BackwardSamples; absent
+	// where the library declares them not for every method.
+	BackwardSavedSamples map[string][]float64 `json:"backward_saved_samples_us,omitempty"`
+	Passed               bool                 `json:"passed"`
 }
 
 // Check7Row is one method's row of Check7.
@@ -55,6 +60,9 @@ type Check7Row struct {
 	BackwardRatioCILow  float64 `json:"backward_ratio_ci95_low,omitempty"`
 	BackwardRatioCIHigh float64 `json:"backward_ratio_ci95_high,omitempty"`
 	BackwardVerdict     string  `json:"backward_verdict,omitempty"`
+	// BackwardSavedUS is the median of the backward plan on saved states
+	// (ssmk_plan_create_bwd_saved), or 0 where there is none.
+	BackwardSavedUS float64 `json:"backward_saved_median_us,omitempty"`
 }
 
 // LoadCheck7 reads check7.json. A file without samples (written by an older

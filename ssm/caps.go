@@ -33,6 +33,12 @@ const (
 	// or ±Inf: go doc ./fuzz), and the fuzz targets and their corpus hold
 	// it to the policy; without it they judge what the error model covers.
 	CapNonFinite Caps = 1024
+	// CapBackwardSaved is SSMK_CAP_BWD_SAVED (with CapBackward): the
+	// library exports ssmk_plan_create_bwd_saved, a backward plan whose
+	// creation runs the part of the forward the backward reads (the states
+	// a training step's forward saves) and whose launches run the backward
+	// alone, as autograd's backward is timed.
+	CapBackwardSaved Caps = 2048
 )
 
 // For returns c as it holds for dtype dt: for a 16-bit input type, 0
@@ -46,7 +52,7 @@ func (c Caps) For(dt DType) Caps {
 		return c &^ CapBackwardNarrow
 	}
 	if c&CapBackwardNarrow == 0 {
-		c &^= CapBackward | CapBackwardAtomic | CapBackwardOutputsOnly
+		c &^= CapBackward | CapBackwardAtomic | CapBackwardOutputsOnly | CapBackwardSaved
 	}
 	if c&CapNarrowInputs == 0 || !c.Supported() {
 		return 0
@@ -84,6 +90,10 @@ func (c Caps) Backward() bool { return c.Supported() && c&CapBackward != 0 }
 // calls in their last bits (atomics), which the suite then bounds instead
 // of asking for bitwise equality.
 func (c Caps) BackwardAtomic() bool { return c.Backward() && c&CapBackwardAtomic != 0 }
+
+// BackwardSaved reports bit 11 with the backward: plans on saved states
+// (ssmk_plan_create_bwd_saved).
+func (c Caps) BackwardSaved() bool { return c.Backward() && c&CapBackwardSaved != 0 }
 
 // BackwardStateGrads reports whether the backward takes a gradient of the
 // last state, computes one of the initial state and starts from a given

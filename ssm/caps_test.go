@@ -1,6 +1,11 @@
 package ssm
 
-import "testing"
+import (
+	"os"
+	"regexp"
+	"strconv"
+	"testing"
+)
 
 func TestCapsBits(t *testing.T) {
 	for _, c := range []struct {
@@ -35,6 +40,19 @@ func TestCapsBackwardBits(t *testing.T) {
 			t.Errorf("caps %d: backward %t atomic %t state gradients %t", c.caps, c.caps.Backward(), c.caps.BackwardAtomic(), c.caps.BackwardStateGrads())
 		}
 	}
+	for caps, want := range map[Caps]bool{
+		CapSupported | CapBackward | CapBackwardSaved: true,
+		CapSupported | CapBackwardSaved:               false, // no backward, no saved plans
+		CapBackward | CapBackwardSaved:                false,
+		CapSupported | CapBackward:                    false,
+	} {
+		if caps.BackwardSaved() != want {
+			t.Errorf("caps %d: saved-state plans %t, want %t", caps, caps.BackwardSaved(), want)
+		}
+	}
+	if got := (CapSupported | CapNarrowInputs | CapBackward | CapBackwardSaved).For(BF16); got.BackwardSaved() {
+		t.Errorf("For(BF16) kept SSMK_CAP_BWD_SAVED without SSMK_CAP_BWD_NARROW: %d", got)
+	}
 	if got := (CapSupported | CapNarrowInputs | CapBackward | CapBackwardOutputsOnly).For(F16); got&(CapBackward|CapBackwardOutputsOnly) != 0 {
 		t.Errorf("For(F16) kept the backward's bits without SSMK_CAP_BWD_NARROW: %d", got)
 	}
@@ -60,6 +78,30 @@ func TestCapsBackwardBits(t *testing.T) {
 		}
 		if !c.dt.Narrow() && got&CapBackwardNarrow != 0 {
 			t.Errorf("caps %d For(%v) kept bit 9", c.caps, c.dt)
+		}
+	}
+}
+
+// The capability bits are the header's: every SSMK_CAP_ define of
+// cudalib/include/ssmk.h has its Go constant, of the same value.
+func TestCapsMatchHeader(t *testing.T) {
+	src, err := os.ReadFile("../cudalib/include/ssmk.h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	goCaps := map[string]Caps{"SUPPORTED": CapSupported, "COMPLEX_ZOH_FALLBACK": CapComplexZOHFallback,
+		"SCAN_ONLY": CapScanOnly, "INITIAL_STATE": CapInitialState, "FEATURES": CapFeatures,
+		"NARROW_INPUTS": CapNarrowInputs, "BACKWARD": CapBackward, "BWD_ATOMIC": CapBackwardAtomic,
+		"BWD_OUTPUTS_ONLY": CapBackwardOutputsOnly, "BWD_NARROW": CapBackwardNarrow, "NONFINITE": CapNonFinite,
+		"BWD_SAVED": CapBackwardSaved}
+	defs := regexp.MustCompile(`(?m)^#define SSMK_CAP_(\w+) (\d+)u`).FindAllStringSubmatch(string(src), -1)
+	if len(defs) != len(goCaps) {
+		t.Errorf("the header defines %d capability bits, Go %d", len(defs), len(goCaps))
+	}
+	for _, d := range defs {
+		v, _ := strconv.ParseUint(d[2], 10, 32)
+		if c, ok := goCaps[d[1]]; !ok || uint64(c) != v {
+			t.Errorf("SSMK_CAP_%s = %d in the header; Go has %d (present %t)", d[1], v, c, ok)
 		}
 	}
 }

@@ -1028,10 +1028,10 @@ func TestCheck7MethodComparison(t *testing.T) {
 	for i, m := range order {
 		samples[m] = measured[i]
 	}
-	bwd := backwardSamples(t, c, order)
+	bwd, saved := backwardSamples(t, c, order)
 	table := report.Table{Name: fmt.Sprintf("Check7: method comparison (%s; copy bandwidth %.0f GB/s; %.2f MB per scan)", c, copyBW, float64(bytesMoved)/1e6),
 		Columns: []string{"method", "median µs", "95% CI µs", "Gelem/s", "GB/s", "% copy BW", "× zoh", "95% CI", "verdict",
-			"bwd µs", "bwd × zoh bwd", "bwd verdict", ""}}
+			"bwd µs", "bwd × zoh bwd", "bwd verdict", "bwd on saved states µs", ""}}
 	var rows []report.Check7Row
 	elems := float64(c.batch * c.dim * c.seqlen)
 	undecidedRows, decisions := 0, 0
@@ -1053,7 +1053,7 @@ func TestCheck7MethodComparison(t *testing.T) {
 		sec := row.MedianUS * 1e-6
 		row.ElementsPerSec, row.GBPerSec = elems/sec, float64(bytesMoved)/sec/1e9
 		row.FracCopyBW = row.GBPerSec / copyBW
-		bcols := []string{"-", "-", "-"}
+		bcols := []string{"-", "-", "-", "-"}
 		if bwd != nil {
 			b, o, reason := perf.DecideMethod(m.String(), bwd[m], bwd[ssm.ZOH], c.maxBwdSlowdown)
 			if m != ssm.ZOH {
@@ -1062,7 +1062,11 @@ func TestCheck7MethodComparison(t *testing.T) {
 			}
 			row.BackwardUS, row.BackwardRatioToZOH, row.BackwardVerdict = b.MedianUS, b.RatioToZOH, b.Verdict
 			row.BackwardRatioCILow, row.BackwardRatioCIHigh = b.RatioCILow, b.RatioCIHigh
-			bcols = []string{us(b.MedianUS), fmt.Sprintf("%.3f (%.3f–%.3f)", b.RatioToZOH, b.RatioCILow, b.RatioCIHigh), b.Verdict}
+			bcols = []string{us(b.MedianUS), fmt.Sprintf("%.3f (%.3f–%.3f)", b.RatioToZOH, b.RatioCILow, b.RatioCIHigh), b.Verdict, "-"}
+			if saved != nil {
+				row.BackwardSavedUS = saved[m].Median()
+				bcols[3] = us(row.BackwardSavedUS)
+			}
 		}
 		rows = append(rows, row)
 		table.Rows = append(table.Rows, append([]string{m.String(), us(row.MedianUS), us(row.CILowUS) + "–" + us(row.CIHighUS),
@@ -1082,6 +1086,12 @@ func TestCheck7MethodComparison(t *testing.T) {
 		result.MaxBackwardSlowdown, result.BackwardSamples = c.maxBwdSlowdown, map[string][]float64{}
 		for m, s := range bwd {
 			result.BackwardSamples[m.String()] = s
+		}
+	}
+	if saved != nil {
+		result.BackwardSavedSamples = map[string][]float64{}
+		for m, s := range saved {
+			result.BackwardSavedSamples[m.String()] = s
 		}
 	}
 	if *flagSizes != "" {
@@ -1132,42 +1142,63 @@ func parseSizes(s string) ([][4]int, error) {
 }
 
 // backwardSamples times every method's backward pass on Check7's problem
-// (ssmk_plan_create_bwd, dout of order one and no dlast_state, as autograd
-// calls Mamba's backward for a loss on the outputs), the plans
-// interleaved as the forward's are; nil where the library declares no
-// backward for one of the methods in c's dtype.
-func backwardSamples(t *testing.T, c checkConfig, order []ssm.Method) map[ssm.Method]perf.Samples {
+// (dout of order one and no dlast_state, as autograd calls Mamba's backward
+// for a loss on the outputs), the plans interleaved as the forward's are:
+// plain, the plans of ssmk_plan_create_bwd, each launch computing the
+// gradients from the inputs alone, nil where the library declares no
+// backward for one of the methods in c's dtype; saved, where the library
+// declares them for every method, the plans on saved states of
+// ssmk_plan_create_bwd_saved (the backward alone, as a training step runs
+// it after a forward that saved its states), timed beside them, else nil.
+func backwardSamples(t *testing.T, c checkConfig, order []ssm.Method) (plain, saved map[ssm.Method]perf.Samples) {
 	if !lib.HasBackward() {
-		return nil
+		return nil, nil
 	}
+	withSaved := lib.HasSavedBackward()
 	var plans []*cudalib.Plan
 	var timers []Timer
 	for _, m := range order {
-		if !lib.Capabilities(m, c.dtype, c.complex).Backward() {
-			return nil
+		caps := lib.Capabilities(m, c.dtype, c.complex)
+		if !caps.Backward() {
+			return nil, nil
 		}
-		p := checkProblem(c, m, c.complex)
-		ct := checkDraws.cotangent(p)
-		b, err := lib.NewGradBuffers(p, ct, c.dtype, false)
-		if err != nil {
-			t.Fatal(err)
+		withSaved = withSaved && caps.BackwardSaved()
+	}
+	kinds := []func(*cudalib.GradBuffers) (*cudalib.BackwardPlan, error){lib.NewBackwardPlan}
+	if withSaved {
+		kinds = append(kinds, lib.NewSavedBackwardPlan)
+	}
+	for _, newPlan := range kinds {
+		for _, m := range order {
+			p := checkProblem(c, m, c.complex)
+			ct := checkDraws.cotangent(p)
+			b, err := lib.NewGradBuffers(p, ct, c.dtype, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			plan, err := newPlan(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(plan.Close)
+			plans, timers = append(plans, plan.Plan), append(timers, HarnessTimer)
 		}
-		plan, err := lib.NewBackwardPlan(b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(plan.Close)
-		plans, timers = append(plans, plan.Plan), append(timers, HarnessTimer)
 	}
 	measured, err := MeasureInterleaved(plans, timers, c.warmup, c.trials, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := map[ssm.Method]perf.Samples{}
+	plain = map[ssm.Method]perf.Samples{}
 	for i, m := range order {
-		out[m] = measured[i]
+		plain[m] = measured[i]
 	}
-	return out
+	if withSaved {
+		saved = map[ssm.Method]perf.Samples{}
+		for i, m := range order {
+			saved[m] = measured[len(order)+i]
+		}
+	}
+	return plain, saved
 }
 
 func TestCheck7DecisionCatchesSlowAndSuspicious(t *testing.T) {

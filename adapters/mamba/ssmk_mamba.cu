@@ -590,9 +590,9 @@ SSMK_API uint32_t ssmk_capabilities(int32_t method, int32_t dtype, int32_t is_co
                  (SSMK_MAMBA_VMAMBA ? SSMK_CAP_FEATURES : 0u);
     /* Mamba's backward (zoh, or a fork's every method): float32, and fp16 and
      * bf16 with real A where linked; dB/dC/dA summed with atomics; no state
-     * gradients */
+     * gradients; every plan of it on the states its forward saved */
     if (SSMK_MAMBA_BWD && bwd_dtype(dtype, is_complex) && bwd_method(method))
-        c |= SSMK_CAP_BACKWARD | SSMK_CAP_BWD_ATOMIC | SSMK_CAP_BWD_OUTPUTS_ONLY |
+        c |= SSMK_CAP_BACKWARD | SSMK_CAP_BWD_ATOMIC | SSMK_CAP_BWD_OUTPUTS_ONLY | SSMK_CAP_BWD_SAVED |
              (dtype == SSMK_F32 ? 0u : SSMK_CAP_BWD_NARROW);
     return c;
 }
@@ -698,6 +698,14 @@ SSMK_API int32_t ssmk_plan_create_bwd(const ssmk_scan_args *args, const void *in
     }
     *plan = p;
     return SSMK_OK;
+}
+
+/* SSMK_CAP_BWD_SAVED: Mamba's backward plans are on saved states already
+ * (the forward runs once, at creation, and a launch is the backward kernel
+ * alone), so a plan on saved states is the same plan. */
+SSMK_API int32_t ssmk_plan_create_bwd_saved(const ssmk_scan_args *args, const void *initial_state,
+                                            const ssmk_scan_grads *grads, ssmk_plan **plan) {
+    return ssmk_plan_create_bwd(args, initial_state, grads, plan);
 }
 
 SSMK_API int32_t ssmk_plan_fetch_bwd(ssmk_plan *plan, const ssmk_scan_grads *grads) {

@@ -110,6 +110,16 @@
  *   the capabilities carry SSMK_CAP_BWD_ATOMIC (sums by atomics, whose order
  *   varies): the suite then bounds the spread instead.
  *
+ *   Saved states (extension, SSMK_CAP_BWD_SAVED with SSMK_CAP_BACKWARD):
+ *   training runs the backward after a forward that saved what the backward
+ *   reads (Mamba's forward saves the state entering each chunk of time
+ *   steps). ssmk_plan_create_bwd_saved builds such a plan: its creation also
+ *   runs that part of the forward, into the plan's device memory, and each
+ *   launch runs the backward alone on it, so that ssmk_plan_time times the
+ *   backward as autograd's backward is timed. What is saved is the
+ *   library's business; the gradients are those of ssmk_plan_create_bwd's
+ *   plan of the same arguments, bit for bit unless SSMK_CAP_BWD_ATOMIC.
+ *
  *   16-bit inputs (extension, SSMK_CAP_BWD_NARROW with SSMK_CAP_BACKWARD and
  *   SSMK_CAP_NARROW_INPUTS): with dtype SSMK_F16 or SSMK_BF16, dout and the
  *   gradients of the input arrays — du, ddelta, dz and variable dB, dC —
@@ -170,6 +180,7 @@ enum { SSMK_ZOH = 0, SSMK_FOH = 1, SSMK_BILINEAR = 2, SSMK_POLY = 3, SSMK_HIGHOR
 #define SSMK_CAP_BWD_OUTPUTS_ONLY 256u /* with bit 6: no dlast_state, no dinitial_state, no initial_state */
 #define SSMK_CAP_BWD_NARROW 512u       /* with bits 5, 6 and a 16-bit dtype: the backward takes this input type */
 #define SSMK_CAP_NONFINITE 1024u       /* with bit 0: the library follows the suite's non-finite policy */
+#define SSMK_CAP_BWD_SAVED 2048u       /* with bit 6: ssmk_plan_create_bwd_saved's plans launch the backward alone */
 
 /* 1 for this header. The suite refuses a library that returns another value. */
 SSMK_API int32_t ssmk_abi_version(void);
@@ -229,6 +240,9 @@ SSMK_API int32_t ssmk_max_dstate(void);
  * overflows. The fuzz targets and their corpus then hold it to the policy;
  * without bit 10 they judge, as the accuracy suite does, only the elements
  * whose reference and dtype evaluation are finite and in range.
+ * Bit 11 SSMK_CAP_BWD_SAVED (extension, with bit 6): the library exports
+ * ssmk_plan_create_bwd_saved, a backward plan whose launch runs the backward
+ * alone on what a forward saved (THE BACKWARD PASS, saved states).
  * 0 for an unknown method, dtype, or is_complex other than 0 or 1.
  *
  * What a library declares unsupported is reported as such, never as a
@@ -377,6 +391,14 @@ SSMK_API int32_t ssmk_plan_create_state(const ssmk_scan_args *args, const void *
  * ssmk_plan_fetch_bwd copies them to a grads of the same presence. */
 SSMK_API int32_t ssmk_plan_create_bwd(const ssmk_scan_args *args, const void *initial_state,
                                       const ssmk_scan_grads *grads, ssmk_plan **plan);
+
+/* EXTENSION (SSMK_CAP_BWD_SAVED): a backward plan on saved states (THE
+ * BACKWARD PASS, saved states): as ssmk_plan_create_bwd, and its creation
+ * also runs, to completion, the part of the forward whose results the
+ * backward reads, keeping them in the plan; each launch runs the backward
+ * alone on them. Fetched with ssmk_plan_fetch_bwd. */
+SSMK_API int32_t ssmk_plan_create_bwd_saved(const ssmk_scan_args *args, const void *initial_state,
+                                            const ssmk_scan_grads *grads, ssmk_plan **plan);
 
 /* Sync, then copy a backward plan's last gradients into grads' outputs
  * (dout and dlast_state ignored). SSMK_EINVAL before any launch, for a

@@ -233,9 +233,10 @@ SSMK_API int32_t ssmk_max_dstate(void) { return SSMK_MAX_DSTATE; }
 SSMK_API uint32_t ssmk_capabilities(int32_t method, int32_t dtype, int32_t is_complex) {
     const uint32_t c = native_capabilities(method, dtype, is_complex, kNarrowInputs);
     /* The backward pass (cpu_backward.cpp): every combination the scan
-     * takes, the 16-bit ones through their widened inputs. */
+     * takes, the 16-bit ones through their widened inputs; plans on saved
+     * states keep every row's chunk states. */
     if (!c) return c;
-    return c | SSMK_CAP_BACKWARD | (narrow_dtype(dtype) ? SSMK_CAP_BWD_NARROW : 0u);
+    return c | SSMK_CAP_BACKWARD | SSMK_CAP_BWD_SAVED | (narrow_dtype(dtype) ? SSMK_CAP_BWD_NARROW : 0u);
 }
 
 SSMK_API int32_t ssmk_scan_features(int32_t method, int32_t dtype, int32_t is_complex, ssmk_feature_set *f) {
@@ -352,7 +353,7 @@ SSMK_API int32_t ssmk_plan_launch(ssmk_plan *p) {
         run_scan(&p->args, p->h0);
         break;
     case ssmk_plan::BACKWARD:
-        run_backward(&p->args, p->h0, &p->grads);
+        run_backward(&p->args, p->h0, &p->grads, p->saved ? &p->bwd : nullptr);
         break;
     case ssmk_plan::DISCRETIZE:
         run_discretize(p->method, p->dtype, p->is_complex, p->n, p->delta, p->A, p->abar, p->bcoef);

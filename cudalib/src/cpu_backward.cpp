@@ -54,6 +54,10 @@ struct Bwd {
     /* per-row partials of the sums over batch */
     V *pA, *pB, *pC;
     T *pD, *pBias;
+    /* saved states (ssmk_plan_create_bwd_saved): every row's chunk starts,
+     * or NULL; the stages to run */
+    V *saved = nullptr;
+    bool states = true, grads = true;
 
     /* B or C element (n, t) of row (b, d); 0 past the sequence (mutant 32). */
     V bc(const void *p, int32_t variable, int b, int d, int n, int t) const {
@@ -99,13 +103,17 @@ void backward_row(const Bwd<T, V> &w, int b, int d) {
     const T k = kComplex ? T(2) : T(1);
     const int m = backward_method(a->method);
     const V *A = (const V *)a->A + (int64_t)d * N;
-    std::vector<V> starts((size_t)(chunks + 1) * N), hs((size_t)(kChunk + 1) * N), lam(N), next(N);
-    for (int n = 0; n < N; n++) starts[n] = w.h0 ? w.h0[row * N + n] : V{};
-    for (int c = 0; c < chunks; c++) {
-        V *h = &starts[(size_t)(c + 1) * N];
-        for (int n = 0; n < N; n++) h[n] = h[n - N];
-        for (int t = c * kChunk; t < Lp && t < (c + 1) * kChunk; t++) forward_step(w, b, d, t, A, h);
+    std::vector<V> own(w.saved ? 0 : (size_t)(chunks + 1) * N), hs((size_t)(kChunk + 1) * N), lam(N), next(N);
+    V *starts = w.saved ? w.saved + (size_t)row * (chunks + 1) * N : own.data();
+    if (w.states) {
+        for (int n = 0; n < N; n++) starts[n] = w.h0 ? w.h0[row * N + n] : V{};
+        for (int c = 0; c < chunks; c++) {
+            V *h = &starts[(size_t)(c + 1) * N];
+            for (int n = 0; n < N; n++) h[n] = h[n - N];
+            for (int t = c * kChunk; t < Lp && t < (c + 1) * kChunk; t++) forward_step(w, b, d, t, A, h);
+        }
     }
+    if (!w.grads) return;
     for (int n = 0; n < N; n++) {
         lam[n] = gr->dlast_state ? ((const V *)gr->dlast_state)[row * N + n] : V{};
         next[n] = vone(V{});
@@ -181,22 +189,29 @@ void backward_row(const Bwd<T, V> &w, int b, int d) {
 }
 
 template <typename T, typename V>
-void backward_t(const ssmk_scan_args *a, const void *h0, const ssmk_scan_grads *g, int32_t in_dtype) {
+void backward_t(const ssmk_scan_args *a, const void *h0, const ssmk_scan_grads *g, int32_t in_dtype, BwdSaved *saved) {
     const ScanSizes s = scan_sizes(a);
     const int N = a->dstate, dim = a->dim, G = a->n_groups, B = a->batch;
     const int64_t rows = (int64_t)B * dim;
-    std::vector<V> pA((size_t)rows * N), pB(a->is_variable_B ? 0 : (size_t)rows * N),
-        pC(a->is_variable_C ? 0 : (size_t)rows * N);
-    std::vector<T> pD(a->D ? rows : 0), pBias(a->delta_bias ? rows : 0);
+    const bool grads = !saved || saved->grads;
+    std::vector<V> pA(grads ? (size_t)rows * N : 0), pB(a->is_variable_B || !grads ? 0 : (size_t)rows * N),
+        pC(a->is_variable_C || !grads ? 0 : (size_t)rows * N);
+    std::vector<T> pD(a->D && grads ? rows : 0), pBias(a->delta_bias && grads ? rows : 0);
     Bwd<T, V> w{a,   g,       (const V *)h0, in_dtype,  a->seqlen, a->seqlen, N,
                 dim, dim / G, pA.data(),     pB.data(), pC.data(), pD.data(), pBias.data()};
-    if (a->is_variable_B) memset(g->dB, 0, (size_t)s.b * s.w);
-    if (a->is_variable_C) memset(g->dC, 0, (size_t)s.c * s.w);
+    if (saved) {
+        const size_t bytes = (size_t)rows * ((a->seqlen + kChunk - 1) / kChunk + 1) * N * sizeof(V);
+        if (saved->starts.size() != bytes) saved->starts.assign(bytes, 0);
+        w.saved = (V *)saved->starts.data(), w.states = saved->states, w.grads = saved->grads;
+    }
+    if (grads && a->is_variable_B) memset(g->dB, 0, (size_t)s.b * s.w);
+    if (grads && a->is_variable_C) memset(g->dC, 0, (size_t)s.c * s.w);
     for_rows((int64_t)B * G, [&w, B, G](int64_t task) {
         const int b = (int)(task / G), grp = (int)(task % G);
         (void)B;
         for (int d = grp * w.cpg; d < (grp + 1) * w.cpg; d++) backward_row(w, b, d);
     });
+    if (!grads) return;
     /* The sums over batch, in batch order. */
     auto reduce = [rows, dim, B](const auto &part, auto *out, int per) {
         (void)rows;
@@ -226,7 +241,7 @@ I narrow_grad(float v) {
  * to I; the weight-typed ones (dA, constant dB/dC, dD, ddelta_bias,
  * dinitial_state) are the float32 backward's own. */
 template <typename I, typename V>
-void backward_narrow(const ssmk_scan_args *a, const void *h0, const ssmk_scan_grads *g) {
+void backward_narrow(const ssmk_scan_args *a, const void *h0, const ssmk_scan_grads *g, BwdSaved *saved) {
     const ScanSizes s = scan_sizes(a);
     auto wide = [](const void *p, int64_t n) {
         std::vector<float> out(p ? (size_t)n : 0);
@@ -247,7 +262,8 @@ void backward_narrow(const ssmk_scan_args *a, const void *h0, const ssmk_scan_gr
     fg.dout = dout.data(), fg.du = du.data(), fg.ddelta = ddelta.data(), fg.dz = a->z ? dz.data() : nullptr;
     if (a->is_variable_B) fg.dB = dB.data();
     if (a->is_variable_C) fg.dC = dC.data();
-    backward_t<float, V>(&f, h0, &fg, a->dtype);
+    backward_t<float, V>(&f, h0, &fg, a->dtype, saved);
+    if (saved && !saved->grads) return;
     auto store = [](const std::vector<float> &from, void *to) {
         for (size_t i = 0; i < from.size(); i++) ((I *)to)[i] = narrow_grad<I>(from[i]);
     };
@@ -262,35 +278,29 @@ void backward_narrow(const ssmk_scan_args *a, const void *h0, const ssmk_scan_gr
 
 namespace ssmk {
 
-void run_backward(const ssmk_scan_args *a, const void *h0, const ssmk_scan_grads *g) {
+void run_backward(const ssmk_scan_args *a, const void *h0, const ssmk_scan_grads *g, BwdSaved *saved) {
     switch (a->dtype) {
     case SSMK_F64:
-        if (a->is_complex) return backward_t<double, cplx<double>>(a, h0, g, a->dtype);
-        return backward_t<double, double>(a, h0, g, a->dtype);
+        if (a->is_complex) return backward_t<double, cplx<double>>(a, h0, g, a->dtype, saved);
+        return backward_t<double, double>(a, h0, g, a->dtype, saved);
     case SSMK_F16:
-        if (a->is_complex) return backward_narrow<half16, cplx<float>>(a, h0, g);
-        return backward_narrow<half16, float>(a, h0, g);
+        if (a->is_complex) return backward_narrow<half16, cplx<float>>(a, h0, g, saved);
+        return backward_narrow<half16, float>(a, h0, g, saved);
     case SSMK_BF16:
-        if (a->is_complex) return backward_narrow<bfloat16, cplx<float>>(a, h0, g);
-        return backward_narrow<bfloat16, float>(a, h0, g);
+        if (a->is_complex) return backward_narrow<bfloat16, cplx<float>>(a, h0, g, saved);
+        return backward_narrow<bfloat16, float>(a, h0, g, saved);
     default:
-        if (a->is_complex) return backward_t<float, cplx<float>>(a, h0, g, a->dtype);
-        return backward_t<float, float>(a, h0, g, a->dtype);
+        if (a->is_complex) return backward_t<float, cplx<float>>(a, h0, g, a->dtype, saved);
+        return backward_t<float, float>(a, h0, g, a->dtype, saved);
     }
 }
 
 } /* namespace ssmk */
 
-extern "C" {
+namespace {
 
-SSMK_API int32_t ssmk_scan_bwd(const ssmk_scan_args *args, const void *initial_state, const ssmk_scan_grads *grads) {
-    if (int32_t st = validate_bwd_call(args, grads)) return st;
-    run_backward(args, initial_state, grads);
-    return SSMK_OK;
-}
-
-SSMK_API int32_t ssmk_plan_create_bwd(const ssmk_scan_args *args, const void *initial_state,
-                                      const ssmk_scan_grads *grads, ssmk_plan **plan) {
+int32_t plan_bwd(const ssmk_scan_args *args, const void *initial_state, const ssmk_scan_grads *grads, bool saved,
+                 ssmk_plan **plan) {
     if (!plan) return fail(SSMK_EINVAL, "plan is NULL");
     if (int32_t st = validate_bwd_call(args, grads)) return st;
     ssmk_plan *p = new (std::nothrow) ssmk_plan;
@@ -339,8 +349,35 @@ SSMK_API int32_t ssmk_plan_create_bwd(const ssmk_scan_args *args, const void *in
         delete p;
         return fail(SSMK_ENOMEM, "out of host memory for the plan's buffers");
     }
+    if (saved) {
+        /* the states a training step's forward saves, once; each launch
+         * then runs the gradients alone */
+        p->saved = true, p->bwd.grads = false;
+        run_backward(&p->args, p->h0, &p->grads, &p->bwd);
+        p->bwd.states = false, p->bwd.grads = true;
+    }
     *plan = p;
     return SSMK_OK;
+}
+
+} /* namespace */
+
+extern "C" {
+
+SSMK_API int32_t ssmk_scan_bwd(const ssmk_scan_args *args, const void *initial_state, const ssmk_scan_grads *grads) {
+    if (int32_t st = validate_bwd_call(args, grads)) return st;
+    run_backward(args, initial_state, grads);
+    return SSMK_OK;
+}
+
+SSMK_API int32_t ssmk_plan_create_bwd(const ssmk_scan_args *args, const void *initial_state,
+                                      const ssmk_scan_grads *grads, ssmk_plan **plan) {
+    return plan_bwd(args, initial_state, grads, false, plan);
+}
+
+SSMK_API int32_t ssmk_plan_create_bwd_saved(const ssmk_scan_args *args, const void *initial_state,
+                                            const ssmk_scan_grads *grads, ssmk_plan **plan) {
+    return plan_bwd(args, initial_state, grads, true, plan);
 }
 
 SSMK_API int32_t ssmk_plan_fetch_bwd(ssmk_plan *p, const ssmk_scan_grads *grads) {

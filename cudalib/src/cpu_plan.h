@@ -89,8 +89,17 @@ inline void *dup(const void *src, int64_t count, size_t elem, bool *oom) {
     return p;
 }
 
-/* The backward pass on validated arguments (cpu_backward.cpp). */
-void run_backward(const ssmk_scan_args *a, const void *h0, const ssmk_scan_grads *g);
+/* A backward plan's saved states (ssmk_plan_create_bwd_saved): the state
+ * entering every chunk of every row, which a run with states and without
+ * grads fills and runs with grads alone read. */
+struct BwdSaved {
+    std::vector<unsigned char> starts;
+    bool states = true, grads = true;
+};
+
+/* The backward pass on validated arguments (cpu_backward.cpp); saved: the
+ * stages to run and the states between them, or NULL for both at once. */
+void run_backward(const ssmk_scan_args *a, const void *h0, const ssmk_scan_grads *g, BwdSaved *saved = nullptr);
 
 } /* namespace ssmk */
 
@@ -104,6 +113,8 @@ struct ssmk_plan {
     void *delta = nullptr, *A = nullptr, *abar = nullptr, *bcoef = nullptr;
     const void *h0 = nullptr; /* the plan's copy of the initial state, or NULL */
     ssmk_scan_grads grads{};  /* backward: the plan's own dout, dlast_state and gradient buffers */
+    bool saved = false;       /* backward: a plan on saved states, held in bwd */
+    ssmk::BwdSaved bwd;
     ssmk::ScanSizes sz{};
     std::vector<void *> owned;
 

@@ -111,6 +111,7 @@ var Catalogue = []Mutant{
 	{39, "out-overrun", "the outputs stored in whole vectors of 4: the last row's padding written past the end of out (a seqlen not a multiple of 4)", "memory:overrun:out", 0, ""},
 	{40, "delta-in-place", "Δ after the bias and softplus written back into the input delta", "memory:input:delta", 0, ""},
 	{41, "no-bias-and-output-early", "two slips in one build: delta_bias ignored, and y read from the state before this step's update (a shrunk case keeps only the one its failure needs)", "no-bias+output-before-update", 0, ""},
+	{42, "bwd-saved-unsaved", "plans on saved states (ssmk_plan_create_bwd_saved): the creation saves no states, so every chunk after a row's first starts the sweep from 0", "bwd-saved-states", 0, backwardRun},
 }
 
 // engineLib is the CPU build declaring an engine's features
@@ -176,6 +177,8 @@ var CUDACatalogue = []Mutant{
 	{115, "bwd-chan-entering-state", "channel-sequential backward: every tile's states recomputed from the initial state, not from phase 1's state entering the tile", "", 0, ""},
 	{116, "chan-cplx-quadrant", "channel-sequential forward, complex A: cos θ's sign taken from sin θ's quadrant bit (wrong in quadrants 1 and 3)", "", 0, ""},
 	{117, "chan-cplx-du-vote", "channel-sequential forward, complex A: zoh's fast tiles take B·(Δ·u) without the vote that Δ·u is finite (∞ where Δ·B·u is not)", "", 0, ""},
+	{118, "bwd-saved-unsaved", "plans on saved states (ssmk_plan_create_bwd_saved): the creation saves no states (the scratch's, a chunk or tile apart, never written)", "", 0, ""},
+	{119, "bwd-saved-design", "plans on saved states: each launch chooses its backward design afresh instead of the one its states were saved for (row states a chunk apart read as tiles)", "", 0, ""},
 }
 
 // cudaOwn reports whether m is of CUDACatalogue.

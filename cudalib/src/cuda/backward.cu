@@ -30,7 +30,10 @@
  * entering every chunk into the scratch hS instead of outputs (launched
  * first, launch_backward), then this kernel backward over the chunks with
  * the adjoint carried from one to the next. Steps past seqlen in the last chunk have Δ = u = dout = 0, which
- * makes them identity maps with no gradient, and are never written.
+ * makes them identity maps with no gradient, and are never written. A plan
+ * on saved states (ssmk_plan_create_bwd_saved) runs phase 1 once, when it
+ * is created, as a training step's forward would save those states, and
+ * the second phase alone at each launch (BwdStage).
  *
  * The 16-bit input types (SSMK_CAP_BWD_NARROW, real A) run the float
  * kernels: they read u, Δ, z and dout and write du, ddelta and dz in the
@@ -472,7 +475,7 @@ namespace {
  * is then the call's float32 form (B and C float copies, u and delta its
  * own 16-bit arrays). */
 int32_t launch_wide(const ssmk_scan_args &a, const void *h0, const ssmk_scan_grads &g, const BwdScratch &sc,
-                    cudaStream_t s, const ssmk_scan_args *a16) {
+                    cudaStream_t s, const ssmk_scan_args *a16, BwdStage &stage) {
     BwdParams p;
     shape(a, &p);
     static_cast<ScanInputs &>(p) = scan_inputs(a);
@@ -498,11 +501,12 @@ int32_t launch_wide(const ssmk_scan_args &a, const void *h0, const ssmk_scan_gra
     p.pD = a.D ? sc.pD : nullptr;
     p.pBias = a.delta_bias ? sc.pBias : nullptr;
     int32_t st = SSMK_OK;
-    const int lanes = chan_backward_lanes(a, g, h0, a16, &st);
+    const int lanes = stage.design >= 0 ? stage.design : chan_backward_lanes(a, g, h0, a16, &st);
     const bool chan = lanes != 0;
     if (st) return st;
-    if (chan) p.chunks = chan_tiles(a); /* its chunks are tiles */
-    if (p.chunks > 1) {
+    if (!stage.grads) stage.design = lanes; /* the states alone: the gradients later take their design */
+    if (chan) p.chunks = chan_tiles(a);     /* its chunks are tiles */
+    if (stage.states && p.chunks > 1) {
         /* Phase 1: the state entering every chunk after the first, by the
          * scan kernel (no outputs; it stops before the last chunk); a tile
          * apart, by the channel-sequential forward, for the channel design,
@@ -524,6 +528,7 @@ int32_t launch_wide(const ssmk_scan_args &a, const void *h0, const ssmk_scan_gra
         cs.states = sc.hS, cs.chunk = chan ? kChanSteps : p.chunk, cs.chunks = p.chunks, cs.lanes = lanes;
         if ((st = launch_scan(fa, h0, s, cs))) return st;
     }
+    if (!stage.grads) return SSMK_OK;
     const ScanSizes z = scan_sizes(&a);
     if (a.is_variable_B) CU(cudaMemsetAsync(g.dB, 0, (size_t)z.b * z.w, s));
     if (a.is_variable_C) CU(cudaMemsetAsync(g.dC, 0, (size_t)z.c * z.w, s));
@@ -550,13 +555,14 @@ int32_t launch_wide(const ssmk_scan_args &a, const void *h0, const ssmk_scan_gra
  * their gradients, summed there in float with atomics, rounded after. */
 template <typename I>
 int32_t launch_backward_narrow(const ssmk_scan_args &a, const void *h0, const ssmk_scan_grads &g, const BwdScratch &sc,
-                               cudaStream_t s) {
+                               cudaStream_t s, BwdStage &stage) {
     const ScanSizes z = scan_sizes(&a);
     ssmk_scan_args f = widened(a);
     ssmk_scan_grads fg = g;
     if (a.is_variable_B) widen_into<I>(a.B, sc.wB, z.b, s), f.B = sc.wB, fg.dB = sc.wdB;
     if (a.is_variable_C) widen_into<I>(a.C, sc.wC, z.c, s), f.C = sc.wC, fg.dC = sc.wdC;
-    if (const int32_t st = launch_wide(f, h0, fg, sc, s, &a)) return st;
+    if (const int32_t st = launch_wide(f, h0, fg, sc, s, &a, stage)) return st;
+    if (!stage.grads) return SSMK_OK;
     if (a.is_variable_B) narrow_kernel<I><<<grid_for(z.b), 256, 0, s>>>(sc.wdB, (I *)g.dB, z.b);
     if (a.is_variable_C) narrow_kernel<I><<<grid_for(z.c), 256, 0, s>>>(sc.wdC, (I *)g.dC, z.c);
     CU(cudaGetLastError());
@@ -566,10 +572,10 @@ int32_t launch_backward_narrow(const ssmk_scan_args &a, const void *h0, const ss
 } /* namespace */
 
 int32_t launch_backward(const ssmk_scan_args &a, const void *h0, const ssmk_scan_grads &g, const BwdScratch &sc,
-                        cudaStream_t s) {
-    if (a.dtype == SSMK_F16) return launch_backward_narrow<half16>(a, h0, g, sc, s);
-    if (a.dtype == SSMK_BF16) return launch_backward_narrow<bfloat16>(a, h0, g, sc, s);
-    return launch_wide(a, h0, g, sc, s, nullptr);
+                        cudaStream_t s, BwdStage &stage) {
+    if (a.dtype == SSMK_F16) return launch_backward_narrow<half16>(a, h0, g, sc, s, stage);
+    if (a.dtype == SSMK_BF16) return launch_backward_narrow<bfloat16>(a, h0, g, sc, s, stage);
+    return launch_wide(a, h0, g, sc, s, nullptr, stage);
 }
 
 } /* namespace ssmk */

@@ -88,10 +88,21 @@ struct BwdScratch {
  * set, the other pointers are laid out in it. */
 size_t bwd_scratch_bytes(const ssmk_scan_args &a, BwdScratch *layout);
 
+/* What one launch of the backward runs: phase 1 (the states entering its
+ * chunks, into the scratch) and the gradients, or one of them: a plan on
+ * saved states (ssmk_plan_create_bwd_saved) runs the states once at its
+ * creation and the gradients alone at each launch. design: the design the
+ * states were made for, which the gradients must take (set by a launch
+ * with states; -1: chosen at each launch). */
+struct BwdStage {
+    bool states = true, grads = true;
+    int design = -1;
+};
+
 /* Launches the backward pass of a with the gradients g (device pointers)
- * on stream s. */
+ * on stream s, the stages that stage asks for. */
 int32_t launch_backward(const ssmk_scan_args &a, const void *h0, const ssmk_scan_grads &g, const BwdScratch &sc,
-                        cudaStream_t s);
+                        cudaStream_t s, BwdStage &stage);
 
 /* Launches ssmk_discretize's kernel over n elements (device pointers) on stream s. */
 int32_t launch_discretize(int32_t method, int32_t dtype, int32_t is_complex, int64_t n, const void *delta,
@@ -106,6 +117,7 @@ struct ssmk_plan {
     ssmk_scan_args dargs{};     /* device pointers */
     ssmk_scan_grads dgrads{};   /* backward: dout, dlast_state and the gradients on the device */
     ssmk::BwdScratch scratch{}; /* backward */
+    ssmk::BwdStage stage{};     /* backward: what a launch runs */
     ssmk::ScanSizes sz{};
     int32_t method = 0, dtype = 0, is_complex = 0;
     int64_t n = 0;

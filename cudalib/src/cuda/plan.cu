@@ -80,10 +80,15 @@ int32_t plan_scan(const ssmk_scan_args *args, const void *initial_state, ssmk_pl
     return SSMK_OK;
 }
 
-/* A backward plan: the forward's inputs, the initial state, dout and
- * dlast_state uploaded; the gradients grads asks for and the scratch
- * allocated. */
-int32_t plan_bwd(const ssmk_scan_args *args, const void *initial_state, const ssmk_scan_grads *grads, ssmk_plan **out) {
+/* A backward plan, its arguments validated: the forward's inputs, the
+ * initial state, dout and dlast_state uploaded; the gradients grads asks
+ * for and the scratch allocated; saved: a plan on saved states, whose
+ * creation runs phase 1 into the scratch. */
+int32_t plan_bwd(const ssmk_scan_args *args, const void *initial_state, const ssmk_scan_grads *grads, bool saved,
+                 ssmk_plan **out) {
+    if (!out) return fail(SSMK_EINVAL, "plan is NULL");
+    if (int32_t st = validate_bwd(args, grads, SSMK_MAX_DSTATE, kNarrowInputs)) return st;
+    if (int32_t st = ensure_device()) return st;
     ssmk_plan *p = new (std::nothrow) ssmk_plan;
     if (!p) return fail(SSMK_ENOMEM, "out of host memory for the plan");
     p->is_bwd = true;
@@ -128,9 +133,17 @@ int32_t plan_bwd(const ssmk_scan_args *args, const void *initial_state, const ss
         if (!st && o.wanted) st = p->alloc(o.count, o.elem, o.dst);
     if (!st) st = p->alloc((int64_t)bwd_scratch_bytes(*args, &p->scratch), 1, &p->scratch.base);
     if (!st) bwd_scratch_bytes(*args, &p->scratch);
+    if (!st && saved) {
+        /* the states a training step's forward saves, once; each launch
+         * then runs the gradients alone, in the design they were made for */
+        p->stage.grads = false;
+        st = launch_backward(p->dargs, p->d_h0, p->dgrads, p->scratch, p->stream, p->stage);
+        p->stage.states = false, p->stage.grads = true;
+    }
     if (!st) {
         cudaError_t e = cudaStreamSynchronize(p->stream);
-        if (e != cudaSuccess) st = cuda_fail(e, "cudaStreamSynchronize(upload)");
+        if (e != cudaSuccess)
+            st = cuda_fail(e, saved ? "cudaStreamSynchronize(saved states)" : "cudaStreamSynchronize(upload)");
     }
     if (st) {
         delete p;
@@ -165,7 +178,7 @@ int32_t fetch(ssmk_plan *p, void *out, void *last_state) {
 }
 
 int32_t launch(ssmk_plan *p) {
-    if (p->is_bwd) return launch_backward(p->dargs, p->d_h0, p->dgrads, p->scratch, p->stream);
+    if (p->is_bwd) return launch_backward(p->dargs, p->d_h0, p->dgrads, p->scratch, p->stream, p->stage);
     if (p->is_scan) return launch_scan(p->dargs, p->d_h0, p->stream);
     return launch_discretize(p->method, p->dtype, p->is_complex, p->n, p->d_delta, p->d_A, p->d_abar, p->d_bcoef,
                              p->stream);
@@ -197,9 +210,10 @@ SSMK_API uint32_t ssmk_capabilities(int32_t method, int32_t dtype, int32_t is_co
     const uint32_t c = native_capabilities(method, dtype, is_complex, kNarrowInputs);
     /* The backward pass (backward.cu): variable dB and dC are summed over
      * a group's channels with atomics; the 16-bit types (real A) through
-     * float copies of their inputs. */
+     * float copies of their inputs; plans on saved states keep phase 1's. */
     if (!c) return c;
-    return c | SSMK_CAP_BACKWARD | SSMK_CAP_BWD_ATOMIC | (narrow_dtype(dtype) ? SSMK_CAP_BWD_NARROW : 0u);
+    return c | SSMK_CAP_BACKWARD | SSMK_CAP_BWD_ATOMIC | SSMK_CAP_BWD_SAVED |
+           (narrow_dtype(dtype) ? SSMK_CAP_BWD_NARROW : 0u);
 }
 
 SSMK_API int32_t ssmk_scan_features(int32_t method, int32_t dtype, int32_t is_complex, ssmk_feature_set *f) {
@@ -298,10 +312,12 @@ SSMK_API int32_t ssmk_plan_time(ssmk_plan *p, int32_t iters, double *ms_total) {
 
 SSMK_API int32_t ssmk_plan_create_bwd(const ssmk_scan_args *args, const void *initial_state,
                                       const ssmk_scan_grads *grads, ssmk_plan **plan) {
-    if (!plan) return fail(SSMK_EINVAL, "plan is NULL");
-    if (int32_t st = validate_bwd(args, grads, SSMK_MAX_DSTATE, kNarrowInputs)) return st;
-    if (int32_t st = ensure_device()) return st;
-    return plan_bwd(args, initial_state, grads, plan);
+    return plan_bwd(args, initial_state, grads, false, plan);
+}
+
+SSMK_API int32_t ssmk_plan_create_bwd_saved(const ssmk_scan_args *args, const void *initial_state,
+                                            const ssmk_scan_grads *grads, ssmk_plan **plan) {
+    return plan_bwd(args, initial_state, grads, true, plan);
 }
 
 SSMK_API int32_t ssmk_plan_fetch_bwd(ssmk_plan *p, const ssmk_scan_grads *grads) {
