@@ -16,18 +16,24 @@ import (
 // BaselineSchema names the version of baseline files.
 const BaselineSchema = "ssmverify.gate-baseline/v1"
 
-// Baseline is a stored set of Check7 samples (make baseline).
+// Baseline is a stored set of Check7 samples (make baseline): the forward's
+// by method and, where the library has them, the backward's and the
+// backward's on saved states (absent from a baseline written before the
+// gate compared them, or of a library without them).
 type Baseline struct {
-	Schema  string               `json:"schema"`
-	Created string               `json:"created"`
-	Library report.LibraryInfo   `json:"library"`
-	Config  string               `json:"config"` // Check7's problem, dtype, trials
-	Samples map[string][]float64 `json:"samples_us"`
+	Schema               string               `json:"schema"`
+	Created              string               `json:"created"`
+	Library              report.LibraryInfo   `json:"library"`
+	Config               string               `json:"config"` // Check7's problem, dtype, trials
+	Samples              map[string][]float64 `json:"samples_us"`
+	BackwardSamples      map[string][]float64 `json:"backward_samples_us,omitempty"`
+	BackwardSavedSamples map[string][]float64 `json:"backward_saved_samples_us,omitempty"`
 }
 
 // WriteBaseline stores Check7's samples with the library's identity.
 func WriteBaseline(path string, c7 *report.Check7, lib report.LibraryInfo) error {
-	b := Baseline{Schema: BaselineSchema, Created: time.Now().UTC().Format(time.RFC3339), Library: lib, Config: c7.Config, Samples: c7.Samples}
+	b := Baseline{Schema: BaselineSchema, Created: time.Now().UTC().Format(time.RFC3339), Library: lib, Config: c7.Config,
+		Samples: c7.Samples, BackwardSamples: c7.BackwardSamples, BackwardSavedSamples: c7.BackwardSavedSamples}
 	js, err := json.MarshalIndent(b, "", "  ")
 	if err != nil {
 		return err
@@ -58,8 +64,13 @@ const MinEffect = 0.01
 
 // ComparePerformance summarises this run's Check7 samples per method and,
 // with a baseline file, compares each method with it (see the package
-// documentation). A different Check7 configuration in the baseline is an
-// error: the numbers would not be comparable.
+// documentation): the forward's under the method's name, the backward's
+// as "METHOD backward" and the backward's on saved states as "METHOD
+// backward, saved states", each against the baseline's samples of its kind
+// (measured only where the baseline has none of that kind: a baseline
+// written before the gate compared backwards). A different Check7
+// configuration in the baseline is an error: the numbers would not be
+// comparable.
 func ComparePerformance(c7 *report.Check7, baselinePath string, maxRegression float64) ([]report.Perf, error) {
 	var base *Baseline
 	if baselinePath != "" {
@@ -71,22 +82,33 @@ func ComparePerformance(c7 *report.Check7, baselinePath string, maxRegression fl
 			return nil, fmt.Errorf("baseline %s was measured on %q, this run on %q: not comparable (make baseline with the same flags)", baselinePath, base.Config, c7.Config)
 		}
 	}
-	methods := make([]string, 0, len(c7.Samples))
-	for m := range c7.Samples {
-		methods = append(methods, m)
-	}
-	sort.Strings(methods)
 	var out []report.Perf
-	for _, m := range methods {
-		var old []float64
-		if base != nil {
-			var ok bool
-			if old, ok = base.Samples[m]; !ok {
-				out = append(out, summarise(m, c7.Samples[m], report.VerdictUndecided, "the baseline has no samples for "+m))
-				continue
-			}
+	kinds := []struct {
+		suffix    string
+		cur, prev map[string][]float64
+	}{{"", c7.Samples, nil}, {" backward", c7.BackwardSamples, nil}, {" backward, saved states", c7.BackwardSavedSamples, nil}}
+	if base != nil {
+		kinds[0].prev, kinds[1].prev, kinds[2].prev = base.Samples, base.BackwardSamples, base.BackwardSavedSamples
+	}
+	for i, k := range kinds {
+		methods := make([]string, 0, len(k.cur))
+		for m := range k.cur {
+			methods = append(methods, m)
 		}
-		out = append(out, CompareSamples(m, old, c7.Samples[m], maxRegression))
+		sort.Strings(methods)
+		for _, m := range methods {
+			name, old := m+k.suffix, []float64(nil)
+			// the forward's samples are always in a baseline; a kind of
+			// backward may predate it
+			if base != nil && (i == 0 || k.prev != nil) {
+				var ok bool
+				if old, ok = k.prev[m]; !ok {
+					out = append(out, summarise(name, k.cur[m], report.VerdictUndecided, "the baseline has no samples for "+name))
+					continue
+				}
+			}
+			out = append(out, CompareSamples(name, old, k.cur[m], maxRegression))
+		}
 	}
 	return out, nil
 }

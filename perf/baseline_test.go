@@ -57,3 +57,52 @@ func TestComparePerformanceConfigMismatch(t *testing.T) {
 		t.Fatalf("err = %v, want a refusal naming both configurations", err)
 	}
 }
+
+// TestComparePerformanceBackward: the backward's samples, and those on saved
+// states, are compared with the baseline's of their kind, so that a change
+// that slows the backward alone fails the gate; a baseline without
+// backward samples (written before the gate compared them) leaves them
+// measured only.
+func TestComparePerformanceBackward(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	dir := t.TempDir()
+	const config = "2×64×256×16 fp32"
+	before := &report.Check7{Config: config, Samples: map[string][]float64{"zoh": noisy(r, 30, 100, 0.01)},
+		BackwardSamples:      map[string][]float64{"zoh": noisy(r, 30, 400, 0.01)},
+		BackwardSavedSamples: map[string][]float64{"zoh": noisy(r, 30, 300, 0.01)}}
+	full, old := filepath.Join(dir, "full.json"), filepath.Join(dir, "old.json")
+	if err := WriteBaseline(full, before, report.LibraryInfo{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteBaseline(old, &report.Check7{Config: config, Samples: before.Samples}, report.LibraryInfo{}); err != nil {
+		t.Fatal(err)
+	}
+	// the forward as before, the backward 10% slower, the saved one as before
+	now := &report.Check7{Config: config, Samples: map[string][]float64{"zoh": noisy(r, 30, 100, 0.01)},
+		BackwardSamples:      map[string][]float64{"zoh": noisy(r, 30, 440, 0.01)},
+		BackwardSavedSamples: map[string][]float64{"zoh": noisy(r, 30, 300, 0.01)}}
+	for _, tc := range []struct {
+		baseline string
+		want     map[string]string
+	}{
+		{full, map[string]string{"zoh": report.NoChange, "zoh backward": report.Regression, "zoh backward, saved states": report.NoChange}},
+		{old, map[string]string{"zoh": report.NoChange, "zoh backward": report.VerdictPass, "zoh backward, saved states": report.VerdictPass}},
+	} {
+		ps, err := ComparePerformance(now, tc.baseline, 0.05)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]string{}
+		for _, p := range ps {
+			got[p.Method] = p.Verdict
+		}
+		if len(got) != len(tc.want) {
+			t.Errorf("%s: verdicts %v, want %v", filepath.Base(tc.baseline), got, tc.want)
+		}
+		for m, v := range tc.want {
+			if got[m] != v {
+				t.Errorf("%s: %s is %q, want %q", filepath.Base(tc.baseline), m, got[m], v)
+			}
+		}
+	}
+}
