@@ -457,15 +457,33 @@ func TestBackwardDeterministic(t *testing.T) {
 			}
 			continue
 		}
-		sf, ff := second.Fields(), first.Fields()
-		for k, f := range ff {
-			for i, v := range f.Values {
-				if math.Float64bits(v) != math.Float64bits(sf[k].Values[i]) {
-					t.Errorf("%v %v %s: %s[%d] is %.17g, then %.17g: not deterministic, and SSMK_CAP_BWD_ATOMIC is not declared",
-						cb.m, cb.dt, ssm.AKind(cb.isComplex), f.Name, i, v, sf[k].Values[i])
-					break
-				}
+		for _, d := range bitDiffs(first, second) {
+			t.Errorf("%v %v %s: %s[%d] is %.17g, then %.17g: not deterministic, and SSMK_CAP_BWD_ATOMIC is not declared",
+				cb.m, cb.dt, ssm.AKind(cb.isComplex), d.name, d.i, d.a, d.b)
+		}
+	}
+}
+
+// gradBitDiff is the first element of one gradient where two sets differ
+// in their bits: its name and index, a's value and b's.
+type gradBitDiff struct {
+	name string
+	i    int
+	a, b float64
+}
+
+// bitDiffs lists, for each gradient whose bits differ between a and b,
+// its first differing element (none: bitwise equal).
+func bitDiffs(a, b *ssm.Grads) []gradBitDiff {
+	var out []gradBitDiff
+	bf := b.Fields()
+	for k, f := range a.Fields() {
+		for i, v := range f.Values {
+			if w := bf[k].Values[i]; math.Float64bits(v) != math.Float64bits(w) {
+				out = append(out, gradBitDiff{f.Name, i, v, w})
+				break
 			}
 		}
 	}
+	return out
 }

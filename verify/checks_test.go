@@ -1168,21 +1168,26 @@ func backwardSamples(t *testing.T, c checkConfig, order []ssm.Method) (plain, sa
 	if withSaved {
 		kinds = append(kinds, lib.NewSavedBackwardPlan)
 	}
-	for _, newPlan := range kinds {
-		for _, m := range order {
-			p := checkProblem(c, m, c.complex)
-			ct := checkDraws.cotangent(p)
-			b, err := lib.NewGradBuffers(p, ct, c.dtype, false)
-			if err != nil {
-				t.Fatal(err)
-			}
+	// plans[k·len(order) + i]: plan kind k of method i, both kinds of a
+	// method from one draw of its buffers (the plans copy them)
+	plans = make([]*cudalib.Plan, len(kinds)*len(order))
+	for i, m := range order {
+		p := checkProblem(c, m, c.complex)
+		b, err := lib.NewGradBuffers(p, checkDraws.cotangent(p), c.dtype, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, newPlan := range kinds {
 			plan, err := newPlan(b)
 			if err != nil {
 				t.Fatal(err)
 			}
 			t.Cleanup(plan.Close)
-			plans, timers = append(plans, plan.Plan), append(timers, HarnessTimer)
+			plans[k*len(order)+i] = plan.Plan
 		}
+	}
+	for range plans {
+		timers = append(timers, HarnessTimer)
 	}
 	measured, err := MeasureInterleaved(plans, timers, c.warmup, c.trials, 1)
 	if err != nil {

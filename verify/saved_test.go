@@ -127,27 +127,11 @@ func savedCase(test string, p *ssm.Problem, ct *ssm.Cotangent, dt ssm.DType, sta
 		case !judged.Passed(dt):
 			msgs = append(msgs, fmt.Sprintf("launch %d of the plan on saved states: %s%s", i+1, gradFailure(judged, dt), why()))
 		case !atomic:
-			if d := bitsDiffer(plain[0], g); d != "" {
-				msgs = append(msgs, fmt.Sprintf("launch %d of the plan on saved states against the plain plan: %s%s", i+1, d, why()))
+			if ds := bitDiffs(plain[0], g); len(ds) > 0 {
+				msgs = append(msgs, fmt.Sprintf("launch %d of the plan on saved states against the plain plan: %s[%d] is %.17g, the plain plan's %.17g (SSMK_CAP_BWD_ATOMIC is not declared)%s",
+					i+1, ds[0].name, ds[0].i, ds[0].b, ds[0].a, why()))
 			}
 		}
 	}
 	return strings.Join(msgs, "\n")
-}
-
-// bitsDiffer says where b's gradients are not a's bit for bit (a library
-// that does not declare SSMK_CAP_BWD_ATOMIC; one that does is held, as by
-// TestBackwardDeterministic, to the error model at every launch); "" if
-// nowhere.
-func bitsDiffer(a, b *ssm.Grads) string {
-	bf := b.Fields()
-	for k, f := range a.Fields() {
-		for i, v := range f.Values {
-			if math.Float64bits(v) != math.Float64bits(bf[k].Values[i]) {
-				return fmt.Sprintf("%s[%d] is %.17g, the plain plan's %.17g (SSMK_CAP_BWD_ATOMIC is not declared)",
-					f.Name, i, bf[k].Values[i], v)
-			}
-		}
-	}
-	return ""
 }
