@@ -42,6 +42,7 @@ var (
 	flagDType       = flag.String("dtype", "fp32", "checks: fp32, fp64, or the 16-bit input types fp16 and bf16")
 	flagScripts     = flag.String("scripts", "", "Check3: folder of shell/Slurm scripts to scan for thread settings")
 	flagMaxSlowdown = flag.Float64("max-slowdown", 0, "Check7: fail a method slower than zoh by more than this factor (default 1.25 on a GPU, 3 on the CPU build)")
+	flagMaxBwd      = flag.Float64("max-bwd-slowdown", 0, "Check7: fail a method whose backward is slower than zoh's by more than this factor (default 1.15 on a GPU, 3 on the CPU build)")
 	flagSizes       = flag.String("sizes", "", "Check7: sizes to sweep, e.g. 1x64x256x16,8x512x1024x16")
 	flagComplex     = flag.Bool("complex", false, "Check7: complex A (methods the library declares as falling back to zoh are timed as declared)")
 )
@@ -54,6 +55,18 @@ type checkConfig struct {
 	methods                    []ssm.Method
 	dtype                      ssm.DType
 	complex                    bool // Check7 only
+}
+
+// setLimit sets *dst to the factor v of flag name, which must be finite and
+// positive; 0 keeps the backend's default.
+func setLimit(name string, v float64, dst *float64) error {
+	if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+		return fmt.Errorf("-%s = %v: want a finite factor above 0 (0: the backend's default)", name, v)
+	}
+	if v > 0 {
+		*dst = v
+	}
+	return nil
 }
 
 func (c checkConfig) String() string {
@@ -77,11 +90,11 @@ func config(t *testing.T) checkConfig {
 	if lib.Backend == "cpu" {
 		c = checkConfig{batch: 2, dim: 64, seqlen: 256, dstate: 16, trials: 15, warmup: 10, maxSlowdown: 3, maxBwdSlowdown: 3}
 	}
-	if *flagMaxSlowdown < 0 || math.IsNaN(*flagMaxSlowdown) {
-		t.Fatalf("-max-slowdown = %v: want a factor above 0 (0: the backend's default)", *flagMaxSlowdown)
+	if err := setLimit("max-slowdown", *flagMaxSlowdown, &c.maxSlowdown); err != nil {
+		t.Fatal(err)
 	}
-	if *flagMaxSlowdown > 0 {
-		c.maxSlowdown = *flagMaxSlowdown
+	if err := setLimit("max-bwd-slowdown", *flagMaxBwd, &c.maxBwdSlowdown); err != nil {
+		t.Fatal(err)
 	}
 	if testing.Short() {
 		c.batch, c.dim, c.seqlen, c.trials = 1, min(c.dim, 64), min(c.seqlen, 256), min(c.trials, 10)
@@ -1320,6 +1333,26 @@ func TestCheck7DecisionRefusesImplausibleCopyBandwidth(t *testing.T) {
 	for _, bw := range []float64{4000, 20, 0.5} {
 		if err := perf.CheckCopyBandwidth(bw); err != nil {
 			t.Errorf("%g GB/s refused: %v", bw, err)
+		}
+	}
+}
+
+// TestCheck7DecisionLimits: -max-slowdown and -max-bwd-slowdown take a
+// finite positive factor (0: the backend's default) and refuse the rest by
+// name, so that a gate's looser limit is a number it states, never a NaN
+// that no ratio exceeds.
+func TestCheck7DecisionLimits(t *testing.T) {
+	for _, c := range []struct {
+		v, want float64
+		ok      bool
+	}{{0, 1.15, true}, {1.6, 1.6, true}, {1e9, 1e9, true}, {-1, 0, false}, {math.NaN(), 0, false}, {math.Inf(1), 0, false}} {
+		got := 1.15
+		err := setLimit("max-bwd-slowdown", c.v, &got)
+		switch {
+		case c.ok && (err != nil || got != c.want):
+			t.Errorf("-max-bwd-slowdown %v: %v, limit %v, want %v", c.v, err, got, c.want)
+		case !c.ok && (err == nil || !strings.Contains(err.Error(), "-max-bwd-slowdown")):
+			t.Errorf("-max-bwd-slowdown %v: error %v, want one naming the flag", c.v, err)
 		}
 	}
 }

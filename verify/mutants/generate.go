@@ -144,14 +144,29 @@ func candidates(root string) ([]Generated, error) {
 	return out, nil
 }
 
-// sample draws n of the candidates without replacement, by seed.
+// sample draws n of the candidates without replacement, by seed; a
+// mutant's ID is its index among all candidates.
 func sample(cands []Generated, n int, seed uint64) []Generated {
+	return sampleOf(cands, nil, n, seed)
+}
+
+// sampleOf draws n of the candidates whose source line matches lines (all
+// of them where lines is nil) without replacement, by seed. The IDs stay
+// indices among all candidates, so that a focused run names the same
+// mutants as the whole population's.
+func sampleOf(cands []Generated, lines *regexp.Regexp, n int, seed uint64) []Generated {
+	var pool []int
+	for i, g := range cands {
+		if lines == nil || lines.MatchString(codeOf(g.Before)) {
+			pool = append(pool, i)
+		}
+	}
 	r := rand.New(rand.NewPCG(seed, 0x55aa))
-	idx := r.Perm(len(cands))
+	idx := r.Perm(len(pool))
 	var out []Generated
-	for _, i := range idx[:min(n, len(idx))] {
-		g := cands[i]
-		g.ID = i
+	for _, j := range idx[:min(n, len(idx))] {
+		g := cands[pool[j]]
+		g.ID = pool[j]
 		out = append(out, g)
 	}
 	slices.SortFunc(out, func(a, b Generated) int { return a.ID - b.ID })
@@ -237,13 +252,17 @@ const Stillborn Outcome = "stillborn"
 // accuracy mutants' level) and runs the suite less its timed checks against
 // it until a test kills it, and writes out/generated.json with the kill
 // rate and the share diagnosed at the right place.
-func runGenerated(n int, seed uint64, jobs int) error {
+func runGenerated(n int, seed uint64, lines *regexp.Regexp, jobs int) error {
 	cands, err := candidates(".")
 	if err != nil {
 		return err
 	}
-	ms := sample(cands, n, seed)
-	fmt.Printf("generated: %d candidate mutations in %v; sampling %d with seed %d\n", len(cands), generatedSources, len(ms), seed)
+	ms := sampleOf(cands, lines, n, seed)
+	focus := ""
+	if lines != nil {
+		focus = fmt.Sprintf(" of those whose line matches %q", lines)
+	}
+	fmt.Printf("generated: %d candidate mutations in %v; sampling %d%s with seed %d\n", len(cands), generatedSources, len(ms), focus, seed)
 	dir := filepath.Join(*out, "generated")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err

@@ -33,6 +33,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"sort"
@@ -237,6 +238,7 @@ var (
 	jobs    = flag.Int("j", 0, "accuracy mutants judged at once (0: one per CPU for the CPU build, 1 with -cuda)")
 	gen     = flag.Int("generate", 0, "judge a sample of this many generated mutants (mutation operators applied mechanically to the CPU build's sources) instead of the catalogue")
 	seed    = flag.Uint64("seed", 1, "-generate: the sample's seed")
+	genLine = flag.String("generate-lines", "", "-generate: draw only from the mutations of source lines matching this regular expression (e.g. 'saved|starts|grads', the backward's saved states); -generate at least their number judges them all")
 	regrade = flag.String("regrade", "", "grade the diagnoses of a generated.json again (after a change of the regions' tags) and print its summary")
 	tree    = flag.Int("tree", 0, "write the sources of mutant K, a copy of cudalib/ with its patch applied, into the folder given as the argument, and exit (the Makefile's mutant builds)")
 )
@@ -266,7 +268,15 @@ func main() {
 		if j == 0 {
 			j = generatedJobs()
 		}
-		if err := runGenerated(*gen, *seed, j); err != nil {
+		var lines *regexp.Regexp
+		if *genLine != "" {
+			re, err := regexp.Compile(*genLine)
+			if err != nil {
+				fatal(fmt.Errorf("-generate-lines %q: not a regular expression: %w", *genLine, err))
+			}
+			lines = re
+		}
+		if err := runGenerated(*gen, *seed, lines, j); err != nil {
 			fatal(err)
 		}
 		return

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -243,6 +244,24 @@ func TestGeneratedCandidates(t *testing.T) {
 	for _, g := range a[:3] {
 		if _, err := patch.Parse(g.Patch()); err != nil {
 			t.Fatalf("%+v: %v", g, err)
+		}
+	}
+	// -generate-lines: only matching lines, every one of them when n
+	// exceeds their number, each named by its index among all candidates.
+	lines := regexp.MustCompile(`saved|starts`)
+	want := 0
+	for _, g := range cands {
+		if lines.MatchString(codeOf(g.Before)) {
+			want++
+		}
+	}
+	focus := sampleOf(cands, lines, len(cands), 1)
+	if want == 0 || len(focus) != want {
+		t.Fatalf("-generate-lines %q: %d mutants, want all %d of its lines'", lines, len(focus), want)
+	}
+	for _, g := range focus {
+		if !lines.MatchString(g.Before) || cands[g.ID].Before != g.Before || cands[g.ID].After != g.After {
+			t.Errorf("-generate-lines: mutant %d (%s:%d) is not candidate %d of a matching line", g.ID, g.File, g.Line, g.ID)
 		}
 	}
 }
