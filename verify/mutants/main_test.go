@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -103,6 +104,27 @@ func TestCUDAOwnRunWholeSuite(t *testing.T) {
 	for _, m := range Catalogue {
 		if cudaOwn(m) {
 			t.Errorf("catalogue mutant %d taken for the CUDA library's own", m.K)
+		}
+	}
+}
+
+// TestDesignFirstOrder: the mutants that only cudalib's design tests kill
+// are of the CUDA library's own catalogue, and their runs take cudalib
+// first while keeping every package; the others keep the given order.
+func TestDesignFirstOrder(t *testing.T) {
+	for _, k := range designFirst {
+		if !slices.ContainsFunc(CUDACatalogue, func(m Mutant) bool { return m.K == k }) {
+			t.Errorf("designFirst lists %d, not a mutant of CUDACatalogue", k)
+		}
+	}
+	for _, c := range []struct{ in, want string }{
+		{"./verify ./cudalib", "./cudalib ./verify"},
+		{"./cudalib ./verify", "./cudalib ./verify"},
+		{"./verify", "./verify"},
+		{"./golden ./verify ./cudalib", "./cudalib ./golden ./verify"},
+	} {
+		if got := bindingFirst(c.in); got != c.want {
+			t.Errorf("bindingFirst(%q) = %q, want %q", c.in, got, c.want)
 		}
 	}
 }
