@@ -260,6 +260,9 @@ func runGenerated(n int, seed uint64, lines *regexp.Regexp, jobs int) error {
 	ms := sampleOf(cands, lines, n, seed)
 	focus := ""
 	if lines != nil {
+		if len(ms) == 0 {
+			return fmt.Errorf("-generate-lines %q matches no mutated line of %v", lines, generatedSources)
+		}
 		focus = fmt.Sprintf(" of those whose line matches %q", lines)
 	}
 	fmt.Printf("generated: %d candidate mutations in %v; sampling %d%s with seed %d\n", len(cands), generatedSources, len(ms), focus, seed)

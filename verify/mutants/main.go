@@ -256,7 +256,7 @@ var (
 	jobs    = flag.Int("j", 0, "accuracy mutants judged at once (0: one per CPU for the CPU build, 1 with -cuda)")
 	gen     = flag.Int("generate", 0, "judge a sample of this many generated mutants (mutation operators applied mechanically to the CPU build's sources) instead of the catalogue")
 	seed    = flag.Uint64("seed", 1, "-generate: the sample's seed")
-	genLine = flag.String("generate-lines", "", "-generate: draw only from the mutations of source lines matching this regular expression (e.g. 'saved|starts|grads', the backward's saved states); -generate at least their number judges them all")
+	genLine = flag.String("generate-lines", "", "-generate: draw only from the mutations of source lines matching this regular expression (e.g. 'saved|starts|w\\.states|w\\.grads', the backward's saved states); -generate at least their number judges them all")
 	regrade = flag.String("regrade", "", "grade the diagnoses of a generated.json again (after a change of the regions' tags) and print its summary")
 	tree    = flag.Int("tree", 0, "write the sources of mutant K, a copy of cudalib/ with its patch applied, into the folder given as the argument, and exit (the Makefile's mutant builds)")
 )
@@ -280,6 +280,9 @@ func main() {
 			fatal(err)
 		}
 		return
+	}
+	if *genLine != "" && *gen <= 0 {
+		fatal(fmt.Errorf("-generate-lines %q: needs -generate N, the number of its mutations to judge", *genLine))
 	}
 	if *gen > 0 {
 		j := *jobs
