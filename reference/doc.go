@@ -103,15 +103,16 @@
 //
 //   - dt: the bias addition errs by u·|v| (v = delta + bias, absent without a
 //     bias); softplus multiplies an error in v by σ(v) = e^v/(1+e^v) and adds
-//     a few ulp of its own plus σ(v)·|v|·u: a kernel may compute e^v as
-//     exp2(v·log2e), and rounding that argument costs |v|·u relative.
+//     a few ulp of its own plus 1.25·σ(v)·|v|·u: a kernel may compute e^v as
+//     exp2(v·log2e), and rounding that argument costs |v|·u relative, and
+//     log2e's own rounding to float 0.224·|v|·u more (exp2Route).
 //   - x = dt·a: |a|·S_dt + |x| (one more for complex).
 //   - Ā and g: an error in x propagates through the derivative,
 //     |Ā'(x)|·S_x and |g'(x)|·S_x; evaluating them from an exact x adds a few
-//     ulp of |Ā| for exp plus |x|·|Ā| for the exp2(x·log2e) route, for φ1
+//     ulp of |Ā| for exp plus 1.25·|x|·|Ā| for the exp2(x·log2e) route, for φ1
 //     a few ulp (expm1 and a division) or Horner's bound for a polynomial
 //     near 0 (Taylor's, or a minimax one within u/20 of φ1) and, for |x| ≥ 1/2 where a kernel may form
-//     (e^x − 1)/x, ((2 + |x|)·|e^x| + 2|e^x − 1|)/|x|,
+//     (e^x − 1)/x, ((2 + 1.25·|x|)·|e^x| + 2|e^x − 1|)/|x|,
 //     2k·u·Σ|cᵢ||x|ⁱ for a degree-k Horner polynomial, and
 //     for bilinear u·(1+|x|/2)(1+|Ā|)/|1−x/2| (num and den each rounded, then
 //     divided): near the pole x = 2 this grows like the true conditioning.
@@ -121,7 +122,7 @@
 //   - the output: S_y = Σ|C|·S_h + N·Σ|C|·H (any summation order of N terms);
 //     D adds u·(|y| + (N + 2)·|D·u|), D·u being one more summand in any place
 //     (Mamba's kernel starts the sum with it); the gate multiplies by |z·σ(z)| and adds
-//     (5 + (1 − σ(z))·|z|)·u of |y| (the last term: e^{−z} by exp2).
+//     (5 + 1.25·(1 − σ(z))·|z|)·u of |y| (the last term: e^{−z} by exp2).
 //
 // Complex arithmetic doubles the evaluation constants (a complex product is
 // within √5·u). The scale is a bound, so a correct kernel's ratio is

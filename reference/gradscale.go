@@ -62,7 +62,7 @@ func boundDeriv(m ssm.Method, x complex128, isComplex bool, c coefBound) derivBo
 			d.d2g = (c.abar + 2*c.dg) / r
 			// (e^x − φ1)/x from e^x and φ1 as computed: their errors, the
 			// subtraction and the division.
-			d.evalDG = cf*((2+r)*c.abar+c.evalG+2*(c.abar+c.g))/r + 2*c.dg
+			d.evalDG = cf*((2+exp2Route*r)*c.abar+c.evalG+2*(c.abar+c.g))/r + 2*c.dg
 		}
 	case ssm.Poly:
 		d.d2g, d.evalDG = 1.0/3, 2*cf*(0.5+r/3)
@@ -203,7 +203,7 @@ func gradErrorScale(p *ssm.Problem, ct *ssm.Cotangent, withInitial bool, prec ss
 				if p.Z != nil {
 					z := p.Z[i]
 					sig := 1 / (1 + math.Exp(-z))
-					rel := 5 + (1-sig)*math.Abs(z)
+					rel := 5 + (1-sig)*exp2Route*math.Abs(z)
 					inner := 1 + z*(1-sig)
 					dsilu := math.Abs(sig * inner)
 					// σ(1 + z(1 − σ)) cancels near z ≈ −1.28: the absolute

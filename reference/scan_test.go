@@ -255,7 +255,7 @@ func ExampleScan() {
 	out, _ := reference.Scan(p, ssm.Float64)
 	scale, _ := reference.ErrorScale(p)
 	fmt.Printf("%d outputs, %d state words, scale of out[0] %.3g\n", len(out.Out), len(out.LastState), scale.Out[0])
-	// Output: 8 outputs, 6 state words, scale of out[0] 0.734
+	// Output: 8 outputs, 6 state words, scale of out[0] 0.738
 }
 
 // The magnitude bounds of ErrorScale bound the reference's own outputs and
