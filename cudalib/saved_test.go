@@ -61,6 +61,20 @@ func (c savedCase) problem() (*ssm.Problem, *ssm.Cotangent) {
 // of the float sums) and, in a 16-bit dtype, the one ulp by which two
 // roundings of sums that differ in their last bits may part
 // (TestBackwardPlanAndDeterminism's rule with the 16-bit rounding).
+// launchOnce makes a backward plan of bufs with newPlan
+// (Library.NewBackwardPlan or NewSavedBackwardPlan), launches it once and
+// returns its gradients, the plan closed.
+func launchOnce(t *testing.T, newPlan func(*GradBuffers) (*BackwardPlan, error), bufs *GradBuffers, msg ...any) *ssm.Grads {
+	t.Helper()
+	plan, err := newPlan(bufs)
+	require.NoError(t, err, msg...)
+	defer plan.Close()
+	require.NoError(t, plan.Launch(), msg...)
+	g, err := plan.FetchGrads()
+	require.NoError(t, err, msg...)
+	return g
+}
+
 func sameGrads(t *testing.T, atomic bool, dt ssm.DType, a, b *ssm.Grads, what string) {
 	t.Helper()
 	bf := b.Fields()
@@ -99,12 +113,7 @@ func TestBackwardSavedPlan(t *testing.T) {
 				p, ct := c.problem()
 				bufs, err := l.NewGradBuffers(p, ct, c.dt, c.full)
 				require.NoError(t, err, what)
-				plain, err := l.NewBackwardPlan(bufs)
-				require.NoError(t, err, what)
-				defer plain.Close()
-				require.NoError(t, plain.Launch(), what)
-				want, err := plain.FetchGrads()
-				require.NoError(t, err, what)
+				want := launchOnce(t, l.NewBackwardPlan, bufs, what)
 				saved, err := l.NewSavedBackwardPlan(bufs)
 				require.NoError(t, err, what)
 				defer saved.Close()
@@ -143,12 +152,7 @@ func TestBackwardSavedKeepsDesign(t *testing.T) {
 	require.NoError(t, err)
 	for _, pair := range [][2]string{{"row", "chan8"}, {"chan4", "row"}, {"chan8", "chan4"}} {
 		t.Setenv("SSMK_BACKWARD", pair[0])
-		plain, err := l.NewBackwardPlan(bufs)
-		require.NoError(t, err)
-		require.NoError(t, plain.Launch())
-		want, err := plain.FetchGrads()
-		require.NoError(t, err)
-		plain.Close()
+		want := launchOnce(t, l.NewBackwardPlan, bufs)
 		saved, err := l.NewSavedBackwardPlan(bufs)
 		require.NoError(t, err)
 		t.Setenv("SSMK_BACKWARD", pair[1])
