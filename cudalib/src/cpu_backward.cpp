@@ -135,7 +135,7 @@ void backward_row(const Bwd<T, V> &w, int b, int d) {
             V ysum{};
             for (int n = 0; n < N; n++) ysum = vadd(ysum, vmul(w.bc(a->C, a->is_variable_C, b, d, n, t), hcur[n]));
             if (a->z && t < L) {
-                const T z = ((const T *)a->z)[row * L + t], sig = T(1) / (T(1) + sexp(-z));
+                const T z = ((const T *)a->z)[row * L + t], sig = ssigmoid(z);
                 T y = k * vre(ysum) + (a->D ? ((const T *)a->D)[d] * u : T(0));
                 ((T *)gr->dz)[row * L + t] = dy * y * sig * (T(1) + z * (T(1) - sig));
                 dy *= z * sig;
@@ -176,7 +176,7 @@ void backward_row(const Bwd<T, V> &w, int b, int d) {
                 du += dy * ((const T *)a->D)[d];
                 w.pD[row] += dy * u;
             }
-            if (a->delta_softplus && v <= T(20)) ddt *= T(1) / (T(1) + sexp(-v));
+            if (a->delta_softplus && v <= T(20)) ddt *= ssigmoid(v);
             if (t < L) {
                 ((T *)gr->du)[row * L + t] = du;
                 ((T *)gr->ddelta)[row * L + t] = ddt;

@@ -403,6 +403,58 @@ SSMK_HD_CALL void method_complex(int m, cplx<T> x, cplx<T> &abar, cplx<T> &g) {
 
 /* ---- the per-element parts of the scan ---- */
 
+/* log1p(t) for t in [0, 1] in float, without log1pf's range reduction and
+ * branches: t + t²·Q(t), Q the degree-8 polynomial whose coefficients
+ * minimise the relative error of (log1p(t) − t)/t² on [0, 1] (Remez
+ * exchange, scripts/explore/softplus_minimax.py: 5.6e-8), evaluated in float
+ * within 1.93 · 2^-24 of log1p(t) over that interval (log1pf: within 1 ulp).
+ * t alone carries the leading term exactly; the correction, at most 31% of
+ * the result, carries Q's and t²'s roundings. A subnormal t gives t. */
+SSMK_HD float log1p_unit(float t) {
+    const float c[9] = {-0.004519076086580753f, 0.025438491255044937f, -0.06711190938949585f,
+                        0.11592396348714828f,   -0.15862220525741577f, 0.19857943058013916f,
+                        -0.24987022578716278f,  0.3333286643028259f,   -0.4999999701976776f};
+    return fmaf(t * t, horner(c, t), t);
+}
+
+/* softplus(v) = log1p(e^v), below the threshold 20: in float as
+ * max(v, 0) + log1p(e^−|v|), whose exponential is at most 1 and whose
+ * logarithm is log1p_unit's (a step's own work was about a third of the
+ * GPU scan's instructions: docs/performance.md); the error model's
+ * softplus term (reference/scale.go's deltaScale) is σ(v)·(1.25·|v| + 2) u for
+ * e^v and 2 u of the result, which this form keeps within. v = −∞ gives 0,
+ * a NaN a NaN. In double log1p(exp(v)), as the reference computes it. */
+SSMK_HD float ssoftplus(float v) { return fmaxf(v, 0.0f) + log1p_unit(sexp(-fabsf(v))); }
+SSMK_HD double ssoftplus(double v) { return slog1p(sexp(v)); }
+
+/* 1/d for d in [1, 2]: one MUFU.RCP refined by one Newton step on the GPU
+ * (within an ulp, no branch; the IEEE division's slow path was a branch per
+ * step), 1/d on the host. */
+SSMK_HD float srcp_unit(float d) {
+#ifdef __CUDA_ARCH__
+    const float r = rcp_normal(d);
+    return fmaf(r, fmaf(-d, r, 1.0f), r);
+#else
+    return 1.0f / d;
+#endif
+}
+
+/* σ(z) = 1/(1 + e^−z) in float from e = e^−|z| ≤ 1, never a reciprocal of
+ * an overflowing 1 + e: 1/(1 + e) for z ≥ 0, e/(1 + e) below, so that σ of a
+ * large negative z is e's subnormal value, not a flush to 0. ±∞ gives 1 and
+ * 0, a NaN a NaN. In double 1/(1 + exp(−z)). */
+SSMK_HD float ssigmoid(float z) {
+    const float e = sexp(-fabsf(z)), r = srcp_unit(1.0f + e);
+    return z >= 0.0f ? r : e * r;
+}
+SSMK_HD double ssigmoid(double z) { return 1.0 / (1.0 + exp(-z)); }
+
+/* The SiLU gate y·z·σ(z): in float by ssigmoid, a product instead of the
+ * IEEE division; in double y·z/(1 + e^−z). The error model's gate term is
+ * (5 + 1.25·(1 − σ(z))·|z|) u of |y| (reference's doc). */
+SSMK_HD float sgate(float y, float z) { return y * z * ssigmoid(z); }
+SSMK_HD double sgate(double y, double z) { return y * z / (1.0 + exp(-z)); }
+
 /* dt from the raw delta: bias, then softplus with its threshold at 20.
  * SELECT (the GPU scan): softplus is evaluated for every value and selected
  * below the threshold, the same values without a branch, which on the GPU
@@ -411,22 +463,20 @@ template <bool SELECT = false, typename T>
 SSMK_HD T step_dt(T delta, const T *delta_bias, int d, int softplus) {
     T dt = delta + (delta_bias ? delta_bias[d] : T(0));
     if constexpr (SELECT) {
-        const T sp = slog1p(sexp(dt));
+        const T sp = ssoftplus(dt);
         return softplus && dt <= T(20) ? sp : dt;
     }
-    if (softplus && dt <= T(20)) dt = slog1p(sexp(dt));
+    if (softplus && dt <= T(20)) dt = ssoftplus(dt);
     return dt;
 }
 
-/* y + D·u, then the SiLU gate y·z·sigmoid(z) where there is a z (gated);
- * the caller loads z, so that the GPU kernel can load it with its other
+/* y + D·u, then the SiLU gate y·z·σ(z) where there is a z (gated); the
+ * caller loads z, so that the GPU kernel can load it with its other
  * per-step inputs in one vectorised load. */
 template <typename T>
 SSMK_HD T finish_output(T y, T u, const T *D, int d, bool gated, T zz) {
     if (D) y += D[d] * u;
-    if (gated) {
-        y = y * zz / (T(1) + sexp(-zz));
-    }
+    if (gated) y = sgate(y, zz);
     return y;
 }
 

@@ -35,14 +35,15 @@ def solve(a, b):
     return [m[i][n] / m[i][i] for i in range(n)]
 
 
-def remez(deg, lo, hi, iters=30):
+def remez(deg, lo, hi, iters=30, f=phi1):
+    """The degree-deg polynomial minimising max |p/f − 1| on [lo, hi], and that error."""
     n = deg + 2
     xs = [(lo + hi) / 2 + (hi - lo) / 2 * math.cos(math.pi * (n - 1 - i) / (n - 1)) for i in range(n)]
     grid = [lo + (hi - lo) * i / 20000 for i in range(20001)]
     for _ in range(iters):
-        rows = [[x ** k / phi1(x) for k in range(deg + 1)] + [(-1) ** i] for i, x in enumerate(xs)]
+        rows = [[x ** k / f(x) for k in range(deg + 1)] + [(-1) ** i] for i, x in enumerate(xs)]
         c = solve(rows, [1.0] * n)[:deg + 1]
-        e = [sum(ck * x ** k for k, ck in enumerate(c)) / phi1(x) - 1 for x in grid]
+        e = [sum(ck * x ** k for k, ck in enumerate(c)) / f(x) - 1 for x in grid]
         ext = [i for i in range(len(grid))
                if i in (0, len(grid) - 1) or (abs(e[i]) >= abs(e[i - 1]) and abs(e[i]) >= abs(e[i + 1]))]
         alt = []
@@ -71,12 +72,17 @@ def horner_worst(coef, lo, hi):
     return worst
 
 
-for lo, hi, degs in ((-0.5, 0.5, (5, 6, 7)), (-0.75, 0.0, (4, 5, 6))):
-    print(f"[{lo}, {hi}]")
-    for deg in degs:
-        c, err = remez(deg, lo, hi)
-        cf = [f32(v) for v in c]
-        print(f"degree {deg}: relative error {err:.3g}, float Horner within {horner_worst(cf, lo, hi):.2f} · 2^-24")
-        print("   coefficients x^0 …:", ", ".join(repr(v) + "f" for v in cf))
-taylor = [f32(1 / math.factorial(k + 1)) for k in range(8)]
-print(f"Taylor degree 7 on [-0.5, 0.5]: float Horner within {horner_worst(taylor, -0.5, 0.5):.2f} · 2^-24")
+def main():
+    for lo, hi, degs in ((-0.5, 0.5, (5, 6, 7)), (-0.75, 0.0, (4, 5, 6))):
+        print(f"[{lo}, {hi}]")
+        for deg in degs:
+            c, err = remez(deg, lo, hi)
+            cf = [f32(v) for v in c]
+            print(f"degree {deg}: relative error {err:.3g}, float Horner within {horner_worst(cf, lo, hi):.2f} · 2^-24")
+            print("   coefficients x^0 …:", ", ".join(repr(v) + "f" for v in cf))
+    taylor = [f32(1 / math.factorial(k + 1)) for k in range(8)]
+    print(f"Taylor degree 7 on [-0.5, 0.5]: float Horner within {horner_worst(taylor, -0.5, 0.5):.2f} · 2^-24")
+
+
+if __name__ == "__main__":
+    main()

@@ -172,7 +172,7 @@ __device__ __forceinline__ DtRange<T> load_row(const BwdParams &p, const Place &
         T g = ld_in<T>(p, p.dout, i);
         if (p.z) {
             const T z = ld_in<T>(p, p.z, i);
-            g *= z / (T(1) + sexp(-z));
+            g *= z * ssigmoid(z);
         }
         dy[k] = g;
     }

@@ -224,14 +224,14 @@ __device__ __forceinline__ BcRange bc_prepass(const BwdParams &p, const In *rows
             dt = step_dt<true>(raw, (const float *)p.delta_bias, d, p.softplus);
             w.lo = fminf(w.lo, dt), w.hi = fmaxf(w.hi, dt);
             const float v = raw + bias;
-            dsp = p.softplus && v <= 20.0f ? 1.0f / (1.0f + sexp(-v)) : 1.0f;
+            dsp = p.softplus && v <= 20.0f ? ssigmoid(v) : 1.0f;
             u = widen(rows[o]);
             du = dt * u;
             const float dout = widen(rows[3 * CB * RS + o]);
             dy = dout;
             if (p.z) {
-                /* the gate z·σ(z) as a product (one division a step fewer than the row design's quotient) */
-                const float z = widen(rows[2 * CB * RS + o]), sig = 1.0f / (1.0f + sexp(-z));
+                /* the gate z·σ(z) as the forward forms it (sgate) */
+                const float z = widen(rows[2 * CB * RS + o]), sig = ssigmoid(z);
                 dy = dout * (z * sig);
                 dzf = dout * sig * (1.0f + z * (1.0f - sig));
             }
