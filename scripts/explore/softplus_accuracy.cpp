@@ -64,7 +64,8 @@ int main() {
         }
 #pragma omp critical
         {
-            sp_model_new.see(a.err, a.at), sp_model_old.see(b.err, b.at), gate_new.see(c.err, c.at), gate_old.see(d.err, d.at);
+            sp_model_new.see(a.err, a.at), sp_model_old.see(b.err, b.at), gate_new.see(c.err, c.at),
+                gate_old.see(d.err, d.at);
             nonfinite += nf;
         }
     }
@@ -76,5 +77,7 @@ int main() {
     std::printf("%-40s %10.3f %14.7g\n", "z/(1 + exp2f(−z·log2e)), before", gate_old.err, gate_old.at);
     std::printf("non-finite ssoftplus below the threshold: %ld\n", nonfinite);
     // The new forms must be within the model wherever the old ones were, and never worse than them.
-    return sp_model_new.err <= fmax(1.0, sp_model_old.err) && gate_new.err <= fmax(1.0, gate_old.err) && nonfinite == 0 ? 0 : 1;
+    return sp_model_new.err <= fmax(1.0, sp_model_old.err) && gate_new.err <= fmax(1.0, gate_old.err) && nonfinite == 0
+               ? 0
+               : 1;
 }
