@@ -246,19 +246,20 @@ type result struct {
 }
 
 var (
-	pkgs    = flag.String("pkgs", "./verify", "packages of the suite to run against each mutant (-cuda: ./verify ./cudalib)")
-	cuda    = flag.Bool("cuda", false, "the CUDA library's mutants (DeviceShared and CUDACatalogue), built with nvcc; needs a GPU")
-	arch    = flag.String("arch", "90", "-cuda: the compute capability to build for")
-	bin     = flag.String("bin", "", "a folder of prebuilt test binaries <pkg>.test to run instead of go test (scripts/gpu.sh build)")
-	out     = flag.String("out", "out", "folder for mutants.json and the logs")
-	only    = flag.String("only", "", "comma-separated mutant numbers to run (default: all)")
-	matrix  = flag.Bool("matrix", false, "run every test against every mutant, for the whole kill matrix (default: stop at a mutant's first failing test)")
-	jobs    = flag.Int("j", 0, "accuracy mutants judged at once (0: one per CPU for the CPU build, 1 with -cuda)")
-	gen     = flag.Int("generate", 0, "judge a sample of this many generated mutants (mutation operators applied mechanically to the CPU build's sources) instead of the catalogue")
-	seed    = flag.Uint64("seed", 1, "-generate: the sample's seed")
-	genLine = flag.String("generate-lines", "", "-generate: draw only from the mutations of source lines matching this regular expression (e.g. 'saved|starts|w\\.states|w\\.grads', the backward's saved states); -generate at least their number judges them all")
-	regrade = flag.String("regrade", "", "grade the diagnoses of a generated.json again (after a change of the regions' tags) and print its summary")
-	tree    = flag.Int("tree", 0, "write the sources of mutant K, a copy of cudalib/ with its patch applied, into the folder given as the argument, and exit (the Makefile's mutant builds)")
+	pkgs      = flag.String("pkgs", "./verify", "packages of the suite to run against each mutant (-cuda: ./verify ./cudalib)")
+	cuda      = flag.Bool("cuda", false, "the CUDA library's mutants (DeviceShared and CUDACatalogue), built with nvcc; needs a GPU")
+	arch      = flag.String("arch", "90", "-cuda: the compute capability to build for")
+	bin       = flag.String("bin", "", "a folder of prebuilt test binaries <pkg>.test to run instead of go test (scripts/gpu.sh build)")
+	out       = flag.String("out", "out", "folder for mutants.json and the logs")
+	only      = flag.String("only", "", "comma-separated mutant numbers to run (default: all)")
+	matrix    = flag.Bool("matrix", false, "run every test against every mutant, for the whole kill matrix (default: stop at a mutant's first failing test)")
+	jobs      = flag.Int("j", 0, "accuracy mutants judged at once (0: one per CPU for the CPU build, 1 with -cuda)")
+	gen       = flag.Int("generate", 0, "judge a sample of this many generated mutants (mutation operators applied mechanically to the CPU build's sources) instead of the catalogue")
+	seed      = flag.Uint64("seed", 1, "-generate: the sample's seed")
+	genLine   = flag.String("generate-lines", "", "-generate: draw only from the mutations of source lines matching this regular expression (e.g. 'saved|starts|w\\.states|w\\.grads', the backward's saved states); -generate at least their number judges them all")
+	regrade   = flag.String("regrade", "", "grade the diagnoses of a generated.json again (after a change of the regions' tags) and print its summary")
+	buildOnly = flag.Bool("build-only", false, "-cuda: build the unmutated library and the mutants (through the object cache) and stop: that every patch still compiles, checked with nvcc before a GPU's time is spent (make mutants-cuda-build)")
+	tree      = flag.Int("tree", 0, "write the sources of mutant K, a copy of cudalib/ with its patch applied, into the folder given as the argument, and exit (the Makefile's mutant builds)")
 )
 
 func main() {
@@ -280,6 +281,9 @@ func main() {
 			fatal(err)
 		}
 		return
+	}
+	if *buildOnly && !*cuda {
+		fatal(errors.New("-build-only: needs -cuda (the CPU build's mutants compile in seconds as they are judged)"))
 	}
 	if *genLine != "" && *gen <= 0 {
 		fatal(fmt.Errorf("-generate-lines %q: needs -generate N, the number of its mutations to judge", *genLine))
@@ -322,6 +326,10 @@ func main() {
 		fmt.Printf("mutants: building the CUDA library (sm_%s) and %d mutants with nvcc, in parallel\n", *arch, len(ks))
 		if err := buildCUDA(append([]int{0}, ks...), libOf); err != nil {
 			fatal(err)
+		}
+		if *buildOnly {
+			fmt.Printf("mutants: the unmutated library and %d mutants compile for sm_%s (build/mutants/)\n", len(ks), *arch)
+			return
 		}
 	} else {
 		fmt.Println("mutants: building the CPU library, its engine declaration and", len(catalogue), "mutants")
@@ -399,6 +407,11 @@ func main() {
 			jobs <- func() {
 				if !(*cuda && baseFailed.Load()) { // a GPU's time is not spent on mutants of a failing build
 					results[i] = judge(m, libOf(m.K), skip, poolEnv)
+					if *cuda {
+						// The report waits for the unmutated build's whole suite; a
+						// device call cut short still shows which mutants died.
+						fmt.Fprintf(os.Stderr, "mutants: %d %s judged: %s (%.0f s)\n", m.K, m.Name, results[i].Outcome, results[i].Seconds)
+					}
 				}
 				close(ready[i])
 			}
@@ -628,18 +641,38 @@ func selected(k int) bool {
 	return *only == "" || strings.Contains(","+*only+",", fmt.Sprintf(",%d,", k))
 }
 
+// objCache is where the CUDA builds keep their objects (build-cuda.sh's
+// SSMK_OBJ_CACHE) unless the environment names another: a mutant patches
+// one file, and the units that do not include it are the unmutated build's.
+const objCache = "build/mutants/objcache"
+
 // buildCUDA builds the CUDA library once per k (0: unmutated) from a copy
-// of cudalib/ with mutant k's patch applied (mutantTree), half the CPUs at a time (nvcc is single-threaded and
-// memory-hungry); each build's log is out/build-k.log.
+// of cudalib/ with mutant k's patch applied (mutantTree), half the CPUs at a
+// time (nvcc is single-threaded and memory-hungry); each build's log is
+// out/build-k.log. The first of ks builds alone, filling the object cache
+// that the others then draw on.
 func buildCUDA(ks []int, libOf func(int) string) error {
 	t0 := time.Now()
+	if os.Getenv("SSMK_OBJ_CACHE") == "" {
+		abs, err := filepath.Abs(objCache)
+		if err != nil {
+			return err
+		}
+		os.Setenv("SSMK_OBJ_CACHE", abs)
+	}
 	sem := make(chan struct{}, max(1, runtime.NumCPU()/2))
 	errs := make([]error, len(ks))
 	var wg sync.WaitGroup
+	first := make(chan struct{})
 	for i, k := range ks {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			if i == 0 {
+				defer close(first)
+			} else {
+				<-first
+			}
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			script := "cudalib/build-cuda.sh"
