@@ -9,9 +9,9 @@
 # SSMK_OBJ_CACHE=DIR keeps each translation unit's object in DIR under a key
 # of everything that decides it: nvcc's version, the flags, and the bytes of
 # the unit and of every file it includes from this tree (quoted or angled
-# includes found in the unit's folder, its includer's, or include/, followed
-# transitively; an include inside an #if counts too, which can only cost a
-# rebuild). A build whose unit and includes match a cached one copies the
+# includes, resolved against the including file's folder and then include/,
+# followed transitively; an include inside an #if counts too, which can only
+# cost a rebuild). A build whose unit and includes match a cached one copies the
 # object instead of compiling it: the CUDA mutants (verify/mutants -cuda),
 # each one patched file away from the unmutated tree, recompile only the
 # units that include the patched file.
@@ -81,7 +81,7 @@ for src in "$here"/src/cuda/*.cu; do
   if [ -n "$cache" ]; then
     # The key hashes each dependency's bytes, not its path: the unmutated
     # tree and a mutant's copy share a unit's object when their bytes agree.
-    key=$( { echo "$toolkey"; deps "$(realpath "$src")" | sort | xargs sha256sum | cut -c1-64; } | sha256sum | cut -c1-64)
+    key=$( { echo "$toolkey"; deps "$(realpath "$src")" | sort | xargs -d '\n' sha256sum | cut -c1-64; } | sha256sum | cut -c1-64)
     if cp "$cache/$key.o" "$obj" 2>/dev/null; then
       reused=$((reused + 1))
       continue
