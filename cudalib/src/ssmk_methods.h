@@ -447,13 +447,13 @@ SSMK_HD float ssigmoid(float z) {
     const float e = sexp(-fabsf(z)), r = srcp_unit(1.0f + e);
     return z >= 0.0f ? r : e * r;
 }
-SSMK_HD double ssigmoid(double z) { return 1.0 / (1.0 + exp(-z)); }
+SSMK_HD double ssigmoid(double z) { return 1.0 / (1.0 + sexp(-z)); }
 
 /* The SiLU gate y·z·σ(z): in float by ssigmoid, a product instead of the
  * IEEE division; in double y·z/(1 + e^−z). The error model's gate term is
  * (5 + 1.25·(1 − σ(z))·|z|) u of |y| (reference's doc). */
 SSMK_HD float sgate(float y, float z) { return y * z * ssigmoid(z); }
-SSMK_HD double sgate(double y, double z) { return y * z / (1.0 + exp(-z)); }
+SSMK_HD double sgate(double y, double z) { return y * z / (1.0 + sexp(-z)); }
 
 /* dt from the raw delta: bias, then softplus with its threshold at 20.
  * SELECT (the GPU scan): softplus is evaluated for every value and selected
