@@ -52,9 +52,10 @@ func TestBuildDepsCoverPreprocessor(t *testing.T) {
 // absolute paths; names that are no file here (CUDA's headers) are left out.
 func preprocessorDeps(rule string) []string {
 	_, prereq, _ := strings.Cut(strings.ReplaceAll(rule, "\\\n", " "), ":")
+	tree := absPath(".") + string(filepath.Separator)
 	var files []string
 	for _, f := range strings.Fields(prereq) {
-		if abs := absPath(f); abs != "" && strings.HasPrefix(abs, absPath(".")+string(filepath.Separator)) {
+		if abs := absPath(f); abs != "" && strings.HasPrefix(abs, tree) {
 			files = append(files, abs)
 		}
 	}
