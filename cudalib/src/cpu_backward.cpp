@@ -137,7 +137,7 @@ void backward_row(const Bwd<T, V> &w, int b, int d) {
             if (a->z && t < L) {
                 const T z = ((const T *)a->z)[row * L + t], sig = ssigmoid(z);
                 T y = k * vre(ysum) + (a->D ? ((const T *)a->D)[d] * u : T(0));
-                ((T *)gr->dz)[row * L + t] = dy * y * sig * (T(1) + z * (T(1) - sig));
+                ((T *)gr->dz)[row * L + t] = dy * y * sgate_deriv(z, sig);
                 dy *= z * sig;
             }
             T du = T(0), ddt = T(0);
@@ -176,7 +176,7 @@ void backward_row(const Bwd<T, V> &w, int b, int d) {
                 du += dy * ((const T *)a->D)[d];
                 w.pD[row] += dy * u;
             }
-            if (a->delta_softplus && v <= T(20)) ddt *= ssigmoid(v);
+            ddt *= step_dt_deriv(v, a->delta_softplus);
             if (t < L) {
                 ((T *)gr->du)[row * L + t] = du;
                 ((T *)gr->ddelta)[row * L + t] = ddt;

@@ -455,6 +455,15 @@ SSMK_HD double ssigmoid(double z) { return 1.0 / (1.0 + sexp(-z)); }
 SSMK_HD float sgate(float y, float z) { return y * z * ssigmoid(z); }
 SSMK_HD double sgate(double y, double z) { return y * z / (1.0 + sexp(-z)); }
 
+/* The gate's derivative d(z·σ(z))/dz = σ·(1 + z·(1 − σ)) from σ = σ(z),
+ * which the backwards have formed already for the gate itself; dz is
+ * dout·y times it. One form for the three backwards, so that their dz
+ * round alike. */
+template <typename T>
+SSMK_HD T sgate_deriv(T z, T sig) {
+    return sig * (T(1) + z * (T(1) - sig));
+}
+
 /* dt from the raw delta: bias, then softplus with its threshold at 20.
  * SELECT (the GPU scan): softplus is evaluated for every value and selected
  * below the threshold, the same values without a branch, which on the GPU
@@ -468,6 +477,13 @@ SSMK_HD T step_dt(T delta, const T *delta_bias, int d, int softplus) {
     }
     if (softplus && dt <= T(20)) dt = ssoftplus(dt);
     return dt;
+}
+
+/* d dt / d delta for step_dt, from v = delta + bias: σ(v) where softplus
+ * applies (v ≤ 20), else 1 (dt = v, or softplus off). */
+template <typename T>
+SSMK_HD T step_dt_deriv(T v, int softplus) {
+    return softplus && v <= T(20) ? ssigmoid(v) : T(1);
 }
 
 /* y + D·u, then the SiLU gate y·z·σ(z) where there is a z (gated); the

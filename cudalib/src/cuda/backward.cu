@@ -236,13 +236,13 @@ __global__ void __launch_bounds__(kThreads, std::is_same<T, float>::value ? 2 : 
             const int t = t0 + k;
             if (t >= L) continue;
             const T v = ld_in<T>(p, p.delta, base + t) + (p.delta_bias ? ((const T *)p.delta_bias)[q.d] : T(0));
-            const T dsp = p.softplus && v <= T(20) ? ssigmoid(v) : T(1);
+            const T dsp = step_dt_deriv(v, p.softplus);
             const T ddt = (sl[k] * uu[k] + gxs[k]) * dsp;
             st_in<T>(p, p.du, base + t, sl[k] * dt[k] + dy[k] * Dd);
             st_in<T>(p, p.ddelta, base + t, ddt);
             if (p.z) {
                 const T z = ld_in<T>(p, p.z, base + t), sig = ssigmoid(z);
-                const T dzf = ld_in<T>(p, p.dout, base + t) * sig * (T(1) + z * (T(1) - sig));
+                const T dzf = ld_in<T>(p, p.dout, base + t) * sgate_deriv(z, sig);
                 st_in<T>(p, p.dz, base + t, (kk * ys[k] + Dd * uu[k]) * dzf);
             }
             dD += dy[k] * uu[k];

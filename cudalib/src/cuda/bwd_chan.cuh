@@ -224,7 +224,7 @@ __device__ __forceinline__ BcRange bc_prepass(const BwdParams &p, const In *rows
             dt = step_dt<true>(raw, (const float *)p.delta_bias, d, p.softplus);
             w.lo = fminf(w.lo, dt), w.hi = fmaxf(w.hi, dt);
             const float v = raw + bias;
-            dsp = p.softplus && v <= 20.0f ? ssigmoid(v) : 1.0f;
+            dsp = step_dt_deriv(v, p.softplus);
             u = widen(rows[o]);
             du = dt * u;
             const float dout = widen(rows[3 * CB * RS + o]);
@@ -233,7 +233,7 @@ __device__ __forceinline__ BcRange bc_prepass(const BwdParams &p, const In *rows
                 /* the gate z·σ(z) as the forward forms it (sgate) */
                 const float z = widen(rows[2 * CB * RS + o]), sig = ssigmoid(z);
                 dy = dout * (z * sig);
-                dzf = dout * sig * (1.0f + z * (1.0f - sig));
+                dzf = dout * sgate_deriv(z, sig);
             }
             dD += dy * u;
         }
