@@ -457,8 +457,8 @@ SSMK_HD double sgate(double y, double z) { return y * z / (1.0 + sexp(-z)); }
 
 /* The gate's derivative d(z·σ(z))/dz = σ·(1 + z·(1 − σ)) from σ = σ(z),
  * which the backwards have formed already for the gate itself; dz is
- * dout·y times it. One form for the three backwards, so that their dz
- * round alike. */
+ * dout·y times it (the CPU backward multiplies dout·y first, the GPU
+ * backwards dout, then y). */
 template <typename T>
 SSMK_HD T sgate_deriv(T z, T sig) {
     return sig * (T(1) + z * (T(1) - sig));
