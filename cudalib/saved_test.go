@@ -56,11 +56,6 @@ func (c savedCase) problem() (*ssm.Problem, *ssm.Cotangent) {
 	return p, ct
 }
 
-// sameGrads asserts that b's gradients are a's: bit for bit, or, where the
-// library declares atomics, up to their order of addition (a relative 10⁻⁴
-// of the float sums) and, in a 16-bit dtype, the one ulp by which two
-// roundings of sums that differ in their last bits may part
-// (TestBackwardPlanAndDeterminism's rule with the 16-bit rounding).
 // launchOnce makes a backward plan of bufs with newPlan
 // (Library.NewBackwardPlan or NewSavedBackwardPlan), launches it once and
 // returns its gradients, the plan closed.
@@ -75,6 +70,11 @@ func launchOnce(t *testing.T, newPlan func(*GradBuffers) (*BackwardPlan, error),
 	return g
 }
 
+// sameGrads asserts that b's gradients are a's: bit for bit, or, where the
+// library declares atomics, up to their order of addition (a relative 10⁻⁴
+// of the float sums) and, in a 16-bit dtype, the one ulp by which two
+// roundings of sums that differ in their last bits may part
+// (TestBackwardPlanAndDeterminism's rule with the 16-bit rounding).
 func sameGrads(t *testing.T, atomic bool, dt ssm.DType, a, b *ssm.Grads, what string) {
 	t.Helper()
 	bf := b.Fields()
