@@ -1,6 +1,7 @@
 package diagnose
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -70,8 +71,17 @@ func Backward(l Differentiator, p *ssm.Problem, ct *ssm.Cotangent, dt ssm.DType)
 // the relations and the placing use that call; the probes that compare
 // with another method's reference or re-run the kernel on other problems
 // leave the initial state's gradient out.
-func BackwardInitial(l Differentiator, p *ssm.Problem, ct *ssm.Cotangent, dt ssm.DType, withInitial bool) Finding {
+func BackwardInitial(l Differentiator, p *ssm.Problem, ct *ssm.Cotangent, dt ssm.DType, withInitial bool) (f Finding) {
+	defer contained(&f, "diagnose.BackwardInitial", func() string { return p.Shape() + " " + dt.String() })
+	return diagnoseBackward(l, p, ct, dt, withInitial)
+}
+
+func diagnoseBackward(l Differentiator, p *ssm.Problem, ct *ssm.Cotangent, dt ssm.DType, withInitial bool) Finding {
+	l = checkedKernel{l}
 	got, err := l.Backward(p, ct, dt, withInitial)
+	if e := (*ShapeError)(nil); errors.As(err, &e) {
+		return shapeFinding(e)
+	}
 	if err != nil {
 		return BackwardError(err)
 	}
@@ -119,7 +129,7 @@ func BackwardInitial(l Differentiator, p *ssm.Problem, ct *ssm.Cotangent, dt ssm
 		}
 		q := p.Clone()
 		q.Method = m
-		c, err := compareGrads(q, ct, got, dt)
+		c, err := compareGrads(q, ct, got, dt, withInitial)
 		if err != nil {
 			continue
 		}
@@ -140,7 +150,7 @@ func BackwardInitial(l Differentiator, p *ssm.Problem, ct *ssm.Cotangent, dt ssm
 		f.Tag, f.Cause = "bwd-dz-forward", "only dz is wrong, and it is formed from the library's own forward output: the backward is right and the forward's output, which it takes, is not"
 		return f
 	}
-	if rs, err := reference.GradErrorScaleRecovered(p, ct, false, dt.Precision()); err == nil {
+	if rs, err := reference.GradErrorScaleRecovered(p, ct, withInitial, dt.Precision()); err == nil {
 		if c := judge.CompareGrads(p, got, dt, want, rs); c.Passed(dt) {
 			f.Tag, f.Cause = "bwd-state-recovered", "within the error model once each use of Ā·h_{t−1} may carry the error of h_t − Δ·g·B·u "+
 				"(reference.GradErrorScaleRecovered): the backward recovers Ā·h_{t−1} from the state it scanned by a subtraction "+
@@ -181,7 +191,7 @@ func BackwardInitial(l Differentiator, p *ssm.Problem, ct *ssm.Cotangent, dt ssm
 	if ct.LastState != nil {
 		c0 := &ssm.Cotangent{Out: ct.Out}
 		if g0, err := l.Backward(p, c0, dt, false); err == nil {
-			if c, err := compareGrads(p, c0, g0, dt); err == nil && c.Passed(dt) {
+			if c, err := compareGrads(p, c0, g0, dt, false); err == nil && c.Passed(dt) {
 				f.Tag, f.Cause = "bwd-dlast", fmt.Sprintf("right without a gradient of the last state, wrong with one: dlast_state enters the sweep at the wrong step (seqlen %d: a padded tail or a chunk boundary)", p.Seqlen)
 				return f
 			}
@@ -209,14 +219,15 @@ func BackwardInitial(l Differentiator, p *ssm.Problem, ct *ssm.Cotangent, dt ssm
 			return f
 		}
 	}
-	wf := want.Fields()
-	for k, g := range got.Fields() {
-		if !contains(failing, g.Name) {
+	wantBy := want.ByName()
+	for _, g := range got.Fields() {
+		w := wantBy[g.Name]
+		if !contains(failing, g.Name) || len(w) != len(g.Values) {
 			continue
 		}
 		// A factor within 1% of 1 is rounding's size, not a slip's (an
 		// fp16 gradient's errors are within 2⁻¹¹ of it).
-		if r, ok := constantRatio(g.Values, wf[k].Values); ok && math.Abs(r-1) > 1e-2 && r != 0 { // zero: gradientRelation
+		if r, ok := constantRatio(g.Values, w); ok && math.Abs(r-1) > 1e-2 && r != 0 { // zero: gradientRelation
 			f.Tag, f.Cause = "bwd-factor:"+g.Name, fmt.Sprintf("%s is the reference's times %.6g", g.Name, r)
 			return f
 		}
@@ -300,14 +311,15 @@ func paddedTail(l Differentiator, p *ssm.Problem, ct *ssm.Cotangent, dt ssm.DTyp
 		"overflow, and ∞·0 = NaN)", p.Seqlen, L, p.Seqlen), true
 }
 
-// compareGrads judges got, a backward of p for ct in dt, against the
-// reference's gradients under the backward's error model.
-func compareGrads(p *ssm.Problem, ct *ssm.Cotangent, got *ssm.Grads, dt ssm.DType) (judge.GradComparison, error) {
-	want, err := reference.ScanGrad(p, ct, false)
+// compareGrads judges got, a backward of p for ct in dt (with the initial
+// state's gradient where withInitial), against the reference's gradients
+// under the backward's error model.
+func compareGrads(p *ssm.Problem, ct *ssm.Cotangent, got *ssm.Grads, dt ssm.DType, withInitial bool) (judge.GradComparison, error) {
+	want, err := reference.ScanGrad(p, ct, withInitial)
 	if err != nil {
 		return judge.GradComparison{}, err
 	}
-	sc, err := reference.GradErrorScale(p, ct, false, dt.Precision())
+	sc, err := reference.GradErrorScale(p, ct, withInitial, dt.Precision())
 	if err != nil {
 		return judge.GradComparison{}, err
 	}
@@ -323,7 +335,7 @@ func passes(l Differentiator, p *ssm.Problem, ct *ssm.Cotangent, dt ssm.DType) b
 	if err != nil {
 		return false
 	}
-	c, err := compareGrads(p, ct, g, dt)
+	c, err := compareGrads(p, ct, g, dt, false)
 	return err == nil && c.Passed(dt)
 }
 

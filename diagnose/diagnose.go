@@ -1,6 +1,7 @@
 package diagnose
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/cmplx"
@@ -53,11 +54,21 @@ type Finding = report.Finding
 // and their order are the package documentation's. A refusal is explained
 // by the reductions the kernel accepts; a failure that does not reproduce
 // gives an empty Tag.
-func Scan(s Scanner, p *ssm.Problem, dt ssm.DType) Finding {
-	if d, ok := s.(Declarer); ok {
+func Scan(s Scanner, p *ssm.Problem, dt ssm.DType) (f Finding) {
+	defer contained(&f, "diagnose.Scan", func() string { return p.Shape() + " " + dt.String() })
+	return diagnoseScan(s, p, dt)
+}
+
+func diagnoseScan(s Scanner, p *ssm.Problem, dt ssm.DType) Finding {
+	d, declares := s.(Declarer)
+	s = checkedKernel{s}
+	if declares {
 		s = exactScanner{s, d}
 	}
 	got, err := s.Scan(p, dt)
+	if e := (*ShapeError)(nil); errors.As(err, &e) {
+		return shapeFinding(e)
+	}
 	if err != nil {
 		return refusal(s, p, dt, err)
 	}

@@ -26,9 +26,18 @@ var mamba3Arrays = []string{"y", "angle_state", "ssm_state", "k_state", "v_state
 //     unexplained in Where and the counts in Evidence — a slip and a
 //     second fault it does not describe;
 //   - else "none", with where the failure shows.
-func Mamba3(p *mamba3.Problem, y []float64, st *mamba3.State) report.Finding {
+func Mamba3(p *mamba3.Problem, y []float64, st *mamba3.State) (f report.Finding) {
+	defer contained(&f, "diagnose.Mamba3", func() string { return mamba3Shape(p) })
+	return diagnoseMamba3(p, y, st)
+}
+
+func diagnoseMamba3(p *mamba3.Problem, y []float64, st *mamba3.State) report.Finding {
 	want, wst := mamba3.Forward(p)
-	ok, ratios := ssdJudged(judge.Mamba3Arrays(p, y, want, st, wst, mamba3.ErrorScale(p)))
+	arrays := judge.Mamba3Arrays(p, y, want, st, wst, mamba3.ErrorScale(p))
+	if e := ssdShape(arrays); e != nil {
+		return shapeFinding(e)
+	}
+	ok, ratios := ssdJudged(arrays)
 	if ok {
 		return report.Finding{Cause: "the failure did not reproduce on this problem"}
 	}

@@ -466,7 +466,22 @@ func worstPoint(pts []point, dt ssm.DType, abar bool, ref func(point) complex128
 // every one within the quotient's cancellation, 16·u/|x| relative in g (a
 // device exponential's error of a few u scatters which of them is worst),
 // are a narrow guard; anything else goes to the probe's explanations.
-func Discretized(m ssm.Method, dt ssm.DType, isComplex bool, delta []float64, a, abar, bcoef []complex128, failed []bool) Finding {
+func Discretized(m ssm.Method, dt ssm.DType, isComplex bool, delta []float64, a, abar, bcoef []complex128, failed []bool) (f Finding) {
+	defer contained(&f, "diagnose.Discretized", func() string {
+		return fmt.Sprintf("%v %v %s, %d values of Δ", m, dt, ssm.AKind(isComplex), len(delta))
+	})
+	return diagnoseDiscretized(m, dt, isComplex, delta, a, abar, bcoef, failed)
+}
+
+func diagnoseDiscretized(m ssm.Method, dt ssm.DType, isComplex bool, delta []float64, a, abar, bcoef []complex128, failed []bool) Finding {
+	for _, c := range []struct {
+		name string
+		n    int
+	}{{"a", len(a)}, {"abar", len(abar)}, {"bcoef", len(bcoef)}, {"failed", len(failed)}} {
+		if c.n != len(delta) {
+			return shapeFinding(&ShapeError{c.name, c.n, len(delta)})
+		}
+	}
 	var pts []point
 	var bad []point
 	for i := range delta {

@@ -77,7 +77,12 @@ func lateState(q *ssm.Problem, h0 []float64) []float64 {
 // fails: the pieces are replayed in the float64 reference with each usual
 // mistake in taking the initial state, and the mistake whose replay the
 // kernel matches within the threshold is named. It needs no kernel calls.
-func Resumption(p *ssm.Problem, got *ssm.Output, dt ssm.DType, cuts []int) Finding {
+func Resumption(p *ssm.Problem, got *ssm.Output, dt ssm.DType, cuts []int) (f Finding) {
+	defer contained(&f, "diagnose.Resumption", func() string { return fmt.Sprintf("%s %v, cuts %v", p.Shape(), dt, cuts) })
+	return diagnoseResumption(p, got, dt, cuts)
+}
+
+func diagnoseResumption(p *ssm.Problem, got *ssm.Output, dt ssm.DType, cuts []int) Finding {
 	f := Finding{Tag: "none", Cause: "no diagnosis fits: the kernel matches no usual mistake in taking the initial state"}
 	for _, sl := range stateSlips {
 		alt, err := replay(p, cuts, sl)

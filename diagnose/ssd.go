@@ -179,9 +179,17 @@ func allPass(ratios []float64, th float64) bool {
 // features the failure needs (switched off one at a time, with run), and
 // where it shows — which arrays, from which step, relative to the chunks
 // and the sequences, in which heads.
-func SSDPrefill(p *ssd.Problem, got *ssd.Output, run SSDRunner) report.Finding {
+func SSDPrefill(p *ssd.Problem, got *ssd.Output, run SSDRunner) (f report.Finding) {
+	defer contained(&f, "diagnose.SSDPrefill", p.Shape)
+	return diagnoseSSDPrefill(p, got, run)
+}
+
+func diagnoseSSDPrefill(p *ssd.Problem, got *ssd.Output, run SSDRunner) report.Finding {
 	want, sc := ssd.Prefill(p)
 	arrays := judge.PrefillArrays(p, got, want, sc)
+	if e := ssdShape(arrays); e != nil {
+		return shapeFinding(e)
+	}
 	ok, ratios := ssdJudged(arrays)
 	if ok {
 		return report.Finding{Tag: "", Cause: "the failure did not reproduce on this problem"}
@@ -224,9 +232,17 @@ func SSDPrefill(p *ssd.Problem, got *ssd.Output, run SSDRunner) report.Finding {
 }
 
 // SSDStep diagnoses a decode step that failed, as SSDPrefill does.
-func SSDStep(s *ssd.Step, got *ssd.StepOutput) report.Finding {
+func SSDStep(s *ssd.Step, got *ssd.StepOutput) (f report.Finding) {
+	defer contained(&f, "diagnose.SSDStep", func() string { return stepShape(s) })
+	return diagnoseSSDStep(s, got)
+}
+
+func diagnoseSSDStep(s *ssd.Step, got *ssd.StepOutput) report.Finding {
 	want, sc := ssd.Decode(s)
 	arrays := judge.StepArrays(s, got, want, sc)
+	if e := ssdShape(arrays); e != nil {
+		return shapeFinding(e)
+	}
 	ok, ratios := ssdJudged(arrays)
 	if ok {
 		return report.Finding{Tag: "", Cause: "the failure did not reproduce on this step"}
@@ -305,7 +321,7 @@ func ssdWhere(p *ssd.Problem, ratios map[string][]float64, th float64) string {
 		if n > 0 {
 			s := fmt.Sprintf("y: %d of %d elements from step %d", n, len(rs), first)
 			var notes []string
-			if first > 0 && first%p.Chunk == 0 {
+			if p.Chunk > 0 && first > 0 && first%p.Chunk == 0 {
 				notes = append(notes, fmt.Sprintf("the first step of chunk %d", first/p.Chunk))
 			}
 			for i, sq := range p.Sequences() {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/cmplx"
+	"ssmverify/contain"
 
 	"ssmverify/reference"
 	"ssmverify/ssm"
@@ -207,7 +208,16 @@ func ULPsOf(diff, mag float64, dt ssm.DType) float64 {
 // reference and its error scale. The reference output and the scale may be
 // passed in to avoid recomputing them (nil: computed here, the scale by
 // reference.ErrorScaleIn in dt's precision).
-func CompareScan(p *ssm.Problem, got *ssm.Output, dt ssm.DType, ref *ssm.Output, sc *reference.Scale) (Comparison, error) {
+func CompareScan(p *ssm.Problem, got *ssm.Output, dt ssm.DType, ref *ssm.Output, sc *reference.Scale) (c Comparison, err error) {
+	defer func() {
+		if e := contain.Recovered(recover(), "judge.CompareScan", p.Shape); e != nil {
+			c, err = Comparison{}, e
+		}
+	}()
+	return compareScan(p, got, dt, ref, sc)
+}
+
+func compareScan(p *ssm.Problem, got *ssm.Output, dt ssm.DType, ref *ssm.Output, sc *reference.Scale) (Comparison, error) {
 	var err error
 	if ref == nil {
 		if ref, err = reference.Scan(p, ssm.Float64); err != nil {
@@ -221,6 +231,17 @@ func CompareScan(p *ssm.Problem, got *ssm.Output, dt ssm.DType, ref *ssm.Output,
 		if sc, err = reference.ErrorScaleIn(p, prec); err != nil {
 			return Comparison{}, err
 		}
+	}
+	if got == nil {
+		return Comparison{}, fmt.Errorf("judge: the kernel returned no output")
+	}
+	if len(got.Out) != len(ref.Out) || len(got.LastState) != len(ref.LastState) {
+		return Comparison{}, fmt.Errorf("judge: the kernel returned %d outputs and %d state words, want %d and %d", len(got.Out), len(got.LastState), len(ref.Out), len(ref.LastState))
+	}
+	states := len(ref.LastState) / p.ElemWords()
+	if len(sc.Out) != len(ref.Out) || len(sc.TinyOut) != len(ref.Out) || len(sc.MagOut) != len(ref.Out) ||
+		len(sc.LastState) != states || len(sc.TinyState) != states || len(sc.MagState) != states {
+		return Comparison{}, fmt.Errorf("judge: the error scale is not of the reference's problem (%d outputs, want %d): a caller's inconsistency", len(sc.Out), len(ref.Out))
 	}
 	var c Comparison
 	note := func(r, g, w, ulp float64, array string, idx []int, overflowOK bool) {

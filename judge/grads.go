@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"ssmverify/contain"
 
 	"ssmverify/reference"
 	"ssmverify/ssm"
@@ -36,6 +37,14 @@ type GradComparison struct {
 	// Missing names gradients the reference has and the kernel did not
 	// return (or returned with another length).
 	Missing []string
+	// Unscaled names gradients whose error scale does not match the
+	// reference's length: the caller's inconsistency (an error scale of
+	// another problem), not the kernel's, so they are left unjudged and
+	// the comparison does not pass.
+	Unscaled []string
+	// Internal is a panic of the comparison itself (package contain): a
+	// bug of the suite; the comparison does not pass.
+	Internal error
 }
 
 // Worst is the gradient whose worst element has the largest ratio.
@@ -52,7 +61,7 @@ func (c GradComparison) Worst() GradWorst {
 // Passed reports whether every gradient is present, finite and within the
 // threshold.
 func (c GradComparison) Passed(dt ssm.DType) bool {
-	if c.NonFinite > 0 || len(c.Missing) > 0 {
+	if c.NonFinite > 0 || len(c.Missing) > 0 || len(c.Unscaled) > 0 || c.Internal != nil {
 		return false
 	}
 	for _, g := range c.Grads {
@@ -84,10 +93,22 @@ func (c GradComparison) Failing(dt ssm.DType) []GradWorst {
 // the float32 model, allowed as OutputRatio allows the output's; an
 // element of fp16 that a correct float32 value may carry past 65520 may be
 // ±Inf.
-func CompareGrads(p *ssm.Problem, got *ssm.Grads, dt ssm.DType, ref *ssm.Grads, sc *reference.GradScale) GradComparison {
+func CompareGrads(p *ssm.Problem, got *ssm.Grads, dt ssm.DType, ref *ssm.Grads, sc *reference.GradScale) (c GradComparison) {
+	defer func() {
+		if e := contain.Recovered(recover(), "judge.CompareGrads", p.Shape); e != nil {
+			c = GradComparison{Internal: e}
+		}
+	}()
+	if got == nil {
+		got = &ssm.Grads{} // no gradients: every one missing
+	}
+	return compareGrads(p, got, dt, ref, sc)
+}
+
+func compareGrads(p *ssm.Problem, got *ssm.Grads, dt ssm.DType, ref *ssm.Grads, sc *reference.GradScale) GradComparison {
 	var c GradComparison
 	var fields []gradField
-	fields, c.Missing = gradFields(p, got, ref, sc, dt)
+	fields, c.Missing, c.Unscaled = gradFields(p, got, ref, sc, dt)
 	for _, f := range fields {
 		w := GradWorst{Name: f.name}
 		for i := 0; i < len(f.got); i += f.step {
@@ -118,7 +139,7 @@ func CompareGrads(p *ssm.Problem, got *ssm.Grads, dt ssm.DType, ref *ssm.Grads, 
 // element counts once), r is NaN where the kernel's difference is not
 // finite.
 func EachGradRatio(p *ssm.Problem, got *ssm.Grads, dt ssm.DType, ref *ssm.Grads, sc *reference.GradScale, f func(name string, e int, r float64)) {
-	fields, _ := gradFields(p, got, ref, sc, dt)
+	fields, _, _ := gradFields(p, got, ref, sc, dt)
 	for _, g := range fields {
 		for i := 0; i < len(g.got); i += g.step {
 			_, _, r := g.elem(i, dt)
@@ -140,14 +161,19 @@ type gradField struct {
 }
 
 // gradFields pairs every gradient of ref with got's, in ref's order, and
-// names those got lacks or holds at another length.
-func gradFields(p *ssm.Problem, got, ref *ssm.Grads, sc *reference.GradScale, dt ssm.DType) (fields []gradField, missing []string) {
+// names those got lacks or holds at another length, and those whose scale
+// (sc) is not of ref's length.
+func gradFields(p *ssm.Problem, got, ref *ssm.Grads, sc *reference.GradScale, dt ssm.DType) (fields []gradField, missing, unscaled []string) {
 	gotBy, scBy, tinyBy := got.ByName(), sc.Scale.ByName(), sc.Tiny.ByName()
 	complexArr := map[string]bool{"dA": p.Complex, "dB": p.Complex, "dC": p.Complex, "dinitial_state": p.Complex}
 	for _, f := range ref.Fields() {
 		g := gotBy[f.Name]
 		if len(g) != len(f.Values) {
 			missing = append(missing, f.Name)
+			continue
+		}
+		if len(scBy[f.Name]) != len(f.Values) || len(tinyBy[f.Name]) != len(f.Values) {
+			unscaled = append(unscaled, f.Name)
 			continue
 		}
 		step := 1
@@ -160,7 +186,7 @@ func gradFields(p *ssm.Problem, got, ref *ssm.Grads, sc *reference.GradScale, dt
 		}
 		fields = append(fields, gradField{f.Name, step, stored, g, f.Values, scBy[f.Name], tinyBy[f.Name]})
 	}
-	return fields, missing
+	return fields, missing, unscaled
 }
 
 // elem is element i's (its real word's, for a complex array) difference

@@ -3,6 +3,7 @@ package judge
 import (
 	"fmt"
 	"math"
+	"ssmverify/contain"
 
 	"ssmverify/mamba3"
 	"ssmverify/reference"
@@ -29,12 +30,24 @@ type SSDArray struct {
 // less the stored type's one rounding), non-finite values where the
 // reference is finite counted as failures, and the per-element ratios
 // (for the diagnosis and the error-growth tables).
-func CompareSSD(arrays []SSDArray) (Comparison, map[string][]float64, error) {
+func CompareSSD(arrays []SSDArray) (c Comparison, ratios map[string][]float64, err error) {
+	defer func() {
+		if e := contain.Recovered(recover(), "judge.CompareSSD", func() string { return fmt.Sprintf("%d arrays", len(arrays)) }); e != nil {
+			c, ratios, err = Comparison{}, nil, e
+		}
+	}()
+	return compareSSD(arrays)
+}
+
+func compareSSD(arrays []SSDArray) (Comparison, map[string][]float64, error) {
 	var c Comparison
 	ratios := map[string][]float64{}
 	for _, a := range arrays {
 		if len(a.Got) != len(a.Want) {
 			return c, nil, fmt.Errorf("judge: %s has %d elements, want %d", a.Name, len(a.Got), len(a.Want))
+		}
+		if len(a.Scale) != len(a.Want) || len(a.Tiny) != len(a.Want) {
+			return c, nil, fmt.Errorf("judge: the error scale of %s has %d elements, want %d: a caller's inconsistency", a.Name, len(a.Scale), len(a.Want))
 		}
 		rs := make([]float64, len(a.Got))
 		for i, g := range a.Got {
@@ -76,6 +89,9 @@ func ssdRatio(diff, want, scale, tiny float64, stored, computed ssm.DType) float
 // type), the rows' final states and, for a packed row, every sequence's
 // (in the state type).
 func PrefillArrays(p *ssd.Problem, got, want *ssd.Output, sc *ssd.Scale) []SSDArray {
+	if got == nil {
+		got = &ssd.Output{} // no output: every array judged missing
+	}
 	H, P, N, L := p.Heads, p.Headdim, p.Dstate, p.Seqlen
 	computed := p.DType
 	if computed.Narrow() {
@@ -96,6 +112,9 @@ func PrefillArrays(p *ssd.Problem, got, want *ssd.Output, sc *ssd.Scale) []SSDAr
 // StepArrays returns the arrays of a decode step to judge: y and the pool
 // of states.
 func StepArrays(s *ssd.Step, got, want *ssd.StepOutput, sc *ssd.StepScale) []SSDArray {
+	if got == nil {
+		got = &ssd.StepOutput{}
+	}
 	H, P, N := s.Heads, s.Headdim, s.Dstate
 	computed := s.DType
 	if computed.Narrow() {
@@ -115,6 +134,9 @@ func StepArrays(s *ssd.Step, got, want *ssd.StepOutput, sc *ssd.StepScale) []SSD
 // of 0 may wrap to just under 2π) and the SSM state (float32, float64 for
 // an fp64 problem).
 func Mamba3Arrays(p *mamba3.Problem, y, wantY []float64, st, want *mamba3.State, sc *mamba3.Scale) []SSDArray {
+	if st == nil {
+		st = &mamba3.State{}
+	}
 	idx := func(i int) []int { return []int{i} }
 	in, w := p.DType, p.DType.Weight()
 	return []SSDArray{
@@ -133,7 +155,15 @@ func Mamba3Arrays(p *mamba3.Problem, y, wantY []float64, st, want *mamba3.State,
 // type. A gradient the reference has and the kernel did not return is an
 // error (a kernel that computes no dD when D is given has not done its
 // job); one the reference lacks is ignored.
-func Mamba3GradArrays(p *mamba3.Problem, got, want *mamba3.Grads, sc *mamba3.GradScale) ([]SSDArray, error) {
+func Mamba3GradArrays(p *mamba3.Problem, got, want *mamba3.Grads, sc *mamba3.GradScale) (arrays []SSDArray, err error) {
+	defer func() {
+		if e := contain.Recovered(recover(), "judge.Mamba3GradArrays", nil); e != nil {
+			arrays, err = nil, e
+		}
+	}()
+	if got == nil {
+		return nil, fmt.Errorf("judge: the kernel returned no gradients")
+	}
 	idx := func(i int) []int { return []int{i} }
 	in, w := p.DType, p.DType.Weight()
 	gf, sf, tf := got.Fields(), sc.Scale.Fields(), sc.Tiny.Fields()

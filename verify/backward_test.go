@@ -131,6 +131,12 @@ func gradFailure(c judge.GradComparison, dt ssm.DType) string {
 	if len(c.Missing) > 0 {
 		s += fmt.Sprintf("\n  missing: %v", c.Missing)
 	}
+	if len(c.Unscaled) > 0 {
+		s += fmt.Sprintf("\n  not judged (internal error of ssmverify: the error scale does not fit the reference): %v", c.Unscaled)
+	}
+	if c.Internal != nil {
+		s += "\n  " + c.Internal.Error()
+	}
 	return s
 }
 
