@@ -97,34 +97,22 @@ fmt-check:
 	@out=$$(gofmt -l $$(git ls-files -co --exclude-standard '*.go' | while read -r f; do [ -f "$$f" ] && echo "$$f"; done)); \
 		if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
-## verify: the main job: build the library (CPU; CUDA too when nvcc and a GPU are present), run the
-## verification suite against it, then Mamba-2 and Mamba-3 through the bridge (verify/mamba2, verify/mamba3), print
-## the summaries, write out/report.json, out/summary.txt, out/mamba2/ and out/mamba3/
+## verify: the main job: build the library (CPU; CUDA too when nvcc and a GPU are present), run the golden files
+## tests, the verification suite against the library, then Mamba-2 and Mamba-3 through the bridge (verify/mamba2,
+## verify/mamba3), print each summary and the run's verdict last (cmd/suite: exit 0 pass, 1 fail, 2 could not run,
+## 3 undecided); writes out/report.json, out/summary.txt, out/mamba2/ and out/mamba3/, each run from an empty report
 # With SSMK_LIB naming a library of its own, the CPU build is not built (the suite judges SSMK_LIB alone).
 verify: $(if $(SSMK_LIB),,lib)
 	@if [ -z "$(SSMK_LIB)" ] && command -v nvcc >/dev/null 2>&1 && nvidia-smi >/dev/null 2>&1; then $(MAKE) lib-cuda; fi
-	@mkdir -p out
-	@echo "verify: golden files (checksums, reference reproduction)"
-	$(GO) test -count=1 ./golden
-	@echo "verify: the suite against the library under test (cudalib.OpenDefault; SSMK_LIB to choose); the raw log: out/verify.log"
-	@rm -f out/summary.txt; $(GO) test -count=1 -v ./verify -args -report $(CURDIR)/out >out/verify.log 2>&1; st=$$?; echo; \
-		if [ -s out/summary.txt ]; then cat out/summary.txt; else tail -30 out/verify.log; echo "verify: the suite wrote no summary"; fi; \
-		echo; echo "verify: Mamba-2's prefill and decode, Mamba-3's forward and step, through the bridge (SSMK_BRIDGE to choose; default the numpy paths): out/mamba2, out/mamba3"; \
-		$(MAKE) --no-print-directory mamba2; st2=$$?; $(MAKE) --no-print-directory mamba3; st3=$$?; \
-		[ $$st -ne 0 ] && exit $$st; [ $$st2 -ne 0 ] && exit $$st2; exit $$st3
+	@$(GO) build -o $(BUILD)/suite ./cmd/suite && $(BUILD)/suite -out out
 
-## mamba2, mamba3: the Mamba-2 (prefill, decode) or Mamba-3 (forward, step) suite alone, against the kernel
-## SSMK_BRIDGE names ("ADAPTER key=value …"; default the numpy paths); on a GPU machine without Go:
-## scripts/gpu.sh mamba2 CHECKOUT, scripts/gpu.sh mamba3 CHECKOUT (docs/bridge.md)
-define bridged
-	@mkdir -p out
-	@rm -f out/$(1)/summary.txt; $(GO) test -count=1 -v ./verify/$(1) -args -report $(CURDIR)/out/$(1) >out/$(1).log 2>&1; st=$$?; \
-		if [ -s out/$(1)/summary.txt ]; then cat out/$(1)/summary.txt; else tail -30 out/$(1).log; fi; exit $$st
-endef
+## mamba2, mamba3: the Mamba-2 (prefill, decode) or Mamba-3 (forward, step, backward) suite alone, against the
+## kernel SSMK_BRIDGE names ("ADAPTER key=value …"; default the numpy paths), into out/mamba2 or out/mamba3; on a
+## GPU machine without Go: scripts/gpu.sh mamba2 CHECKOUT, scripts/gpu.sh mamba3 CHECKOUT (docs/bridge.md)
 mamba2:
-	$(call bridged,mamba2)
+	@$(GO) build -o $(BUILD)/suite ./cmd/suite && $(BUILD)/suite -out out -parts mamba2
 mamba3:
-	$(call bridged,mamba3)
+	@$(GO) build -o $(BUILD)/suite ./cmd/suite && $(BUILD)/suite -out out -parts mamba3
 
 ## mutants: build the CPU library with each planted bug of the catalogue, run the suite against it until a test
 ## kills it, print which one and its diagnosis; MUTANTS_FLAGS=-matrix runs every test against every mutant

@@ -28,8 +28,24 @@ func TestGateEndToEnd(t *testing.T) {
 	if len(r.Errors) > 0 {
 		t.Fatalf("setup errors: %v", r.Errors)
 	}
-	if r.ExitCode != report.ExitPass {
-		t.Fatalf("exit %d (%s): failures %+v", r.ExitCode, r.Verdict, r.LeafFailures())
+	// Check7 and the convergence test time the library: on a loaded
+	// machine they may not decide, and the run is then undecided with each
+	// such part listed, never a pass and never a failure. Both outcomes are
+	// right; the verdict must agree with what is listed.
+	undecided := len(r.Undecided) > 0
+	for _, p := range r.Performance {
+		undecided = undecided || p.Verdict == report.VerdictUndecided
+	}
+	for _, tt := range r.Tests {
+		undecided = undecided || tt.Outcome == report.Undecided
+	}
+	wantExit, wantBadge := report.ExitPass, "✅ PASS"
+	if undecided {
+		wantExit, wantBadge = report.ExitUndecided, "⚠️ UNDECIDED"
+		t.Logf("undecided on this machine (load): %+v", r.Undecided)
+	}
+	if r.ExitCode != wantExit {
+		t.Fatalf("exit %d (%s), want %d: failures %+v, undecided %+v", r.ExitCode, r.Verdict, wantExit, r.LeafFailures(), r.Undecided)
 	}
 	loaded, err := Load(filepath.Join(out, "report.json"))
 	if err != nil {
@@ -57,8 +73,8 @@ func TestGateEndToEnd(t *testing.T) {
 		t.Error("junit.xml has no test suites")
 	}
 	md, err := os.ReadFile(filepath.Join(out, "report.md"))
-	if err != nil || !strings.HasPrefix(string(md), "## ssmverify gate: ✅ PASS") {
-		t.Errorf("report.md starts %q (err %v), want the PASS verdict", strings.SplitN(string(md), "\n", 2)[0], err)
+	if err != nil || !strings.HasPrefix(string(md), "## ssmverify gate: "+wantBadge) {
+		t.Errorf("report.md starts %q (err %v), want the %s verdict", strings.SplitN(string(md), "\n", 2)[0], err, wantBadge)
 	}
 	if !strings.Contains(string(md), "`RAPID_SEED=7`") {
 		t.Errorf("report.md does not give the property tests' seed:\n%.400s", md)

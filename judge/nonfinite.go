@@ -174,8 +174,9 @@ func Judge(v Element, dt ssm.DType, pol Policy) string {
 	if math.IsNaN(v.Scale) || math.IsNaN(v.Tiny) {
 		// The error scale is undefined (a NaN or Inf input that did not
 		// reach this element): only the class can be asked, finite unless
-		// the dtype's evaluation overflows.
-		if ck == Finite || cs != Finite || v.OnInfinity {
+		// the dtype's evaluation overflows. The error model does not cover
+		// it: under FiniteOnly nothing is asked.
+		if pol == FiniteOnly || ck == Finite || cs != Finite || v.OnInfinity {
 			return ""
 		}
 		return fmt.Sprintf("reference is finite (%v, error scale undefined), kernel gives %v", v.Exact, ck)

@@ -99,10 +99,17 @@ func TestFiniteOnly(t *testing.T) {
 		{"rule 2: neither answer", Element{Kernel: r(0.5), Exact: r(1), InDtype: r(0), Scale: 1, Tiny: 0}, ""},
 		{"edge: beyond the range, -Inf", Element{Kernel: r(-inf), Exact: r(1e39), InDtype: r(inf), Scale: 10, Tiny: 1}, ""},
 		{"on infinity: NaN", Element{Kernel: r(nan), Exact: r(0.5), InDtype: r(0), Scale: 1, Tiny: 1, OnInfinity: true}, ""},
+		// Ā at Δ = +Inf: the reference's limit is finite, its error scale
+		// undefined; the model does not cover it (a correct library
+		// without SSMK_CAP_NONFINITE gave NaN and failed make fuzz)
+		{"scale undefined: NaN", Element{Kernel: r(nan), Exact: r(0), InDtype: r(0), Scale: nan, Tiny: nan}, ""},
 	} {
 		wantJudged(t, tc.name, Judge(tc.v, ssm.F32, FiniteOnly), tc.want)
 		if under := Judge(tc.v, ssm.F32, NonFinitePolicy); tc.want != "" && under == "" {
 			t.Errorf("%s: the policy accepts what finite-only rejects", tc.name)
 		}
 	}
+	// the policy itself still asks for the class there
+	undefined := Element{Kernel: r(nan), Exact: r(0), InDtype: r(0), Scale: nan, Tiny: nan}
+	wantJudged(t, "scale undefined under the policy", Judge(undefined, ssm.F32, NonFinitePolicy), "error scale undefined")
 }

@@ -79,6 +79,9 @@ type Report struct {
 	Undecided []UndecidedPart `json:"undecided,omitempty"`
 	// Diagnoses give the cause of failures, one per test and cell.
 	Diagnoses []Diagnosis `json:"diagnoses,omitempty"`
+	// Crashes are the tests inside which the test process died (each
+	// also a failed test); the run resumed without them (RecordCrash).
+	Crashes []Crash `json:"crashes,omitempty"`
 	// Convergence is the global error of each method's scan against the
 	// exact solution as Δ shrinks (TestConvergenceOrder); nil when that
 	// test did not run.
@@ -440,7 +443,9 @@ func contains(s []string, v string) bool {
 func (r *Report) Merge(prev *Report) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if a, b := prev.Library, r.Library; (a.SHA256 != "" && b.SHA256 != "" && a.SHA256 != b.SHA256) || ((a.SHA256 == "" || b.SHA256 == "") && a.Path != b.Path) {
+	// a report of no library is a crash record from a process that died
+	// before it had recorded any test (RecordCrash): it merges into any
+	if a, b := prev.Library, r.Library; (a.Path != "" || a.SHA256 != "") && ((a.SHA256 != "" && b.SHA256 != "" && a.SHA256 != b.SHA256) || ((a.SHA256 == "" || b.SHA256 == "") && a.Path != b.Path)) {
 		return fmt.Errorf("report: cannot merge a report of %s (sha256 %.12s) into one of %s (sha256 %.12s): not one library", a.Path, a.SHA256, b.Path, b.SHA256)
 	}
 	if prev.RapidSeed != r.RapidSeed {
@@ -452,6 +457,7 @@ func (r *Report) Merge(prev *Report) error {
 	r.NotSupported = append(prev.NotSupported, r.NotSupported...)
 	r.Fitted = append(prev.Fitted, r.Fitted...)
 	r.Diagnoses = append(prev.Diagnoses, r.Diagnoses...)
+	r.Crashes = append(prev.Crashes, r.Crashes...)
 	r.Errors = append(prev.Errors, r.Errors...)
 	r.Figures = append(prev.Figures, r.Figures...)
 	r.Performance = append(prev.Performance, r.Performance...)
@@ -642,14 +648,36 @@ func (r *Report) Summary() string {
 			}
 		}
 	}
+	if len(r.Crashes) > 0 {
+		fmt.Fprintf(&b, "\ncrashed (%d; the test process died inside each, and the run resumed without it):\n", len(r.Crashes))
+		for _, c := range r.Crashes {
+			fmt.Fprintf(&b, "  CRASH %s: %s\n", c.Test, c.Why)
+		}
+	}
 	if gs := groupDiagnoses(r.Diagnoses); len(gs) > 0 {
 		fmt.Fprintf(&b, "\ndiagnoses: %d causes of the failures (package diagnose; report.json: diagnoses; docs/diagnosis.md)\n", len(gs))
 		b.WriteString(DiagnosisTable(gs, "  "))
 	}
-	if !r.Passed {
-		fmt.Fprintf(&b, "\nssmverify FAIL: %d tests failed, %d causes diagnosed (above)\n", len(failed), len(groupDiagnoses(r.Diagnoses)))
-	}
+	b.WriteString("\n" + r.verdictLine(len(failed)) + "\n")
 	return b.String()
+}
+
+// verdictLine is the summary's last line: the verdict and what it rests
+// on, so that the last line on a terminal is always the run's verdict.
+func (r *Report) verdictLine(failed int) string {
+	switch {
+	case len(r.Errors) > 0:
+		return fmt.Sprintf("ssmverify ERROR: the run could not decide: %s", r.Errors[0])
+	case !r.Passed:
+		s := fmt.Sprintf("ssmverify FAIL: %d tests failed, %d causes diagnosed (above)", failed, len(groupDiagnoses(r.Diagnoses)))
+		if len(r.Crashes) > 0 {
+			s += fmt.Sprintf(", %d crashed", len(r.Crashes))
+		}
+		return s
+	case r.Verdict == VerdictUndecided:
+		return fmt.Sprintf("ssmverify UNDECIDED: nothing failed; %d parts could not be decided on this machine (above), which is not a pass", len(r.Undecided))
+	}
+	return fmt.Sprintf("ssmverify PASS: %d tests", len(r.Tests))
 }
 
 // cellSummary writes the table of the ABI's cells and returns how many are

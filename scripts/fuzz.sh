@@ -23,10 +23,16 @@ logdir=${OUT:-out}/fuzz
 mkdir -p "$logdir"
 logdir=$(cd "$logdir" && pwd)
 # A name that matches no target would fuzz nothing and report ok: refuse it.
+# A package that cannot start (no library at SSMK_LIB, a build error) says why before anything is fuzzed.
+cannot_start() {
+	tail -8 <<<"$1" >&2
+	echo "fuzz.sh: the fuzz targets cannot start (above): check SSMK_LIB / SSMK_BACKEND (make lib builds the CPU library)" >&2
+	exit 2
+}
 if [ -n "${FUZZ_BIN:-}" ]; then
-	known=$(cd fuzz && "$(cd "$(dirname "$FUZZ_BIN")" && pwd)/$(basename "$FUZZ_BIN")" -test.list '^Fuzz') || exit 2
+	known=$(cd fuzz && "$(cd "$(dirname "$FUZZ_BIN")" && pwd)/$(basename "$FUZZ_BIN")" -test.list '^Fuzz' 2>&1) || cannot_start "$known"
 else
-	known=$(go test ./fuzz -list '^Fuzz') || exit 2
+	known=$(go test ./fuzz -list '^Fuzz' 2>&1) || cannot_start "$known"
 fi
 known=$(grep -E '^Fuzz' <<<"$known" | xargs)
 for t in "${targets[@]}"; do

@@ -81,9 +81,19 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// track records the test's verdict in the report when it ends.
+// track records the test's verdict in the report when it ends and, for a
+// top-level test, checkpoints the report (report.Checkpoint): should the
+// process die in a later test, the runner resumes without it and keeps
+// what this one recorded.
 func track(t *testing.T) {
-	t.Cleanup(func() { rep.RecordTest(t.Name(), outcome(t)) })
+	t.Cleanup(func() {
+		rep.RecordTest(t.Name(), outcome(t))
+		if !strings.Contains(t.Name(), "/") {
+			if err := rep.Checkpoint(*reportDir); err != nil {
+				t.Logf("checkpointing the report: %v", err)
+			}
+		}
+	})
 }
 
 func outcome(t *testing.T) report.Outcome {

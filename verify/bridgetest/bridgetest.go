@@ -6,9 +6,11 @@
 package bridgetest
 
 import (
+	"flag"
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -17,11 +19,17 @@ import (
 	"ssmverify/testrun"
 )
 
+// appendRep merges the report.json already in -report's folder (what a
+// process that crashed had checkpointed: testrun.RunResuming) into this
+// run's.
+var appendRep = flag.Bool("append", false, "merge the report.json already in -report's folder into this one")
+
 // Suite is one run of a bridged suite.
 type Suite struct {
 	W    *bridge.Worker
 	Rep  *report.Report
 	Spec bridge.Spec
+	dir  string // -report's folder: the report's checkpoints
 	// Configs returns what the autotuners chose last (the suite's kernel
 	// wrapper keeps it).
 	Configs func() map[string]any
@@ -54,7 +62,17 @@ func Main(m *testing.M, pkg, defaultAdapter string, reportDir *string, start fun
 	info := &report.BridgeInfo{Adapter: strings.TrimSpace(s.Adapter + " " + strings.Join(s.Args, " ")), Describe: h.Describe}
 	dev, _ := h.Describe["device"].(string)
 	name, _ := h.Describe["kernel"].(string)
-	suite := &Suite{W: w, Spec: s, Rep: report.NewKernel(report.LibraryInfo{Path: name, Backend: "bridge", Device: dev, Selection: "SSMK_BRIDGE=" + info.Adapter}, info)}
+	suite := &Suite{W: w, Spec: s, Rep: report.NewKernel(report.LibraryInfo{Path: name, Backend: "bridge", Device: dev, Selection: "SSMK_BRIDGE=" + info.Adapter}, info), dir: *reportDir}
+	if *appendRep {
+		prev, err := report.Load(filepath.Join(*reportDir, "report.json"))
+		if err == nil {
+			err = suite.Rep.Merge(prev)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, pkg+": -append:", err)
+			os.Exit(2)
+		}
+	}
 	start(suite)
 	fmt.Printf("%s: judging %s through the bridge (%s) on %s\n", pkg, name, info.Adapter, dev)
 	out := testrun.CaptureStdout()
@@ -91,6 +109,11 @@ func (s *Suite) Track(t *testing.T) {
 			o = report.Skipped
 		}
 		s.Rep.RecordTest(t.Name(), o)
+		if !strings.Contains(t.Name(), "/") {
+			if err := s.Rep.Checkpoint(s.dir); err != nil {
+				t.Logf("checkpointing the report: %v", err)
+			}
+		}
 	})
 }
 

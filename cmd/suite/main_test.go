@@ -1,0 +1,38 @@
+package main
+
+import (
+	"testing"
+
+	"ssmverify/report"
+)
+
+// TestClosingVerdict: the run's exit status is its worst part's, error
+// before fail before undecided before pass, and a bridged suite that could
+// not start (no NumPy) leaves the run undecided, never a pass.
+func TestClosingVerdict(t *testing.T) {
+	pass := outcome{report.VerdictPass, report.ExitPass, "PASS"}
+	fail := outcome{report.VerdictFail, report.ExitFail, "FAIL"}
+	und := outcome{report.VerdictUndecided, report.ExitUndecided, "UNDECIDED"}
+	bad := outcome{report.VerdictError, report.ExitSetup, "wrote no summary"}
+	out, _ := skipped([]byte("verify/mamba2: no worker could start (python3 with NumPy; Debian: apt-get install python3-numpy): skipped: x\n"))
+	missing := outcome{notRun, report.ExitUndecided, out}
+	ps := []part{{name: "a"}, {name: "b"}, {name: "c"}}
+	for _, tc := range []struct {
+		name string
+		got  []outcome
+		want int
+	}{
+		{"all pass", []outcome{pass, pass, pass}, report.ExitPass},
+		{"a part not run", []outcome{pass, pass, missing}, report.ExitUndecided},
+		{"undecided", []outcome{und, pass, pass}, report.ExitUndecided},
+		{"fail over undecided", []outcome{und, fail, missing}, report.ExitFail},
+		{"error over fail", []outcome{fail, bad, pass}, report.ExitSetup},
+	} {
+		if got := closing(ps, tc.got); got != tc.want {
+			t.Errorf("%s: exit %d, want %d", tc.name, got, tc.want)
+		}
+	}
+	if out == "" {
+		t.Error("the bridged suite's skip line was not recognised")
+	}
+}
