@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"math"
 	"math/cmplx"
-	"ssmverify/contain"
 
+	"ssmverify/contain"
 	"ssmverify/reference"
 	"ssmverify/ssm"
 )

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"math"
 	"sort"
-	"ssmverify/contain"
 
+	"ssmverify/contain"
 	"ssmverify/reference"
 	"ssmverify/ssm"
 )

@@ -3,8 +3,8 @@ package judge
 import (
 	"fmt"
 	"math"
-	"ssmverify/contain"
 
+	"ssmverify/contain"
 	"ssmverify/mamba3"
 	"ssmverify/reference"
 	"ssmverify/ssd"

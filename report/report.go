@@ -512,15 +512,21 @@ func (r *Report) Merge(prev *Report) error {
 		}
 	}
 	for _, pc := range prev.Cells {
-		m, err := ssm.ParseMethod(pc.Method)
-		if err != nil {
-			return fmt.Errorf("report: merging: %w", err)
-		}
 		dt, err := ssm.ParseDType(pc.DType)
 		if err != nil {
 			return fmt.Errorf("report: merging: %w", err)
 		}
-		c := r.cell(m, dt, pc.Kind == ssm.AKind(true))
+		var c *Cell
+		if m, err := ssm.ParseMethod(pc.Method); err == nil {
+			c = r.cell(m, dt, pc.Kind == ssm.AKind(true))
+		} else {
+			// a method the ABI does not carry (Mamba-3's exponential-
+			// trapezoidal, through the bridge): its cell is keyed by name
+			c = r.methodCell(pc.Method, dt, pc.Kind)
+			if c.Support == "" {
+				c.Support = pc.Support
+			}
+		}
 		c.Checks += pc.Checks
 		c.Failures += pc.Failures
 		c.Ratios = append(c.Ratios, pc.Ratios...)

@@ -87,6 +87,23 @@ func TestMerge(t *testing.T) {
 	if err := second.Merge(New(LibraryInfo{Path: "other.so"})); err == nil {
 		t.Error("a report of another library merged")
 	}
+	// the cell of a method the ABI does not carry (Mamba-3's, through the
+	// bridge) merges by its name
+	a, b := New(lib), New(lib)
+	a.AddMethodCell("TestTrapezoidal", "exp-trapezoidal", ssm.F32, "real", "bridge", 2, 1, true, "")
+	b.AddMethodCell("TestTrapezoidal", "exp-trapezoidal", ssm.F32, "real", "bridge", 7, 1, false, "y[3]")
+	if err := b.Merge(a); err != nil {
+		t.Fatalf("merging exp-trapezoidal's cells: %v", err)
+	}
+	named := 0
+	for _, c := range b.Cells {
+		if c.Method == "exp-trapezoidal" {
+			named++
+		}
+	}
+	if c := b.methodCell("exp-trapezoidal", ssm.F32, "real"); c.Checks != 2 || c.Failures != 1 || c.Support != "bridge" || named != 1 {
+		t.Errorf("merged exp-trapezoidal cell %+v (%d such cells)", *c, named)
+	}
 }
 
 // TestBackwardGradsInABIOrder: however the checks arrive (tests run in

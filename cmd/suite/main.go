@@ -211,12 +211,16 @@ func rel(p string) string {
 	return p
 }
 
+// lastLine is the last line of out that says something: go test's own
+// closing lines (FAIL, FAIL pkg 0.03s, exit status 2) are passed over.
 func lastLine(out []byte) string {
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	for i := len(lines) - 1; i >= 0; i-- {
-		if s := strings.TrimSpace(lines[i]); s != "" {
-			return s
+		s := strings.TrimSpace(lines[i])
+		if s == "" || s == "FAIL" || strings.HasPrefix(s, "FAIL\t") || strings.HasPrefix(s, "exit status ") {
+			continue
 		}
+		return s
 	}
 	return "(no output)"
 }

@@ -36,3 +36,12 @@ func TestClosingVerdict(t *testing.T) {
 		t.Error("the bridged suite's skip line was not recognised")
 	}
 }
+
+// TestLastLineSaysWhy: a part that cannot start is reported by its reason,
+// not by go test's closing FAIL.
+func TestLastLineSaysWhy(t *testing.T) {
+	out := "verify: cannot open the library under test: SSMK_LIB: cudalib: /x.so not found\nFAIL\tssmverify/verify\t0.036s\nFAIL\n"
+	if got := lastLine([]byte(out)); got != "verify: cannot open the library under test: SSMK_LIB: cudalib: /x.so not found" {
+		t.Errorf("lastLine: %q", got)
+	}
+}
