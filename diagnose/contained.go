@@ -3,12 +3,11 @@ package diagnose
 import (
 	"fmt"
 
-	"ssmverify/judge"
-	"ssmverify/ssm"
-
 	"ssmverify/contain"
+	"ssmverify/judge"
 	"ssmverify/mamba3"
 	"ssmverify/ssd"
+	"ssmverify/ssm"
 )
 
 // contained is deferred by every exported diagnosis: a panic inside it (a

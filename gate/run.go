@@ -301,7 +301,7 @@ func runPackage(cfg Config, pr pkgRun, libPath string) (testrun.Result, error) {
 		if pr.pkg != "verify" {
 			return nil, nil
 		}
-		if _, err := report.RecordCrash(filepath.Join(cfg.Out, "verify"), c, report.LibraryInfo{}); err != nil {
+		if err := report.RecordCrash(filepath.Join(cfg.Out, "verify"), c); err != nil {
 			return nil, err
 		}
 		return []string{"-append"}, nil

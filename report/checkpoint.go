@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"ssmverify/testrun"
 )
@@ -34,25 +35,42 @@ func (r *Report) Checkpoint(dir string) error {
 	return os.Rename(tmp, filepath.Join(dir, "report.json"))
 }
 
+// TestEnded records a test's verdict as it ends and, for a top-level test,
+// checkpoints the report into dir: the suites' track helpers call it.
+func (r *Report) TestEnded(name string, o Outcome, dir string) error {
+	r.RecordTest(name, o)
+	if strings.Contains(name, "/") {
+		return nil
+	}
+	return r.Checkpoint(dir)
+}
+
+// MergeFrom merges the report.json in dir (an earlier part of the same
+// run, or what a crashed process checkpointed) into r: the suites' -append.
+func (r *Report) MergeFrom(dir string) error {
+	prev, err := Load(filepath.Join(dir, "report.json"))
+	if err != nil {
+		return err
+	}
+	return r.Merge(prev)
+}
+
 // RecordCrash adds to the report in dir (a checkpoint) that its test
 // process crashed inside c.Test, as that test's failure with the crash's
-// reason, and reports whether there was a checkpoint to add it to (a
-// resumed process merges it only then: -append). With none (the process
-// died before any test ended), a new report holding the crash is written,
-// stamped with lib where it is known, so that the resumed process still
-// merges it.
-func RecordCrash(dir string, c testrun.Crash, lib LibraryInfo) (bool, error) {
-	path := filepath.Join(dir, "report.json")
-	r, err := Load(path)
+// reason. With no checkpoint (the process died before any test ended), it
+// writes a report of no library holding the crash alone, which Merge takes
+// into any, so that the resumed process (-append) still carries it.
+func RecordCrash(dir string, c testrun.Crash) error {
+	r, err := Load(filepath.Join(dir, "report.json"))
 	if err != nil {
 		if !os.IsNotExist(err) {
-			return false, err
+			return err
 		}
-		r = New(lib)
+		r = New(LibraryInfo{})
 	}
 	r.Tests = append(r.Tests, TestVerdict{Name: c.Test, Outcome: Failed, Reason: "crashed: " + c.Why, Output: capLines(c.Output, 40)})
 	r.Crashes = append(r.Crashes, Crash{Test: c.Test, Why: c.Why})
-	return true, r.Checkpoint(dir)
+	return r.Checkpoint(dir)
 }
 
 // Crash is a test inside which the suite's process died (a panic, a fatal

@@ -1,7 +1,6 @@
 package report
 
 import (
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -15,19 +14,14 @@ func TestCrashSurvivesResumption(t *testing.T) {
 	dir := t.TempDir()
 	lib := LibraryInfo{Path: "/lib/libx.so", SHA256: "ab"}
 	first := New(lib)
-	first.RecordTest("TestA", Passed)
-	if err := first.Checkpoint(dir); err != nil {
+	if err := first.TestEnded("TestA", Passed, dir); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := RecordCrash(dir, testrun.Crash{Test: "TestB", Why: "panic: boom at judge/grads.go:1"}, LibraryInfo{}); err != nil {
+	if err := RecordCrash(dir, testrun.Crash{Test: "TestB", Why: "panic: boom at judge/grads.go:1"}); err != nil {
 		t.Fatal(err)
 	}
 	resumed := New(lib)
-	prev, err := Load(filepath.Join(dir, "report.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := resumed.Merge(prev); err != nil {
+	if err := resumed.MergeFrom(dir); err != nil {
 		t.Fatal(err)
 	}
 	resumed.RecordTest("TestC", Passed)
@@ -46,11 +40,10 @@ func TestCrashSurvivesResumption(t *testing.T) {
 	}
 	// a crash before any checkpoint still merges (a report of no library)
 	empty := t.TempDir()
-	if _, err := RecordCrash(empty, testrun.Crash{Test: "TestA", Why: "SIGSEGV"}, LibraryInfo{}); err != nil {
+	if err := RecordCrash(empty, testrun.Crash{Test: "TestA", Why: "SIGSEGV"}); err != nil {
 		t.Fatal(err)
 	}
-	prev, _ = Load(filepath.Join(empty, "report.json"))
-	if err := New(lib).Merge(prev); err != nil {
+	if err := New(lib).MergeFrom(empty); err != nil {
 		t.Errorf("a crash record of no library does not merge: %v", err)
 	}
 }

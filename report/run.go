@@ -168,7 +168,8 @@ func (r *Report) LeafFailures() []TestVerdict {
 // cells and the performance comparisons: error when the run could not
 // decide, fail on any failed test, failed cell or regression, undecided
 // when a test, a part of one or a comparison could not decide (never a
-// silent pass), else pass. A run in which no test ran is an error: nothing was verified.
+// silent pass), else pass. A run in which no test ran is an error: nothing
+// was verified.
 func (r *Report) Decide() {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -57,11 +56,7 @@ func TestMain(m *testing.M) {
 		*reportDir = os.Getenv("SSMK_REPORT_DIR")
 	}
 	if *appendRep {
-		prev, err := report.Load(filepath.Join(*reportDir, "report.json"))
-		if err == nil {
-			err = rep.Merge(prev)
-		}
-		if err != nil {
+		if err := rep.MergeFrom(*reportDir); err != nil {
 			fmt.Fprintln(os.Stderr, "verify: -append:", err)
 			os.Exit(2)
 		}
@@ -87,11 +82,8 @@ func TestMain(m *testing.M) {
 // what this one recorded.
 func track(t *testing.T) {
 	t.Cleanup(func() {
-		rep.RecordTest(t.Name(), outcome(t))
-		if !strings.Contains(t.Name(), "/") {
-			if err := rep.Checkpoint(*reportDir); err != nil {
-				t.Logf("checkpointing the report: %v", err)
-			}
+		if err := rep.TestEnded(t.Name(), outcome(t), *reportDir); err != nil {
+			t.Logf("checkpointing the report: %v", err)
 		}
 	})
 }

@@ -36,14 +36,12 @@ type part struct {
 	log       string
 }
 
-// outcome is what a part ended with.
+// outcome is what a part ended with: its exit status (report.Exit*) and
+// one line for the closing table.
 type outcome struct {
-	verdict string // report.Verdict*, or "not run"
-	exit    int
-	line    string // one line for the closing table
+	exit int
+	line string
 }
-
-const notRun = "not run"
 
 func main() { os.Exit(run(os.Args[1:])) }
 
@@ -107,14 +105,14 @@ func clean(p part) {
 func runPart(root, bin string, p part) outcome {
 	log, err := os.Create(p.log)
 	if err != nil {
-		return outcome{report.VerdictError, report.ExitSetup, "cannot write its log: " + err.Error()}
+		return outcome{report.ExitSetup, "cannot write its log: " + err.Error()}
 	}
 	defer log.Close()
 	spec := testrun.Spec{Root: root, Package: p.pkg, Bin: bin, Env: os.Environ(), Timeout: 3 * time.Hour}
 	if p.dir == "" {
 		res, err := testrun.Run(spec, log)
 		if err != nil {
-			return outcome{report.VerdictError, report.ExitSetup, err.Error()}
+			return outcome{report.ExitSetup, err.Error()}
 		}
 		failed := 0
 		for _, t := range res.Tests {
@@ -125,24 +123,24 @@ func runPart(root, bin string, p part) outcome {
 		}
 		switch {
 		case failed > 0:
-			return outcome{report.VerdictFail, report.ExitFail, fmt.Sprintf("%d of %d tests failed", failed, len(res.Tests))}
+			return outcome{report.ExitFail, fmt.Sprintf("%d of %d tests failed", failed, len(res.Tests))}
 		case res.Err != nil:
 			fmt.Println(tailLines(res.Output, 15))
-			return outcome{report.VerdictError, report.ExitSetup, "the tests did not run: " + lastLine(res.Output)}
+			return outcome{report.ExitSetup, "the tests did not run: " + lastLine(res.Output)}
 		}
 		fmt.Printf("  %d tests passed\n", len(res.Tests))
-		return outcome{report.VerdictPass, report.ExitPass, fmt.Sprintf("%d tests", len(res.Tests))}
+		return outcome{report.ExitPass, fmt.Sprintf("%d tests", len(res.Tests))}
 	}
 	spec.Args = []string{"-report", p.dir}
 	res, crashes, err := testrun.RunResuming(spec, log, func(c testrun.Crash) ([]string, error) {
 		fmt.Printf("  CRASH in %s: %s — resuming without it\n", c.Test, c.Why)
-		if _, err := report.RecordCrash(p.dir, c, report.LibraryInfo{}); err != nil {
+		if err := report.RecordCrash(p.dir, c); err != nil {
 			return nil, err
 		}
 		return []string{"-append"}, nil
 	})
 	if err != nil && len(crashes) == 0 {
-		return outcome{report.VerdictError, report.ExitSetup, err.Error()}
+		return outcome{report.ExitSetup, err.Error()}
 	}
 	summary, serr := os.ReadFile(filepath.Join(p.dir, "summary.txt"))
 	r, lerr := report.Load(filepath.Join(p.dir, "report.json"))
@@ -151,14 +149,14 @@ func runPart(root, bin string, p part) outcome {
 		// start (no library, no worker), or crashed outside any test.
 		if why, ok := skipped(res.Output); ok {
 			fmt.Println("  NOT RUN: " + why)
-			return outcome{notRun, report.ExitUndecided, "NOT RUN: " + why}
+			return outcome{report.ExitUndecided, "NOT RUN: " + why}
 		}
 		fmt.Println(tailLines(res.Output, 20))
 		why := lastLine(res.Output)
 		if err != nil {
 			why = err.Error()
 		}
-		return outcome{report.VerdictError, report.ExitSetup, "wrote no summary: " + why}
+		return outcome{report.ExitSetup, "wrote no summary: " + why}
 	}
 	fmt.Print(string(summary))
 	line := fmt.Sprintf("%s (%s)", strings.ToUpper(r.Verdict), rel(filepath.Join(p.dir, "summary.txt")))
@@ -167,9 +165,9 @@ func runPart(root, bin string, p part) outcome {
 	}
 	if err != nil {
 		line += "; " + err.Error()
-		return outcome{report.VerdictFail, report.ExitFail, line}
+		return outcome{report.ExitFail, line}
 	}
-	return outcome{r.Verdict, r.ExitCode, line}
+	return outcome{r.ExitCode, line}
 }
 
 // skipped reports whether a bridged suite's output says it was skipped

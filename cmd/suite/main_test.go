@@ -10,12 +10,12 @@ import (
 // before fail before undecided before pass, and a bridged suite that could
 // not start (no NumPy) leaves the run undecided, never a pass.
 func TestClosingVerdict(t *testing.T) {
-	pass := outcome{report.VerdictPass, report.ExitPass, "PASS"}
-	fail := outcome{report.VerdictFail, report.ExitFail, "FAIL"}
-	und := outcome{report.VerdictUndecided, report.ExitUndecided, "UNDECIDED"}
-	bad := outcome{report.VerdictError, report.ExitSetup, "wrote no summary"}
+	pass := outcome{report.ExitPass, "PASS"}
+	fail := outcome{report.ExitFail, "FAIL"}
+	und := outcome{report.ExitUndecided, "UNDECIDED"}
+	bad := outcome{report.ExitSetup, "wrote no summary"}
 	out, _ := skipped([]byte("verify/mamba2: no worker could start (python3 with NumPy; Debian: apt-get install python3-numpy): skipped: x\n"))
-	missing := outcome{notRun, report.ExitUndecided, out}
+	missing := outcome{report.ExitUndecided, out}
 	ps := []part{{name: "a"}, {name: "b"}, {name: "c"}}
 	for _, tc := range []struct {
 		name string

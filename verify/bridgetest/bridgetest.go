@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -64,11 +63,7 @@ func Main(m *testing.M, pkg, defaultAdapter string, reportDir *string, start fun
 	name, _ := h.Describe["kernel"].(string)
 	suite := &Suite{W: w, Spec: s, Rep: report.NewKernel(report.LibraryInfo{Path: name, Backend: "bridge", Device: dev, Selection: "SSMK_BRIDGE=" + info.Adapter}, info), dir: *reportDir}
 	if *appendRep {
-		prev, err := report.Load(filepath.Join(*reportDir, "report.json"))
-		if err == nil {
-			err = suite.Rep.Merge(prev)
-		}
-		if err != nil {
+		if err := suite.Rep.MergeFrom(*reportDir); err != nil {
 			fmt.Fprintln(os.Stderr, pkg+": -append:", err)
 			os.Exit(2)
 		}
@@ -108,11 +103,8 @@ func (s *Suite) Track(t *testing.T) {
 		case t.Skipped():
 			o = report.Skipped
 		}
-		s.Rep.RecordTest(t.Name(), o)
-		if !strings.Contains(t.Name(), "/") {
-			if err := s.Rep.Checkpoint(s.dir); err != nil {
-				t.Logf("checkpointing the report: %v", err)
-			}
+		if err := s.Rep.TestEnded(t.Name(), o, s.dir); err != nil {
+			t.Logf("checkpointing the report: %v", err)
 		}
 	})
 }
