@@ -37,11 +37,21 @@ func Markdown(r *report.Report) string {
 	if len(r.Performance) > 0 {
 		fmt.Fprintf(&b, ", %d performance regressions", regressions)
 	}
-	fmt.Fprintf(&b, " (exit %d). Library `%s` (%s, %s), sha256 `%.12s`", r.ExitCode, r.Library.Path, r.Library.Backend, r.Library.Device, r.Library.SHA256)
+	fmt.Fprintf(&b, " (exit %d)", r.ExitCode)
+	if r.Library.Path != "" {
+		fmt.Fprintf(&b, ". Library `%s` (%s, %s), sha256 `%.12s`", r.Library.Path, r.Library.Backend, r.Library.Device, r.Library.SHA256)
+	}
 	if r.RapidSeed != 0 {
 		fmt.Fprintf(&b, "; property tests with `RAPID_SEED=%d`.\n\n", r.RapidSeed)
 	} else {
 		fmt.Fprintf(&b, "; property tests with fresh seeds (not reproducible: rerun with `-rapid-seed`).\n\n")
+	}
+	for _, p := range r.Bridged {
+		adapter := ""
+		if p.Bridge != nil {
+			adapter = fmt.Sprintf(" (`%s`)", p.Bridge.Adapter)
+		}
+		fmt.Fprintf(&b, "Behind the bridge, `%s`: `%s`%s on %s.\n\n", p.Package, p.Kernel.Path, adapter, p.Kernel.Device)
 	}
 	for _, e := range r.Errors {
 		fmt.Fprintf(&b, "- **error:** %s\n", e)

@@ -54,8 +54,8 @@ func dryRun(t *testing.T, env []string, args ...string) (string, error) {
 // TestSlurmArrayDryRun: the array script's commands, as its dry-run mode
 // prints them: one per array index, distinct task names and output
 // folders, valid -pkgs and -run patterns, every test of the verify suite
-// in some task, the binding's design tests in one, Check7 for every
-// method, and a merge over every task's report.
+// in some task, the binding's design tests in one, the bridged suites in
+// one, Check7 for every method, and a merge over every task's report.
 func TestSlurmArrayDryRun(t *testing.T) {
 	list, err := dryRun(t, nil, "--list")
 	if err != nil {
@@ -78,6 +78,7 @@ func TestSlurmArrayDryRun(t *testing.T) {
 	methods := map[string]bool{}
 	tasks, outs := map[string]bool{}, map[string]bool{}
 	designs := false // some task runs the binding's design tests
+	bridgedSuites := map[string]bool{}
 	for i, line := range lines {
 		w := shellWords(line)
 		flags := map[string]string{}
@@ -92,10 +93,11 @@ func TestSlurmArrayDryRun(t *testing.T) {
 		}
 		tasks[flags["-task"]], outs[flags["-out"]] = true, true
 		for _, p := range strings.Split(flags["-pkgs"], ",") {
-			if p != "golden" && p != "fuzz" && p != "verify" && p != "cudalib" {
+			if p != "golden" && p != "fuzz" && p != "verify" && p != "cudalib" && p != "mamba2" && p != "mamba3" {
 				t.Errorf("task %d: -pkgs %q", i, flags["-pkgs"])
 			}
 			designs = designs || p == "cudalib"
+			bridgedSuites[p] = bridgedSuites[p] || p == "mamba2" || p == "mamba3"
 		}
 		re, err := regexp.Compile(flags["-run"])
 		if err != nil {
@@ -127,6 +129,9 @@ func TestSlurmArrayDryRun(t *testing.T) {
 	}
 	if !designs {
 		t.Error("no task runs the binding's design tests (-pkgs …,cudalib)")
+	}
+	if !bridgedSuites["mamba2"] || !bridgedSuites["mamba3"] {
+		t.Errorf("no task runs the bridged suites (-pkgs mamba2,mamba3): %v", bridgedSuites)
 	}
 	if out, err := dryRun(t, []string{"SLURM_ARRAY_TASK_ID=" + itoa(len(lines))}); err == nil || !strings.Contains(out, "raise --array") {
 		t.Errorf("an index past the tasks: %q, %v; want exit 2 with advice", out, err)
@@ -174,6 +179,34 @@ func TestCIRecipes(t *testing.T) {
 	}
 	if !strings.Contains(strings.Join(job.RunsOn, ","), "gpu") || !runsGate || !junit || !comment || !goCache {
 		t.Errorf("github-actions.yml: runs-on %v, make gate %t, junit %t, PR comment %t, Go cache %t", job.RunsOn, runsGate, junit, comment, goCache)
+	}
+	// the recipe for a repository of Triton kernels: the bridged suites
+	// alone, against the kernel SSMK_BRIDGE names
+	var tr struct {
+		Jobs map[string]struct {
+			RunsOn []string `yaml:"runs-on"`
+			Steps  []struct {
+				Run  string            `yaml:"run"`
+				Env  map[string]string `yaml:"env"`
+				With map[string]string `yaml:"with"`
+			} `yaml:"steps"`
+		} `yaml:"jobs"`
+	}
+	b, err = os.ReadFile("../docs/ci/github-actions-triton.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(b, &tr); err != nil {
+		t.Fatalf("github-actions-triton.yml: %v", err)
+	}
+	var bridgedGate, tjunit, tcomment bool
+	for _, s := range tr.Jobs["gate"].Steps {
+		bridgedGate = bridgedGate || (strings.Contains(s.Run, "build/gate -out out/gate -pkgs mamba2,mamba3") && s.Env["SSMK_BRIDGE"] != "")
+		tjunit = tjunit || strings.HasSuffix(s.With["report_paths"], "junit.xml")
+		tcomment = tcomment || strings.HasSuffix(s.With["path"], "report.md")
+	}
+	if !strings.Contains(strings.Join(tr.Jobs["gate"].RunsOn, ","), "gpu") || !bridgedGate || !tjunit || !tcomment {
+		t.Errorf("github-actions-triton.yml: runs-on %v, bridged gate with SSMK_BRIDGE %t, junit %t, PR comment %t", tr.Jobs["gate"].RunsOn, bridgedGate, tjunit, tcomment)
 	}
 	var gl map[string]struct {
 		Tags   []string `yaml:"tags"`

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -84,13 +85,19 @@ func Run(cfg Config) *report.Report {
 		r.Errors = append(r.Errors, fmt.Sprintf("cannot create the output folder %s: %v", cfg.Out, err))
 		return finish(r, cfg, nil)
 	}
-	lib, err := cudalib.OpenDefault()
-	if err != nil {
-		r.Errors = append(r.Errors, SetupMessage(err))
-		return finish(r, cfg, nil)
+	// A gate of bridged suites alone (a repository of Triton kernels) has
+	// no ABI library to open.
+	if !slices.ContainsFunc(cfg.Packages, func(p string) bool { return !bridged(p) }) {
+		logf("bridged suites alone: no ABI library opened")
+	} else {
+		lib, err := cudalib.OpenDefault()
+		if err != nil {
+			r.Errors = append(r.Errors, SetupMessage(err))
+			return finish(r, cfg, nil)
+		}
+		r.Library = report.Identify(lib)
+		logf("library %s (%s; %s) on %s", r.Library.Path, r.Library.Backend, r.Library.Selection, r.Library.Device)
 	}
-	r.Library = report.Identify(lib)
-	logf("library %s (%s; %s) on %s", r.Library.Path, r.Library.Backend, r.Library.Selection, r.Library.Device)
 	var runs []pkgRun
 	for _, pkg := range cfg.Packages {
 		if pkg == "cudalib" {
@@ -98,7 +105,7 @@ func Run(cfg Config) *report.Report {
 			continue
 		}
 		if pkg != "verify" {
-			runs = append(runs, pkgRun{pkg: pkg})
+			runs = append(runs, pkgRun{pkg: pkg, bridged: bridged(pkg)})
 			continue
 		}
 		// Check7's timings go first, in a process of their own, so that a
@@ -128,13 +135,20 @@ func Run(cfg Config) *report.Report {
 	verifyDir := filepath.Join(cfg.Out, "verify")
 	_ = os.Remove(filepath.Join(verifyDir, "report.json"))
 	var tests []report.TestVerdict
+	skipped := map[string][]byte{} // each bridged suite's output, for why it judged nothing
 	for _, pr := range runs {
 		start := time.Now()
 		logf("%s: running %s…", pr.pkg, pr)
+		if pr.bridged {
+			_ = os.Remove(filepath.Join(bridgedDir(cfg, pr.pkg), "report.json"))
+		}
 		res, err := runPackage(cfg, pr, r.Library.Path)
 		if err != nil {
 			r.Errors = append(r.Errors, err.Error())
 			continue
+		}
+		if pr.bridged {
+			skipped[pr.pkg] = res.Output
 		}
 		got := report.FromRun(res.Tests, cfg.Task, func(pkg, name string) string { return reproduce(cfg, pkg, name, r.Library.Path) })
 		nf := 0
@@ -160,6 +174,27 @@ func Run(cfg Config) *report.Report {
 		vr.Errors, vr.Performance, vr.Figures, vr.Plots = append(r.Errors, vr.Errors...), nil, nil, nil
 		r = vr
 		stamp(r)
+	}
+	// The bridged suites' reports (another kernel each) join it: their
+	// cells, diagnoses and undecided parts; a suite whose worker could not
+	// start (no NumPy for the numpy paths) judged nothing, which leaves the
+	// run undecided, never passed.
+	for _, pr := range runs {
+		if !pr.bridged {
+			continue
+		}
+		br, err := report.Load(filepath.Join(bridgedDir(cfg, pr.pkg), "report.json"))
+		if err != nil {
+			why := "its worker did not start or it wrote no report (" + filepath.Join(cfg.Out, filepath.Base(pr.pkg)+".log") + ")"
+			if line := skippedLine(skipped[pr.pkg]); line != "" {
+				why = line
+			}
+			r.Undecide(pr.pkg, "every test", "not run: "+why)
+			continue
+		}
+		if err := r.Include(pr.pkg, br); err != nil {
+			r.Errors = append(r.Errors, err.Error())
+		}
 	}
 	r.SetTests(tests)
 	m := &measured{verify: r}
@@ -253,6 +288,29 @@ type pkgRun struct {
 	pkg, run, skip string
 	only           bool // run is Check7 alone, whatever Config.VerifyRun says
 	append         bool // verify: merge the report.json an earlier process wrote (-append)
+	bridged        bool // a bridged suite (verify/mamba2, verify/mamba3): its report is Included
+}
+
+// BridgedSuites are the packages of the suites that judge a kernel behind
+// the bridge (SSMK_BRIDGE; the suite's numpy paths by default).
+var BridgedSuites = []string{"verify/mamba2", "verify/mamba3"}
+
+func bridged(pkg string) bool { return slices.Contains(BridgedSuites, pkg) }
+
+// bridgedDir is where a bridged suite writes its report: OUT/mamba2.
+func bridgedDir(cfg Config, pkg string) string {
+	return mustAbs(filepath.Join(cfg.Out, filepath.Base(pkg)))
+}
+
+// skippedLine is a bridged suite's line saying that no worker could start
+// (bridgetest.Main), or "".
+func skippedLine(out []byte) string {
+	for _, l := range strings.Split(string(out), "\n") {
+		if strings.Contains(l, "no worker could start") {
+			return strings.TrimSpace(l)
+		}
+	}
+	return ""
 }
 
 func (p pkgRun) String() string {
@@ -270,14 +328,20 @@ func (p pkgRun) String() string {
 // package testrun) with its log in OUT/PKG.log.
 func runPackage(cfg Config, pr pkgRun, libPath string) (testrun.Result, error) {
 	var args []string
-	if pr.pkg == "verify" {
-		args = append(args, "-report", mustAbs(filepath.Join(cfg.Out, "verify")))
+	reportDir := ""
+	switch {
+	case pr.pkg == "verify":
+		reportDir = mustAbs(filepath.Join(cfg.Out, "verify"))
+		args = append(args, "-report", reportDir)
 		if pr.append {
 			args = append(args, "-append")
 		}
 		args = append(args, cfg.VerifyArgs...)
+	case pr.bridged:
+		reportDir = bridgedDir(cfg, pr.pkg)
+		args = append(args, "-report", reportDir)
 	}
-	logPath := filepath.Join(cfg.Out, pr.pkg+".log")
+	logPath := filepath.Join(cfg.Out, filepath.Base(pr.pkg)+".log")
 	if pr.only {
 		logPath = filepath.Join(cfg.Out, pr.pkg+"-check7.log")
 	}
@@ -288,7 +352,10 @@ func runPackage(cfg Config, pr pkgRun, libPath string) (testrun.Result, error) {
 	defer logFile.Close()
 	// The gate opened the library through OpenDefault; the suite must test
 	// the same file, whatever SSMK_BACKEND would pick.
-	env := append(suiteEnv(os.Environ(), cfg.RapidSeed), "SSMK_LIB="+libPath)
+	env := suiteEnv(os.Environ(), cfg.RapidSeed)
+	if libPath != "" {
+		env = append(env, "SSMK_LIB="+libPath)
+	}
 	if cfg.NonFinitePolicy {
 		env = append(env, "SSMK_NONFINITE_POLICY=1")
 	}
@@ -298,10 +365,10 @@ func runPackage(cfg Config, pr pkgRun, libPath string) (testrun.Result, error) {
 	spec := testrun.Spec{Root: cfg.Root, Package: pr.pkg, Bin: cfg.Bin, Run: pr.run, Skip: pr.skip, Args: args, Env: env}
 	res, crashes, err := testrun.RunResuming(spec, logFile, func(c testrun.Crash) ([]string, error) {
 		fmt.Fprintf(cfg.Log, "gate: %s: the test process crashed in %s (%s); resuming without it\n", pr.pkg, c.Test, c.Why)
-		if pr.pkg != "verify" {
+		if reportDir == "" {
 			return nil, nil
 		}
-		if err := report.RecordCrash(filepath.Join(cfg.Out, "verify"), c); err != nil {
+		if err := report.RecordCrash(reportDir, c); err != nil {
 			return nil, err
 		}
 		return []string{"-append"}, nil
@@ -343,12 +410,19 @@ func reproduce(cfg Config, pkg, name, libPath string) string {
 	if pkg == "verify" && len(cfg.VerifyArgs) > 0 {
 		args = " -args " + strings.Join(cfg.VerifyArgs, " ")
 	}
-	env := "SSMK_LIB=" + libPath
+	env := ""
+	if libPath != "" {
+		env = "SSMK_LIB=" + libPath
+	}
+	if b := os.Getenv("SSMK_BRIDGE"); b != "" && bridged(pkg) {
+		env = strings.TrimSpace(fmt.Sprintf("SSMK_BRIDGE='%s' %s", b, env))
+	}
 	if cfg.RapidSeed != 0 {
-		env = fmt.Sprintf("RAPID_SEED=%d %s", cfg.RapidSeed, env)
+		env = strings.TrimSpace(fmt.Sprintf("RAPID_SEED=%d %s", cfg.RapidSeed, env))
 	}
 	if cfg.Bin != "" {
-		return fmt.Sprintf("cd %s && %s %s -test.v%s%s", pkg, env, filepath.Join("..", cfg.Bin, pkg+".test"),
+		up := strings.Repeat("../", strings.Count(pkg, "/")+1) // from the package's folder back to the root
+		return fmt.Sprintf("cd %s && %s %s -test.v%s%s", pkg, env, filepath.Join(up, cfg.Bin, filepath.Base(pkg)+".test"),
 			strings.ReplaceAll(run, " -run ", " -test.run "), strings.TrimPrefix(args, " -args"))
 	}
 	return fmt.Sprintf("%s go test ./%s -count=1 -v%s%s", env, pkg, run, args)

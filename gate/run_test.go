@@ -3,11 +3,13 @@ package gate
 import (
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
+	"ssmverify/bridge"
 	"ssmverify/judge"
 	"ssmverify/report"
 	"ssmverify/ssm"
@@ -182,5 +184,60 @@ func TestDesignTestsSelectTheBindings(t *testing.T) {
 		if !found[name] {
 			t.Errorf("DesignTests names %s, which cudalib does not have", name)
 		}
+	}
+}
+
+// TestGateBridged: the gate runs a bridged suite against the kernel
+// SSMK_BRIDGE names (the numpy path with a slip planted: the initial
+// states dropped) into its one report: the failure and its cause in
+// report.md and junit.xml, the kernel named; and a Slurm merge of that
+// task with an ABI task keeps both the library's cells and the kernel's.
+func TestGateBridged(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go test in subprocesses")
+	}
+	if err := exec.Command(bridge.FindPython(), "-c", "import numpy").Run(); err != nil {
+		if os.Getenv("SSMK_REQUIRE_NUMPY") != "" {
+			t.Fatalf("SSMK_REQUIRE_NUMPY is set but no python3 imports numpy: %v", err)
+		}
+		t.Skip("no python3 with NumPy: the bridged suites cannot start")
+	}
+	t.Setenv("SSMK_BRIDGE", "numpy_ssd slip=drop-init")
+	out := t.TempDir()
+	r := Run(Config{Out: filepath.Join(out, "bridged"), Root: "..", Packages: []string{"verify/mamba2"}, Task: "bridged", RapidSeed: 7, Log: io.Discard})
+	if r.ExitCode != report.ExitFail || len(r.Bridged) != 1 || r.Bridged[0].Package != "verify/mamba2" {
+		t.Fatalf("exit %d, bridged %+v, errors %v", r.ExitCode, r.Bridged, r.Errors)
+	}
+	md, err := os.ReadFile(filepath.Join(out, "bridged", "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	causes, _, _ := strings.Cut(string(md), "### Failures")
+	for _, want := range []string{"❌ FAIL", "Behind the bridge, `verify/mamba2`: `numpy-ssd (chunked)`", "`init-state:dropped`"} {
+		if !strings.Contains(causes, want) {
+			t.Errorf("report.md lacks %q before its failures:\n%.1500s", want, md)
+		}
+	}
+	if !strings.Contains(string(md), "SSMK_BRIDGE='numpy_ssd slip=drop-init'") {
+		t.Errorf("report.md's reproduce commands do not name the kernel")
+	}
+	d := parseJUnit(t, filepath.Join(out, "bridged", "junit.xml"))
+	failures := 0
+	for _, s := range d.Suites {
+		if strings.Contains(s.Name, "verify/mamba2") {
+			failures += s.Failures
+		}
+	}
+	if failures == 0 {
+		t.Error("junit.xml has no failure of verify/mamba2")
+	}
+	t.Setenv("SSMK_BRIDGE", "")
+	abi := Run(Config{Out: filepath.Join(out, "abi"), Root: "..", Packages: []string{"golden"}, Task: "abi", RapidSeed: 7, Log: io.Discard})
+	m, err := MergeFiles(filepath.Join(out, "merged"), []string{filepath.Join(out, "abi", "report.json"), filepath.Join(out, "bridged", "report.json")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.ExitCode != report.ExitFail || len(m.Bridged) != 1 || len(m.Kernels) == 0 || len(m.Cells) != len(abi.Cells) || len(m.Tasks) != 2 {
+		t.Errorf("merged: exit %d, %d bridged, %d kernel cells, %d cells (ABI %d), tasks %v", m.ExitCode, len(m.Bridged), len(m.Kernels), len(m.Cells), len(abi.Cells), m.Tasks)
 	}
 }

@@ -79,6 +79,10 @@ type Report struct {
 	Undecided []UndecidedPart `json:"undecided,omitempty"`
 	// Diagnoses give the cause of failures, one per test and cell.
 	Diagnoses []Diagnosis `json:"diagnoses,omitempty"`
+	// Bridged lists the bridged suites a gate ran beside the ABI's suite
+	// (Include): each suite's package and the kernel it judged; their
+	// cells are in Kernels, their diagnoses in Diagnoses.
+	Bridged []BridgedPart `json:"bridged,omitempty"`
 	// Crashes are the tests inside which the test process died (each
 	// also a failed test); the run resumed without them (RecordCrash).
 	Crashes []Crash `json:"crashes,omitempty"`
@@ -486,31 +490,10 @@ func (r *Report) Merge(prev *Report) error {
 	if r.Bridge == nil {
 		r.Bridge = prev.Bridge
 	}
-	for _, pk := range prev.Kernels {
-		dt, err := ssm.ParseDType(pk.DType)
-		if err != nil {
-			return fmt.Errorf("report: merging: %w", err)
-		}
-		sdt, err := ssm.ParseDType(pk.StateDType)
-		if err != nil {
-			return fmt.Errorf("report: merging: %w", err)
-		}
-		c := r.kernelCell(pk.Op, dt, sdt)
-		c.Checks += pk.Checks
-		c.Failures += pk.Failures
-		c.Crashes += pk.Crashes
-		if c.Support == "" || (pk.Support == "yes" && c.Support != "yes") {
-			c.Support = pk.Support
-		}
-		for _, f := range pk.FailedBy {
-			if !contains(c.FailedBy, f) {
-				c.FailedBy = append(c.FailedBy, f)
-			}
-		}
-		if pk.MaxRatio > c.MaxRatio || math.IsNaN(float64(pk.MaxRatio)) {
-			c.MaxRatio, c.Worst = pk.MaxRatio, pk.Worst
-		}
+	if err := r.mergeKernels(prev.Kernels); err != nil {
+		return err
 	}
+	r.mergeBridged(prev.Bridged)
 	for _, pc := range prev.Cells {
 		dt, err := ssm.ParseDType(pc.DType)
 		if err != nil {
@@ -579,6 +562,17 @@ func (r *Report) Summary() string {
 		b.WriteString(r.kernelSummary())
 	} else {
 		unsupported = r.cellSummary(&b)
+		if len(r.Bridged) > 0 {
+			b.WriteString("\nkernels behind the bridge, judged beside the library (their cells below):\n")
+			for _, p := range r.Bridged {
+				adapter := ""
+				if p.Bridge != nil {
+					adapter = " (" + p.Bridge.Adapter + ")"
+				}
+				fmt.Fprintf(&b, "  %s: %s%s on %s\n", p.Package, p.Kernel.Path, adapter, p.Kernel.Device)
+			}
+			b.WriteString(r.kernelSummary())
+		}
 	}
 	b.WriteString(r.backwardSummary())
 	if r.Bridge != nil && len(r.NotSupported) > 0 {

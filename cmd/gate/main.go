@@ -37,6 +37,15 @@ func defaultRapidSeed() uint64 {
 	return 1
 }
 
+// defaultPackages is the gate's packages: the bridged suites join the
+// ABI's where SSMK_BRIDGE names a kernel to judge through the bridge.
+func defaultPackages() string {
+	if os.Getenv("SSMK_BRIDGE") != "" {
+		return "golden,fuzz,verify,cudalib,mamba2,mamba3"
+	}
+	return "golden,fuzz,verify,cudalib"
+}
+
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "merge" {
 		os.Exit(merge(os.Args[2:]))
@@ -48,7 +57,7 @@ func main() {
 	out := fs.String("out", "out", "output folder")
 	root := fs.String("root", ".", "repository root (package folders; the Go module for go test)")
 	bin := fs.String("bin", "", "folder of prebuilt test binaries <pkg>.test (GPU machines without Go); empty: go test")
-	pkgs := fs.String("pkgs", "golden,fuzz,verify,cudalib", "comma-separated packages of the suite to run (golden, fuzz, verify, and cudalib: the binding's tests of the kernels' designs)")
+	pkgs := fs.String("pkgs", defaultPackages(), "comma-separated packages of the suite to run (golden, fuzz, verify, cudalib: the binding's tests of the kernels' designs, and mamba2, mamba3: the bridged suites, against the kernel SSMK_BRIDGE names or the numpy paths); default: the first four, and the bridged two where SSMK_BRIDGE is set")
 	run := fs.String("run", "", "verify: which tests to run (go test -run), e.g. Check7 or 'Accuracy|Golden'")
 	vargs := fs.String("verify-args", "", "verify: extra flags, e.g. '-methods zoh,foh -trials 50'")
 	task := fs.String("task", "local", "this run's name in merged reports")
@@ -76,8 +85,10 @@ func main() {
 		case "":
 		case "golden", "fuzz", "verify", "cudalib":
 			packages = append(packages, p)
+		case "mamba2", "mamba3":
+			packages = append(packages, "verify/"+p)
 		default:
-			fmt.Fprintf(os.Stderr, "gate: -pkgs: unknown package %q, want some of golden, fuzz, verify, cudalib\n", p)
+			fmt.Fprintf(os.Stderr, "gate: -pkgs: unknown package %q, want some of golden, fuzz, verify, cudalib, mamba2, mamba3\n", p)
 			os.Exit(report.ExitSetup)
 		}
 	}
