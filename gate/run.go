@@ -48,6 +48,8 @@ type Config struct {
 	Packages []string // of golden, fuzz, verify, cudalib (its DesignTests alone)
 	// VerifyRun selects verify's tests (-run); empty: all of them.
 	VerifyRun string
+	// BridgedRun selects the bridged suites' tests (-run); empty: all.
+	BridgedRun string
 	// VerifyArgs are extra flags for the verify suite (-methods, -trials, …).
 	VerifyArgs    []string
 	Task          string  // this run's name in merged reports
@@ -87,7 +89,7 @@ func Run(cfg Config) *report.Report {
 	}
 	// A gate of bridged suites alone (a repository of Triton kernels) has
 	// no ABI library to open.
-	if !slices.ContainsFunc(cfg.Packages, func(p string) bool { return !bridged(p) }) {
+	if len(cfg.Packages) > 0 && !slices.ContainsFunc(cfg.Packages, func(p string) bool { return !bridged(p) }) {
 		logf("bridged suites alone: no ABI library opened")
 	} else {
 		lib, err := cudalib.OpenDefault()
@@ -105,7 +107,11 @@ func Run(cfg Config) *report.Report {
 			continue
 		}
 		if pkg != "verify" {
-			runs = append(runs, pkgRun{pkg: pkg, bridged: bridged(pkg)})
+			pr := pkgRun{pkg: pkg, bridged: bridged(pkg)}
+			if pr.bridged {
+				pr.run = cfg.BridgedRun
+			}
+			runs = append(runs, pr)
 			continue
 		}
 		// Check7's timings go first, in a process of their own, so that a
@@ -297,6 +303,17 @@ var BridgedSuites = []string{"verify/mamba2", "verify/mamba3"}
 
 func bridged(pkg string) bool { return slices.Contains(BridgedSuites, pkg) }
 
+// BridgeFor is the kernel a bridged suite judges: SSMK_BRIDGE_MAMBA2 for
+// verify/mamba2 (SSMK_BRIDGE_MAMBA3 for verify/mamba3) where it is set, so
+// that one gate can judge two adapters (upstream's Mamba-2 and Mamba-3
+// kernels have one each), else SSMK_BRIDGE; "" is the suite's numpy path.
+func BridgeFor(pkg string) string {
+	if v := os.Getenv("SSMK_BRIDGE_" + strings.ToUpper(filepath.Base(pkg))); v != "" {
+		return v
+	}
+	return os.Getenv("SSMK_BRIDGE")
+}
+
 // bridgedDir is where a bridged suite writes its report: OUT/mamba2.
 func bridgedDir(cfg Config, pkg string) string {
 	return mustAbs(filepath.Join(cfg.Out, filepath.Base(pkg)))
@@ -359,6 +376,9 @@ func runPackage(cfg Config, pr pkgRun, libPath string) (testrun.Result, error) {
 	if cfg.NonFinitePolicy {
 		env = append(env, "SSMK_NONFINITE_POLICY=1")
 	}
+	if pr.bridged {
+		env = append(env, "SSMK_BRIDGE="+BridgeFor(pr.pkg)) // the last of a key is the one a process gets
+	}
 	// A process that dies inside a test is resumed without it: the test
 	// fails as crashed, with what the process had recorded kept
 	// (report.RecordCrash) and every other test's verdict reached.
@@ -414,7 +434,7 @@ func reproduce(cfg Config, pkg, name, libPath string) string {
 	if libPath != "" {
 		env = "SSMK_LIB=" + libPath
 	}
-	if b := os.Getenv("SSMK_BRIDGE"); b != "" && bridged(pkg) {
+	if b := BridgeFor(pkg); b != "" && bridged(pkg) {
 		env = strings.TrimSpace(fmt.Sprintf("SSMK_BRIDGE='%s' %s", b, env))
 	}
 	if cfg.RapidSeed != 0 {

@@ -241,3 +241,20 @@ func TestGateBridged(t *testing.T) {
 		t.Errorf("merged: exit %d, %d bridged, %d kernel cells, %d cells (ABI %d), tasks %v", m.ExitCode, len(m.Bridged), len(m.Kernels), len(m.Cells), len(abi.Cells), m.Tasks)
 	}
 }
+
+// TestBridgeFor: a suite's own SSMK_BRIDGE_MAMBA2 or _MAMBA3 comes before
+// SSMK_BRIDGE, so that one gate judges upstream's two adapters.
+func TestBridgeFor(t *testing.T) {
+	t.Setenv("SSMK_BRIDGE", "common.py")
+	t.Setenv("SSMK_BRIDGE_MAMBA3", "mamba3_upstream checkout=/m")
+	t.Setenv("SSMK_BRIDGE_MAMBA2", "")
+	if got := BridgeFor("verify/mamba2"); got != "common.py" {
+		t.Errorf("mamba2: %q, want SSMK_BRIDGE's", got)
+	}
+	if got := BridgeFor("verify/mamba3"); got != "mamba3_upstream checkout=/m" {
+		t.Errorf("mamba3: %q, want SSMK_BRIDGE_MAMBA3's", got)
+	}
+	if got := reproduce(Config{}, "verify/mamba3", "TestX", ""); !strings.HasPrefix(got, "SSMK_BRIDGE='mamba3_upstream checkout=/m' go test ./verify/mamba3") {
+		t.Errorf("reproduce: %q", got)
+	}
+}

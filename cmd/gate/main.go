@@ -37,13 +37,17 @@ func defaultRapidSeed() uint64 {
 	return 1
 }
 
-// defaultPackages is the gate's packages: the bridged suites join the
-// ABI's where SSMK_BRIDGE names a kernel to judge through the bridge.
+// defaultPackages is the gate's packages: a bridged suite joins the ABI's
+// where SSMK_BRIDGE, or its own SSMK_BRIDGE_MAMBA2 or SSMK_BRIDGE_MAMBA3,
+// names a kernel for it (gate.BridgeFor).
 func defaultPackages() string {
-	if os.Getenv("SSMK_BRIDGE") != "" {
-		return "golden,fuzz,verify,cudalib,mamba2,mamba3"
+	pkgs := "golden,fuzz,verify,cudalib"
+	for _, p := range gate.BridgedSuites {
+		if gate.BridgeFor(p) != "" {
+			pkgs += "," + filepath.Base(p)
+		}
 	}
-	return "golden,fuzz,verify,cudalib"
+	return pkgs
 }
 
 func main() {
@@ -57,8 +61,9 @@ func main() {
 	out := fs.String("out", "out", "output folder")
 	root := fs.String("root", ".", "repository root (package folders; the Go module for go test)")
 	bin := fs.String("bin", "", "folder of prebuilt test binaries <pkg>.test (GPU machines without Go); empty: go test")
-	pkgs := fs.String("pkgs", defaultPackages(), "comma-separated packages of the suite to run (golden, fuzz, verify, cudalib: the binding's tests of the kernels' designs, and mamba2, mamba3: the bridged suites, against the kernel SSMK_BRIDGE names or the numpy paths); default: the first four, and the bridged two where SSMK_BRIDGE is set")
+	pkgs := fs.String("pkgs", defaultPackages(), "comma-separated packages of the suite to run (golden, fuzz, verify, cudalib: the binding's tests of the kernels' designs, and mamba2, mamba3: the bridged suites, against the kernel SSMK_BRIDGE names or the numpy paths); default: the first four, and each bridged suite where SSMK_BRIDGE or SSMK_BRIDGE_MAMBA2/3 names its kernel")
 	run := fs.String("run", "", "verify: which tests to run (go test -run), e.g. Check7 or 'Accuracy|Golden'")
+	brun := fs.String("bridged-run", "", "mamba2, mamba3: which of the bridged suites' tests to run (go test -run), e.g. 'TestMamba2(Prefill|Decode)$'")
 	vargs := fs.String("verify-args", "", "verify: extra flags, e.g. '-methods zoh,foh -trials 50'")
 	task := fs.String("task", "local", "this run's name in merged reports")
 	baseline := fs.String("baseline", "", "compare Check7's samples with this baseline file")
@@ -98,7 +103,7 @@ func main() {
 			os.Exit(report.ExitSetup)
 		}
 	}
-	cfg := gate.Config{Out: *out, Root: *root, Bin: *bin, Packages: packages, VerifyRun: *run,
+	cfg := gate.Config{Out: *out, Root: *root, Bin: *bin, Packages: packages, VerifyRun: *run, BridgedRun: *brun,
 		VerifyArgs: strings.Fields(*vargs), Task: *task, Baseline: *baseline, MaxRegression: *maxReg, Plots: *plots, RapidSeed: *seed, NonFinitePolicy: *nonFinite, Log: os.Stderr}
 	r := gate.Run(cfg)
 	if *writeBaseline != "" && len(r.Errors) == 0 {
