@@ -33,16 +33,16 @@ $(BUILD)/libssmk_cpu.so: $(CPU_SRC) $(HEADERS) $(SRC)/ssmk.map
 	@mkdir -p $(BUILD)
 	$(CXX) $(CXXFLAGS) -I$(INC) -shared -o $@ $(CPU_SRC) -Wl,--version-script=$(SRC)/ssmk.map -Wl,--no-undefined
 
-# A mutant of the CPU build: one planted bug, the patch verify/mutants/patches/K-*.patch applied to a copy of
+# A mutant of the CPU build: one planted bug, the patch cmd/mutants/patches/K-*.patch applied to a copy of
 # cudalib/ (build/mutants/tree-mK; the shipped sources hold no trace of it), then compiled as the CPU build is.
 # MUTANT_OPT replaces the optimization level: make mutants builds the accuracy mutants at -O1, in half the time
 # and with the same arithmetic (ISO C++ without -ffast-math: no contraction, no reassociation), the check faults,
 # which timings decide, at the base build's -O3.
 MUTANT_OPT ?= -O3
-MUTANT_PATCHES := $(wildcard verify/mutants/patches/*.patch)
+MUTANT_PATCHES := $(wildcard cmd/mutants/patches/*.patch)
 $(BUILD)/mutants/libssmk_cpu_m%.so: $(CPU_SRC) $(HEADERS) $(SRC)/ssmk.map $(MUTANT_PATCHES)
 	@mkdir -p $(@D)
-	$(GO) run ./verify/mutants -tree $* $(BUILD)/mutants/tree-m$*
+	$(GO) run ./cmd/mutants -tree $* $(BUILD)/mutants/tree-m$*
 	$(CXX) $(filter-out -O%,$(CXXFLAGS)) $(MUTANT_OPT) -I$(BUILD)/mutants/tree-m$*/cudalib/include -shared -o $@ \
 		$(patsubst $(SRC)/%,$(BUILD)/mutants/tree-m$*/cudalib/src/%,$(CPU_SRC)) -Wl,--version-script=$(SRC)/ssmk.map -Wl,--no-undefined
 
@@ -118,13 +118,13 @@ mamba3:
 ## kills it, print which one and its diagnosis; MUTANTS_FLAGS=-matrix runs every test against every mutant
 MUTANTS_FLAGS ?=
 mutants: lib
-	$(GO) run ./verify/mutants $(MUTANTS_FLAGS)
+	$(GO) run ./cmd/mutants $(MUTANTS_FLAGS)
 
 ## mutants-cuda-build: compile the CUDA library and each of its 34 mutants with nvcc, no GPU (build/mutants/; units
 ## that do not include a mutant's patched file come from the object cache): a patch gone stale fails here, not on the
 ## GPU's time (35 builds in 39 minutes on 2 cores, 3 GB under build/mutants/; scripts/gpu.sh mutants judges them on a GPU)
 mutants-cuda-build:
-	$(GO) run ./verify/mutants -cuda -build-only -arch 90
+	$(GO) run ./cmd/mutants -cuda -build-only -arch 90
 
 ## mutants-generated: the diagnosis measured on bugs nobody planted for it: GENERATED (100) mutants drawn with SEED (1)
 ## from mechanical mutations of the CPU build's sources, each judged by the suite; the kill rate and the share
@@ -132,7 +132,7 @@ mutants-cuda-build:
 GENERATED ?= 100
 SEED ?= 1
 mutants-generated: lib
-	$(GO) run ./verify/mutants -generate $(GENERATED) -seed $(SEED)
+	$(GO) run ./cmd/mutants -generate $(GENERATED) -seed $(SEED)
 
 ## ggml: build the ssmk adapter over ggml_ssm_scan from GGML_SRC (a ggml or llama.cpp checkout) for GGML_BACKEND (cpu, or cuda) and verify it; SSMK_GGML_HEAD_DIM=k verifies the Mamba-2 path (docs/adapters.md)
 GGML_BACKEND ?= cpu

@@ -12,7 +12,7 @@
 # includes, resolved against the including file's folder and then include/,
 # followed transitively; an include inside an #if counts too, which can only
 # cost a rebuild). A build whose unit and includes match a cached one copies the
-# object instead of compiling it: the CUDA mutants (verify/mutants -cuda),
+# object instead of compiling it: the CUDA mutants (cmd/mutants -cuda),
 # each one patched file away from the unmutated tree, recompile only the
 # units that include the patched file.
 #

@@ -31,7 +31,7 @@
 // refusal of the problem is explained by halving one size at a time.
 //
 // Each hypothesis has a test that plants it in a fake kernel and requires
-// its tag (diagnose_test.go); the planted mutants of verify/mutants are the
+// its tag (diagnose_test.go); the planted mutants of cmd/mutants are the
 // test set on a real library, where make mutants requires 90% of them to be
 // named. The tags are stable: report.json and the mutation harness use them.
 package diagnose

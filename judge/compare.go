@@ -112,7 +112,7 @@ func (c Comparison) Passed(dt ssm.DType) bool {
 // kernel that rounds to nearest stays at the float32 arithmetic's ≲ 1,
 // while one that truncates (up to a whole ulp), or keeps its state, Δ or
 // Δ·A in 16 bits (errors of u_out times the terms' magnitudes), exceeds it
-// by orders of magnitude (the planted bugs of verify/mutants: 736 to 6120).
+// by orders of magnitude (the planted bugs of cmd/mutants: 736 to 6120).
 func OutputRatio(diff, want, scale, tiny float64, dt ssm.DType) float64 {
 	if !dt.Narrow() {
 		return reference.Ratio(diff, scale, tiny, dt.Precision())

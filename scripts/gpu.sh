@@ -66,7 +66,7 @@
 #                                   Triton mutants (MAMBA3_MUTANTS=0 leaves them
 #                                   out); $OUT/mamba3/summary.txt
 #   scripts/gpu.sh mutants [K,K,…]  there: the CUDA library's planted mutants
-#                                   (verify/mutants -cuda: DeviceShared and
+#                                   (cmd/mutants -cuda: DeviceShared and
 #                                   CUDACatalogue), built in parallel through
 #                                   an object cache (build/mutants/objcache),
 #                                   the suite against each from the carried
@@ -107,7 +107,7 @@ build() {
 	done
 	echo "building carry/gate and carry/mutants"
 	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go build -ldflags='-s -w' -o carry/gate ./cmd/gate || exit 1
-	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go build -ldflags='-s -w' -o carry/mutants ./verify/mutants || exit 1
+	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go build -ldflags='-s -w' -o carry/mutants ./cmd/mutants || exit 1
 	du -ch carry/* | tail -1
 	local kb; kb=$(du -sk carry | cut -f1)
 	[ "$kb" -lt 60000 ] || { echo "carry/ is ${kb} KiB: over the 64 MiB a device call may carry" >&2; exit 1; }

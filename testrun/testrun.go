@@ -1,6 +1,6 @@
 // Package testrun runs a package's tests in a child process and reads back
 // what each test decided: the one runner behind the gate (cmd/gate), the
-// mutation tester (verify/mutants) and the suite's own report (verify's
+// mutation tester (cmd/mutants) and the suite's own report (verify's
 // TestMain reads its output with Parse to give each failure its reason).
 //
 // A child is `go test -v` on a machine with Go, or the package's prebuilt

@@ -75,7 +75,7 @@
 //
 // TestMain writes report.json and summary.txt when given -report DIR (make
 // verify does); the checks write check1.json … check7.json beside them.
-// Package report declares both, and the gate reads them. verify/mutants proves the
+// Package report declares both, and the gate reads them. cmd/mutants proves the
 // suite catches bugs: it builds the CPU library with each planted bug of its
 // catalogue and requires every one to fail the suite, and a CPU build that
 // declares an engine's features to pass it.

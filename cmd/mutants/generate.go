@@ -16,7 +16,7 @@ import (
 	"sync"
 	"time"
 
-	"ssmverify/verify/mutants/patch"
+	"ssmverify/cmd/mutants/patch"
 )
 
 // The generated population: mutation operators applied mechanically to the

@@ -1,6 +1,6 @@
 // Command mutants proves that the verification suite catches kernel bugs.
 // It builds the CPU backend once per entry of the mutation catalogue
-// (the patch verify/mutants/patches/K-name.patch plants one realistic bug in
+// (the patch cmd/mutants/patches/K-name.patch plants one realistic bug in
 // a copy of cudalib/src: ssmk_methods.h, cpu.cpp, …), runs the suite (go test ./verify; ./golden tests the golden
 // files, not the library) against each mutant through SSMK_LIB, and prints
 // which test killed which mutant. It fails when the unmutated build does
@@ -42,9 +42,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"ssmverify/cmd/mutants/patch"
 	"ssmverify/report"
 	"ssmverify/testrun"
-	"ssmverify/verify/mutants/patch"
 )
 
 // Mutant is one planted bug and the cause its diagnosis must name. A
@@ -68,7 +68,7 @@ type Mutant struct {
 const MinDiagnosed = 0.9
 
 // Catalogue lists the mutants; each K is the patch
-// verify/mutants/patches/K-name.patch (TestPatchesApply checks that each
+// cmd/mutants/patches/K-name.patch (TestPatchesApply checks that each
 // applies to today's sources).
 var Catalogue = []Mutant{
 	{1, "bilinear-sign", "bilinear with the sign flipped, Ā = (1 − x/2)/(1 + x/2), as in the original notes", "bilinear-sign", 0, ""},
@@ -856,7 +856,7 @@ func fatal(err error) {
 
 // patchDir holds the mutants' patches, one per K: K-name.patch, K in three
 // digits.
-const patchDir = "verify/mutants/patches"
+const patchDir = "cmd/mutants/patches"
 
 // patchOf is mutant k's patch, read from root's patchDir.
 func patchOf(root string, k int) (string, error) {

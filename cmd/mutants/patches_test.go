@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"ssmverify/verify/mutants/patch"
+	"ssmverify/cmd/mutants/patch"
 )
 
 // TestCatalogueHasPatches: every mutant of the catalogue and of the CUDA
@@ -79,7 +79,7 @@ func TestPatchesApply(t *testing.T) {
 		}
 	}
 	if src := readAll(t, files...); strings.Contains(src, "SSMK_MUTANT") {
-		t.Error("the shipped sources mention SSMK_MUTANT: a planted bug belongs in verify/mutants/patches")
+		t.Error("the shipped sources mention SSMK_MUTANT: a planted bug belongs in cmd/mutants/patches")
 	}
 }
 
