@@ -70,6 +70,22 @@ func SpecFromEnv() (Spec, bool, error) {
 	return s, true, nil
 }
 
+// NoWorker begins what a bridged suite prints when it skips because no
+// worker could start for the suite's own numpy path (no python3 with
+// NumPy); NoWorkerLine finds that line in a suite's output, for the
+// runners that must report the suite as not run rather than passed.
+const NoWorker = "no worker could start"
+
+// NoWorkerLine is the line of out that says no worker could start, or "".
+func NoWorkerLine(out []byte) string {
+	for _, l := range strings.Split(string(out), "\n") {
+		if strings.Contains(l, NoWorker) {
+			return strings.TrimSpace(l)
+		}
+	}
+	return ""
+}
+
 // FindPython returns SSMK_PYTHON, else the first of python3 and
 // /usr/bin/python3 that imports NumPy (every worker needs it), else
 // python3, whose failure to start then names what is missing.

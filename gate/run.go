@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"ssmverify/bridge"
 	"ssmverify/cudalib"
 	"ssmverify/perf"
 	"ssmverify/report"
@@ -141,7 +142,7 @@ func Run(cfg Config) *report.Report {
 	verifyDir := filepath.Join(cfg.Out, "verify")
 	_ = os.Remove(filepath.Join(verifyDir, "report.json"))
 	var tests []report.TestVerdict
-	skipped := map[string][]byte{} // each bridged suite's output, for why it judged nothing
+	outputs := map[string][]byte{} // each bridged suite's output, for why it judged nothing
 	for _, pr := range runs {
 		start := time.Now()
 		logf("%s: running %s…", pr.pkg, pr)
@@ -154,7 +155,7 @@ func Run(cfg Config) *report.Report {
 			continue
 		}
 		if pr.bridged {
-			skipped[pr.pkg] = res.Output
+			outputs[pr.pkg] = res.Output
 		}
 		got := report.FromRun(res.Tests, cfg.Task, func(pkg, name string) string { return reproduce(cfg, pkg, name, r.Library.Path) })
 		nf := 0
@@ -192,7 +193,7 @@ func Run(cfg Config) *report.Report {
 		br, err := report.Load(filepath.Join(bridgedDir(cfg, pr.pkg), "report.json"))
 		if err != nil {
 			why := "its worker did not start or it wrote no report (" + filepath.Join(cfg.Out, filepath.Base(pr.pkg)+".log") + ")"
-			if line := skippedLine(skipped[pr.pkg]); line != "" {
+			if line := bridge.NoWorkerLine(outputs[pr.pkg]); line != "" {
 				why = line
 			}
 			r.Undecide(pr.pkg, "every test", "not run: "+why)
@@ -317,17 +318,6 @@ func BridgeFor(pkg string) string {
 // bridgedDir is where a bridged suite writes its report: OUT/mamba2.
 func bridgedDir(cfg Config, pkg string) string {
 	return mustAbs(filepath.Join(cfg.Out, filepath.Base(pkg)))
-}
-
-// skippedLine is a bridged suite's line saying that no worker could start
-// (bridgetest.Main), or "".
-func skippedLine(out []byte) string {
-	for _, l := range strings.Split(string(out), "\n") {
-		if strings.Contains(l, "no worker could start") {
-			return strings.TrimSpace(l)
-		}
-	}
-	return ""
 }
 
 func (p pkgRun) String() string {

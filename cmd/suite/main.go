@@ -25,6 +25,7 @@ import (
 	"strings"
 	"time"
 
+	"ssmverify/bridge"
 	"ssmverify/report"
 	"ssmverify/testrun"
 )
@@ -147,7 +148,7 @@ func runPart(root, bin string, p part) outcome {
 	if serr != nil || lerr != nil || r.Verdict == "" {
 		// The process ended without finishing its report: it could not
 		// start (no library, no worker), or crashed outside any test.
-		if why, ok := skipped(res.Output); ok {
+		if why := bridge.NoWorkerLine(res.Output); why != "" {
 			fmt.Println("  NOT RUN: " + why)
 			return outcome{report.ExitUndecided, "NOT RUN: " + why}
 		}
@@ -168,17 +169,6 @@ func runPart(root, bin string, p part) outcome {
 		return outcome{report.ExitFail, line}
 	}
 	return outcome{r.ExitCode, line}
-}
-
-// skipped reports whether a bridged suite's output says it was skipped
-// because no worker could start (bridgetest.Main), and why.
-func skipped(out []byte) (string, bool) {
-	for _, l := range strings.Split(string(out), "\n") {
-		if i := strings.Index(l, "no worker could start"); i >= 0 {
-			return strings.TrimSpace(l), true
-		}
-	}
-	return "", false
 }
 
 // closing prints one line per part and the run's verdict last, and

@@ -3,6 +3,7 @@ package main
 import (
 	"testing"
 
+	"ssmverify/bridge"
 	"ssmverify/report"
 )
 
@@ -14,7 +15,7 @@ func TestClosingVerdict(t *testing.T) {
 	fail := outcome{report.ExitFail, "FAIL"}
 	und := outcome{report.ExitUndecided, "UNDECIDED"}
 	bad := outcome{report.ExitSetup, "wrote no summary"}
-	out, _ := skipped([]byte("verify/mamba2: no worker could start (python3 with NumPy; Debian: apt-get install python3-numpy): skipped: x\n"))
+	out := bridge.NoWorkerLine([]byte("verify/mamba2: no worker could start (python3 with NumPy; Debian: apt-get install python3-numpy): skipped: x\n"))
 	missing := outcome{report.ExitUndecided, out}
 	ps := []part{{name: "a"}, {name: "b"}, {name: "c"}}
 	for _, tc := range []struct {

@@ -51,7 +51,7 @@ func Main(m *testing.M, pkg, defaultAdapter string, reportDir *string, start fun
 	if err != nil {
 		if !ok && os.Getenv("SSMK_REQUIRE_NUMPY") == "" {
 			line, _, _ := strings.Cut(err.Error(), "\n")
-			fmt.Println(pkg+": no worker could start (python3 with NumPy; Debian: apt-get install python3-numpy): skipped:", line)
+			fmt.Println(pkg+": "+bridge.NoWorker+" (python3 with NumPy; Debian: apt-get install python3-numpy): skipped:", line)
 			os.Exit(0)
 		}
 		fmt.Fprintln(os.Stderr, pkg+": starting the worker:", err)
