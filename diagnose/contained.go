@@ -110,7 +110,7 @@ func gradsShape(p *ssm.Problem, g *ssm.Grads) *ShapeError {
 
 // ssdShape is the first array of a Mamba-2 or Mamba-3 result whose length
 // is not its reference's.
-func ssdShape(arrays []judge.SSDArray) *ShapeError {
+func ssdShape(arrays []judge.Array) *ShapeError {
 	for _, a := range arrays {
 		if len(a.Got) != len(a.Want) {
 			return &ShapeError{a.Name, len(a.Got), len(a.Want)}

@@ -42,7 +42,7 @@ func diagnoseMamba3Backward(p *mamba3.Problem, ct *mamba3.Cotangent, y []float64
 	th := judge.Threshold(p.DType)
 	var without map[mamba3.Path]*mamba3.Grads
 	for _, a := range arrays {
-		ok, rs := ssdJudged([]judge.SSDArray{a})
+		ok, rs := ssdJudged([]judge.Array{a})
 		if ok {
 			continue
 		}
@@ -80,7 +80,7 @@ type Candidate struct {
 // tries, in order: zero; a constant factor fitted by least squares; the
 // reference's elements in another order with the same total (a sum into
 // the wrong slots, a shift).
-func Relate(a judge.SSDArray, cands []Candidate, th float64) (Candidate, bool) {
+func Relate(a judge.Array, cands []Candidate, th float64) (Candidate, bool) {
 	try := func(c Candidate) bool {
 		b := a
 		b.Want = c.Want
@@ -90,7 +90,7 @@ func Relate(a judge.SSDArray, cands []Candidate, th float64) (Candidate, bool) {
 				b.Scale[i] = s * math.Abs(c.Scale)
 			}
 		}
-		ok, _ := ssdJudged([]judge.SSDArray{b})
+		ok, _ := ssdJudged([]judge.Array{b})
 		return ok
 	}
 	var zero bool = true

@@ -149,15 +149,15 @@ func onGrid(tag string, states []float64) bool {
 	return off*100 <= len(states)
 }
 
-func ssdPasses(arrays []judge.SSDArray) bool {
+func ssdPasses(arrays []judge.Array) bool {
 	ok, _ := ssdJudged(arrays)
 	return ok
 }
 
 // ssdJudged judges the arrays once: whether every element passes, and
 // the per-element ratios by array (for where the failure shows).
-func ssdJudged(arrays []judge.SSDArray) (bool, map[string][]float64) {
-	c, ratios, err := judge.CompareSSD(arrays)
+func ssdJudged(arrays []judge.Array) (bool, map[string][]float64) {
+	c, ratios, err := judge.CompareArrays(arrays)
 	if err != nil {
 		return false, nil
 	}

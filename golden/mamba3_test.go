@@ -28,7 +28,7 @@ func TestMamba3GoldenReferenceReproduces(t *testing.T) {
 		wy, wst, err := c.Outputs(".")
 		require.NoError(t, err)
 		y, st := mamba3.Forward(p)
-		cmp, _, err := judge.CompareSSD(judge.Mamba3Arrays(p, y, wy, st, wst, mamba3.ErrorScale(p)))
+		cmp, _, err := judge.CompareArrays(judge.Mamba3Arrays(p, y, wy, st, wst, mamba3.ErrorScale(p)))
 		require.NoError(t, err)
 		if cmp.NonFinite > 0 || cmp.Worst.Ratio > judge.Threshold(ssm.F64) {
 			t.Errorf("%s: the reference is off the exact evaluation: %s", c.Name, cmp.Worst)

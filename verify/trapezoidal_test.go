@@ -99,7 +99,7 @@ func judgeTrapezoidal(k *bridge.Mamba3, op string, dt ssm.DType, rotated bool) (
 	p.Arithmetic = a
 	p = p.Rounded()
 	want, wst := mamba3.Forward(p)
-	var arrays []judge.SSDArray
+	var arrays []judge.Array
 	if op == bridge.OpMamba3Backward {
 		ct := mamba3.GenerateCotangent(p, true, 501)
 		y, st, g, err := k.Backward(p, ct)
@@ -118,7 +118,7 @@ func judgeTrapezoidal(k *bridge.Mamba3, op string, dt ssm.DType, rotated bool) (
 		}
 		arrays = judge.Mamba3Arrays(p, y, want, st, wst, mamba3.ErrorScale(p))
 	}
-	c, _, err := judge.CompareSSD(arrays)
+	c, _, err := judge.CompareArrays(arrays)
 	if err != nil {
 		return c, fmt.Errorf("judging %s: %w", op, err)
 	}

@@ -56,9 +56,9 @@ func continuation(p *ssd.Problem, k, chunk int, head *ssd.Scale) (*ssd.Problem, 
 	return q, want, sc
 }
 
-func compare(t *testing.T, what string, q *ssd.Problem, arrays []judge.SSDArray, op string) bool {
+func compare(t *testing.T, what string, q *ssd.Problem, arrays []judge.Array, op string) bool {
 	t.Helper()
-	c, _, err := judge.CompareSSD(arrays)
+	c, _, err := judge.CompareArrays(arrays)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +174,7 @@ func TestMamba2DecodeAfterPrefill(t *testing.T) {
 							break
 						}
 						w, ssc := ssd.Decode(s)
-						if c, _, _ := judge.CompareSSD(judge.StepArrays(s, out, w, ssc)); c.Worst.Ratio > judge.Threshold(s.DType) {
+						if c, _, _ := judge.CompareArrays(judge.StepArrays(s, out, w, ssc)); c.Worst.Ratio > judge.Threshold(s.DType) {
 							f := diagnose.SSDStep(s, out)
 							f.Where = fmt.Sprintf("decode step %d after a prefill of %d; %s", step-k, k, f.Where)
 							rep.AddKernelDiagnosis(t.Name(), bridge.OpStep, s.DType, s.StateDType, f)

@@ -102,7 +102,7 @@ func judgePrefill(t *testing.T, p *ssd.Problem) *ssd.Output {
 		return nil
 	}
 	want, sc := ssd.Prefill(p)
-	c, _, err := judge.CompareSSD(judge.PrefillArrays(p, out, want, sc))
+	c, _, err := judge.CompareArrays(judge.PrefillArrays(p, out, want, sc))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +151,7 @@ func judgeStep(t *testing.T, s *ssd.Step) *ssd.StepOutput {
 		return nil
 	}
 	want, sc := ssd.Decode(s)
-	c, _, err := judge.CompareSSD(judge.StepArrays(s, out, want, sc))
+	c, _, err := judge.CompareArrays(judge.StepArrays(s, out, want, sc))
 	if err != nil {
 		t.Fatal(err)
 	}

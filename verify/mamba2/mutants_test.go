@@ -57,7 +57,7 @@ func TestMamba2TritonMutants(t *testing.T) {
 				return nil
 			}
 			want, sc := ssd.Prefill(p)
-			c, _, _ := judge.CompareSSD(judge.PrefillArrays(p, got, want, sc))
+			c, _, _ := judge.CompareArrays(judge.PrefillArrays(p, got, want, sc))
 			r.Ratio = c.Worst.Ratio
 			r.Killed = c.NonFinite > 0 || c.Worst.Ratio > judge.Threshold(p.DType)
 			if r.Killed {
@@ -71,7 +71,7 @@ func TestMamba2TritonMutants(t *testing.T) {
 				return nil
 			}
 			want, sc := ssd.Decode(s)
-			c, _, _ := judge.CompareSSD(judge.StepArrays(s, got, want, sc))
+			c, _, _ := judge.CompareArrays(judge.StepArrays(s, got, want, sc))
 			r.Ratio = c.Worst.Ratio
 			r.Killed = c.NonFinite > 0 || c.Worst.Ratio > judge.Threshold(s.DType)
 			if r.Killed {

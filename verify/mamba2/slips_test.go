@@ -69,7 +69,7 @@ func TestMamba2DiagnosisOfPlantedSlips(t *testing.T) {
 					t.Fatal(err)
 				}
 				want, sc := ssd.Prefill(p)
-				cmp, _, _ := judge.CompareSSD(judge.PrefillArrays(p, got, want, sc))
+				cmp, _, _ := judge.CompareArrays(judge.PrefillArrays(p, got, want, sc))
 				ratio = cmp.Worst.Ratio
 				f = diagnose.SSDPrefill(p, got, k.Prefill)
 			} else {
@@ -78,7 +78,7 @@ func TestMamba2DiagnosisOfPlantedSlips(t *testing.T) {
 					t.Fatal(err)
 				}
 				want, sc := ssd.Decode(s)
-				cmp, _, _ := judge.CompareSSD(judge.StepArrays(s, got, want, sc))
+				cmp, _, _ := judge.CompareArrays(judge.StepArrays(s, got, want, sc))
 				ratio = cmp.Worst.Ratio
 				f = diagnose.SSDStep(s, got)
 			}

@@ -49,7 +49,7 @@ func judgeBackward(t *testing.T, k *bridge.Mamba3, p *mamba3.Problem, ct *mamba3
 		return math.Inf(1), report.Finding{}, false
 	}
 	want, wst := mamba3.Forward(p)
-	fc, _, err := judge.CompareSSD(judge.Mamba3Arrays(p, y, want, st, wst, mamba3.ErrorScale(p)))
+	fc, _, err := judge.CompareArrays(judge.Mamba3Arrays(p, y, want, st, wst, mamba3.ErrorScale(p)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func judgeBackward(t *testing.T, k *bridge.Mamba3, p *mamba3.Problem, ct *mamba3
 	if err != nil {
 		t.Fatal(err)
 	}
-	gc, ratios, err := judge.CompareSSD(ga)
+	gc, ratios, err := judge.CompareArrays(ga)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +89,7 @@ func judgeBackward(t *testing.T, k *bridge.Mamba3, p *mamba3.Problem, ct *mamba3
 	if !fwdOK && k.Supports(bridge.OpMamba3Forward, p) == "" {
 		// the same forward without autograd: does the failure need the backward's bookkeeping?
 		if y1, st1, err := k.Forward(bridge.OpMamba3Forward, p); err == nil {
-			c1, _, _ := judge.CompareSSD(judge.Mamba3Arrays(p, y1, want, st1, wst, mamba3.ErrorScale(p)))
+			c1, _, _ := judge.CompareArrays(judge.Mamba3Arrays(p, y1, want, st1, wst, mamba3.ErrorScale(p)))
 			t.Logf("the forward alone (%s) on this problem: worst %s", bridge.OpMamba3Forward, c1.Worst)
 		}
 	}

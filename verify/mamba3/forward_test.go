@@ -120,7 +120,7 @@ func judgeForward(t *testing.T, op string, p *mamba3.Problem) ([]float64, *mamba
 		return nil, nil
 	}
 	want, wst := mamba3.Forward(p)
-	c, _, err := judge.CompareSSD(judge.Mamba3Arrays(p, y, want, st, wst, mamba3.ErrorScale(p)))
+	c, _, err := judge.CompareArrays(judge.Mamba3Arrays(p, y, want, st, wst, mamba3.ErrorScale(p)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -67,7 +67,7 @@ func TestMamba3TritonMutants(t *testing.T) {
 			return nil
 		}
 		want, wst := mamba3.Forward(p)
-		c, _, _ := judge.CompareSSD(judge.Mamba3Arrays(p, y, want, st, wst, mamba3.ErrorScale(p)))
+		c, _, _ := judge.CompareArrays(judge.Mamba3Arrays(p, y, want, st, wst, mamba3.ErrorScale(p)))
 		r.Ratio = c.Worst.Ratio
 		r.Killed = c.NonFinite > 0 || c.Worst.Ratio > judge.Threshold(p.DType)
 		if r.Killed {

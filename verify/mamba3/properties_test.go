@@ -34,7 +34,7 @@ func sumScales(a, b *mamba3.Scale) *mamba3.Scale {
 
 func compareTo(t *testing.T, what, op string, p *mamba3.Problem, y, wantY []float64, st, want *mamba3.State, sc *mamba3.Scale) bool {
 	t.Helper()
-	c, _, err := judge.CompareSSD(judge.Mamba3Arrays(p, y, wantY, st, want, sc))
+	c, _, err := judge.CompareArrays(judge.Mamba3Arrays(p, y, wantY, st, want, sc))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +182,7 @@ func TestMamba3DiagnosisOfPlantedSlips(t *testing.T) {
 				t.Fatal(err)
 			}
 			want, wst := mamba3.Forward(p)
-			cmp, _, _ := judge.CompareSSD(judge.Mamba3Arrays(p, y, want, st, wst, mamba3.ErrorScale(p)))
+			cmp, _, _ := judge.CompareArrays(judge.Mamba3Arrays(p, y, want, st, wst, mamba3.ErrorScale(p)))
 			if cmp.Worst.Ratio <= judge.Threshold(ssm.F32) {
 				t.Fatalf("slip %s passed the judgement (ratio %.3g)", c.slip, cmp.Worst.Ratio)
 			}

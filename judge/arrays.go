@@ -11,11 +11,12 @@ import (
 	"ssmverify/ssm"
 )
 
-// SSDArray is one array of a Mamba-2 result judged against its reference:
-// got and want with the error model's scale (ssd.Scale), the dtype the
-// kernel stores it in (its 16-bit rounding is allowed once) and the
-// arithmetic it computes in.
-type SSDArray struct {
+// Array is one array of a bridged kernel's result (Mamba-2's prefill or
+// decode step, Mamba-3's forward, step or gradients) judged against its
+// reference: got and want with the error model's scale (ssd.Scale,
+// mamba3.Scale), the dtype the kernel stores it in (its 16-bit rounding is
+// allowed once) and the arithmetic it computes in.
+type Array struct {
 	Name             string
 	Got, Want        []float64
 	Scale, Tiny      []float64
@@ -25,21 +26,21 @@ type SSDArray struct {
 	Period float64
 }
 
-// CompareSSD judges the arrays of a Mamba-2 result: the worst scaled
+// CompareArrays judges the arrays of a result: the worst scaled
 // ratio over all of them (OutputRatio, in the computing dtype's u and η,
 // less the stored type's one rounding), non-finite values where the
 // reference is finite counted as failures, and the per-element ratios
 // (for the diagnosis and the error-growth tables).
-func CompareSSD(arrays []SSDArray) (c Comparison, ratios map[string][]float64, err error) {
+func CompareArrays(arrays []Array) (c Comparison, ratios map[string][]float64, err error) {
 	defer func() {
-		if e := contain.Recovered(recover(), "judge.CompareSSD", func() string { return fmt.Sprintf("%d arrays", len(arrays)) }); e != nil {
+		if e := contain.Recovered(recover(), "judge.CompareArrays", func() string { return fmt.Sprintf("%d arrays", len(arrays)) }); e != nil {
 			c, ratios, err = Comparison{}, nil, e
 		}
 	}()
-	return compareSSD(arrays)
+	return compareArrays(arrays)
 }
 
-func compareSSD(arrays []SSDArray) (Comparison, map[string][]float64, error) {
+func compareArrays(arrays []Array) (Comparison, map[string][]float64, error) {
 	var c Comparison
 	ratios := map[string][]float64{}
 	for _, a := range arrays {
@@ -88,7 +89,7 @@ func ssdRatio(diff, want, scale, tiny float64, stored, computed ssm.DType) float
 // PrefillArrays returns the arrays of a prefill to judge: y (in the input
 // type), the rows' final states and, for a packed row, every sequence's
 // (in the state type).
-func PrefillArrays(p *ssd.Problem, got, want *ssd.Output, sc *ssd.Scale) []SSDArray {
+func PrefillArrays(p *ssd.Problem, got, want *ssd.Output, sc *ssd.Scale) []Array {
 	if got == nil {
 		got = &ssd.Output{} // no output: every array judged missing
 	}
@@ -98,20 +99,20 @@ func PrefillArrays(p *ssd.Problem, got, want *ssd.Output, sc *ssd.Scale) []SSDAr
 		computed = ssm.F32
 	}
 	stateIdx := func(i int) []int { return []int{i / (H * P * N), i / (P * N) % H, i / N % P, i % N} }
-	arrays := []SSDArray{
+	arrays := []Array{
 		{Name: "y", Got: got.Y, Want: want.Y, Scale: sc.Y, Tiny: sc.TinyY, Stored: p.DType, Computed: computed,
 			Index: func(i int) []int { return []int{i / (L * H * P), i / (H * P) % L, i / P % H, i % P} }},
 		{Name: "final_states", Got: got.FinalStates, Want: want.FinalStates, Scale: sc.FinalStates, Tiny: sc.TinyFinal, Stored: p.StateDType, Computed: computed, Index: stateIdx},
 	}
 	if p.CuSeqlens != nil {
-		arrays = append(arrays, SSDArray{Name: "seq_states", Got: got.SeqStates, Want: want.SeqStates, Scale: sc.SeqStates, Tiny: sc.TinySeq, Stored: p.StateDType, Computed: computed, Index: stateIdx})
+		arrays = append(arrays, Array{Name: "seq_states", Got: got.SeqStates, Want: want.SeqStates, Scale: sc.SeqStates, Tiny: sc.TinySeq, Stored: p.StateDType, Computed: computed, Index: stateIdx})
 	}
 	return arrays
 }
 
 // StepArrays returns the arrays of a decode step to judge: y and the pool
 // of states.
-func StepArrays(s *ssd.Step, got, want *ssd.StepOutput, sc *ssd.StepScale) []SSDArray {
+func StepArrays(s *ssd.Step, got, want *ssd.StepOutput, sc *ssd.StepScale) []Array {
 	if got == nil {
 		got = &ssd.StepOutput{}
 	}
@@ -120,7 +121,7 @@ func StepArrays(s *ssd.Step, got, want *ssd.StepOutput, sc *ssd.StepScale) []SSD
 	if computed.Narrow() {
 		computed = ssm.F32
 	}
-	return []SSDArray{
+	return []Array{
 		{Name: "y", Got: got.Y, Want: want.Y, Scale: sc.Y, Tiny: sc.TinyY, Stored: s.DType, Computed: computed,
 			Index: func(i int) []int { return []int{i / (H * P), i / P % H, i % P} }},
 		{Name: "state", Got: got.State, Want: want.State, Scale: sc.State, Tiny: sc.TinyState, Stored: s.StateDType, Computed: computed,
@@ -133,13 +134,13 @@ func StepArrays(s *ssd.Step, got, want *ssd.StepOutput, sc *ssd.StepScale) []SSD
 // them), the final angles (compared modulo 2π: an angle within its error
 // of 0 may wrap to just under 2π) and the SSM state (float32, float64 for
 // an fp64 problem).
-func Mamba3Arrays(p *mamba3.Problem, y, wantY []float64, st, want *mamba3.State, sc *mamba3.Scale) []SSDArray {
+func Mamba3Arrays(p *mamba3.Problem, y, wantY []float64, st, want *mamba3.State, sc *mamba3.Scale) []Array {
 	if st == nil {
 		st = &mamba3.State{}
 	}
 	idx := func(i int) []int { return []int{i} }
 	in, w := p.DType, p.DType.Weight()
-	return []SSDArray{
+	return []Array{
 		{Name: "y", Got: y, Want: wantY, Scale: sc.Y, Tiny: sc.TinyY, Stored: in, Computed: w, Index: idx},
 		{Name: "angle_state", Got: st.Angle, Want: want.Angle, Scale: sc.Angle, Tiny: sc.TinyAngle, Stored: w, Computed: w, Index: idx, Period: 2 * math.Pi},
 		{Name: "ssm_state", Got: st.SSM, Want: want.SSM, Scale: sc.SSM, Tiny: sc.TinySSM, Stored: w, Computed: w, Index: idx},
@@ -155,7 +156,7 @@ func Mamba3Arrays(p *mamba3.Problem, y, wantY []float64, st, want *mamba3.State,
 // type. A gradient the reference has and the kernel did not return is an
 // error (a kernel that computes no dD when D is given has not done its
 // job); one the reference lacks is ignored.
-func Mamba3GradArrays(p *mamba3.Problem, got, want *mamba3.Grads, sc *mamba3.GradScale) (arrays []SSDArray, err error) {
+func Mamba3GradArrays(p *mamba3.Problem, got, want *mamba3.Grads, sc *mamba3.GradScale) (arrays []Array, err error) {
 	defer func() {
 		if e := contain.Recovered(recover(), "judge.Mamba3GradArrays", nil); e != nil {
 			arrays, err = nil, e
@@ -167,7 +168,7 @@ func Mamba3GradArrays(p *mamba3.Problem, got, want *mamba3.Grads, sc *mamba3.Gra
 	idx := func(i int) []int { return []int{i} }
 	in, w := p.DType, p.DType.Weight()
 	gf, sf, tf := got.Fields(), sc.Scale.Fields(), sc.Tiny.Fields()
-	var out []SSDArray
+	var out []Array
 	for i, f := range want.Fields() {
 		if f.Values == nil {
 			continue
@@ -179,7 +180,7 @@ func Mamba3GradArrays(p *mamba3.Problem, got, want *mamba3.Grads, sc *mamba3.Gra
 		if f.InputTyped {
 			stored = in
 		}
-		out = append(out, SSDArray{Name: f.Name, Got: gf[i].Values, Want: f.Values, Scale: sf[i].Values, Tiny: tf[i].Values, Stored: stored, Computed: w, Index: idx})
+		out = append(out, Array{Name: f.Name, Got: gf[i].Values, Want: f.Values, Scale: sf[i].Values, Tiny: tf[i].Values, Stored: stored, Computed: w, Index: idx})
 	}
 	return out, nil
 }
