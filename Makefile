@@ -6,7 +6,7 @@ NVCC    ?= nvcc
 # CUDA_ARCH: 90 by default; 80, 87, ... accepted (with or without "sm_").
 CUDA_ARCH ?= 90
 BUILD    := build
-SRC      := cudalib/src
+SRC      := kernels/src
 INC      := cudalib/include
 HEADERS  := $(INC)/ssmk.h $(SRC)/ssmk_methods.h $(SRC)/ssmk_complex.h $(SRC)/ssmk_host.h $(SRC)/ssmk_narrow.h $(SRC)/ssmk_derivs.h $(SRC)/cpu_plan.h
 # The CPU build: the forward and the ABI's core, and the backward pass.
@@ -34,7 +34,7 @@ $(BUILD)/libssmk_cpu.so: $(CPU_SRC) $(HEADERS) $(SRC)/ssmk.map
 	$(CXX) $(CXXFLAGS) -I$(INC) -shared -o $@ $(CPU_SRC) -Wl,--version-script=$(SRC)/ssmk.map -Wl,--no-undefined
 
 # A mutant of the CPU build: one planted bug, the patch cmd/mutants/patches/K-*.patch applied to a copy of
-# cudalib/ (build/mutants/tree-mK; the shipped sources hold no trace of it), then compiled as the CPU build is.
+# kernels/ (build/mutants/tree-mK; the shipped sources hold no trace of it), then compiled as the CPU build is.
 # MUTANT_OPT replaces the optimization level: make mutants builds the accuracy mutants at -O1, in half the time
 # and with the same arithmetic (ISO C++ without -ffast-math: no contraction, no reassociation), the check faults,
 # which timings decide, at the base build's -O3.
@@ -44,7 +44,7 @@ $(BUILD)/mutants/libssmk_cpu_m%.so: $(CPU_SRC) $(HEADERS) $(SRC)/ssmk.map $(MUTA
 	@mkdir -p $(@D)
 	$(GO) run ./cmd/mutants -tree $* $(BUILD)/mutants/tree-m$*
 	$(CXX) $(filter-out -O%,$(CXXFLAGS)) $(MUTANT_OPT) -I$(BUILD)/mutants/tree-m$*/cudalib/include -shared -o $@ \
-		$(patsubst $(SRC)/%,$(BUILD)/mutants/tree-m$*/cudalib/src/%,$(CPU_SRC)) -Wl,--version-script=$(SRC)/ssmk.map -Wl,--no-undefined
+		$(patsubst $(SRC)/%,$(BUILD)/mutants/tree-m$*/kernels/src/%,$(CPU_SRC)) -Wl,--version-script=$(SRC)/ssmk.map -Wl,--no-undefined
 
 # The CPU build declaring an engine's features (no z, variable B/C only; SSMK_CPU_ENGINE in cpu_plan.h), which
 # make mutants holds to the suite: it must pass, with what it does not take listed as not supported.
@@ -55,26 +55,26 @@ $(BUILD)/libssmk_cpu_engine.so: $(CPU_SRC) $(HEADERS) $(SRC)/ssmk.map
 ## lib-cuda: the CUDA build, build/libssmk_cuda.so (nvcc; CUDA_ARCH=90 by default)
 lib-cuda: $(BUILD)/libssmk_cuda.so
 
-$(BUILD)/libssmk_cuda.so: $(CUDA_SRC) $(HEADERS) $(SRC)/ssmk.map cudalib/build-cuda.sh
-	cudalib/build-cuda.sh $@ $(CUDA_ARCH)
+$(BUILD)/libssmk_cuda.so: $(CUDA_SRC) $(HEADERS) $(SRC)/ssmk.map kernels/build-cuda.sh
+	kernels/build-cuda.sh $@ $(CUDA_ARCH)
 
 ## cuda-check: compile the CUDA sources for CHECK_ARCHS (sm_80 and sm_90) without running them (CI has no GPU), and
 ## fail if a sm_90 scan kernel needs more than 128 registers (fewer blocks per SM: scripts/scan-registers.sh) or
 ## the fp32 forward kernels' loops and registers left the baseline's shape (scripts/scan-sass.sh: time it on a GPU)
 # The sources branch on the architecture only at sm_90 (__CUDA_ARCH__ >= 900), so sm_80 stands for sm_86, sm_87
 # and sm_89 too; CHECK_ARCHS="80 87 90" compiles those as well (each arch is a whole build, ~100 s on 2 cores).
-SASS_BASELINE := cudalib/testdata/sass-fp32-forward.txt
+SASS_BASELINE := kernels/testdata/sass-fp32-forward.txt
 CHECK_ARCHS ?= 80 90
 cuda-check:
 	@case " $(CHECK_ARCHS) " in *" 90 "*) ;; *) echo "cuda-check: CHECK_ARCHS must include 90 (the register and SASS checks read sm_90's build)"; exit 2;; esac
-	@for a in $(CHECK_ARCHS); do cudalib/build-cuda.sh $(BUILD)/cuda-check/libssmk_cuda_sm_$$a.so $$a || exit 1; done
+	@for a in $(CHECK_ARCHS); do kernels/build-cuda.sh $(BUILD)/cuda-check/libssmk_cuda_sm_$$a.so $$a || exit 1; done
 	@echo "cuda-check: the CUDA sources compile for $(patsubst %,sm_%,$(CHECK_ARCHS))"
 	@scripts/scan-registers.sh $(BUILD)/cuda-check/libssmk_cuda_sm_90.so 128
 	@scripts/scan-sass.sh $(BUILD)/cuda-check/libssmk_cuda_sm_90.so $(SASS_BASELINE)
 
 ## sass-baseline: rewrite the fp32 forward kernels' shape that cuda-check compares with (after timing the change)
 sass-baseline:
-	cudalib/build-cuda.sh $(BUILD)/cuda-check/libssmk_cuda_sm_90.so 90
+	kernels/build-cuda.sh $(BUILD)/cuda-check/libssmk_cuda_sm_90.so 90
 	scripts/scan-sass.sh $(BUILD)/cuda-check/libssmk_cuda_sm_90.so $(SASS_BASELINE) --update
 
 ## test: everything CI runs (builds the CPU library first)
@@ -174,7 +174,7 @@ fuzz-native:
 
 ## bench-ref: the reference scan against the CPU kernel, one thread each
 bench-ref: lib
-	$(GO) test ./reference ./cudalib -run '^$$' -bench 'ScanReference|ScanKernelCPU' -benchtime 20x
+	$(GO) test ./reference ./kernels -run '^$$' -bench 'ScanReference|ScanKernelCPU' -benchtime 20x
 
 ## bench: on a GPU machine: Check7 at both sizes of the performance issue, fp32/fp64, real/complex, after the
 ## accuracy tests against the same build; prints the table (scripts/gpu.sh bench, which needs gpu-build first

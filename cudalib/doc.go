@@ -53,4 +53,11 @@
 // nothing moves under the library; plans copy their inputs and hold no Go
 // memory. ScanBuffers keeps the exact arrays a kernel read, so callers can
 // hash them and check that the kernel left them alone.
+//
+// This package is the binding alone: it knows the ABI, not any library's
+// arithmetic. The project's own CPU and CUDA implementations of the ABI,
+// their sources and the tests of their designs, registers and SASS, are
+// package kernels; this package's tests hold the binding to the header
+// (struct layouts, validation before C, raw calls, the extensions'
+// negotiation).
 package cudalib

@@ -4,7 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"math"
 	"unsafe"
+
+	"ssmverify/ssm"
 )
 
 // Every array the binding allocates for a call (NewArray, and the outputs it
@@ -158,4 +161,67 @@ func (l *Library) guardedCall(fn string, inputs, outputs []NamedArray, f func() 
 		return merr
 	}
 	return err
+}
+
+// The unwritten mark: NaNs with a payload no arithmetic produces (the 16-bit
+// one is a NaN in fp16 and in bfloat16 alike).
+const (
+	unwritten16 = 0x7fa5
+	unwritten32 = 0x7fa5a5a5
+	unwritten64 = 0x7ff5a5a5a5a5a5a5
+)
+
+// Unwritten is n elements of dt's type in a guarded allocation (as every
+// array the binding makes), each holding the unwritten mark, a NaN: an
+// output a library leaves partly unwritten reads NaN where it did not
+// write, which no judgement of a finite reference lets pass, and Untouched
+// tells whether it wrote at all (the fuzzers' buffers, and those kept back
+// while the library is passed NULL). A write outside it is a *MemoryError
+// of the call, as for any array of the binding.
+func Unwritten(n int, dt ssm.DType) Array {
+	a := zeros(n, dt)
+	switch {
+	case a.F64 != nil:
+		for i := range a.F64 {
+			a.F64[i] = math.Float64frombits(unwritten64)
+		}
+	case a.N16 != nil:
+		for i := range a.N16 {
+			a.N16[i] = unwritten16
+		}
+	default:
+		for i := range a.F32 {
+			a.F32[i] = math.Float32frombits(unwritten32)
+		}
+	}
+	return a
+}
+
+// Untouched reports whether a, made by Unwritten, was left alone: every
+// element holds the unwritten mark and its guards are whole.
+func (a Array) Untouched() bool {
+	if kind, _, _ := a.breach(); kind != "" {
+		return false
+	}
+	switch {
+	case a.F64 != nil:
+		for _, v := range a.F64 {
+			if math.Float64bits(v) != unwritten64 {
+				return false
+			}
+		}
+	case a.N16 != nil:
+		for _, v := range a.N16 {
+			if v != unwritten16 {
+				return false
+			}
+		}
+	default:
+		for _, v := range a.F32 {
+			if math.Float32bits(v) != unwritten32 {
+				return false
+			}
+		}
+	}
+	return true
 }

@@ -61,3 +61,33 @@ func TestGuardedArraysAreCapped(t *testing.T) {
 		t.Errorf("len %d, cap %d: want 5 and 5", len(a.F32), cap(a.F32))
 	}
 }
+
+// TestUnwritten: an Unwritten array reads NaN in every element, in every
+// dtype, and is Untouched until a write inside it or into its guards; a
+// write outside it is a MemoryError as for every array of the binding.
+func TestUnwritten(t *testing.T) {
+	for _, dt := range ssm.DTypes() {
+		a := Unwritten(4, dt)
+		for i, v := range a.Float64s() {
+			if v == v {
+				t.Fatalf("%v: element %d reads %v, want NaN", dt, i, v)
+			}
+		}
+		if !a.Untouched() {
+			t.Fatalf("%v: a fresh array reports a write", dt)
+		}
+		b := a.Bytes()
+		b[len(b)-1] ^= 1 // the last element itself
+		if a.Untouched() {
+			t.Errorf("%v: a write into the last element is not seen", dt)
+		}
+		a = Unwritten(4, dt)
+		a.guard.raw[a.guard.hi] = 0 // one byte past the end
+		if a.Untouched() {
+			t.Errorf("%v: a write past the end leaves it Untouched", dt)
+		}
+		if m, ok := IsMemoryError(checkMemory("f", nil, nil, []NamedArray{{"out", a}})); !ok || m.Kind != "overrun" || m.Element != 1 {
+			t.Errorf("%v: a write past the end: %+v", dt, m)
+		}
+	}
+}

@@ -24,7 +24,7 @@ func BackwardCotangent(p *ssm.Problem, data []byte, withLast bool) *ssm.Cotangen
 
 // CheckBackward runs ssmk_scan_bwd on p in dtype dt (F32 or F64; other
 // dtypes and combinations without a declared backward are not judged)
-// with every gradient guarded by canaries and the inputs snapshotted, and
+// with every gradient guarded and unwritten (cudalib.Unwritten), and
 // judges the gradients by the backward's policy: the library must return
 // within the hang limit, write nothing outside its buffers, leave its
 // inputs alone, and, where every value of the problem is judgeable
@@ -60,24 +60,12 @@ func CheckBackward(lib *cudalib.Library, p *ssm.Problem, ct *ssm.Cotangent, dt s
 		f.add("library error: %v", err)
 		return f.err()
 	}
-	var guards []*guarded
-	guard := func(name string, a *cudalib.Array) {
-		if !a.Present() {
-			return
+	for _, a := range []*cudalib.Array{&b.DU, &b.DDelta, &b.DA, &b.DB, &b.DC, &b.DD, &b.DZ, &b.DDeltaBias, &b.DInitialState} {
+		if a.Present() { // 16-bit dtypes: input-typed gradients 16-bit, the weights' float
+			*a = cudalib.Unwritten(a.Len(), a.DType())
 		}
-		g := newGuarded(name, a.Len(), a.DType()) // 16-bit dtypes: input-typed gradients 16-bit, the weights' float
-		*a = g.inner
-		guards = append(guards, g)
 	}
-	for _, x := range []struct {
-		name string
-		a    *cudalib.Array
-	}{{"du", &b.DU}, {"ddelta", &b.DDelta}, {"dA", &b.DA}, {"dB", &b.DB}, {"dC", &b.DC}, {"dD", &b.DD}, {"dz", &b.DZ},
-		{"ddelta_bias", &b.DDeltaBias}, {"dinitial_state", &b.DInitialState}} {
-		guard(x.name, x.a)
-	}
-	in := append(b.Scan.Inputs(), cudalib.NamedArray{Name: "dout", Array: b.DOut}, cudalib.NamedArray{Name: "dlast_state", Array: b.DLastState})
-	if !guardedCall(f, lib, "ssmk_scan_bwd", p.Method, dt, p.Complex, in, guards, func() error { return lib.RunBackward(b) }) {
+	if !guardedCall(f, lib, "ssmk_scan_bwd", p.Method, dt, p.Complex, func() error { return lib.RunBackward(b) }) {
 		return f.err()
 	}
 	if f.err() != nil || !Judgeable(p, ct, dt) {

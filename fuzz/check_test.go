@@ -1,41 +1,38 @@
 package fuzz
 
 import (
+	"errors"
 	"math"
 	"slices"
 	"strings"
 	"testing"
 
+	"ssmverify/cudalib"
 	"ssmverify/gen"
 	"ssmverify/judge"
 	"ssmverify/reference"
 	"ssmverify/ssm"
 )
 
-// TestGuards: a write just past an output buffer is reported with its
-// element, one inside is not; a buffer kept back for a NULL output notices
-// any write at all.
-func TestGuards(t *testing.T) {
-	for _, dt := range ssm.DTypes() {
-		g := newGuarded("out", 4, dt)
-		if g.check() != nil || !g.untouched() {
-			t.Fatalf("%v: a fresh buffer reports a write", dt)
-		}
-		set := func(i int) { // element i of the backing array
-			if dt == ssm.F64 {
-				g.backing.F64[i] = 1
-			} else {
-				g.backing.F32[i] = 1
-			}
-		}
-		set(guard + 3) // the last element of the buffer itself
-		if err := g.check(); err != nil || g.untouched() {
-			t.Errorf("%v: a write inside the buffer: check %v, untouched %t", dt, err, g.untouched())
-		}
-		set(guard + 4) // one past the end
-		if err := g.check(); err == nil || !strings.Contains(err.Error(), "element 4 (buffer is 0…3)") {
-			t.Errorf("%v: a write one past the end: %v", dt, err)
-		}
+// TestGuardedCallReportsMemoryFaults: a call the binding finds writing
+// outside a buffer or into an input (cudalib.MemoryError) is a finding with
+// its outputs still judged; another error is a library error, and nothing
+// to judge.
+func TestGuardedCallReportsMemoryFaults(t *testing.T) {
+	lib, err := cudalib.OpenDefault()
+	if err != nil {
+		t.Skip(err)
+	}
+	f := &Failure{Input: "x"}
+	fault := &cudalib.MemoryError{Func: "ssmk_scan_fwd", Array: "out", Kind: "overrun", Offset: 1, Element: 1}
+	if !guardedCall(f, lib, "ssmk_scan_fwd", ssm.ZOH, ssm.F32, false, func() error { return fault }) ||
+		len(f.Problems) != 1 || !strings.Contains(f.Problems[0], "wrote past the end of out") {
+		t.Errorf("a memory fault: judged further %v, problems %q", len(f.Problems) == 1, f.Problems)
+	}
+	f = &Failure{Input: "x"}
+	if guardedCall(f, lib, "ssmk_scan_fwd", ssm.ZOH, ssm.F32, false, func() error { return errors.New("boom") }) ||
+		len(f.Problems) != 1 || !strings.Contains(f.Problems[0], "library error: boom") {
+		t.Errorf("a library error: problems %q", f.Problems)
 	}
 }
 

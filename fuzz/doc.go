@@ -28,10 +28,12 @@
 // complete problems. Every input is exactly representable in its dtype, so
 // the kernel and the reference read the same numbers.
 //
-// Each call runs under a deadline (HangLimit), with canary elements around
-// every output buffer (a write outside the buffer changes one) and a copy of
-// every input (the kernel must not change them); a last_state of NULL must
-// leave the buffer kept for it untouched. A library that declares a
+// Each call runs under a deadline (HangLimit) and the binding's one guard
+// mechanism: every array sits between guard regions and the inputs are
+// checksummed around the call (a write outside a buffer or into an input is
+// a cudalib.MemoryError); every output starts as cudalib.Unwritten's NaNs,
+// so an element the kernel never writes fails, and a last_state of NULL
+// must leave the buffer kept for it untouched. A library that declares a
 // combination unsupported (ssmk_capabilities) may refuse it with
 // SSMK_EUNSUPPORTED; a declared complex-A fallback is judged against zoh.
 //

@@ -93,10 +93,10 @@ func TestSlurmArrayDryRun(t *testing.T) {
 		}
 		tasks[flags["-task"]], outs[flags["-out"]] = true, true
 		for _, p := range strings.Split(flags["-pkgs"], ",") {
-			if p != "golden" && p != "fuzz" && p != "verify" && p != "cudalib" && p != "mamba2" && p != "mamba3" {
+			if p != "golden" && p != "fuzz" && p != "verify" && p != "kernels" && p != "mamba2" && p != "mamba3" {
 				t.Errorf("task %d: -pkgs %q", i, flags["-pkgs"])
 			}
-			designs = designs || p == "cudalib"
+			designs = designs || p == "kernels"
 			bridgedSuites[p] = bridgedSuites[p] || p == "mamba2" || p == "mamba3"
 		}
 		re, err := regexp.Compile(flags["-run"])
@@ -128,7 +128,7 @@ func TestSlurmArrayDryRun(t *testing.T) {
 		}
 	}
 	if !designs {
-		t.Error("no task runs the binding's design tests (-pkgs …,cudalib)")
+		t.Error("no task runs the binding's design tests (-pkgs …,kernels)")
 	}
 	if !bridgedSuites["mamba2"] || !bridgedSuites["mamba3"] {
 		t.Errorf("no task runs the bridged suites (-pkgs mamba2,mamba3): %v", bridgedSuites)

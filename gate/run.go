@@ -21,7 +21,7 @@ import (
 	"ssmverify/testrun"
 )
 
-// DesignTests selects the binding's tests (package cudalib) that judge a
+// DesignTests selects our kernels' tests (package kernels) that judge a
 // library's forward and backward designs: each design the CUDA build has
 // forced in turn on every method, input type and option and judged by the
 // error model, the automatic choice recognised by its outputs' bits, the
@@ -46,7 +46,7 @@ type Config struct {
 	// Bin is a folder of prebuilt test binaries <pkg>.test (scripts/gpu.sh
 	// builds them for machines without Go); empty: go test.
 	Bin      string
-	Packages []string // of golden, fuzz, verify, cudalib (its DesignTests alone)
+	Packages []string // of golden, fuzz, verify, kernels (its DesignTests alone)
 	// VerifyRun selects verify's tests (-run); empty: all of them.
 	VerifyRun string
 	// BridgedRun selects the bridged suites' tests (-run); empty: all.
@@ -103,7 +103,7 @@ func Run(cfg Config) *report.Report {
 	}
 	var runs []pkgRun
 	for _, pkg := range cfg.Packages {
-		if pkg == "cudalib" {
+		if pkg == "kernels" {
 			runs = append(runs, pkgRun{pkg: pkg, run: DesignTests})
 			continue
 		}

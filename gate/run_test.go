@@ -155,13 +155,13 @@ func TestBackwardFigures(t *testing.T) {
 }
 
 // TestDesignTestsSelectTheBindings: DesignTests selects every test of
-// package cudalib that forces or recognises a design (a test renamed or
+// package kernels that forces or recognises a design (a test renamed or
 // added there cannot drop out of the gate unnoticed), and names none that
 // does not exist.
 func TestDesignTestsSelectTheBindings(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join("..", "cudalib", "*_test.go"))
+	files, err := filepath.Glob(filepath.Join("..", "kernels", "*_test.go"))
 	if err != nil || len(files) == 0 {
-		t.Fatalf("no test files of cudalib: %v", err)
+		t.Fatalf("no test files of kernels: %v", err)
 	}
 	funcs := regexp.MustCompile(`(?m)^func (Test\w+)\(t \*testing\.T\)`)
 	design := regexp.MustCompile(`^Test(Forward|Backward)\w*(Design|AutoChoice)|^TestForward(ComplexAngles|DeltaUOverflow)$|^TestBackwardSaved`)
@@ -182,7 +182,7 @@ func TestDesignTestsSelectTheBindings(t *testing.T) {
 	}
 	for _, name := range designTests {
 		if !found[name] {
-			t.Errorf("DesignTests names %s, which cudalib does not have", name)
+			t.Errorf("DesignTests names %s, which kernels does not have", name)
 		}
 	}
 }

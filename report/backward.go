@@ -14,12 +14,8 @@ import (
 // dtype × real/complex A: how many, how many failed, and per gradient the
 // worst ratio and ulp.
 type BackwardCell struct {
-	Checks   int        `json:"checks"`
-	Failures int        `json:"failures"`
-	MaxRatio Num        `json:"max_ratio"`
-	Worst    string     `json:"worst,omitempty"`
-	FailedBy []string   `json:"failed_by,omitempty"`
-	Grads    []GradStat `json:"grads"`
+	Tally
+	Grads []GradStat `json:"grads"`
 }
 
 // GradStat is one gradient's worst ratio and ulp over a cell's checks.
@@ -38,22 +34,12 @@ func (r *Report) AddBackward(test string, m ssm.Method, dt ssm.DType, isComplex 
 		cell.Backward = &BackwardCell{}
 	}
 	b := cell.Backward
-	b.Checks++
-	passed := c.Passed(dt)
 	w := c.Worst()
-	if !passed {
-		b.Failures++
-		if !contains(b.FailedBy, test) {
-			b.FailedBy = append(b.FailedBy, test)
-		}
+	worst := test + ": " + w.String()
+	if c.NonFinite > 0 || len(c.Missing) > 0 {
+		worst += "; non-finite or missing gradients"
 	}
-	if w.Ratio > float64(b.MaxRatio) || math.IsNaN(w.Ratio) || (!passed && b.Failures == 1) {
-		b.MaxRatio = Num(w.Ratio)
-		b.Worst = test + ": " + w.String()
-		if c.NonFinite > 0 || len(c.Missing) > 0 {
-			b.Worst += "; non-finite or missing gradients"
-		}
-	}
+	b.add(test, w.Ratio, c.Passed(dt), worst)
 	for _, g := range c.Grads {
 		k := slices.IndexFunc(b.Grads, func(s GradStat) bool { return s.Name == g.Name })
 		if k < 0 {

@@ -2,7 +2,6 @@ package report
 
 import (
 	"fmt"
-	"math"
 	"slices"
 
 	"ssmverify/ssm"
@@ -66,19 +65,10 @@ func (r *Report) mergeKernels(cells []*KernelCell) error {
 			return fmt.Errorf("report: merging: %w", err)
 		}
 		c := r.kernelCell(pk.Op, dt, sdt)
-		c.Checks += pk.Checks
-		c.Failures += pk.Failures
+		c.merge(pk.Tally)
 		c.Crashes += pk.Crashes
 		if c.Support == "" || (pk.Support == "yes" && c.Support != "yes") {
 			c.Support = pk.Support
-		}
-		for _, f := range pk.FailedBy {
-			if !contains(c.FailedBy, f) {
-				c.FailedBy = append(c.FailedBy, f)
-			}
-		}
-		if pk.MaxRatio > c.MaxRatio || math.IsNaN(float64(pk.MaxRatio)) {
-			c.MaxRatio, c.Worst = pk.MaxRatio, pk.Worst
 		}
 	}
 	return nil

@@ -25,16 +25,12 @@ type BridgeInfo struct {
 // behind the bridge (ssd_prefill, ssd_step) in one input dtype and state
 // dtype, as Cell does for a method of the ABI.
 type KernelCell struct {
-	Op         string   `json:"op"`
-	DType      string   `json:"dtype"`
-	StateDType string   `json:"state_dtype"`
-	Support    string   `json:"support"` // "yes", or why not
-	Checks     int      `json:"checks"`
-	Failures   int      `json:"failures"`
-	Crashes    int      `json:"crashes,omitempty"`
-	MaxRatio   Num      `json:"max_ratio"`
-	Worst      string   `json:"worst,omitempty"`
-	FailedBy   []string `json:"failed_by,omitempty"`
+	Op         string `json:"op"`
+	DType      string `json:"dtype"`
+	StateDType string `json:"state_dtype"`
+	Support    string `json:"support"` // "yes", or why not
+	Tally
+	Crashes int `json:"crashes,omitempty"`
 }
 
 func (r *Report) kernelCell(op string, dt, sdt ssm.DType) *KernelCell {
@@ -60,16 +56,7 @@ func (r *Report) addKernel(test, op string, dt, sdt ssm.DType, ratio float64, pa
 	if c.Support == "" {
 		c.Support = "yes"
 	}
-	c.Checks++
-	if !passed {
-		c.Failures++
-		if !contains(c.FailedBy, topLevel(test)) {
-			c.FailedBy = append(c.FailedBy, topLevel(test))
-		}
-	}
-	if ratio > float64(c.MaxRatio) || math.IsNaN(ratio) || c.Checks == 1 {
-		c.MaxRatio, c.Worst = Num(ratio), worst
-	}
+	c.add(topLevel(test), ratio, passed, worst)
 	return c
 }
 

@@ -82,17 +82,8 @@ func (r *Report) Merge(prev *Report) error {
 				c.Support = pc.Support
 			}
 		}
-		c.Checks += pc.Checks
-		c.Failures += pc.Failures
+		c.merge(pc.Tally)
 		c.Ratios = append(c.Ratios, pc.Ratios...)
-		for _, f := range pc.FailedBy {
-			if !contains(c.FailedBy, f) {
-				c.FailedBy = append(c.FailedBy, f)
-			}
-		}
-		if pc.MaxRatio > c.MaxRatio || math.IsNaN(float64(pc.MaxRatio)) {
-			c.MaxRatio, c.Worst = pc.MaxRatio, pc.Worst
-		}
 		c.MaxULP = Num(math.Max(float64(c.MaxULP), float64(pc.MaxULP)))
 		if c.Features == "" {
 			c.Features = pc.Features

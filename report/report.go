@@ -140,14 +140,10 @@ type Cell struct {
 	Support string `json:"support,omitempty"`
 	// Features is what ssmk_scan_features declares for the cell when it
 	// is not every option on every shape; "" otherwise.
-	Features  string   `json:"features,omitempty"`
-	Checks    int      `json:"checks"`
-	Failures  int      `json:"failures"`
-	MaxRatio  Num      `json:"max_ratio"`
-	MaxULP    Num      `json:"max_ulp"`
-	Threshold Num      `json:"threshold"`
-	Worst     string   `json:"worst,omitempty"`
-	FailedBy  []string `json:"failed_by,omitempty"`
+	Features string `json:"features,omitempty"`
+	Tally
+	MaxULP    Num `json:"max_ulp"`
+	Threshold Num `json:"threshold"`
 	// Ratios are every comparison's ratio, to 3 significant digits: the
 	// distribution the gate plots.
 	Ratios []Num `json:"ratios,omitempty"`
@@ -283,18 +279,8 @@ func (r *Report) Add(test string, m ssm.Method, dt ssm.DType, isComplex bool, ra
 
 // add records one comparison in c.
 func (c *Cell) add(test string, ratio, ulp float64, passed bool, worst string) {
-	c.Checks++
+	c.Tally.add(test, ratio, passed, test+": "+worst)
 	c.Ratios = append(c.Ratios, Num(round3(ratio)))
-	if !passed {
-		c.Failures++
-		if !contains(c.FailedBy, test) {
-			c.FailedBy = append(c.FailedBy, test)
-		}
-	}
-	if ratio > float64(c.MaxRatio) || math.IsNaN(ratio) || (!passed && c.Failures == 1) {
-		c.MaxRatio = Num(ratio)
-		c.Worst = test + ": " + worst
-	}
 	if ulp > float64(c.MaxULP) {
 		c.MaxULP = Num(ulp)
 	}

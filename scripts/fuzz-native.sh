@@ -13,7 +13,7 @@ CLANGXX=${CLANGXX:-clang++}
 command -v "$CLANGXX" >/dev/null || { echo "fuzz-native: $CLANGXX not found; install clang (Debian: apt-get install clang libclang-rt-14-dev libomp-14-dev)" >&2; exit 2; }
 bin=build/ssmk_fuzz_native
 mkdir -p build build/fuzz-native-corpus build/fuzz-native-artifacts
-if [ ! -x $bin ] || [ -n "$(find fuzz/native/ssmk_fuzz.cpp cudalib/src cudalib/include -newer $bin -type f)" ]; then
+if [ ! -x $bin ] || [ -n "$(find fuzz/native/ssmk_fuzz.cpp kernels/src cudalib/include -newer $bin -type f)" ]; then
 	echo "fuzz-native: building $bin"
 	"$CLANGXX" -std=c++17 -g -O1 -fopenmp -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 		-Icudalib/include fuzz/native/ssmk_fuzz.cpp -o $bin ||

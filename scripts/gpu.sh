@@ -27,7 +27,7 @@
 #                                   the backward's fixed cases (make sanitize)
 #   scripts/gpu.sh variants NAME=FLAGS …
 #                                   there: build one libssmk_cuda.so per variant
-#                                   (the sources of carry/cudalib_NAME/ where present,
+#                                   (the sources of carry/kernels_NAME/ where present,
 #                                   extra nvcc flags FLAGS) and time each with
 #                                   BenchmarkPlanMambaBlock; a table of µs per
 #                                   variant and method last (scripts/explore/,
@@ -88,11 +88,11 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 # reference/ is pure Go (no library): its tests judge nothing on a GPU, and
 # its binary would take the carry past 64 MiB beside the others.
-PKGS_DEFAULT="cudalib golden verify fuzz"
+PKGS_DEFAULT="kernels cudalib golden verify fuzz"
 
 build() {
 	rm -rf carry && mkdir -p carry
-	# a module of its own: copies of cudalib/ for scripts/explore stay out of ./...
+	# a module of its own: copies of kernels/ for scripts/explore stay out of ./...
 	printf 'module carry\n' >carry/go.mod
 	for pkg in ${PKGS:-$PKGS_DEFAULT}; do
 		echo "building carry/$pkg.test"
@@ -137,7 +137,7 @@ run() {
 	else
 		# mamba2.test and mamba3.test judge kernels behind the bridge: scripts/gpu.sh mamba2, mamba3
 		[ ${#pkgs[@]} -gt 0 ] || pkgs=($(cd carry && ls *.test | sed 's/\.test$//' | grep -vx 'mamba[23]'))
-		cudalib/build-cuda.sh build/libssmk_cuda.so "${CUDA_ARCH:-90}" >"$out/build.log" 2>&1 || {
+		kernels/build-cuda.sh build/libssmk_cuda.so "${CUDA_ARCH:-90}" >"$out/build.log" 2>&1 || {
 			cat "$out/build.log"; echo "gpu.sh: the CUDA build failed"; exit 1; }
 		echo "built build/libssmk_cuda.so in $((SECONDS - t0)) s"
 	fi
@@ -232,8 +232,8 @@ gate() {
 	out=$(mkdir -p "$out" && cd "$out" && pwd)
 	[ -x carry/gate ] || { echo "gpu.sh: no carry/gate (run scripts/gpu.sh build first)"; exit 1; }
 	nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
-	cudalib/build-cuda.sh build/libssmk_cuda.so "${CUDA_ARCH:-90}" >"$out/build.log" 2>&1 &&
-		SSMK_NVCC_EXTRA="-DSSMK_SLOW_WORK=${SLOW_WORK:-1}" cudalib/build-cuda.sh build/libssmk_cuda_slow.so "${CUDA_ARCH:-90}" >>"$out/build.log" 2>&1 ||
+	kernels/build-cuda.sh build/libssmk_cuda.so "${CUDA_ARCH:-90}" >"$out/build.log" 2>&1 &&
+		SSMK_NVCC_EXTRA="-DSSMK_SLOW_WORK=${SLOW_WORK:-1}" kernels/build-cuda.sh build/libssmk_cuda_slow.so "${CUDA_ARCH:-90}" >>"$out/build.log" 2>&1 ||
 		{ tail -30 "$out/build.log"; echo "gpu.sh: the CUDA build failed"; exit 1; }
 	local lib slow rc1 rc2 rc3
 	lib=$(pwd)/build/libssmk_cuda.so slow=$(pwd)/build/libssmk_cuda_slow.so
@@ -256,8 +256,8 @@ gate() {
 
 # lib_cuda builds build/libssmk_cuda.so unless it is newer than its sources.
 lib_cuda() {
-	[ -f build/libssmk_cuda.so ] && [ -z "$(find cudalib/src cudalib/include cudalib/build-cuda.sh -newer build/libssmk_cuda.so -type f)" ] ||
-		cudalib/build-cuda.sh build/libssmk_cuda.so "${CUDA_ARCH:-90}" >"$1/build.log" 2>&1 ||
+	[ -f build/libssmk_cuda.so ] && [ -z "$(find kernels/src cudalib/include kernels/build-cuda.sh -newer build/libssmk_cuda.so -type f)" ] ||
+		kernels/build-cuda.sh build/libssmk_cuda.so "${CUDA_ARCH:-90}" >"$1/build.log" 2>&1 ||
 		{ tail -30 "$1/build.log"; echo "gpu.sh: the CUDA build failed"; exit 1; }
 	# registers over 128 cost a block per SM (scripts/scan-registers.sh)
 	scripts/scan-registers.sh build/libssmk_cuda.so | tee "$1/registers.txt"
@@ -314,7 +314,7 @@ bench() {
 variants() {
 	local out=${OUT:-out/gpu}
 	out=$(mkdir -p "$out" && cd "$out" && pwd)
-	[ -x carry/cudalib.test ] || { echo "gpu.sh: no carry/cudalib.test (run scripts/gpu.sh build first)"; exit 1; }
+	[ -x carry/kernels.test ] || { echo "gpu.sh: no carry/kernels.test (run scripts/gpu.sh build first)"; exit 1; }
 	[ $# -gt 0 ] || { echo "usage: scripts/gpu.sh variants NAME=FLAGS ..."; exit 2; }
 	OUT=$out scripts/explore/explore.sh "$@"
 }
@@ -322,18 +322,21 @@ variants() {
 sanitize() {
 	local out=${OUT:-out/gpu} fail=0
 	out=$(mkdir -p "$out" && cd "$out" && pwd)
-	[ -x carry/cudalib.test ] || { echo "gpu.sh: no carry/cudalib.test (run scripts/gpu.sh build first)"; exit 1; }
+	for b in kernels cudalib; do [ -x carry/$b.test ] || { echo "gpu.sh: no carry/$b.test (run scripts/gpu.sh build first)"; exit 1; }; done
 	lib_cuda "$out"
 	local rows=()
 	for tool in memcheck racecheck initcheck synccheck; do
 		local s=$SECONDS
-		(cd cudalib && SSMK_BACKEND=cuda compute-sanitizer --tool "$tool" --error-exitcode 99 ../carry/cudalib.test \
-			-test.run '^Test(ScanMatchesReference|ScanShapes|ScanManyRows|ScanFastPathScales|DiscretizeMatchesReference|InputsUnchanged|Plans|CValidation|CopyBandwidth|Narrow[A-Za-z]*|Backward[A-Za-z0-9]*)$' \
+		(cd kernels && SSMK_BACKEND=cuda compute-sanitizer --tool "$tool" --error-exitcode 99 ../carry/kernels.test \
+			-test.run '^Test(ScanMatchesReference|ScanShapes|ScanManyRows|ScanFastPathScales|DiscretizeMatchesReference|InputsUnchanged|Plans|Narrow[A-Za-z]*|Backward[A-Za-z0-9]*)$' \
 			-test.skip '^TestBackward(Designs|AutoChoice)$') >"$out/sanitize-$tool.log" 2>&1
 		local rc=$?
+		# The binding's raw calls: bad arguments straight into C, threads' errors, the copy ceiling.
+		(cd cudalib && SSMK_BACKEND=cuda compute-sanitizer --tool "$tool" --error-exitcode 99 ../carry/cudalib.test \
+			-test.run '^Test(CValidation|ConcurrentCalls|CopyBandwidth|NarrowDiscretizeRefused)$') >>"$out/sanitize-$tool.log" 2>&1 || rc=$?
 		# Every design of each direction forced (the suite's shapes take the row designs): zoh and
 		# foh in fp32 and bf16 through each (-short).
-		(cd cudalib && SSMK_BACKEND=cuda compute-sanitizer --tool "$tool" --error-exitcode 99 ../carry/cudalib.test \
+		(cd kernels && SSMK_BACKEND=cuda compute-sanitizer --tool "$tool" --error-exitcode 99 ../carry/kernels.test \
 			-test.short -test.run '^Test(Forward|Backward)Designs$') >>"$out/sanitize-$tool.log" 2>&1 || rc=$?
 		# The backward's kernels over every declared method, dtype and A (16-bit too), the
 		# layouts that decide where dB and dC go, dstate beyond a warp, and

@@ -89,5 +89,5 @@ basedir=$(dirname "$(find "$bdir" -name 'libggml-base.so' | head -1)")
 	-I"$ggml/include" -I"$root/cudalib/include" "${defs[@]}" \
 	-o "$out" "$here/ssmk_ggml.c" -L"$libdir" -L"$cpudir" -L"$basedir" "${libs[@]}" \
 	"${rpaths[@]}" -Wl,-rpath,"$cpudir" -Wl,-rpath,"$basedir" -lpthread -lm \
-	-Wl,--version-script="$root/cudalib/src/ssmk.map" -Wl,--no-undefined
+	-Wl,--version-script="$root/kernels/src/ssmk.map" -Wl,--no-undefined
 echo "adapters/ggml: $out (ggml ${commit:0:12}, $backend backend, ggml_ssm_scan with K: $k)"

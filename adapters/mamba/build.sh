@@ -195,4 +195,4 @@ for p in "${pids[@]}"; do wait "$p" || die "the tree's selective_scan kernels fa
 kernels=()
 for k in "${kinds[@]}" "${bwd_kinds[@]}"; do kernels+=("$obj/$k.o"); done
 "$nvcc" -shared -o "$out" "$obj/adapter.o" "${kernels[@]}" -L"$torch_lib" -lc10 -lc10_cuda \
-	-Xlinker -rpath="$torch_lib" -Xlinker --version-script="$root/cudalib/src/ssmk.map"
+	-Xlinker -rpath="$torch_lib" -Xlinker --version-script="$root/kernels/src/ssmk.map"

@@ -41,7 +41,7 @@ func defaultRapidSeed() uint64 {
 // where SSMK_BRIDGE, or its own SSMK_BRIDGE_MAMBA2 or SSMK_BRIDGE_MAMBA3,
 // names a kernel for it (gate.BridgeFor).
 func defaultPackages() string {
-	pkgs := "golden,fuzz,verify,cudalib"
+	pkgs := "golden,fuzz,verify,kernels"
 	for _, p := range gate.BridgedSuites {
 		if gate.BridgeFor(p) != "" {
 			pkgs += "," + filepath.Base(p)
@@ -61,7 +61,7 @@ func main() {
 	out := fs.String("out", "out", "output folder")
 	root := fs.String("root", ".", "repository root (package folders; the Go module for go test)")
 	bin := fs.String("bin", "", "folder of prebuilt test binaries <pkg>.test (GPU machines without Go); empty: go test")
-	pkgs := fs.String("pkgs", defaultPackages(), "comma-separated packages of the suite to run (golden, fuzz, verify, cudalib: the binding's tests of the kernels' designs, and mamba2, mamba3: the bridged suites, against the kernel SSMK_BRIDGE names or the numpy paths); default: the first four, and each bridged suite where SSMK_BRIDGE or SSMK_BRIDGE_MAMBA2/3 names its kernel")
+	pkgs := fs.String("pkgs", defaultPackages(), "comma-separated packages of the suite to run (golden, fuzz, verify, kernels: our CUDA build's design tests, each design forced, and mamba2, mamba3: the bridged suites, against the kernel SSMK_BRIDGE names or the numpy paths); default: the first four, and each bridged suite where SSMK_BRIDGE or SSMK_BRIDGE_MAMBA2/3 names its kernel")
 	run := fs.String("run", "", "verify: which tests to run (go test -run), e.g. Check7 or 'Accuracy|Golden'")
 	brun := fs.String("bridged-run", "", "mamba2, mamba3: which of the bridged suites' tests to run (go test -run), e.g. 'TestMamba2(Prefill|Decode)$'")
 	vargs := fs.String("verify-args", "", "verify: extra flags, e.g. '-methods zoh,foh -trials 50'")
@@ -88,12 +88,12 @@ func main() {
 	for _, p := range strings.Split(*pkgs, ",") {
 		switch p = strings.TrimSpace(p); p {
 		case "":
-		case "golden", "fuzz", "verify", "cudalib":
+		case "golden", "fuzz", "verify", "kernels":
 			packages = append(packages, p)
 		case "mamba2", "mamba3":
 			packages = append(packages, "verify/"+p)
 		default:
-			fmt.Fprintf(os.Stderr, "gate: -pkgs: unknown package %q, want some of golden, fuzz, verify, cudalib, mamba2, mamba3\n", p)
+			fmt.Fprintf(os.Stderr, "gate: -pkgs: unknown package %q, want some of golden, fuzz, verify, kernels, mamba2, mamba3\n", p)
 			os.Exit(report.ExitSetup)
 		}
 	}

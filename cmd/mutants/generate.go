@@ -15,8 +15,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"ssmverify/cmd/mutants/patch"
 )
 
 // The generated population: mutation operators applied mechanically to the
@@ -31,7 +29,7 @@ import (
 // generatedSources are the files the operators mutate: the CPU build's
 // forward and backward, the method arithmetic and the derivatives it
 // shares with the CUDA build.
-var generatedSources = []string{"cudalib/src/cpu.cpp", "cudalib/src/cpu_backward.cpp", "cudalib/src/ssmk_methods.h", "cudalib/src/ssmk_derivs.h"}
+var generatedSources = []string{"kernels/src/cpu.cpp", "kernels/src/cpu_backward.cpp", "kernels/src/ssmk_methods.h", "kernels/src/ssmk_derivs.h"}
 
 // Generated is one mechanical mutation: line Line of File, in function
 // Func, with Before replaced by After by operator Op.
@@ -180,10 +178,10 @@ func (g Generated) Patch() string {
 	return fmt.Sprintf("--- a/%s\n+++ b/%s\n@@ -%d,1 +%d,1 @@\n-%s\n+%s\n", g.File, g.File, g.Line, g.Line, g.Before, g.After)
 }
 
-// write copies cudalib/ into dir and applies g at its line, which must
+// write copies the kernels' sources (sourceTree) into dir and applies g at its line, which must
 // still read g.Before.
 func (g Generated) write(dir string) error {
-	if err := patch.Copy(".", "cudalib", dir); err != nil {
+	if err := sourceTree(".", dir, ""); err != nil {
 		return err
 	}
 	p := filepath.Join(dir, g.File)
@@ -302,7 +300,7 @@ func judgeGenerated(g Generated, dir string) generatedResult {
 		r.Outcome = RunError
 		return r
 	}
-	src := func(f string) string { return filepath.Join(tree, "cudalib/src", f) }
+	src := func(f string) string { return filepath.Join(tree, "kernels/src", f) }
 	// Warnings are not errors here: a mutation may leave a variable unused.
 	build := exec.Command("g++", "-O1", "-std=c++17", "-fPIC", "-fopenmp", "-fvisibility=hidden", "-I"+filepath.Join(tree, "cudalib/include"),
 		"-shared", "-o", lib, src("cpu.cpp"), src("cpu_backward.cpp"), "-Wl,--version-script="+src("ssmk.map"), "-Wl,--no-undefined")

@@ -1,7 +1,7 @@
 // Command mutants proves that the verification suite catches kernel bugs.
 // It builds the CPU backend once per entry of the mutation catalogue
 // (the patch cmd/mutants/patches/K-name.patch plants one realistic bug in
-// a copy of cudalib/src: ssmk_methods.h, cpu.cpp, …), runs the suite (go test ./verify; ./golden tests the golden
+// a copy of kernels/src: ssmk_methods.h, cpu.cpp, …), runs the suite (go test ./verify; ./golden tests the golden
 // files, not the library) against each mutant through SSMK_LIB, and prints
 // which test killed which mutant. It fails when the unmutated build does
 // not pass, when the build declaring an engine's features (engineLib) does
@@ -15,7 +15,7 @@
 // With -cuda it does the same for the CUDA library on a GPU machine: its
 // own paths (the time-parallel composition, the fast paths, foh's near
 // branch, the rescan, the backward's chunks; CUDACatalogue, planted in
-// cudalib/src/cuda/) and the catalogue's bugs planted in the headers its
+// kernels/src/cuda/) and the catalogue's bugs planted in the headers its
 // kernels compile too (DeviceShared), so that the suite is shown to catch
 // those in the device's code as well as the CPU build's. The mutants are
 // built with nvcc in parallel, the suite runs from prebuilt test binaries
@@ -158,7 +158,7 @@ func kindOf(m Mutant) string {
 }
 
 // CUDACatalogue lists the mutants of the CUDA library's own code, which
-// the CPU build does not have; each K's patch changes cudalib/src/cuda/
+// the CPU build does not have; each K's patch changes kernels/src/cuda/
 // alone.
 var CUDACatalogue = []Mutant{
 	{101, "scan-level", "time-parallel composition: the lanes' scan of affine maps leaves out the product of level 8 (Kogge–Stone)", "", 0, ""},
@@ -186,16 +186,16 @@ var CUDACatalogue = []Mutant{
 // own shapes never reach: the channel designs, which the library takes for
 // many channels, and the saved plans' choice of design, which only a change
 // of SSMK_BACKWARD between a plan's creation and its launch exercises. Only
-// cudalib's design tests (each design forced in turn) kill them, so their
-// runs take cudalib before verify: killed in seconds, not after verify's
+// package kernels' design tests (each design forced in turn) kill them, so
+// their runs take kernels before verify: killed in seconds, not after verify's
 // whole suite (113–115 took 141–156 s that way on the H200).
 var designFirst = []int{110, 111, 112, 113, 114, 115, 116, 117, 119}
 
-// bindingFirst is pkgs with ./cudalib moved to the front.
+// bindingFirst is pkgs with ./kernels moved to the front.
 func bindingFirst(pkgs string) string {
 	fs := strings.Fields(pkgs)
-	if i := slices.Index(fs, "./cudalib"); i > 0 {
-		fs = append([]string{"./cudalib"}, slices.Delete(fs, i, i+1)...)
+	if i := slices.Index(fs, "./kernels"); i > 0 {
+		fs = append([]string{"./kernels"}, slices.Delete(fs, i, i+1)...)
 	}
 	return strings.Join(fs, " ")
 }
@@ -246,7 +246,7 @@ type result struct {
 }
 
 var (
-	pkgs      = flag.String("pkgs", "./verify", "packages of the suite to run against each mutant (-cuda: ./verify ./cudalib)")
+	pkgs      = flag.String("pkgs", "./verify", "packages of the suite to run against each mutant (-cuda: ./verify ./kernels)")
 	cuda      = flag.Bool("cuda", false, "the CUDA library's mutants (DeviceShared and CUDACatalogue), built with nvcc; needs a GPU")
 	arch      = flag.String("arch", "90", "-cuda: the compute capability to build for")
 	bin       = flag.String("bin", "", "a folder of prebuilt test binaries <pkg>.test to run instead of go test (scripts/gpu.sh build)")
@@ -259,7 +259,7 @@ var (
 	genLine   = flag.String("generate-lines", "", "-generate: draw only from the mutations of source lines matching this regular expression (e.g. 'saved|starts|w\\.states|w\\.grads', the backward's saved states); -generate at least their number judges them all")
 	regrade   = flag.String("regrade", "", "grade the diagnoses of a generated.json again (after a change of the regions' tags) and print its summary")
 	buildOnly = flag.Bool("build-only", false, "-cuda: build the unmutated library and the mutants (through the object cache) and stop: that every patch still compiles, checked with nvcc before a GPU's time is spent (make mutants-cuda-build)")
-	tree      = flag.Int("tree", 0, "write the sources of mutant K, a copy of cudalib/ with its patch applied, into the folder given as the argument, and exit (the Makefile's mutant builds)")
+	tree      = flag.Int("tree", 0, "write the sources of mutant K, a copy of kernels/ (and the ABI header) with its patch applied, into the folder given as the argument, and exit (the Makefile's mutant builds)")
 )
 
 func main() {
@@ -315,7 +315,7 @@ func main() {
 		catalogue, libOf = cudaMutants(), func(k int) string { return fmt.Sprintf("build/mutants/libssmk_cuda_m%d.so", k) }
 		base, _ = filepath.Abs("build/mutants/libssmk_cuda_m0.so")
 		if !explicit["pkgs"] {
-			*pkgs = "./verify ./cudalib"
+			*pkgs = "./verify ./kernels"
 		}
 		var ks []int
 		for _, m := range catalogue {
@@ -647,7 +647,7 @@ func selected(k int) bool {
 const objCache = "build/mutants/objcache"
 
 // buildCUDA builds the CUDA library once per k (0: unmutated) from a copy
-// of cudalib/ with mutant k's patch applied (mutantTree), half the CPUs at a
+// of kernels/ with mutant k's patch applied (mutantTree), half the CPUs at a
 // time (nvcc is single-threaded and memory-hungry); each build's log is
 // out/build-k.log. The first of ks builds alone, filling the object cache
 // that the others then draw on.
@@ -675,7 +675,7 @@ func buildCUDA(ks []int, libOf func(int) string) error {
 			}
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			script := "cudalib/build-cuda.sh"
+			script := "kernels/build-cuda.sh"
 			if k != 0 {
 				dir := fmt.Sprintf("build/mutants/tree-cuda-m%d", k)
 				if err := mutantTree(k, dir); err != nil {
@@ -868,16 +868,26 @@ func patchOf(root string, k int) (string, error) {
 	return string(b), err
 }
 
-// mutantTree writes into dir a copy of cudalib/ with mutant k's patch
-// applied (dir/cudalib/…, build-cuda.sh included), so that the shipped
-// sources carry no planted bug.
+// mutantTree writes into dir the kernels' sources with mutant k's patch
+// applied (sourceTree), so that the shipped sources carry no planted bug.
 func mutantTree(k int, dir string) error {
 	diff, err := patchOf(".", k)
 	if err != nil {
 		return err
 	}
-	if err := patch.Tree(".", "cudalib", dir, diff); err != nil {
+	if err := sourceTree(".", dir, diff); err != nil {
 		return fmt.Errorf("mutant %d: %w", k, err)
 	}
 	return nil
+}
+
+// sourceTree writes into dir what a build of our kernels reads: a copy of
+// root's kernels/ (build-cuda.sh included) with diff applied, and beside it the
+// ABI's header, cudalib/include, unpatched: dir/kernels/build-cuda.sh finds
+// it where it finds the shipped one.
+func sourceTree(root, dir, diff string) error {
+	if err := patch.Tree(root, "kernels", dir, diff); err != nil {
+		return err
+	}
+	return patch.Copy(root, filepath.Join("cudalib", "include"), dir)
 }

@@ -108,8 +108,8 @@ func TestCUDAOwnRunWholeSuite(t *testing.T) {
 	}
 }
 
-// TestDesignFirstOrder: the mutants that only cudalib's design tests kill
-// are of the CUDA library's own catalogue, and their runs take cudalib
+// TestDesignFirstOrder: the mutants that only kernels' design tests kill
+// are of the CUDA library's own catalogue, and their runs take kernels
 // first while keeping every package; the others keep the given order.
 func TestDesignFirstOrder(t *testing.T) {
 	for _, k := range designFirst {
@@ -118,10 +118,10 @@ func TestDesignFirstOrder(t *testing.T) {
 		}
 	}
 	for _, c := range []struct{ in, want string }{
-		{"./verify ./cudalib", "./cudalib ./verify"},
-		{"./cudalib ./verify", "./cudalib ./verify"},
+		{"./verify ./kernels", "./kernels ./verify"},
+		{"./kernels ./verify", "./kernels ./verify"},
 		{"./verify", "./verify"},
-		{"./golden ./verify ./cudalib", "./cudalib ./golden ./verify"},
+		{"./golden ./verify ./kernels", "./kernels ./golden ./verify"},
 	} {
 		if got := bindingFirst(c.in); got != c.want {
 			t.Errorf("bindingFirst(%q) = %q, want %q", c.in, got, c.want)

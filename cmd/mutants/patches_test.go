@@ -70,8 +70,8 @@ func TestPatchesApply(t *testing.T) {
 			}
 		}
 	}
-	srcs, _ := filepath.Glob(root + "/cudalib/src/*")
-	more, _ := filepath.Glob(root + "/cudalib/src/cuda/*")
+	srcs, _ := filepath.Glob(root + "/kernels/src/*")
+	more, _ := filepath.Glob(root + "/kernels/src/cuda/*")
 	var files []string
 	for _, f := range append(srcs, more...) {
 		if st, err := os.Stat(f); err == nil && !st.IsDir() {
@@ -91,8 +91,8 @@ func TestCUDACatalogueTouchesCUDA(t *testing.T) {
 			t.Errorf("CUDA mutant %d: numbers above 100 (the CPU catalogue's are below), no cause, no check", m.K)
 		}
 		for _, f := range patched(t, m.K) {
-			if !strings.HasPrefix(f, "cudalib/src/cuda/") {
-				t.Errorf("CUDA mutant %d patches %s, outside cudalib/src/cuda/", m.K, f)
+			if !strings.HasPrefix(f, "kernels/src/cuda/") {
+				t.Errorf("CUDA mutant %d patches %s, outside kernels/src/cuda/", m.K, f)
 			}
 		}
 	}
@@ -102,8 +102,8 @@ func TestCUDACatalogueTouchesCUDA(t *testing.T) {
 // the headers that the CUDA sources include, and each is an accuracy bug
 // (the CUDA runs leave the timed checks out).
 func TestDeviceSharedMatchesPatches(t *testing.T) {
-	headers := []string{"cudalib/src/ssmk_methods.h", "cudalib/src/ssmk_narrow.h"}
-	files, _ := filepath.Glob("../../cudalib/src/cuda/*.cu")
+	headers := []string{"kernels/src/ssmk_methods.h", "kernels/src/ssmk_narrow.h"}
+	files, _ := filepath.Glob("../../kernels/src/cuda/*.cu")
 	cu := readAll(t, files...)
 	for _, h := range headers {
 		if !strings.Contains(cu, `#include "../`+filepath.Base(h)+`"`) {
@@ -139,26 +139,29 @@ func TestDeviceSharedMatchesPatches(t *testing.T) {
 	}
 }
 
-// TestMutantTree: a mutant's tree is a copy of cudalib/ with its patch
-// applied, the shipped sources untouched.
+// TestMutantTree: a mutant's tree is a copy of kernels/ with its patch
+// applied and the ABI's header beside it, the shipped sources untouched.
 func TestMutantTree(t *testing.T) {
 	dir := t.TempDir()
 	diff, err := patchOf("../..", 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := patch.Tree("../..", "cudalib", dir, diff); err != nil {
+	if err := sourceTree("../..", dir, diff); err != nil {
 		t.Fatal(err)
 	}
-	got, _ := os.ReadFile(filepath.Join(dir, "cudalib/src/ssmk_methods.h"))
-	orig, _ := os.ReadFile("../../cudalib/src/ssmk_methods.h")
+	got, _ := os.ReadFile(filepath.Join(dir, "kernels/src/ssmk_methods.h"))
+	orig, _ := os.ReadFile("../../kernels/src/ssmk_methods.h")
 	if string(got) == string(orig) || !strings.Contains(string(got), "sign-flipped formula") || strings.Contains(string(orig), "sign-flipped formula") {
 		t.Error("mutant 1's tree does not hold bilinear's flipped sign, or the shipped header does")
 	}
-	if _, err := os.Stat(filepath.Join(dir, "cudalib/build-cuda.sh")); err != nil {
+	if _, err := os.Stat(filepath.Join(dir, "kernels/build-cuda.sh")); err != nil {
 		t.Errorf("the tree lacks build-cuda.sh: %v", err)
 	}
-	if gos, _ := filepath.Glob(filepath.Join(dir, "cudalib/*.go")); len(gos) > 0 {
+	if _, err := os.Stat(filepath.Join(dir, "cudalib/include/ssmk.h")); err != nil {
+		t.Errorf("the tree lacks the ABI's header: %v", err)
+	}
+	if gos, _ := filepath.Glob(filepath.Join(dir, "kernels/*.go")); len(gos) > 0 {
 		t.Errorf("the tree holds Go files %v: under build/ they would join go test ./...", gos)
 	}
 }
@@ -213,7 +216,7 @@ func TestGeneratedCandidates(t *testing.T) {
 	dir := t.TempDir()
 	line := "    acc += a * b + c - d / e; if (i < n && j <= m && k > 2 && l >= 1 && x == y && z != w) return v[i];"
 	src := "#pragma once\nvoid kernel_row(int i) {\n" + line + "\n    h = ab * h;\n}\n"
-	if err := os.MkdirAll(filepath.Join(dir, "cudalib/src"), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(dir, "kernels/src"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range generatedSources {

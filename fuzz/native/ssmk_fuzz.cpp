@@ -28,8 +28,8 @@
  * Go's FuzzDiscretize and FuzzScan apply the whole policy with the Go
  * reference; this harness is for what only native instrumentation finds.
  */
-#include "../../cudalib/src/cpu.cpp"
-#include "../../cudalib/src/cpu_backward.cpp"
+#include "../../kernels/src/cpu.cpp"
+#include "../../kernels/src/cpu_backward.cpp"
 
 #include <complex>
 #include <cstdio>

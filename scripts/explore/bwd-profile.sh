@@ -5,7 +5,7 @@
 # details and per-SASS-instruction samples into $OUT (NAME.txt, NAME-sass.csv.gz), then the headline figures.
 # Read the CSVs with stalls.py (stall reasons by opcode) and blocks.py (where the executed instructions go).
 out=${OUT:-/tmp/out}; mkdir -p "$out" build /tmp/prof
-cudalib/build-cuda.sh build/libssmk_cuda.so 90 > /tmp/prof/build.log 2>&1 || { tail -20 /tmp/prof/build.log; exit 1; }
+kernels/build-cuda.sh build/libssmk_cuda.so 90 > /tmp/prof/build.log 2>&1 || { tail -20 /tmp/prof/build.log; exit 1; }
 export SSMK_BACKEND=cuda
 ncu --version | tail -1
 libs=("ours=$PWD/build/libssmk_cuda.so" "$@")

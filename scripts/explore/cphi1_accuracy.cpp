@@ -2,7 +2,7 @@
 // float and double, in units of the precision, against a long-double evaluation of the same rounded z, for the
 // forms of cexp_phi1 tried (docs/performance.md). Built against the tree's headers (crecip_quo, sexp, …):
 //
-//   g++ -O2 -std=c++17 -Icudalib/src -Icudalib/include -o /tmp/cphi1 scripts/explore/cphi1_accuracy.cpp && /tmp/cphi1
+//   g++ -O2 -std=c++17 -Ikernels/src -Icudalib/include -o /tmp/cphi1 scripts/explore/cphi1_accuracy.cpp && /tmp/cphi1
 //
 // Arguments: 2·10⁶ with |z| log-uniform in [10⁻⁶, 300] at a uniform angle (a tenth with Re z ≤ 0), and 2·10⁵ with
 // Im z subnormal, where b/2 is inexact (half of them with Re z = 0, where φ1 is (sin b)/b). Points where e^Re z is below float's normal range are left out of float's

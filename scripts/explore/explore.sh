@@ -1,7 +1,7 @@
 #!/bin/bash
 # scripts/explore/explore.sh NAME=FLAGS ... (on the GPU machine, after scripts/gpu.sh build; scripts/gpu.sh variants
-# runs it): builds the variants in parallel (extra nvcc flags FLAGS; the sources of carry/cudalib_NAME/, a copy of
-# a cudalib/ tree, where present, else the working tree's cudalib/), reports the registers, stack and loop sizes of
+# runs it): builds the variants in parallel (extra nvcc flags FLAGS; the sources of carry/kernels_NAME/, a copy of
+# a kernels/ tree, where present, else the working tree's kernels/), reports the registers, stack and loop sizes of
 # their fp32 kernels (scripts/scan-sass.sh --print), then times BenchmarkPlanMambaBlock for each, ROUNDS times
 # (default 1), and prints the medians, one column per variant. Logs go to $LOGS; sass.txt and table.txt to $OUT.
 # ROUNDS=0 only builds; REBUILD=0 keeps the variants an earlier call built. Exits 1 when a variant does not
@@ -13,8 +13,9 @@ for v in "$@"; do
   name=${v%%=*}; flags=${v#*=}
   # REBUILD=0 keeps a variant built by an earlier call on the same machine
   [ "${REBUILD:-1}" = 0 ] && [ -f "build/variant-$name.so" ] && continue
-  d=/tmp/lib-$name; rm -rf "$d"
-  if [ -d "carry/cudalib_$name" ]; then cp -r "carry/cudalib_$name" "$d"; else cp -r cudalib "$d"; fi
+  # the variant's kernels/ with the ABI's header beside it, where build-cuda.sh looks
+  d=/tmp/lib-$name/kernels; rm -rf "/tmp/lib-$name"; mkdir -p "/tmp/lib-$name/cudalib"; cp -r cudalib/include "/tmp/lib-$name/cudalib/"
+  if [ -d "carry/kernels_$name" ]; then cp -r "carry/kernels_$name" "$d"; else cp -r kernels "$d"; fi
   ( lib=$PWD/build/variant-$name.so
     SSMK_NVCC_EXTRA="$flags" "$d/build-cuda.sh" "$lib" 90 > "$logs/build-$name.log" 2>&1 ||
       { echo "BUILD FAIL $name"; grep -m5 error "$logs/build-$name.log"; exit 1; }
@@ -27,7 +28,7 @@ for round in $(seq "${ROUNDS:-1}"); do
   for v in "$@"; do
     name=${v%%=*}
     [ -f "build/variant-$name.so" ] || continue
-    (cd cudalib && SSMK_BACKEND=cuda SSMK_LIB="$PWD/../build/variant-$name.so" ../carry/cudalib.test -test.run '^$' \
+    (cd kernels && SSMK_BACKEND=cuda SSMK_LIB="$PWD/../build/variant-$name.so" ../carry/kernels.test -test.run '^$' \
       -test.bench "PlanMambaBlock${BENCH_FILTER:+/$BENCH_FILTER}" -test.benchtime "${BT:-1x}") >> "$logs/bench-$name.log" 2>&1 ||
       { echo "BENCH FAIL $name"; tail -5 "$logs/bench-$name.log"; fail=1; }
   done

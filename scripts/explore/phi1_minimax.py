@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The float coefficients of phi1_series and phi1_near (cudalib/src/ssmk_methods.h).
+"""The float coefficients of phi1_series and phi1_near (kernels/src/ssmk_methods.h).
 
 φ1(x) = (e^x − 1)/x on [−1/2, 1/2] (phi1_series) and on [−3/4, 0] (phi1_near,
 the float near branch of stable tiles): a Remez exchange for the polynomial of

@@ -10,7 +10,7 @@
 // at |v| alone (before exp2Route): ssoftplus 1.132 and log1pf(exp2f) 1.132 at v = −44.52094, sgate 1.124 at
 // z = −44.66656, the IEEE gate 22.2 at z = −88.72284 (1 + e^−z overflowing to ∞):
 //
-//   g++ -O2 -fopenmp -std=c++17 -Icudalib/src -Icudalib/include -o /tmp/spacc scripts/explore/softplus_accuracy.cpp && /tmp/spacc
+//   g++ -O2 -fopenmp -std=c++17 -Ikernels/src -Icudalib/include -o /tmp/spacc scripts/explore/softplus_accuracy.cpp && /tmp/spacc
 #include <cmath>
 #include <cstdint>
 #include <cstdio>

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The float coefficients of log1p_unit (cudalib/src/ssmk_methods.h): softplus's log1p(t), t = e^−|v| in [0, 1].
+"""The float coefficients of log1p_unit (kernels/src/ssmk_methods.h): softplus's log1p(t), t = e^−|v| in [0, 1].
 
 log1p(t) = t + t²·Q(t) with Q(t) = (log1p(t) − t)/t²: a Remez exchange (phi1_minimax.py's) for the
 polynomial of each degree that minimises Q's relative error on [0, 1]; the coefficients rounded to

@@ -1,9 +1,9 @@
-package cudalib
+package kernels
 
 import (
 	"math"
+	"ssmverify/cudalib"
 	"testing"
-	"unsafe"
 
 	"ssmverify/gen"
 	"ssmverify/reference"
@@ -15,19 +15,12 @@ import (
 
 // openBackward returns the library under test, skipping where it does not
 // export the backward extension.
-func openBackward(t *testing.T) *Library {
+func openBackward(t *testing.T) *cudalib.Library {
 	l := open(t)
 	if !l.HasBackward() {
 		t.Skipf("%s does not export the backward pass", l.Path)
 	}
 	return l
-}
-
-// The Go mirror of ssmk_scan_grads: eleven pointers.
-func TestGradArgsLayout(t *testing.T) {
-	var a gradArgs
-	assert.Equal(t, 11*unsafe.Sizeof(uintptr(0)), unsafe.Sizeof(a))
-	assert.Equal(t, 10*unsafe.Sizeof(uintptr(0)), unsafe.Offsetof(a.DInitialState))
 }
 
 // backwardProblem is a Mamba block with an initial state and a gradient of
@@ -102,45 +95,6 @@ func TestBackwardPlanAndDeterminism(t *testing.T) {
 	assert.Equal(t, direct, one, "one thread and %d give other gradients", prev)
 }
 
-// Bad arguments get an error that names them.
-func TestBackwardRefusesBadArguments(t *testing.T) {
-	l := openBackward(t)
-	p, ct := backwardProblem(ssm.ZOH, false)
-	_, err := l.Backward(p, ct, ssm.DType(7), false)
-	assert.ErrorContains(t, err, "dtype = 7")
-	_, err = l.Backward(p, &ssm.Cotangent{Out: ct.Out[:3]}, ssm.F32, false)
-	assert.ErrorContains(t, err, "len(Out) = 3")
-	b, err := l.NewGradBuffers(p, ct, ssm.F32, false)
-	require.NoError(t, err)
-	for _, c := range []struct {
-		name string
-		drop func(*GradBuffers)
-		want string
-	}{
-		{"dout", func(g *GradBuffers) { g.DOut = Array{} }, "grads->dout is NULL"},
-		{"dA", func(g *GradBuffers) { g.DA = Array{} }, "grads->dA is NULL"},
-		{"dz", func(g *GradBuffers) { g.DZ = Array{} }, "grads->dz (args->z is given) is NULL"},
-		{"ddelta_bias", func(g *GradBuffers) { g.DDeltaBias = Array{} }, "grads->ddelta_bias (args->delta_bias is given) is NULL"},
-	} {
-		g := *b
-		c.drop(&g)
-		err := l.RunBackward(&g)
-		var e *Error
-		require.ErrorAs(t, err, &e, c.name)
-		assert.Equal(t, EInval, e.Status, c.name)
-		assert.Contains(t, e.Msg, c.want, c.name)
-	}
-	// An unknown dtype reaches the library as SSMK_EINVAL, naming it.
-	g := *b
-	s := *b.Scan
-	s.DType = ssm.DType(9)
-	g.Scan = &s
-	var e *Error
-	require.ErrorAs(t, l.RunBackward(&g), &e)
-	assert.Equal(t, EInval, e.Status)
-	assert.Contains(t, e.Msg, "dtype = 9")
-}
-
 // A 16-bit backward where the library declares one (SSMK_CAP_BWD_NARROW)
 // takes its types as the ABI says: its input-typed gradients are 16-bit,
 // the weights' float; a plan gives the direct call's gradients. The CPU
@@ -159,10 +113,10 @@ func TestBackwardNarrow(t *testing.T) {
 		ct.RoundTo(dt)
 		b, err := l.NewGradBuffers(p, ct, dt, false)
 		require.NoError(t, err)
-		for name, a := range map[string]Array{"dout": b.DOut, "du": b.DU, "ddelta": b.DDelta, "dz": b.DZ, "dB": b.DB, "dC": b.DC} {
+		for name, a := range map[string]cudalib.Array{"dout": b.DOut, "du": b.DU, "ddelta": b.DDelta, "dz": b.DZ, "dB": b.DB, "dC": b.DC} {
 			assert.Equal(t, dt, a.DType(), "%s is of the input type", name)
 		}
-		for name, a := range map[string]Array{"dA": b.DA, "dD": b.DD, "ddelta_bias": b.DDeltaBias} {
+		for name, a := range map[string]cudalib.Array{"dA": b.DA, "dD": b.DD, "ddelta_bias": b.DDeltaBias} {
 			assert.Equal(t, ssm.F32, a.DType(), "%s is float", name)
 		}
 		require.NoError(t, l.RunBackward(b))
@@ -188,4 +142,43 @@ func TestBackwardNarrow(t *testing.T) {
 			}
 		}
 	}
+}
+
+// Bad arguments get an error that names them.
+func TestBackwardRefusesBadArguments(t *testing.T) {
+	l := openBackward(t)
+	p, ct := backwardProblem(ssm.ZOH, false)
+	_, err := l.Backward(p, ct, ssm.DType(7), false)
+	assert.ErrorContains(t, err, "dtype = 7")
+	_, err = l.Backward(p, &ssm.Cotangent{Out: ct.Out[:3]}, ssm.F32, false)
+	assert.ErrorContains(t, err, "len(Out) = 3")
+	b, err := l.NewGradBuffers(p, ct, ssm.F32, false)
+	require.NoError(t, err)
+	for _, c := range []struct {
+		name string
+		drop func(*cudalib.GradBuffers)
+		want string
+	}{
+		{"dout", func(g *cudalib.GradBuffers) { g.DOut = cudalib.Array{} }, "grads->dout is NULL"},
+		{"dA", func(g *cudalib.GradBuffers) { g.DA = cudalib.Array{} }, "grads->dA is NULL"},
+		{"dz", func(g *cudalib.GradBuffers) { g.DZ = cudalib.Array{} }, "grads->dz (args->z is given) is NULL"},
+		{"ddelta_bias", func(g *cudalib.GradBuffers) { g.DDeltaBias = cudalib.Array{} }, "grads->ddelta_bias (args->delta_bias is given) is NULL"},
+	} {
+		g := *b
+		c.drop(&g)
+		err := l.RunBackward(&g)
+		var e *cudalib.Error
+		require.ErrorAs(t, err, &e, c.name)
+		assert.Equal(t, cudalib.EInval, e.Status, c.name)
+		assert.Contains(t, e.Msg, c.want, c.name)
+	}
+	// An unknown dtype reaches the library as SSMK_EINVAL, naming it.
+	g := *b
+	s := *b.Scan
+	s.DType = ssm.DType(9)
+	g.Scan = &s
+	var e *cudalib.Error
+	require.ErrorAs(t, l.RunBackward(&g), &e)
+	assert.Equal(t, cudalib.EInval, e.Status)
+	assert.Contains(t, e.Msg, "dtype = 9")
 }

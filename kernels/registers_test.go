@@ -1,4 +1,4 @@
-package cudalib
+package kernels
 
 import (
 	"errors"

@@ -1,4 +1,4 @@
-package cudalib
+package kernels
 
 import (
 	"os/exec"
@@ -34,7 +34,7 @@ func TestBuildDepsCoverPreprocessor(t *testing.T) {
 		scan := strings.Fields(string(out))
 		// -MG lists the headers not found (CUDA's own) as they are named,
 		// instead of failing on them; they are not this tree's files.
-		pre, err := exec.Command("g++", "-x", "c++", "-std=c++17", "-MM", "-MG", "-Iinclude", u).CombinedOutput()
+		pre, err := exec.Command("g++", "-x", "c++", "-std=c++17", "-MM", "-MG", "-I../cudalib/include", u).CombinedOutput()
 		if err != nil {
 			t.Fatalf("g++ -MM %s: %v\n%s", u, err, pre)
 		}

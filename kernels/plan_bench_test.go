@@ -1,8 +1,9 @@
-package cudalib
+package kernels
 
 import (
 	"fmt"
 	"slices"
+	"ssmverify/cudalib"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -19,8 +20,8 @@ func TestScanBytes(t *testing.T) {
 	core := int64(4*8*512*1024+2*8*16*1024) * 4
 	assert.Equal(t, int64(68157440), core)
 	extra := int64(512*16+512+512+8*512*16) * 4
-	assert.Equal(t, core+extra, ScanBytes(p, ssm.F32))
-	assert.Equal(t, 2*(core+extra), ScanBytes(p, ssm.F64))
+	assert.Equal(t, core+extra, cudalib.ScanBytes(p, ssm.F32))
+	assert.Equal(t, 2*(core+extra), cudalib.ScanBytes(p, ssm.F64))
 }
 
 // BenchmarkPlanMambaBlock times one scan of the Mamba-block configuration
@@ -62,7 +63,7 @@ func BenchmarkPlanMambaBlock(b *testing.B) {
 					slices.Sort(per)
 					med = per[3]
 				}
-				bytes := float64(ScanBytes(p, dt))
+				bytes := float64(cudalib.ScanBytes(p, dt))
 				gbps := bytes / (med * 1e6)
 				b.ReportMetric(med*1e3, "us/scan")
 				b.ReportMetric(bytes/1e6, "MB")
@@ -77,8 +78,8 @@ func BenchmarkPlanMambaBlock(b *testing.B) {
 // openForBench opens the library under test and measures its copy
 // bandwidth (GB/s over 1 GiB, 10 copies), the floor a benchmark's times are
 // stated against.
-func openForBench(b *testing.B) (*Library, float64) {
-	l, err := OpenDefault()
+func openForBench(b *testing.B) (*cudalib.Library, float64) {
+	l, err := cudalib.OpenDefault()
 	if err != nil {
 		b.Fatal(err)
 	}

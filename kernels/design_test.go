@@ -1,9 +1,10 @@
-package cudalib
+package kernels
 
 import (
 	"fmt"
 	"math"
 	"slices"
+	"ssmverify/cudalib"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -27,7 +28,7 @@ var (
 )
 
 // designsOf lists the designs worth forcing on l for real or complex A.
-func designsOf(l *Library, complex bool) []string {
+func designsOf(l *cudalib.Library, complex bool) []string {
 	switch {
 	case l.Backend != "cuda":
 		return []string{"auto"}
@@ -50,7 +51,7 @@ type designCase struct {
 // 1, large Δ); the CPU build (one design, judged everywhere else) the fp32
 // ones; -short (under compute-sanitizer) zoh and foh in fp32 and bf16,
 // N = 16. declared filters the method and input types a test may run.
-func designCases(l *Library, dim, seqlen int, declared func(ssm.Method, ssm.DType) bool) []designCase {
+func designCases(l *cudalib.Library, dim, seqlen int, declared func(ssm.Method, ssm.DType) bool) []designCase {
 	dtypes, methods, states := []ssm.DType{ssm.F32, ssm.F16, ssm.BF16}, ssm.Methods(), []int{16, 8}
 	if l.Backend != "cuda" {
 		dtypes = dtypes[:1]
@@ -156,7 +157,7 @@ func TestForwardDesignsDiffer(t *testing.T) {
 }
 
 // forwardOutputs are p's outputs through each of designs, forced in turn.
-func forwardOutputs(t *testing.T, l *Library, p *ssm.Problem, dt ssm.DType, designs []string) map[string][]float64 {
+func forwardOutputs(t *testing.T, l *cudalib.Library, p *ssm.Problem, dt ssm.DType, designs []string) map[string][]float64 {
 	t.Helper()
 	outs := map[string][]float64{}
 	for _, d := range designs {
@@ -290,7 +291,7 @@ func BenchmarkForwardDesigns(b *testing.B) {
 					for b.Loop() {
 						med = designMedians(b, plan, "SSMK_FORWARD", designs, 10, 7, 20)
 					}
-					bytes := float64(ScanBytes(p, dt))
+					bytes := float64(cudalib.ScanBytes(p, dt))
 					for _, d := range designs {
 						b.ReportMetric(med[d]*1e3, d+"-us")
 						b.ReportMetric(math.Round(1000*bytes/(med[d]*1e6)/copyBW)/10, d+"-%copy")
@@ -306,7 +307,7 @@ func BenchmarkForwardDesigns(b *testing.B) {
 // env (read by the library at every launch) in turn: warm launches of each,
 // then for each of rounds every design's median of per launches; the median
 // over rounds per design, in ms a launch.
-func designMedians(b *testing.B, plan *Plan, env string, designs []string, warm, rounds, per int) map[string]float64 {
+func designMedians(b *testing.B, plan *cudalib.Plan, env string, designs []string, warm, rounds, per int) map[string]float64 {
 	times := map[string][]float64{}
 	for _, d := range designs {
 		b.Setenv(env, d)

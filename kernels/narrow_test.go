@@ -1,8 +1,8 @@
-package cudalib
+package kernels
 
 import (
+	"ssmverify/cudalib"
 	"testing"
-	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -12,35 +12,10 @@ import (
 	"ssmverify/ssm"
 )
 
-// TestNarrowBuffers: a 16-bit dtype's buffers hold u, Δ, z, out and the
-// variable one of B and C as its bit patterns, the weights and the states
-// as float32, and ScanBytes counts each in its own size.
-func TestNarrowBuffers(t *testing.T) {
-	l := open(t)
-	s := gen.MambaBlock(ssm.ZOH, 2, 4, 16, 8)
-	s.VariableC = false
-	p := gen.New(s, 1)
-	gen.SetInitialState(p, 2)
-	for _, dt := range ssm.NarrowDTypes() {
-		b, err := l.NewScanBuffers(p, dt)
-		require.NoError(t, err)
-		for _, a := range []NamedArray{{"u", b.U}, {"delta", b.Delta}, {"z", b.Z}, {"B", b.B}, {"out", b.Out}} {
-			assert.True(t, a.N16 != nil && a.Narrow == dt, "%v: %s in 16 bits", dt, a.Name)
-		}
-		for _, a := range []NamedArray{{"A", b.A}, {"C", b.C}, {"D", b.D}, {"delta_bias", b.DeltaBias}, {"initial_state", b.InitialState}, {"last_state", b.LastState}} {
-			assert.NotNil(t, a.F32, "%v: %s in float32", dt, a.Name)
-		}
-		seq, vb := int64(2*4*16), int64(2*1*8*16)
-		weights := int64(4*8 /* A */ + 4*8 /* C */ + 4 + 4 /* D, bias */ + 2*4*8 /* last state */)
-		assert.Equal(t, (4*seq+vb)*2+weights*4, ScanBytes(p, dt), "%v", dt)
-	}
-}
-
 // TestNarrowScan: every method, real and complex A, fp16 and bf16, with
 // and without the options, within the error model of judge.CompareScan
 // (float32 arithmetic plus the output's one rounding); plans compute what
-// the scan computes, bit for bit; the inputs are left alone; and
-// ssmk_discretize refuses the 16-bit dtypes (scan only).
+// the scan computes, bit for bit; the inputs are left alone.
 func TestNarrowScan(t *testing.T) {
 	l := open(t)
 	for _, dt := range ssm.NarrowDTypes() {
@@ -78,21 +53,13 @@ func TestNarrowScan(t *testing.T) {
 		for i, in := range b.Inputs() {
 			assert.Equal(t, before[i], in.Bytes(), "%v: %s changed", dt, in.Name)
 		}
-		_, _, err = l.Discretize(ssm.ZOH, dt, false, []float64{1}, []float64{-1})
-		assert.ErrorContains(t, err, "ssmk_discretize has no 16-bit dtypes")
-		err = l.DiscretizeInto(ssm.ZOH, false, NewArray([]float64{1}, dt), NewArray([]float64{-1}, dt), zeros(1, dt), zeros(1, dt))
-		assert.ErrorContains(t, err, "ssmk_discretize has no 16-bit dtypes")
-		// and the library itself refuses them (SSMK_EUNSUPPORTED), whatever its caller
-		one := []uint16{0x3c00}
-		st := l.fn.discretize(0, int32(dt), 0, 1, unsafePtr(one), unsafePtr(one), unsafePtr(one), unsafePtr(one))
-		assert.Equal(t, int32(EUnsupported), st, "%v: ssmk_discretize's status", dt)
 	}
 }
 
 // judgedScan draws the problem of s (seed; with an initial state where h0),
 // rounds its inputs to dt, runs it through l in dt and compares the outputs
 // with the reference by judge.CompareScan's error model.
-func judgedScan(t *testing.T, l *Library, s gen.Spec, seed uint64, h0 bool, dt ssm.DType) judge.Comparison {
+func judgedScan(t *testing.T, l *cudalib.Library, s gen.Spec, seed uint64, h0 bool, dt ssm.DType) judge.Comparison {
 	t.Helper()
 	p := gen.New(s, seed)
 	if h0 {
@@ -105,5 +72,3 @@ func judgedScan(t *testing.T, l *Library, s gen.Spec, seed uint64, h0 bool, dt s
 	require.NoError(t, err)
 	return c
 }
-
-func unsafePtr(s []uint16) unsafe.Pointer { return unsafe.Pointer(&s[0]) }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the CUDA library: cudalib/build-cuda.sh OUT.so ARCH
+# Builds the CUDA library: kernels/build-cuda.sh OUT.so ARCH
 # ARCH is a compute capability like 90, 87, 80 (or sm_90). The one place that
 # knows nvcc's flags: `make lib-cuda`, `make cuda-check` and scripts/gpu.sh
 # all call it. Warnings are errors (host and device), the CUDA runtime is
@@ -9,17 +9,20 @@
 # SSMK_OBJ_CACHE=DIR keeps each translation unit's object in DIR under a key
 # of everything that decides it: nvcc's version, the flags, and the bytes of
 # the unit and of every file it includes from this tree (quoted or angled
-# includes, resolved against the including file's folder and then include/,
-# followed transitively; an include inside an #if counts too, which can only
-# cost a rebuild). A build whose unit and includes match a cached one copies the
+# includes, resolved against the including file's folder and then the ABI's
+# ../cudalib/include/, followed transitively; an include inside an #if
+# counts too, which can only cost a rebuild). A build whose unit and includes match a cached one copies the
 # object instead of compiling it: the CUDA mutants (cmd/mutants -cuda),
 # each one patched file away from the unmutated tree, recompile only the
 # units that include the patched file.
 #
 # build-cuda.sh --deps FILE prints the files the key hashes for FILE (no nvcc
-# needed; cudalib's TestBuildDepsCoverPreprocessor holds them to g++ -MM's).
+# needed; kernels' TestBuildDepsCoverPreprocessor holds them to g++ -MM's).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+# The ABI header lives with the binding (cudalib/include); a mutant's tree
+# copies it beside its kernels/.
+abi_inc=$(cd "$here/../cudalib/include" && pwd)
 # deps FILE: FILE and the files of this tree it includes, transitively, one
 # path a line (each once).
 deps() {
@@ -33,7 +36,7 @@ deps() {
     echo "$f"
     dir=$(dirname "$f")
     while IFS= read -r inc; do
-      for cand in "$dir/$inc" "$here/include/$inc"; do
+      for cand in "$dir/$inc" "$abi_inc/$inc"; do
         if [ -f "$cand" ]; then
           queue+=("$(realpath "$cand")")
           break
@@ -59,16 +62,16 @@ fi
 mkdir -p "$(dirname "$out")"
 flags=("${ccbin[@]}" -O3 -std=c++17 -lineinfo --expt-relaxed-constexpr ${SSMK_NVCC_EXTRA:-}
   -Xcompiler -fPIC,-fvisibility=hidden,-Wall,-Wextra,-Werror -Werror all-warnings
-  -gencode "arch=compute_${arch},code=sm_${arch}" -I"$here/include")
+  -gencode "arch=compute_${arch},code=sm_${arch}" -I"$abi_inc")
 cache=${SSMK_OBJ_CACHE:-}
 if [ -n "$cache" ]; then
   mkdir -p "$cache"
-  # The flags name this tree's include/ folder; a mutant's copy of the tree
+  # The flags name this tree's folders; a mutant's copy of the tree
   # differs there alone, so the key takes the folder's bytes (below), not its path.
   # nvcc adds NVCC_PREPEND_FLAGS and NVCC_APPEND_FLAGS to every command, and
   # the host compiler's version decides the host side of each object.
   toolkey=$({ "$nvcc" --version; "${ccbin[1]:-${CXX:-g++}}" --version 2>&1 | head -1
-    printf '%s\n' "${flags[@]}" "${NVCC_PREPEND_FLAGS:-}" "${NVCC_APPEND_FLAGS:-}" | sed "s|$here|CUDALIB|g"; } | sha256sum | cut -c1-64)
+    printf '%s\n' "${flags[@]}" "${NVCC_PREPEND_FLAGS:-}" "${NVCC_APPEND_FLAGS:-}" | sed -e "s|$here|KERNELS|g" -e "s|$abi_inc|ABI|g"; } | sha256sum | cut -c1-64)
 fi
 # Each translation unit in parallel (kernels.cu and kernels_narrow.cu take
 # most of the time, about equally), then one link.

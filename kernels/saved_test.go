@@ -1,8 +1,9 @@
-package cudalib
+package kernels
 
 import (
 	"fmt"
 	"math"
+	"ssmverify/cudalib"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -14,7 +15,7 @@ import (
 	"ssmverify/ssm"
 )
 
-func openSaved(t *testing.T) *Library {
+func openSaved(t *testing.T) *cudalib.Library {
 	t.Helper()
 	l := openBackward(t)
 	if !l.HasSavedBackward() {
@@ -59,7 +60,7 @@ func (c savedCase) problem() (*ssm.Problem, *ssm.Cotangent) {
 // launchOnce makes a backward plan of bufs with newPlan
 // (Library.NewBackwardPlan or NewSavedBackwardPlan), launches it once and
 // returns its gradients, the plan closed.
-func launchOnce(t *testing.T, newPlan func(*GradBuffers) (*BackwardPlan, error), bufs *GradBuffers, msg ...any) *ssm.Grads {
+func launchOnce(t *testing.T, newPlan func(*cudalib.GradBuffers) (*cudalib.BackwardPlan, error), bufs *cudalib.GradBuffers, msg ...any) *ssm.Grads {
 	t.Helper()
 	plan, err := newPlan(bufs)
 	require.NoError(t, err, msg...)
@@ -173,7 +174,7 @@ func TestBackwardSavedRefuses(t *testing.T) {
 	p, ct := c.problem()
 	bufs, err := l.NewGradBuffers(p, ct, c.dt, c.full)
 	require.NoError(t, err)
-	bufs.DOut = Array{}
+	bufs.DOut = cudalib.Array{}
 	_, err = l.NewSavedBackwardPlan(bufs)
 	assert.ErrorContains(t, err, "dout")
 	if l.Backend != "cuda" {

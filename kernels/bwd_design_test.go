@@ -1,7 +1,8 @@
-package cudalib
+package kernels
 
 import (
 	"fmt"
+	"ssmverify/cudalib"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -21,7 +22,7 @@ import (
 // forces one where its conditions hold. The CPU build has one design.
 var backwardDesigns = []string{"row", "chan4", "chan8"}
 
-func backwardDesignsOf(l *Library) []string {
+func backwardDesignsOf(l *cudalib.Library) []string {
 	if l.Backend != "cuda" {
 		return []string{"auto"}
 	}
@@ -30,7 +31,7 @@ func backwardDesignsOf(l *Library) []string {
 
 // judgedBackward runs the backward of p (rounded to dt) and judges its
 // gradients against the float64 reference by the suite's error model.
-func judgedBackward(t *testing.T, l *Library, p *ssm.Problem, ct *ssm.Cotangent, dt ssm.DType, withInitial bool) judge.GradComparison {
+func judgedBackward(t *testing.T, l *cudalib.Library, p *ssm.Problem, ct *ssm.Cotangent, dt ssm.DType, withInitial bool) judge.GradComparison {
 	t.Helper()
 	p.RoundTo(dt)
 	ct.RoundTo(dt)

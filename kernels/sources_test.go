@@ -1,4 +1,4 @@
-package cudalib
+package kernels
 
 import (
 	"bufio"
@@ -20,7 +20,7 @@ import (
 func TestKernelSourcesReadable(t *testing.T) {
 	files, _ := filepath.Glob("src/*.[ch]*")
 	more, _ := filepath.Glob("src/cuda/*")
-	files = append(append(files, more...), "include/ssmk.h")
+	files = append(append(files, more...), "../cudalib/include/ssmk.h")
 	allowed := regexp.MustCompile(`^#\s*(if|ifdef|ifndef|elif)\s+(!?defined\()?(SSMK(_\w+)?_(H|CUH)|__CUDACC__|__CUDA_ARCH__|__cplusplus|_WIN32|__STDC_VERSION__|SSMK_SLOW_WORK|SSMK_CPU_ENGINE)\b`)
 	switchLine := regexp.MustCompile(`^#\s*(if|ifdef|ifndef|elif)\b`)
 	scope := regexp.MustCompile(`^\s*(template\s*<[^{]*>\s*)?(namespace|extern|struct|union|enum|class)\b`)
