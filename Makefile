@@ -174,7 +174,7 @@ fuzz-native:
 
 ## bench-ref: the reference scan against the CPU kernel, one thread each
 bench-ref: lib
-	$(GO) test ./reference ./kernels -run '^$$' -bench 'ScanReference|ScanKernelCPU' -benchtime 20x
+	$(GO) test ./mamba1 ./kernels -run '^$$' -bench 'ScanReference|ScanKernelCPU' -benchtime 20x
 
 ## bench: on a GPU machine: Check7 at both sizes of the performance issue, fp32/fp64, real/complex, after the
 ## accuracy tests against the same build; prints the table (scripts/gpu.sh bench, which needs gpu-build first

@@ -24,5 +24,5 @@
 //
 // SSD is Mamba-2's kernels behind the bridge: a prefill
 // (mamba_chunk_scan_combined) and a decode step (selective_state_update)
-// on package ssd's problems.
+// on package mamba2's problems.
 package bridge

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"math"
 
-	"ssmverify/ssd"
+	"ssmverify/mamba2"
 	"ssmverify/ssm"
 )
 
@@ -29,7 +29,7 @@ func (k *SSD) Cap(op string) (Cap, bool) {
 }
 
 // Supports says why a prefill problem is not declared ("" when it is).
-func (k *SSD) Supports(p *ssd.Problem) string {
+func (k *SSD) Supports(p *mamba2.Problem) string {
 	c, ok := k.Cap(OpPrefill)
 	if !ok {
 		return "the adapter declares no " + OpPrefill
@@ -39,7 +39,7 @@ func (k *SSD) Supports(p *ssd.Problem) string {
 }
 
 // SupportsStep says why a decode step is not declared ("" when it is).
-func (k *SSD) SupportsStep(s *ssd.Step) string {
+func (k *SSD) SupportsStep(s *mamba2.Step) string {
 	c, ok := k.Cap(OpStep)
 	if !ok {
 		return "the adapter declares no " + OpStep
@@ -84,7 +84,7 @@ func limits(lo, hi float64) []any {
 	return []any{lo, hi}
 }
 
-func prefillMessage(p *ssd.Problem) (map[string]any, []Array) {
+func prefillMessage(p *mamba2.Problem) (map[string]any, []Array) {
 	in, w := p.DType, p.DType.Weight()
 	B, L, H, P, G, N := p.Batch, p.Seqlen, p.Heads, p.Headdim, p.Groups, p.Dstate
 	arrays := []Array{Floats("x", p.X, in, B, L, H, P), Floats("dt", p.Dt, in, B, L, H), Floats("A", p.A, w, H),
@@ -132,7 +132,7 @@ func outputs(rep *reply, want map[string]int) (map[string][]float64, error) {
 
 // Prefill runs the kernel's prefill on p (rounded to its dtypes by the
 // caller: Problem.Rounded).
-func (k *SSD) Prefill(p *ssd.Problem) (*ssd.Output, error) {
+func (k *SSD) Prefill(p *mamba2.Problem) (*mamba2.Output, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
@@ -150,14 +150,14 @@ func (k *SSD) Prefill(p *ssd.Problem) (*ssd.Output, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := &ssd.Output{Y: got["y"], FinalStates: got["final_states"], SeqStates: got["seq_states"]}
+	out := &mamba2.Output{Y: got["y"], FinalStates: got["final_states"], SeqStates: got["seq_states"]}
 	if out.SeqStates == nil {
 		out.SeqStates = out.FinalStates
 	}
 	return out, nil
 }
 
-func stepMessage(s *ssd.Step) (map[string]any, []Array) {
+func stepMessage(s *mamba2.Step) (map[string]any, []Array) {
 	in, w := s.DType, s.DType.Weight()
 	B, H, P, G, N := s.Batch, s.Heads, s.Headdim, s.Groups, s.Dstate
 	arrays := []Array{Floats("state", s.State, s.StateDType, s.Slots, H, P, N), Floats("x", s.X, in, B, H, P), Floats("dt", s.Dt, in, B, H),
@@ -179,7 +179,7 @@ func stepMessage(s *ssd.Step) (map[string]any, []Array) {
 }
 
 // Step runs the kernel's decode step on s.
-func (k *SSD) Step(s *ssd.Step) (*ssd.StepOutput, error) {
+func (k *SSD) Step(s *mamba2.Step) (*mamba2.StepOutput, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
@@ -192,12 +192,12 @@ func (k *SSD) Step(s *ssd.Step) (*ssd.StepOutput, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &ssd.StepOutput{Y: got["y"], State: got["state"]}, nil
+	return &mamba2.StepOutput{Y: got["y"], State: got["state"]}, nil
 }
 
 // TimePrefill times the prefill of p in the worker: per-launch
 // milliseconds of iters launches after warmup.
-func (k *SSD) TimePrefill(p *ssd.Problem, warmup, iters int) ([]float64, error) {
+func (k *SSD) TimePrefill(p *mamba2.Problem, warmup, iters int) ([]float64, error) {
 	params, arrays := prefillMessage(p)
 	params["warmup"], params["iters"] = warmup, iters
 	rep, err := k.W.Call("time", OpPrefill, params, arrays)
@@ -208,7 +208,7 @@ func (k *SSD) TimePrefill(p *ssd.Problem, warmup, iters int) ([]float64, error) 
 }
 
 // TimeStep times the decode step of s like TimePrefill.
-func (k *SSD) TimeStep(s *ssd.Step, warmup, iters int) ([]float64, error) {
+func (k *SSD) TimeStep(s *mamba2.Step, warmup, iters int) ([]float64, error) {
 	params, arrays := stepMessage(s)
 	params["warmup"], params["iters"] = warmup, iters
 	rep, err := k.W.Call("time", OpStep, params, arrays)

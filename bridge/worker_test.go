@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"ssmverify/ssd"
+	"ssmverify/mamba2"
 	"ssmverify/ssm"
 )
 
@@ -24,8 +24,8 @@ func needPython(t *testing.T) {
 	}
 }
 
-func smallProblem() *ssd.Problem {
-	return ssd.Generate(ssd.Options{Batch: 1, Seqlen: 8, Heads: 2, Headdim: 2, Groups: 1, Dstate: 2, Chunk: 4, DType: ssm.F32, StateDType: ssm.F32}, 1)
+func smallProblem() *mamba2.Problem {
+	return mamba2.Generate(mamba2.Options{Batch: 1, Seqlen: 8, Heads: 2, Headdim: 2, Groups: 1, Dstate: 2, Chunk: 4, DType: ssm.F32, StateDType: ssm.F32}, 1)
 }
 
 // TestWorkerSurvivesCrashes: every way a kernel can end its process ends
@@ -102,10 +102,10 @@ func TestArraysCrossBitForBit(t *testing.T) {
 	defer w.Close()
 	k := &SSD{W: w}
 	for _, dt := range ssm.AllDTypes() {
-		s := ssd.GenerateStep(ssd.StepOptions{Batch: 2, Slots: 3, Heads: 2, Headdim: 2, Groups: 1, Dstate: 3, DType: dt, StateDType: dt, Indices: []int{-1, 2}}, 1).Rounded()
+		s := mamba2.GenerateStep(mamba2.StepOptions{Batch: 2, Slots: 3, Heads: 2, Headdim: 2, Groups: 1, Dstate: 3, DType: dt, StateDType: dt, Indices: []int{-1, 2}}, 1).Rounded()
 		// special values survive the crossing
 		s.State[0], s.State[1], s.State[2] = 65504, 1e-7, math.Copysign(0, -1)
-		s.State = (&ssd.Step{State: s.State, StateDType: dt, DType: dt}).Rounded().State
+		s.State = (&mamba2.Step{State: s.State, StateDType: dt, DType: dt}).Rounded().State
 		out, err := k.Step(s)
 		if err != nil {
 			t.Fatalf("%v: %v", dt, err)

@@ -122,4 +122,4 @@ func moduleRel(path string) int {
 }
 
 // packages are the module's top-level folders whose code may panic.
-var packages = []string{"judge", "diagnose", "report", "reference", "ssd", "mamba3", "ssm", "gate", "bridge", "verify", "fuzz", "gen", "perf", "cudalib", "kernels", "golden", "testrun"}
+var packages = []string{"judge", "diagnose", "report", "mamba1", "mamba2", "mamba3", "ssm", "gate", "bridge", "verify", "fuzz", "perf", "cudalib", "kernels", "golden", "testrun"}

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"unsafe"
 
-	"ssmverify/gen"
+	"ssmverify/mamba1"
 	"ssmverify/ssm"
 
 	"github.com/stretchr/testify/assert"
@@ -23,7 +23,7 @@ import (
 // any C call.
 func TestGoValidation(t *testing.T) {
 	l := open(t)
-	base := func() *ssm.Problem { return gen.New(gen.MambaBlock(ssm.ZOH, 1, 4, 8, 4), 1) }
+	base := func() *ssm.Problem { return mamba1.Generate(mamba1.MambaBlock(ssm.ZOH, 1, 4, 8, 4), 1) }
 	for _, tc := range []struct {
 		edit func(*ssm.Problem)
 		dt   ssm.DType
@@ -58,7 +58,7 @@ func TestGoValidation(t *testing.T) {
 // returns SSMK_EINVAL with a message naming the argument, and writes nothing.
 func TestCValidation(t *testing.T) {
 	l := open(t)
-	p := gen.New(gen.MambaBlock(ssm.FOH, 1, 4, 8, 4), 1)
+	p := mamba1.Generate(mamba1.MambaBlock(ssm.FOH, 1, 4, 8, 4), 1)
 	good, err := l.NewScanBuffers(p, ssm.F32)
 	require.NoError(t, err)
 	for _, tc := range []struct {
@@ -173,7 +173,7 @@ func grow(depth int, f func()) {
 // "Time on a closed plan").
 func TestOutParamsSurviveStackGrowth(t *testing.T) {
 	l := open(t)
-	p := gen.New(gen.MambaBlock(ssm.ZOH, 1, 2, 8, 4), 1)
+	p := mamba1.Generate(mamba1.MambaBlock(ssm.ZOH, 1, 2, 8, 4), 1)
 	b, err := l.NewScanBuffers(p, ssm.F32)
 	require.NoError(t, err)
 	for i := 0; i < 20; i++ {
@@ -197,8 +197,8 @@ func TestInitialStateExtension(t *testing.T) {
 	require.True(t, l.HasInitialState(), "this project's libraries export the extension")
 	v1 := *l
 	v1.fn.scanFwdState, v1.fn.planCreateState = nil, nil
-	p := gen.New(gen.Spec{Batch: 1, Dim: 1, Seqlen: 4, Dstate: 2, Groups: 1, Method: ssm.ZOH, Dist: gen.Realistic}, 1)
-	gen.SetInitialState(p, 2)
+	p := mamba1.Generate(mamba1.Spec{Batch: 1, Dim: 1, Seqlen: 4, Dstate: 2, Groups: 1, Method: ssm.ZOH, Dist: mamba1.Realistic}, 1)
+	mamba1.SetInitialState(p, 2)
 	b, err := v1.NewScanBuffers(p, ssm.F64)
 	require.NoError(t, err)
 	for _, err := range []error{v1.RunScan(b), func() error { _, err := v1.NewPlan(b); return err }()} {
@@ -256,10 +256,10 @@ func TestGradArgsLayout(t *testing.T) {
 // as float32, and ScanBytes counts each in its own size.
 func TestNarrowBuffers(t *testing.T) {
 	l := open(t)
-	s := gen.MambaBlock(ssm.ZOH, 2, 4, 16, 8)
+	s := mamba1.MambaBlock(ssm.ZOH, 2, 4, 16, 8)
 	s.VariableC = false
-	p := gen.New(s, 1)
-	gen.SetInitialState(p, 2)
+	p := mamba1.Generate(s, 1)
+	mamba1.SetInitialState(p, 2)
 	for _, dt := range ssm.NarrowDTypes() {
 		b, err := l.NewScanBuffers(p, dt)
 		require.NoError(t, err)
@@ -296,7 +296,7 @@ func TestNarrowDiscretizeRefused(t *testing.T) {
 // failing call reads its own error message.
 func TestConcurrentCalls(t *testing.T) {
 	l := open(t)
-	p := gen.New(gen.MambaBlock(ssm.HighOrder, 1, 4, 33, 8), 9)
+	p := mamba1.Generate(mamba1.MambaBlock(ssm.HighOrder, 1, 4, 33, 8), 9)
 	want, err := l.Scan(p, ssm.F64)
 	require.NoError(t, err)
 	var wg sync.WaitGroup

@@ -215,3 +215,10 @@ func fewerStates(p *ssm.Problem, n int) *ssm.Problem {
 	q.B, q.C = cut(p.B, p.VariableB), cut(p.C, p.VariableC)
 	return q
 }
+
+// edited is a copy of p with f applied.
+func edited(p *ssm.Problem, f func(q *ssm.Problem)) *ssm.Problem {
+	q := p.Clone()
+	f(q)
+	return q
+}

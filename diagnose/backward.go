@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"ssmverify/judge"
-	"ssmverify/reference"
+	"ssmverify/mamba1"
 	"ssmverify/ssm"
 )
 
@@ -27,7 +27,7 @@ import (
 //     say how);
 //   - bwd-state-recovered: the gradients are within the error model of a
 //     backward that recovers Ā·h_{t−1} as h_t − β_t
-//     (reference.GradErrorScaleRecovered; Mamba's x − Δ·u·B cancels);
+//     (mamba1.GradErrorScaleRecovered; Mamba's x − Δ·u·B cancels);
 //   - bwd-no-softplus: only ddelta and ddelta_bias fail, and they are the
 //     reference's divided by softplus' σ(v);
 //   - bwd-delta-chain: only ddelta and ddelta_bias fail otherwise (a term
@@ -85,11 +85,11 @@ func diagnoseBackward(l Differentiator, p *ssm.Problem, ct *ssm.Cotangent, dt ss
 	if err != nil {
 		return BackwardError(err)
 	}
-	want, err := reference.ScanGrad(p, ct, withInitial)
+	want, err := mamba1.ScanGrad(p, ct, withInitial)
 	if err != nil {
 		return Finding{Tag: "none", Cause: err.Error()}
 	}
-	sc, err := reference.GradErrorScale(p, ct, withInitial, dt.Precision())
+	sc, err := mamba1.GradErrorScale(p, ct, withInitial, dt.Precision())
 	if err != nil {
 		return Finding{Tag: "none", Cause: err.Error()}
 	}
@@ -150,10 +150,10 @@ func diagnoseBackward(l Differentiator, p *ssm.Problem, ct *ssm.Cotangent, dt ss
 		f.Tag, f.Cause = "bwd-dz-forward", "only dz is wrong, and it is formed from the library's own forward output: the backward is right and the forward's output, which it takes, is not"
 		return f
 	}
-	if rs, err := reference.GradErrorScaleRecovered(p, ct, withInitial, dt.Precision()); err == nil {
+	if rs, err := mamba1.GradErrorScaleRecovered(p, ct, withInitial, dt.Precision()); err == nil {
 		if c := judge.CompareGrads(p, got, dt, want, rs); c.Passed(dt) {
 			f.Tag, f.Cause = "bwd-state-recovered", "within the error model once each use of Ā·h_{t−1} may carry the error of h_t − Δ·g·B·u "+
-				"(reference.GradErrorScaleRecovered): the backward recovers Ā·h_{t−1} from the state it scanned by a subtraction "+
+				"(mamba1.GradErrorScaleRecovered): the backward recovers Ā·h_{t−1} from the state it scanned by a subtraction "+
 				"(Mamba's x − Δ·u·B), which cancels where the step's input dominates the state"
 			return f
 		}
@@ -315,11 +315,11 @@ func paddedTail(l Differentiator, p *ssm.Problem, ct *ssm.Cotangent, dt ssm.DTyp
 // state's gradient where withInitial), against the reference's gradients
 // under the backward's error model.
 func compareGrads(p *ssm.Problem, ct *ssm.Cotangent, got *ssm.Grads, dt ssm.DType, withInitial bool) (judge.GradComparison, error) {
-	want, err := reference.ScanGrad(p, ct, withInitial)
+	want, err := mamba1.ScanGrad(p, ct, withInitial)
 	if err != nil {
 		return judge.GradComparison{}, err
 	}
-	sc, err := reference.GradErrorScale(p, ct, withInitial, dt.Precision())
+	sc, err := mamba1.GradErrorScale(p, ct, withInitial, dt.Precision())
 	if err != nil {
 		return judge.GradComparison{}, err
 	}
@@ -455,7 +455,7 @@ func dzFromForward(l Differentiator, p *ssm.Problem, ct *ssm.Cotangent, dt ssm.D
 // (du, ddelta, dz, and dB and dC where variable) fails the threshold, and
 // the step of the largest ratio, dz left out where skipDz (it follows the
 // forward's output, not the sweep); ok is false when none fails.
-func stepsWrong(p *ssm.Problem, got, want *ssm.Grads, sc *reference.GradScale, dt ssm.DType, skipDz bool) (lo, hi, worst int, ok bool) {
+func stepsWrong(p *ssm.Problem, got, want *ssm.Grads, sc *mamba1.GradScale, dt ssm.DType, skipDz bool) (lo, hi, worst int, ok bool) {
 	perStep := map[string]bool{"du": true, "ddelta": true, "dz": !skipDz, "dB": p.VariableB, "dC": p.VariableC}
 	lo, hi = p.Seqlen, -1
 	worstRatio := 0.0

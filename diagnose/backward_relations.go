@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"ssmverify/judge"
-	"ssmverify/reference"
+	"ssmverify/mamba1"
 	"ssmverify/ssm"
 )
 
@@ -28,7 +28,7 @@ import (
 //
 // Each is checked by undoing it and judging the gradient again: the
 // relation holds where the undone gradient passes.
-func gradientRelation(p *ssm.Problem, got, want *ssm.Grads, sc *reference.GradScale, dt ssm.DType, failing []judge.GradWorst) (tag, cause string, ok bool) {
+func gradientRelation(p *ssm.Problem, got, want *ssm.Grads, sc *mamba1.GradScale, dt ssm.DType, failing []judge.GradWorst) (tag, cause string, ok bool) {
 	wf, gf := want.ByName(), got.ByName()
 	for _, fw := range failing {
 		name := fw.Name
@@ -67,7 +67,7 @@ const minShiftSteps = 8
 
 // gradPasses reports whether got with its gradient name replaced by v
 // (of the same length) passes for that gradient.
-func gradPasses(p *ssm.Problem, got *ssm.Grads, name string, v []float64, dt ssm.DType, want *ssm.Grads, sc *reference.GradScale) bool {
+func gradPasses(p *ssm.Problem, got *ssm.Grads, name string, v []float64, dt ssm.DType, want *ssm.Grads, sc *mamba1.GradScale) bool {
 	g := got.Clone()
 	copy(g.ByName()[name], v)
 	return !contains(judge.CompareGrads(p, g, dt, want, sc).Failing(dt), name)
@@ -76,7 +76,7 @@ func gradPasses(p *ssm.Problem, got *ssm.Grads, name string, v []float64, dt ssm
 // sameTotal reports whether g sums to w's total within the error model's
 // allowance for the sum (the sum of the elements' scales) while w's total
 // is larger than that allowance: the reference's mass in other elements.
-func sameTotal(g, w []float64, name string, p *ssm.Problem, got *ssm.Grads, dt ssm.DType, want *ssm.Grads, sc *reference.GradScale) bool {
+func sameTotal(g, w []float64, name string, p *ssm.Problem, got *ssm.Grads, dt ssm.DType, want *ssm.Grads, sc *mamba1.GradScale) bool {
 	s := sc.Scale.ByName()[name]
 	if len(s) != len(w) {
 		return false
@@ -104,7 +104,7 @@ func allZero(v []float64) bool {
 // the gradients named, over the steps given. ok is false when the forward
 // is wrong too (the forward's diagnosis is then the place to start) or
 // cannot be run.
-func placedInBackward(l Differentiator, p *ssm.Problem, got, want *ssm.Grads, sc *reference.GradScale, dt ssm.DType, names []string, nonFinite int) (tag, cause string, ok bool) {
+func placedInBackward(l Differentiator, p *ssm.Problem, got, want *ssm.Grads, sc *mamba1.GradScale, dt ssm.DType, names []string, nonFinite int) (tag, cause string, ok bool) {
 	out, err := l.Scan(p, dt)
 	if err != nil {
 		return "", "", false

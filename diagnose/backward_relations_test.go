@@ -5,8 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"ssmverify/gen"
-	"ssmverify/reference"
+	"ssmverify/mamba1"
 	"ssmverify/ssm"
 )
 
@@ -19,7 +18,7 @@ type transformed struct {
 }
 
 func (k transformed) Scan(p *ssm.Problem, _ ssm.DType) (*ssm.Output, error) {
-	out, err := reference.Scan(p, ssm.Float64)
+	out, err := mamba1.Scan(p, ssm.Float64)
 	if err == nil && k.wrongForward {
 		for i := range out.Out {
 			out.Out[i] *= 2
@@ -29,7 +28,7 @@ func (k transformed) Scan(p *ssm.Problem, _ ssm.DType) (*ssm.Output, error) {
 }
 
 func (k transformed) Backward(p *ssm.Problem, ct *ssm.Cotangent, _ ssm.DType, withInitial bool) (*ssm.Grads, error) {
-	g, err := reference.ScanGrad(p, ct, withInitial)
+	g, err := mamba1.ScanGrad(p, ct, withInitial)
 	if err == nil {
 		k.f(p, g)
 	}
@@ -42,9 +41,9 @@ func (k transformed) Backward(p *ssm.Problem, ct *ssm.Cotangent, _ ssm.DType, wi
 // slip; scrambled gradients with a right forward are placed in the
 // backward, with a wrong forward they are "none".
 func TestBackwardRelations(t *testing.T) {
-	p := gen.New(gen.MambaBlock(ssm.ZOH, 1, 4, 40, 3), 5)
+	p := mamba1.Generate(mamba1.MambaBlock(ssm.ZOH, 1, 4, 40, 3), 5)
 	p.RoundTo(ssm.F32)
-	ct := gen.NewCotangent(p, 5, false)
+	ct := mamba1.NewCotangent(p, 5, false)
 	scramble := func(v []float64) {
 		for i := range v {
 			v[i] *= 1 + 0.5*math.Sin(float64(i*i+1))
@@ -87,9 +86,9 @@ func TestBackwardRelations(t *testing.T) {
 // undoing a shift replaces every element by the reference's; a shift is
 // not told there.
 func TestShiftNeedsARow(t *testing.T) {
-	p := gen.New(gen.MambaBlock(ssm.ZOH, 1, 2, 1, 3), 5)
+	p := mamba1.Generate(mamba1.MambaBlock(ssm.ZOH, 1, 2, 1, 3), 5)
 	p.RoundTo(ssm.F32)
-	ct := gen.NewCotangent(p, 5, false)
+	ct := mamba1.NewCotangent(p, 5, false)
 	k := transformed{f: func(p *ssm.Problem, g *ssm.Grads) {
 		for i := range g.Delta {
 			g.Delta[i] *= 1 + 0.3*float64(i+1)

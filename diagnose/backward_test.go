@@ -5,9 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"ssmverify/gen"
 	"ssmverify/judge"
-	"ssmverify/reference"
+	"ssmverify/mamba1"
 	"ssmverify/ssm"
 )
 
@@ -32,19 +31,19 @@ func (k forkLike) forward(p *ssm.Problem) *ssm.Problem {
 }
 
 func (k forkLike) Scan(p *ssm.Problem, _ ssm.DType) (*ssm.Output, error) {
-	return reference.Scan(k.forward(p), ssm.Float64)
+	return mamba1.Scan(k.forward(p), ssm.Float64)
 }
 
 func (k forkLike) Backward(p *ssm.Problem, ct *ssm.Cotangent, _ ssm.DType, withInitial bool) (*ssm.Grads, error) {
 	q := p.Clone()
 	q.Method = k.bwd
-	g, err := reference.ScanGrad(q, ct, withInitial)
+	g, err := mamba1.ScanGrad(q, ct, withInitial)
 	if err != nil {
 		return nil, err
 	}
 	ungated := k.forward(p)
 	ungated.Z = nil
-	y, err := reference.Scan(ungated, ssm.Float64)
+	y, err := mamba1.Scan(ungated, ssm.Float64)
 	if err != nil {
 		return nil, err
 	}
@@ -83,7 +82,7 @@ func TestBackwardNamesForkGradients(t *testing.T) {
 			for i := 0; i < len(p.Z); i += 7 {
 				p.Z[i] = -1.27846454 // 1 + z·(1 − σ(z)) = 0 within 1e-8
 			}
-			ct := gen.NewCotangent(p, 5, false)
+			ct := mamba1.NewCotangent(p, 5, false)
 			f := Backward(c.kernel, p, ct, ssm.F64)
 			if f.Tag != c.tag {
 				t.Errorf("%s, complex %t: diagnosed %q, want %q: %s", c.name, isComplex, f.Tag, c.tag, f)
@@ -115,11 +114,11 @@ func (k steps) near(i, l int) bool {
 }
 
 func (k steps) Scan(p *ssm.Problem, _ ssm.DType) (*ssm.Output, error) {
-	return reference.Scan(p, ssm.Float64)
+	return mamba1.Scan(p, ssm.Float64)
 }
 
 func (k steps) Backward(p *ssm.Problem, ct *ssm.Cotangent, _ ssm.DType, withInitial bool) (*ssm.Grads, error) {
-	full, err := reference.ScanGrad(p, ct, withInitial)
+	full, err := mamba1.ScanGrad(p, ct, withInitial)
 	if err != nil || k.after {
 		if err == nil {
 			for _, s := range [][]float64{full.U, full.Delta, full.Z} {
@@ -138,7 +137,7 @@ func (k steps) Backward(p *ssm.Problem, ct *ssm.Cotangent, _ ssm.DType, withInit
 			cut.Out[i] = 0
 		}
 	}
-	g, err := reference.ScanGrad(p, cut, withInitial)
+	g, err := mamba1.ScanGrad(p, cut, withInitial)
 	if err != nil {
 		return nil, err
 	}
@@ -179,8 +178,8 @@ func TestBackwardNamesChunkBoundary(t *testing.T) {
 		{"adjoint dropped at 6", steps{6, false, 0}, false, ""},
 	} {
 		for _, isComplex := range []bool{false, true} {
-			p := problem(ssm.Poly, isComplex, func(s *gen.Spec) { s.Seqlen = 100 })
-			ct := gen.NewCotangent(p, 9, false)
+			p := problem(ssm.Poly, isComplex, func(s *mamba1.Spec) { s.Seqlen = 100 })
+			ct := mamba1.NewCotangent(p, 9, false)
 			f := Backward(c.kernel, p, ct, ssm.F64)
 			if (f.Tag == "bwd-chunk") != c.chunk || !strings.Contains(f.Cause, c.cause) {
 				t.Errorf("%s, complex %t: diagnosed %q (%s), want bwd-chunk %t", c.name, isComplex, f.Tag, f.Cause, c.chunk)
@@ -190,7 +189,7 @@ func TestBackwardNamesChunkBoundary(t *testing.T) {
 }
 
 // recoveredLike is a backward whose dA carries an error of factor times
-// the part of the recovered-state scale (reference.GradErrorScaleRecovered)
+// the part of the recovered-state scale (mamba1.GradErrorScaleRecovered)
 // beyond the standard one: what a kernel that forms Ā·h_{t−1} as h_t − β_t
 // (Mamba's) adds where the subtraction cancels.
 type recoveredLike struct {
@@ -202,19 +201,19 @@ type recoveredLike struct {
 type rightForward struct{}
 
 func (rightForward) Scan(p *ssm.Problem, _ ssm.DType) (*ssm.Output, error) {
-	return reference.Scan(p, ssm.Float64)
+	return mamba1.Scan(p, ssm.Float64)
 }
 
 func (k recoveredLike) Backward(p *ssm.Problem, ct *ssm.Cotangent, dt ssm.DType, withInitial bool) (*ssm.Grads, error) {
-	g, err := reference.ScanGrad(p, ct, withInitial)
+	g, err := mamba1.ScanGrad(p, ct, withInitial)
 	if err != nil {
 		return nil, err
 	}
-	std, err := reference.GradErrorScale(p, ct, withInitial, dt.Precision())
+	std, err := mamba1.GradErrorScale(p, ct, withInitial, dt.Precision())
 	if err != nil {
 		return nil, err
 	}
-	rec, err := reference.GradErrorScaleRecovered(p, ct, withInitial, dt.Precision())
+	rec, err := mamba1.GradErrorScaleRecovered(p, ct, withInitial, dt.Precision())
 	if err != nil {
 		return nil, err
 	}
@@ -230,10 +229,10 @@ func (k recoveredLike) Backward(p *ssm.Problem, ct *ssm.Cotangent, dt ssm.DType,
 // carried state leaves it so) is named bwd-state-recovered; off by ten
 // times that excess it is not: dA alone is wrong (bwd-only:dA).
 func TestBackwardNamesRecoveredState(t *testing.T) {
-	s := gen.MambaBlock(ssm.ZOH, 1, 2, 1, 3)
-	p := gen.New(s, 3)
+	s := mamba1.MambaBlock(ssm.ZOH, 1, 2, 1, 3)
+	p := mamba1.Generate(s, 3)
 	p.RoundTo(ssm.F32)
-	ct := gen.NewCotangent(p, 3, false)
+	ct := mamba1.NewCotangent(p, 3, false)
 	for _, c := range []struct {
 		factor float64
 		tag    string
@@ -249,7 +248,7 @@ func TestBackwardNamesRecoveredState(t *testing.T) {
 type nanLike struct{ rightForward }
 
 func (k nanLike) Backward(p *ssm.Problem, ct *ssm.Cotangent, _ ssm.DType, withInitial bool) (*ssm.Grads, error) {
-	g, err := reference.ScanGrad(p, ct, withInitial)
+	g, err := mamba1.ScanGrad(p, ct, withInitial)
 	if err == nil {
 		g.U[0] = math.NaN()
 	}
@@ -260,9 +259,9 @@ func (k nanLike) Backward(p *ssm.Problem, ct *ssm.Cotangent, _ ssm.DType, withIn
 // gradient (no ratio to rank) is diagnosed without a panic, placed in the
 // backward (its forward is right), and the finding names the NaN.
 func TestBackwardNamesNonFinite(t *testing.T) {
-	p := gen.New(gen.MambaBlock(ssm.ZOH, 1, 2, 5, 3), 3)
+	p := mamba1.Generate(mamba1.MambaBlock(ssm.ZOH, 1, 2, 5, 3), 3)
 	p.RoundTo(ssm.F32)
-	ct := gen.NewCotangent(p, 3, false)
+	ct := mamba1.NewCotangent(p, 3, false)
 	f := Backward(nanLike{}, p, ct, ssm.F32)
 	if f.Tag != "bwd-gradients:du (1 non-finite)" || !strings.Contains(f.Where, "du") || !strings.Contains(strings.Join(f.Evidence, "; "), "non-finite gradients where the reference is finite, the first du[0]: kernel NaN") {
 		t.Errorf("diagnosed %q at %q (%v), want bwd-gradients:du (1 non-finite) with the NaN named", f.Tag, f.Where, f.Evidence)

@@ -5,8 +5,8 @@ import (
 
 	"ssmverify/contain"
 	"ssmverify/judge"
+	"ssmverify/mamba2"
 	"ssmverify/mamba3"
-	"ssmverify/ssd"
 	"ssmverify/ssm"
 )
 
@@ -26,7 +26,7 @@ func mamba3Shape(p *mamba3.Problem) string {
 	return fmt.Sprintf("%v b=%d l=%d h=%d hqk=%d n=%d p=%d angles=%d seqs=%d", p.DType, p.Batch, p.Seqlen, p.Heads, p.HeadsQK, p.N, p.P, p.AngleDim, len(p.CuSeqlens))
 }
 
-func stepShape(s *ssd.Step) string {
+func stepShape(s *mamba2.Step) string {
 	return fmt.Sprintf("%s/state-%s b=%d slots=%d h=%d p=%d g=%d n=%d", s.DType, s.StateDType, s.Batch, s.Slots, s.Heads, s.Headdim, s.Groups, s.Dstate)
 }
 

@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"ssmverify/judge"
-	"ssmverify/reference"
+	"ssmverify/mamba1"
 	"ssmverify/report"
 	"ssmverify/ssm"
 )
@@ -72,11 +72,11 @@ func diagnoseScan(s Scanner, p *ssm.Problem, dt ssm.DType) Finding {
 	if err != nil {
 		return refusal(s, p, dt, err)
 	}
-	ref, err := reference.Scan(p, ssm.Float64)
+	ref, err := mamba1.Scan(p, ssm.Float64)
 	if err != nil {
 		return Finding{Tag: "error", Cause: "the reference refuses the problem: " + err.Error()}
 	}
-	sc, err := reference.ErrorScaleIn(p, dt.Precision())
+	sc, err := mamba1.ErrorScaleIn(p, dt.Precision())
 	if err != nil {
 		return Finding{Tag: "error", Cause: "error scale: " + err.Error()}
 	}
@@ -96,16 +96,16 @@ func diagnoseScan(s Scanner, p *ssm.Problem, dt ssm.DType) Finding {
 			f.Tag, f.Cause = tag, cause
 		}
 	}
-	for _, sl := range slips(p.Method) {
-		if !sl.applies(p) {
+	for _, sl := range mamba1.Slips(p.Method) {
+		if !sl.Applies(p) {
 			continue
 		}
 		if c, ok := slipMatches(p, got, dt, sl, sc); ok {
 			if f.Tag == "none" {
-				f.Tag, f.Cause = sl.tag, sl.cause
+				f.Tag, f.Cause = sl.Tag, sl.Cause
 				f.Evidence = append(f.Evidence, fmt.Sprintf("the kernel matches this formula within %.2g of the threshold, the reference by %.3g", c.Worst.Ratio, cmp.Worst.Ratio))
 			} else {
-				f.Also = append(f.Also, sl.tag)
+				f.Also = append(f.Also, sl.Tag)
 			}
 		}
 	}
@@ -126,7 +126,7 @@ func diagnoseScan(s Scanner, p *ssm.Problem, dt ssm.DType) Finding {
 	// the pairs are tried only here.
 	if f.Tag == "none" {
 		if a, b, ok := slipPair(p, got, dt); ok {
-			f.Tag, f.Cause = a.tag+"+"+b.tag, a.cause+"; and "+b.cause
+			f.Tag, f.Cause = a.Tag+"+"+b.Tag, a.Cause+"; and "+b.Cause
 			f.Evidence = append(f.Evidence, "no slip alone fits; the two together fit every element")
 		}
 	}
@@ -176,10 +176,10 @@ func diagnoseScan(s Scanner, p *ssm.Problem, dt ssm.DType) Finding {
 
 // slipPair returns the first two slips of the catalogue (in its order)
 // that together match the kernel's result.
-func slipPair(p *ssm.Problem, got *ssm.Output, dt ssm.DType) (slip, slip, bool) {
-	var cat []slip
-	for _, sl := range slips(p.Method) {
-		if sl.applies(p) {
+func slipPair(p *ssm.Problem, got *ssm.Output, dt ssm.DType) (mamba1.Slip, mamba1.Slip, bool) {
+	var cat []mamba1.Slip
+	for _, sl := range mamba1.Slips(p.Method) {
+		if sl.Applies(p) {
 			cat = append(cat, sl)
 		}
 	}
@@ -190,16 +190,16 @@ func slipPair(p *ssm.Problem, got *ssm.Output, dt ssm.DType) (slip, slip, bool) 
 			}
 		}
 	}
-	return slip{}, slip{}, false
+	return mamba1.Slip{}, mamba1.Slip{}, false
 }
 
 // slipMatches compares the kernel's result with slip sl of p.
-func slipMatches(p *ssm.Problem, got *ssm.Output, dt ssm.DType, sl slip, sc *reference.Scale) (judge.Comparison, bool) {
-	if sl.transform != nil || sl.transformIn != nil {
+func slipMatches(p *ssm.Problem, got *ssm.Output, dt ssm.DType, sl mamba1.Slip, sc *mamba1.Scale) (judge.Comparison, bool) {
+	if sl.Transform != nil || sl.TransformIn != nil {
 		var q *ssm.Problem
-		if sl.transform != nil {
-			q = sl.transform(p)
-		} else if q = sl.transformIn(p, dt); q == nil {
+		if sl.Transform != nil {
+			q = sl.Transform(p)
+		} else if q = sl.TransformIn(p, dt); q == nil {
 			return judge.Comparison{}, false // not a slip of this dtype
 		}
 		c, err := judge.CompareScan(q, got, dt, nil, nil)
@@ -211,24 +211,24 @@ func slipMatches(p *ssm.Problem, got *ssm.Output, dt ssm.DType, sl slip, sc *ref
 		}
 		return c, err == nil && c.Passed(dt)
 	}
-	alt := slipScan(p, sl.edit)
-	if sl.rescale != nil {
+	alt := mamba1.EditedScan(p, sl.Edit)
+	if sl.Rescale != nil {
 		sc = copyScale(sc)
-		sl.rescale(p, sc)
+		sl.Rescale(p, sc)
 	}
 	c, err := judge.CompareScan(p, got, dt, alt, sc)
 	return c, err == nil && c.Passed(dt)
 }
 
 // compareInRange compares got with the reference of q on the elements whose
-// magnitude bounds (reference.Scale's MagOut, PathMagOut, PathMagState) stay
+// magnitude bounds (mamba1.Scale's MagOut, PathMagOut, PathMagState) stay
 // within the dtype's largest number; the others take the reference's value.
 func compareInRange(q *ssm.Problem, got *ssm.Output, dt ssm.DType) (judge.Comparison, bool) {
-	ref, err := reference.Scan(q, ssm.Float64)
+	ref, err := mamba1.Scan(q, ssm.Float64)
 	if err != nil {
 		return judge.Comparison{}, false
 	}
-	sc, err := reference.ErrorScaleIn(q, dt.Precision())
+	sc, err := mamba1.ErrorScaleIn(q, dt.Precision())
 	if err != nil {
 		return judge.Comparison{}, false
 	}
@@ -252,7 +252,7 @@ func compareInRange(q *ssm.Problem, got *ssm.Output, dt ssm.DType) (judge.Compar
 	return c, err == nil && kept > 0 && c.NonFinite == 0 && c.Worst.Ratio <= judge.Threshold(dt)
 }
 
-func copyScale(sc *reference.Scale) *reference.Scale {
+func copyScale(sc *mamba1.Scale) *mamba1.Scale {
 	c := *sc
 	c.Out, c.TinyOut = append([]float64(nil), sc.Out...), append([]float64(nil), sc.TinyOut...)
 	c.LastState, c.TinyState = append([]float64(nil), sc.LastState...), append([]float64(nil), sc.TinyState...)
@@ -268,7 +268,7 @@ func copyScale(sc *reference.Scale) *reference.Scale {
 // channels (the groups' offset of variable B/C), past the first channel,
 // or in the last row alone (its end: a bound or the tail of a buffer). The
 // relation is reported with its evidence even though no named slip fits.
-func rowPattern(p *ssm.Problem, got, ref *ssm.Output, sc *reference.Scale, dt ssm.DType) (tag, cause string, ok bool) {
+func rowPattern(p *ssm.Problem, got, ref *ssm.Output, sc *mamba1.Scale, dt ssm.DType) (tag, cause string, ok bool) {
 	rows := p.Batch * p.Dim
 	if rows < 2 || len(got.Out) != len(ref.Out) {
 		return "", "", false
@@ -319,7 +319,7 @@ func rowPattern(p *ssm.Problem, got, ref *ssm.Output, sc *reference.Scale, dt ss
 	return "", "", false
 }
 
-func where(p *ssm.Problem, got, ref *ssm.Output, sc *reference.Scale, dt ssm.DType) string {
+func where(p *ssm.Problem, got, ref *ssm.Output, sc *mamba1.Scale, dt ssm.DType) string {
 	prec, thr := dt.Precision(), judge.Threshold(dt)
 	firstT, outBad := -1, 0
 	for i := range ref.Out {
@@ -335,7 +335,7 @@ func where(p *ssm.Problem, got, ref *ssm.Output, sc *reference.Scale, dt ssm.DTy
 	for i := range sc.LastState {
 		w := p.ElemWords()
 		bad := func(k int) bool {
-			r := reference.Ratio(got.LastState[i*w+k]-ref.LastState[i*w+k], sc.LastState[i], sc.TinyState[i], prec)
+			r := mamba1.Ratio(got.LastState[i*w+k]-ref.LastState[i*w+k], sc.LastState[i], sc.TinyState[i], prec)
 			return r > thr || math.IsNaN(r)
 		}
 		re, im := bad(0), p.Complex && bad(1)
@@ -521,7 +521,7 @@ func narrowArithmetic(dt ssm.DType, ratio float64) (tag, cause string, ok bool) 
 // output lies toward zero from the reference within one ulp of the narrow
 // type, while the state passes: the output is truncated (rounded toward
 // zero, the upper bits of a float kept) instead of rounded to nearest.
-func outputTruncated(p *ssm.Problem, got, ref *ssm.Output, sc *reference.Scale, dt ssm.DType) (tag, cause string, ok bool) {
+func outputTruncated(p *ssm.Problem, got, ref *ssm.Output, sc *mamba1.Scale, dt ssm.DType) (tag, cause string, ok bool) {
 	failing, toward := 0, 0
 	for i, w := range ref.Out {
 		g := got.Out[i]
@@ -539,7 +539,7 @@ func outputTruncated(p *ssm.Problem, got, ref *ssm.Output, sc *reference.Scale, 
 	for i := range sc.LastState {
 		w := p.ElemWords()
 		for k := 0; k < w; k++ {
-			if r := reference.Ratio(got.LastState[i*w+k]-ref.LastState[i*w+k], sc.LastState[i], sc.TinyState[i], dt.Precision()); r > judge.Threshold(dt) {
+			if r := mamba1.Ratio(got.LastState[i*w+k]-ref.LastState[i*w+k], sc.LastState[i], sc.TinyState[i], dt.Precision()); r > judge.Threshold(dt) {
 				return "", "", false
 			}
 		}

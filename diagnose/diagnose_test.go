@@ -7,17 +7,16 @@ import (
 	"strings"
 	"testing"
 
-	"ssmverify/gen"
-	"ssmverify/reference"
+	"ssmverify/mamba1"
 	"ssmverify/ssm"
 )
 
 // fake is a kernel with a planted bug: the scan of transform(p) by the
-// reference, or slipScan's edit of p (of transform(p), with both: two
+// reference, or mamba1.EditedScan's edit of p (of transform(p), with both: two
 // bugs), rounded to float32 for F32.
 type fake struct {
 	transform func(p *ssm.Problem) *ssm.Problem
-	edit      *slipEdit
+	edit      *mamba1.Edit
 }
 
 func (f fake) Scan(p *ssm.Problem, dt ssm.DType) (*ssm.Output, error) {
@@ -25,13 +24,13 @@ func (f fake) Scan(p *ssm.Problem, dt ssm.DType) (*ssm.Output, error) {
 	var err error
 	switch {
 	case f.edit != nil && f.transform != nil:
-		o = slipScan(f.transform(p), *f.edit)
+		o = mamba1.EditedScan(f.transform(p), *f.edit)
 	case f.edit != nil:
-		o = slipScan(p, *f.edit)
+		o = mamba1.EditedScan(p, *f.edit)
 	case f.transform != nil:
-		o, err = reference.Scan(f.transform(p), ssm.Float64)
+		o, err = mamba1.Scan(f.transform(p), ssm.Float64)
 	default:
-		o, err = reference.Scan(p, ssm.Float64)
+		o, err = mamba1.Scan(p, ssm.Float64)
 	}
 	if err == nil && dt == ssm.F32 {
 		for _, s := range [][]float64{o.Out, o.LastState} {
@@ -43,20 +42,20 @@ func (f fake) Scan(p *ssm.Problem, dt ssm.DType) (*ssm.Output, error) {
 	return o, err
 }
 
-func problem(m ssm.Method, isComplex bool, tweak func(*gen.Spec)) *ssm.Problem {
-	s := gen.Spec{Batch: 2, Dim: 6, Seqlen: 40, Dstate: 5, Groups: 3, Method: m, Complex: isComplex, VariableB: true, VariableC: true,
-		Softplus: true, HasD: true, HasZ: true, HasBias: true, Dist: gen.Realistic}
+func problem(m ssm.Method, isComplex bool, tweak func(*mamba1.Spec)) *ssm.Problem {
+	s := mamba1.Spec{Batch: 2, Dim: 6, Seqlen: 40, Dstate: 5, Groups: 3, Method: m, Complex: isComplex, VariableB: true, VariableC: true,
+		Softplus: true, HasD: true, HasZ: true, HasBias: true, Dist: mamba1.Realistic}
 	if tweak != nil {
 		tweak(&s)
 	}
-	p := gen.New(s, 3)
+	p := mamba1.Generate(s, 3)
 	p.RoundToFloat32()
 	return p
 }
 
-func coefBug(m ssm.Method, f func(x, ab, g complex128) (complex128, complex128)) *slipEdit {
-	return &slipEdit{coef: func(x complex128) (complex128, complex128) {
-		ab, g := coef(m, true, x)
+func coefBug(m ssm.Method, f func(x, ab, g complex128) (complex128, complex128)) *mamba1.Edit {
+	return &mamba1.Edit{Coef: func(x complex128) (complex128, complex128) {
+		ab, g := mamba1.Coef(m, true, x)
 		return f(x, ab, g)
 	}}
 }
@@ -64,21 +63,21 @@ func coefBug(m ssm.Method, f func(x, ab, g complex128) (complex128, complex128))
 // TestScanNamesPlantedCauses: each planted bug is diagnosed with its
 // cause, in fp32 and fp64, real and complex A where the bug applies.
 func TestScanNamesPlantedCauses(t *testing.T) {
-	constB := func(s *gen.Spec) { s.VariableB = false }
+	constB := func(s *mamba1.Spec) { s.VariableB = false }
 	for _, c := range []struct {
 		tag     string
 		m       ssm.Method
 		complex bool
-		tweak   func(*gen.Spec)
+		tweak   func(*mamba1.Spec)
 		kernel  fake
 	}{
 		{"no-D", ssm.ZOH, false, nil, fake{transform: func(p *ssm.Problem) *ssm.Problem { return edited(p, func(q *ssm.Problem) { q.D = nil }) }}},
-		{"softplus-before-bias", ssm.FOH, false, nil, fake{transform: softplusFirst}},
-		{"group-index", ssm.ZOH, true, nil, fake{transform: groupsModulo}},
-		{"output-before-update", ssm.RK4, false, nil, fake{edit: &slipEdit{outBeforeUpdate: true}}},
-		{"gate-no-z", ssm.Poly, false, nil, fake{edit: &slipEdit{gateNoZ: true}}},
-		{"complex-factor-2", ssm.ZOH, true, nil, fake{edit: &slipEdit{noFactor2: true}}},
-		{"state-without-B", ssm.ZOH, false, constB, fake{edit: &slipEdit{stateWithoutB: true}}},
+		{"softplus-before-bias", ssm.FOH, false, nil, fake{transform: catalogued(ssm.FOH, "softplus-before-bias").Transform}},
+		{"group-index", ssm.ZOH, true, nil, fake{transform: catalogued(ssm.ZOH, "group-index").Transform}},
+		{"output-before-update", ssm.RK4, false, nil, fake{edit: &mamba1.Edit{OutBeforeUpdate: true}}},
+		{"gate-no-z", ssm.Poly, false, nil, fake{edit: &mamba1.Edit{GateNoZ: true}}},
+		{"complex-factor-2", ssm.ZOH, true, nil, fake{edit: &mamba1.Edit{NoFactor2: true}}},
+		{"state-without-B", ssm.ZOH, false, constB, fake{edit: &mamba1.Edit{StateWithoutB: true}}},
 		{"method:zoh", ssm.RK4, true, nil, fake{transform: func(p *ssm.Problem) *ssm.Problem {
 			return edited(p, func(q *ssm.Problem) { q.Method = ssm.ZOH })
 		}}},
@@ -94,17 +93,17 @@ func TestScanNamesPlantedCauses(t *testing.T) {
 		{"g-term:x^2", ssm.RK4, false, nil, fake{edit: coefBug(ssm.RK4, func(x, ab, g complex128) (complex128, complex128) {
 			return ab, g + x*x/3
 		})}},
-		{"phi1-no-guard", ssm.FOH, false, func(s *gen.Spec) { s.Dstate = 1 }, fake{edit: coefBug(ssm.FOH, func(x, ab, g complex128) (complex128, complex128) {
+		{"phi1-no-guard", ssm.FOH, false, func(s *mamba1.Spec) { s.Dstate = 1 }, fake{edit: coefBug(ssm.FOH, func(x, ab, g complex128) (complex128, complex128) {
 			return ab, (cmplx.Exp(x) - 1) / x
 		})}},
-		{"delta-power", ssm.ZOH, false, nil, fake{edit: &slipEdit{bcoef: func(x complex128, dt float64) complex128 { return 1 }}}},
-		{"taylor:phi2/4·Δ^1", ssm.FOH, false, nil, fake{edit: &slipEdit{bcoef: func(x complex128, dt float64) complex128 {
+		{"delta-power", ssm.ZOH, false, nil, fake{edit: &mamba1.Edit{BCoef: func(x complex128, dt float64) complex128 { return 1 }}}},
+		{"taylor:phi2/4·Δ^1", ssm.FOH, false, nil, fake{edit: &mamba1.Edit{BCoef: func(x complex128, dt float64) complex128 {
 			return complex(dt*dt, 0) * (0.5 + x/6 + x*x/24 + x*x*x/120) // a first-order hold's A⁻²(e^{ΔA} − I − ΔA), truncated
 		}}}},
-		{"g-not-of-x", ssm.Poly, false, nil, fake{edit: &slipEdit{bcoef: func(x complex128, dt float64) complex128 {
+		{"g-not-of-x", ssm.Poly, false, nil, fake{edit: &mamba1.Edit{BCoef: func(x complex128, dt float64) complex128 {
 			return complex(dt, 0) * (1 + x/2 + complex(dt/4, 0)) // a term in Δ alone
 		}}}},
-		{"input-without-u", ssm.RK4, false, nil, fake{edit: &slipEdit{extra: func(x complex128, dt float64) complex128 {
+		{"input-without-u", ssm.RK4, false, nil, fake{edit: &mamba1.Edit{Extra: func(x complex128, dt float64) complex128 {
 			return complex(dt, 0) * x / 2 // Δ²·a·B/2 added whatever u is
 		}}}},
 	} {
@@ -132,8 +131,8 @@ func TestScanCorrectKernel(t *testing.T) {
 // TestScanSaysWhenNothingFits: noise that no slip explains is reported as
 // such, with where it shows.
 func TestScanSaysWhenNothingFits(t *testing.T) {
-	noisy := fake{edit: &slipEdit{coef: func(x complex128) (complex128, complex128) {
-		ab, g := coef(ssm.ZOH, true, x)
+	noisy := fake{edit: &mamba1.Edit{Coef: func(x complex128) (complex128, complex128) {
+		ab, g := mamba1.Coef(ssm.ZOH, true, x)
 		return ab * complex(1+1e-3*math.Sin(37*real(x)), 0), g
 	}}}
 	f := Scan(noisy, problem(ssm.ZOH, false, nil), ssm.F64)
@@ -153,9 +152,9 @@ func TestNeedsFindsFeature(t *testing.T) {
 
 // TestRatioPattern: a state scaled by 1/B is recognised as following B.
 func TestRatioPattern(t *testing.T) {
-	p := problem(ssm.ZOH, false, func(s *gen.Spec) { s.VariableB = false })
-	ref, _ := reference.Scan(p, ssm.Float64)
-	got := slipScan(p, slipEdit{stateWithoutB: true})
+	p := problem(ssm.ZOH, false, func(s *mamba1.Spec) { s.VariableB = false })
+	ref, _ := mamba1.Scan(p, ssm.Float64)
+	got := mamba1.EditedScan(p, mamba1.Edit{StateWithoutB: true})
 	if tag, r := ratioPattern(p, got, ref); tag != "state-ratio:B[d][n]" || !strings.Contains(r, "B[d][n]") {
 		t.Fatalf("ratio pattern [%s] %q, want state-ratio:B[d][n]", tag, r)
 	}
@@ -169,7 +168,7 @@ func TestPrefixIsValid(t *testing.T) {
 	if err := q.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	part, _ := reference.Scan(q, ssm.Float64)
+	part, _ := mamba1.Scan(q, ssm.Float64)
 	if len(part.Out) != q.Dim*7 {
 		t.Fatalf("len(out) = %d", len(part.Out))
 	}
@@ -197,7 +196,7 @@ func TestRefusalNamesTheSize(t *testing.T) {
 	if f.Tag != "refusal:dim" || !strings.Contains(f.String(), "dim 6 → 4") {
 		t.Fatalf("diagnosed %q: %s", f.Tag, f)
 	}
-	one := problem(ssm.ZOH, true, func(s *gen.Spec) { s.Groups = 1 })
+	one := problem(ssm.ZOH, true, func(s *mamba1.Spec) { s.Groups = 1 })
 	if f := Scan(limited{maxDim: 3}, one, ssm.F64); f.Tag != "refusal:dim" || !strings.Contains(f.String(), "dim 6 → 3") {
 		t.Fatalf("one group: diagnosed %q: %s", f.Tag, f)
 	}
@@ -211,11 +210,11 @@ func TestRefusalNamesTheSize(t *testing.T) {
 func TestFirstChannels(t *testing.T) {
 	p := problem(ssm.FOH, true, nil) // 6 channels in 3 groups
 	q := firstChannels(p, 4)
-	full, err := reference.Scan(p, ssm.Float64)
+	full, err := mamba1.Scan(p, ssm.Float64)
 	if err != nil {
 		t.Fatal(err)
 	}
-	part, err := reference.Scan(q, ssm.Float64)
+	part, err := mamba1.Scan(q, ssm.Float64)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,9 +261,9 @@ func TestNarrowArithmetic(t *testing.T) {
 func TestResumptionSlips(t *testing.T) {
 	for _, isComplex := range []bool{false, true} {
 		for _, m := range []ssm.Method{ssm.ZOH, ssm.Bilinear} {
-			p := gen.New(gen.Spec{Batch: 3, Dim: 2, Seqlen: 30, Dstate: 3, Groups: 1, Method: m, Complex: isComplex,
-				VariableB: true, VariableC: true, Softplus: true, HasD: true, HasZ: true, HasBias: true, Dist: gen.Realistic}, 5)
-			gen.SetInitialState(p, 6)
+			p := mamba1.Generate(mamba1.Spec{Batch: 3, Dim: 2, Seqlen: 30, Dstate: 3, Groups: 1, Method: m, Complex: isComplex,
+				VariableB: true, VariableC: true, Softplus: true, HasD: true, HasZ: true, HasBias: true, Dist: mamba1.Realistic}, 5)
+			mamba1.SetInitialState(p, 6)
 			cuts := []int{0, 7, 8, 20, 30}
 			for _, sl := range stateSlips {
 				got, err := replay(p, cuts, sl)
@@ -339,4 +338,14 @@ func TestScanNamesRowStructure(t *testing.T) {
 			t.Errorf("%s: diagnosed [%s] %s", c.tag, f.Tag, f)
 		}
 	}
+}
+
+// catalogued is the slip of method m's catalogue tagged tag.
+func catalogued(m ssm.Method, tag string) mamba1.Slip {
+	for _, s := range mamba1.Slips(m) {
+		if s.Tag == tag {
+			return s
+		}
+	}
+	panic("no slip " + tag)
 }

@@ -4,7 +4,7 @@ import (
 	"math"
 	"testing"
 
-	"ssmverify/reference"
+	"ssmverify/mamba1"
 	"ssmverify/ssm"
 )
 
@@ -29,7 +29,7 @@ func TestDiscretizedSubnormalX(t *testing.T) {
 			abar, bcoef := make([]complex128, len(as)), make([]complex128, len(as))
 			for i, a := range as {
 				delta[i] = 1
-				ab, g := reference.Complex(ssm.FOH, a)
+				ab, g := mamba1.Complex(ssm.FOH, a)
 				if tc.failed[i] {
 					g *= 28.0 / 27
 				}
@@ -65,7 +65,7 @@ func TestDiscretizedNarrowGuard(t *testing.T) {
 			failed := make([]bool, len(xs))
 			for i, x := range xs {
 				delta[i], as[i] = 1, complex(x, 0)
-				ab, g := reference.Real(ssm.FOH, x)
+				ab, g := mamba1.Real(ssm.FOH, x)
 				ab = float64(float32(ab)) // 0 at x = −110
 				failed[i] = tc.rel[i] != 0
 				abar[i], bcoef[i] = complex(ab, 0), complex(g*(1+tc.rel[i]), 0)
@@ -82,7 +82,7 @@ func TestDiscretizedNarrowGuard(t *testing.T) {
 // −110 in float32, e^x = 1.6e-48) fits the method; 1e-40, a normal-range
 // miss in float64, does not.
 func TestFitsUnderflow(t *testing.T) {
-	ref := func(pt point) complex128 { a, _ := coef(ssm.ZOH, false, pt.x); return a }
+	ref := func(pt point) complex128 { a, _ := mamba1.Coef(ssm.ZOH, false, pt.x); return a }
 	for _, tc := range []struct {
 		dt   ssm.DType
 		abar complex128

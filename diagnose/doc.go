@@ -6,8 +6,9 @@
 // hypotheses about it, each against the same error model and threshold, and
 // names the first that holds:
 //
-//  1. A slip of the whole scan: the reference of p with one usual mistake
-//     (D·u dropped, delta_bias ignored, softplus before the bias, groups
+//  1. A slip of the whole scan (mamba1.Slips, the family's catalogue, as
+//     mamba2.Slips and mamba3.Slips are the chunked families'): the
+//     reference of p with one usual mistake (D·u dropped, delta_bias ignored, softplus before the bias, groups
 //     indexed d mod n_groups, conj(C), the complex factor 2 missing, y read
 //     before the state update, the gate as y·σ(z) or missing, the last state
 //     without B, another method's formula). A slip that is the ABI's scan of

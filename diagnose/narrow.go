@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"math"
 
-	"ssmverify/reference"
+	"ssmverify/mamba1"
 	"ssmverify/ssm"
 )
 
@@ -76,8 +76,8 @@ func xRounded(s Scanner, m ssm.Method, dt ssm.DType) (exact, rounded float64, ok
 	}
 	got := two / one
 	x := delta * a
-	want, _ := reference.Real(m, x)
-	wantRounded, _ := reference.Real(m, dt.Round(x))
+	want, _ := mamba1.Real(m, x)
+	wantRounded, _ := mamba1.Real(m, dt.Round(x))
 	return math.Abs(got-want) / math.Abs(want), math.Abs(got-wantRounded) / math.Abs(wantRounded), true
 }
 

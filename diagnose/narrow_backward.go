@@ -5,7 +5,7 @@ import (
 	"math"
 
 	"ssmverify/judge"
-	"ssmverify/reference"
+	"ssmverify/mamba1"
 	"ssmverify/ssm"
 )
 
@@ -26,7 +26,7 @@ import (
 //     pass against the gate's derivative at y rounded to the input type,
 //     dz = dout·round(y)·σ(z)·(1 + z·(1 − σ(z))): a second rounding (a
 //     backward that reads y back from a 16-bit out).
-func narrowBackward(l Differentiator, p *ssm.Problem, ct *ssm.Cotangent, got, want *ssm.Grads, sc *reference.GradScale, dt ssm.DType, failing []judge.GradWorst) (tag, cause string, ok bool) {
+func narrowBackward(l Differentiator, p *ssm.Problem, ct *ssm.Cotangent, got, want *ssm.Grads, sc *mamba1.GradScale, dt ssm.DType, failing []judge.GradWorst) (tag, cause string, ok bool) {
 	if !dt.Narrow() {
 		return "", "", false
 	}
@@ -93,7 +93,7 @@ func narrowBackward(l Differentiator, p *ssm.Problem, ct *ssm.Cotangent, got, wa
 // of the same problem passes them (bwd-16bit-sum). want and sc are the
 // reference gradients of p and ct and their scale, which for a 16-bit dtype
 // is float32's.
-func groupSum16(l Differentiator, p *ssm.Problem, ct *ssm.Cotangent, want *ssm.Grads, sc *reference.GradScale, dt ssm.DType, failing []judge.GradWorst) (tag, cause string, ok bool) {
+func groupSum16(l Differentiator, p *ssm.Problem, ct *ssm.Cotangent, want *ssm.Grads, sc *mamba1.GradScale, dt ssm.DType, failing []judge.GradWorst) (tag, cause string, ok bool) {
 	for _, g := range failing {
 		if !(g.Name == "dB" && p.VariableB || g.Name == "dC" && p.VariableC) {
 			return "", "", false
@@ -116,7 +116,7 @@ func groupSum16(l Differentiator, p *ssm.Problem, ct *ssm.Cotangent, want *ssm.G
 
 // failingCount is the number of elements of the gradient name beyond the
 // threshold.
-func failingCount(p *ssm.Problem, got *ssm.Grads, dt ssm.DType, want *ssm.Grads, sc *reference.GradScale, name string) int {
+func failingCount(p *ssm.Problem, got *ssm.Grads, dt ssm.DType, want *ssm.Grads, sc *mamba1.GradScale, name string) int {
 	n := 0
 	judge.EachGradRatio(p, got, dt, want, sc, func(g string, _ int, r float64) {
 		if g == name && (r > judge.Threshold(dt) || math.IsNaN(r)) {
@@ -128,7 +128,7 @@ func failingCount(p *ssm.Problem, got *ssm.Grads, dt ssm.DType, want *ssm.Grads,
 
 // judgeEach is judge.EachGradRatio over real arrays (the input-typed
 // gradients of the 16-bit dtypes' real A) with the element's flat index.
-func judgeEach(p *ssm.Problem, got *ssm.Grads, dt ssm.DType, want *ssm.Grads, sc *reference.GradScale, f func(name string, i int, r float64)) {
+func judgeEach(p *ssm.Problem, got *ssm.Grads, dt ssm.DType, want *ssm.Grads, sc *mamba1.GradScale, f func(name string, i int, r float64)) {
 	judge.EachGradRatio(p, got, dt, want, sc, func(name string, e int, r float64) {
 		if p.Complex && (name == "dB" || name == "dC") {
 			e *= 2
@@ -143,7 +143,7 @@ func judgeEach(p *ssm.Problem, got *ssm.Grads, dt ssm.DType, want *ssm.Grads, sc
 func yRoundedDz(p *ssm.Problem, ct *ssm.Cotangent, want *ssm.Grads, dt ssm.DType) []float64 {
 	q := p.Clone()
 	q.Z = nil
-	y, err := reference.Scan(q, ssm.Float64)
+	y, err := mamba1.Scan(q, ssm.Float64)
 	if err != nil {
 		return nil
 	}

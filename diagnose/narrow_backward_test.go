@@ -4,8 +4,7 @@ import (
 	"math"
 	"testing"
 
-	"ssmverify/gen"
-	"ssmverify/reference"
+	"ssmverify/mamba1"
 	"ssmverify/ssm"
 )
 
@@ -19,7 +18,7 @@ type narrowStore struct {
 }
 
 func (k narrowStore) Backward(p *ssm.Problem, ct *ssm.Cotangent, dt ssm.DType, withInitial bool) (*ssm.Grads, error) {
-	g, err := reference.ScanGrad(p, ct, withInitial)
+	g, err := mamba1.ScanGrad(p, ct, withInitial)
 	if err != nil {
 		return nil, err
 	}
@@ -63,9 +62,9 @@ func towardZero(v float64, dt ssm.DType) float64 {
 // backward's storage, and none for a correct one.
 func TestBackwardNarrowSlips(t *testing.T) {
 	for _, dt := range ssm.NarrowDTypes() {
-		p := gen.New(gen.MambaBlock(ssm.ZOH, 1, 4, 64, 4), 3)
+		p := mamba1.Generate(mamba1.MambaBlock(ssm.ZOH, 1, 4, 64, 4), 3)
 		p.RoundTo(dt)
-		ct := gen.NewCotangent(p, 3, false)
+		ct := mamba1.NewCotangent(p, 3, false)
 		ct.RoundTo(dt)
 		for _, c := range []struct{ slip, tag string }{{"", ""}, {"truncate", "bwd-truncated"}, {"weights16", "bwd-weights-16bit"}, {"y16", "bwd-y-16bit"}, {"groupsum", "bwd-16bit-sum"}} {
 			if got := Backward(narrowStore{slip: c.slip}, p, ct, dt).Tag; got != c.tag {

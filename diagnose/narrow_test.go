@@ -5,8 +5,7 @@ import (
 	"slices"
 	"testing"
 
-	"ssmverify/gen"
-	"ssmverify/reference"
+	"ssmverify/mamba1"
 	"ssmverify/ssm"
 )
 
@@ -23,7 +22,7 @@ func (k oneState) Scan(p *ssm.Problem, dt ssm.DType) (*ssm.Output, error) {
 	out := make([]float64, p.Seqlen)
 	for t := 0; t < p.Seqlen; t++ {
 		x := k.keepX(f(p.Delta[t] * p.A[0]))
-		ab, g := reference.Real(p.Method, x)
+		ab, g := mamba1.Real(p.Method, x)
 		h = k.keepState(f(f(ab)*h + f(f(p.Delta[t]*f(g))*p.B[0]*p.U[t])))
 		out[t] = dt.Round(f(p.C[0] * h))
 	}
@@ -67,7 +66,7 @@ func TestNarrowProbes(t *testing.T) {
 type truncating struct{}
 
 func (truncating) Scan(p *ssm.Problem, dt ssm.DType) (*ssm.Output, error) {
-	o, err := reference.Scan(p, ssm.Float64)
+	o, err := mamba1.Scan(p, ssm.Float64)
 	if err != nil {
 		return nil, err
 	}
@@ -96,7 +95,7 @@ func truncNarrow(v float64, dt ssm.DType) float64 {
 // (y from the state before the update: D·u alone at the first step) fits
 // the same value within the threshold too and is named as an alternative.
 func TestScanNamesTruncatedOutput(t *testing.T) {
-	one := gen.Spec{Batch: 1, Dim: 1, Seqlen: 1, Dstate: 1, Groups: 1, Method: ssm.ZOH, HasD: true, Dist: gen.Realistic}
+	one := mamba1.Spec{Batch: 1, Dim: 1, Seqlen: 1, Dstate: 1, Groups: 1, Method: ssm.ZOH, HasD: true, Dist: mamba1.Realistic}
 	for _, c := range []struct {
 		name string
 		p    func(dt ssm.DType) *ssm.Problem
@@ -107,7 +106,7 @@ func TestScanNamesTruncatedOutput(t *testing.T) {
 			return p
 		}},
 		{"one element", func(dt ssm.DType) *ssm.Problem {
-			p := gen.New(one, 0)
+			p := mamba1.Generate(one, 0)
 			p.RoundTo(dt)
 			return p
 		}},

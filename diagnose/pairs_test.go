@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"ssmverify/gen"
+	"ssmverify/mamba1"
 	"ssmverify/ssm"
 )
 
@@ -13,24 +13,24 @@ import (
 // both ("a+b"), which neither alone explains; one slip alone is still
 // named alone.
 func TestScanNamesTwoSlips(t *testing.T) {
-	p := problem(ssm.ZOH, false, func(s *gen.Spec) { s.VariableB = false })
-	byTag := map[string]slip{}
-	for _, sl := range slips(p.Method) {
-		byTag[sl.tag] = sl
+	p := problem(ssm.ZOH, false, func(s *mamba1.Spec) { s.VariableB = false })
+	byTag := map[string]mamba1.Slip{}
+	for _, sl := range mamba1.Slips(p.Method) {
+		byTag[sl.Tag] = sl
 	}
 	two := func(a, b string) fake {
 		sa, sb := byTag[a], byTag[b]
 		f := fake{}
-		for _, s := range []slip{sa, sb} {
-			if s.transform != nil {
+		for _, s := range []mamba1.Slip{sa, sb} {
+			if s.Transform != nil {
 				if f.transform == nil {
-					f.transform = s.transform
+					f.transform = s.Transform
 				} else {
 					first := f.transform
-					f.transform = func(q *ssm.Problem) *ssm.Problem { return s.transform(first(q)) }
+					f.transform = func(q *ssm.Problem) *ssm.Problem { return s.Transform(first(q)) }
 				}
 			} else {
-				e := s.edit
+				e := s.Edit
 				if f.edit != nil {
 					m, ok := mergeEdits(*f.edit, e)
 					if !ok {
@@ -54,7 +54,7 @@ func TestScanNamesTwoSlips(t *testing.T) {
 			t.Errorf("%s and %s: diagnosis [%s] %s", c[0], c[1], f.Tag, f.Cause)
 		}
 	}
-	if f := Scan(fake{transform: byTag["no-D"].transform}, p, ssm.F64); f.Tag != "no-D" {
+	if f := Scan(fake{transform: byTag["no-D"].Transform}, p, ssm.F64); f.Tag != "no-D" {
 		t.Errorf("no-D alone: diagnosis [%s] %s", f.Tag, f.Cause)
 	}
 }
@@ -63,13 +63,13 @@ func TestScanNamesTwoSlips(t *testing.T) {
 // of a kernel's two slips; the diagnosis names both, from a problem with
 // every feature on, and says so when the one it names is all there is.
 func TestScanSeesTheSecondSlip(t *testing.T) {
-	byTag := map[string]slip{}
-	for _, sl := range slips(ssm.ZOH) {
-		byTag[sl.tag] = sl
+	byTag := map[string]mamba1.Slip{}
+	for _, sl := range mamba1.Slips(ssm.ZOH) {
+		byTag[sl.Tag] = sl
 	}
-	e := byTag["output-before-update"].edit
-	two := fake{transform: byTag["no-bias"].transform, edit: &e}
-	p := problem(ssm.ZOH, false, func(s *gen.Spec) { s.HasBias = false })
+	e := byTag["output-before-update"].Edit
+	two := fake{transform: byTag["no-bias"].Transform, edit: &e}
+	p := problem(ssm.ZOH, false, func(s *mamba1.Spec) { s.HasBias = false })
 	if f := Scan(two, p, ssm.F32); f.Tag != "no-bias+output-before-update" {
 		t.Errorf("two slips, one visible: diagnosis [%s] %s; evidence %v", f.Tag, f.Cause, f.Evidence)
 	}

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/cmplx"
 	"sort"
+	"ssmverify/mamba1"
 
 	"ssmverify/judge"
 	"ssmverify/ssm"
@@ -229,9 +230,9 @@ func abarCandidates(m ssm.Method, isComplex bool, pts []point) []formula {
 	}
 	for _, o := range ssm.Methods() {
 		o := o
-		if ab0, _ := coef(o, isComplex, 0.3); ab0 != func() complex128 { a, _ := coef(m, isComplex, 0.3); return a }() {
+		if ab0, _ := mamba1.Coef(o, isComplex, 0.3); ab0 != func() complex128 { a, _ := mamba1.Coef(m, isComplex, 0.3); return a }() {
 			fs = append(fs, formula{"method:" + o.String(), "Ā is " + o.String() + "'s",
-				func(pt point) complex128 { a, _ := coef(o, isComplex, pt.x); return a }, nil})
+				func(pt point) complex128 { a, _ := mamba1.Coef(o, isComplex, pt.x); return a }, nil})
 		}
 	}
 	return fs
@@ -239,7 +240,7 @@ func abarCandidates(m ssm.Method, isComplex bool, pts []point) []formula {
 
 // gCandidates are the usual slips in g = Bcoef/Δ.
 func gCandidates(m ssm.Method, isComplex bool, pts []point) []formula {
-	ref := func(pt point) complex128 { _, g := coef(m, isComplex, pt.x); return g }
+	ref := func(pt point) complex128 { _, g := mamba1.Coef(m, isComplex, pt.x); return g }
 	var ks, ps []float64
 	for _, pt := range pts {
 		r := pt.g / ref(pt)
@@ -278,7 +279,7 @@ func gCandidates(m ssm.Method, isComplex bool, pts []point) []formula {
 		o := o
 		if o != m {
 			fs = append(fs, formula{"method:" + o.String(), "g is " + o.String() + "'s",
-				func(pt point) complex128 { _, g := coef(o, isComplex, pt.x); return g }, nil})
+				func(pt point) complex128 { _, g := mamba1.Coef(o, isComplex, pt.x); return g }, nil})
 		}
 	}
 	return fs
@@ -313,7 +314,7 @@ func cancellation(m ssm.Method, dt ssm.DType, isComplex bool, pts []point) (tag,
 	var bad []float64
 	nanAtZero := false
 	for _, pt := range pts {
-		_, g := coef(m, isComplex, pt.x)
+		_, g := mamba1.Coef(m, isComplex, pt.x)
 		e := relErr(pt.g, g) / tol(dt, pt.x)
 		if e <= 4 {
 			continue
@@ -341,8 +342,8 @@ func cancellation(m ssm.Method, dt ssm.DType, isComplex bool, pts []point) (tag,
 // explainDiscretization compares the probed Ā and g with method m's and
 // names the slip that fits. ok is false when both match the method.
 func explainDiscretization(m ssm.Method, dt ssm.DType, isComplex bool, pts []point) (tag, cause, evidence string, ok bool) {
-	refA := func(pt point) complex128 { a, _ := coef(m, isComplex, pt.x); return a }
-	refG := func(pt point) complex128 { _, g := coef(m, isComplex, pt.x); return g }
+	refA := func(pt point) complex128 { a, _ := mamba1.Coef(m, isComplex, pt.x); return a }
+	refG := func(pt point) complex128 { _, g := mamba1.Coef(m, isComplex, pt.x); return g }
 	aOK, aWorst := fits(pts, dt, true, refA)
 	gOK, gWorst := fits(pts, dt, false, refG)
 	if aOK && gOK {
@@ -509,11 +510,11 @@ func diagnoseDiscretized(m ssm.Method, dt ssm.DType, isComplex bool, delta []flo
 		if narrow {
 			sort.Slice(bad, func(i, j int) bool { return cmplx.Abs(bad[i].x) < cmplx.Abs(bad[j].x) })
 			lo, hi := bad[0], bad[len(bad)-1]
-			_, glo := coef(m, isComplex, lo.x)
-			_, ghi := coef(m, isComplex, hi.x)
+			_, glo := mamba1.Coef(m, isComplex, lo.x)
+			_, ghi := mamba1.Coef(m, isComplex, hi.x)
 			cancels := true
 			for _, pt := range bad {
-				_, g := coef(m, isComplex, pt.x)
+				_, g := mamba1.Coef(m, isComplex, pt.x)
 				cancels = cancels && relErr(pt.g, g) <= 16*unit(dt)/cmplx.Abs(pt.x)
 			}
 			if len(bad) == 1 || relErr(lo.g, glo) >= relErr(hi.g, ghi) || cancels {

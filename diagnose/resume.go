@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"ssmverify/judge"
-	"ssmverify/reference"
+	"ssmverify/mamba1"
 	"ssmverify/ssm"
 )
 
@@ -51,7 +51,7 @@ func lateState(q *ssm.Problem, h0 []float64) []float64 {
 	w := q.ElemWords()
 	for b := 0; b < q.Batch; b++ {
 		for d := 0; d < q.Dim; d++ {
-			dt := reference.StepDelta(q, (b*q.Dim+d)*q.Seqlen)
+			dt := mamba1.StepDelta(q, (b*q.Dim+d)*q.Seqlen)
 			for n := 0; n < q.Dstate; n++ {
 				i := (b*q.Dim+d)*q.Dstate + n
 				a := complex(q.A[(d*q.Dstate+n)*w], 0)
@@ -60,7 +60,7 @@ func lateState(q *ssm.Problem, h0 []float64) []float64 {
 					a = complex(q.A[(d*q.Dstate+n)*w], q.A[(d*q.Dstate+n)*w+1])
 					h = complex(h0[i*w], h0[i*w+1])
 				}
-				abar, _ := reference.Complex(q.Method, complex(dt, 0)*a)
+				abar, _ := mamba1.Complex(q.Method, complex(dt, 0)*a)
 				v := h / abar
 				out[i*w] = real(v)
 				if w == 2 {
@@ -109,13 +109,13 @@ func replay(p *ssm.Problem, cuts []int, sl stateSlip) (*ssm.Output, error) {
 		if q.InitialState != nil {
 			q.InitialState = sl.edit(q, q.InitialState)
 		}
-		o, err := reference.Scan(q, ssm.Float64)
+		o, err := mamba1.Scan(q, ssm.Float64)
 		if err != nil || !sl.firstFromZero || q.InitialState == nil {
 			return o, err
 		}
 		z := q.Clone()
 		z.InitialState = nil
-		o0, err := reference.Scan(z, ssm.Float64)
+		o0, err := mamba1.Scan(z, ssm.Float64)
 		if err != nil {
 			return nil, err
 		}

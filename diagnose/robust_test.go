@@ -10,10 +10,9 @@ import (
 	"pgregory.net/rapid"
 
 	"ssmverify/contain"
-	"ssmverify/gen"
+	"ssmverify/mamba1"
+	"ssmverify/mamba2"
 	"ssmverify/mamba3"
-	"ssmverify/reference"
-	"ssmverify/ssd"
 	"ssmverify/ssm"
 )
 
@@ -100,7 +99,7 @@ func (k anyKernel) Scan(p *ssm.Problem, dt ssm.DType) (*ssm.Output, error) {
 	if k.m.nothing() {
 		return nil, nil
 	}
-	ref, err := reference.Scan(p, ssm.Float64)
+	ref, err := mamba1.Scan(p, ssm.Float64)
 	if err != nil {
 		return nil, err
 	}
@@ -114,7 +113,7 @@ func (k anyKernel) Backward(p *ssm.Problem, ct *ssm.Cotangent, dt ssm.DType, wit
 	if k.m.nothing() {
 		return nil, nil
 	}
-	g, err := reference.ScanGrad(p, ct, withInitial || k.m.r.IntN(8) == 0)
+	g, err := mamba1.ScanGrad(p, ct, withInitial || k.m.r.IntN(8) == 0)
 	if err != nil {
 		return nil, err
 	}
@@ -131,11 +130,11 @@ func noPanic(t *rapid.T, what string, f Finding) {
 
 func scanProblem(t *rapid.T) *ssm.Problem {
 	m := rapid.SampledFrom(ssm.Methods()).Draw(t, "method")
-	s := gen.MambaBlock(m, rapid.IntRange(1, 2).Draw(t, "batch"), rapid.IntRange(1, 2).Draw(t, "dim"), rapid.IntRange(1, 40).Draw(t, "seqlen"), rapid.IntRange(1, 3).Draw(t, "dstate"))
+	s := mamba1.MambaBlock(m, rapid.IntRange(1, 2).Draw(t, "batch"), rapid.IntRange(1, 2).Draw(t, "dim"), rapid.IntRange(1, 40).Draw(t, "seqlen"), rapid.IntRange(1, 3).Draw(t, "dstate"))
 	s.Complex = rapid.Bool().Draw(t, "complex")
-	p := gen.New(s, rapid.Uint64().Draw(t, "seed"))
+	p := mamba1.Generate(s, rapid.Uint64().Draw(t, "seed"))
 	if rapid.Bool().Draw(t, "initial") {
-		gen.SetInitialState(p, 3)
+		mamba1.SetInitialState(p, 3)
 	}
 	return p
 }
@@ -152,7 +151,7 @@ func TestBackwardTakesAnyResult(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		p := scanProblem(t)
 		withInitial := p.InitialState != nil && rapid.Bool().Draw(t, "withInitial")
-		ct := gen.NewCotangent(p, 5, rapid.Bool().Draw(t, "dlast"))
+		ct := mamba1.NewCotangent(p, 5, rapid.Bool().Draw(t, "dlast"))
 		dt := rapid.SampledFrom([]ssm.DType{ssm.F64, ssm.F32}).Draw(t, "dtype")
 		noPanic(t, "BackwardInitial", BackwardInitial(anyKernel{newMangler(t)}, p, ct, dt, withInitial))
 	})
@@ -188,30 +187,30 @@ func TestDiscretizedTakesAnyResult(t *testing.T) {
 	})
 }
 
-func ssdDrawn(t *rapid.T) *ssd.Problem {
-	o := ssd.Options{Batch: rapid.IntRange(1, 2).Draw(t, "batch"), Seqlen: rapid.IntRange(1, 24).Draw(t, "seqlen"), Heads: 2, Headdim: 2,
+func ssdDrawn(t *rapid.T) *mamba2.Problem {
+	o := mamba2.Options{Batch: rapid.IntRange(1, 2).Draw(t, "batch"), Seqlen: rapid.IntRange(1, 24).Draw(t, "seqlen"), Heads: 2, Headdim: 2,
 		Groups: rapid.SampledFrom([]int{1, 2}).Draw(t, "groups"), Dstate: 2, Chunk: rapid.SampledFrom([]int{0, 1, 4, 8}).Draw(t, "chunk"),
 		D: rapid.Bool().Draw(t, "D"), Z: rapid.Bool().Draw(t, "Z"), DtBias: true, Softplus: rapid.Bool().Draw(t, "softplus"),
 		InitialStates: rapid.Bool().Draw(t, "initial"), DType: ssm.F32, StateDType: ssm.F32}
 	if rapid.Bool().Draw(t, "packed") && o.Seqlen > 2 {
 		o.Batch, o.CuSeqlens = 1, []int{0, o.Seqlen / 2, o.Seqlen}
 	}
-	return ssd.Generate(o, rapid.Uint64().Draw(t, "seed")).Rounded()
+	return mamba2.Generate(o, rapid.Uint64().Draw(t, "seed")).Rounded()
 }
 
 func TestSSDPrefillTakesAnyResult(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		p := ssdDrawn(t)
 		m := newMangler(t)
-		mangled := func(q *ssd.Problem) (*ssd.Output, error) {
+		mangled := func(q *mamba2.Problem) (*mamba2.Output, error) {
 			if err := m.fails(); err != nil {
 				return nil, err
 			}
 			if m.nothing() {
 				return nil, nil
 			}
-			want, _ := ssd.Prefill(q)
-			return &ssd.Output{Y: m.array(want.Y), FinalStates: m.array(want.FinalStates), SeqStates: m.array(want.SeqStates)}, nil
+			want, _ := mamba2.Prefill(q)
+			return &mamba2.Output{Y: m.array(want.Y), FinalStates: m.array(want.FinalStates), SeqStates: m.array(want.SeqStates)}, nil
 		}
 		got, _ := mangled(p)
 		var run SSDRunner
@@ -225,13 +224,13 @@ func TestSSDPrefillTakesAnyResult(t *testing.T) {
 func TestSSDStepTakesAnyResult(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		batch := rapid.IntRange(1, 3).Draw(t, "batch")
-		s := ssd.GenerateStep(ssd.StepOptions{Batch: batch, Slots: batch + 1, Heads: 2, Headdim: 2, Groups: 1, Dstate: 2, D: true, Z: rapid.Bool().Draw(t, "Z"),
+		s := mamba2.GenerateStep(mamba2.StepOptions{Batch: batch, Slots: batch + 1, Heads: 2, Headdim: 2, Groups: 1, Dstate: 2, D: true, Z: rapid.Bool().Draw(t, "Z"),
 			DtBias: true, Softplus: true, DType: ssm.F32, StateDType: ssm.F32}, rapid.Uint64().Draw(t, "seed")).Rounded()
 		m := newMangler(t)
-		var got *ssd.StepOutput
+		var got *mamba2.StepOutput
 		if !m.nothing() {
-			want, _ := ssd.Decode(s)
-			got = &ssd.StepOutput{Y: m.array(want.Y), State: m.array(want.State)}
+			want, _ := mamba2.Decode(s)
+			got = &mamba2.StepOutput{Y: m.array(want.Y), State: m.array(want.State)}
 		}
 		noPanic(t, "SSDStep", SSDStep(s, got))
 	})

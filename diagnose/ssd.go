@@ -7,32 +7,32 @@ import (
 	"strings"
 
 	"ssmverify/judge"
+	"ssmverify/mamba2"
 	"ssmverify/report"
-	"ssmverify/ssd"
 	"ssmverify/ssm"
 )
 
 // SSDRunner runs a Mamba-2 kernel's prefill (nil when the diagnosis may
 // not call the kernel again).
-type SSDRunner func(p *ssd.Problem) (*ssd.Output, error)
+type SSDRunner func(p *mamba2.Problem) (*mamba2.Output, error)
 
 // ssdFeature is a feature of a prefill problem that the diagnosis can
 // switch off, and what switching it off leaves.
 type ssdFeature struct {
 	name string
-	on   func(p *ssd.Problem) bool
-	off  func(p *ssd.Problem)
+	on   func(p *mamba2.Problem) bool
+	off  func(p *mamba2.Problem)
 }
 
 var ssdFeatures = []ssdFeature{
-	{"initial_states", func(p *ssd.Problem) bool { return p.InitialStates != nil }, func(p *ssd.Problem) { p.InitialStates = nil }},
-	{"cu_seqlens", func(p *ssd.Problem) bool { return p.CuSeqlens != nil }, func(p *ssd.Problem) { p.CuSeqlens = nil }},
-	{"D", func(p *ssd.Problem) bool { return p.D != nil }, func(p *ssd.Problem) { p.D = nil }},
-	{"z", func(p *ssd.Problem) bool { return p.Z != nil }, func(p *ssd.Problem) { p.Z = nil }},
-	{"dt_bias", func(p *ssd.Problem) bool { return p.DtBias != nil }, func(p *ssd.Problem) { p.DtBias = nil }},
-	{"softplus", func(p *ssd.Problem) bool { return p.Softplus }, func(p *ssd.Problem) { p.Softplus = false }},
-	{"dt_limit", func(p *ssd.Problem) bool { return !p.DefaultLimits() }, func(p *ssd.Problem) { p.DtMin, p.DtMax = 0, 0 }},
-	{"groups", func(p *ssd.Problem) bool { return p.Groups > 1 }, func(p *ssd.Problem) {
+	{"initial_states", func(p *mamba2.Problem) bool { return p.InitialStates != nil }, func(p *mamba2.Problem) { p.InitialStates = nil }},
+	{"cu_seqlens", func(p *mamba2.Problem) bool { return p.CuSeqlens != nil }, func(p *mamba2.Problem) { p.CuSeqlens = nil }},
+	{"D", func(p *mamba2.Problem) bool { return p.D != nil }, func(p *mamba2.Problem) { p.D = nil }},
+	{"z", func(p *mamba2.Problem) bool { return p.Z != nil }, func(p *mamba2.Problem) { p.Z = nil }},
+	{"dt_bias", func(p *mamba2.Problem) bool { return p.DtBias != nil }, func(p *mamba2.Problem) { p.DtBias = nil }},
+	{"softplus", func(p *mamba2.Problem) bool { return p.Softplus }, func(p *mamba2.Problem) { p.Softplus = false }},
+	{"dt_limit", func(p *mamba2.Problem) bool { return !p.DefaultLimits() }, func(p *mamba2.Problem) { p.DtMin, p.DtMax = 0, 0 }},
+	{"groups", func(p *mamba2.Problem) bool { return p.Groups > 1 }, func(p *mamba2.Problem) {
 		// every head reads group 0's B and C
 		G, N := p.Groups, p.Dstate
 		rows := p.Batch * p.Seqlen
@@ -45,14 +45,14 @@ var ssdFeatures = []ssdFeature{
 	}},
 }
 
-// prefillSlips returns the slips of the catalogue (ssd.Slips) the kernel's
+// prefillSlips returns the slips of the catalogue (mamba2.Slips) the kernel's
 // prefill matches: the first that fit alone — formulas before precisions —
 // else the pairs that fit together (a slip applied to the problem, then
 // another), a formula with a formula before a formula with a precision.
 // A pair is one Slip whose tag joins both ("dt:no-bias+narrow:tf32").
-func prefillSlips(p *ssd.Problem, got *ssd.Output) []ssd.Slip {
-	all := ssd.Slips()
-	fit := func(q *ssd.Problem, s ssd.Slip) bool {
+func prefillSlips(p *mamba2.Problem, got *mamba2.Output) []mamba2.Slip {
+	all := mamba2.Slips()
+	fit := func(q *mamba2.Problem, s mamba2.Slip) bool {
 		if s.Prefill == nil {
 			return false
 		}
@@ -63,7 +63,7 @@ func prefillSlips(p *ssd.Problem, got *ssd.Output) []ssd.Slip {
 		ok := ssdPasses(judge.PrefillArrays(q, got, alt, asc))
 		return ok && onGrid(s.Tag, got.FinalStates)
 	}
-	return searchSlips(all, func(s ssd.Slip) bool { return fit(p, s) }, func(a, b ssd.Slip) bool {
+	return searchSlips(all, func(s mamba2.Slip) bool { return fit(p, s) }, func(a, b mamba2.Slip) bool {
 		if a.Apply == nil {
 			return false
 		}
@@ -73,9 +73,9 @@ func prefillSlips(p *ssd.Problem, got *ssd.Output) []ssd.Slip {
 }
 
 // stepSlips is prefillSlips for a decode step.
-func stepSlips(s *ssd.Step, got *ssd.StepOutput) []ssd.Slip {
-	all := ssd.Slips()
-	fit := func(q *ssd.Step, sl ssd.Slip) bool {
+func stepSlips(s *mamba2.Step, got *mamba2.StepOutput) []mamba2.Slip {
+	all := mamba2.Slips()
+	fit := func(q *mamba2.Step, sl mamba2.Slip) bool {
 		if sl.Step == nil {
 			return false
 		}
@@ -86,7 +86,7 @@ func stepSlips(s *ssd.Step, got *ssd.StepOutput) []ssd.Slip {
 		ok := ssdPasses(judge.StepArrays(q, got, alt, asc))
 		return ok && onGrid(sl.Tag, updated(s, got.State))
 	}
-	return searchSlips(all, func(sl ssd.Slip) bool { return fit(s, sl) }, func(a, b ssd.Slip) bool {
+	return searchSlips(all, func(sl mamba2.Slip) bool { return fit(s, sl) }, func(a, b mamba2.Slip) bool {
 		if a.ApplyStep == nil {
 			return false
 		}
@@ -95,9 +95,9 @@ func stepSlips(s *ssd.Step, got *ssd.StepOutput) []ssd.Slip {
 	})
 }
 
-func searchSlips(all []ssd.Slip, single func(ssd.Slip) bool, pair func(a, b ssd.Slip) bool) []ssd.Slip {
+func searchSlips(all []mamba2.Slip, single func(mamba2.Slip) bool, pair func(a, b mamba2.Slip) bool) []mamba2.Slip {
 	for _, precision := range []bool{false, true} {
-		var fits []ssd.Slip
+		var fits []mamba2.Slip
 		for _, s := range all {
 			if s.Precision == precision && single(s) {
 				fits = append(fits, s)
@@ -108,7 +108,7 @@ func searchSlips(all []ssd.Slip, single func(ssd.Slip) bool, pair func(a, b ssd.
 		}
 	}
 	for _, withPrecision := range []bool{false, true} {
-		var fits []ssd.Slip
+		var fits []mamba2.Slip
 		for i, a := range all {
 			for j, b := range all {
 				if i == j || a.Precision || b.Precision != withPrecision || (!withPrecision && j < i && a.Apply != nil && b.Apply != nil) {
@@ -116,7 +116,7 @@ func searchSlips(all []ssd.Slip, single func(ssd.Slip) bool, pair func(a, b ssd.
 				}
 				if pair(a, b) || pair(b, a) {
 					first, second := a, b
-					fits = append(fits, ssd.Slip{Tag: first.Tag + "+" + second.Tag, Cause: first.Cause + "; and " + second.Cause})
+					fits = append(fits, mamba2.Slip{Tag: first.Tag + "+" + second.Tag, Cause: first.Cause + "; and " + second.Cause})
 				}
 			}
 		}
@@ -175,17 +175,17 @@ func allPass(ratios []float64, th float64) bool {
 }
 
 // SSDPrefill diagnoses a prefill that failed: which slip of the catalogue
-// (ssd.Slips) the kernel's result matches within the error model, which
+// (mamba2.Slips) the kernel's result matches within the error model, which
 // features the failure needs (switched off one at a time, with run), and
 // where it shows — which arrays, from which step, relative to the chunks
 // and the sequences, in which heads.
-func SSDPrefill(p *ssd.Problem, got *ssd.Output, run SSDRunner) (f report.Finding) {
+func SSDPrefill(p *mamba2.Problem, got *mamba2.Output, run SSDRunner) (f report.Finding) {
 	defer contained(&f, "diagnose.SSDPrefill", p.Shape)
 	return diagnoseSSDPrefill(p, got, run)
 }
 
-func diagnoseSSDPrefill(p *ssd.Problem, got *ssd.Output, run SSDRunner) report.Finding {
-	want, sc := ssd.Prefill(p)
+func diagnoseSSDPrefill(p *mamba2.Problem, got *mamba2.Output, run SSDRunner) report.Finding {
+	want, sc := mamba2.Prefill(p)
 	arrays := judge.PrefillArrays(p, got, want, sc)
 	if e := ssdShape(arrays); e != nil {
 		return shapeFinding(e)
@@ -218,7 +218,7 @@ func diagnoseSSDPrefill(p *ssd.Problem, got *ssd.Output, run SSDRunner) report.F
 			if err != nil {
 				continue
 			}
-			w, s := ssd.Prefill(&q)
+			w, s := mamba2.Prefill(&q)
 			if ssdPasses(judge.PrefillArrays(&q, o, w, s)) {
 				f.Needs = append(f.Needs, ft.name)
 			}
@@ -232,13 +232,13 @@ func diagnoseSSDPrefill(p *ssd.Problem, got *ssd.Output, run SSDRunner) report.F
 }
 
 // SSDStep diagnoses a decode step that failed, as SSDPrefill does.
-func SSDStep(s *ssd.Step, got *ssd.StepOutput) (f report.Finding) {
+func SSDStep(s *mamba2.Step, got *mamba2.StepOutput) (f report.Finding) {
 	defer contained(&f, "diagnose.SSDStep", func() string { return stepShape(s) })
 	return diagnoseSSDStep(s, got)
 }
 
-func diagnoseSSDStep(s *ssd.Step, got *ssd.StepOutput) report.Finding {
-	want, sc := ssd.Decode(s)
+func diagnoseSSDStep(s *mamba2.Step, got *mamba2.StepOutput) report.Finding {
+	want, sc := mamba2.Decode(s)
 	arrays := judge.StepArrays(s, got, want, sc)
 	if e := ssdShape(arrays); e != nil {
 		return shapeFinding(e)
@@ -265,7 +265,7 @@ func diagnoseSSDStep(s *ssd.Step, got *ssd.StepOutput) report.Finding {
 }
 
 // updated returns the states of the slots the step's rows update.
-func updated(s *ssd.Step, state []float64) []float64 {
+func updated(s *mamba2.Step, state []float64) []float64 {
 	per := s.Heads * s.Headdim * s.Dstate
 	var out []float64
 	for b := 0; b < s.Batch; b++ {
@@ -276,7 +276,7 @@ func updated(s *ssd.Step, state []float64) []float64 {
 	return out
 }
 
-func untouchedWritten(s *ssd.Step, got *ssd.StepOutput) string {
+func untouchedWritten(s *mamba2.Step, got *mamba2.StepOutput) string {
 	per := s.Heads * s.Headdim * s.Dstate
 	used := map[int]bool{}
 	for b := 0; b < s.Batch; b++ {
@@ -303,7 +303,7 @@ func untouchedWritten(s *ssd.Step, got *ssd.StepOutput) string {
 // ssdWhere locates the failing elements of a prefill: per array, the
 // first failing step, whether it is a chunk's or a sequence's first, and
 // the failing heads.
-func ssdWhere(p *ssd.Problem, ratios map[string][]float64, th float64) string {
+func ssdWhere(p *mamba2.Problem, ratios map[string][]float64, th float64) string {
 	var parts []string
 	H, P := p.Heads, p.Headdim
 	if rs := ratios["y"]; rs != nil {

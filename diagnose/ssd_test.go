@@ -5,20 +5,20 @@ import (
 	"strings"
 	"testing"
 
+	"ssmverify/mamba2"
 	"ssmverify/mamba3"
-	"ssmverify/ssd"
 	"ssmverify/ssm"
 )
 
-func ssdProblem(mod func(o *ssd.Options)) *ssd.Problem {
-	o := ssd.Options{Batch: 2, Seqlen: 90, Heads: 4, Headdim: 3, Groups: 2, Dstate: 4, Chunk: 32, D: true, Z: true, DtBias: true, Softplus: true,
+func ssdProblem(mod func(o *mamba2.Options)) *mamba2.Problem {
+	o := mamba2.Options{Batch: 2, Seqlen: 90, Heads: 4, Headdim: 3, Groups: 2, Dstate: 4, Chunk: 32, D: true, Z: true, DtBias: true, Softplus: true,
 		InitialStates: true, DType: ssm.F32, StateDType: ssm.F32}
 	mod(&o)
-	return ssd.Generate(o, 5).Rounded()
+	return mamba2.Generate(o, 5).Rounded()
 }
 
-func slipByTag(tag string) ssd.Slip {
-	for _, s := range ssd.Slips() {
+func slipByTag(tag string) mamba2.Slip {
+	for _, s := range mamba2.Slips() {
 		if s.Tag == tag {
 			return s
 		}
@@ -31,17 +31,17 @@ func slipByTag(tag string) ssd.Slip {
 func TestSSDPrefillNamesEachSlip(t *testing.T) {
 	for _, c := range []struct {
 		tag string
-		mod func(o *ssd.Options)
+		mod func(o *mamba2.Options)
 	}{
-		{"init-state:dropped", func(o *ssd.Options) {}},
-		{"varlen:no-reset", func(o *ssd.Options) { o.Batch, o.CuSeqlens = 1, []int{0, 30, 31, 90} }},
-		{"varlen:seq-states-no-init", func(o *ssd.Options) { o.Batch, o.CuSeqlens = 1, []int{0, 20, 90} }},
-		{"groups:repeat", func(o *ssd.Options) {}},
-		{"dt:no-bias", func(o *ssd.Options) {}},
-		{"dt:no-softplus", func(o *ssd.Options) {}},
-		{"no-D", func(o *ssd.Options) {}},
-		{"no-z", func(o *ssd.Options) {}},
-		{"narrow:state-bf16", func(o *ssd.Options) { o.Z = false }},
+		{"init-state:dropped", func(o *mamba2.Options) {}},
+		{"varlen:no-reset", func(o *mamba2.Options) { o.Batch, o.CuSeqlens = 1, []int{0, 30, 31, 90} }},
+		{"varlen:seq-states-no-init", func(o *mamba2.Options) { o.Batch, o.CuSeqlens = 1, []int{0, 20, 90} }},
+		{"groups:repeat", func(o *mamba2.Options) {}},
+		{"dt:no-bias", func(o *mamba2.Options) {}},
+		{"dt:no-softplus", func(o *mamba2.Options) {}},
+		{"no-D", func(o *mamba2.Options) {}},
+		{"no-z", func(o *mamba2.Options) {}},
+		{"narrow:state-bf16", func(o *mamba2.Options) { o.Z = false }},
 	} {
 		p := ssdProblem(c.mod)
 		got, _ := slipByTag(c.tag).Prefill(p)
@@ -55,7 +55,7 @@ func TestSSDPrefillNamesEachSlip(t *testing.T) {
 // TestSSDPrefillNamesTwoSlips: two slips at once are named together, the
 // formula before the precision.
 func TestSSDPrefillNamesTwoSlips(t *testing.T) {
-	p := ssdProblem(func(o *ssd.Options) {})
+	p := ssdProblem(func(o *mamba2.Options) {})
 	q := *p
 	slipByTag("dt:no-bias").Apply(&q)
 	got, _ := slipByTag("no-D").Prefill(&q)
@@ -67,7 +67,7 @@ func TestSSDPrefillNamesTwoSlips(t *testing.T) {
 
 // TestSSDStepNamesEachSlip is the same for the decode step.
 func TestSSDStepNamesEachSlip(t *testing.T) {
-	s := ssd.GenerateStep(ssd.StepOptions{Batch: 2, Slots: 3, Heads: 4, Headdim: 3, Groups: 2, Dstate: 4, D: true, Z: true, DtBias: true, Softplus: true,
+	s := mamba2.GenerateStep(mamba2.StepOptions{Batch: 2, Slots: 3, Heads: 4, Headdim: 3, Groups: 2, Dstate: 4, D: true, Z: true, DtBias: true, Softplus: true,
 		DType: ssm.F32, StateDType: ssm.F32}, 6).Rounded()
 	for _, tag := range []string{"groups:repeat", "dt:no-bias", "dt:no-softplus", "no-D", "no-z", "decode:state-not-written", "narrow:state-bf16"} {
 		got, _ := slipByTag(tag).Step(s)
@@ -77,7 +77,7 @@ func TestSSDStepNamesEachSlip(t *testing.T) {
 	}
 	// a padding row's slot written
 	s.Indices = []int{2, -1}
-	got, _ := ssd.Decode(s)
+	got, _ := mamba2.Decode(s)
 	got.State[1*4*3*4] = 7
 	if f := SSDStep(s, got); f.Tag != "decode:padding-written" {
 		t.Errorf("padding slot written: diagnosis [%s] %s", f.Tag, f)

@@ -6,9 +6,8 @@ import (
 	"math"
 
 	"ssmverify/cudalib"
-	"ssmverify/gen"
 	"ssmverify/judge"
-	"ssmverify/reference"
+	"ssmverify/mamba1"
 	"ssmverify/ssm"
 )
 
@@ -19,7 +18,7 @@ import (
 func BackwardCotangent(p *ssm.Problem, data []byte, withLast bool) *ssm.Cotangent {
 	h := fnv.New64a()
 	h.Write(data)
-	return gen.NewCotangent(p, h.Sum64(), withLast)
+	return mamba1.NewCotangent(p, h.Sum64(), withLast)
 }
 
 // CheckBackward runs ssmk_scan_bwd on p in dtype dt (F32 or F64; other
@@ -71,11 +70,11 @@ func CheckBackward(lib *cudalib.Library, p *ssm.Problem, ct *ssm.Cotangent, dt s
 	if f.err() != nil || !Judgeable(p, ct, dt) {
 		return f.err()
 	}
-	want, err := reference.ScanGrad(p, ct, true)
+	want, err := mamba1.ScanGrad(p, ct, true)
 	if err != nil {
 		return err
 	}
-	sc, err := reference.GradErrorScale(p, ct, true, dt.Precision())
+	sc, err := mamba1.GradErrorScale(p, ct, true, dt.Precision())
 	if err != nil {
 		return err
 	}
@@ -115,15 +114,15 @@ func Judgeable(p *ssm.Problem, ct *ssm.Cotangent, dt ssm.DType) bool {
 	if !ok(p.U, p.Delta, p.A, p.B, p.C, p.D, p.Z, p.DeltaBias, p.InitialState, ct.Out, ct.LastState) {
 		return false
 	}
-	fs, err := reference.ErrorScaleIn(p, dt.Precision())
+	fs, err := mamba1.ErrorScaleIn(p, dt.Precision())
 	if err != nil || !ok(fs.Out, fs.LastState, fs.MagOut, fs.MagState, fs.PathMagOut, fs.PathMagState, fs.DecayOut, fs.DecayState) {
 		return false
 	}
-	g, err := reference.ScanGrad(p, ct, true)
+	g, err := mamba1.ScanGrad(p, ct, true)
 	if err != nil {
 		return false
 	}
-	gs, err := reference.GradErrorScale(p, ct, true, dt.Precision())
+	gs, err := mamba1.GradErrorScale(p, ct, true, dt.Precision())
 	if err != nil || !(gs.Peak <= limit) {
 		return false
 	}

@@ -12,7 +12,7 @@ import (
 	"ssmverify/cudalib"
 	"ssmverify/diagnose"
 	"ssmverify/judge"
-	"ssmverify/reference"
+	"ssmverify/mamba1"
 	"ssmverify/ssm"
 )
 
@@ -98,9 +98,9 @@ func CheckDiscretize(lib *cudalib.Library, in DiscretizeInput) error {
 	kab, kbc := ab.Float64s(), bc.Float64s()
 	for i := 0; i < n; i++ {
 		d, av := in.element(i)
-		wa, wb := reference.DiscretizeAt(m, ssm.Float64, in.IsComplex, d, av)
-		sa, sb := reference.DiscretizeAt(m, prec, in.IsComplex, d, av)
-		scA, scB := reference.DiscretizeScale(m, d, av, in.IsComplex)
+		wa, wb := mamba1.DiscretizeAt(m, ssm.Float64, in.IsComplex, d, av)
+		sa, sb := mamba1.DiscretizeAt(m, prec, in.IsComplex, d, av)
+		scA, scB := mamba1.DiscretizeScale(m, d, av, in.IsComplex)
 		var ga, gb complex128
 		if in.IsComplex {
 			ga, gb = complex(kab[2*i], kab[2*i+1]), complex(kbc[2*i], kbc[2*i+1])
@@ -239,7 +239,7 @@ func finiteInputs(p *ssm.Problem) bool {
 // state gs against the references of ref (p itself, or p as zoh where the
 // library declares complex A's fallback), adding what it finds to f.
 func judgeScan(f *Failure, p, ref *ssm.Problem, dt ssm.DType, got, gs []float64, pol judge.Policy) error {
-	exact, err := reference.Scan(ref, ssm.Float64)
+	exact, err := mamba1.Scan(ref, ssm.Float64)
 	if err != nil {
 		return err
 	}
@@ -248,11 +248,11 @@ func judgeScan(f *Failure, p, ref *ssm.Problem, dt ssm.DType, got, gs []float64,
 	if err := unboundRows(ref, exact, reached, stateBad); err != nil {
 		return err
 	}
-	inDtype, err := reference.Scan(ref, natural(dt))
+	inDtype, err := mamba1.Scan(ref, natural(dt))
 	if err != nil {
 		return err
 	}
-	sc, err := reference.ErrorScaleIn(ref, natural(dt))
+	sc, err := mamba1.ErrorScaleIn(ref, natural(dt))
 	if err != nil {
 		return err
 	}
@@ -266,7 +266,7 @@ func judgeScan(f *Failure, p, ref *ssm.Problem, dt ssm.DType, got, gs []float64,
 	max := prec.Largest()
 	// A state within its error bound of the range on the way to an element:
 	// a kernel's rounding may carry it over, as rule 1b says of the element
-	// itself (reference.Scale's PathMagOut).
+	// itself (mamba1.Scale's PathMagOut).
 	margin := judge.Margin(dt)
 	edge := func(mag, scale float64) bool { return mag+margin*scale >= max }
 	overflowed := make([]bool, p.Batch*p.Dim)
@@ -297,7 +297,7 @@ func judgeScan(f *Failure, p, ref *ssm.Problem, dt ssm.DType, got, gs []float64,
 	// the finite 8.7e306): such an element is not judged.
 	unjudged := func(magnitude float64, bad bool) bool { return !bad && math.IsInf(magnitude, 1) }
 	// A time-parallel scan's products of Ā may flush below η, losing part of
-	// an element's decayed terms: min(η·Peak, Reach) more (reference.Scale's
+	// an element's decayed terms: min(η·Peak, Reach) more (mamba1.Scale's
 	// PeakOut, ReachOut), in units of η.
 	eta := prec.Tiny()
 	tiny := func(t, peak, reach float64) float64 { return t + math.Min(peak, reach/eta) }
@@ -456,7 +456,7 @@ func firstNonFiniteState(p *ssm.Problem) []int {
 			row := b*p.Dim + d
 			steps := p.Seqlen
 			for t := 0; t < p.Seqlen && steps == p.Seqlen; t++ {
-				if i := row*p.Seqlen + t; nonFinite(p.U[i]) || nonFinite(reference.StepDelta(p, i)) {
+				if i := row*p.Seqlen + t; nonFinite(p.U[i]) || nonFinite(mamba1.StepDelta(p, i)) {
 					steps = t
 				}
 			}
@@ -488,7 +488,7 @@ func nonFinite(x float64) bool { return judge.ClassOf(x) != judge.Finite }
 // unboundRows replaces, in the float64 reference, every (batch, dim) row
 // whose recurrence went non-finite on finite inputs (an output no
 // non-finite input reaches, a state whose own inputs are finite: stateBad) with
-// its evaluation of unbounded exponent range (reference.ScanRowUnbounded):
+// its evaluation of unbounded exponent range (mamba1.ScanRowUnbounded):
 // there a state overflowed float64 and a later Ā of 0 met it as ∞·0 = NaN,
 // while the value the kernel should compute is finite, and a time-parallel
 // kernel, forming the product of the Ā first, computes it (FuzzScan on the
@@ -508,7 +508,7 @@ func unboundRows(p *ssm.Problem, exact *ssm.Output, reached []bool, stateBad []i
 		if !overflowed {
 			continue
 		}
-		out, state, err := reference.ScanRowUnbounded(p, row/p.Dim, row%p.Dim)
+		out, state, err := mamba1.ScanRowUnbounded(p, row/p.Dim, row%p.Dim)
 		if err != nil {
 			return err
 		}
@@ -536,7 +536,7 @@ func firstXOverflow(p *ssm.Problem, max float64) []int {
 			row := b*p.Dim + d
 			first[row] = p.Seqlen
 			for t := 0; t < p.Seqlen && first[row] == p.Seqlen; t++ {
-				dt := reference.StepDelta(p, row*p.Seqlen+t)
+				dt := mamba1.StepDelta(p, row*p.Seqlen+t)
 				for _, a := range p.A[d*p.Dstate*cw : (d+1)*p.Dstate*cw] {
 					x := dt * a
 					if !math.IsInf(dt, 0) && !math.IsInf(a, 0) && math.Abs(x) > max {

@@ -8,9 +8,8 @@ import (
 	"testing"
 
 	"ssmverify/cudalib"
-	"ssmverify/gen"
 	"ssmverify/judge"
-	"ssmverify/reference"
+	"ssmverify/mamba1"
 	"ssmverify/ssm"
 )
 
@@ -72,7 +71,7 @@ func TestJudgeScanAfterStateOverflow(t *testing.T) {
 // to 0 in float32, and so returns 0 for the later steps, where the
 // sequential recurrence keeps 5e-29 (FuzzScan on the H200, foh, corpus
 // entry 4a8c36b616e4b2ef: 1.3e-43 for −4.7e-29). The policy accepts both
-// (reference.Scale's PeakOut and ReachOut); a value 200 times the decayed
+// (mamba1.Scale's PeakOut and ReachOut); a value 200 times the decayed
 // state is still wrong, and so is a flushed early step, whose products are
 // normal.
 func TestJudgeScanFlushedDecay(t *testing.T) {
@@ -88,7 +87,7 @@ func TestJudgeScanFlushedDecay(t *testing.T) {
 		p.B, p.C = append(p.B, 1), append(p.C, 1)
 	}
 	p.RoundToFloat32()
-	exact, err := reference.Scan(p, ssm.Float64)
+	exact, err := mamba1.Scan(p, ssm.Float64)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +128,7 @@ func TestJudgeScanFlushedDecay(t *testing.T) {
 // on through step 1 (Δ = 1/3, Ā = 1/2), where the exact state is
 // FLT_MAX/2 (FuzzScan on the H200, corpus entry 2e51a3c231d0bf7a:
 // last_state −Inf for −1.76e38). MagOut and MagState bound only the last
-// step's terms; reference.Scale's PathMag says that a state on the way was
+// step's terms; mamba1.Scale's PathMag says that a state on the way was
 // at the edge. Both answers are accepted; a wrong finite value is not.
 func TestJudgeScanStateAtTheEdge(t *testing.T) {
 	p := &ssm.Problem{Batch: 1, Dim: 1, Seqlen: 2, Dstate: 1, Groups: 1, Method: ssm.Bilinear,
@@ -137,7 +136,7 @@ func TestJudgeScanStateAtTheEdge(t *testing.T) {
 		U: []float64{-1, 1e-30}, Delta: []float64{4.3e24, 1.0 / 3}, A: []float64{-2},
 		B: []float64{-math.MaxFloat32, 1}, C: []float64{1, 1}}
 	p.RoundToFloat32()
-	f32, err := reference.Scan(p, ssm.Float32)
+	f32, err := mamba1.Scan(p, ssm.Float32)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +177,7 @@ func TestJudgeScanStateReadsItsOwnInputs(t *testing.T) {
 		VariableB: true, VariableC: true,
 		U: []float64{1e300, 0, 0}, Delta: []float64{1, 1, -20}, A: []float64{math.Inf(1), 20},
 		B: []float64{1, 1, 1, 1, 1, 1}, C: []float64{1, 1, 1, 1, 1, 1}}
-	exact, err := reference.Scan(p, ssm.Float64)
+	exact, err := mamba1.Scan(p, ssm.Float64)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,7 +213,7 @@ func TestJudgeScanOwnStepInputs(t *testing.T) {
 		VariableB: true, VariableC: true,
 		U: []float64{1e300, 0, 0, math.NaN()}, Delta: []float64{1, 1, -20, 1}, A: []float64{20},
 		B: []float64{1, 1, 1, 1}, C: []float64{1, 1, 1, 1}, Z: []float64{math.Inf(1), 1, 1, 1}}
-	exact, err := reference.Scan(p, ssm.Float64)
+	exact, err := mamba1.Scan(p, ssm.Float64)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,11 +252,11 @@ func TestJudgeScanSoftplusOfMinusInf(t *testing.T) {
 		VariableB: true, VariableC: true, Softplus: true,
 		U: []float64{1, 1, 1e308, 1.3e308, 0}, Delta: []float64{math.Inf(-1), 1, 1, 1, 20}, A: []float64{-1},
 		B: []float64{1, 1, 1, 1, 1}, C: []float64{1, 1, 1, 1, 1}}
-	exact, err := reference.Scan(p, ssm.Float64)
+	exact, err := mamba1.Scan(p, ssm.Float64)
 	if err != nil {
 		t.Fatal(err)
 	}
-	unbounded, _, err := reference.ScanRowUnbounded(p, 0, 0)
+	unbounded, _, err := mamba1.ScanRowUnbounded(p, 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -292,7 +291,7 @@ func TestJudgeScanSoftplusOfMinusInf(t *testing.T) {
 // TestDiagnoseFuzzNonFinite: a failure that needs its input's NaN is said
 // to, rather than diagnosed on the error model's terms.
 func TestDiagnoseFuzzNonFinite(t *testing.T) {
-	p := gen.New(gen.Spec{Batch: 1, Dim: 2, Seqlen: 5, Dstate: 2, Groups: 1, Method: ssm.ZOH, Dist: gen.Realistic}, 1)
+	p := mamba1.Generate(mamba1.Spec{Batch: 1, Dim: 2, Seqlen: 5, Dstate: 2, Groups: 1, Method: ssm.ZOH, Dist: mamba1.Realistic}, 1)
 	p.U[3] = math.NaN()
 	if got := diagnoseFuzz(lib, p, ssm.F64); !strings.Contains(got, "needs the input's NaN") {
 		t.Fatalf("diagnoseFuzz = %q", got)

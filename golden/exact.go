@@ -10,7 +10,7 @@ import (
 )
 
 // The golden outputs come from a derivation that shares no code with
-// package reference: the ABI's scan (cudalib/include/ssmk.h) evaluated in
+// package mamba1: the ABI's scan (cudalib/include/ssmk.h) evaluated in
 // 256-bit binary floating point with math/big, from the float64 inputs
 // taken as exact, with its own exp, log, sin and cos by series, rounded to
 // float64 once at the end. Its error is far below float64's last place, so

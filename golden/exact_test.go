@@ -5,8 +5,8 @@ import (
 	"math/big"
 	"testing"
 
-	"ssmverify/gen"
 	"ssmverify/judge"
+	"ssmverify/mamba1"
 	"ssmverify/ssm"
 )
 
@@ -98,8 +98,8 @@ func TestExactMethods(t *testing.T) {
 // (the first's last state passed on) with itself in one.
 func TestExactScanInitialState(t *testing.T) {
 	for _, isComplex := range []bool{false, true} {
-		p := gen.New(gen.Spec{Batch: 1, Dim: 2, Seqlen: 9, Dstate: 3, Groups: 1, Method: ssm.RK4, Complex: isComplex, HasD: true, Dist: gen.Realistic}, 3)
-		gen.SetInitialState(p, 4)
+		p := mamba1.Generate(mamba1.Spec{Batch: 1, Dim: 2, Seqlen: 9, Dstate: 3, Groups: 1, Method: ssm.RK4, Complex: isComplex, HasD: true, Dist: mamba1.Realistic}, 3)
+		mamba1.SetInitialState(p, 4)
 		whole, err := ExactScan(p)
 		if err != nil {
 			t.Fatal(err)
@@ -138,11 +138,11 @@ func TestExactScanInitialState(t *testing.T) {
 func TestExactGradMatchesDifferences(t *testing.T) {
 	for _, m := range ssm.Methods() {
 		for _, isComplex := range []bool{false, true} {
-			s := gen.MambaBlock(m, 1, 2, 5, 2)
+			s := mamba1.MambaBlock(m, 1, 2, 5, 2)
 			s.Complex = isComplex
-			p := gen.New(s, 3)
-			gen.SetInitialState(p, 3)
-			ct := gen.NewCotangent(p, 3, true)
+			p := mamba1.Generate(s, 3)
+			mamba1.SetInitialState(p, 3)
+			ct := mamba1.NewCotangent(p, 3, true)
 			g, err := ExactGrad(p, ct, true)
 			if err != nil {
 				t.Fatal(err)

@@ -14,11 +14,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"ssmverify/judge"
-	"ssmverify/reference"
+	"ssmverify/mamba1"
 	"ssmverify/ssm"
 )
 
-var update = flag.Bool("update", false, "regenerate golden/ from gen.New and the exact scan (ExactScan)")
+var update = flag.Bool("update", false, "regenerate golden/ from mamba1.Generate and the exact scan (ExactScan)")
 
 func TestMain(m *testing.M) {
 	flag.Parse()
@@ -49,7 +49,7 @@ func TestGoldenReferenceReproduces(t *testing.T) {
 	for _, c := range man.Cases {
 		p, want, err := c.Problem(".")
 		require.NoError(t, err)
-		got, err := reference.Scan(p, ssm.Float64)
+		got, err := mamba1.Scan(p, ssm.Float64)
 		require.NoError(t, err)
 		cmp, err := judge.CompareScan(p, &ssm.Output{Out: got.Out, LastState: got.LastState}, ssm.F64, want, nil)
 		require.NoError(t, err)
@@ -132,7 +132,7 @@ func TestGoldenNarrowCases(t *testing.T) {
 }
 
 // TestGoldenInputsRegenerate: the inputs of every generated case are
-// gen.New's for the manifest's spec and seed, to the bit: a change to the
+// mamba1.Generate's for the manifest's spec and seed, to the bit: a change to the
 // generators is a visible regeneration of the golden files.
 func TestGoldenInputsRegenerate(t *testing.T) {
 	man, err := Load(".")
@@ -324,7 +324,7 @@ func TestNumPyRecomputes(t *testing.T) {
 }
 
 // TestGoldenGradientsExact: the golden gradients are ExactGrad's to the
-// bit, and the float64 reference's adjoint (reference.ScanGrad) reproduces
+// bit, and the float64 reference's adjoint (mamba1.ScanGrad) reproduces
 // them within the backward's error model: a slip in the reference's
 // adjoint fails here, against a derivation that shares no code with it.
 func TestGoldenGradientsExact(t *testing.T) {
@@ -346,9 +346,9 @@ func TestGoldenGradientsExact(t *testing.T) {
 		exact, err := ExactGrad(p, ct, false)
 		require.NoError(t, err)
 		require.Equal(t, exact, want, "%s: the files are not ExactGrad's: regenerate (go test ./golden -update)", c.Name)
-		got, err := reference.ScanGrad(p, ct, false)
+		got, err := mamba1.ScanGrad(p, ct, false)
 		require.NoError(t, err)
-		sc, err := reference.GradErrorScale(p, ct, false, ssm.Float64)
+		sc, err := mamba1.GradErrorScale(p, ct, false, ssm.Float64)
 		require.NoError(t, err)
 		if cmp := judge.CompareGrads(p, got, ssm.F64, want, sc); !cmp.Passed(ssm.F64) {
 			t.Errorf("%s: the reference's gradients are off the exact adjoint: worst %s", c.Name, cmp.Worst())

@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 
-	"ssmverify/gen"
+	"ssmverify/mamba1"
 	"ssmverify/ssm"
 )
 
@@ -62,11 +62,11 @@ type File struct {
 	Encoding string `json:"encoding,omitempty"`
 }
 
-// Entry is a golden case before generation: a name, a gen.Spec and a seed,
+// Entry is a golden case before generation: a name, a mamba1.Spec and a seed,
 // or, for a case found by the fuzzers, Build, which returns its problem.
 type Entry struct {
 	Name  string
-	Spec  gen.Spec
+	Spec  mamba1.Spec
 	Seed  uint64
 	Build func() *ssm.Problem
 	// DType, for a mixed-precision case (F16, BF16): the problem's inputs
@@ -88,7 +88,7 @@ func (e Entry) problem() (*ssm.Problem, string) {
 	if e.Build != nil {
 		p = e.Build()
 	} else {
-		p, dist = gen.New(e.Spec, e.Seed), e.Spec.Dist.String()
+		p, dist = mamba1.Generate(e.Spec, e.Seed), e.Spec.Dist.String()
 	}
 	if e.DType.Narrow() {
 		p.RoundTo(e.DType)
@@ -105,11 +105,11 @@ func narrowEntries() []Entry {
 	var out []Entry
 	for _, dt := range ssm.NarrowDTypes() {
 		for _, m := range ssm.Methods() {
-			s := gen.MambaBlock(m, 2, 4, 24, 5)
+			s := mamba1.MambaBlock(m, 2, 4, 24, 5)
 			out = append(out, Entry{Name: fmt.Sprintf("%v-real-mamba-%v", m, dt), Spec: s, Seed: uint64(700 + 10*int(m) + int(dt)), DType: dt,
 				Grads: true, DoutOnly: true})
 		}
-		s := gen.MambaBlock(ssm.ZOH, 2, 4, 24, 5)
+		s := mamba1.MambaBlock(ssm.ZOH, 2, 4, 24, 5)
 		s.Complex = true
 		out = append(out, Entry{Name: fmt.Sprintf("zoh-complex-mamba-%v", dt), Spec: s, Seed: uint64(790 + int(dt)), DType: dt,
 			Grads: true, DoutOnly: true})
@@ -163,12 +163,12 @@ func Entries() []Entry {
 			kind := ssm.AKind(isComplex)
 			sets := []struct {
 				name string
-				s    gen.Spec
+				s    mamba1.Spec
 			}{
-				{"plain", gen.Spec{Batch: 1, Dim: 3, Seqlen: 17, Dstate: 4, Groups: 1}},
-				{"mamba", gen.MambaBlock(m, 2, 4, 24, 5)},
-				{"groups-stress", gen.Spec{Batch: 2, Dim: 4, Seqlen: 13, Dstate: 3, Groups: 2, VariableB: true, VariableC: true,
-					HasD: true, HasBias: true, Softplus: true, Dist: gen.Stress}},
+				{"plain", mamba1.Spec{Batch: 1, Dim: 3, Seqlen: 17, Dstate: 4, Groups: 1}},
+				{"mamba", mamba1.MambaBlock(m, 2, 4, 24, 5)},
+				{"groups-stress", mamba1.Spec{Batch: 2, Dim: 4, Seqlen: 13, Dstate: 3, Groups: 2, VariableB: true, VariableC: true,
+					HasD: true, HasBias: true, Softplus: true, Dist: mamba1.Stress}},
 			}
 			for i, set := range sets {
 				s := set.s
@@ -294,7 +294,7 @@ func Generate(dir string) (*Manifest, error) {
 		}
 		files := arrays(p, out, c.DType)
 		if c.Grads {
-			ct := gen.NewCotangent(p, c.Seed, !c.DoutOnly)
+			ct := mamba1.NewCotangent(p, c.Seed, !c.DoutOnly)
 			if c.DType.Narrow() {
 				ct.RoundTo(c.DType) // dout of the input type, exactly what a kernel reads
 			}

@@ -11,7 +11,7 @@
 //	u = np.load("golden/" + case["files"]["u"]["file"])
 //
 // Complex arrays carry a trailing axis of 2 (re, im), as the ABI stores them.
-// `go test ./golden -update` regenerates everything from gen.New and the
+// `go test ./golden -update` regenerates everything from mamba1.Generate and the
 // reference; any change to the reference therefore shows up in review as
 // changed golden files. The tests check every checksum, that the reference
 // still reproduces every output to ≤ 1 ulp, and that the library under test

@@ -5,15 +5,15 @@ import (
 	"math"
 
 	"ssmverify/contain"
+	"ssmverify/mamba1"
+	"ssmverify/mamba2"
 	"ssmverify/mamba3"
-	"ssmverify/reference"
-	"ssmverify/ssd"
 	"ssmverify/ssm"
 )
 
 // Array is one array of a bridged kernel's result (Mamba-2's prefill or
 // decode step, Mamba-3's forward, step or gradients) judged against its
-// reference: got and want with the error model's scale (ssd.Scale,
+// reference: got and want with the error model's scale (mamba2.Scale,
 // mamba3.Scale), the dtype the kernel stores it in (its 16-bit rounding is
 // allowed once) and the arithmetic it computes in.
 type Array struct {
@@ -83,15 +83,15 @@ func ssdRatio(diff, want, scale, tiny float64, stored, computed ssm.DType) float
 	if diff == 0 {
 		return 0
 	}
-	return reference.Ratio(diff, scale, tiny, computed.Precision())
+	return mamba1.Ratio(diff, scale, tiny, computed.Precision())
 }
 
 // PrefillArrays returns the arrays of a prefill to judge: y (in the input
 // type), the rows' final states and, for a packed row, every sequence's
 // (in the state type).
-func PrefillArrays(p *ssd.Problem, got, want *ssd.Output, sc *ssd.Scale) []Array {
+func PrefillArrays(p *mamba2.Problem, got, want *mamba2.Output, sc *mamba2.Scale) []Array {
 	if got == nil {
-		got = &ssd.Output{} // no output: every array judged missing
+		got = &mamba2.Output{} // no output: every array judged missing
 	}
 	H, P, N, L := p.Heads, p.Headdim, p.Dstate, p.Seqlen
 	computed := p.DType
@@ -112,9 +112,9 @@ func PrefillArrays(p *ssd.Problem, got, want *ssd.Output, sc *ssd.Scale) []Array
 
 // StepArrays returns the arrays of a decode step to judge: y and the pool
 // of states.
-func StepArrays(s *ssd.Step, got, want *ssd.StepOutput, sc *ssd.StepScale) []Array {
+func StepArrays(s *mamba2.Step, got, want *mamba2.StepOutput, sc *mamba2.StepScale) []Array {
 	if got == nil {
-		got = &ssd.StepOutput{}
+		got = &mamba2.StepOutput{}
 	}
 	H, P, N := s.Heads, s.Headdim, s.Dstate
 	computed := s.DType

@@ -6,12 +6,12 @@ import (
 	"math/cmplx"
 
 	"ssmverify/contain"
-	"ssmverify/reference"
+	"ssmverify/mamba1"
 	"ssmverify/ssm"
 )
 
 // Thresholds on the scaled error ratio |kernel − reference| / (u·S + η·T)
-// (reference.Ratio). The error scale S is a first-order bound on what a
+// (mamba1.Ratio). The error scale S is a first-order bound on what a
 // correct implementation can err by, including the libm routes a kernel may
 // take (exp as exp2(x·log2e), expm1, log1p within an ulp or two), so a
 // correct kernel stays at or below about 1. Measured maxima of the project's
@@ -51,7 +51,7 @@ type Worst struct {
 	Ratio float64 // scaled error ratio
 	// ULP is the error in units of the last place, in the kernel's dtype,
 	// of the magnitude of the element's terms (the larger of |reference|
-	// and the bound on its terms' magnitudes, reference.Scale's MagOut and
+	// and the bound on its terms' magnitudes, mamba1.Scale's MagOut and
 	// MagState; the modulus for a complex state): normwise, as the ratio
 	// is, so that an element that cancels to near 0, or a complex state's
 	// component near 0, does not read as millions of ulp.
@@ -115,7 +115,7 @@ func (c Comparison) Passed(dt ssm.DType) bool {
 // by orders of magnitude (the planted bugs of cmd/mutants: 736 to 6120).
 func OutputRatio(diff, want, scale, tiny float64, dt ssm.DType) float64 {
 	if !dt.Narrow() {
-		return reference.Ratio(diff, scale, tiny, dt.Precision())
+		return mamba1.Ratio(diff, scale, tiny, dt.Precision())
 	}
 	return roundedRatio(diff, math.Abs(want), scale, tiny, dt, 1)
 }
@@ -207,8 +207,8 @@ func ULPsOf(diff, mag float64, dt ssm.DType) float64 {
 // CompareScan compares a kernel's scan of p (in dtype dt) with the float64
 // reference and its error scale. The reference output and the scale may be
 // passed in to avoid recomputing them (nil: computed here, the scale by
-// reference.ErrorScaleIn in dt's precision).
-func CompareScan(p *ssm.Problem, got *ssm.Output, dt ssm.DType, ref *ssm.Output, sc *reference.Scale) (c Comparison, err error) {
+// mamba1.ErrorScaleIn in dt's precision).
+func CompareScan(p *ssm.Problem, got *ssm.Output, dt ssm.DType, ref *ssm.Output, sc *mamba1.Scale) (c Comparison, err error) {
 	defer func() {
 		if e := contain.Recovered(recover(), "judge.CompareScan", p.Shape); e != nil {
 			c, err = Comparison{}, e
@@ -217,18 +217,18 @@ func CompareScan(p *ssm.Problem, got *ssm.Output, dt ssm.DType, ref *ssm.Output,
 	return compareScan(p, got, dt, ref, sc)
 }
 
-func compareScan(p *ssm.Problem, got *ssm.Output, dt ssm.DType, ref *ssm.Output, sc *reference.Scale) (Comparison, error) {
+func compareScan(p *ssm.Problem, got *ssm.Output, dt ssm.DType, ref *ssm.Output, sc *mamba1.Scale) (Comparison, error) {
 	var err error
 	if ref == nil {
-		if ref, err = reference.Scan(p, ssm.Float64); err != nil {
+		if ref, err = mamba1.Scan(p, ssm.Float64); err != nil {
 			return Comparison{}, err
 		}
 	}
 	prec := dt.Precision()
 	if sc == nil {
 		// in dt's precision: where x's rounding can reach bilinear's pole
-		// the first-order scale is not a bound (reference.ErrorScaleIn)
-		if sc, err = reference.ErrorScaleIn(p, prec); err != nil {
+		// the first-order scale is not a bound (mamba1.ErrorScaleIn)
+		if sc, err = mamba1.ErrorScaleIn(p, prec); err != nil {
 			return Comparison{}, err
 		}
 	}
@@ -287,7 +287,7 @@ func compareScan(p *ssm.Problem, got *ssm.Output, dt ssm.DType, ref *ssm.Output,
 			g, w = got.LastState[i], ref.LastState[i]
 			d, mag = g-w, math.Abs(w)
 		}
-		r := reference.Ratio(d, sc.LastState[i], sc.TinyState[i], prec)
+		r := mamba1.Ratio(d, sc.LastState[i], sc.TinyState[i], prec)
 		if math.IsNaN(d) {
 			r = math.NaN()
 		}
@@ -311,7 +311,7 @@ func compareScan(p *ssm.Problem, got *ssm.Output, dt ssm.DType, ref *ssm.Output,
 
 // DiscretizePoint is one (Δ, a) of ssmk_discretize judged against the
 // reference: the kernel's Ā and Bcoef = Δ·g beside the reference's, their
-// scaled error ratios (reference.DiscretizeScale; +Inf where the kernel
+// scaled error ratios (mamba1.DiscretizeScale; +Inf where the kernel
 // gives NaN) and the larger normwise ulp error (against the modulus, and
 // for bilinear's Ā, which cancels to 0 at x = −2, against its terms'
 // (1 + |x|/2)/|1 − x/2|).
@@ -348,18 +348,18 @@ func CompareDiscretize(m ssm.Method, dt ssm.DType, isComplex bool, delta, a, aba
 		p.X = complex(p.Delta, 0) * p.A
 		var wg complex128
 		if isComplex {
-			p.WantAbar, wg = reference.Complex(m, p.X)
+			p.WantAbar, wg = mamba1.Complex(m, p.X)
 		} else {
-			ra, rg := reference.Real(m, real(p.X))
+			ra, rg := mamba1.Real(m, real(p.X))
 			p.WantAbar, wg = complex(ra, 0), complex(rg, 0)
 		}
 		p.WantBcoef = complex(p.Delta, 0) * wg
 		if cmplx.Abs(p.WantAbar) > limit || cmplx.Abs(p.WantBcoef) > limit || cmplx.IsNaN(p.WantAbar) || cmplx.IsInf(p.WantAbar) {
 			continue
 		}
-		sA, sB := reference.DiscretizeScale(m, p.Delta, p.A, isComplex)
-		p.RatioAbar = reference.Ratio(cmplx.Abs(p.Abar-p.WantAbar), sA, 2, prec)
-		p.RatioBcoef = reference.Ratio(cmplx.Abs(p.Bcoef-p.WantBcoef), sB, 2, prec)
+		sA, sB := mamba1.DiscretizeScale(m, p.Delta, p.A, isComplex)
+		p.RatioAbar = mamba1.Ratio(cmplx.Abs(p.Abar-p.WantAbar), sA, 2, prec)
+		p.RatioBcoef = mamba1.Ratio(cmplx.Abs(p.Bcoef-p.WantBcoef), sB, 2, prec)
 		if cmplx.IsNaN(p.Abar) || cmplx.IsNaN(p.Bcoef) {
 			p.RatioAbar = math.Inf(1)
 		}

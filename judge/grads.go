@@ -6,7 +6,7 @@ import (
 	"sort"
 
 	"ssmverify/contain"
-	"ssmverify/reference"
+	"ssmverify/mamba1"
 	"ssmverify/ssm"
 )
 
@@ -86,14 +86,14 @@ func (c GradComparison) Failing(dt ssm.DType) []GradWorst {
 
 // CompareGrads compares a kernel's gradients (got, in dtype dt) with the
 // float64 reference gradients and their error scale
-// (reference.GradErrorScale): ratio |kernel − reference| / (u·S + η·T)
+// (mamba1.GradErrorScale): ratio |kernel − reference| / (u·S + η·T)
 // per element, complex elements by the modulus of their error. For a
 // 16-bit dtype the input-typed gradients (ssm.InputTyped: du, ddelta, dz,
 // variable dB and dC) carry their one rounding to the input type beyond
 // the float32 model, allowed as OutputRatio allows the output's; an
 // element of fp16 that a correct float32 value may carry past 65520 may be
 // ±Inf.
-func CompareGrads(p *ssm.Problem, got *ssm.Grads, dt ssm.DType, ref *ssm.Grads, sc *reference.GradScale) (c GradComparison) {
+func CompareGrads(p *ssm.Problem, got *ssm.Grads, dt ssm.DType, ref *ssm.Grads, sc *mamba1.GradScale) (c GradComparison) {
 	defer func() {
 		if e := contain.Recovered(recover(), "judge.CompareGrads", p.Shape); e != nil {
 			c = GradComparison{Internal: e}
@@ -105,7 +105,7 @@ func CompareGrads(p *ssm.Problem, got *ssm.Grads, dt ssm.DType, ref *ssm.Grads, 
 	return compareGrads(p, got, dt, ref, sc)
 }
 
-func compareGrads(p *ssm.Problem, got *ssm.Grads, dt ssm.DType, ref *ssm.Grads, sc *reference.GradScale) GradComparison {
+func compareGrads(p *ssm.Problem, got *ssm.Grads, dt ssm.DType, ref *ssm.Grads, sc *mamba1.GradScale) GradComparison {
 	var c GradComparison
 	var fields []gradField
 	fields, c.Missing, c.Unscaled = gradFields(p, got, ref, sc, dt)
@@ -138,7 +138,7 @@ func compareGrads(p *ssm.Problem, got *ssm.Grads, dt ssm.DType, ref *ssm.Grads, 
 // CompareGrads judges it: e is the element's index in its array (a complex
 // element counts once), r is NaN where the kernel's difference is not
 // finite.
-func EachGradRatio(p *ssm.Problem, got *ssm.Grads, dt ssm.DType, ref *ssm.Grads, sc *reference.GradScale, f func(name string, e int, r float64)) {
+func EachGradRatio(p *ssm.Problem, got *ssm.Grads, dt ssm.DType, ref *ssm.Grads, sc *mamba1.GradScale, f func(name string, e int, r float64)) {
 	fields, _, _ := gradFields(p, got, ref, sc, dt)
 	for _, g := range fields {
 		for i := 0; i < len(g.got); i += g.step {
@@ -163,7 +163,7 @@ type gradField struct {
 // gradFields pairs every gradient of ref with got's, in ref's order, and
 // names those got lacks or holds at another length, and those whose scale
 // (sc) is not of ref's length.
-func gradFields(p *ssm.Problem, got, ref *ssm.Grads, sc *reference.GradScale, dt ssm.DType) (fields []gradField, missing, unscaled []string) {
+func gradFields(p *ssm.Problem, got, ref *ssm.Grads, sc *mamba1.GradScale, dt ssm.DType) (fields []gradField, missing, unscaled []string) {
 	gotBy, scBy, tinyBy := got.ByName(), sc.Scale.ByName(), sc.Tiny.ByName()
 	complexArr := map[string]bool{"dA": p.Complex, "dB": p.Complex, "dC": p.Complex, "dinitial_state": p.Complex}
 	for _, f := range ref.Fields() {
@@ -208,7 +208,7 @@ func (f gradField) elem(i int, dt ssm.DType) (diff, mag, r float64) {
 		return diff, mag, math.NaN()
 	}
 	if !f.stored.Narrow() {
-		return diff, mag, reference.Ratio(diff, f.scale[i], f.tiny[i], dt.Precision())
+		return diff, mag, mamba1.Ratio(diff, f.scale[i], f.tiny[i], dt.Precision())
 	}
 	// each stored word rounded once (OutputRatio's allowance, per word)
 	return diff, mag, roundedRatio(diff, mag, f.scale[i], f.tiny[i], f.stored, f.step)

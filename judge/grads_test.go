@@ -5,7 +5,7 @@ import (
 	"slices"
 	"testing"
 
-	"ssmverify/reference"
+	"ssmverify/mamba1"
 	"ssmverify/ssm"
 )
 
@@ -89,13 +89,13 @@ func TestCompareGradsNamesNonFinite(t *testing.T) {
 
 // referenceGrads is the reference's gradients of p for ct and their error
 // scale in dt's arithmetic.
-func referenceGrads(t *testing.T, p *ssm.Problem, ct *ssm.Cotangent, dt ssm.DType) (*ssm.Grads, *reference.GradScale) {
+func referenceGrads(t *testing.T, p *ssm.Problem, ct *ssm.Cotangent, dt ssm.DType) (*ssm.Grads, *mamba1.GradScale) {
 	t.Helper()
-	want, err := reference.ScanGrad(p, ct, false)
+	want, err := mamba1.ScanGrad(p, ct, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc, err := reference.GradErrorScale(p, ct, false, dt.Precision())
+	sc, err := mamba1.GradErrorScale(p, ct, false, dt.Precision())
 	if err != nil {
 		t.Fatal(err)
 	}

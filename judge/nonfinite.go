@@ -5,7 +5,7 @@ import (
 	"math"
 	"math/cmplx"
 
-	"ssmverify/reference"
+	"ssmverify/mamba1"
 	"ssmverify/ssm"
 )
 
@@ -79,7 +79,7 @@ type Element struct {
 	// For the scan it marks every element of a (batch, dim) row in which
 	// the dtype's evaluation overflowed where the reference did not, the
 	// elements from the step at which an x = Δ·a of the row overflows, and
-	// every element whose terms' magnitude (reference.Scale's MagOut,
+	// every element whose terms' magnitude (mamba1.Scale's MagOut,
 	// MagState) exceeds the dtype's range, and every element after a run of
 	// steps whose decay Π|Ā| does (DecayOut, DecayState: a time-parallel
 	// scan forms that product, ∞·0 = NaN on a zero state), and every element
@@ -137,7 +137,7 @@ func Judge(v Element, dt ssm.DType, pol Policy) string {
 		if v.Rounded {
 			return OutputRatio(cmplx.Abs(z-want), real(want), v.Scale, v.Tiny, dt)
 		}
-		return reference.Ratio(cmplx.Abs(z-want), v.Scale, v.Tiny, prec)
+		return mamba1.Ratio(cmplx.Abs(z-want), v.Scale, v.Tiny, prec)
 	}
 	ratio := func(z complex128) float64 { return ratioTo(z, v.Exact) }
 	within := func(z complex128) bool { return ratio(z) <= thr }
@@ -205,7 +205,7 @@ func Judge(v Element, dt ssm.DType, pol Policy) string {
 		if ck != Finite || within(v.Kernel) {
 			return ""
 		}
-	case reference.Ratio(cmplx.Abs(v.InDtype-v.Exact), v.Scale, v.Tiny, prec) > thr:
+	case mamba1.Ratio(cmplx.Abs(v.InDtype-v.Exact), v.Scale, v.Tiny, prec) > thr:
 		if pol == FiniteOnly {
 			return ""
 		}

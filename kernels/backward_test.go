@@ -5,8 +5,7 @@ import (
 	"ssmverify/cudalib"
 	"testing"
 
-	"ssmverify/gen"
-	"ssmverify/reference"
+	"ssmverify/mamba1"
 	"ssmverify/ssm"
 
 	"github.com/stretchr/testify/assert"
@@ -26,11 +25,11 @@ func openBackward(t *testing.T) *cudalib.Library {
 // backwardProblem is a Mamba block with an initial state and a gradient of
 // the last state: every gradient of the ABI is present.
 func backwardProblem(m ssm.Method, isComplex bool) (*ssm.Problem, *ssm.Cotangent) {
-	s := gen.MambaBlock(m, 2, 4, 70, 3)
+	s := mamba1.MambaBlock(m, 2, 4, 70, 3)
 	s.Complex, s.Groups = isComplex, 2
-	p := gen.New(s, 5)
-	gen.SetInitialState(p, 5)
-	return p, gen.NewCotangent(p, 5, true)
+	p := mamba1.Generate(s, 5)
+	mamba1.SetInitialState(p, 5)
+	return p, mamba1.NewCotangent(p, 5, true)
 }
 
 // In float64 the library's gradients agree with the reference's to many
@@ -45,7 +44,7 @@ func TestBackwardMatchesReferenceF64(t *testing.T) {
 			p, ct := backwardProblem(m, isComplex)
 			got, err := l.Backward(p, ct, ssm.F64, true)
 			require.NoError(t, err)
-			want, err := reference.ScanGrad(p, ct, true)
+			want, err := mamba1.ScanGrad(p, ct, true)
 			require.NoError(t, err)
 			wf := want.Fields()
 			for k, f := range got.Fields() {

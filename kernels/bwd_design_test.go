@@ -8,9 +8,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"ssmverify/gen"
 	"ssmverify/judge"
-	"ssmverify/reference"
+	"ssmverify/mamba1"
 	"ssmverify/ssm"
 )
 
@@ -37,9 +36,9 @@ func judgedBackward(t *testing.T, l *cudalib.Library, p *ssm.Problem, ct *ssm.Co
 	ct.RoundTo(dt)
 	got, err := l.Backward(p, ct, dt, withInitial)
 	require.NoError(t, err, "%v %v", p.Method, dt)
-	want, err := reference.ScanGrad(p, ct, withInitial)
+	want, err := mamba1.ScanGrad(p, ct, withInitial)
 	require.NoError(t, err)
-	sc, err := reference.GradErrorScale(p, ct, withInitial, dt.Precision())
+	sc, err := mamba1.GradErrorScale(p, ct, withInitial, dt.Precision())
 	require.NoError(t, err)
 	return judge.CompareGrads(p, got, dt, want, sc)
 }
@@ -59,11 +58,11 @@ func TestBackwardDesigns(t *testing.T) {
 		t.Run(design, func(t *testing.T) {
 			t.Setenv("SSMK_BACKWARD", design)
 			for _, c := range cases {
-				p := gen.New(c.spec, uint64(c.spec.Dstate))
+				p := mamba1.Generate(c.spec, uint64(c.spec.Dstate))
 				if c.full {
-					gen.SetInitialState(p, 3)
+					mamba1.SetInitialState(p, 3)
 				}
-				ct := gen.NewCotangent(p, uint64(c.spec.Dstate)+1, c.full)
+				ct := mamba1.NewCotangent(p, uint64(c.spec.Dstate)+1, c.full)
 				got := judgedBackward(t, l, p, ct, c.dt, c.full)
 				assert.True(t, got.Passed(c.dt), "%s %v %v: %s", design, c.spec, c.dt, got.Worst())
 			}
@@ -80,8 +79,8 @@ func TestBackwardDesignsDiffer(t *testing.T) {
 	if l.Backend != "cuda" {
 		t.Skip("one design in the CPU build")
 	}
-	p := gen.New(gen.MambaBlock(ssm.ZOH, 2, 128, 64, 16), 9)
-	ct := gen.NewCotangent(p, 9, false)
+	p := mamba1.Generate(mamba1.MambaBlock(ssm.ZOH, 2, 128, 64, 16), 9)
+	ct := mamba1.NewCotangent(p, 9, false)
 	p.RoundTo(ssm.F32)
 	ct.RoundTo(ssm.F32)
 	du := map[string][]float64{}
@@ -106,8 +105,8 @@ func TestBackwardDesignRefusesUnknown(t *testing.T) {
 		t.Skip("the CPU build reads no SSMK_BACKWARD")
 	}
 	t.Setenv("SSMK_BACKWARD", "channel")
-	p := gen.New(gen.MambaBlock(ssm.ZOH, 1, 64, 16, 16), 1)
-	_, err := l.Backward(p, gen.NewCotangent(p, 1, false), ssm.F32, false)
+	p := mamba1.Generate(mamba1.MambaBlock(ssm.ZOH, 1, 64, 16, 16), 1)
+	_, err := l.Backward(p, mamba1.NewCotangent(p, 1, false), ssm.F32, false)
 	assert.ErrorContains(t, err, `SSMK_BACKWARD = "channel": want row, chan, chan4, chan8 or auto`)
 }
 
@@ -121,8 +120,8 @@ func BenchmarkBackwardDesigns(b *testing.B) {
 	l, _ := openForBench(b)
 	designs := append([]string{"auto"}, backwardDesignsOf(l)...)
 	for _, size := range [][2]int{{512, 1024}, {2048, 4096}} {
-		p := gen.New(gen.MambaBlock(ssm.ZOH, 8, size[0], size[1], 16), 1)
-		ct := gen.NewCotangent(p, 1, false)
+		p := mamba1.Generate(mamba1.MambaBlock(ssm.ZOH, 8, size[0], size[1], 16), 1)
+		ct := mamba1.NewCotangent(p, 1, false)
 		for _, dt := range []ssm.DType{ssm.F32, ssm.BF16} {
 			for _, m := range ssm.Methods() {
 				p.Method = m
@@ -184,8 +183,8 @@ func TestBackwardAutoChoice(t *testing.T) {
 		{ssm.ZOH, ssm.F32, 2, 128, "row"},
 	}
 	for _, c := range cases {
-		p := gen.New(gen.MambaBlock(c.m, c.batch, c.dim, 32, 16), 4)
-		ct := gen.NewCotangent(p, 4, false)
+		p := mamba1.Generate(mamba1.MambaBlock(c.m, c.batch, c.dim, 32, 16), 4)
+		ct := mamba1.NewCotangent(p, 4, false)
 		p.RoundTo(c.dt)
 		ct.RoundTo(c.dt)
 		outs := map[string][]float64{}

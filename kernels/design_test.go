@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"ssmverify/gen"
 	"ssmverify/judge"
+	"ssmverify/mamba1"
 	"ssmverify/ssm"
 )
 
@@ -40,7 +40,7 @@ func designsOf(l *cudalib.Library, complex bool) []string {
 
 // designCase is one case of TestForwardDesigns and TestBackwardDesigns.
 type designCase struct {
-	spec gen.Spec
+	spec mamba1.Spec
 	dt   ssm.DType
 	full bool // every option on, an initial state (and a gradient of the last state)
 }
@@ -67,10 +67,10 @@ func designCases(l *cudalib.Library, dim, seqlen int, declared func(ssm.Method, 
 			}
 			for _, o := range []struct {
 				full bool
-				dist gen.Dist
-			}{{true, gen.Realistic}, {false, gen.Realistic}, {true, gen.Stress}} {
+				dist mamba1.Dist
+			}{{true, mamba1.Realistic}, {false, mamba1.Realistic}, {true, mamba1.Stress}} {
 				for _, n := range states {
-					s := gen.Spec{Batch: 2, Dim: dim, Seqlen: seqlen, Dstate: n, Groups: 2, Method: m,
+					s := mamba1.Spec{Batch: 2, Dim: dim, Seqlen: seqlen, Dstate: n, Groups: 2, Method: m,
 						VariableB: true, VariableC: true, Softplus: o.full, HasD: o.full, HasZ: o.full,
 						HasBias: o.full, Dist: o.dist}
 					cs = append(cs, designCase{s, dt, o.full})
@@ -95,10 +95,10 @@ func complexDesignCases(dim, seqlen int) []designCase {
 	for _, m := range methods {
 		for _, o := range []struct {
 			full bool
-			dist gen.Dist
-		}{{true, gen.Realistic}, {false, gen.Realistic}, {true, gen.Stress}} {
+			dist mamba1.Dist
+		}{{true, mamba1.Realistic}, {false, mamba1.Realistic}, {true, mamba1.Stress}} {
 			for _, n := range states {
-				s := gen.Spec{Batch: 2, Dim: dim, Seqlen: seqlen, Dstate: n, Groups: 2, Method: m, Complex: true,
+				s := mamba1.Spec{Batch: 2, Dim: dim, Seqlen: seqlen, Dstate: n, Groups: 2, Method: m, Complex: true,
 					VariableB: true, VariableC: true, Softplus: o.full, HasD: o.full, HasZ: o.full,
 					HasBias: o.full, Dist: o.dist}
 				cs = append(cs, designCase{s, ssm.F32, o.full})
@@ -144,9 +144,9 @@ func TestForwardDesignsDiffer(t *testing.T) {
 		t.Skip("one design in the CPU build")
 	}
 	for _, complex := range []bool{false, true} {
-		s := gen.MambaBlock(ssm.ZOH, 2, 128, 64, 16)
+		s := mamba1.MambaBlock(ssm.ZOH, 2, 128, 64, 16)
 		s.Complex = complex
-		p := gen.New(s, 9)
+		p := mamba1.Generate(s, 9)
 		p.RoundTo(ssm.F32)
 		designs := designsOf(l, complex)
 		outs := forwardOutputs(t, l, p, ssm.F32, designs)
@@ -178,11 +178,11 @@ func forwardOutputs(t *testing.T, l *cudalib.Library, p *ssm.Problem, dt ssm.DTy
 // argument's rounding grows with |x|).
 func TestForwardComplexAngles(t *testing.T) {
 	l := open(t)
-	s := gen.Spec{Batch: 2, Dim: 64, Seqlen: 96, Dstate: 16, Groups: 1, Method: ssm.ZOH, Complex: true,
+	s := mamba1.Spec{Batch: 2, Dim: 64, Seqlen: 96, Dstate: 16, Groups: 1, Method: ssm.ZOH, Complex: true,
 		VariableB: true, VariableC: true, HasD: true}
 	for _, m := range []ssm.Method{ssm.ZOH, ssm.RK4} {
 		s.Method = m
-		p := gen.New(s, 5)
+		p := mamba1.Generate(s, 5)
 		for d := 0; d < p.Dim; d++ {
 			for n := 0; n < p.Dstate; n++ {
 				i := 2 * (d*p.Dstate + n)
@@ -218,9 +218,9 @@ func TestForwardDeltaUOverflow(t *testing.T) {
 		m       ssm.Method
 		complex bool
 	}{{ssm.ZOH, false}, {ssm.Bilinear, false}, {ssm.ZOH, true}} {
-		s := gen.Spec{Batch: 2, Dim: 64, Seqlen: 96, Dstate: 16, Groups: 1, Method: c.m, Complex: c.complex,
+		s := mamba1.Spec{Batch: 2, Dim: 64, Seqlen: 96, Dstate: 16, Groups: 1, Method: c.m, Complex: c.complex,
 			VariableB: true, VariableC: true}
-		p := gen.New(s, 7)
+		p := mamba1.Generate(s, 7)
 		for i := range p.Delta {
 			p.Delta[i] = 1e30 * (1 + float64(i%7)/7)
 		}
@@ -253,7 +253,7 @@ func TestForwardDesignRefusesUnknown(t *testing.T) {
 		t.Skip("the CPU build reads no SSMK_FORWARD")
 	}
 	t.Setenv("SSMK_FORWARD", "chan3")
-	_, err := l.Scan(gen.New(gen.MambaBlock(ssm.ZOH, 1, 64, 16, 16), 1), ssm.F32)
+	_, err := l.Scan(mamba1.Generate(mamba1.MambaBlock(ssm.ZOH, 1, 64, 16, 16), 1), ssm.F32)
 	assert.ErrorContains(t, err, `SSMK_FORWARD = "chan3": want row, chan, chan2, chan4, chan8, chan16 or auto`)
 }
 
@@ -271,9 +271,9 @@ func BenchmarkForwardDesigns(b *testing.B) {
 	}{{ssm.F32, false}, {ssm.BF16, false}, {ssm.F32, true}} // complex A with 16-bit inputs is refused
 	for _, size := range [][2]int{{512, 1024}, {2048, 4096}} {
 		for _, k := range kinds {
-			s := gen.MambaBlock(ssm.ZOH, 8, size[0], size[1], 16)
+			s := mamba1.MambaBlock(ssm.ZOH, 8, size[0], size[1], 16)
 			s.Complex = k.complex
-			p, dt := gen.New(s, 1), k.dt
+			p, dt := mamba1.Generate(s, 1), k.dt
 			designs := append([]string{"auto"}, designsOf(l, k.complex)...)
 			for _, m := range ssm.Methods() {
 				p.Method = m
@@ -379,9 +379,9 @@ func TestForwardAutoChoice(t *testing.T) {
 		{ssm.Bilinear, ssm.F32, true, 2, 128, 16, "row"},
 	}
 	for _, c := range cases {
-		s := gen.MambaBlock(c.m, c.batch, c.dim, 16, c.n)
+		s := mamba1.MambaBlock(c.m, c.batch, c.dim, 16, c.n)
 		s.Complex = c.complex
-		p := gen.New(s, 4)
+		p := mamba1.Generate(s, 4)
 		p.RoundTo(c.dt)
 		order := designsOf(l, c.complex) // the row design first
 		outs := forwardOutputs(t, l, p, c.dt, append([]string{"auto"}, order...))

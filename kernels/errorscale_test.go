@@ -6,8 +6,8 @@ import (
 	"math/cmplx"
 	"testing"
 
-	"ssmverify/gen"
 	"ssmverify/judge"
+	"ssmverify/mamba1"
 	"ssmverify/ssm"
 )
 
@@ -33,7 +33,7 @@ const (
 	minWorstScan = 0.1
 )
 
-// TestDiscretizeScaleIsTight: over gen.SweepGrid, per method and real or
+// TestDiscretizeScaleIsTight: over mamba1.SweepGrid, per method and real or
 // complex A, and for foh's Bcoef = Δ·φ1 again on 10⁻³ ≤ |x| < 1/2 alone
 // (its series branch), the largest ratio reaches minWorstDiscretize. With
 // the series branch's former scale (28u·φ1(|x|), Horner's generic bound)
@@ -42,7 +42,7 @@ func TestDiscretizeScaleIsTight(t *testing.T) {
 	l := open(t)
 	for _, m := range ssm.Methods() {
 		for _, isComplex := range []bool{false, true} {
-			delta, a := gen.SweepGrid(ssm.F32, isComplex, uint64(m)+1)
+			delta, a := mamba1.SweepGrid(ssm.F32, isComplex, uint64(m)+1)
 			abar, bcoef, err := l.Discretize(m, ssm.F32, isComplex, delta, a)
 			if err != nil {
 				t.Fatal(err)
@@ -76,14 +76,14 @@ func TestScanScaleIsTight(t *testing.T) {
 		for _, isComplex := range []bool{false, true} {
 			worst := 0.0
 			for seed := uint64(1); seed <= 4; seed++ {
-				for _, s := range []gen.Spec{
-					gen.MambaBlock(m, 1, 16, 256, 16),
+				for _, s := range []mamba1.Spec{
+					mamba1.MambaBlock(m, 1, 16, 256, 16),
 					{Batch: 2, Dim: 4, Seqlen: 300, Dstate: 8, Groups: 2, Method: m, VariableB: true, VariableC: true,
-						Softplus: true, HasD: true, HasZ: true, HasBias: true, Dist: gen.Realistic},
-					{Batch: 2, Dim: 4, Seqlen: 64, Dstate: 8, Groups: 1, Method: m, VariableB: true, HasD: true, Dist: gen.Stress},
+						Softplus: true, HasD: true, HasZ: true, HasBias: true, Dist: mamba1.Realistic},
+					{Batch: 2, Dim: 4, Seqlen: 64, Dstate: 8, Groups: 1, Method: m, VariableB: true, HasD: true, Dist: mamba1.Stress},
 				} {
 					s.Complex = isComplex
-					r, _ := scanRatio(t, l, gen.New(s, seed), ssm.F32)
+					r, _ := scanRatio(t, l, mamba1.Generate(s, seed), ssm.F32)
 					worst = math.Max(worst, r)
 				}
 			}

@@ -7,8 +7,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"ssmverify/gen"
 	"ssmverify/judge"
+	"ssmverify/mamba1"
 	"ssmverify/ssm"
 )
 
@@ -25,14 +25,14 @@ func TestNarrowScan(t *testing.T) {
 					continue // the CUDA build's complex A with 16-bit inputs (declared)
 				}
 				for fi, full := range []bool{false, true} {
-					s := gen.Spec{Batch: 2, Dim: 6, Seqlen: 37, Dstate: 5, Groups: 3, Method: m, Complex: isComplex,
+					s := mamba1.Spec{Batch: 2, Dim: 6, Seqlen: 37, Dstate: 5, Groups: 3, Method: m, Complex: isComplex,
 						VariableB: full, VariableC: full, Softplus: full, HasD: full, HasZ: full, HasBias: full}
 					c := judgedScan(t, l, s, uint64(fi+1), full, dt)
 					assert.True(t, c.Passed(dt), "%v %v: %s", s, dt, c.Worst)
 				}
 			}
 		}
-		p := gen.New(gen.MambaBlock(ssm.RK4, 2, 8, 64, 16), 5)
+		p := mamba1.Generate(mamba1.MambaBlock(ssm.RK4, 2, 8, 64, 16), 5)
 		p.RoundTo(dt)
 		want, err := l.Scan(p, dt)
 		require.NoError(t, err)
@@ -59,11 +59,11 @@ func TestNarrowScan(t *testing.T) {
 // judgedScan draws the problem of s (seed; with an initial state where h0),
 // rounds its inputs to dt, runs it through l in dt and compares the outputs
 // with the reference by judge.CompareScan's error model.
-func judgedScan(t *testing.T, l *cudalib.Library, s gen.Spec, seed uint64, h0 bool, dt ssm.DType) judge.Comparison {
+func judgedScan(t *testing.T, l *cudalib.Library, s mamba1.Spec, seed uint64, h0 bool, dt ssm.DType) judge.Comparison {
 	t.Helper()
-	p := gen.New(s, seed)
+	p := mamba1.Generate(s, seed)
 	if h0 {
-		gen.SetInitialState(p, 3)
+		mamba1.SetInitialState(p, 3)
 	}
 	p.RoundTo(dt)
 	got, err := l.Scan(p, dt)

@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"ssmverify/gen"
+	"ssmverify/mamba1"
 	"ssmverify/ssm"
 )
 
@@ -16,7 +16,7 @@ import (
 // configuration moves 68.2 MB (u, Δ, z, out, B, C) — ScanBytes adds A, D,
 // delta_bias and last_state.
 func TestScanBytes(t *testing.T) {
-	p := gen.New(gen.MambaBlock(ssm.ZOH, 8, 512, 1024, 16), 1)
+	p := mamba1.Generate(mamba1.MambaBlock(ssm.ZOH, 8, 512, 1024, 16), 1)
 	core := int64(4*8*512*1024+2*8*16*1024) * 4
 	assert.Equal(t, int64(68157440), core)
 	extra := int64(512*16+512+512+8*512*16) * 4
@@ -36,7 +36,7 @@ func BenchmarkPlanMambaBlock(b *testing.B) {
 	l, copyBW := openForBench(b)
 	for _, dt := range ssm.DTypes() {
 		for _, m := range ssm.Methods() {
-			p := gen.New(gen.MambaBlock(m, 8, 512, 1024, 16), 1)
+			p := mamba1.Generate(mamba1.MambaBlock(m, 8, 512, 1024, 16), 1)
 			bufs, err := l.NewScanBuffers(p, dt)
 			if err != nil {
 				b.Fatal(err)

@@ -9,9 +9,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"ssmverify/gen"
 	"ssmverify/judge"
-	"ssmverify/reference"
+	"ssmverify/mamba1"
 	"ssmverify/ssm"
 )
 
@@ -45,13 +44,13 @@ var savedCases = []savedCase{
 }
 
 func (c savedCase) problem() (*ssm.Problem, *ssm.Cotangent) {
-	s := gen.Spec{Batch: 2, Dim: 64, Seqlen: 1096, Dstate: 16, Groups: 2, Method: c.m, Complex: c.isComplex,
-		VariableB: true, VariableC: true, Softplus: c.full, HasD: c.full, HasZ: c.full, HasBias: c.full, Dist: gen.Realistic}
-	p := gen.New(s, 17)
+	s := mamba1.Spec{Batch: 2, Dim: 64, Seqlen: 1096, Dstate: 16, Groups: 2, Method: c.m, Complex: c.isComplex,
+		VariableB: true, VariableC: true, Softplus: c.full, HasD: c.full, HasZ: c.full, HasBias: c.full, Dist: mamba1.Realistic}
+	p := mamba1.Generate(s, 17)
 	if c.full {
-		gen.SetInitialState(p, 17)
+		mamba1.SetInitialState(p, 17)
 	}
-	ct := gen.NewCotangent(p, 18, c.full)
+	ct := mamba1.NewCotangent(p, 18, c.full)
 	p.RoundTo(c.dt)
 	ct.RoundTo(c.dt)
 	return p, ct
@@ -124,9 +123,9 @@ func TestBackwardSavedPlan(t *testing.T) {
 					require.NoError(t, err, what)
 					sameGrads(t, caps.BackwardAtomic(), c.dt, want, got, fmt.Sprintf("%s, launch %d of the saved plan", what, launch))
 					if launch == 1 {
-						ref, err := reference.ScanGrad(p, ct, c.full)
+						ref, err := mamba1.ScanGrad(p, ct, c.full)
 						require.NoError(t, err)
-						sc, err := reference.GradErrorScale(p, ct, c.full, c.dt.Precision())
+						sc, err := mamba1.GradErrorScale(p, ct, c.full, c.dt.Precision())
 						require.NoError(t, err)
 						cmp := judge.CompareGrads(p, got, c.dt, ref, sc)
 						assert.True(t, cmp.Passed(c.dt), "%s: %s", what, cmp.Worst())

@@ -11,8 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"ssmverify/gen"
-	"ssmverify/reference"
+	"ssmverify/mamba1"
 	"ssmverify/ssm"
 )
 
@@ -34,18 +33,18 @@ func precisionOf(dt ssm.DType) ssm.Precision {
 // worstRatio compares a kernel output with the reference and returns the
 // largest ratio and where it is.
 func worstRatio(p *ssm.Problem, got *ssm.Output, dt ssm.DType) (float64, string) {
-	ref, err := reference.Scan(p, ssm.Float64)
+	ref, err := mamba1.Scan(p, ssm.Float64)
 	if err != nil {
 		panic(err)
 	}
-	sc, err := reference.ErrorScale(p)
+	sc, err := mamba1.ErrorScale(p)
 	if err != nil {
 		panic(err)
 	}
 	prec := precisionOf(dt)
 	worst, where := 0.0, ""
 	for i := range ref.Out {
-		r := reference.Ratio(got.Out[i]-ref.Out[i], sc.Out[i], sc.TinyOut[i], prec)
+		r := mamba1.Ratio(got.Out[i]-ref.Out[i], sc.Out[i], sc.TinyOut[i], prec)
 		if math.IsNaN(got.Out[i]) {
 			r = math.Inf(1)
 		}
@@ -61,7 +60,7 @@ func worstRatio(p *ssm.Problem, got *ssm.Output, dt ssm.DType) (float64, string)
 		} else {
 			d = got.LastState[i] - ref.LastState[i]
 		}
-		if r := reference.Ratio(d, sc.LastState[i], sc.TinyState[i], prec); r > worst || math.IsNaN(r) {
+		if r := mamba1.Ratio(d, sc.LastState[i], sc.TinyState[i], prec); r > worst || math.IsNaN(r) {
 			worst, where = r, fmt.Sprintf("last_state[%d] error %.3g", i, d)
 		}
 	}
@@ -95,10 +94,10 @@ func TestScanMatchesReference(t *testing.T) {
 		for _, dt := range ssm.DTypes() {
 			for _, isComplex := range []bool{false, true} {
 				for fi, f := range feats {
-					for _, dist := range []gen.Dist{gen.Realistic, gen.Stress} {
-						s := gen.Spec{Batch: 2, Dim: 6, Seqlen: 37, Dstate: 5, Groups: 3, Method: m, Complex: isComplex,
+					for _, dist := range []mamba1.Dist{mamba1.Realistic, mamba1.Stress} {
+						s := mamba1.Spec{Batch: 2, Dim: 6, Seqlen: 37, Dstate: 5, Groups: 3, Method: m, Complex: isComplex,
 							VariableB: f.varB, VariableC: f.varC, Softplus: f.softplus, HasD: f.D, HasZ: f.z, HasBias: f.bias, Dist: dist}
-						r, where := scanRatio(t, l, gen.New(s, uint64(fi+1)), dt)
+						r, where := scanRatio(t, l, mamba1.Generate(s, uint64(fi+1)), dt)
 						worst[dt] = math.Max(worst[dt], r)
 						if !(r <= ratioLimit) {
 							t.Errorf("%v %v: ratio %.3g > %d at %s", s, dt, r, ratioLimit, where)
@@ -117,9 +116,9 @@ func TestScanShapes(t *testing.T) {
 	l := open(t)
 	for _, sh := range [][5]int{{1, 1, 1, 1, 1}, {1, 1, 1, l.MaxDstate(), 1}, {2, 4, 257, 33, 2}, {1, 3, 1000, 17, 1}, {3, 2, 5, 64, 2}, {1, 1, 3, 129, 1}} {
 		for _, dt := range ssm.DTypes() {
-			s := gen.MambaBlock(ssm.RK4, sh[0], sh[1], sh[2], sh[3])
+			s := mamba1.MambaBlock(ssm.RK4, sh[0], sh[1], sh[2], sh[3])
 			s.Groups = sh[4]
-			r, where := scanRatio(t, l, gen.New(s, 7), dt)
+			r, where := scanRatio(t, l, mamba1.Generate(s, 7), dt)
 			assert.LessOrEqual(t, r, float64(ratioLimit), "%v %v: %s", s, dt, where)
 		}
 	}
@@ -136,13 +135,13 @@ func TestScanManyRows(t *testing.T) {
 	}
 	l := open(t)
 	for _, m := range []ssm.Method{ssm.Bilinear, ssm.Poly, ssm.ZOH} {
-		s := gen.MambaBlock(m, 2, 8192, 136, 2)
-		r, where := scanRatio(t, l, gen.New(s, 11), ssm.F32)
+		s := mamba1.MambaBlock(m, 2, 8192, 136, 2)
+		r, where := scanRatio(t, l, mamba1.Generate(s, 11), ssm.F32)
 		assert.LessOrEqual(t, r, float64(ratioLimit), "%v: %s", s, where)
 	}
 }
 
-// TestScanUnstableProducts: gen.UnstableProducts for every method, dtype
+// TestScanUnstableProducts: mamba1.UnstableProducts for every method, dtype
 // and real/complex A (the suite's TestUnstableProducts judges a user's
 // library on the same problems). The CPU build, which is sequential, passes
 // by construction.
@@ -151,7 +150,7 @@ func TestScanUnstableProducts(t *testing.T) {
 	for _, m := range ssm.Methods() {
 		for _, dt := range ssm.DTypes() {
 			for _, isComplex := range []bool{false, true} {
-				p := gen.UnstableProducts(m, dt, isComplex)
+				p := mamba1.UnstableProducts(m, dt, isComplex)
 				r, where := scanRatio(t, l, p, dt)
 				assert.LessOrEqual(t, r, float64(ratioLimit), "%v %v %s: %s", m, dt, ssm.AKind(isComplex), where)
 			}
@@ -182,9 +181,9 @@ func TestScanFastPathScales(t *testing.T) {
 	worst := map[ssm.DType]float64{}
 	for _, m := range ssm.Methods() {
 		for _, dt := range ssm.DTypes() {
-			s := gen.Spec{Batch: 2, Dim: len(rows), Seqlen: 2*256 + 37, Dstate: 16, Groups: 1, Method: m,
-				VariableB: true, VariableC: true, HasD: true, HasZ: true, Dist: gen.Realistic}
-			p := gen.New(s, 13)
+			s := mamba1.Spec{Batch: 2, Dim: len(rows), Seqlen: 2*256 + 37, Dstate: 16, Groups: 1, Method: m,
+				VariableB: true, VariableC: true, HasD: true, HasZ: true, Dist: mamba1.Realistic}
+			p := mamba1.Generate(s, 13)
 			for d, row := range rows {
 				mag := row.mag
 				if mag == 0 {
@@ -242,9 +241,9 @@ func TestScanFohBranches(t *testing.T) {
 	}
 	worst := map[ssm.DType]float64{}
 	for _, dt := range ssm.DTypes() {
-		s := gen.Spec{Batch: 2, Dim: len(rows), Seqlen: 2*256 + 37, Dstate: 16, Groups: 1, Method: ssm.FOH,
-			VariableB: true, VariableC: true, HasD: true, HasZ: true, Dist: gen.Realistic}
-		p := gen.New(s, 17)
+		s := mamba1.Spec{Batch: 2, Dim: len(rows), Seqlen: 2*256 + 37, Dstate: 16, Groups: 1, Method: ssm.FOH,
+			VariableB: true, VariableC: true, HasD: true, HasZ: true, Dist: mamba1.Realistic}
+		p := mamba1.Generate(s, 17)
 		for d, row := range rows {
 			for n := 0; n < s.Dstate; n++ {
 				p.A[d*s.Dstate+n] = -row.aMag(n)
@@ -283,7 +282,7 @@ func TestDiscretizeMatchesReference(t *testing.T) {
 			abar, bcoef, err := l.Discretize(m, dt, false, delta, xs)
 			require.NoError(t, err)
 			for i, x := range xs {
-				ra, rg := reference.Real(m, x)
+				ra, rg := mamba1.Real(m, x)
 				// Ā's error: exp's conditioning |x| plus a few ulp.
 				tolA := (4 + 2*math.Abs(x)) * u * math.Abs(ra)
 				if m == ssm.Bilinear {
@@ -301,18 +300,18 @@ func TestDiscretizeMatchesReference(t *testing.T) {
 			require.NoError(t, err)
 			for i := range xs {
 				z := complex(a[2*i], a[2*i+1])
-				ra, rg := reference.Complex(m, z)
+				ra, rg := mamba1.Complex(m, z)
 				ga, gg := complex(cabar[2*i], cabar[2*i+1]), complex(cbcoef[2*i], cbcoef[2*i+1])
-				// The error model's scales (reference.DiscretizeScale, Δ = 1)
+				// The error model's scales (mamba1.DiscretizeScale, Δ = 1)
 				// at the suite's threshold 4. A hand-made bound here used to
 				// divide bilinear's whole tolerance by |1 − z/2|², which leaves
 				// out the quotient's own rounding (≈ u·|Ā|) at large |z|: it
 				// failed a correct GPU build at z = −1000 − 700i (error 0.16
 				// ulp of Ā against a bound of 0.1 ulp).
-				sA, sB := reference.DiscretizeScale(m, 1, z, true)
+				sA, sB := mamba1.DiscretizeScale(m, 1, z, true)
 				prec := precisionOf(dt)
-				assert.LessOrEqual(t, reference.Ratio(cmplx.Abs(ga-ra), sA, 2, prec), 4.0, "%v %v Ā(%v)", m, dt, z)
-				assert.LessOrEqual(t, reference.Ratio(cmplx.Abs(gg-rg), sB, 2, prec), 4.0, "%v %v g(%v)", m, dt, z)
+				assert.LessOrEqual(t, mamba1.Ratio(cmplx.Abs(ga-ra), sA, 2, prec), 4.0, "%v %v Ā(%v)", m, dt, z)
+				assert.LessOrEqual(t, mamba1.Ratio(cmplx.Abs(gg-rg), sB, 2, prec), 4.0, "%v %v g(%v)", m, dt, z)
 			}
 		}
 	}
@@ -323,9 +322,9 @@ func TestInputsUnchanged(t *testing.T) {
 	l := open(t)
 	for _, dt := range ssm.DTypes() {
 		for _, isComplex := range []bool{false, true} {
-			s := gen.MambaBlock(ssm.Bilinear, 2, 4, 19, 6)
+			s := mamba1.MambaBlock(ssm.Bilinear, 2, 4, 19, 6)
 			s.Complex = isComplex
-			b, err := l.NewScanBuffers(gen.New(s, 3), dt)
+			b, err := l.NewScanBuffers(mamba1.Generate(s, 3), dt)
 			require.NoError(t, err)
 			var before [][]byte
 			for _, in := range b.Inputs() {
@@ -343,7 +342,7 @@ func TestInputsUnchanged(t *testing.T) {
 // plans, and the misuse of a plan.
 func TestPlans(t *testing.T) {
 	l := open(t)
-	p := gen.New(gen.MambaBlock(ssm.Poly, 2, 8, 64, 16), 5)
+	p := mamba1.Generate(mamba1.MambaBlock(ssm.Poly, 2, 8, 64, 16), 5)
 	want, err := l.Scan(p, ssm.F32)
 	require.NoError(t, err)
 	b, err := l.NewScanBuffers(p, ssm.F32)
@@ -401,9 +400,9 @@ func BenchmarkScanKernelCPU(b *testing.B) {
 		{ssm.ZOH, false, ssm.F64}, {ssm.RK4, false, ssm.F64}, {ssm.Bilinear, false, ssm.F64},
 		{ssm.ZOH, true, ssm.F64}, {ssm.ZOH, false, ssm.F32},
 	} {
-		s := gen.MambaBlock(c.m, 1, 64, 256, 16)
+		s := mamba1.MambaBlock(c.m, 1, 64, 256, 16)
 		s.Complex = c.isComplex
-		p := gen.New(s, 1)
+		p := mamba1.Generate(s, 1)
 		kind := map[bool]string{false: "real", true: "complex"}[c.isComplex]
 		bufs, err := l.NewScanBuffers(p, c.dt)
 		if err != nil {
@@ -430,10 +429,10 @@ func TestScanFromInitialState(t *testing.T) {
 	require.True(t, l.HasInitialState(), "this project's libraries export the extension")
 	for _, isComplex := range []bool{false, true} {
 		for _, dt := range ssm.DTypes() {
-			s := gen.Spec{Batch: 2, Dim: 3, Seqlen: 70, Dstate: 5, Groups: 1, Method: ssm.FOH, Complex: isComplex,
-				VariableB: true, HasD: true, Dist: gen.Realistic}
-			p := gen.New(s, 8)
-			gen.SetInitialState(p, 9)
+			s := mamba1.Spec{Batch: 2, Dim: 3, Seqlen: 70, Dstate: 5, Groups: 1, Method: ssm.FOH, Complex: isComplex,
+				VariableB: true, HasD: true, Dist: mamba1.Realistic}
+			p := mamba1.Generate(s, 8)
+			mamba1.SetInitialState(p, 9)
 			assert.True(t, l.Capabilities(ssm.FOH, dt, isComplex).InitialState())
 			r, where := scanRatio(t, l, p, dt)
 			assert.LessOrEqual(t, r, float64(ratioLimit), "%v %s: %s", dt, ssm.AKind(isComplex), where)

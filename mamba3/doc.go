@@ -13,7 +13,7 @@
 // the integral of e^{a(t−s)}·u(s) over the step taken by a trapezoid that
 // weighs the step's end by λ and its start, decayed over the step, by
 // 1 − λ. λ = 1 is exponential Euler with the current input (Mamba-2's
-// recurrence, package ssd: B̄ = Δ·B); λ = 0 exponential Euler with the
+// recurrence, package mamba2: B̄ = Δ·B); λ = 0 exponential Euler with the
 // previous one; λ = ½ the exponential trapezoidal rule, of second order
 // (its global error shrinks as Δ², the others' as Δ: TestConvergenceOrders).
 // With a = 0 and λ = ½ it is the trapezoidal rule for ∫u. For constant

@@ -3,7 +3,6 @@ package mamba3
 import (
 	"fmt"
 
-	"ssmverify/ssd"
 	"ssmverify/ssm"
 )
 
@@ -85,8 +84,8 @@ func (p *Problem) NumSeqs() int {
 
 // Validate checks sizes and lengths, naming the offending field.
 func (p *Problem) Validate() error {
-	if err := ssd.CheckSizes("mamba3: ", ssd.Size{Name: "Batch", V: p.Batch}, ssd.Size{Name: "Seqlen", V: p.Seqlen}, ssd.Size{Name: "HeadsQK", V: p.HeadsQK},
-		ssd.Size{Name: "Heads", V: p.Heads}, ssd.Size{Name: "N", V: p.N}, ssd.Size{Name: "P", V: p.P}); err != nil {
+	if err := ssm.CheckSizes("mamba3: ", ssm.Size{Name: "Batch", V: p.Batch}, ssm.Size{Name: "Seqlen", V: p.Seqlen}, ssm.Size{Name: "HeadsQK", V: p.HeadsQK},
+		ssm.Size{Name: "Heads", V: p.Heads}, ssm.Size{Name: "N", V: p.N}, ssm.Size{Name: "P", V: p.P}); err != nil {
 		return err
 	}
 	if p.Heads%p.HeadsQK != 0 {
@@ -97,11 +96,11 @@ func (p *Problem) Validate() error {
 	}
 	L, B, H := p.Seqlen, p.Batch, p.Heads
 	qk, v, hl := B*L*p.HeadsQK*p.N, B*L*H*p.P, B*H*L
-	if err := ssd.CheckFields("mamba3: ", "", true,
-		ssd.Field{Name: "Q", V: p.Q, Want: qk, Optional: false}, ssd.Field{Name: "K", V: p.K, Want: qk, Optional: false}, ssd.Field{Name: "V", V: p.V, Want: v, Optional: false}, ssd.Field{Name: "ADT", V: p.ADT, Want: hl, Optional: false},
-		ssd.Field{Name: "DT", V: p.DT, Want: hl, Optional: false}, ssd.Field{Name: "Trap", V: p.Trap, Want: hl, Optional: false}, ssd.Field{Name: "QBias", V: p.QBias, Want: H * p.N, Optional: false},
-		ssd.Field{Name: "KBias", V: p.KBias, Want: H * p.N, Optional: false}, ssd.Field{Name: "Angles", V: p.Angles, Want: B * L * H * p.AngleDim, Optional: false},
-		ssd.Field{Name: "D", V: p.D, Want: H, Optional: true}, ssd.Field{Name: "Z", V: p.Z, Want: v, Optional: true}); err != nil {
+	if err := ssm.CheckFields("mamba3: ", "", true,
+		ssm.Field{Name: "Q", V: p.Q, Want: qk, Optional: false}, ssm.Field{Name: "K", V: p.K, Want: qk, Optional: false}, ssm.Field{Name: "V", V: p.V, Want: v, Optional: false}, ssm.Field{Name: "ADT", V: p.ADT, Want: hl, Optional: false},
+		ssm.Field{Name: "DT", V: p.DT, Want: hl, Optional: false}, ssm.Field{Name: "Trap", V: p.Trap, Want: hl, Optional: false}, ssm.Field{Name: "QBias", V: p.QBias, Want: H * p.N, Optional: false},
+		ssm.Field{Name: "KBias", V: p.KBias, Want: H * p.N, Optional: false}, ssm.Field{Name: "Angles", V: p.Angles, Want: B * L * H * p.AngleDim, Optional: false},
+		ssm.Field{Name: "D", V: p.D, Want: H, Optional: true}, ssm.Field{Name: "Z", V: p.Z, Want: v, Optional: true}); err != nil {
 		return err
 	}
 	for i, x := range p.ADT {
@@ -111,9 +110,9 @@ func (p *Problem) Validate() error {
 	}
 	if s := p.State; s != nil {
 		S := p.NumSeqs()
-		if err := ssd.CheckFields("mamba3: ", "", false, ssd.Field{Name: "State.Angle", V: s.Angle, Want: S * H * p.AngleDim, Optional: false},
-			ssd.Field{Name: "State.SSM", V: s.SSM, Want: S * H * p.P * p.N, Optional: false}, ssd.Field{Name: "State.K", V: s.K, Want: S * H * p.N, Optional: false},
-			ssd.Field{Name: "State.V", V: s.V, Want: S * H * p.P, Optional: false}); err != nil {
+		if err := ssm.CheckFields("mamba3: ", "", false, ssm.Field{Name: "State.Angle", V: s.Angle, Want: S * H * p.AngleDim, Optional: false},
+			ssm.Field{Name: "State.SSM", V: s.SSM, Want: S * H * p.P * p.N, Optional: false}, ssm.Field{Name: "State.K", V: s.K, Want: S * H * p.N, Optional: false},
+			ssm.Field{Name: "State.V", V: s.V, Want: S * H * p.P, Optional: false}); err != nil {
 			return err
 		}
 	}

@@ -3,7 +3,7 @@ package mamba3
 import (
 	"math"
 
-	"ssmverify/ssd"
+	"ssmverify/mamba2"
 )
 
 // The PTX approximations' bounds (PTX ISA, "Floating-point instructions").
@@ -27,7 +27,7 @@ type Scale struct {
 // γ·k⊗v entered at step s, decayed to t, times q_t), each bounded through
 // norms of the rotated pairs, with relative errors of u times
 //
-//	k0 + E_ts (package ssd: the chunked or the sequential recurrence)
+//	k0 + E_ts (package mamba2: the chunked or the sequential recurrence)
 //	+ (ε_tanh/u + 3)·(Φ_t − Φ_s) + 2π·(t − s)    the rotation's angle
 //	+ 2·ε_sincos/u                              its sine and cosine
 //	+ ε_σ/u·Δ_s·(…)/|β or γ|                    λ = σ(Trap)
@@ -95,12 +95,12 @@ func ErrorScaleVariant(p *Problem, v Variant) *Scale {
 				wcum[t] = w
 			}
 			for pp := 0; pp < P; pp++ {
-				terms := make([]*ssd.Terms, N)
+				terms := make([]*mamba2.Terms, N)
 				// per state element: Σ m·Φ_s, Σ m·s, Σ Δ_s·(…) for λ
 				rPhi, rPos, rLam, rKV := make([]float64, N), make([]float64, N), make([]float64, N), make([]float64, N)
 				var vp float64
 				for n := range terms {
-					terms[n] = ssd.NewTerms(ar.Chunk, wcum)
+					terms[n] = mamba2.NewTerms(ar.Chunk, wcum)
 					kp[n] = 0
 				}
 				for i := range phi {

@@ -124,7 +124,7 @@ func (r *Report) kernelSummary() string {
 		fmt.Fprintf(&b, "%-12s %-5s %-6s %-5s %7d %10.3g\n", c.Op, c.DType, c.StateDType, v, c.Checks, float64(c.MaxRatio))
 	}
 	b.WriteString("\nchecks: comparisons made; max ratio: the largest |kernel − reference| / (u·S + η·T) of the problem's error\n" +
-		"model (package ssd for Mamba-2, mamba3 for Mamba-3), which decides (threshold 4); n/s: not declared by the adapter, not judged\n")
+		"model (package mamba2 for Mamba-2, mamba3 for Mamba-3), which decides (threshold 4); n/s: not declared by the adapter, not judged\n")
 	for _, t := range r.Tables {
 		if !strings.HasPrefix(t.Name, "mamba2 ") && !strings.HasPrefix(t.Name, "mamba3 ") {
 			continue

@@ -86,8 +86,8 @@
 #   make lib-cuda && SSMK_BACKEND=cuda go test ./...
 set -uo pipefail
 cd "$(dirname "$0")/.."
-# reference/ is pure Go (no library): its tests judge nothing on a GPU, and
-# its binary would take the carry past 64 MiB beside the others.
+# mamba1/, mamba2/ and mamba3/ are pure Go (no library): their tests judge nothing on a GPU, and
+# their binaries would take the carry past 64 MiB beside the others.
 PKGS_DEFAULT="kernels cudalib golden verify fuzz"
 
 build() {

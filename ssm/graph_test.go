@@ -3,7 +3,12 @@ package ssm_test
 import (
 	"bufio"
 	"bytes"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -31,7 +36,8 @@ func goList(t *testing.T, args ...string) []string {
 
 // TestPackageGraph holds the packages' layering: ssm at the floor imports
 // nothing of the module; cudalib, the binding a user links, needs neither the
-// references nor gonum; and only tests and commands import the verify suite.
+// families' references nor gonum; and only tests and commands import the
+// verify suite.
 func TestPackageGraph(t *testing.T) {
 	for _, dep := range goList(t, "-deps", "./ssm") {
 		if strings.HasPrefix(dep, "ssmverify/") && dep != "ssmverify/ssm" {
@@ -39,7 +45,7 @@ func TestPackageGraph(t *testing.T) {
 		}
 	}
 	for _, dep := range goList(t, "-deps", "./cudalib") {
-		if dep == "ssmverify/reference" || strings.HasPrefix(dep, "gonum.org/") {
+		if strings.HasPrefix(dep, "ssmverify/mamba") || strings.HasPrefix(dep, "gonum.org/") {
 			t.Errorf("cudalib depends on %s", dep)
 		}
 	}
@@ -51,6 +57,45 @@ func TestPackageGraph(t *testing.T) {
 		for _, imp := range f[2:] {
 			if imp == "ssmverify/verify" {
 				t.Errorf("%s imports the verify suite: share through judge, report or ssm instead", f[0])
+			}
+		}
+	}
+}
+
+// TestFamiliesAlike holds the kernel families to one shape: each is a
+// package (mamba1, mamba2, mamba3) with its problem and validation
+// (problem.go; Mamba-1's is the ABI's, this package's Problem, which the
+// binding shares), float64 reference (reference.go), error model
+// (scale.go), known slips (slips.go, exported as Slips), generators
+// (gen.go, Generate) and property tests beside them; a family to come
+// (a backward operation, an engine's copy) is held to the same.
+func TestFamiliesAlike(t *testing.T) {
+	for _, fam := range []string{"mamba1", "mamba2", "mamba3"} {
+		files := []string{"doc.go", "reference.go", "scale.go", "slips.go", "gen.go", "reference_test.go"}
+		if fam != "mamba1" {
+			files = append(files, "problem.go")
+		}
+		for _, f := range files {
+			if _, err := os.Stat(filepath.Join("..", fam, f)); err != nil {
+				t.Errorf("family %s lacks %s: %v", fam, f, err)
+			}
+		}
+		fs := token.NewFileSet()
+		pkgs, err := parser.ParseDir(fs, filepath.Join("..", fam), func(fi os.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, 0)
+		if err != nil || pkgs[fam] == nil {
+			t.Fatalf("family %s: %v (packages %v)", fam, err, pkgs)
+		}
+		funcs := map[string]bool{}
+		for _, f := range pkgs[fam].Files {
+			for _, d := range f.Decls {
+				if fd, ok := d.(*ast.FuncDecl); ok && fd.Recv == nil {
+					funcs[fd.Name.Name] = true
+				}
+			}
+		}
+		for _, fn := range []string{"Slips", "Generate"} {
+			if !funcs[fn] {
+				t.Errorf("family %s exports no %s", fam, fn)
 			}
 		}
 	}

@@ -7,8 +7,8 @@ import (
 
 	"pgregory.net/rapid"
 
-	"ssmverify/gen"
 	"ssmverify/judge"
+	"ssmverify/mamba1"
 	"ssmverify/ssm"
 )
 
@@ -16,19 +16,19 @@ import (
 // 1–64 with groups dividing it, seqlen 1–300 (any length, not only
 // multiples of a chunk), dstate 1–64 and, now and then, the library's
 // maximum.
-func accuracyLimits(d gen.Dist) gen.Limits {
-	return gen.Limits{MaxBatch: 3, MaxDim: 64, MaxSeqlen: 300, MaxDstate: 64,
-		ExtraDstate: []int{lib.MaxDstate()}, Dists: []gen.Dist{d}}
+func accuracyLimits(d mamba1.Dist) mamba1.Limits {
+	return mamba1.Limits{MaxBatch: 3, MaxDim: 64, MaxSeqlen: 300, MaxDstate: 64,
+		ExtraDstate: []int{lib.MaxDstate()}, Dists: []mamba1.Dist{d}}
 }
 
 // TestAccuracy: random shapes, feature toggles, every method, real and
 // complex A, fp32 and fp64, against the float64 reference. Each case's worst
 // scaled error ratio must stay within the dtype's threshold; a failure
-// prints the shrunk case (its Spec and seed reproduce it with gen.New), the
+// prints the shrunk case (its Spec and seed reproduce it with mamba1.Generate), the
 // worst element's indices and values, the ratio and the threshold.
 func TestAccuracy(t *testing.T) {
 	track(t)
-	for _, d := range []gen.Dist{gen.Realistic, gen.Stress} {
+	for _, d := range []mamba1.Dist{mamba1.Realistic, mamba1.Stress} {
 		t.Run(d.String(), func(t *testing.T) {
 			test := "TestAccuracy/" + d.String()
 			// Draw among the combinations the library declares, so that a
@@ -60,7 +60,7 @@ func declaredCombos(test string, dtypes []ssm.DType) []combo {
 // combos (those the library declares): a rapid draw of one, a shape, its
 // options and inputs in distribution d, scanned and judged; the shrunk
 // failing case is diagnosed.
-func accuracyProperty(t *testing.T, test string, d gen.Dist, combos []combo) {
+func accuracyProperty(t *testing.T, test string, d mamba1.Dist, combos []combo) {
 	if len(combos) == 0 {
 		t.Skip("no combination declared")
 	}
@@ -78,11 +78,11 @@ func accuracyProperty(t *testing.T, test string, d gen.Dist, combos []combo) {
 		cb := rapid.SampledFrom(combos).Draw(rt, "combination")
 		limits := accuracyLimits(d)
 		limits.Methods, limits.Complex = []ssm.Method{cb.m}, map[bool]int{false: 1, true: 2}[cb.isComplex]
-		c := gen.Problems(limits).Draw(rt, "case")
+		c := mamba1.Problems(limits).Draw(rt, "case")
 		dt := cb.dt
 		p := c.Problem
 		if w := within(c.Spec, dt); w != c.Spec {
-			c.Spec, p = w, gen.New(w, c.Seed)
+			c.Spec, p = w, mamba1.Generate(w, c.Seed)
 		}
 		cmp, p, err := scanChecked(test, p, dt)
 		if errors.Is(err, errNotTaken) {
@@ -97,7 +97,7 @@ func accuracyProperty(t *testing.T, test string, d gen.Dist, combos []combo) {
 			if dt != ssm.F64 {
 				round = fmt.Sprintf(", then RoundTo(%v)", dt)
 			}
-			rt.Fatalf("%v %v: worst %s; threshold %g (%d non-finite)\nreproduce: gen.New(%#v, %d)%s%s",
+			rt.Fatalf("%v %v: worst %s; threshold %g (%d non-finite)\nreproduce: mamba1.Generate(%#v, %d)%s%s",
 				c, dt, cmp.Worst, judge.Threshold(dt), cmp.NonFinite, c.Spec, c.Seed, round, fittedNote(c.Problem, p))
 		}
 	})
@@ -117,13 +117,13 @@ func TestAccuracyEveryCombination(t *testing.T) {
 					continue
 				}
 				for fi, f := range feats {
-					for _, d := range []gen.Dist{gen.Realistic, gen.Stress} {
-						s := gen.Spec{Batch: 2, Dim: 6, Seqlen: 45, Dstate: 7, Groups: 3, Method: m, Complex: isComplex,
+					for _, d := range []mamba1.Dist{mamba1.Realistic, mamba1.Stress} {
+						s := mamba1.Spec{Batch: 2, Dim: 6, Seqlen: 45, Dstate: 7, Groups: 3, Method: m, Complex: isComplex,
 							VariableB: f.varB, VariableC: f.varC, Softplus: f.softplus, HasD: f.D, HasZ: f.z, HasBias: f.bias, Dist: d}
 						if !judged(t.Name(), "scans of", m, dt, isComplex, false) {
 							continue
 						}
-						cmp, p, err := scanChecked(t.Name(), gen.New(within(s, dt), uint64(fi+1)), dt)
+						cmp, p, err := scanChecked(t.Name(), mamba1.Generate(within(s, dt), uint64(fi+1)), dt)
 						if errors.Is(err, errNotTaken) {
 							continue
 						}
@@ -142,7 +142,7 @@ func TestAccuracyEveryCombination(t *testing.T) {
 	}
 }
 
-// fittedNote says, where the problem scanned is not gen.New's, that it was
+// fittedNote says, where the problem scanned is not mamba1.Generate's, that it was
 // fitted to what the library declares.
 func fittedNote(drawn, scanned *ssm.Problem) string {
 	if drawn.Shape() == scanned.Shape() {

@@ -12,9 +12,8 @@ import (
 	"pgregory.net/rapid"
 
 	"ssmverify/diagnose"
-	"ssmverify/gen"
 	"ssmverify/judge"
-	"ssmverify/reference"
+	"ssmverify/mamba1"
 	"ssmverify/ssm"
 )
 
@@ -80,11 +79,11 @@ func backwardJudged(test string, p *ssm.Problem, ct *ssm.Cotangent, dt ssm.DType
 		}
 		return judge.GradComparison{}, nil, p, ct, err
 	}
-	want, err := reference.ScanGrad(p, ct, withInitial)
+	want, err := mamba1.ScanGrad(p, ct, withInitial)
 	if err != nil {
 		return judge.GradComparison{}, got, p, ct, err
 	}
-	sc, err := reference.GradErrorScale(p, ct, withInitial, dt.Precision())
+	sc, err := mamba1.GradErrorScale(p, ct, withInitial, dt.Precision())
 	if err != nil {
 		return judge.GradComparison{}, got, p, ct, err
 	}
@@ -141,8 +140,8 @@ func gradFailure(c judge.GradComparison, dt ssm.DType) string {
 }
 
 // TestBackwardAccuracy: every gradient of the backward pass against the
-// float64 reference gradients (reference.ScanGrad) under the reverse
-// scan's error model (reference.GradErrorScale), on random shapes (seqlen
+// float64 reference gradients (mamba1.ScanGrad) under the reverse
+// scan's error model (mamba1.GradErrorScale), on random shapes (seqlen
 // up to 200, across the tiles of a kernel; TestBackwardChunkBoundaries
 // takes rows across longer chunks), every
 // option, from h = 0 or an initial state, with or without a gradient of
@@ -158,7 +157,7 @@ func backwardAccuracy(t *testing.T, test string, combos []combo) {
 	if len(combos) == 0 {
 		t.Skip("the library declares no backward pass here")
 	}
-	for _, d := range []gen.Dist{gen.Realistic, gen.Stress} {
+	for _, d := range []mamba1.Dist{mamba1.Realistic, mamba1.Stress} {
 		t.Run(d.String(), func(t *testing.T) {
 			// rapid replays the shrunk case last and ends the test with
 			// t.Fatalf: its diagnosis runs deferred, as the forward's does.
@@ -174,19 +173,19 @@ func backwardAccuracy(t *testing.T, test string, combos []combo) {
 			}()
 			rapid.Check(t, func(rt *rapid.T) {
 				cb := rapid.SampledFrom(combos).Draw(rt, "combination")
-				l := gen.Limits{MaxBatch: 2, MaxDim: 8, MaxSeqlen: 200, MaxDstate: 16, Dists: []gen.Dist{d},
+				l := mamba1.Limits{MaxBatch: 2, MaxDim: 8, MaxSeqlen: 200, MaxDstate: 16, Dists: []mamba1.Dist{d},
 					Methods: []ssm.Method{cb.m}, Complex: map[bool]int{false: 1, true: 2}[cb.isComplex]}
-				c := gen.Problems(l).Draw(rt, "case")
+				c := mamba1.Problems(l).Draw(rt, "case")
 				p := c.Problem
 				if w := within(c.Spec, cb.dt); w != c.Spec {
-					c.Spec, p = w, gen.New(w, c.Seed)
+					c.Spec, p = w, mamba1.Generate(w, c.Seed)
 				}
 				states := stateGrads(cb)
 				if rapid.Bool().Draw(rt, "initial state") && states {
-					gen.SetInitialState(p, c.Seed)
+					mamba1.SetInitialState(p, c.Seed)
 				}
 				withInitial := rapid.Bool().Draw(rt, "dinitial_state") && states
-				ct := gen.NewCotangent(p, c.Seed, rapid.Bool().Draw(rt, "dlast_state") && states)
+				ct := mamba1.NewCotangent(p, c.Seed, rapid.Bool().Draw(rt, "dlast_state") && states)
 				cmp, pr, ctr, err := backwardChecked(test+"/"+d.String(), p, ct, cb.dt, withInitial)
 				if errors.Is(err, errNotTaken) {
 					rt.Skip(err)
@@ -220,14 +219,14 @@ func TestBackwardEveryCombination(t *testing.T) {
 // combos, recorded under test.
 func backwardEveryCombination(t *testing.T, test string, combos []combo) {
 	for _, cb := range combos {
-		wide := gen.MambaBlock(cb.m, 2, 32, 70, 16)
+		wide := mamba1.MambaBlock(cb.m, 2, 32, 70, 16)
 		wide.Groups = 2
-		for k, s := range []gen.Spec{gen.MambaBlock(cb.m, 2, 4, 100, 5),
+		for k, s := range []mamba1.Spec{mamba1.MambaBlock(cb.m, 2, 4, 100, 5),
 			{Batch: 1, Dim: 3, Seqlen: 70, Dstate: 4, Groups: 1, Method: cb.m}, wide,
-			gen.MambaBlock(cb.m, 1, 2, 40, 40)} {
+			mamba1.MambaBlock(cb.m, 1, 2, 40, 40)} {
 			s.Complex = cb.isComplex
 			name := fmt.Sprintf("%v/%v/%s/%d", cb.m, cb.dt, ssm.AKind(cb.isComplex), k)
-			backwardCase(t, test, name, cb, gen.New(within(s, cb.dt), uint64(k+1)), 3)
+			backwardCase(t, test, name, cb, mamba1.Generate(within(s, cb.dt), uint64(k+1)), 3)
 		}
 	}
 }
@@ -240,9 +239,9 @@ func backwardCase(t *testing.T, test, name string, cb combo, p *ssm.Problem, see
 	t.Helper()
 	states := stateGrads(cb)
 	if states {
-		gen.SetInitialState(p, seed)
+		mamba1.SetInitialState(p, seed)
 	}
-	ct := gen.NewCotangent(p, seed, states)
+	ct := mamba1.NewCotangent(p, seed, states)
 	c, pr, ctr, err := backwardChecked(test, p, ct, cb.dt, states)
 	if errors.Is(err, errNotTaken) {
 		return
@@ -273,11 +272,11 @@ func TestBackwardOptionSweep(t *testing.T) {
 			for _, vb := range []bool{false, true} {
 				for _, vc := range []bool{false, true} {
 					for _, z := range []bool{false, true} {
-						s := gen.Spec{Batch: 2, Dim: 8, Seqlen: 70, Dstate: 4, Groups: groups, Method: cb.m, Complex: cb.isComplex,
+						s := mamba1.Spec{Batch: 2, Dim: 8, Seqlen: 70, Dstate: 4, Groups: groups, Method: cb.m, Complex: cb.isComplex,
 							VariableB: vb, VariableC: vc, Softplus: true, HasD: true, HasZ: z, HasBias: true}
 						name := fmt.Sprintf("groups=%d varB=%t varC=%t z=%t", groups, vb, vc, z)
-						p := gen.New(s, 13)
-						c, _, _, err := backwardChecked("TestBackwardOptionSweep", p, gen.NewCotangent(p, 13, false), cb.dt, false)
+						p := mamba1.Generate(s, 13)
+						c, _, _, err := backwardChecked("TestBackwardOptionSweep", p, mamba1.NewCotangent(p, 13, false), cb.dt, false)
 						if errors.Is(err, errNotTaken) {
 							continue
 						}
@@ -321,10 +320,10 @@ func TestBackwardChunkBoundaries(t *testing.T) {
 	for _, L := range backwardChunkSeqlens {
 		t.Run(strconv.Itoa(L), func(t *testing.T) {
 			for _, cb := range combos {
-				s := gen.MambaBlock(cb.m, 1, 2, L, 3)
+				s := mamba1.MambaBlock(cb.m, 1, 2, L, 3)
 				s.Complex = cb.isComplex
 				name := fmt.Sprintf("%v %v %s", cb.m, cb.dt, ssm.AKind(cb.isComplex))
-				backwardCase(t, t.Name(), name, cb, gen.New(within(s, cb.dt), uint64(L)), uint64(L))
+				backwardCase(t, t.Name(), name, cb, mamba1.Generate(within(s, cb.dt), uint64(L)), uint64(L))
 			}
 		})
 	}
@@ -342,17 +341,17 @@ func TestBackwardGradcheck(t *testing.T) {
 		if cb.dt != ssm.F64 {
 			continue
 		}
-		s := gen.MambaBlock(cb.m, 1, 2, 80, 3)
+		s := mamba1.MambaBlock(cb.m, 1, 2, 80, 3)
 		s.Complex, s.Groups = cb.isComplex, 2
-		p, err := fitProblem(t.Name(), gen.New(within(s, cb.dt), 7), cb.dt)
+		p, err := fitProblem(t.Name(), mamba1.Generate(within(s, cb.dt), 7), cb.dt)
 		if err != nil {
 			continue
 		}
 		states := stateGrads(cb)
 		if states {
-			gen.SetInitialState(p, 7)
+			mamba1.SetInitialState(p, 7)
 		}
-		ct := gen.NewCotangent(p, 7, states)
+		ct := mamba1.NewCotangent(p, 7, states)
 		g, err := lib.Backward(p, ct, ssm.F64, states)
 		if err != nil {
 			if rep.WantDiagnosis(t.Name(), p.Method, ssm.F64, p.Complex) {
@@ -440,13 +439,13 @@ func gradcheck(p *ssm.Problem, ct *ssm.Cotangent, g *ssm.Grads, seed uint64) str
 func TestBackwardDeterministic(t *testing.T) {
 	track(t)
 	for _, cb := range backwardCombos("TestBackwardDeterministic", ssm.DTypes()) {
-		s := gen.MambaBlock(cb.m, 2, 8, 150, 4)
+		s := mamba1.MambaBlock(cb.m, 2, 8, 150, 4)
 		s.Complex, s.Groups = cb.isComplex, 2
-		p, err := fitProblem(t.Name(), gen.New(within(s, cb.dt), 11), cb.dt)
+		p, err := fitProblem(t.Name(), mamba1.Generate(within(s, cb.dt), 11), cb.dt)
 		if err != nil {
 			continue
 		}
-		p, ct := roundedFor(p, gen.NewCotangent(p, 11, stateGrads(cb)), cb.dt)
+		p, ct := roundedFor(p, mamba1.NewCotangent(p, 11, stateGrads(cb)), cb.dt)
 		first, err1 := lib.Backward(p, ct, cb.dt, false)
 		second, err2 := lib.Backward(p, ct, cb.dt, false)
 		if err1 != nil || err2 != nil {
@@ -455,8 +454,8 @@ func TestBackwardDeterministic(t *testing.T) {
 		}
 		if lib.Capabilities(cb.m, cb.dt, cb.isComplex).BackwardAtomic() {
 			for _, g := range []*ssm.Grads{first, second} {
-				want, _ := reference.ScanGrad(p, ct, false)
-				sc, _ := reference.GradErrorScale(p, ct, false, cb.dt.Precision())
+				want, _ := mamba1.ScanGrad(p, ct, false)
+				sc, _ := mamba1.GradErrorScale(p, ct, false, cb.dt.Precision())
 				if c := judge.CompareGrads(p, g, cb.dt, want, sc); !c.Passed(cb.dt) {
 					t.Errorf("%v %v %s (atomics declared): %s", cb.m, cb.dt, ssm.AKind(cb.isComplex), gradFailure(c, cb.dt))
 				}

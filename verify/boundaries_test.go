@@ -11,8 +11,8 @@ import (
 	"testing"
 
 	"ssmverify/cudalib"
-	"ssmverify/gen"
 	"ssmverify/judge"
+	"ssmverify/mamba1"
 	"ssmverify/perf"
 	"ssmverify/ssm"
 )
@@ -24,7 +24,7 @@ var chunkSeqlens = []int{2047, 2048, 2049, 4097, 3*2048 + 5}
 
 // checkShape scans one generated problem of every declared method, dtype
 // and real/complex A and fails with a diagnosis where it is wrong.
-func checkShape(t *testing.T, s gen.Spec, seed uint64) {
+func checkShape(t *testing.T, s mamba1.Spec, seed uint64) {
 	t.Helper()
 	for _, m := range ssm.Methods() {
 		for _, dt := range ssm.DTypes() {
@@ -33,7 +33,7 @@ func checkShape(t *testing.T, s gen.Spec, seed uint64) {
 					continue
 				}
 				s.Method, s.Complex = m, isComplex
-				cmp, p, err := scanChecked(t.Name(), gen.New(within(s, dt), seed), dt)
+				cmp, p, err := scanChecked(t.Name(), mamba1.Generate(within(s, dt), seed), dt)
 				if errors.Is(err, errNotTaken) {
 					continue
 				}
@@ -56,13 +56,13 @@ func TestChunkBoundaries(t *testing.T) {
 	track(t)
 	for _, L := range chunkSeqlens {
 		t.Run(strconv.Itoa(L), func(t *testing.T) {
-			checkShape(t, gen.Spec{Batch: 1, Dim: 2, Seqlen: L, Dstate: 3, Groups: 1, VariableB: true, VariableC: true,
-				Softplus: true, HasD: true, HasZ: true, HasBias: true, Dist: gen.Realistic}, uint64(L))
+			checkShape(t, mamba1.Spec{Batch: 1, Dim: 2, Seqlen: L, Dstate: 3, Groups: 1, VariableB: true, VariableC: true,
+				Softplus: true, HasD: true, HasZ: true, HasBias: true, Dist: mamba1.Realistic}, uint64(L))
 		})
 	}
 }
 
-// TestUnstableProducts: gen.UnstableProducts, where a time-parallel scan
+// TestUnstableProducts: mamba1.UnstableProducts, where a time-parallel scan
 // forms products of Ā that overflow while the sequential state stays
 // finite (and is 0, so that ∞·0 = NaN shows).
 func TestUnstableProducts(t *testing.T) {
@@ -73,7 +73,7 @@ func TestUnstableProducts(t *testing.T) {
 				if (isComplex && fallback(m, dt)) || !judged(t.Name(), "scans of", m, dt, isComplex, false) {
 					continue
 				}
-				cmp, p, err := scanChecked(t.Name(), gen.UnstableProducts(m, dt, isComplex), dt)
+				cmp, p, err := scanChecked(t.Name(), mamba1.UnstableProducts(m, dt, isComplex), dt)
 				if errors.Is(err, errNotTaken) {
 					continue
 				}
@@ -93,8 +93,8 @@ func TestUnstableProducts(t *testing.T) {
 // TestLargestDstate: dstate = ssmk_max_dstate() across a chunk boundary.
 func TestLargestDstate(t *testing.T) {
 	track(t)
-	checkShape(t, gen.Spec{Batch: 1, Dim: 1, Seqlen: 2049, Dstate: lib.MaxDstate(), Groups: 1, VariableB: true,
-		Softplus: true, HasBias: true, Dist: gen.Realistic}, 7)
+	checkShape(t, mamba1.Spec{Batch: 1, Dim: 1, Seqlen: 2049, Dstate: lib.MaxDstate(), Groups: 1, VariableB: true,
+		Softplus: true, HasBias: true, Dist: mamba1.Realistic}, 7)
 }
 
 // TestManyRows: more than 65 535 rows (batch·dim and dim alone), where a
@@ -102,9 +102,9 @@ func TestLargestDstate(t *testing.T) {
 // stops.
 func TestManyRows(t *testing.T) {
 	track(t)
-	for _, s := range []gen.Spec{
-		{Batch: 1, Dim: 65600, Seqlen: 3, Dstate: 2, Groups: 1, Dist: gen.Realistic},
-		{Batch: 3, Dim: 21870, Seqlen: 3, Dstate: 2, Groups: 1, VariableB: true, Dist: gen.Realistic},
+	for _, s := range []mamba1.Spec{
+		{Batch: 1, Dim: 65600, Seqlen: 3, Dstate: 2, Groups: 1, Dist: mamba1.Realistic},
+		{Batch: 3, Dim: 21870, Seqlen: 3, Dstate: 2, Groups: 1, VariableB: true, Dist: mamba1.Realistic},
 	} {
 		t.Run(fmt.Sprintf("%dx%d", s.Batch, s.Dim), func(t *testing.T) {
 			for _, dt := range ssm.DTypes() {
@@ -113,7 +113,7 @@ func TestManyRows(t *testing.T) {
 						continue
 					}
 					s.Method = m
-					cmp, p, err := scanChecked(t.Name(), gen.New(within(s, dt), 9), dt)
+					cmp, p, err := scanChecked(t.Name(), mamba1.Generate(within(s, dt), 9), dt)
 					if errors.Is(err, errNotTaken) {
 						continue
 					}
@@ -205,8 +205,8 @@ func judgeArgCase(c argCase) string {
 	if !lib.Capabilities(ssm.ZOH, dt, false).Supported() {
 		dt = ssm.F64
 	}
-	s := gen.Spec{Batch: 2, Dim: 4, Seqlen: 9, Dstate: 3, Groups: 2, Method: ssm.ZOH, VariableB: true, VariableC: true, Dist: gen.Realistic}
-	b, err := lib.NewScanBuffers(gen.New(s, 1), dt)
+	s := mamba1.Spec{Batch: 2, Dim: 4, Seqlen: 9, Dstate: 3, Groups: 2, Method: ssm.ZOH, VariableB: true, VariableC: true, Dist: mamba1.Realistic}
+	b, err := lib.NewScanBuffers(mamba1.Generate(s, 1), dt)
 	if err != nil {
 		return "FAIL building the buffers: " + err.Error()
 	}

@@ -20,9 +20,8 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"ssmverify/cudalib"
-	"ssmverify/gen"
+	"ssmverify/mamba1"
 	"ssmverify/perf"
-	"ssmverify/reference"
 	"ssmverify/report"
 	"ssmverify/ssm"
 )
@@ -149,11 +148,11 @@ func (c checkConfig) base() ssm.Method {
 // checkProblem is the one problem definition of the checks: the Mamba-block
 // configuration, seed 1, for method m (all methods share the same inputs).
 func checkProblem(c checkConfig, m ssm.Method, isComplex bool) *ssm.Problem {
-	s := gen.MambaBlock(m, c.batch, c.dim, c.seqlen, c.dstate)
+	s := mamba1.MambaBlock(m, c.batch, c.dim, c.seqlen, c.dstate)
 	s.Complex = isComplex
 	p, err := fitProblem("the seven checks", checkDraws.draw(within(s, c.dtype)), c.dtype)
 	if err != nil {
-		panic(err) // gen.Spec.Within's sizes always fit (gen's TestWithin)
+		panic(err) // mamba1.Spec.Within's sizes always fit (gen's TestWithin)
 	}
 	p.RoundTo(c.dtype) // what the kernel reads
 	return p
@@ -165,37 +164,37 @@ func checkProblem(c checkConfig, m ssm.Method, isComplex bool) *ssm.Problem {
 var checkDraws drawCache
 
 type drawCache struct {
-	spec gen.Spec
+	spec mamba1.Spec
 	p    *ssm.Problem
 	ct   *ssm.Cotangent
 }
 
-// draw returns a copy of gen.New(s, 1), drawn once for every method where
+// draw returns a copy of mamba1.Generate(s, 1), drawn once for every method where
 // gen promises the same values (Spec.ForAnyMethod); callers may modify it.
-func (dc *drawCache) draw(s gen.Spec) *ssm.Problem {
+func (dc *drawCache) draw(s mamba1.Spec) *ssm.Problem {
 	key := s
 	if s.ForAnyMethod() {
 		key.Method = ssm.ZOH
 	}
 	if dc.p == nil || dc.spec != key {
-		*dc = drawCache{spec: key, p: gen.New(key, 1)}
+		*dc = drawCache{spec: key, p: mamba1.Generate(key, 1)}
 	}
 	p := dc.p.Clone()
 	p.Method = s.Method
 	return p
 }
 
-// cotangent is gen.NewCotangent(p, 1, false), whose dout depends only on
+// cotangent is mamba1.NewCotangent(p, 1, false), whose dout depends only on
 // p's output length, drawn once for the last problem drawn; read-only.
 func (dc *drawCache) cotangent(p *ssm.Problem) *ssm.Cotangent {
 	if dc.ct == nil || len(dc.ct.Out) != p.OutLen() {
-		dc.ct = gen.NewCotangent(p, 1, false)
+		dc.ct = mamba1.NewCotangent(p, 1, false)
 	}
 	return dc.ct
 }
 
 // The checks' problems are drawn once for every method (Realistic inputs do
-// not depend on it): each method gets gen.New's values for its own spec,
+// not depend on it): each method gets mamba1.Generate's values for its own spec,
 // and a caller that modifies its copy leaves the next caller's intact.
 func TestCheckProblemDrawnOnce(t *testing.T) {
 	c := checkConfig{batch: 1, dim: 4, seqlen: 64, dstate: 4, dtype: ssm.F64}
@@ -203,18 +202,18 @@ func TestCheckProblemDrawnOnce(t *testing.T) {
 	first.U[0], first.A[0] = 1e9, 1e9
 	for _, m := range ssm.Methods() {
 		got := checkProblem(c, m, false)
-		s := within(gen.MambaBlock(m, c.batch, c.dim, c.seqlen, c.dstate), c.dtype)
-		want, err := fitProblem("TestCheckProblemDrawnOnce", gen.New(s, 1), c.dtype)
+		s := within(mamba1.MambaBlock(m, c.batch, c.dim, c.seqlen, c.dstate), c.dtype)
+		want, err := fitProblem("TestCheckProblemDrawnOnce", mamba1.Generate(s, 1), c.dtype)
 		if err != nil {
 			t.Skipf("%v: %v", m, err)
 		}
 		if !reflect.DeepEqual(got, want) {
-			t.Errorf("%v: checkProblem's problem is not gen.New's for the method's own spec (or an earlier caller's change reached it)", m)
+			t.Errorf("%v: checkProblem's problem is not mamba1.Generate's for the method's own spec (or an earlier caller's change reached it)", m)
 		}
 	}
 	ct := checkDraws.cotangent(first)
-	if want := gen.NewCotangent(first, 1, false); !reflect.DeepEqual(ct, want) {
-		t.Error("the shared cotangent is not gen.NewCotangent(p, 1, false)")
+	if want := mamba1.NewCotangent(first, 1, false); !reflect.DeepEqual(ct, want) {
+		t.Error("the shared cotangent is not mamba1.NewCotangent(p, 1, false)")
 	}
 }
 
@@ -612,12 +611,12 @@ func TestCheck4CodePaths(t *testing.T) {
 		t.Errorf("SSMK_BACKEND=%s but the loaded library's backend is %s", forced, lib.Backend)
 	}
 	// dt ≈ 0.3 makes the methods' g differ at x/2 … x³/24 with |x| up to ~5.
-	s := gen.MambaBlock(ssm.ZOH, 1, 8, 64, c.dstate)
+	s := mamba1.MambaBlock(ssm.ZOH, 1, 8, 64, c.dstate)
 	result := map[string]any{"library": lib.Path, "backend": lib.Backend, "device": dev, "selection": lib.Selection}
 	var fallbacks []string
 	for _, isComplex := range []bool{false, true} {
 		s.Complex = isComplex
-		base := gen.New(within(s, c.dtype), 2)
+		base := mamba1.Generate(within(s, c.dtype), 2)
 		for i := range base.DeltaBias {
 			base.DeltaBias[i] = ssm.InverseSoftplus(0.3)
 		}
@@ -943,7 +942,7 @@ func bilinearDense(t *testing.T, c checkConfig, delta, a []float64, row func(str
 		for trial := 0; trial < max(5, c.trials/10); trial++ {
 			t0 := time.Now()
 			for ch := 0; ch < channels; ch++ {
-				if _, _, err := reference.Discretize(ssm.Bilinear, delta[ch%len(delta)], A, B); err != nil {
+				if _, _, err := mamba1.Discretize(ssm.Bilinear, delta[ch%len(delta)], A, B); err != nil {
 					return nil, err
 				}
 			}

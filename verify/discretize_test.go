@@ -11,9 +11,8 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"ssmverify/diagnose"
-	"ssmverify/gen"
 	"ssmverify/judge"
-	"ssmverify/reference"
+	"ssmverify/mamba1"
 	"ssmverify/report"
 	"ssmverify/ssm"
 )
@@ -48,7 +47,7 @@ func TestDiscretizeSweep(t *testing.T) {
 	table := report.Table{Name: "discretize sweep: x = Δ·a, |x| in 1e-8…1e3, both signs and 0",
 		Columns: []string{"method", "dtype", "A", "points", "median ratio", "p99 ratio", "max ratio", "median ulp", "max ulp", "worst"}}
 	forEachDiscretized(t, func(m ssm.Method, dt ssm.DType, isComplex bool) {
-		delta, a := gen.SweepGrid(dt, isComplex, uint64(m)+1)
+		delta, a := mamba1.SweepGrid(dt, isComplex, uint64(m)+1)
 		st := judgeDiscretized(t, m, dt, isComplex, delta, a, "points")
 		if st == nil || len(st.ratios) == 0 {
 			return
@@ -194,18 +193,18 @@ func TestBilinearDiagonalExact(t *testing.T) {
 				t.Errorf("%v: declared supported, but %v", dt, err)
 				break
 			}
-			mA, mB, err := reference.Discretize(ssm.Bilinear, dd, mat.NewDiagDense(n, a), mat.NewDense(n, 1, B))
+			mA, mB, err := mamba1.Discretize(ssm.Bilinear, dd, mat.NewDiagDense(n, a), mat.NewDense(n, 1, B))
 			if err != nil {
 				t.Fatal(err)
 			}
 			for i := range a {
-				sA, sB := reference.DiscretizeScale(ssm.Bilinear, dd, complex(a[i], 0), false)
+				sA, sB := mamba1.DiscretizeScale(ssm.Bilinear, dd, complex(a[i], 0), false)
 				// The matrix form (an LU solve of a diagonal system) errs by
 				// an ulp or two of its own: add its share to the scale.
 				sA += 2 * math.Abs(mA.At(i, i))
 				sB += 2 * math.Abs(mB.At(i, 0)/B[i])
-				rA := reference.Ratio(abar[i]-mA.At(i, i), sA, 2, dt.Precision())
-				rB := reference.Ratio(bcoef[i]*B[i]-mB.At(i, 0), sB*math.Abs(B[i]), 2, dt.Precision())
+				rA := mamba1.Ratio(abar[i]-mA.At(i, i), sA, 2, dt.Precision())
+				rB := mamba1.Ratio(bcoef[i]*B[i]-mB.At(i, 0), sB*math.Abs(B[i]), 2, dt.Precision())
 				rat := math.Max(rA, rB)
 				x := dd * a[i]
 				rep.Add("TestBilinearDiagonalExact", ssm.Bilinear, dt, false, rat, judge.ULPsOf(abar[i]-mA.At(i, i), math.Max(math.Abs(mA.At(i, i)), (1+math.Abs(x)/2)/math.Abs(1-x/2)), dt),
@@ -267,7 +266,7 @@ func TestBilinearScalarShortcutLimit(t *testing.T) {
 		for i := 0; i < n; i++ {
 			A.Set(i, i, diag[i])
 		}
-		mA, mB, err := reference.Discretize(ssm.Bilinear, dd, A, B)
+		mA, mB, err := mamba1.Discretize(ssm.Bilinear, dd, A, B)
 		if err != nil {
 			t.Fatal(err)
 		}

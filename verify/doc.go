@@ -1,7 +1,7 @@
 // Package verify is the verification suite: it compares a kernel library
 // (cudalib.OpenDefault — the CPU build in CI, the CUDA build on a GPU
 // machine, SSMK_LIB for a user's library) with the float64 references of
-// package reference and says, with evidence, whether every discretization
+// package mamba1 and says, with evidence, whether every discretization
 // method computes what it claims.
 //
 // Every comparison is a scaled error ratio (reference.Ratio), judged by package
@@ -70,7 +70,7 @@
 // A library that declares its features (ssmk_scan_features: the options
 // and shapes it takes, an engine's fused op) is asked only for those: every
 // test, forward and backward, draws its problems within the declaration
-// (gen.Spec.Within) and fits them (ssm.Features.Fit); what cannot be fitted
+// (mamba1.Spec.Within) and fits them (ssm.Features.Fit); what cannot be fitted
 // is reported as not supported, never failed.
 //
 // TestMain writes report.json and summary.txt when given -report DIR (make

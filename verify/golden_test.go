@@ -7,7 +7,7 @@ import (
 
 	"ssmverify/golden"
 	"ssmverify/judge"
-	"ssmverify/reference"
+	"ssmverify/mamba1"
 	"ssmverify/ssm"
 )
 
@@ -83,7 +83,7 @@ func goldenTaken(test, name string, p *ssm.Problem, dt ssm.DType) bool {
 // in fp32 with the inputs and cotangent rounded to float32 and the
 // reference's gradients recomputed on them, and a 16-bit case in its type
 // (its inputs and dout are of it) against its exact gradients, under the
-// backward's error model (reference.GradErrorScale).
+// backward's error model (mamba1.GradErrorScale).
 func TestGoldenBackward(t *testing.T) {
 	track(t)
 	man, err := golden.Load("../golden")
@@ -121,7 +121,7 @@ func TestGoldenBackward(t *testing.T) {
 					t.Errorf("%s %v: declared supported, but %v", c.Name, dt, err)
 					continue
 				}
-				sc, err := reference.GradErrorScale(p, ct, false, dt.Precision())
+				sc, err := mamba1.GradErrorScale(p, ct, false, dt.Precision())
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -7,7 +7,7 @@ import (
 
 	"ssmverify/cudalib"
 	"ssmverify/judge"
-	"ssmverify/reference"
+	"ssmverify/mamba1"
 	"ssmverify/report"
 	"ssmverify/ssm"
 )
@@ -126,7 +126,7 @@ func judgeWindow(t *testing.T, p *ssm.Problem, out []float32, state []float32, b
 	s := max(0, t0-warm)
 	N, row := p.Dstate, (b*p.Dim+d)*p.Seqlen
 	q := window(p, b, d, s, t1)
-	ref, err := reference.Scan(q, ssm.Float64)
+	ref, err := mamba1.Scan(q, ssm.Float64)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,8 +11,8 @@ import (
 
 	"ssmverify/cudalib"
 	"ssmverify/diagnose"
-	"ssmverify/gen"
 	"ssmverify/judge"
+	"ssmverify/mamba1"
 	"ssmverify/report"
 	"ssmverify/ssm"
 	"ssmverify/testrun"
@@ -179,10 +179,10 @@ func fitProblem(test string, p *ssm.Problem, dt ssm.DType) (*ssm.Problem, error)
 }
 
 // within is spec s moved within the library's declaration for its
-// combination in dt (gen.Spec.Within): the suite's own problems drawn at
+// combination in dt (mamba1.Spec.Within): the suite's own problems drawn at
 // sizes the library takes instead of left unjudged; scanChecked fits the
 // rest.
-func within(s gen.Spec, dt ssm.DType) gen.Spec {
+func within(s mamba1.Spec, dt ssm.DType) mamba1.Spec {
 	return s.Within(featuresOf(s.Method, dt, s.Complex))
 }
 

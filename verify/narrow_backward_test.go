@@ -6,8 +6,7 @@ import (
 	"math"
 	"testing"
 
-	"ssmverify/gen"
-	"ssmverify/reference"
+	"ssmverify/mamba1"
 	"ssmverify/report"
 	"ssmverify/ssm"
 )
@@ -35,10 +34,10 @@ func TestNarrowBackwardEveryCombination(t *testing.T) {
 	combos := backwardCombos(t.Name(), ssm.NarrowDTypes())
 	backwardEveryCombination(t, t.Name(), combos)
 	for _, cb := range combos {
-		s := gen.MambaBlock(cb.m, 1, 2, backwardChunkSeqlens[0], 3)
+		s := mamba1.MambaBlock(cb.m, 1, 2, backwardChunkSeqlens[0], 3)
 		s.Complex = cb.isComplex
 		name := fmt.Sprintf("%v %v %s seqlen %d", cb.m, cb.dt, ssm.AKind(cb.isComplex), s.Seqlen)
-		backwardCase(t, t.Name(), name, cb, gen.New(within(s, cb.dt), 5), 5)
+		backwardCase(t, t.Name(), name, cb, mamba1.Generate(within(s, cb.dt), 5), 5)
 	}
 }
 
@@ -68,8 +67,8 @@ func TestNarrowBackwardSpecialValues(t *testing.T) {
 	}
 	cases := []special{
 		{"64-channel group sums", func(m ssm.Method) (*ssm.Problem, *ssm.Cotangent) {
-			s := gen.Spec{Batch: 1, Dim: 64, Seqlen: 40, Dstate: 2, Groups: 1, Method: m, VariableB: true, VariableC: true}
-			p := gen.New(s, 3)
+			s := mamba1.Spec{Batch: 1, Dim: 64, Seqlen: 40, Dstate: 2, Groups: 1, Method: m, VariableB: true, VariableC: true}
+			p := mamba1.Generate(s, 3)
 			for i := range p.U {
 				p.U[i] = 0.5 + 0.25*math.Sin(float64(i))
 				p.Delta[i] = 0.05 + 0.01*float64(i%7)
@@ -139,13 +138,13 @@ func TestGradErrorByDType(t *testing.T) {
 	table := report.Table{Name: "gradient error by dtype against the float64 gradients of the unrounded inputs (Mamba block 2×16×256×16, real A, dout alone; mean relative error)",
 		Columns: []string{"method", "dtype", "du", "ddelta", "dA", "dB", "max ratio"}}
 	for _, m := range ssm.Methods() {
-		s := gen.MambaBlock(m, 2, 16, 256, 16)
-		exact, err := fitProblem(t.Name(), gen.New(within(s, ssm.F32), 5), ssm.F32)
+		s := mamba1.MambaBlock(m, 2, 16, 256, 16)
+		exact, err := fitProblem(t.Name(), mamba1.Generate(within(s, ssm.F32), 5), ssm.F32)
 		if err != nil {
 			continue
 		}
-		ct := gen.NewCotangent(exact, 5, false)
-		exactGrad, err := reference.ScanGrad(exact, ct, false)
+		ct := mamba1.NewCotangent(exact, 5, false)
+		exactGrad, err := mamba1.ScanGrad(exact, ct, false)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -6,8 +6,8 @@ import (
 	"math"
 	"testing"
 
-	"ssmverify/gen"
 	"ssmverify/judge"
+	"ssmverify/mamba1"
 	"ssmverify/ssm"
 )
 
@@ -23,7 +23,7 @@ import (
 // the float64 reference on the rounded inputs.
 func TestNarrowAccuracy(t *testing.T) {
 	track(t)
-	for _, d := range []gen.Dist{gen.Realistic, gen.Stress} {
+	for _, d := range []mamba1.Dist{mamba1.Realistic, mamba1.Stress} {
 		t.Run(d.String(), func(t *testing.T) {
 			test := "TestNarrowAccuracy/" + d.String()
 			accuracyProperty(t, test, d, declaredCombos(test, ssm.NarrowDTypes()))
@@ -43,12 +43,12 @@ func TestNarrowEveryCombination(t *testing.T) {
 			if f.h0 && !lib.Capabilities(cb.m, cb.dt, cb.isComplex).InitialState() {
 				continue
 			}
-			for _, d := range []gen.Dist{gen.Realistic, gen.Stress} {
-				s := gen.Spec{Batch: 2, Dim: 6, Seqlen: 45, Dstate: 7, Groups: 3, Method: cb.m, Complex: cb.isComplex,
+			for _, d := range []mamba1.Dist{mamba1.Realistic, mamba1.Stress} {
+				s := mamba1.Spec{Batch: 2, Dim: 6, Seqlen: 45, Dstate: 7, Groups: 3, Method: cb.m, Complex: cb.isComplex,
 					VariableB: f.varB, VariableC: f.varC, Softplus: f.softplus, HasD: f.D, HasZ: f.z, HasBias: f.bias, Dist: d}
-				p := gen.New(within(s, cb.dt), uint64(fi+1))
+				p := mamba1.Generate(within(s, cb.dt), uint64(fi+1))
 				if f.h0 {
-					gen.SetInitialState(p, uint64(fi+1))
+					mamba1.SetInitialState(p, uint64(fi+1))
 				}
 				cmp, p, err := scanChecked(t.Name(), p, cb.dt)
 				if errors.Is(err, errNotTaken) {

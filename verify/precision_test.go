@@ -5,9 +5,8 @@ import (
 	"math"
 	"testing"
 
-	"ssmverify/gen"
 	"ssmverify/judge"
-	"ssmverify/reference"
+	"ssmverify/mamba1"
 	"ssmverify/report"
 	"ssmverify/ssm"
 )
@@ -22,9 +21,9 @@ func TestComplexFallback(t *testing.T) {
 	track(t)
 	table := report.Table{Name: "complex A: declared and observed behaviour", Columns: []string{"method", "dtype", "declared", "observed", "max |out − zoh out|"}}
 	for _, dt := range ssm.DTypes() {
-		s := gen.MambaBlock(ssm.ZOH, 2, 8, 64, 8)
+		s := mamba1.MambaBlock(ssm.ZOH, 2, 8, 64, 8)
 		s.Complex = true
-		base, err := fitProblem(t.Name(), gen.New(within(s, dt), 11), dt)
+		base, err := fitProblem(t.Name(), mamba1.Generate(within(s, dt), 11), dt)
 		if err != nil {
 			continue
 		}
@@ -152,13 +151,13 @@ func TestErrorByDType(t *testing.T) {
 			"end-to-end max rel", "end-to-end mean rel", "f32-mode max ratio"}}
 	for _, m := range ssm.Methods() {
 		for _, isComplex := range []bool{false, true} {
-			s := gen.MambaBlock(m, 2, 16, 256, 16)
+			s := mamba1.MambaBlock(m, 2, 16, 256, 16)
 			s.Complex = isComplex
-			exact, err := fitProblem(t.Name(), gen.New(within(s, ssm.F32), 5), ssm.F32)
+			exact, err := fitProblem(t.Name(), mamba1.Generate(within(s, ssm.F32), 5), ssm.F32)
 			if err != nil {
 				continue
 			}
-			exactRef, err := reference.Scan(exact, ssm.Float64)
+			exactRef, err := mamba1.Scan(exact, ssm.Float64)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -171,11 +170,11 @@ func TestErrorByDType(t *testing.T) {
 				}
 				p := exact.Clone()
 				p.RoundTo(dt)
-				ref, err := reference.Scan(p, ssm.Float64)
+				ref, err := mamba1.Scan(p, ssm.Float64)
 				if err != nil {
 					t.Fatal(err)
 				}
-				sc, err := reference.ErrorScaleIn(p, dt.Precision())
+				sc, err := mamba1.ErrorScaleIn(p, dt.Precision())
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -193,7 +192,7 @@ func TestErrorByDType(t *testing.T) {
 				_, e2eMax, e2eMean, _ := errorStats(got.Out, exactRef.Out)
 				mode := "—"
 				if dt == ssm.F32 {
-					f32, err := reference.Scan(p, ssm.Float32)
+					f32, err := mamba1.Scan(p, ssm.Float32)
 					if err != nil {
 						t.Fatal(err)
 					}

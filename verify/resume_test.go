@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"ssmverify/diagnose"
-	"ssmverify/gen"
 	"ssmverify/judge"
+	"ssmverify/mamba1"
 	"ssmverify/ssm"
 )
 
@@ -69,16 +69,16 @@ func scanInPieces(p *ssm.Problem, dt ssm.DType, cuts []int) (*ssm.Output, error)
 // random, token by token, a long prefill then 256 single tokens, and
 // around every boundary a kernel may have; the first piece starts from a
 // random initial state; the long sequence has Δ as trained models feed it
-// (gen.TrainedDeltas: pre-activations over [−20, 20], softplus on). Every
+// (mamba1.TrainedDeltas: pre-activations over [−20, 20], softplus on). Every
 // dtype, the 16-bit input types too. A library that does not declare
 // SSMK_CAP_INITIAL_STATE is reported, not failed.
 func TestResumption(t *testing.T) {
 	track(t)
-	specs := []gen.Spec{
+	specs := []mamba1.Spec{
 		{Batch: 2, Dim: 3, Seqlen: 40, Dstate: 4, Groups: 3, VariableB: true, VariableC: true, Softplus: true,
-			HasD: true, HasZ: true, HasBias: true, Dist: gen.Realistic},
+			HasD: true, HasZ: true, HasBias: true, Dist: mamba1.Realistic},
 		{Batch: 1, Dim: 2, Seqlen: 4100, Dstate: 2, Groups: 1, VariableB: true, VariableC: true, Softplus: true,
-			HasBias: true, Dist: gen.Realistic},
+			HasBias: true, Dist: mamba1.Realistic},
 	}
 	for _, m := range ssm.Methods() {
 		for _, dt := range ssm.AllDTypes() {
@@ -92,10 +92,10 @@ func TestResumption(t *testing.T) {
 				}
 				for si, s := range specs {
 					s.Method, s.Complex = m, isComplex
-					p := gen.New(within(s, dt), uint64(40+si))
-					gen.SetInitialState(p, uint64(50+si))
+					p := mamba1.Generate(within(s, dt), uint64(40+si))
+					mamba1.SetInitialState(p, uint64(50+si))
 					if si == 1 {
-						gen.TrainedDeltas(p, uint64(60+si)) // Δ as trained models feed it
+						mamba1.TrainedDeltas(p, uint64(60+si)) // Δ as trained models feed it
 					}
 					p, err := fitProblem(t.Name(), p, dt)
 					if err != nil {

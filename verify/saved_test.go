@@ -8,9 +8,8 @@ import (
 	"testing"
 
 	"ssmverify/cudalib"
-	"ssmverify/gen"
 	"ssmverify/judge"
-	"ssmverify/reference"
+	"ssmverify/mamba1"
 	"ssmverify/report"
 	"ssmverify/ssm"
 )
@@ -37,17 +36,17 @@ func TestBackwardSavedStates(t *testing.T) {
 			rep.Unsupported(t.Name(), "plans on saved states of "+name+" (declared unsupported)")
 			continue
 		}
-		s := gen.MambaBlock(cb.m, 2, 4, 1100, 4)
+		s := mamba1.MambaBlock(cb.m, 2, 4, 1100, 4)
 		s.Complex, s.Groups = cb.isComplex, 2
-		p, err := fitProblem(t.Name(), gen.New(within(s, cb.dt), 23), cb.dt)
+		p, err := fitProblem(t.Name(), mamba1.Generate(within(s, cb.dt), 23), cb.dt)
 		if errors.Is(err, errNotTaken) {
 			continue
 		}
 		states := stateGrads(cb)
 		if states {
-			gen.SetInitialState(p, 23)
+			mamba1.SetInitialState(p, 23)
 		}
-		p, ct := roundedFor(p, gen.NewCotangent(p, 23, states), cb.dt)
+		p, ct := roundedFor(p, mamba1.NewCotangent(p, 23, states), cb.dt)
 		if msg := savedCase(t.Name(), p, ct, cb.dt, states, caps.BackwardAtomic()); msg != "" {
 			t.Errorf("%s: %s", name, msg)
 		}
@@ -95,11 +94,11 @@ func savedCase(test string, p *ssm.Problem, ct *ssm.Cotangent, dt ssm.DType, sta
 		rep.Add(test, p.Method, dt, p.Complex, math.Inf(1), math.Inf(1), false, "plan on saved states refused: "+err.Error())
 		return "the plan on saved states: " + err.Error()
 	}
-	want, err := reference.ScanGrad(p, ct, states)
+	want, err := mamba1.ScanGrad(p, ct, states)
 	if err != nil {
 		return err.Error()
 	}
-	sc, err := reference.GradErrorScale(p, ct, states, dt.Precision())
+	sc, err := mamba1.GradErrorScale(p, ct, states, dt.Precision())
 	if err != nil {
 		return err.Error()
 	}

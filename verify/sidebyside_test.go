@@ -7,9 +7,8 @@ import (
 	"testing"
 
 	"ssmverify/cudalib"
-	"ssmverify/gen"
 	"ssmverify/judge"
-	"ssmverify/reference"
+	"ssmverify/mamba1"
 	"ssmverify/report"
 	"ssmverify/ssm"
 )
@@ -40,18 +39,18 @@ func TestSideBySide(t *testing.T) {
 		Columns: []string{"problem", "dtype", "A ratio", "B ratio", "max |A − B| / max |y|", "A ulp*", "B ulp*"}}
 	type caseSpec struct {
 		name    string
-		s       gen.Spec
+		s       mamba1.Spec
 		trained bool
 		state   bool
 	}
 	var cases []caseSpec
 	for _, L := range []int{1, 2, 8, 9, 128, 129, 256, 1024, 4100} {
-		cases = append(cases, caseSpec{fmt.Sprintf("seqlen %d", L), gen.MambaBlock(ssm.ZOH, 1, 128, L, 16), false, false})
+		cases = append(cases, caseSpec{fmt.Sprintf("seqlen %d", L), mamba1.MambaBlock(ssm.ZOH, 1, 128, L, 16), false, false})
 	}
 	cases = append(cases,
-		caseSpec{"trained Δ, seqlen 2048", gen.MambaBlock(ssm.ZOH, 1, 128, 2048, 16), true, false},
-		caseSpec{"from a state, seqlen 1", gen.MambaBlock(ssm.ZOH, 1, 128, 1, 16), true, true},
-		caseSpec{"from a state, seqlen 300", gen.MambaBlock(ssm.ZOH, 1, 128, 300, 16), true, true})
+		caseSpec{"trained Δ, seqlen 2048", mamba1.MambaBlock(ssm.ZOH, 1, 128, 2048, 16), true, false},
+		caseSpec{"from a state, seqlen 1", mamba1.MambaBlock(ssm.ZOH, 1, 128, 1, 16), true, true},
+		caseSpec{"from a state, seqlen 300", mamba1.MambaBlock(ssm.ZOH, 1, 128, 300, 16), true, true})
 	judgedAny := false
 	for _, m := range ssm.Methods() {
 		for _, dt := range ssm.DTypes() {
@@ -71,12 +70,12 @@ func TestSideBySide(t *testing.T) {
 					}
 					s := c.s
 					s.Method, s.Complex = m, isComplex
-					p := gen.New(s.Within(fa).Within(fb), uint64(70+i))
+					p := mamba1.Generate(s.Within(fa).Within(fb), uint64(70+i))
 					if c.trained {
-						gen.TrainedDeltas(p, uint64(80+i))
+						mamba1.TrainedDeltas(p, uint64(80+i))
 					}
 					if c.state {
-						gen.SetInitialState(p, uint64(90+i))
+						mamba1.SetInitialState(p, uint64(90+i))
 					}
 					q, _, errA := fa.Fit(p)
 					if errA == nil {
@@ -114,7 +113,7 @@ func TestSideBySide(t *testing.T) {
 // reference, their difference, each ulp*; ok when both pass.
 func compareTwo(t *testing.T, other *cudalib.Library, q *ssm.Problem, dt ssm.DType) ([]string, bool) {
 	t.Helper()
-	ref, err := reference.Scan(q, ssm.Float64)
+	ref, err := mamba1.Scan(q, ssm.Float64)
 	if err != nil {
 		t.Fatal(err)
 	}

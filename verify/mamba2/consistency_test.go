@@ -8,7 +8,7 @@ import (
 	"ssmverify/bridge"
 	"ssmverify/diagnose"
 	"ssmverify/judge"
-	"ssmverify/ssd"
+	"ssmverify/mamba2"
 )
 
 // propagated is the bound on what an error of the handed-over state —
@@ -16,7 +16,7 @@ import (
 // outputs of the continuation q: Σ_n |C|·e^{cum}·θ·S_state, and to its
 // final states, e^{cum}·θ·S_state (the continuation with x = 0, C = |C|,
 // the state's scale as its initial state), times |z·σ(z)| with the gate.
-func propagated(q *ssd.Problem, stateScale []float64) (y, final []float64) {
+func propagated(q *mamba2.Problem, stateScale []float64) (y, final []float64) {
 	a := *q
 	a.X = make([]float64, len(q.X))
 	a.C = make([]float64, len(q.C))
@@ -28,7 +28,7 @@ func propagated(q *ssd.Problem, stateScale []float64) (y, final []float64) {
 	for i, s := range stateScale {
 		a.InitialStates[i] = judge.Threshold(q.DType) * s
 	}
-	o, _ := ssd.Prefill(&a)
+	o, _ := mamba2.Prefill(&a)
 	if q.Z != nil {
 		for i, z := range q.Z {
 			o.Y[i] *= math.Abs(z / (1 + math.Exp(-z)))
@@ -41,11 +41,11 @@ func propagated(q *ssd.Problem, stateScale []float64) (y, final []float64) {
 // steps [k, L) from the state a kernel handed over: against p's exact
 // reference from step k, with q's own error scale (its algorithm given by
 // chunk) plus what the handed state's error propagates.
-func continuation(p *ssd.Problem, k, chunk int, head *ssd.Scale) (*ssd.Problem, *ssd.Output, *ssd.Scale) {
-	refHead, _ := ssd.Prefill(p.Slice(0, k, nil))
+func continuation(p *mamba2.Problem, k, chunk int, head *mamba2.Scale) (*mamba2.Problem, *mamba2.Output, *mamba2.Scale) {
+	refHead, _ := mamba2.Prefill(p.Slice(0, k, nil))
 	q := p.Slice(k, p.Seqlen, refHead.FinalStates)
 	q.Chunk = chunk
-	want, sc := ssd.Prefill(q)
+	want, sc := mamba2.Prefill(q)
 	py, pf := propagated(q, head.FinalStates)
 	for i := range sc.Y {
 		sc.Y[i] += py[i]
@@ -56,7 +56,7 @@ func continuation(p *ssd.Problem, k, chunk int, head *ssd.Scale) (*ssd.Problem, 
 	return q, want, sc
 }
 
-func compare(t *testing.T, what string, q *ssd.Problem, arrays []judge.Array, op string) bool {
+func compare(t *testing.T, what string, q *mamba2.Problem, arrays []judge.Array, op string) bool {
 	t.Helper()
 	c, _, err := judge.CompareArrays(arrays)
 	if err != nil {
@@ -78,7 +78,7 @@ func TestMamba2SplitResume(t *testing.T) {
 	for _, dt := range []pair{pairs[0], pairs[1], pairs[2]} {
 		o := base(dt)
 		o.D, o.Z, o.DtBias, o.Softplus, o.InitialStates = true, true, true, true, true
-		p := ssd.Generate(o, 31).Rounded()
+		p := mamba2.Generate(o, 31).Rounded()
 		q0 := max(chunk(), 1)
 		for _, k := range []int{1, q0 - 1, q0, q0 + 1, 150, p.Seqlen - 1} {
 			if k <= 0 || k >= p.Seqlen {
@@ -90,7 +90,7 @@ func TestMamba2SplitResume(t *testing.T) {
 				if !ok {
 					return
 				}
-				_, hsc := ssd.Prefill(head)
+				_, hsc := mamba2.Prefill(head)
 				q, want, sc := continuation(p, k, p.Chunk, hsc)
 				resumed := p.Slice(k, p.Seqlen, h.FinalStates)
 				got, ok := runPrefill(t, resumed)
@@ -116,17 +116,19 @@ func TestMamba2DecodeAfterPrefill(t *testing.T) {
 	for _, dt := range []pair{pairs[0], pairs[1], pairs[2]} {
 		for _, c := range []struct {
 			name string
-			mod  func(o *ssd.Options)
+			mod  func(o *mamba2.Options)
 		}{
-			{"all", func(o *ssd.Options) { o.D, o.Z, o.DtBias, o.Softplus, o.InitialStates = true, true, true, true, true }},
+			{"all", func(o *mamba2.Options) {
+				o.D, o.Z, o.DtBias, o.Softplus, o.InitialStates = true, true, true, true, true
+			}},
 			// without softplus a Δ below 0 is clamped to 0 in the prefill
-			{"negative_dt", func(o *ssd.Options) { o.DtBias, o.D = true, true }},
+			{"negative_dt", func(o *mamba2.Options) { o.DtBias, o.D = true, true }},
 		} {
 			t.Run(dt.String()+"/"+c.name, func(t *testing.T) {
 				o := base(dt)
 				o.Seqlen = 150
 				c.mod(&o)
-				p := ssd.Generate(o, 41)
+				p := mamba2.Generate(o, 41)
 				if c.name == "negative_dt" {
 					for h := range p.DtBias {
 						p.DtBias[h] = -0.02
@@ -139,12 +141,12 @@ func TestMamba2DecodeAfterPrefill(t *testing.T) {
 				if !ok {
 					return
 				}
-				_, hsc := ssd.Prefill(head)
+				_, hsc := mamba2.Prefill(head)
 				q, want, sc := continuation(p, k, 0, hsc)
 				state := h.FinalStates
 				y := make([]float64, 0, len(want.Y))
 				for step := k; step < p.Seqlen; step++ {
-					s := ssd.StepAt(p, step, state)
+					s := mamba2.StepAt(p, step, state)
 					if why := kernel.SupportsStep(s); why != "" {
 						rep.KernelUnsupported(t.Name(), bridge.OpStep, s.DType, s.StateDType, why)
 						return
@@ -158,7 +160,7 @@ func TestMamba2DecodeAfterPrefill(t *testing.T) {
 				}
 				// y was gathered step-major: [step][batch][h][p]; q's is [batch][step][h][p]
 				hp := p.Heads * p.Headdim
-				got := &ssd.Output{Y: make([]float64, len(y)), FinalStates: state, SeqStates: state}
+				got := &mamba2.Output{Y: make([]float64, len(y)), FinalStates: state, SeqStates: state}
 				n := p.Seqlen - k
 				for i := 0; i < n; i++ {
 					for b := 0; b < p.Batch; b++ {
@@ -168,12 +170,12 @@ func TestMamba2DecodeAfterPrefill(t *testing.T) {
 				if !compare(t, fmt.Sprintf("%d decode steps after a prefill of %d", n, k), q, judge.PrefillArrays(q, got, want, sc), bridge.OpStep) {
 					// the first failing step, diagnosed as a decode step
 					for step, st := k, h.FinalStates; step < p.Seqlen; step++ {
-						s := ssd.StepAt(p, step, st)
+						s := mamba2.StepAt(p, step, st)
 						out, err := kernel.Step(s)
 						if err != nil {
 							break
 						}
-						w, ssc := ssd.Decode(s)
+						w, ssc := mamba2.Decode(s)
 						if c, _, _ := judge.CompareArrays(judge.StepArrays(s, out, w, ssc)); c.Worst.Ratio > judge.Threshold(s.DType) {
 							f := diagnose.SSDStep(s, out)
 							f.Where = fmt.Sprintf("decode step %d after a prefill of %d; %s", step-k, k, f.Where)
@@ -197,29 +199,29 @@ func TestMamba2PackedEqualsAlone(t *testing.T) {
 		t.Run(dt.String(), func(t *testing.T) {
 			o := base(dt)
 			o.Batch, o.CuSeqlens, o.InitialStates, o.D, o.DtBias, o.Softplus = 1, []int{0, 50, 51, 180, 300}, true, true, true, true
-			p := ssd.Generate(o, 51).Rounded()
+			p := mamba2.Generate(o, 51).Rounded()
 			packed, ok := runPrefill(t, p)
 			if !ok {
 				return
 			}
-			_, psc := ssd.Prefill(p)
+			_, psc := mamba2.Prefill(p)
 			hp, hpn := p.Heads*p.Headdim, p.HeadStateLen()
 			for i, q := range p.Unpack() {
 				alone, ok := runPrefill(t, q)
 				if !ok {
 					return
 				}
-				_, qsc := ssd.Prefill(q)
+				_, qsc := mamba2.Prefill(q)
 				sq := p.Sequences()[i]
 				// judge alone against packed, the scale the sum of both
-				sc := &ssd.Scale{Y: make([]float64, len(qsc.Y)), TinyY: qsc.TinyY, FinalStates: make([]float64, len(qsc.FinalStates)), TinyFinal: qsc.TinyFinal}
+				sc := &mamba2.Scale{Y: make([]float64, len(qsc.Y)), TinyY: qsc.TinyY, FinalStates: make([]float64, len(qsc.FinalStates)), TinyFinal: qsc.TinyFinal}
 				for j := range sc.Y {
 					sc.Y[j] = qsc.Y[j] + psc.Y[sq[0]*hp+j]
 				}
 				for j := range sc.FinalStates {
 					sc.FinalStates[j] = qsc.FinalStates[j] + psc.SeqStates[i*hpn+j]
 				}
-				ref := &ssd.Output{Y: packed.Y[sq[0]*hp : sq[1]*hp], FinalStates: packed.SeqStates[i*hpn : (i+1)*hpn]}
+				ref := &mamba2.Output{Y: packed.Y[sq[0]*hp : sq[1]*hp], FinalStates: packed.SeqStates[i*hpn : (i+1)*hpn]}
 				compare(t, fmt.Sprintf("sequence %d [%d, %d) alone against packed", i, sq[0], sq[1]), q, judge.PrefillArrays(q, alone, ref, sc), bridge.OpPrefill)
 			}
 		})

@@ -6,7 +6,7 @@
 // Its tests (go test ./verify/mamba2) judge the kernel that SSMK_BRIDGE
 // names ("ADAPTER [key=value …]", e.g. "mamba2_upstream
 // checkout=$HOME/mamba"), by default the suite's own numpy path
-// (bridge/python/adapters/numpy_ssd.py), against package ssd's float64
+// (bridge/python/adapters/numpy_ssd.py), against package mamba2's float64
 // reference and error model:
 //
 //   - TestMamba2Prefill, TestMamba2Decode: every declared dtype and state

@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"ssmverify/bridge"
+	"ssmverify/mamba2"
 	"ssmverify/report"
-	"ssmverify/ssd"
 	"ssmverify/verify/bridgetest"
 )
 
@@ -33,30 +33,30 @@ func TestMamba2ErrorGrowth(t *testing.T) {
 	for _, dt := range pairs {
 		o := base(dt)
 		o.Batch, o.Seqlen, o.D, o.Z, o.DtBias, o.Softplus = 1, L, true, true, true, true
-		p := ssd.Generate(o, 61).Rounded()
+		p := mamba2.Generate(o, 61).Rounded()
 		if out := judgePrefill(t, p); out != nil {
-			want, _ := ssd.Prefill(p)
+			want, _ := mamba2.Prefill(p)
 			pre.Rows = append(pre.Rows, append([]string{dt.String()}, bridgetest.Growth(out.Y, want.Y, L, p.Heads*p.Headdim, 1, bs)...))
 		}
 		// a chain of decode steps from h = 0
-		q := ssd.Generate(ssd.Options{Batch: 1, Seqlen: steps, Heads: 4, Headdim: 16, Groups: 2, Dstate: 16, D: true, DtBias: true, Softplus: true, DType: dt.in, StateDType: dt.state}, 62).Rounded()
+		q := mamba2.Generate(mamba2.Options{Batch: 1, Seqlen: steps, Heads: 4, Headdim: 16, Groups: 2, Dstate: 16, D: true, DtBias: true, Softplus: true, DType: dt.in, StateDType: dt.state}, 62).Rounded()
 		state := make([]float64, q.StateLen())
 		var y []float64
 		ok := true
 		for step := 0; step < steps && ok; step++ {
-			s := ssd.StepAt(q, step, state)
+			s := mamba2.StepAt(q, step, state)
 			if why := kernel.SupportsStep(s); why != "" {
 				rep.KernelUnsupported(t.Name(), bridge.OpStep, s.DType, s.StateDType, why)
 				ok = false
 				break
 			}
-			var out *ssd.StepOutput
+			var out *mamba2.StepOutput
 			if out, ok = runStep(t, s); ok {
 				y, state = append(y, out.Y...), out.State
 			}
 		}
 		if ok {
-			want, _ := ssd.Prefill(q)
+			want, _ := mamba2.Prefill(q)
 			dec.Rows = append(dec.Rows, append([]string{dt.String()}, bridgetest.Growth(y, want.Y, steps, q.Heads*q.Headdim, 1, sb)...))
 		}
 	}

@@ -9,8 +9,8 @@ import (
 	"ssmverify/bridge"
 	"ssmverify/diagnose"
 	"ssmverify/judge"
+	"ssmverify/mamba2"
 	"ssmverify/report"
-	"ssmverify/ssd"
 	"ssmverify/ssm"
 )
 
@@ -42,7 +42,7 @@ func chunk() int {
 
 // runPrefill runs the kernel, telling a crash and a refusal apart: ok is
 // false when the test has nothing to judge (recorded already).
-func runPrefill(t *testing.T, p *ssd.Problem) (*ssd.Output, bool) {
+func runPrefill(t *testing.T, p *mamba2.Problem) (*mamba2.Output, bool) {
 	t.Helper()
 	if why := kernel.Supports(p); why != "" {
 		rep.KernelUnsupported(t.Name(), bridge.OpPrefill, p.DType, p.StateDType, why)
@@ -79,7 +79,7 @@ func raised(err error, where string) report.Finding {
 	return report.Finding{Tag: "raises", Cause: "the kernel raised on a problem it declares: " + msg, Where: where}
 }
 
-func stepShape(s *ssd.Step) string {
+func stepShape(s *mamba2.Step) string {
 	shape := fmt.Sprintf("%v/state-%v b=%d slots=%d h=%d p=%d g=%d n=%d", s.DType, s.StateDType, s.Batch, s.Slots, s.Heads, s.Headdim, s.Groups, s.Dstate)
 	for _, f := range []struct {
 		on   bool
@@ -95,13 +95,13 @@ func stepShape(s *ssd.Step) string {
 // judgePrefill runs the kernel's prefill of p and judges it against the
 // reference; a failure is diagnosed. It returns the kernel's output (nil
 // when there is none).
-func judgePrefill(t *testing.T, p *ssd.Problem) *ssd.Output {
+func judgePrefill(t *testing.T, p *mamba2.Problem) *mamba2.Output {
 	t.Helper()
 	out, ok := runPrefill(t, p)
 	if !ok {
 		return nil
 	}
-	want, sc := ssd.Prefill(p)
+	want, sc := mamba2.Prefill(p)
 	c, _, err := judge.CompareArrays(judge.PrefillArrays(p, out, want, sc))
 	if err != nil {
 		t.Fatal(err)
@@ -109,7 +109,7 @@ func judgePrefill(t *testing.T, p *ssd.Problem) *ssd.Output {
 	passed := c.NonFinite == 0 && c.Worst.Ratio <= judge.Threshold(p.DType)
 	rep.AddKernel(t.Name(), bridge.OpPrefill, p.DType, p.StateDType, c.Worst.Ratio, passed, c.Worst.String())
 	if !passed {
-		f := diagnose.SSDPrefill(p, out, func(q *ssd.Problem) (*ssd.Output, error) { return kernel.Prefill(q) })
+		f := diagnose.SSDPrefill(p, out, func(q *mamba2.Problem) (*mamba2.Output, error) { return kernel.Prefill(q) })
 		rep.AddKernelDiagnosis(t.Name(), bridge.OpPrefill, p.DType, p.StateDType, f)
 		t.Errorf("prefill %s: ratio %.3g > %g at %s; diagnosis [%s] %s", p.Shape(), c.Worst.Ratio, judge.Threshold(p.DType), c.Worst, f.Tag, f)
 	}
@@ -117,7 +117,7 @@ func judgePrefill(t *testing.T, p *ssd.Problem) *ssd.Output {
 }
 
 // runStep runs the kernel's decode step like runPrefill.
-func runStep(t *testing.T, s *ssd.Step) (*ssd.StepOutput, bool) {
+func runStep(t *testing.T, s *mamba2.Step) (*mamba2.StepOutput, bool) {
 	t.Helper()
 	if why := kernel.SupportsStep(s); why != "" {
 		rep.KernelUnsupported(t.Name(), bridge.OpStep, s.DType, s.StateDType, why)
@@ -144,13 +144,13 @@ func runStep(t *testing.T, s *ssd.Step) (*ssd.StepOutput, bool) {
 }
 
 // judgeStep runs and judges one decode step.
-func judgeStep(t *testing.T, s *ssd.Step) *ssd.StepOutput {
+func judgeStep(t *testing.T, s *mamba2.Step) *mamba2.StepOutput {
 	t.Helper()
 	out, ok := runStep(t, s)
 	if !ok {
 		return nil
 	}
-	want, sc := ssd.Decode(s)
+	want, sc := mamba2.Decode(s)
 	c, _, err := judge.CompareArrays(judge.StepArrays(s, out, want, sc))
 	if err != nil {
 		t.Fatal(err)

@@ -7,8 +7,8 @@ import (
 	"ssmverify/bridge"
 	"ssmverify/diagnose"
 	"ssmverify/judge"
+	"ssmverify/mamba2"
 	"ssmverify/report"
-	"ssmverify/ssd"
 	"ssmverify/ssm"
 	"ssmverify/verify/bridgetest"
 )
@@ -56,7 +56,7 @@ func TestMamba2TritonMutants(t *testing.T) {
 				r.Killed, r.Finding = true, report.Finding{Tag: "crash", Cause: err.Error()}
 				return nil
 			}
-			want, sc := ssd.Prefill(p)
+			want, sc := mamba2.Prefill(p)
 			c, _, _ := judge.CompareArrays(judge.PrefillArrays(p, got, want, sc))
 			r.Ratio = c.Worst.Ratio
 			r.Killed = c.NonFinite > 0 || c.Worst.Ratio > judge.Threshold(p.DType)
@@ -70,7 +70,7 @@ func TestMamba2TritonMutants(t *testing.T) {
 				r.Killed, r.Finding = true, report.Finding{Tag: "crash", Cause: err.Error()}
 				return nil
 			}
-			want, sc := ssd.Decode(s)
+			want, sc := mamba2.Decode(s)
 			c, _, _ := judge.CompareArrays(judge.StepArrays(s, got, want, sc))
 			r.Ratio = c.Worst.Ratio
 			r.Killed = c.NonFinite > 0 || c.Worst.Ratio > judge.Threshold(s.DType)

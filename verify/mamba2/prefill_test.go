@@ -3,14 +3,14 @@ package mamba2
 import (
 	"testing"
 
-	"ssmverify/ssd"
+	"ssmverify/mamba2"
 )
 
 // base is the suite's Mamba-2 problem: dimensions that Triton's matrix
 // units take (head dimension and state 16), several chunks with a partial
 // last one, two groups of two heads.
-func base(dt pair) ssd.Options {
-	return ssd.Options{Batch: 2, Seqlen: 300, Heads: 4, Headdim: 16, Groups: 2, Dstate: 16, Chunk: chunk(), DType: dt.in, StateDType: dt.state}
+func base(dt pair) mamba2.Options {
+	return mamba2.Options{Batch: 2, Seqlen: 300, Heads: 4, Headdim: 16, Groups: 2, Dstate: 16, Chunk: chunk(), DType: dt.in, StateDType: dt.state}
 }
 
 // prefillCases are the combinations of TestMamba2Prefill: each option alone,
@@ -18,21 +18,21 @@ func base(dt pair) ssd.Options {
 // sequence of one step.
 var prefillCases = []struct {
 	name string
-	mod  func(o *ssd.Options)
+	mod  func(o *mamba2.Options)
 	all  bool // run in every dtype pair, not only fp32 and bf16/state-fp32
 }{
-	{"plain", func(o *ssd.Options) {}, true},
-	{"D", func(o *ssd.Options) { o.D = true }, false},
-	{"z", func(o *ssd.Options) { o.Z = true }, false},
-	{"dt_bias+softplus", func(o *ssd.Options) { o.DtBias, o.Softplus = true, true }, false},
-	{"dt_limit", func(o *ssd.Options) { o.DtBias, o.Softplus, o.DtMin, o.DtMax = true, true, 0.004, 0.05 }, false},
-	{"initial_states", func(o *ssd.Options) { o.InitialStates = true }, false},
-	{"one_group", func(o *ssd.Options) { o.Groups = 1 }, false},
-	{"group_per_head", func(o *ssd.Options) { o.Groups = o.Heads }, false},
-	{"seqlen_1", func(o *ssd.Options) { o.Seqlen, o.InitialStates = 1, true }, false},
-	{"packed", func(o *ssd.Options) { o.Batch, o.CuSeqlens = 1, []int{0, 70, 71, 200, 300} }, true},
-	{"packed+initial_states", func(o *ssd.Options) { o.Batch, o.CuSeqlens, o.InitialStates = 1, []int{0, 40, 300}, true }, false},
-	{"all", func(o *ssd.Options) {
+	{"plain", func(o *mamba2.Options) {}, true},
+	{"D", func(o *mamba2.Options) { o.D = true }, false},
+	{"z", func(o *mamba2.Options) { o.Z = true }, false},
+	{"dt_bias+softplus", func(o *mamba2.Options) { o.DtBias, o.Softplus = true, true }, false},
+	{"dt_limit", func(o *mamba2.Options) { o.DtBias, o.Softplus, o.DtMin, o.DtMax = true, true, 0.004, 0.05 }, false},
+	{"initial_states", func(o *mamba2.Options) { o.InitialStates = true }, false},
+	{"one_group", func(o *mamba2.Options) { o.Groups = 1 }, false},
+	{"group_per_head", func(o *mamba2.Options) { o.Groups = o.Heads }, false},
+	{"seqlen_1", func(o *mamba2.Options) { o.Seqlen, o.InitialStates = 1, true }, false},
+	{"packed", func(o *mamba2.Options) { o.Batch, o.CuSeqlens = 1, []int{0, 70, 71, 200, 300} }, true},
+	{"packed+initial_states", func(o *mamba2.Options) { o.Batch, o.CuSeqlens, o.InitialStates = 1, []int{0, 40, 300}, true }, false},
+	{"all", func(o *mamba2.Options) {
 		o.D, o.Z, o.DtBias, o.Softplus, o.InitialStates, o.DtMin, o.DtMax = true, true, true, true, true, 0.001, 0.1
 	}, true},
 }
@@ -59,7 +59,7 @@ func TestMamba2PrefillNegativeDt(t *testing.T) {
 	for _, dt := range pairs[:2] {
 		o := base(dt)
 		o.DtBias = true
-		p := ssd.Generate(o, 7)
+		p := mamba2.Generate(o, 7)
 		for h := range p.DtBias {
 			p.DtBias[h] = -0.02 // with dt ~ 0.02·N(0,1): about a sixth of the steps below 0
 		}
@@ -70,33 +70,33 @@ func TestMamba2PrefillNegativeDt(t *testing.T) {
 // decodeCases are the combinations of TestMamba2Decode.
 var decodeCases = []struct {
 	name string
-	o    ssd.StepOptions
+	o    mamba2.StepOptions
 }{
-	{"plain", ssd.StepOptions{Batch: 3, Slots: 3, Heads: 4, Headdim: 16, Groups: 2, Dstate: 16}},
-	{"all", ssd.StepOptions{Batch: 3, Slots: 3, Heads: 4, Headdim: 16, Groups: 2, Dstate: 16, D: true, Z: true, DtBias: true, Softplus: true}},
-	{"one_group", ssd.StepOptions{Batch: 2, Slots: 2, Heads: 4, Headdim: 16, Groups: 1, Dstate: 16, D: true, DtBias: true, Softplus: true}},
-	{"indices+padding", ssd.StepOptions{Batch: 4, Slots: 6, Heads: 4, Headdim: 16, Groups: 2, Dstate: 16, D: true, DtBias: true, Softplus: true, Indices: []int{5, -1, 0, 2}}},
+	{"plain", mamba2.StepOptions{Batch: 3, Slots: 3, Heads: 4, Headdim: 16, Groups: 2, Dstate: 16}},
+	{"all", mamba2.StepOptions{Batch: 3, Slots: 3, Heads: 4, Headdim: 16, Groups: 2, Dstate: 16, D: true, Z: true, DtBias: true, Softplus: true}},
+	{"one_group", mamba2.StepOptions{Batch: 2, Slots: 2, Heads: 4, Headdim: 16, Groups: 1, Dstate: 16, D: true, DtBias: true, Softplus: true}},
+	{"indices+padding", mamba2.StepOptions{Batch: 4, Slots: 6, Heads: 4, Headdim: 16, Groups: 2, Dstate: 16, D: true, DtBias: true, Softplus: true, Indices: []int{5, -1, 0, 2}}},
 }
 
 // prefillCase returns the problem of prefill case name in dtype pair dt.
-func prefillCase(name string, dt pair) *ssd.Problem {
+func prefillCase(name string, dt pair) *mamba2.Problem {
 	for i, c := range prefillCases {
 		if c.name == name {
 			o := base(dt)
 			c.mod(&o)
-			return ssd.Generate(o, uint64(10+i)).Rounded()
+			return mamba2.Generate(o, uint64(10+i)).Rounded()
 		}
 	}
 	return nil
 }
 
 // decodeCase returns the step of decode case name in dtype pair dt.
-func decodeCase(name string, dt pair) *ssd.Step {
+func decodeCase(name string, dt pair) *mamba2.Step {
 	for i, c := range decodeCases {
 		if c.name == name {
 			o := c.o
 			o.DType, o.StateDType = dt.in, dt.state
-			return ssd.GenerateStep(o, uint64(20+i)).Rounded()
+			return mamba2.GenerateStep(o, uint64(20+i)).Rounded()
 		}
 	}
 	return nil

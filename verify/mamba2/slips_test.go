@@ -6,8 +6,8 @@ import (
 	"ssmverify/bridge"
 	"ssmverify/diagnose"
 	"ssmverify/judge"
+	"ssmverify/mamba2"
 	"ssmverify/report"
-	"ssmverify/ssd"
 	"ssmverify/ssm"
 )
 
@@ -19,11 +19,11 @@ import (
 func TestMamba2DiagnosisOfPlantedSlips(t *testing.T) {
 	track(t)
 	f32 := pair{ssm.F32, ssm.F32}
-	prefill := func(mod func(o *ssd.Options)) func() (*ssd.Problem, *ssd.Step) {
-		return func() (*ssd.Problem, *ssd.Step) {
-			o := ssd.Options{Batch: 2, Seqlen: 150, Heads: 4, Headdim: 4, Groups: 2, Dstate: 8, Chunk: 32, DType: f32.in, StateDType: f32.state}
+	prefill := func(mod func(o *mamba2.Options)) func() (*mamba2.Problem, *mamba2.Step) {
+		return func() (*mamba2.Problem, *mamba2.Step) {
+			o := mamba2.Options{Batch: 2, Seqlen: 150, Heads: 4, Headdim: 4, Groups: 2, Dstate: 8, Chunk: 32, DType: f32.in, StateDType: f32.state}
 			mod(&o)
-			p := ssd.Generate(o, 71)
+			p := mamba2.Generate(o, 71)
 			if !o.Softplus && o.DtBias {
 				for h := range p.DtBias {
 					p.DtBias[h] = -0.02
@@ -32,26 +32,26 @@ func TestMamba2DiagnosisOfPlantedSlips(t *testing.T) {
 			return p.Rounded(), nil
 		}
 	}
-	step := func(o ssd.StepOptions) func() (*ssd.Problem, *ssd.Step) {
-		return func() (*ssd.Problem, *ssd.Step) {
+	step := func(o mamba2.StepOptions) func() (*mamba2.Problem, *mamba2.Step) {
+		return func() (*mamba2.Problem, *mamba2.Step) {
 			o.DType, o.StateDType = ssm.F32, ssm.F32
-			return nil, ssd.GenerateStep(o, 72).Rounded()
+			return nil, mamba2.GenerateStep(o, 72).Rounded()
 		}
 	}
 	for _, c := range []struct {
 		slip, want string
-		problem    func() (*ssd.Problem, *ssd.Step)
+		problem    func() (*mamba2.Problem, *mamba2.Step)
 	}{
-		{"drop-init", "init-state:dropped", prefill(func(o *ssd.Options) { o.InitialStates = true })},
-		{"no-reset", "varlen:no-reset", prefill(func(o *ssd.Options) { o.Batch, o.CuSeqlens = 1, []int{0, 40, 41, 100, 150} })},
-		{"group-repeat", "groups:repeat", prefill(func(o *ssd.Options) {})},
-		{"no-dt-limit", "dt:no-limit", prefill(func(o *ssd.Options) { o.DtBias = true })},
-		{"state-bf16", "narrow:state-bf16", prefill(func(o *ssd.Options) { o.InitialStates = true })},
-		{"softplus-log-exp", "dt:softplus-log-exp", prefill(func(o *ssd.Options) { o.DtBias, o.Softplus = true, true })},
-		{"seq-states-no-init", "varlen:seq-states-no-init", prefill(func(o *ssd.Options) { o.Batch, o.CuSeqlens, o.InitialStates = 1, []int{0, 20, 150}, true })},
-		{"no-bias-decode", "dt:no-bias", step(ssd.StepOptions{Batch: 2, Slots: 2, Heads: 4, Headdim: 4, Groups: 2, Dstate: 8, DtBias: true, Softplus: true})},
-		{"padding-written", "decode:padding-written", step(ssd.StepOptions{Batch: 3, Slots: 4, Heads: 4, Headdim: 4, Groups: 2, Dstate: 8, Indices: []int{2, -1, 0}})},
-		{"last-state-stale", "decode:state-not-written", step(ssd.StepOptions{Batch: 2, Slots: 2, Heads: 4, Headdim: 4, Groups: 2, Dstate: 8})},
+		{"drop-init", "init-state:dropped", prefill(func(o *mamba2.Options) { o.InitialStates = true })},
+		{"no-reset", "varlen:no-reset", prefill(func(o *mamba2.Options) { o.Batch, o.CuSeqlens = 1, []int{0, 40, 41, 100, 150} })},
+		{"group-repeat", "groups:repeat", prefill(func(o *mamba2.Options) {})},
+		{"no-dt-limit", "dt:no-limit", prefill(func(o *mamba2.Options) { o.DtBias = true })},
+		{"state-bf16", "narrow:state-bf16", prefill(func(o *mamba2.Options) { o.InitialStates = true })},
+		{"softplus-log-exp", "dt:softplus-log-exp", prefill(func(o *mamba2.Options) { o.DtBias, o.Softplus = true, true })},
+		{"seq-states-no-init", "varlen:seq-states-no-init", prefill(func(o *mamba2.Options) { o.Batch, o.CuSeqlens, o.InitialStates = 1, []int{0, 20, 150}, true })},
+		{"no-bias-decode", "dt:no-bias", step(mamba2.StepOptions{Batch: 2, Slots: 2, Heads: 4, Headdim: 4, Groups: 2, Dstate: 8, DtBias: true, Softplus: true})},
+		{"padding-written", "decode:padding-written", step(mamba2.StepOptions{Batch: 3, Slots: 4, Heads: 4, Headdim: 4, Groups: 2, Dstate: 8, Indices: []int{2, -1, 0}})},
+		{"last-state-stale", "decode:state-not-written", step(mamba2.StepOptions{Batch: 2, Slots: 2, Heads: 4, Headdim: 4, Groups: 2, Dstate: 8})},
 	} {
 		t.Run(c.slip, func(t *testing.T) {
 			w, err := bridge.Start(bridge.Spec{Python: spec.Python, Adapter: "numpy_ssd", Args: []string{"slip=" + c.slip}})
@@ -68,7 +68,7 @@ func TestMamba2DiagnosisOfPlantedSlips(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				want, sc := ssd.Prefill(p)
+				want, sc := mamba2.Prefill(p)
 				cmp, _, _ := judge.CompareArrays(judge.PrefillArrays(p, got, want, sc))
 				ratio = cmp.Worst.Ratio
 				f = diagnose.SSDPrefill(p, got, k.Prefill)
@@ -77,7 +77,7 @@ func TestMamba2DiagnosisOfPlantedSlips(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				want, sc := ssd.Decode(s)
+				want, sc := mamba2.Decode(s)
 				cmp, _, _ := judge.CompareArrays(judge.StepArrays(s, got, want, sc))
 				ratio = cmp.Worst.Ratio
 				f = diagnose.SSDStep(s, got)

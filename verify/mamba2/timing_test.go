@@ -5,9 +5,9 @@ import (
 	"testing"
 
 	"ssmverify/bridge"
+	"ssmverify/mamba2"
 	"ssmverify/perf"
 	"ssmverify/report"
-	"ssmverify/ssd"
 	"ssmverify/ssm"
 )
 
@@ -45,7 +45,7 @@ func TestMamba2Timing(t *testing.T) {
 		o.Seqlen, o.Heads, o.Headdim, o.Dstate = 512, 4, 16, 16 // the numpy path: seconds, not minutes
 	}
 	o.D, o.Z, o.DtBias, o.Softplus = true, true, true, true
-	full := ssd.Generate(o, 81).Rounded()
+	full := mamba2.Generate(o, 81).Rounded()
 	if why := kernel.Supports(full); why != "" {
 		rep.KernelUnsupported(t.Name(), bridge.OpPrefill, dt.in, dt.state, why)
 		t.Skip(why)
@@ -59,10 +59,10 @@ func TestMamba2Timing(t *testing.T) {
 	lo, hi := full.Limits()
 	plain.Dt = make([]float64, len(full.Dt))
 	for i, v := range full.Dt {
-		plain.Dt[i] = float64(float32(ssd.Delta(v, full.DtBias[i%full.Heads], true, lo, hi)))
+		plain.Dt[i] = float64(float32(mamba2.Delta(v, full.DtBias[i%full.Heads], true, lo, hi)))
 	}
 	plain.D, plain.Z, plain.DtBias, plain.Softplus = nil, nil, nil, false
-	step := ssd.GenerateStep(ssd.StepOptions{Batch: 8, Slots: 8, Heads: o.Heads, Headdim: o.Headdim, Groups: o.Groups, Dstate: o.Dstate,
+	step := mamba2.GenerateStep(mamba2.StepOptions{Batch: 8, Slots: 8, Heads: o.Heads, Headdim: o.Headdim, Groups: o.Groups, Dstate: o.Dstate,
 		D: true, Z: true, DtBias: true, Softplus: true, DType: dt.in, StateDType: dt.state}, 82).Rounded()
 	timers := []func(int, int) ([]float64, error){
 		func(w, n int) ([]float64, error) { return kernel.TimePrefill(full, w, n) },

@@ -1,0 +1,267 @@
+package mamba2
+
+import (
+	"fmt"
+	"math"
+
+	"ssmverify/ssm"
+)
+
+// Problem is one chunked-prefill problem in upstream's layout: dense
+// row-major float64 arrays, outermost dimension first.
+//
+//	X, Z          [Batch][Seqlen][Heads][Headdim]
+//	Dt            [Batch][Seqlen][Heads]
+//	A, D, DtBias  [Heads]
+//	B, C          [Batch][Seqlen][Groups][Dstate]
+//	InitialStates [Batch][Heads][Headdim][Dstate]
+//
+// D, Z, DtBias and InitialStates are optional (nil: absent). CuSeqlens
+// packs sequences into the row (Batch 1): [0, l₁, …, Seqlen], strictly
+// increasing. DtMin and DtMax clamp Δ after the bias and the softplus;
+// DtMax = 0 stands for +∞, so that the zero values are upstream's default
+// (0, +∞) (Limits). Chunk is the kernel's chunk length, a parameter of the kernel
+// that the error model uses and the reference ignores; 0 stands for a
+// sequential evaluation (a chain of decode steps).
+type Problem struct {
+	Batch, Seqlen, Heads, Headdim, Groups, Dstate int
+	Chunk                                         int
+
+	X, Dt, A, B, C    []float64
+	D, Z, DtBias      []float64
+	InitialStates     []float64
+	Softplus          bool
+	DtMin, DtMax      float64
+	CuSeqlens         []int
+	DType, StateDType ssm.DType // inputs' type; the type states are kept in between chunks
+
+	// naiveSoftplus and operandU describe a kernel's arithmetic for the
+	// slips of the diagnosis (Slips): Δ's softplus as log(e^v + 1) in
+	// float32, and the chunk's products' operands rounded to a unit
+	// roundoff (TF32's 2⁻¹¹).
+	naiveSoftplus bool
+	operandU      float64
+}
+
+// WithOperands returns a copy of p whose error model lets the chunk's
+// matrix products round their operands to unit roundoff u (TF32: 2⁻¹¹),
+// as Triton's tl.dot does by default for float32.
+func WithOperands(p *Problem, u float64) *Problem {
+	q := *p
+	q.operandU = u
+	return &q
+}
+
+// Limits returns the clamp of Δ, (DtMin, DtMax) with DtMax = 0 read as +∞.
+func (p *Problem) Limits() (lo, hi float64) { return limits(p.DtMin, p.DtMax) }
+
+// DefaultLimits reports whether the clamp is upstream's default (0, +∞).
+func (p *Problem) DefaultLimits() bool { return p.DtMin == 0 && p.DtMax == 0 }
+
+func limits(lo, hi float64) (float64, float64) {
+	if hi == 0 {
+		hi = math.Inf(1)
+	}
+	return lo, hi
+}
+
+// Group returns the group of B and C that head h reads: h / (Heads/Groups).
+func Group(h, heads, groups int) int { return h / (heads / groups) }
+
+// Sequences returns the [start, end) bounds of the sequences of a row.
+func (p *Problem) Sequences() [][2]int {
+	if p.CuSeqlens == nil {
+		return [][2]int{{0, p.Seqlen}}
+	}
+	var s [][2]int
+	for i := 0; i+1 < len(p.CuSeqlens); i++ {
+		s = append(s, [2]int{p.CuSeqlens[i], p.CuSeqlens[i+1]})
+	}
+	return s
+}
+
+// NumSeqs is the number of sequences, over all rows.
+func (p *Problem) NumSeqs() int { return p.Batch * len(p.Sequences()) }
+
+// XLen, DtLen, BCLen and StateLen are the lengths of the arrays.
+func (p *Problem) XLen() int     { return p.Batch * p.Seqlen * p.Heads * p.Headdim }
+func (p *Problem) DtLen() int    { return p.Batch * p.Seqlen * p.Heads }
+func (p *Problem) BCLen() int    { return p.Batch * p.Seqlen * p.Groups * p.Dstate }
+func (p *Problem) StateLen() int { return p.Batch * p.Heads * p.Headdim * p.Dstate }
+
+// HeadStateLen is the length of one sequence's state: Heads·Headdim·Dstate.
+func (p *Problem) HeadStateLen() int { return p.Heads * p.Headdim * p.Dstate }
+
+// Shape names the problem's sizes and options, for messages and reports.
+func (p *Problem) Shape() string {
+	s := fmt.Sprintf("%s/state-%s b=%d l=%d h=%d p=%d g=%d n=%d chunk=%d", p.DType, p.StateDType, p.Batch, p.Seqlen, p.Heads, p.Headdim, p.Groups, p.Dstate, p.Chunk)
+	for _, f := range []struct {
+		on   bool
+		name string
+	}{{p.D != nil, "D"}, {p.Z != nil, "z"}, {p.DtBias != nil, "dt_bias"}, {p.Softplus, "softplus"},
+		{!p.DefaultLimits(), fmt.Sprintf("dt_limit=(%g,%g)", p.DtMin, p.DtMax)},
+		{p.InitialStates != nil, "initial_states"}, {p.CuSeqlens != nil, fmt.Sprintf("cu_seqlens=%v", p.CuSeqlens)}} {
+		if f.on {
+			s += " " + f.name
+		}
+	}
+	return s
+}
+
+// Validate checks sizes, lengths and values, naming the offending field.
+func (p *Problem) Validate() error {
+	if err := ssm.CheckSizes("mamba2: ", ssm.Size{Name: "Batch", V: p.Batch}, ssm.Size{Name: "Seqlen", V: p.Seqlen}, ssm.Size{Name: "Heads", V: p.Heads}, ssm.Size{Name: "Headdim", V: p.Headdim},
+		ssm.Size{Name: "Groups", V: p.Groups}, ssm.Size{Name: "Dstate", V: p.Dstate}); err != nil {
+		return err
+	}
+	if p.Chunk < 0 {
+		return fmt.Errorf("mamba2: Chunk = %d, want ≥ 0 (0: a sequential evaluation)", p.Chunk)
+	}
+	if p.Heads%p.Groups != 0 {
+		return fmt.Errorf("mamba2: Groups = %d does not divide Heads = %d", p.Groups, p.Heads)
+	}
+	if !p.DType.Valid() || !p.StateDType.Valid() {
+		return fmt.Errorf("mamba2: DType %v or StateDType %v is not a dtype of the ABI", p.DType, p.StateDType)
+	}
+	if err := ssm.CheckFields("mamba2: ", " for "+p.Shape(), true,
+		ssm.Field{Name: "X", V: p.X, Want: p.XLen(), Optional: false}, ssm.Field{Name: "Dt", V: p.Dt, Want: p.DtLen(), Optional: false}, ssm.Field{Name: "A", V: p.A, Want: p.Heads, Optional: false},
+		ssm.Field{Name: "B", V: p.B, Want: p.BCLen(), Optional: false}, ssm.Field{Name: "C", V: p.C, Want: p.BCLen(), Optional: false},
+		ssm.Field{Name: "D", V: p.D, Want: p.Heads, Optional: true}, ssm.Field{Name: "Z", V: p.Z, Want: p.XLen(), Optional: true}, ssm.Field{Name: "DtBias", V: p.DtBias, Want: p.Heads, Optional: true},
+		ssm.Field{Name: "InitialStates", V: p.InitialStates, Want: p.StateLen(), Optional: true}); err != nil {
+		return err
+	}
+	for h, a := range p.A {
+		if a > 0 {
+			return fmt.Errorf("mamba2: A[%d] = %g, want ≤ 0 (Mamba-2's A = −exp(A_log); the kernels clamp exp of positive sums)", h, a)
+		}
+	}
+	if lo, hi := p.Limits(); !(lo <= hi) || math.IsNaN(lo) {
+		return fmt.Errorf("mamba2: dt_limit = (%g, %g), want lo ≤ hi", lo, hi)
+	}
+	if p.CuSeqlens != nil {
+		if p.Batch != 1 {
+			return fmt.Errorf("mamba2: CuSeqlens with Batch = %d, want 1 (sequences packed in one row)", p.Batch)
+		}
+		c := p.CuSeqlens
+		if len(c) < 2 || c[0] != 0 || c[len(c)-1] != p.Seqlen {
+			return fmt.Errorf("mamba2: CuSeqlens = %v, want [0, …, %d]", c, p.Seqlen)
+		}
+		for i := 1; i < len(c); i++ {
+			if c[i] <= c[i-1] {
+				return fmt.Errorf("mamba2: CuSeqlens = %v, want strictly increasing (no empty sequence)", c)
+			}
+		}
+	}
+	return nil
+}
+
+// Rounded returns a copy of p with every array rounded to what the kernel
+// reads: the inputs (X, Dt, B, C, Z) to DType, the weights (A, D, DtBias)
+// and the initial states to float32 unless DType is F64, the initial
+// states to StateDType where it is narrower. Reference and kernel then see
+// identical inputs.
+func (p *Problem) Rounded() *Problem {
+	q := *p
+	in, w := p.DType, p.DType.Weight()
+	q.X, q.Dt, q.B, q.C, q.Z = in.RoundAll(p.X), in.RoundAll(p.Dt), in.RoundAll(p.B), in.RoundAll(p.C), in.RoundAll(p.Z)
+	q.A, q.D, q.DtBias = w.RoundAll(p.A), w.RoundAll(p.D), w.RoundAll(p.DtBias)
+	q.InitialStates = p.StateDType.RoundAll(w.RoundAll(p.InitialStates))
+	return &q
+}
+
+// Output is a prefill's result: Y like X; FinalStates
+// [Batch][Heads][Headdim][Dstate], each row's state after its last step;
+// SeqStates [NumSeqs][Heads][Headdim][Dstate], every sequence's final
+// state (for an unpacked problem, FinalStates again).
+type Output struct {
+	Y, FinalStates, SeqStates []float64
+}
+
+// Step is one decode step (selective_state_update) on a pool of states.
+//
+//	State    [Slots][Heads][Headdim][Dstate]  (updated in place)
+//	X, Z     [Batch][Heads][Headdim]
+//	Dt       [Batch][Heads]
+//	A, D, DtBias [Heads]
+//	B, C     [Batch][Groups][Dstate]
+//
+// Indices (len Batch) picks the slot of each row; nil means slot b (and
+// Slots ≥ Batch); a negative entry is a padding row.
+type Step struct {
+	Batch, Slots, Heads, Headdim, Groups, Dstate int
+
+	State, X, Dt, A, B, C []float64
+	D, Z, DtBias          []float64
+	Softplus              bool
+	DtMin, DtMax          float64 // as Problem's
+	Indices               []int
+	DType, StateDType     ssm.DType
+	naiveSoftplus         bool
+}
+
+// Validate checks a step like Problem.Validate.
+func (s *Step) Validate() error {
+	if err := ssm.CheckSizes("mamba2: step ", ssm.Size{Name: "Batch", V: s.Batch}, ssm.Size{Name: "Slots", V: s.Slots}, ssm.Size{Name: "Heads", V: s.Heads}, ssm.Size{Name: "Headdim", V: s.Headdim},
+		ssm.Size{Name: "Groups", V: s.Groups}, ssm.Size{Name: "Dstate", V: s.Dstate}); err != nil {
+		return err
+	}
+	if s.Heads%s.Groups != 0 {
+		return fmt.Errorf("mamba2: step Groups = %d does not divide Heads = %d", s.Groups, s.Heads)
+	}
+	hs := s.Heads * s.Headdim
+	if err := ssm.CheckFields("mamba2: step ", "", false,
+		ssm.Field{Name: "State", V: s.State, Want: s.Slots * hs * s.Dstate, Optional: false}, ssm.Field{Name: "X", V: s.X, Want: s.Batch * hs, Optional: false}, ssm.Field{Name: "Dt", V: s.Dt, Want: s.Batch * s.Heads, Optional: false},
+		ssm.Field{Name: "A", V: s.A, Want: s.Heads, Optional: false}, ssm.Field{Name: "B", V: s.B, Want: s.Batch * s.Groups * s.Dstate, Optional: false}, ssm.Field{Name: "C", V: s.C, Want: s.Batch * s.Groups * s.Dstate, Optional: false},
+		ssm.Field{Name: "D", V: s.D, Want: s.Heads, Optional: true}, ssm.Field{Name: "Z", V: s.Z, Want: s.Batch * hs, Optional: true}, ssm.Field{Name: "DtBias", V: s.DtBias, Want: s.Heads, Optional: true}); err != nil {
+		return err
+	}
+	if s.Indices == nil && s.Slots < s.Batch {
+		return fmt.Errorf("mamba2: step Slots = %d < Batch = %d without Indices", s.Slots, s.Batch)
+	}
+	if s.Indices != nil {
+		if len(s.Indices) != s.Batch {
+			return fmt.Errorf("mamba2: step len(Indices) = %d, want Batch = %d", len(s.Indices), s.Batch)
+		}
+		seen := map[int]bool{}
+		for b, i := range s.Indices {
+			if i >= s.Slots {
+				return fmt.Errorf("mamba2: step Indices[%d] = %d, want < Slots = %d (negative: padding)", b, i, s.Slots)
+			}
+			if i >= 0 && seen[i] {
+				return fmt.Errorf("mamba2: step Indices[%d] = %d repeats a slot", b, i)
+			}
+			seen[i] = true
+		}
+	}
+	return nil
+}
+
+// Limits returns the clamp of Δ, as Problem.Limits.
+func (s *Step) Limits() (lo, hi float64) { return limits(s.DtMin, s.DtMax) }
+
+// DefaultLimits reports whether the clamp is upstream's default (0, +∞).
+func (s *Step) DefaultLimits() bool { return s.DtMin == 0 && s.DtMax == 0 }
+
+// Slot returns row b's slot, or −1 for a padding row.
+func (s *Step) Slot(b int) int {
+	if s.Indices == nil {
+		return b
+	}
+	return max(s.Indices[b], -1)
+}
+
+// Rounded returns a copy of s rounded as Problem.Rounded rounds.
+func (s *Step) Rounded() *Step {
+	q := *s
+	in, w := s.DType, s.DType.Weight()
+	q.X, q.Dt, q.B, q.C, q.Z = in.RoundAll(s.X), in.RoundAll(s.Dt), in.RoundAll(s.B), in.RoundAll(s.C), in.RoundAll(s.Z)
+	q.A, q.D, q.DtBias = w.RoundAll(s.A), w.RoundAll(s.D), w.RoundAll(s.DtBias)
+	q.State = s.StateDType.RoundAll(w.RoundAll(s.State))
+	return &q
+}
+
+// StepOutput is a decode step's result: Y [Batch][Heads][Headdim] and the
+// whole pool of states after the step.
+type StepOutput struct {
+	Y, State []float64
+}
