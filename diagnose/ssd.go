@@ -224,6 +224,23 @@ func diagnoseSSDPrefill(p *mamba2.Problem, got *mamba2.Output, run SSDRunner) re
 			}
 		}
 	}
+	if f.Tag == "" && run != nil {
+		// no catalogued slip: the kernel's operator, measured, related
+		// to the reference's by region
+		op, err := measureSSDOperator(p, run)
+		switch {
+		case err != nil:
+			f.Evidence = append(f.Evidence, "the operator could not be measured: "+err.Error())
+		default:
+			if of, ok := op.diagnose(th); ok {
+				f.Tag, f.Cause = of.Tag, of.Cause
+				f.Where = of.Where + "; " + f.Where
+				f.Evidence = append(f.Evidence, of.Evidence...)
+			} else {
+				f.Evidence = append(f.Evidence, fmt.Sprintf("the kernel's operator from x and the initial states to y is the reference's (%d calls): the failure is outside that map (the states, or Δ where the probe's inputs hide it)", op.calls))
+			}
+		}
+	}
 	if f.Tag == "" {
 		f.Tag = "none"
 		f.Cause = "no known slip of Mamba-2's prefill fits"

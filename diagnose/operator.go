@@ -1,0 +1,753 @@
+package diagnose
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"ssmverify/judge"
+	"ssmverify/mamba2"
+	"ssmverify/report"
+	"ssmverify/ssm"
+)
+
+// The operator of a chunked kernel, measured.
+//
+// With Δ, A, B, C, D and z fixed, a Mamba-2 prefill is linear in x: row b,
+// head h, channel p of y at step t is Σ_s M[t,s]·x[s] with
+//
+//	M[t,s] = g(z_t)·(C_t·B_s·Δ_s·e^{cum_t − cum_s} + [t = s]·D)   s ≤ t, same sequence
+//	M[t,s] = 0                                                    otherwise
+//
+// (cum the sequence's cumulative Δ·A, g the SiLU gate). Its structure is the
+// algorithm's: a chunked kernel forms the diagonal and the entries within
+// a chunk from the chunk's own quadratic form, those across chunk
+// boundaries from the states it passes on, and resets at a sequence's
+// start. A slip in one of those paths shows as a relation between the
+// kernel's M and the reference's that holds on the path's region: a factor
+// lacking or added (Δ_s, Δ_t, e^{Δ·A}, 2, 0), an exponent scaled (log2 e) or
+// shifted by a step, B and C swapped, a region missing or leaking.
+//
+// measureSSDOperator recovers the kernel's M with impulses: call k sets
+// x[b, s, h, p] = 1 for s = k·P + p, so that the P channels of every head
+// and row probe P columns at once (⌈L/P⌉ calls), and the reference's M comes
+// from the same calls. Every entry keeps its error-model scale, so that a
+// relation is judged as the kernel was: within the threshold, entry by
+// entry.
+
+// opRegion is where an entry (t, s) of the operator lies relative to the
+// kernel's chunks and the problem's sequences.
+type opRegion int
+
+const (
+	regionDiagonal     opRegion = iota // t = s
+	regionInChunk                      // s < t, one chunk
+	regionNextChunk                    // s in the chunk before t's
+	regionFar                          // s two chunks or more before t's
+	regionCrossSeq                     // s < t in another sequence: must be 0
+	regionUpper                        // s > t: must be 0
+	regionInit                         // the initial state's map: y_t's response to h0[n]
+	regionStateInChunk                 // the final state's response to x_s in its sequence's last chunk
+	regionStatePassed                  // the final state's response to x_s of an earlier chunk
+	regionStateCross                   // a sequence's final state's response to another's x: must be 0
+	regionStateInit                    // the final state's response to h0
+	numRegions
+)
+
+// opKind is what an entry maps from and to; a relation holds for kinds.
+type opKind uint8
+
+const (
+	kindXY        opKind = 1 << iota // x_s → y_t
+	kindInitY                        // h0[n] → y_t
+	kindXState                       // x_s → the final state (t its sequence's last step)
+	kindInitState                    // h0[n] → the final state
+	kindAll       = kindXY | kindInitY | kindXState | kindInitState
+)
+
+func (r opRegion) kind() opKind {
+	switch r {
+	case regionInit:
+		return kindInitY
+	case regionStateInChunk, regionStatePassed, regionStateCross:
+		return kindXState
+	case regionStateInit:
+		return kindInitState
+	}
+	return kindXY
+}
+
+// fromInit reports whether the region's entries answer the initial state
+// (their s is a state index, not a step).
+func (r opRegion) fromInit() bool { return r.kind()&(kindInitY|kindInitState) != 0 }
+
+var regionNames = [numRegions]string{"diagonal", "in-chunk", "next-chunk", "far", "cross-sequence", "upper", "initial-state",
+	"state-in-chunk", "state-passed", "state-cross-sequence", "state-initial"}
+
+var regionWords = [numRegions]string{
+	"the diagonal (a token's own term)", "the chunk's own quadratic form (within a chunk)", "the state passed across one chunk boundary",
+	"the states passed across several chunk boundaries", "the entries across a sequence boundary (which must be zero)",
+	"the entries above the diagonal (which must be zero)", "the initial state's contribution",
+	"the final state's response to its last chunk's input", "the final state's response to earlier chunks' input (the states passed on)",
+	"a sequence's final state's response to another's input or initial state (which must be zero)",
+	"the final state's response to the initial state",
+}
+
+// opEntry is one entry of the operator: y[b, t, h, p]'s response to a unit
+// x[b, s, h, p] (for the initial-state map, to a unit h0[b, h, p, s]).
+type opEntry struct {
+	b, h, p, t, s int
+	n             int // the state's index, for the final state's maps
+	region        opRegion
+	got, want     float64
+	// skip is want's part from the skip path, gate·D on the diagonal (0
+	// elsewhere): a relation of the state-space paths leaves it alone
+	skip        float64
+	scale, tiny float64
+	ratio       float64
+}
+
+// ssdOperator is a kernel's operator beside the reference's.
+type ssdOperator struct {
+	p       *mamba2.Problem
+	entries []opEntry
+	// per row and head: Δ_t, the sequence's cumulative Δ·A through t, the
+	// chunk's through t, and each step's sequence
+	delta, cum, chunkCum, cumAll [][]float64
+	seqOf                        []int
+	calls                        int
+}
+
+// opProbeSteps bounds the steps probed: the structure of the chunks shows
+// in the first few, and the calls grow with the square of the length.
+const opProbeSteps = 256
+
+// probeProblem is the problem the operator is measured on: p's first
+// steps (four chunks, at most opProbeSteps) unless p packs sequences,
+// whose boundaries it keeps.
+func probeProblem(p *mamba2.Problem) *mamba2.Problem {
+	q := *p
+	if p.CuSeqlens != nil || p.Seqlen <= opProbeSteps {
+		return &q
+	}
+	l := opProbeSteps
+	if p.Chunk > 0 {
+		l = min(l, max(4*p.Chunk, 1))
+	}
+	return p.Slice(0, l, p.InitialStates)
+}
+
+// measureSSDOperator measures the operator of the kernel behind run on
+// p's Δ, A, B, C, D and z (x and the initial states replaced by impulses).
+func measureSSDOperator(p *mamba2.Problem, run SSDRunner) (*ssdOperator, error) {
+	q := probeProblem(p)
+	B, L, H, P, N := q.Batch, q.Seqlen, q.Heads, q.Headdim, q.Dstate
+	op := &ssdOperator{p: q}
+	op.factors()
+	// fp16's subnormals begin at 6e-5, where a state's rounding has an
+	// absolute floor the error model does not carry: impulses of 64 keep
+	// the responses of a Mamba block's magnitudes above it
+	amp := 1.0
+	if q.DType == ssm.F16 || q.StateDType == ssm.F16 {
+		amp = 64
+	}
+	seqs := q.Sequences()
+	// probe runs one call: x and init hold the impulses, channel pp's at
+	// column col(pp) (a step of x, or a state index of init)
+	probe := func(x, init []float64, fromInit bool, col func(pp int) int, cols int) error {
+		r := *q
+		r.X, r.InitialStates = x, init
+		got, err := run(&r)
+		if err != nil {
+			return err
+		}
+		want, sc := mamba2.Prefill(&r)
+		arrays := judge.PrefillArrays(&r, got, want, sc)
+		if e := ssdShape(arrays); e != nil {
+			return e
+		}
+		_, ratios := ssdJudged(arrays)
+		op.calls++
+		for b := 0; b < B; b++ {
+			for h := 0; h < H; h++ {
+				for pp := 0; pp < P; pp++ {
+					s := col(pp)
+					if s < 0 || s >= cols {
+						continue
+					}
+					for t := 0; t < L; t++ {
+						i := ((b*L+t)*H+h)*P + pp
+						e := opEntry{b: b, h: h, p: pp, t: t, s: s, region: regionInit,
+							got: got.Y[i], want: want.Y[i], scale: sc.Y[i], tiny: sc.TinyY[i], ratio: ratios["y"][i]}
+						if !fromInit {
+							e.region = op.regionOf(t, s)
+						}
+						if e.region == regionDiagonal && q.D != nil {
+							e.skip = amp * op.gate(e) * q.D[h]
+						}
+						op.entries = append(op.entries, e)
+					}
+					// the final states: each sequence's (seq_states) where
+					// the row packs several, else the row's
+					for si, sq := range seqs {
+						name, k0 := "seq_states", ((si*H+h)*P+pp)*N
+						if q.CuSeqlens == nil {
+							name, k0 = "final_states", ((b*H+h)*P+pp)*N
+						}
+						g, w, scs, tys := got.SeqStates, want.SeqStates, sc.SeqStates, sc.TinySeq
+						if name == "final_states" {
+							g, w, scs, tys = got.FinalStates, want.FinalStates, sc.FinalStates, sc.TinyFinal
+						}
+						for n := 0; n < N; n++ {
+							e := opEntry{b: b, h: h, p: pp, t: sq[1] - 1, s: s, n: n, got: g[k0+n], want: w[k0+n], scale: scs[k0+n], tiny: tys[k0+n], ratio: ratios[name][k0+n]}
+							switch {
+							case fromInit && si == 0:
+								e.region = regionStateInit
+							case fromInit:
+								e.region = regionStateCross // a later sequence starts from zero
+							case s < sq[0] || s >= sq[1]:
+								e.region = regionStateCross
+							case q.Chunk > 0 && s/q.Chunk == (sq[1]-1)/q.Chunk:
+								e.region = regionStateInChunk
+							default:
+								e.region = regionStatePassed
+							}
+							op.entries = append(op.entries, e)
+						}
+					}
+				}
+			}
+		}
+		return nil
+	}
+	for k := 0; k*P < L; k++ {
+		x := make([]float64, q.XLen())
+		for b := 0; b < B; b++ {
+			for h := 0; h < H; h++ {
+				for pp := 0; pp < P; pp++ {
+					if s := k*P + pp; s < L {
+						x[((b*L+s)*H+h)*P+pp] = amp
+					}
+				}
+			}
+		}
+		if err := probe(x, nil, false, func(pp int) int { return k*P + pp }, L); err != nil {
+			return nil, err
+		}
+	}
+	if q.InitialStates != nil {
+		for k := 0; k*P < N; k++ {
+			init := make([]float64, q.StateLen())
+			for b := 0; b < B; b++ {
+				for h := 0; h < H; h++ {
+					for pp := 0; pp < P; pp++ {
+						if n := k*P + pp; n < N {
+							init[((b*H+h)*P+pp)*N+n] = amp
+						}
+					}
+				}
+			}
+			if err := probe(make([]float64, q.XLen()), init, true, func(pp int) int { return k*P + pp }, N); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return op, nil
+}
+
+// factors computes the per-step quantities the relations are written in.
+func (op *ssdOperator) factors() {
+	q := op.p
+	L, H := q.Seqlen, q.Heads
+	lo, hi := q.Limits()
+	op.seqOf = make([]int, L)
+	for i, sq := range q.Sequences() {
+		for t := sq[0]; t < sq[1]; t++ {
+			op.seqOf[t] = i
+		}
+	}
+	for b := 0; b < q.Batch; b++ {
+		for h := 0; h < H; h++ {
+			bias := 0.0
+			if q.DtBias != nil {
+				bias = q.DtBias[h]
+			}
+			d, c, cc, ca := make([]float64, L), make([]float64, L), make([]float64, L), make([]float64, L)
+			var cum, ccum, call float64
+			for t := 0; t < L; t++ {
+				d[t] = mamba2.Delta(q.Dt[(b*L+t)*H+h], bias, q.Softplus, lo, hi)
+				if t > 0 && op.seqOf[t] != op.seqOf[t-1] {
+					cum = 0
+				}
+				if q.Chunk > 0 && t%q.Chunk == 0 {
+					ccum = 0
+				}
+				cum += d[t] * q.A[h]
+				ccum += d[t] * q.A[h]
+				call += d[t] * q.A[h]
+				c[t], cc[t], ca[t] = cum, ccum, call
+			}
+			op.delta, op.cum, op.chunkCum, op.cumAll = append(op.delta, d), append(op.cum, c), append(op.chunkCum, cc), append(op.cumAll, ca)
+		}
+	}
+}
+
+func (op *ssdOperator) regionOf(t, s int) opRegion {
+	switch {
+	case s > t:
+		return regionUpper
+	case op.seqOf[s] != op.seqOf[t]:
+		return regionCrossSeq
+	case s == t:
+		return regionDiagonal
+	case op.p.Chunk == 0 || t/op.p.Chunk == s/op.p.Chunk:
+		return regionInChunk
+	case t/op.p.Chunk == s/op.p.Chunk+1:
+		return regionNextChunk
+	}
+	return regionFar
+}
+
+// cb is C_t·B_s of row b, head h.
+func (op *ssdOperator) cb(b, h, t, s int) float64 {
+	q := op.p
+	g, N := mamba2.Group(h, q.Heads, q.Groups), q.Dstate
+	var v float64
+	for n := 0; n < N; n++ {
+		v += q.C[((b*q.Seqlen+t)*q.Groups+g)*N+n] * q.B[((b*q.Seqlen+s)*q.Groups+g)*N+n]
+	}
+	return v
+}
+
+// opRelation is a hypothesis about how the kernel's entries relate to the
+// reference's: factor gives the kernel's entry as factor·(reference's)
+// (nil where it is not a factor: predict gives it), fit fits its constant
+// on the failing entries first (nil: none).
+type opRelation struct {
+	tag, words string
+	factor     func(op *ssdOperator, e opEntry) float64
+	// predict, for a relation that is not a factor, gives the kernel's
+	// entry itself, with the scale of the reference's entry it stands for
+	predict func(op *ssdOperator, e opEntry) float64
+	fit     func(op *ssdOperator, es []opEntry) (c float64, ok bool)
+	c       float64 // the fitted constant
+	// factorC is factor for a fitted relation, of its constant c
+	factorC func(op *ssdOperator, e opEntry, c float64) float64
+	// kinds are the maps the relation is one of (0: x_s → y_t and
+	// x_s → the final state)
+	kinds opKind
+}
+
+func (rel opRelation) of(k opKind) bool {
+	ks := rel.kinds
+	if ks == 0 {
+		ks = kindXY | kindXState
+	}
+	return ks&k != 0
+}
+
+// opRelations are the relations tried, simplest first.
+func opRelations() []opRelation {
+	bh := func(op *ssdOperator, e opEntry) int { return e.b*op.p.Heads + e.h }
+	dA := func(op *ssdOperator, e opEntry, t int) float64 {
+		if t < 0 || t >= op.p.Seqlen {
+			return math.NaN()
+		}
+		return op.delta[bh(op, e)][t] * op.p.A[e.h]
+	}
+	dt := func(op *ssdOperator, e opEntry, t int) float64 { return op.delta[bh(op, e)][t] }
+	return []opRelation{
+		{tag: "zero", words: "is zero (the path is missing)", factor: func(*ssdOperator, opEntry) float64 { return 0 }, kinds: kindAll},
+		{tag: "times", words: "is %s × the reference's", fit: fitFactor, factorC: func(_ *ssdOperator, _ opEntry, c float64) float64 { return c }, kinds: kindAll},
+		{tag: "lacks(dt_s)", words: "lacks the factor Δ_s (the input's step)", factor: func(op *ssdOperator, e opEntry) float64 { return 1 / dt(op, e, e.s) }},
+		{tag: "extra(dt_s)", words: "has an extra factor Δ_s", factor: func(op *ssdOperator, e opEntry) float64 { return dt(op, e, e.s) }},
+		{tag: "lacks(dt_t)", words: "lacks a factor Δ_t (the output's step)", factor: func(op *ssdOperator, e opEntry) float64 { return 1 / dt(op, e, e.t) }, kinds: kindXY},
+		{tag: "extra(dt_t)", words: "has an extra factor Δ_t", factor: func(op *ssdOperator, e opEntry) float64 { return dt(op, e, e.t) }, kinds: kindXY | kindInitY},
+		{tag: "no-D", words: "lacks the skip term D·x", predict: func(op *ssdOperator, e opEntry) float64 {
+			if e.region != regionDiagonal || op.p.D == nil {
+				return math.NaN()
+			}
+			return e.want - e.skip
+		}, kinds: kindXY},
+		{tag: "D-twice", words: "has the skip term D·x twice", predict: func(op *ssdOperator, e opEntry) float64 {
+			if e.region != regionDiagonal || op.p.D == nil {
+				return math.NaN()
+			}
+			return e.want + e.skip
+		}, kinds: kindXY},
+		{tag: "decay-from(s-1)", words: "decays from step s−1: an extra e^{Δ_s·A} (a cumulative sum off by one at the input)", factor: func(op *ssdOperator, e opEntry) float64 { return math.Exp(dA(op, e, e.s)) }},
+		{tag: "decay-from(s+1)", words: "decays from step s+1: e^{Δ_{s+1}·A} missing (a cumulative sum off by one at the input)", factor: func(op *ssdOperator, e opEntry) float64 { return math.Exp(-dA(op, e, e.s+1)) }},
+		{tag: "decay-to(t-1)", words: "decays only to step t−1: e^{Δ_t·A} missing (a cumulative sum off by one at the output)", factor: func(op *ssdOperator, e opEntry) float64 { return math.Exp(-dA(op, e, e.t)) }, kinds: kindAll},
+		{tag: "decay-to(t+1)", words: "decays to step t+1: an extra e^{Δ_{t+1}·A}", factor: func(op *ssdOperator, e opEntry) float64 { return math.Exp(dA(op, e, e.t+1)) }, kinds: kindXY | kindInitY},
+		{tag: "exclusive-cumsum", words: "decays by e^{cum_{t−1} − cum_{s−1}}: an exclusive cumulative sum where an inclusive one is meant", factor: func(op *ssdOperator, e opEntry) float64 {
+			return math.Exp(dA(op, e, e.s) - dA(op, e, e.t))
+		}},
+		{tag: "undecayed-entering-state", words: "lacks the decay e^{cum_t − cum_{chunk start}} of the state entering t's chunk", factor: func(op *ssdOperator, e opEntry) float64 {
+			return math.Exp(-op.chunkCum[bh(op, e)][e.t])
+		}, kinds: kindAll},
+		{tag: "entering-state-decayed-twice", words: "has the entering state's decay e^{cum_t − cum_{chunk start}} twice", factor: func(op *ssdOperator, e opEntry) float64 {
+			return math.Exp(op.chunkCum[bh(op, e)][e.t])
+		}, kinds: kindAll},
+		{tag: "undecayed-chunk-state", words: "lacks the decay from s to the end of its chunk (the chunk's state formed without e^{cum_last − cum_s})", factor: func(op *ssdOperator, e opEntry) float64 {
+			return math.Exp(-(op.chunkEnd(e) - op.cum[bh(op, e)][e.s]))
+		}},
+		{tag: "chunk-state-decayed-twice", words: "has the decay from s to the end of its chunk twice", factor: func(op *ssdOperator, e opEntry) float64 {
+			return math.Exp(op.chunkEnd(e) - op.cum[bh(op, e)][e.s])
+		}},
+		{tag: "passed-state-decayed-twice", words: "decays twice through the chunks between s's and t's (the state passed on decayed twice)", factor: func(op *ssdOperator, e opEntry) float64 {
+			return math.Exp(op.between(e))
+		}, kinds: kindAll},
+		{tag: "passed-state-undecayed", words: "is not decayed through the chunks between s's and t's (the state passed on without its decay)", factor: func(op *ssdOperator, e opEntry) float64 {
+			return math.Exp(-op.between(e))
+		}, kinds: kindAll},
+		{tag: "undecayed-initial-state", words: "lacks the initial state's decay e^{cum_t}", factor: func(op *ssdOperator, e opEntry) float64 {
+			return math.Exp(-op.cum[bh(op, e)][e.t])
+		}, kinds: kindInitY | kindInitState},
+		{tag: "exp-scaled", words: "has its exponent cum_t − cum_s scaled by %s", fit: fitExponent, factorC: func(op *ssdOperator, e opEntry, c float64) float64 {
+			return math.Exp((c - 1) * op.span(e))
+		}, kinds: kindAll},
+		{tag: "swapped(B,C)", words: "reads B at the output's step and C at the input's (C_s·B_t for C_t·B_s)", factor: func(op *ssdOperator, e opEntry) float64 {
+			return op.cb(e.b, e.h, e.s, e.t) / op.cb(e.b, e.h, e.t, e.s)
+		}, kinds: kindXY},
+		{tag: "no-reset", words: "carries the earlier sequence's terms across its end, as if the row were one sequence", predict: func(op *ssdOperator, e opEntry) float64 {
+			if e.region != regionCrossSeq {
+				return math.NaN()
+			}
+			bh := bh(op, e)
+			return op.gate(e) * op.cb(e.b, e.h, e.t, e.s) * op.delta[bh][e.s] * math.Exp(op.cumAll[bh][e.t]-op.cumAll[bh][e.s])
+		}, kinds: kindXY},
+	}
+}
+
+// gate is the SiLU gate's factor z·σ(z) of entry e's output (1 without z).
+func (op *ssdOperator) gate(e opEntry) float64 {
+	if op.p.Z == nil || e.region.kind()&(kindXState|kindInitState) != 0 {
+		return 1
+	}
+	q := op.p
+	z := q.Z[((e.b*q.Seqlen+e.t)*q.Heads+e.h)*q.Headdim+e.p]
+	return z / (1 + math.Exp(-z))
+}
+
+// span is the exponent of entry e's decay, cum_t − cum_s.
+func (op *ssdOperator) span(e opEntry) float64 {
+	bh := e.b*op.p.Heads + e.h
+	if e.region.fromInit() {
+		return op.cum[bh][e.t]
+	}
+	return op.cum[bh][e.t] - op.cum[bh][e.s]
+}
+
+// between is the cumulative Δ·A of the whole chunks between entry e's
+// input (for the initial state's map: the sequence's start) and its
+// output's chunk.
+func (op *ssdOperator) between(e opEntry) float64 {
+	Q := op.p.Chunk
+	if Q == 0 {
+		return 0
+	}
+	bh := e.b*op.p.Heads + e.h
+	c0 := e.t / Q * Q
+	if e.region.fromInit() {
+		if c0 == 0 {
+			return 0
+		}
+		return op.cum[bh][c0-1]
+	}
+	if c0 == 0 || c0-1 < e.s {
+		return 0
+	}
+	return op.cum[bh][c0-1] - op.chunkEnd(e)
+}
+
+// chunkEnd is the sequence's cumulative Δ·A at the last step of s's chunk.
+func (op *ssdOperator) chunkEnd(e opEntry) float64 {
+	Q := op.p.Chunk
+	last := op.p.Seqlen - 1
+	if Q > 0 {
+		last = min(last, (e.s/Q+1)*Q-1)
+	}
+	for last > e.s && op.seqOf[last] != op.seqOf[e.s] {
+		last--
+	}
+	return op.cum[e.b*op.p.Heads+e.h][last]
+}
+
+// fitFactor is the least-squares constant k with got ≈ k·want.
+func fitFactor(op *ssdOperator, es []opEntry) (float64, bool) {
+	var gw, ww float64
+	for _, e := range es {
+		g, w := e.got-e.skip, e.want-e.skip
+		gw += g * w
+		ww += w * w
+	}
+	if ww == 0 || math.IsNaN(gw) || math.IsInf(gw, 0) {
+		return 0, false
+	}
+	return niceConstant(gw / ww), true
+}
+
+// fitExponent is the constant c with got ≈ want·e^{(c−1)(cum_t − cum_s)},
+// by least squares on log(got/want) over entries of one sign.
+func fitExponent(op *ssdOperator, es []opEntry) (float64, bool) {
+	var xy, xx float64
+	for _, e := range es {
+		g, w := e.got-e.skip, e.want-e.skip
+		if w == 0 || g/w <= 0 {
+			continue
+		}
+		x := op.span(e)
+		y := math.Log(g / w)
+		xy += x * y
+		xx += x * x
+	}
+	if xx == 0 || math.IsNaN(xy) || math.IsInf(xy, 0) {
+		return 0, false
+	}
+	return niceConstant(1 + xy/xx), true
+}
+
+// niceConstant rounds c to a constant a slip makes (±2^k, ±3, 1/3, log2 e,
+// ln 2) where it is within 1% (the relation is then judged with the
+// rounded constant, entry by entry, so a wrong rounding cannot hold).
+func niceConstant(c float64) float64 {
+	cands := []float64{math.Log2E, math.Ln2, 3, 1.0 / 3, -3, -1.0 / 3}
+	for k := -3; k <= 3; k++ {
+		cands = append(cands, math.Ldexp(1, k), -math.Ldexp(1, k))
+	}
+	for _, v := range cands {
+		if math.Abs(c-v) <= 1e-2*math.Abs(v) {
+			return v
+		}
+	}
+	return c
+}
+
+func constantName(c float64) string {
+	switch c {
+	case math.Log2E:
+		return "log2 e (e^x evaluated as 2^x)"
+	case math.Ln2:
+		return "ln 2 (2^x evaluated as e^x)"
+	}
+	return fmt.Sprintf("%.6g", c)
+}
+
+// opRatios judges the entries against rel: the kernel's entry against
+// factor·(reference's), the error scale scaled by the factor's magnitude
+// (a relation that holds holds within the error model). NaN where the
+// relation has no value for an entry.
+func (op *ssdOperator) opRatios(rel opRelation, es []opEntry) []float64 {
+	got, want, scale, tiny := make([]float64, len(es)), make([]float64, len(es)), make([]float64, len(es)), make([]float64, len(es))
+	for i, e := range es {
+		got[i], tiny[i] = e.got, e.tiny
+		if rel.predict != nil {
+			want[i], scale[i] = rel.predict(op, e), e.scale
+			continue
+		}
+		var f float64
+		if rel.factor != nil {
+			f = rel.factor(op, e)
+		} else {
+			f = rel.factorC(op, e, rel.c)
+		}
+		want[i], scale[i] = f*(e.want-e.skip)+e.skip, e.scale*math.Max(math.Abs(f), 1)
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			want[i] = math.NaN()
+		}
+	}
+	stored, computed := op.p.DType, op.p.DType
+	if computed.Narrow() {
+		computed = ssm.F32
+	}
+	_, ratios, err := judge.CompareArrays([]judge.Array{{Name: "M", Got: got, Want: want, Scale: scale, Tiny: tiny, Stored: stored, Computed: computed,
+		Index: func(i int) []int { return []int{es[i].t, es[i].s} }}})
+	if err != nil {
+		return nil
+	}
+	for i := range es {
+		if math.IsNaN(want[i]) {
+			ratios["M"][i] = math.NaN()
+		}
+	}
+	return ratios["M"]
+}
+
+// opFit is a relation found on a set of regions.
+type opFit struct {
+	rel     opRelation
+	regions []opRegion
+	held    int // entries of those regions within the threshold under rel
+	total   int
+	worst   float64
+}
+
+// holds reports whether the relation holds on all but 1% of the entries
+// (the rest: rounding at the edges of the range, where a factor is huge).
+func (f opFit) holds() bool { return f.total > 0 && 100*f.held >= 99*f.total }
+
+// diagnose relates the kernel's operator to the reference's: the regions
+// that fail, and the one relation that holds on all of them (else on the
+// most), with its evidence. ok is false when the operator is right
+// everywhere (the failure is not in the map from x and h0 to y).
+func (op *ssdOperator) diagnose(th float64) (f report.Finding, ok bool) {
+	byRegion := make([][]opEntry, numRegions)
+	failing := make([]int, numRegions)
+	for _, e := range op.entries {
+		byRegion[e.region] = append(byRegion[e.region], e)
+		if !(e.ratio <= th) {
+			failing[e.region]++
+		}
+	}
+	var bad []opRegion
+	var where []string
+	for r := opRegion(0); r < numRegions; r++ {
+		if failing[r] > 0 {
+			bad = append(bad, r)
+			where = append(where, fmt.Sprintf("%s %d of %d", regionNames[r], failing[r], len(byRegion[r])))
+		}
+	}
+	if len(bad) == 0 {
+		return report.Finding{}, false
+	}
+	f.Where = "the kernel's operator (" + fmt.Sprintf("%d calls, impulses", op.calls) + "): " + strings.Join(where, ", ")
+	evaluate := func(rel opRelation, regions []opRegion) opFit {
+		for _, r := range regions {
+			if !rel.of(r.kind()) {
+				return opFit{rel: rel, regions: regions}
+			}
+		}
+		var es, failed []opEntry
+		for _, r := range regions {
+			es = append(es, byRegion[r]...)
+		}
+		for _, e := range es {
+			if !(e.ratio <= th) {
+				failed = append(failed, e)
+			}
+		}
+		if rel.fit != nil {
+			c, ok := rel.fit(op, failed)
+			if !ok {
+				return opFit{rel: rel, regions: regions}
+			}
+			rel.c = c
+		}
+		fit := opFit{rel: rel, regions: regions, total: len(es)}
+		for _, r := range op.opRatios(rel, es) {
+			if r <= th {
+				fit.held++
+			}
+			if !math.IsNaN(r) {
+				fit.worst = math.Max(fit.worst, r)
+			}
+		}
+		return fit
+	}
+	// the regions a relation is tried on: every failing one together,
+	// then each on its own (a slip of one path beside a second fault)
+	var best opFit
+	for _, regions := range append([][]opRegion{bad}, singles(bad)...) {
+		for _, rel := range opRelations() {
+			fit := evaluate(rel, regions)
+			if fit.holds() && (!best.holds() || covered(fit, failing) > covered(best, failing)) {
+				best = fit
+			}
+		}
+		if best.holds() && len(best.regions) == len(bad) {
+			break
+		}
+	}
+	if !best.holds() {
+		f.Tag = "op:" + joinRegions(bad) + ":unrelated"
+		f.Cause = "the kernel's operator differs from the reference's " + regionList(bad) + " by no relation tried (a factor, an exponent scaled or shifted, B and C swapped, a path missing)"
+		return f, true
+	}
+	words := best.rel.words
+	if strings.Contains(words, "%s") {
+		words = fmt.Sprintf(words, constantName(best.rel.c))
+	}
+	tag := best.rel.tag
+	if best.rel.fit != nil {
+		tag += fmt.Sprintf("(%.6g)", best.rel.c)
+	}
+	f.Tag = "op:" + joinRegions(best.regions) + ":" + tag
+	f.Cause = "the kernel's operator (y_t's response to x_s) " + words + " " + regionList(best.regions)
+	if len(best.regions) < len(bad) {
+		var rest []opRegion
+		for _, r := range bad {
+			if !containsRegion(best.regions, r) {
+				rest = append(rest, r)
+			}
+		}
+		f.Cause += "; a second fault " + regionList(rest) + " that no relation tried describes"
+	}
+	right := rightRegions(byRegion, failing)
+	if right != "" {
+		f.Cause += "; right " + right
+	}
+	f.Evidence = append(f.Evidence, fmt.Sprintf("the relation holds on %d of %d entries of %s (worst ratio %.3g, threshold %g)",
+		best.held, best.total, joinRegions(best.regions), best.worst, th))
+	return f, true
+}
+
+func singles(rs []opRegion) [][]opRegion {
+	if len(rs) < 2 {
+		return nil
+	}
+	var out [][]opRegion
+	for _, r := range rs {
+		out = append(out, []opRegion{r})
+	}
+	return out
+}
+
+func covered(f opFit, failing []int) int {
+	n := 0
+	for _, r := range f.regions {
+		n += failing[r]
+	}
+	return n
+}
+
+func containsRegion(rs []opRegion, r opRegion) bool {
+	for _, x := range rs {
+		if x == r {
+			return true
+		}
+	}
+	return false
+}
+
+func joinRegions(rs []opRegion) string {
+	names := make([]string, len(rs))
+	for i, r := range rs {
+		names[i] = regionNames[r]
+	}
+	return strings.Join(names, "+")
+}
+
+func regionList(rs []opRegion) string {
+	words := make([]string, len(rs))
+	for i, r := range rs {
+		words[i] = regionWords[r]
+	}
+	return "in " + strings.Join(words, " and ")
+}
+
+// rightRegions names the probed regions where the kernel is right (those
+// with entries that can be nonzero), so that a cause says what is not it.
+func rightRegions(byRegion [][]opEntry, failing []int) string {
+	var names []string
+	for r := opRegion(0); r < numRegions; r++ {
+		if r == regionCrossSeq || r == regionUpper || r == regionStateCross {
+			continue
+		}
+		if len(byRegion[r]) > 0 && failing[r] == 0 {
+			names = append(names, regionWords[r])
+		}
+	}
+	sort.Strings(names)
+	return strings.Join(names, ", ")
+}
