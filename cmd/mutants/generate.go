@@ -372,12 +372,6 @@ func summarizeGenerated(rs []generatedResult, candidates int, seed uint64, path 
 	}
 	viable := len(rs) - count[Stillborn]
 	killed := count[Killed]
-	pct := func(a, b int) float64 {
-		if b == 0 {
-			return 0
-		}
-		return 100 * float64(a) / float64(b)
-	}
 	fmt.Printf("\ngenerated population, seed %d: %d sampled of %d candidates, %d stillborn (do not compile), %d viable\n", seed, len(rs), candidates, count[Stillborn], viable)
 	fmt.Printf("killed %d of %d viable (%.0f%%); survived %d, crashed %d, error %d\n", killed, viable, pct(killed, viable), count[Survived], count[Crashed], count[RunError])
 	fmt.Printf("diagnosis: %d of %d killed named (%.0f%%), %d at the mutated region (%.0f%%)\n", named, killed, pct(named, killed), correct, pct(correct, killed))
@@ -399,3 +393,11 @@ func summarizeGenerated(rs []generatedResult, candidates int, seed uint64, path 
 
 // generatedJobs is the default number of generated mutants judged at once.
 func generatedJobs() int { return max(1, runtime.NumCPU()) }
+
+// pct is 100·a/b (0 for b = 0).
+func pct(a, b int) float64 {
+	if b == 0 {
+		return 0
+	}
+	return 100 * float64(a) / float64(b)
+}

@@ -256,6 +256,8 @@ var (
 	jobs      = flag.Int("j", 0, "accuracy mutants judged at once (0: one per CPU for the CPU build, 1 with -cuda)")
 	gen       = flag.Int("generate", 0, "judge a sample of this many generated mutants (mutation operators applied mechanically to the CPU build's sources) instead of the catalogue")
 	seed      = flag.Uint64("seed", 1, "-generate: the sample's seed")
+	bridgedF  = flag.String("bridged", "", "-generate: mutate the adapter of this bridged family (mamba2: bridge/python/adapters/numpy_ssd.py) and judge each mutant with its whole suite instead")
+	suiteBin  = flag.String("suite-bin", "", "-bridged: the suite's prebuilt test binary (go test -c ./verify/FAMILY); empty: built into build/mutants")
 	genLine   = flag.String("generate-lines", "", "-generate: draw only from the mutations of source lines matching this regular expression (e.g. 'saved|starts|w\\.states|w\\.grads', the backward's saved states); -generate at least their number judges them all")
 	regrade   = flag.String("regrade", "", "grade the diagnoses of a generated.json again (after a change of the regions' tags) and print its summary")
 	buildOnly = flag.Bool("build-only", false, "-cuda: build the unmutated library and the mutants (through the object cache) and stop: that every patch still compiles, checked with nvcc before a GPU's time is spent (make mutants-cuda-build)")
@@ -287,6 +289,23 @@ func main() {
 	}
 	if *genLine != "" && *gen <= 0 {
 		fatal(fmt.Errorf("-generate-lines %q: needs -generate N, the number of its mutations to judge", *genLine))
+	}
+	if *gen > 0 && *bridgedF != "" {
+		bin := *suiteBin
+		if bin == "" {
+			bin = filepath.Join("build", "mutants", *bridgedF+".test")
+			if b, err := exec.Command("go", "test", "-c", "-o", bin, "./verify/"+*bridgedF).CombinedOutput(); err != nil {
+				fatal(fmt.Errorf("building the suite verify/%s: %v\n%s", *bridgedF, err, b))
+			}
+		}
+		j := *jobs
+		if j == 0 {
+			j = generatedJobs()
+		}
+		if err := runBridgedGenerated(*bridgedF, *gen, *seed, j, bin); err != nil {
+			fatal(err)
+		}
+		return
 	}
 	if *gen > 0 {
 		j := *jobs
