@@ -123,19 +123,38 @@ type ssdOperator struct {
 // in the first few, and the calls grow with the square of the length.
 const opProbeSteps = 256
 
-// probeProblem is the problem the operator is measured on: p's first
-// steps (four chunks, at most opProbeSteps) unless p packs sequences,
-// whose boundaries it keeps.
+// probeProblem is the problem the operator is measured on: p's first row
+// and first steps (four chunks, at most opProbeSteps) unless p packs
+// sequences, whose boundaries it keeps. A slip of a path shows in every
+// row and from the first chunks on.
 func probeProblem(p *mamba2.Problem) *mamba2.Problem {
 	q := *p
-	if p.CuSeqlens != nil || p.Seqlen <= opProbeSteps {
+	if p.CuSeqlens != nil || (p.Batch == 1 && p.Seqlen <= opProbeSteps) {
 		return &q
 	}
-	l := opProbeSteps
+	l := min(p.Seqlen, opProbeSteps)
 	if p.Chunk > 0 {
 		l = min(l, max(4*p.Chunk, 1))
 	}
-	return p.Slice(0, l, p.InitialStates)
+	r := p.Slice(0, l, p.InitialStates)
+	return firstRow(r)
+}
+
+// firstRow is p's first batch row alone.
+func firstRow(p *mamba2.Problem) *mamba2.Problem {
+	if p.Batch == 1 {
+		return p
+	}
+	q := *p
+	q.Batch = 1
+	q.X, q.Dt, q.B, q.C = p.X[:q.XLen()], p.Dt[:q.DtLen()], p.B[:q.BCLen()], p.C[:q.BCLen()]
+	if p.Z != nil {
+		q.Z = p.Z[:q.XLen()]
+	}
+	if p.InitialStates != nil {
+		q.InitialStates = p.InitialStates[:q.StateLen()]
+	}
+	return &q
 }
 
 // measureSSDOperator measures the operator of the kernel behind run on
@@ -620,7 +639,7 @@ func (op *ssdOperator) diagnose(th float64) (f report.Finding, ok bool) {
 		}
 		var es, failed []opEntry
 		for _, r := range regions {
-			es = append(es, byRegion[r]...)
+			es = append(es, sampled(byRegion[r], th)...)
 		}
 		for _, e := range es {
 			if !(e.ratio <= th) {
@@ -648,15 +667,16 @@ func (op *ssdOperator) diagnose(th float64) (f report.Finding, ok bool) {
 	// the regions a relation is tried on: every failing one together,
 	// then each on its own (a slip of one path beside a second fault)
 	var best opFit
-	for _, regions := range append([][]opRegion{bad}, singles(bad)...) {
+search:
+	for k, regions := range append([][]opRegion{bad}, singles(bad)...) {
 		for _, rel := range opRelations() {
 			fit := evaluate(rel, regions)
 			if fit.holds() && (!best.holds() || covered(fit, failing) > covered(best, failing)) {
 				best = fit
+				if k == 0 {
+					break search // one relation for every failing region: the simplest
+				}
 			}
-		}
-		if best.holds() && len(best.regions) == len(bad) {
-			break
 		}
 	}
 	if !best.holds() {
@@ -690,6 +710,25 @@ func (op *ssdOperator) diagnose(th float64) (f report.Finding, ok bool) {
 	f.Evidence = append(f.Evidence, fmt.Sprintf("the relation holds on %d of %d entries of %s (worst ratio %.3g, threshold %g)",
 		best.held, best.total, joinRegions(best.regions), best.worst, th))
 	return f, true
+}
+
+// opSample bounds the entries of a region a relation is judged on: every
+// failing entry, and of the others a stride through them, so that a
+// region of a long problem (L² entries) costs what a short one does.
+const opSample = 4096
+
+func sampled(es []opEntry, th float64) []opEntry {
+	if len(es) <= opSample {
+		return es
+	}
+	stride := (len(es) + opSample - 1) / opSample
+	out := make([]opEntry, 0, 2*opSample)
+	for i, e := range es {
+		if i%stride == 0 || !(e.ratio <= th) {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 func singles(rs []opRegion) [][]opRegion {

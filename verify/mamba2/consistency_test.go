@@ -3,12 +3,14 @@ package mamba2
 import (
 	"fmt"
 	"math"
+	"slices"
 	"testing"
 
 	"ssmverify/bridge"
 	"ssmverify/diagnose"
 	"ssmverify/judge"
 	"ssmverify/mamba2"
+	"ssmverify/verify/bridgetest"
 )
 
 // propagated is the bound on what an error of the handed-over state —
@@ -71,8 +73,10 @@ func compare(t *testing.T, what string, q *mamba2.Problem, arrays []judge.Array,
 }
 
 // TestMamba2SplitResume: a prefill split at k and resumed from its own
-// final state equals one pass, for splits inside a chunk, at a chunk's
-// end and start, and one step before the end.
+// final state equals one pass, for splits after the first step, at each
+// position of the second chunk (bridgetest.SplitPoints: its first,
+// second, middle, second-to-last and last token), in the middle and one
+// step before the end.
 func TestMamba2SplitResume(t *testing.T) {
 	track(t)
 	for _, dt := range []pair{pairs[0], pairs[1], pairs[2]} {
@@ -80,7 +84,10 @@ func TestMamba2SplitResume(t *testing.T) {
 		o.D, o.Z, o.DtBias, o.Softplus, o.InitialStates = true, true, true, true, true
 		p := mamba2.Generate(o, 31).Rounded()
 		q0 := max(chunk(), 1)
-		for _, k := range []int{1, q0 - 1, q0, q0 + 1, 150, p.Seqlen - 1} {
+		ks := append([]int{1, q0 - 1}, bridgetest.SplitPoints(chunk(), p.Seqlen)...)
+		ks = append(ks, 150, p.Seqlen-1)
+		slices.Sort(ks)
+		for _, k := range slices.Compact(ks) {
 			if k <= 0 || k >= p.Seqlen {
 				continue
 			}

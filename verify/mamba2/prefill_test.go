@@ -1,9 +1,11 @@
 package mamba2
 
 import (
+	"fmt"
 	"testing"
 
 	"ssmverify/mamba2"
+	"ssmverify/verify/bridgetest"
 )
 
 // base is the suite's Mamba-2 problem: dimensions that Triton's matrix
@@ -47,6 +49,33 @@ func TestMamba2Prefill(t *testing.T) {
 			t.Run(dt.String()+"/"+c.name, func(t *testing.T) {
 				judgePrefill(t, prefillCase(c.name, dt))
 			})
+		}
+	}
+}
+
+// TestMamba2Boundaries draws sequence boundaries systematically against
+// the kernel's chunk (bridgetest.BoundaryRows): a sequence starting at a
+// chunk's first, second, middle, second-to-last and last token, a
+// sequence of one token at each, several boundaries in one chunk; each
+// with and without initial states, in float32 and bf16.
+func TestMamba2Boundaries(t *testing.T) {
+	track(t)
+	for _, dt := range pairs[:2] {
+		o := base(dt)
+		o.Batch, o.D, o.DtBias, o.Softplus = 1, true, true, true
+		o.Seqlen = max(o.Seqlen, 3*max(chunk(), 16))
+		rows, err := bridgetest.BoundaryRows(chunk(), o.Seqlen)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, r := range rows {
+			for _, init := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%v/%s/initial_states=%t", dt, r.Name, init), func(t *testing.T) {
+					q := o
+					q.CuSeqlens, q.InitialStates = r.CuSeqlens, init
+					judgePrefill(t, mamba2.Generate(q, uint64(500+i)).Rounded())
+				})
+			}
 		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"ssmverify/mamba3"
 	"ssmverify/report"
 	"ssmverify/ssm"
+	"ssmverify/verify/bridgetest"
 )
 
 // dtypes are the input types judged: the adapter's, in the order float32,
@@ -159,6 +160,37 @@ func TestMamba3Forward(t *testing.T) {
 				c.mod(&o)
 				judgeForward(t, bridge.OpMamba3Forward, prepare(t, bridge.OpMamba3Forward, mamba3.Generate(o, uint64(100+i)), dt))
 			})
+		}
+	}
+}
+
+// TestMamba3Boundaries draws sequence boundaries systematically against
+// the kernel's chunk (bridgetest.BoundaryRows): a sequence starting at a
+// chunk's first, second, middle, second-to-last and last token, a
+// sequence of one token at each, several boundaries in one chunk; each
+// with and without an initial state.
+func TestMamba3Boundaries(t *testing.T) {
+	track(t)
+	for _, dt := range dtypes(bridge.OpMamba3Forward) {
+		a, err := kernel.Arithmetic(bridge.OpMamba3Forward, dt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := base(dt)
+		o.Batch, o.D = 1, true
+		o.Seqlen = max(o.Seqlen, 3*max(a.Chunk, 16))
+		rows, err := bridgetest.BoundaryRows(a.Chunk, o.Seqlen)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, r := range rows {
+			for _, state := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%v/%s/state=%t", dt, r.Name, state), func(t *testing.T) {
+					q := o
+					q.CuSeqlens, q.State = r.CuSeqlens, state
+					judgeForward(t, bridge.OpMamba3Forward, prepare(t, bridge.OpMamba3Forward, mamba3.Generate(q, uint64(700+i)), dt))
+				})
+			}
 		}
 	}
 }

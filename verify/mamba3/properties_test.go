@@ -2,6 +2,7 @@ package mamba3
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	"ssmverify/bridge"
@@ -9,6 +10,7 @@ import (
 	"ssmverify/judge"
 	"ssmverify/mamba3"
 	"ssmverify/ssm"
+	"ssmverify/verify/bridgetest"
 )
 
 // stepAt returns the one-token problem of step t of a one-row problem,
@@ -87,8 +89,10 @@ func TestMamba3StepsEqualForward(t *testing.T) {
 	}
 }
 
-// TestMamba3SplitResume: a forward split anywhere and resumed from its own
-// four-part state equals one pass.
+// TestMamba3SplitResume: a forward split and resumed from its own
+// four-part state equals one pass: after the first step, at each position
+// of the second chunk (bridgetest.SplitPoints: its first, second, middle,
+// second-to-last and last token) and one step before the end.
 func TestMamba3SplitResume(t *testing.T) {
 	track(t)
 	for _, dt := range dtypes(bridge.OpMamba3Forward) {
@@ -96,7 +100,13 @@ func TestMamba3SplitResume(t *testing.T) {
 		o.Batch, o.D, o.Z, o.State = 1, true, true, true
 		p := prepare(t, bridge.OpMamba3Forward, mamba3.Generate(o, 210), dt)
 		want, wst := mamba3.Forward(p)
-		for _, k := range []int{1, 63, 64, 65, 199} {
+		ks := append([]int{1, 63, 64, 65}, bridgetest.SplitPoints(p.Arithmetic.Chunk, p.Seqlen)...)
+		ks = append(ks, p.Seqlen-1)
+		slices.Sort(ks)
+		for _, k := range slices.Compact(ks) {
+			if k <= 0 || k >= p.Seqlen {
+				continue
+			}
 			t.Run(fmt.Sprintf("%v/k=%d", dt, k), func(t *testing.T) {
 				head := p.Slice(0, k)
 				head.State = p.State
