@@ -21,10 +21,13 @@ var mamba3Arrays = []string{"y", "angle_state", "ssm_state", "k_state", "v_state
 //     the closest (smallest worst ratio) where several do, the others
 //     listed in Also;
 //   - two slips together (their variants merged), named "a+b";
-//   - the slip that explains the most of the failing elements, if it
-//     explains at least nine in ten of them: named, with what it leaves
-//     unexplained in Where and the counts in Evidence — a slip and a
-//     second fault it does not describe;
+//   - the slip of a formula that explains the most of the failing
+//     elements, if it explains at least nine in ten of them: named, with
+//     what it leaves unexplained in Where and the counts in Evidence — a
+//     slip and a second fault it does not describe. A slip of precision
+//     (mamba3.Slip.Precision: the angle in bf16) is a property a kernel
+//     may show beside a fault: it is named only where it explains every
+//     failing element, and said in Evidence where it explains most;
 //   - else "none", with where the failure shows.
 func Mamba3(p *mamba3.Problem, y []float64, st *mamba3.State) (f report.Finding) {
 	defer contained(&f, "diagnose.Mamba3", func() string { return mamba3Shape(p) })
@@ -50,6 +53,7 @@ func diagnoseMamba3(p *mamba3.Problem, y []float64, st *mamba3.State) report.Fin
 	}
 	slips := mamba3.Slips()
 	best, bestExplained := -1, 0
+	var property []string
 	var bestRatios map[string][]float64
 	fitRatio := math.Inf(1)
 	for i, s := range slips {
@@ -67,7 +71,16 @@ func diagnoseMamba3(p *mamba3.Problem, y []float64, st *mamba3.State) report.Fin
 			}
 			continue
 		}
-		if n := explained(failing, rs, th); n > bestExplained {
+		n := explained(failing, rs, th)
+		if s.Precision {
+			// a property a kernel may show beside the fault (its angles
+			// in bf16): never the cause of a failure it does not produce
+			if 10*n >= 9*len(failing) {
+				property = append(property, fmt.Sprintf("%s explains %d of the %d failing elements: a property of the kernel's arithmetic beside the fault, not its cause", s.Tag, n, len(failing)))
+			}
+			continue
+		}
+		if n > bestExplained {
 			best, bestExplained, bestRatios = i, n, rs
 		}
 	}
@@ -94,8 +107,10 @@ func diagnoseMamba3(p *mamba3.Problem, y []float64, st *mamba3.State) report.Fin
 		f.Cause = s.Cause + fmt.Sprintf(" — it explains %d of the %d failing elements, not all: a second fault remains", bestExplained, total)
 		f.Where = "unexplained by " + s.Tag + ": " + strings.Join(failingCounts(bestRatios, th, mamba3Arrays...), "; ")
 		f.Evidence = append(f.Evidence, fmt.Sprintf("failing against the reference: %d elements; against %s: %d", total, s.Tag, total-bestExplained+newlyFailing(failing, bestRatios, th)))
+		f.Evidence = append(f.Evidence, property...)
 		return f
 	}
+	f.Evidence = append(f.Evidence, property...)
 	f.Tag, f.Cause = "none", "no known slip of Mamba-3's exponential-trapezoidal layer fits"
 	if best >= 0 {
 		f.Evidence = append(f.Evidence, fmt.Sprintf("closest: %s explains %d of %d failing elements", slips[best].Tag, bestExplained, total))

@@ -353,6 +353,10 @@ type opRelation struct {
 	c       float64 // the fitted constant
 	// factorC is factor for a fitted relation, of its constant c
 	factorC func(op *ssdOperator, e opEntry, c float64) float64
+	// key, for a relation whose factor is fitted per output row (or per
+	// input column), groups the entries that share one factor
+	key    func(e opEntry) [5]int
+	keyFit map[[5]int]float64
 	// kinds are the maps the relation is one of (0: x_s → y_t and
 	// x_s → the final state)
 	kinds opKind
@@ -426,6 +430,10 @@ func opRelations() []opRelation {
 		{tag: "exp-scaled", words: "has its exponent cum_t − cum_s scaled by %s", fit: fitExponent, factorC: func(op *ssdOperator, e opEntry, c float64) float64 {
 			return math.Exp((c - 1) * op.span(e))
 		}, kinds: kindAll},
+		{tag: "row-factor", words: "is scaled by a factor of the output's step and channel alone (the gate, the output's scaling or its store: %s)",
+			key: func(e opEntry) [5]int { return [5]int{e.b, e.h, e.p, e.t, int(e.region.kind())} }, kinds: kindXY | kindInitY},
+		{tag: "column-factor", words: "is scaled by a factor of the input's step and channel alone (x or Δ_s read wrongly: %s)",
+			key: func(e opEntry) [5]int { return [5]int{e.b, e.h, e.p, e.s, int(e.region.kind())} }, kinds: kindXY | kindXState},
 		{tag: "swapped(B,C)", words: "reads B at the output's step and C at the input's (C_s·B_t for C_t·B_s)", factor: func(op *ssdOperator, e opEntry) float64 {
 			return op.cb(e.b, e.h, e.s, e.t) / op.cb(e.b, e.h, e.t, e.s)
 		}, kinds: kindXY},
@@ -527,6 +535,34 @@ func fitExponent(op *ssdOperator, es []opEntry) (float64, bool) {
 	return niceConstant(1 + xy/xx), true
 }
 
+// fitKeyed fits one factor k per key by least squares, got ≈ k·want on
+// the state-space part of the entries that share the key.
+func fitKeyed(es []opEntry, key func(opEntry) [5]int) map[[5]int]float64 {
+	gw, ww := map[[5]int]float64{}, map[[5]int]float64{}
+	for _, e := range es {
+		k := key(e)
+		g, w := e.got-e.skip, e.want-e.skip
+		gw[k] += g * w
+		ww[k] += w * w
+	}
+	out := map[[5]int]float64{}
+	for k, w := range ww {
+		if w > 0 && !math.IsNaN(gw[k]) && !math.IsInf(gw[k], 0) {
+			out[k] = gw[k] / w
+		}
+	}
+	return out
+}
+
+// keyedRange says the fitted factors' range, for a keyed relation's words.
+func keyedRange(m map[[5]int]float64) string {
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, v := range m {
+		lo, hi = math.Min(lo, v), math.Max(hi, v)
+	}
+	return fmt.Sprintf("factors from %.4g to %.4g over %d", lo, hi, len(m))
+}
+
 // niceConstant rounds c to a constant a slip makes (±2^k, ±3, 1/3, log2 e,
 // ln 2) where it is within 1% (the relation is then judged with the
 // rounded constant, entry by entry, so a wrong rounding cannot hold).
@@ -566,9 +602,15 @@ func (op *ssdOperator) opRatios(rel opRelation, es []opEntry) []float64 {
 			continue
 		}
 		var f float64
-		if rel.factor != nil {
+		switch {
+		case rel.factor != nil:
 			f = rel.factor(op, e)
-		} else {
+		case rel.key != nil:
+			var ok bool
+			if f, ok = rel.keyFit[rel.key(e)]; !ok {
+				f = math.NaN()
+			}
+		default:
 			f = rel.factorC(op, e, rel.c)
 		}
 		want[i], scale[i] = f*(e.want-e.skip)+e.skip, e.scale*math.Max(math.Abs(f), 1)
@@ -653,6 +695,13 @@ func (op *ssdOperator) diagnose(th float64) (f report.Finding, ok bool) {
 			}
 			rel.c = c
 		}
+		if rel.key != nil {
+			// a factor per row is a fit only where a row has entries to
+			// spare: on the diagonal alone it would fit anything
+			if rel.keyFit = fitKeyed(es, rel.key); len(es) < 8*len(rel.keyFit) {
+				return opFit{rel: rel, regions: regions}
+			}
+		}
 		fit := opFit{rel: rel, regions: regions, total: len(es)}
 		for _, r := range op.opRatios(rel, es) {
 			if r <= th {
@@ -685,7 +734,10 @@ search:
 		return f, true
 	}
 	words := best.rel.words
-	if strings.Contains(words, "%s") {
+	switch {
+	case strings.Contains(words, "%s") && best.rel.key != nil:
+		words = fmt.Sprintf(words, keyedRange(best.rel.keyFit))
+	case strings.Contains(words, "%s"):
 		words = fmt.Sprintf(words, constantName(best.rel.c))
 	}
 	tag := best.rel.tag

@@ -99,8 +99,9 @@ func TestMamba3NamesEachSlip(t *testing.T) {
 
 // TestMamba3NamesTwoSlipsAndResiduals: two slips together are named as a
 // pair; a slip plus a fault outside the catalogue (one corrupted final
-// state element) is named with the residual said; a result no slip comes
-// near is "none".
+// state element) is named with the residual said; a property of the
+// arithmetic beside such a fault is said and not named; a result no slip
+// comes near is "none".
 func TestMamba3NamesTwoSlipsAndResiduals(t *testing.T) {
 	p := mamba3.Generate(mamba3.Options{Batch: 1, Seqlen: 40, HeadsQK: 1, Heads: 2, N: 8, P: 3, AngleDim: 2, D: true, Z: true, State: true}, 7)
 	p.Arithmetic = mamba3.Arithmetic{U: 0x1p-24}
@@ -126,6 +127,14 @@ func TestMamba3NamesTwoSlipsAndResiduals(t *testing.T) {
 	f := Mamba3(p, y, st)
 	if f.Tag != "m3:beta-no-dt" || !strings.Contains(f.Cause, "second fault") || !strings.Contains(f.Where, "ssm_state: 1 of") {
 		t.Errorf("slip plus a stray element: diagnosis [%s] %s", f.Tag, f)
+	}
+
+	// a property (the angle in bf16) beside a stray element: the property
+	// is said, never named as the failure's cause
+	y, st = mamba3.ForwardVariant(p, byTag["m3:angle-bf16"])
+	st.SSM[5] += 1
+	if f := Mamba3(p, y, st); f.Tag == "m3:angle-bf16" || f.Tag == "m3:angle-stored-bf16" || !strings.Contains(strings.Join(f.Evidence, "; "), "a property of the kernel's arithmetic") {
+		t.Errorf("bf16 angles plus a stray element: diagnosis [%s] %s; evidence %v", f.Tag, f, f.Evidence)
 	}
 
 	y, st = mamba3.Forward(p)

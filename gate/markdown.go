@@ -66,7 +66,7 @@ func Markdown(r *report.Report) string {
 			if g.Backward {
 				dir = " (backward)"
 			}
-			fmt.Fprintf(&b, "- **`%s`**%s %s\n", g.Tag, dir, g.Cause)
+			fmt.Fprintf(&b, "- **`%s`**%s %s%s\n", g.Tag, dir, g.Cause, g.VariantNote())
 			cells := strings.Join(g.Cells, ", ")
 			if len(g.Inherited) > 0 {
 				if cells != "" {

@@ -182,13 +182,19 @@ func (r *Report) settleDiagnoses() {
 type DiagnosisGroup struct {
 	Tag, Cause string
 	Backward   bool
-	Cells      []string // method/dtype/kind, in report order
-	Inherited  []string // cells that take this diagnosis from a wider dtype's
-	Tests      []string // top-level tests
-	Example    Diagnosis
+	// Variants counts the other wordings of the same cause merged into
+	// the group (a fitted constant that differs from problem to problem:
+	// exp-scaled's c, "explains k of n"): one entry per cause.
+	Variants  int
+	Cells     []string // method/dtype/kind, in report order
+	Inherited []string // cells that take this diagnosis from a wider dtype's
+	Tests     []string // top-level tests
+	Example   Diagnosis
+	variants  map[string]bool
 }
 
-// DiagnosisGroups groups the diagnoses by cause (tag, words and direction),
+// DiagnosisGroups groups the diagnoses by cause (tag and direction; for
+// "none" and "not-reproduced", by their words too),
 // the causes explaining most cells first: one line per cause is what a
 // person reads, not one per test and cell.
 func (r *Report) DiagnosisGroups() []DiagnosisGroup {
@@ -210,14 +216,19 @@ func groupDiagnoses(ds []Diagnosis) []DiagnosisGroup {
 			}
 		}
 		backward := d.Backward && !strings.HasSuffix(d.As, " forward") // a backward that takes the forward's cause is grouped with it
+		unnamed := d.Tag == "none" || d.Tag == "not-reproduced"
 		k := slices.IndexFunc(gs, func(g DiagnosisGroup) bool {
-			return g.Tag == d.Tag && g.Cause == d.Cause && g.Backward == backward
+			return g.Tag == d.Tag && g.Backward == backward && (!unnamed || g.Cause == d.Cause)
 		})
 		if k < 0 {
-			gs = append(gs, DiagnosisGroup{Tag: d.Tag, Cause: d.Cause, Backward: backward, Example: d})
+			gs = append(gs, DiagnosisGroup{Tag: d.Tag, Cause: d.Cause, Backward: backward, Example: d, variants: map[string]bool{d.Cause: true}})
 			k = len(gs) - 1
 		}
 		g := &gs[k]
+		if !g.variants[d.Cause] {
+			g.variants[d.Cause] = true
+			g.Variants++
+		}
 		if d.As != "" {
 			name := d.Cell()
 			if d.Backward {
@@ -261,7 +272,7 @@ func DiagnosisTable(gs []DiagnosisGroup, indent string) string {
 		if g.Backward {
 			dir = " (backward)"
 		}
-		fmt.Fprintf(&b, "%s[%s]%s %s\n", indent, g.Tag, dir, g.Cause)
+		fmt.Fprintf(&b, "%s[%s]%s %s%s\n", indent, g.Tag, dir, g.Cause, g.VariantNote())
 		cells := strings.Join(g.Cells, ", ")
 		if len(g.Inherited) > 0 {
 			if cells != "" {
@@ -276,4 +287,12 @@ func DiagnosisTable(gs []DiagnosisGroup, indent string) string {
 		}
 	}
 	return b.String()
+}
+
+// VariantNote says how many other wordings of the cause the group holds.
+func (g DiagnosisGroup) VariantNote() string {
+	if g.Variants == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (and %d more wordings of this cause: its fitted constants differ from problem to problem)", g.Variants)
 }

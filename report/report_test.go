@@ -178,3 +178,18 @@ func TestDiagnosisTable(t *testing.T) {
 		t.Errorf("the summary does not end with the causes:\n%s", s)
 	}
 }
+
+// TestOneEntryPerCause: diagnoses of one tag whose words differ (a fitted
+// constant, a count) are one cause in the groups, with the other wordings
+// counted; two "none"s with different words stay apart.
+func TestOneEntryPerCause(t *testing.T) {
+	r := New(LibraryInfo{})
+	r.AddDiagnosis("TestAccuracy/a", ssm.ZOH, ssm.F32, false, Finding{Tag: "exp-scaled", Cause: "c = 1.0000034"})
+	r.AddDiagnosis("TestAccuracy/b", ssm.ZOH, ssm.F64, false, Finding{Tag: "exp-scaled", Cause: "c = 1.0000035"})
+	r.AddDiagnosis("TestAccuracy/c", ssm.FOH, ssm.F32, false, Finding{Tag: "none", Cause: "no slip fits"})
+	r.AddDiagnosis("TestAccuracy/d", ssm.FOH, ssm.F64, false, Finding{Tag: "none", Cause: "no slip of the discretization fits"})
+	gs := r.DiagnosisGroups()
+	if len(gs) != 3 || gs[0].Tag != "exp-scaled" || gs[0].Variants != 1 || len(gs[0].Cells) != 2 || !strings.Contains(gs[0].VariantNote(), "1 more wording") {
+		t.Fatalf("groups %+v", gs)
+	}
+}
