@@ -18,7 +18,7 @@ STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 WARN     := -Wall -Wextra -Werror
 CXXFLAGS ?= -O3 -std=c++17 -fPIC -fopenmp -fvisibility=hidden $(WARN)
 
-.PHONY: all help lib lib-cuda cuda-check sass-baseline test verify mamba2 mamba3 ggml mutants mutants-cuda-build mutants-generated fuzz fuzz-native gate gate-bin baseline bench sanitize vet fmt-check lint bench-ref gpu-build clean
+.PHONY: all help lib lib-cuda cuda-check sass-baseline test verify mamba2 mamba3 ggml mutants mutants-cuda-build mutants-generated mutants-bridged fuzz fuzz-native gate gate-bin baseline bench sanitize vet fmt-check lint bench-ref gpu-build clean
 
 all: lib
 
@@ -133,6 +133,13 @@ GENERATED ?= 100
 SEED ?= 1
 mutants-generated: lib
 	$(GO) run ./cmd/mutants -generate $(GENERATED) -seed $(SEED)
+
+## mutants-bridged: the chunked kernels' diagnosis measured likewise: BRIDGED_GENERATED (30) mutants of the numpy
+## Mamba-2 path (bridge/python/adapters/numpy_ssd.py) drawn with SEED, each judged by the whole suite verify/mamba2
+## through the bridge (python3 and NumPy; about 2.5 min a mutant on 2 cores), out/generated-mamba2.json
+BRIDGED_GENERATED ?= 30
+mutants-bridged:
+	$(GO) run ./cmd/mutants -bridged mamba2 -generate $(BRIDGED_GENERATED) -seed $(SEED)
 
 ## ggml: build the ssmk adapter over ggml_ssm_scan from GGML_SRC (a ggml or llama.cpp checkout) for GGML_BACKEND (cpu, or cuda) and verify it; SSMK_GGML_HEAD_DIM=k verifies the Mamba-2 path (docs/adapters.md)
 GGML_BACKEND ?= cpu

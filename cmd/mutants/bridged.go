@@ -294,36 +294,81 @@ func judgeBridged(family string, g Generated, dir, bin string) bridgedResult {
 	r.Outcome, r.Seconds = classify(r.KilledBy, err, log), time.Since(t0).Seconds()
 	if r.Outcome == Killed {
 		r.Tags, r.Tag = bridgedDiagnoses(filepath.Join(rep, "report.json"))
-		r.Raises = r.Tag == "raises" || r.Tag == "crash"
-		r.Named = r.Tag != "" && r.Tag != "none" && r.Tag != "error" && !strings.HasSuffix(r.Tag, ":unrelated")
-		r.Path, r.Correct = bridgedGradeOf(family, g, r.Tag)
-		r.Correct = r.Correct && r.Named
+		r.grade(family)
 	}
 	return r
 }
 
 // bridgedDiagnoses counts a report's diagnosis tags and returns the most
-// frequent numerical one (a kernel that raises on some problems and
-// computes wrong numbers on others is diagnosed by its numbers).
+// frequent that names a cause (a run whose decode steps say "none" and
+// whose prefills name the slip is the slip's; a kernel that raises on some
+// problems and computes wrong numbers on others is diagnosed by its
+// numbers), else the most frequent.
 func bridgedDiagnoses(path string) (map[string]int, string) {
 	rp, err := report.Load(path)
 	if err != nil {
 		return nil, ""
 	}
 	counts, best := mostFrequent(rp.Diagnoses, func(d report.Diagnosis) string { return d.Tag })
-	numeric := ""
+	return counts, namedOf(counts, best)
+}
+
+// namesCause reports whether a diagnosis tag names a cause.
+func namesCause(tag string) bool {
+	return tag != "" && tag != "none" && tag != "error" && tag != "not-reproduced" && !strings.HasSuffix(tag, ":unrelated")
+}
+
+// grade sets Raises, Named, Path and Correct: the run names the mutated
+// path where one of its causes is a tag of that path (pyRegions).
+func (r *bridgedResult) grade(family string) {
+	r.Raises = r.Tag == "raises" || r.Tag == "crash"
+	r.Named = namesCause(r.Tag) && !r.Raises
+	r.Path, _ = bridgedGradeOf(family, r.Generated, "")
+	r.Correct = false
+	for tag := range r.Tags {
+		if _, ok := bridgedGradeOf(family, r.Generated, tag); ok && namesCause(tag) && tag != "raises" && tag != "crash" {
+			r.Correct = true
+		}
+	}
+}
+
+// regradeBridged grades a generated-FAMILY.json's diagnoses again (after a
+// change of the grading) and prints its summary.
+func regradeBridged(b []byte, path string) error {
+	var saved struct {
+		Family     string          `json:"family"`
+		Seed       uint64          `json:"seed"`
+		Candidates int             `json:"candidates"`
+		Mutants    []bridgedResult `json:"mutants"`
+	}
+	if err := json.Unmarshal(b, &saved); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	for i := range saved.Mutants {
+		r := &saved.Mutants[i]
+		if r.Outcome == Killed {
+			r.Tag = namedOf(r.Tags, r.Tag)
+			r.grade(saved.Family)
+		}
+	}
+	return summarizeBridged(saved.Family, saved.Mutants, saved.Candidates, saved.Seed, path)
+}
+
+// namedOf is bridgedDiagnoses' choice among counted tags.
+func namedOf(counts map[string]int, fallback string) string {
+	named := ""
 	for tag, c := range counts {
-		if tag == "raises" || tag == "crash" || tag == "" {
+		if !namesCause(tag) || tag == "raises" || tag == "crash" {
 			continue
 		}
-		if numeric == "" || c > counts[numeric] || (c == counts[numeric] && tag < numeric) {
-			numeric = tag
+		if named == "" || c > counts[named] || (c == counts[named] && tag < named) {
+			named = tag
 		}
 	}
-	if numeric != "" {
-		best = numeric
+	if named == "" {
+		return fallback
 	}
-	return counts, best
+	return named
 }
 
 func summarizeBridged(family string, rs []bridgedResult, candidates int, seed uint64, path string) error {

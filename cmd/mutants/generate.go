@@ -340,12 +340,16 @@ func regradeGenerated(path string) error {
 		return err
 	}
 	var saved struct {
+		Family     string            `json:"family"`
 		Seed       uint64            `json:"seed"`
 		Candidates int               `json:"candidates"`
 		Mutants    []generatedResult `json:"mutants"`
 	}
 	if err := json.Unmarshal(b, &saved); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
+	}
+	if saved.Family != "" {
+		return regradeBridged(b, path)
 	}
 	for i := range saved.Mutants {
 		if saved.Mutants[i].Outcome == Killed {
