@@ -729,6 +729,17 @@ search:
 		}
 	}
 	if !best.holds() {
+		// entries that are not numbers: a NaN spreads along its output's
+		// row (0·NaN in the probe's sums), so where it starts is the finding
+		if r, t0, ok := op.nonFinite(); ok {
+			f.Tag = "op:" + regionNames[r] + ":non-finite"
+			f.Cause = "the kernel's operator is not finite (NaN or ±Inf) where the reference's is, from " + regionWords[r] +
+				" on: an overflow, a division by a value the probe makes zero, or a masked entry's −∞ decay used"
+			if t0 >= 0 {
+				f.Where += fmt.Sprintf("; the first non-finite output at step %d", t0)
+			}
+			return f, true
+		}
 		f.Tag = "op:" + joinRegions(bad) + ":unrelated"
 		f.Cause = "the kernel's operator differs from the reference's " + regionList(bad) + " by no relation tried (a factor, an exponent scaled or shifted, B and C swapped, a path missing)"
 		return f, true
@@ -782,6 +793,42 @@ func sampled(es []opEntry, th float64) []opEntry {
 	}
 	return out
 }
+
+// nonFinite finds where the kernel's operator stops being finite: the
+// first output step with a non-finite response to x (in the chunk's own
+// quadratic form when it is not a chunk's first step or is the first
+// chunk's, else the state passed on), else the initial state's map, else
+// the final state's; t0 is that step (−1 where no output row is).
+func (op *ssdOperator) nonFinite() (opRegion, int, bool) {
+	t0, init, state := -1, false, opRegion(-1)
+	for _, e := range op.entries {
+		if finite(e.got) || !finite(e.want) {
+			continue // only where the kernel is not finite and the reference is
+		}
+		switch k := e.region.kind(); {
+		case k == kindXY && (t0 < 0 || e.t < t0):
+			t0 = e.t
+		case k == kindInitY:
+			init = true
+		case k&(kindXState|kindInitState) != 0 && state < 0:
+			state = e.region
+		}
+	}
+	Q := op.p.Chunk
+	switch {
+	case t0 >= 0 && (Q == 0 || t0 < Q || t0%Q != 0):
+		return regionInChunk, t0, true
+	case t0 >= 0:
+		return regionNextChunk, t0, true
+	case init:
+		return regionInit, -1, true
+	case state >= 0:
+		return state, -1, true
+	}
+	return 0, -1, false
+}
+
+func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 
 func singles(rs []opRegion) [][]opRegion {
 	if len(rs) < 2 {

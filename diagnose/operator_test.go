@@ -110,6 +110,7 @@ func TestOperatorRelations(t *testing.T) {
 			return 1
 		}}, "op:next-chunk+far:undecayed-entering-state"},
 		{"initial state dropped", operatorKernel{modInit: 1e-300}, "op:initial-state:zero"},
+		{"NaN across chunks", operatorKernel{mod: onRegions(math.NaN(), regionNextChunk, regionFar)}, "op:next-chunk:non-finite"},
 		{"noise across chunks", operatorKernel{mod: func(_ *ssdOperator, r opRegion, t, s, _ int) float64 {
 			if r == regionNextChunk {
 				return 1 + 0.3*math.Sin(float64(7*t+3*s))

@@ -183,10 +183,16 @@ var pyRegions = map[string][]pyRegion{"mamba2": {
 	{regexp.MustCompile(`= get\(arrays|= x\.shape|= B\.shape`), regexp.MustCompile(`^op:|^dt:|^no-D|^no-z|^init-state:|^groups:`), "the arguments"},
 }}
 
-// bridgedGradeOf says whether tag names the path of g's line.
+// bridgedGradeOf says whether tag names the path of g's line. An
+// accumulation made an assignment (+= as =) drops what the earlier lines
+// accumulated, not the line's own term: any path the operator names is
+// its path.
 func bridgedGradeOf(family string, g Generated, tag string) (path string, correct bool) {
 	for _, r := range pyRegions[family] {
 		if r.line.MatchString(g.Before) {
+			if g.Op == "accumulate-to-assign" {
+				return r.path + " (and what was accumulated before it)", r.tags.MatchString(tag) || strings.HasPrefix(tag, "op:")
+			}
 			return r.path, r.tags.MatchString(tag)
 		}
 	}
@@ -203,14 +209,15 @@ type bridgedResult struct {
 	Path     string         `json:"path,omitempty"` // the mutated line's path (pyRegions)
 	Raises   bool           `json:"raises"`         // the diagnosis is the kernel's own exception
 	Named    bool           `json:"named"`
-	Correct  bool           `json:"correct"` // the diagnosis names the mutated path
+	Correct  bool           `json:"correct"` // one of the run's causes names the mutated path
+	Strict   bool           `json:"strict"`  // its most frequent cause does
 	Seconds  float64        `json:"seconds"`
 }
 
 // runBridgedGenerated samples n mutants of the family's adapter by seed and
 // judges each with the whole bridged suite (the test binary suiteBin, run
 // in the suite's folder), jobs at once; out/generated-FAMILY.json.
-func runBridgedGenerated(family string, n int, seed uint64, jobs int, suiteBin string) error {
+func runBridgedGenerated(family string, from, n int, seed uint64, jobs int, suiteBin string) error {
 	src, ok := pySources[family]
 	if !ok {
 		return fmt.Errorf("-bridged %q: want one of mamba2", family)
@@ -219,8 +226,8 @@ func runBridgedGenerated(family string, n int, seed uint64, jobs int, suiteBin s
 	if err != nil {
 		return err
 	}
-	ms := sample(cands, n, seed)
-	fmt.Printf("generated: %d candidate mutations of %s; sampling %d with seed %d; each judged by the whole suite verify/%s\n", len(cands), src.file, len(ms), seed, family)
+	ms := sampleFrom(cands, nil, from, n, seed)
+	fmt.Printf("generated: %d candidate mutations of %s; sampling %d with seed %d (from the seeded order's %d on); each judged by the whole suite verify/%s\n", len(cands), src.file, len(ms), seed, from, family)
 	dir, _ := filepath.Abs(filepath.Join(*out, "generated-"+family))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -247,7 +254,11 @@ func runBridgedGenerated(family string, n int, seed uint64, jobs int, suiteBin s
 		}()
 	}
 	wg.Wait()
-	return summarizeBridged(family, results, len(cands), seed, filepath.Join(*out, "generated-"+family+".json"))
+	name := "generated-" + family + ".json"
+	if from > 0 {
+		name = fmt.Sprintf("generated-%s-from-%d.json", family, from)
+	}
+	return summarizeBridged(family, results, len(cands), seed, filepath.Join(*out, name))
 }
 
 // judgeBridged writes g's copy of the adapter and runs the suite on it.
@@ -324,6 +335,8 @@ func (r *bridgedResult) grade(family string) {
 	r.Raises = r.Tag == "raises" || r.Tag == "crash"
 	r.Named = namesCause(r.Tag) && !r.Raises
 	r.Path, _ = bridgedGradeOf(family, r.Generated, "")
+	_, ok := bridgedGradeOf(family, r.Generated, r.Tag)
+	r.Strict = ok && r.Named
 	r.Correct = false
 	for tag := range r.Tags {
 		if _, ok := bridgedGradeOf(family, r.Generated, tag); ok && namesCause(tag) && tag != "raises" && tag != "crash" {
@@ -372,7 +385,7 @@ func namedOf(counts map[string]int, fallback string) string {
 }
 
 func summarizeBridged(family string, rs []bridgedResult, candidates int, seed uint64, path string) error {
-	var viable, killed, survived, raises, numeric, named, correct, stillborn int
+	var viable, killed, survived, raises, numeric, named, correct, strict, stillborn int
 	for _, r := range rs {
 		switch r.Outcome {
 		case Stillborn:
@@ -390,6 +403,9 @@ func summarizeBridged(family string, rs []bridgedResult, candidates int, seed ui
 				if r.Correct {
 					correct++
 				}
+				if r.Strict {
+					strict++
+				}
 			}
 		case Survived:
 			survived++
@@ -404,8 +420,8 @@ func summarizeBridged(family string, rs []bridgedResult, candidates int, seed ui
 		return err
 	}
 	fmt.Printf("\n%d mutants of %d candidates (seed %d): %d stillborn, %d viable; %d killed (%.0f%%), %d survived\n", len(rs), candidates, seed, stillborn, viable, killed, pct(killed, viable), survived)
-	fmt.Printf("killed: %d raise (the kernel's own exception, named so), %d compute wrong numbers: %d named (%.0f%%), %d at the mutated path (%.0f%%)\n",
-		raises, numeric, named, pct(named, numeric), correct, pct(correct, numeric))
+	fmt.Printf("killed: %d raise (the kernel's own exception, named so), %d compute wrong numbers: %d named (%.0f%%), %d with a cause at the mutated path (%.0f%%), %d whose most frequent cause is (%.0f%%)\n",
+		raises, numeric, named, pct(named, numeric), correct, pct(correct, numeric), strict, pct(strict, numeric))
 	fmt.Printf("matrix in %s\n", path)
 	return nil
 }

@@ -39,3 +39,34 @@ func TestPyCandidates(t *testing.T) {
 		}
 	}
 }
+
+// TestSampleInParts: a population judged in parts is one sample: the
+// first n and the next n of a seed are the first 2n, without overlap.
+func TestSampleInParts(t *testing.T) {
+	cands, err := pyCandidates("../..", pySources["mamba2"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := func(gs []Generated) map[int]bool {
+		m := map[int]bool{}
+		for _, g := range gs {
+			m[g.ID] = true
+		}
+		return m
+	}
+	a, b, whole := ids(sampleFrom(cands, nil, 0, 20, 9)), ids(sampleFrom(cands, nil, 20, 20, 9)), ids(sample(cands, 40, 9))
+	for id := range b {
+		if a[id] {
+			t.Errorf("mutant %d in both parts", id)
+		}
+		a[id] = true
+	}
+	if len(a) != 40 || len(whole) != 40 {
+		t.Fatalf("parts %d, whole %d", len(a), len(whole))
+	}
+	for id := range whole {
+		if !a[id] {
+			t.Errorf("mutant %d of the whole in neither part", id)
+		}
+	}
+}

@@ -153,6 +153,13 @@ func sample(cands []Generated, n int, seed uint64) []Generated {
 // indices among all candidates, so that a focused run names the same
 // mutants as the whole population's.
 func sampleOf(cands []Generated, lines *regexp.Regexp, n int, seed uint64) []Generated {
+	return sampleFrom(cands, lines, 0, n, seed)
+}
+
+// sampleFrom is sampleOf's draw from position from of the seeded order on:
+// a second sample of the same seed that continues the first (the first n
+// of from = 0, then the next), so that populations judged in parts are one.
+func sampleFrom(cands []Generated, lines *regexp.Regexp, from, n int, seed uint64) []Generated {
 	var pool []int
 	for i, g := range cands {
 		if lines == nil || lines.MatchString(codeOf(g.Before)) {
@@ -162,7 +169,8 @@ func sampleOf(cands []Generated, lines *regexp.Regexp, n int, seed uint64) []Gen
 	r := rand.New(rand.NewPCG(seed, 0x55aa))
 	idx := r.Perm(len(pool))
 	var out []Generated
-	for _, j := range idx[:min(n, len(idx))] {
+	from = min(from, len(idx))
+	for _, j := range idx[from:min(from+n, len(idx))] {
 		g := cands[pool[j]]
 		g.ID = pool[j]
 		out = append(out, g)

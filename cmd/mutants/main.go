@@ -257,6 +257,7 @@ var (
 	gen       = flag.Int("generate", 0, "judge a sample of this many generated mutants (mutation operators applied mechanically to the CPU build's sources) instead of the catalogue")
 	seed      = flag.Uint64("seed", 1, "-generate: the sample's seed")
 	bridgedF  = flag.String("bridged", "", "-generate: mutate the adapter of this bridged family (mamba2: bridge/python/adapters/numpy_ssd.py) and judge each mutant with its whole suite instead")
+	genFrom   = flag.Int("generate-from", 0, "-bridged: draw the sample from this position of the seeded order on (a population judged in parts: 0 for the first N, N for the next)")
 	suiteBin  = flag.String("suite-bin", "", "-bridged: the suite's prebuilt test binary (go test -c ./verify/FAMILY); empty: built into build/mutants")
 	genLine   = flag.String("generate-lines", "", "-generate: draw only from the mutations of source lines matching this regular expression (e.g. 'saved|starts|w\\.states|w\\.grads', the backward's saved states); -generate at least their number judges them all")
 	regrade   = flag.String("regrade", "", "grade the diagnoses of a generated.json again (after a change of the regions' tags) and print its summary")
@@ -302,7 +303,7 @@ func main() {
 		if j == 0 {
 			j = generatedJobs()
 		}
-		if err := runBridgedGenerated(*bridgedF, *gen, *seed, j, bin); err != nil {
+		if err := runBridgedGenerated(*bridgedF, *genFrom, *gen, *seed, j, bin); err != nil {
 			fatal(err)
 		}
 		return
