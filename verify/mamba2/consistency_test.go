@@ -105,7 +105,7 @@ func TestMamba2SplitResume(t *testing.T) {
 					return
 				}
 				if !compare(t, fmt.Sprintf("resumed at %d", k), q, judge.PrefillArrays(q, got, want, sc), bridge.OpPrefill) {
-					f := diagnose.SSDPrefill(resumed, got, nil)
+					f := diagnose.SSDPrefill(resumed, got, func(q *mamba2.Problem) (*mamba2.Output, error) { return kernel.Prefill(q) })
 					rep.AddKernelDiagnosis(t.Name(), bridge.OpPrefill, p.DType, p.StateDType, f)
 					t.Logf("diagnosis of the resumed part against its own reference: [%s] %s", f.Tag, f)
 				}
