@@ -117,6 +117,11 @@ type ssdOperator struct {
 	delta, cum, chunkCum, cumAll [][]float64
 	seqOf                        []int
 	calls                        int
+	// offset is what the kernel gives for x = 0 and no initial state,
+	// where the reference gives 0: a term outside the linear map (nil
+	// where there is none); offsetFailing counts its failing elements
+	offset        []float64
+	offsetFailing int
 }
 
 // opProbeSteps bounds the steps probed: the structure of the chunks shows
@@ -172,6 +177,33 @@ func measureSSDOperator(p *mamba2.Problem, run SSDRunner) (*ssdOperator, error) 
 		amp = 64
 	}
 	seqs := q.Sequences()
+	// x = 0, no initial state: y must be 0; what is not is a term the
+	// operator does not hold, and the finding (it is in every entry)
+	{
+		r := *q
+		r.X, r.InitialStates = make([]float64, q.XLen()), nil
+		got, err := run(&r)
+		if err != nil {
+			return nil, err
+		}
+		want, sc := mamba2.Prefill(&r)
+		arrays := judge.PrefillArrays(&r, got, want, sc)
+		if e := ssdShape(arrays); e != nil {
+			return nil, e
+		}
+		_, ratios := ssdJudged(arrays)
+		op.calls++
+		th := judge.Threshold(q.DType)
+		for i, rt := range ratios["y"] {
+			// a NaN there is the operator's (0·NaN): not an offset
+			if !(rt <= th) && finite(got.Y[i]) {
+				op.offsetFailing++
+			}
+		}
+		if op.offsetFailing > 0 {
+			op.offset = got.Y
+		}
+	}
 	// probe runs one call: x and init hold the impulses, channel pp's at
 	// column col(pp) (a step of x, or a state index of init)
 	probe := func(x, init []float64, fromInit bool, col func(pp int) int, cols int) error {
@@ -360,6 +392,9 @@ type opRelation struct {
 	// kinds are the maps the relation is one of (0: x_s → y_t and
 	// x_s → the final state)
 	kinds opKind
+	// whole: the factor scales the whole entry, D's skip term too (a slip
+	// after the skip is added: the output's sign, its store)
+	whole bool
 }
 
 func (rel opRelation) of(k opKind) bool {
@@ -383,6 +418,7 @@ func opRelations() []opRelation {
 	return []opRelation{
 		{tag: "zero", words: "is zero (the path is missing)", factor: func(*ssdOperator, opEntry) float64 { return 0 }, kinds: kindAll},
 		{tag: "times", words: "is %s × the reference's", fit: fitFactor, factorC: func(_ *ssdOperator, _ opEntry, c float64) float64 { return c }, kinds: kindAll},
+		{tag: "times-with-D", words: "is %s × the reference's, D's skip term included (a slip after the skip is added)", fit: fitFactorWhole, factorC: func(_ *ssdOperator, _ opEntry, c float64) float64 { return c }, kinds: kindXY | kindInitY, whole: true},
 		{tag: "lacks(dt_s)", words: "lacks the factor Δ_s (the input's step)", factor: func(op *ssdOperator, e opEntry) float64 { return 1 / dt(op, e, e.s) }},
 		{tag: "extra(dt_s)", words: "has an extra factor Δ_s", factor: func(op *ssdOperator, e opEntry) float64 { return dt(op, e, e.s) }},
 		{tag: "lacks(dt_t)", words: "lacks a factor Δ_t (the output's step)", factor: func(op *ssdOperator, e opEntry) float64 { return 1 / dt(op, e, e.t) }, kinds: kindXY},
@@ -515,6 +551,19 @@ func fitFactor(op *ssdOperator, es []opEntry) (float64, bool) {
 	return niceConstant(gw / ww), true
 }
 
+// fitFactorWhole is fitFactor on the whole entries, D's term included.
+func fitFactorWhole(_ *ssdOperator, es []opEntry) (float64, bool) {
+	var gw, ww float64
+	for _, e := range es {
+		gw += e.got * e.want
+		ww += e.want * e.want
+	}
+	if ww == 0 || math.IsNaN(gw) || math.IsInf(gw, 0) {
+		return 0, false
+	}
+	return niceConstant(gw / ww), true
+}
+
 // fitExponent is the constant c with got ≈ want·e^{(c−1)(cum_t − cum_s)},
 // by least squares on log(got/want) over entries of one sign.
 func fitExponent(op *ssdOperator, es []opEntry) (float64, bool) {
@@ -614,6 +663,9 @@ func (op *ssdOperator) opRatios(rel opRelation, es []opEntry) []float64 {
 			f = rel.factorC(op, e, rel.c)
 		}
 		want[i], scale[i] = f*(e.want-e.skip)+e.skip, e.scale*math.Max(math.Abs(f), 1)
+		if rel.whole {
+			want[i] = f * e.want
+		}
 		if math.IsNaN(f) || math.IsInf(f, 0) {
 			want[i] = math.NaN()
 		}
@@ -668,6 +720,12 @@ func (op *ssdOperator) diagnose(th float64) (f report.Finding, ok bool) {
 			bad = append(bad, r)
 			where = append(where, fmt.Sprintf("%s %d of %d", regionNames[r], failing[r], len(byRegion[r])))
 		}
+	}
+	if op.offset != nil {
+		f.Tag = "op:offset"
+		f.Cause = "the output has a term that neither x nor the initial state multiplies: y ≠ 0 for x = 0 and h0 = 0 (a constant added, or a skip or bias term without its input)"
+		f.Where = fmt.Sprintf("the kernel's operator (%d calls, impulses): y for x = 0: %d of %d elements nonzero", op.calls, op.offsetFailing, len(op.offset))
+		return f, true
 	}
 	if len(bad) == 0 {
 		return report.Finding{}, false

@@ -19,6 +19,10 @@ type operatorKernel struct {
 	mod     func(op *ssdOperator, r opRegion, t, s int, bh int) float64
 	expC    map[opRegion]float64 // the exponent's scale per region (1 where absent)
 	modInit float64
+	// negateAll negates every output, D's skip term included
+	negateAll bool
+	// offset adds a constant to every output
+	offset float64
 }
 
 func (k operatorKernel) run(p *mamba2.Problem) (*mamba2.Output, error) {
@@ -62,6 +66,10 @@ func (k operatorKernel) run(p *mamba2.Problem) (*mamba2.Output, error) {
 						}
 					}
 					i := ((b*L+t)*H+h)*P + pp
+					if k.negateAll {
+						y = -y
+					}
+					y += k.offset
 					if p.Z != nil {
 						z := p.Z[i]
 						y *= z / (1 + math.Exp(-z))
@@ -110,6 +118,8 @@ func TestOperatorRelations(t *testing.T) {
 			return 1
 		}}, "op:next-chunk+far:undecayed-entering-state"},
 		{"initial state dropped", operatorKernel{modInit: 1e-300}, "op:initial-state:zero"},
+		{"the output negated after D", operatorKernel{negateAll: true}, "op:diagonal+in-chunk+next-chunk+far+initial-state:times-with-D(-1)"},
+		{"a constant added", operatorKernel{offset: 0.5}, "op:offset"},
 		{"NaN across chunks", operatorKernel{mod: onRegions(math.NaN(), regionNextChunk, regionFar)}, "op:next-chunk:non-finite"},
 		{"noise across chunks", operatorKernel{mod: func(_ *ssdOperator, r opRegion, t, s, _ int) float64 {
 			if r == regionNextChunk {
