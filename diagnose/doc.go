@@ -31,6 +31,16 @@
 // (output or last state, real or imaginary part, from which step). A
 // refusal of the problem is explained by halving one size at a time.
 //
+// The chunked families behind the bridge are diagnosed likewise against
+// their catalogues (mamba2.Slips, mamba3.Slips), and a Mamba-2 prefill that
+// no catalogued slip explains by its structure: the kernel's own operator
+// (y's and the final state's response to x and to the initial state),
+// measured with impulses and related to the reference's region by region —
+// the diagonal, within a chunk, across chunk and sequence boundaries — by
+// a fitted relation (a factor lacking or extra, a decay off by a step, an
+// exponent scaled, B and C swapped, a path missing, an offset); see
+// operator.go and docs/diagnosis.md.
+//
 // Each hypothesis has a test that plants it in a fake kernel and requires
 // its tag (diagnose_test.go); the planted mutants of cmd/mutants are the
 // test set on a real library, where make mutants requires 90% of them to be
