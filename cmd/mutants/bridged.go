@@ -8,8 +8,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -42,19 +42,19 @@ var pySources = map[string]pySource{
 // population where the syntax is shared, and Python's own (e^x as 2^x, a
 // strict triangle, an assignment negated).
 var pyOperators = []operator{
-	{"plus-to-minus", regexp.MustCompile(` \+ `), " - "},
-	{"minus-to-plus", regexp.MustCompile(` - `), " + "},
-	{"times-to-divide", regexp.MustCompile(` \* `), " / "},
-	{"less-equal-to-less", regexp.MustCompile(` <= `), " < "},
-	{"equal-to-not-equal", regexp.MustCompile(` == `), " != "},
-	{"not-equal-to-equal", regexp.MustCompile(` != `), " == "},
-	{"accumulate-to-assign", regexp.MustCompile(` \+= `), " = "},
-	{"drop-factor", regexp.MustCompile(` \* [A-Za-z_][A-Za-z_0-9.]*(\[[^\]]*\])?`), ""},
-	{"exp-to-exp2", regexp.MustCompile(`\bnp\.exp\(`), "np.exp2("},
-	{"strict-triangle", regexp.MustCompile(`np\.tril\(([^()]*\([^()]*\)[^()]*)\)`), "np.tril(${1}, -1)"},
-	{"negate-assigned", regexp.MustCompile(`^(\s+[A-Za-z_][\w\[\], :]* = )(.+)$`), "${1}-(${2})"},
-	{"index-minus-one", regexp.MustCompile(`\[(-?[0-9]+):`), ""}, // replaced in pyCandidates
-	{"constant-plus-one", regexp.MustCompile(`\b([0-9])\b([^.0-9eE]|$)`), ""},
+	{"plus-to-minus", regexp.MustCompile(` \+ `), " - ", 0},
+	{"minus-to-plus", regexp.MustCompile(` - `), " + ", 0},
+	{"times-to-divide", regexp.MustCompile(` \* `), " / ", 0},
+	{"less-equal-to-less", regexp.MustCompile(` <= `), " < ", 0},
+	{"equal-to-not-equal", regexp.MustCompile(` == `), " != ", 0},
+	{"not-equal-to-equal", regexp.MustCompile(` != `), " == ", 0},
+	{"accumulate-to-assign", regexp.MustCompile(` \+= `), " = ", 0},
+	{"drop-factor", regexp.MustCompile(` \* [A-Za-z_][A-Za-z_0-9.]*(\[[^\]]*\])?`), "", 0},
+	{"exp-to-exp2", regexp.MustCompile(`\bnp\.exp\(`), "np.exp2(", 0},
+	{"strict-triangle", regexp.MustCompile(`np\.tril\(([^()]*\([^()]*\)[^()]*)\)`), "np.tril(${1}, -1)", 0},
+	{"negate-assigned", regexp.MustCompile(`^(\s+[A-Za-z_][\w\[\], :]* = )(.+)$`), "${1}-(${2})", 0},
+	{"index-minus-one", regexp.MustCompile(`\[(-?[0-9]+):`), "", -1},
+	{"constant-plus-one", regexp.MustCompile(`\b([0-9])\b([^.0-9eE]|$)`), "", 1},
 }
 
 var pyDef = regexp.MustCompile(`^def ([A-Za-z_]\w*)\(`)
@@ -70,16 +70,6 @@ var (
 )
 
 func indentOf(line string) int { return len(line) - len(strings.TrimLeft(line, " ")) }
-
-// overlaps reports whether [a, b) meets any of spans.
-func overlaps(a, b int, spans [][]int) bool {
-	for _, s := range spans {
-		if a < s[1] && s[0] < b {
-			return true
-		}
-	}
-	return false
-}
 
 // pyCandidates lists every mechanical mutation of the source, in order.
 func pyCandidates(root string, src pySource) ([]Generated, error) {
@@ -111,46 +101,18 @@ func pyCandidates(root string, src pySource) ([]Generated, error) {
 			fn = ""
 		}
 		trim := strings.TrimSpace(line)
-		if fn == "" || !containsStr(src.funcs, fn) || trim == "" || strings.HasPrefix(trim, "#") || strings.HasPrefix(trim, "raise ") || strings.Contains(line, "Unsupported(") {
+		if fn == "" || !slices.Contains(src.funcs, fn) || trim == "" || strings.HasPrefix(trim, "#") || strings.HasPrefix(trim, "raise ") || strings.Contains(line, "Unsupported(") {
 			continue
 		}
 		code := line
 		if i := strings.Index(code, "  #"); i >= 0 {
 			code = code[:i]
 		}
-		slips := pySlipTest.FindAllStringIndex(code, -1)
-		for _, op := range pyOperators {
-			for _, loc := range op.re.FindAllStringSubmatchIndex(code, -1) {
-				if overlaps(loc[0], loc[1], slips) {
-					continue
-				}
-				var after string
-				switch op.name {
-				case "constant-plus-one":
-					d, _ := strconv.Atoi(line[loc[2]:loc[3]])
-					after = line[:loc[2]] + strconv.Itoa(d+1) + line[loc[3]:]
-				case "index-minus-one":
-					d, _ := strconv.Atoi(line[loc[2]:loc[3]])
-					after = line[:loc[2]] + strconv.Itoa(d-1) + line[loc[3]:]
-				default:
-					after = line[:loc[0]] + string(op.re.ExpandString(nil, op.repl, line, loc)) + line[loc[1]:]
-				}
-				if after != line {
-					out = append(out, Generated{File: src.file, Line: n, Func: fn, Op: op.name, Before: line, After: after})
-				}
-			}
+		for _, m := range mutate(pyOperators, line, code, pySlipTest.FindAllStringIndex(code, -1)) {
+			out = append(out, Generated{File: src.file, Line: n, Func: fn, Op: m.op, Before: line, After: m.after})
 		}
 	}
 	return out, nil
-}
-
-func containsStr(xs []string, x string) bool {
-	for _, v := range xs {
-		if v == x {
-			return true
-		}
-	}
-	return false
 }
 
 // pyRegion maps the lines of an adapter's algorithm to the tags that name
@@ -329,17 +291,21 @@ func namesCause(tag string) bool {
 	return tag != "" && tag != "none" && tag != "error" && tag != "not-reproduced" && !strings.HasSuffix(tag, ":unrelated")
 }
 
+// numericCause reports whether tag names the cause of wrong numbers (not
+// a kernel's own exception or its worker's end).
+func numericCause(tag string) bool { return namesCause(tag) && tag != "raises" && tag != "crash" }
+
 // grade sets Raises, Named, Path and Correct: the run names the mutated
 // path where one of its causes is a tag of that path (pyRegions).
 func (r *bridgedResult) grade(family string) {
 	r.Raises = r.Tag == "raises" || r.Tag == "crash"
-	r.Named = namesCause(r.Tag) && !r.Raises
+	r.Named = numericCause(r.Tag)
 	r.Path, _ = bridgedGradeOf(family, r.Generated, "")
 	_, ok := bridgedGradeOf(family, r.Generated, r.Tag)
 	r.Strict = ok && r.Named
 	r.Correct = false
 	for tag := range r.Tags {
-		if _, ok := bridgedGradeOf(family, r.Generated, tag); ok && namesCause(tag) && tag != "raises" && tag != "crash" {
+		if _, ok := bridgedGradeOf(family, r.Generated, tag); ok && numericCause(tag) {
 			r.Correct = true
 		}
 	}
@@ -371,7 +337,7 @@ func regradeBridged(b []byte, path string) error {
 func namedOf(counts map[string]int, fallback string) string {
 	named := ""
 	for tag, c := range counts {
-		if !namesCause(tag) || tag == "raises" || tag == "crash" {
+		if !numericCause(tag) {
 			continue
 		}
 		if named == "" || c > counts[named] || (c == counts[named] && tag < named) {

@@ -49,27 +49,68 @@ type operator struct {
 	name string
 	re   *regexp.Regexp
 	repl string
+	// shift, where set, replaces the integer of re's first group by itself
+	// plus shift instead (a constant or an index off by one)
+	shift int
+}
+
+// mutation is one operator's edit of a line.
+type mutation struct{ op, after string }
+
+// mutate lists every edit of line by ops, each match found in code (the
+// line less its comment) and none overlapping skip; an edit that changes
+// nothing is left out.
+func mutate(ops []operator, line, code string, skip [][]int) []mutation {
+	var out []mutation
+	for _, op := range ops {
+		for _, loc := range op.re.FindAllStringSubmatchIndex(code, -1) {
+			if overlaps(loc[0], loc[1], skip) {
+				continue
+			}
+			var after string
+			if op.shift != 0 {
+				d, _ := strconv.Atoi(line[loc[2]:loc[3]])
+				after = line[:loc[2]] + strconv.Itoa(d+op.shift) + line[loc[3]:]
+			} else {
+				after = line[:loc[0]] + string(op.re.ExpandString(nil, op.repl, line, loc)) + line[loc[1]:]
+			}
+			if after != line {
+				out = append(out, mutation{op.name, after})
+			}
+		}
+	}
+	return out
+}
+
+// overlaps reports whether [a, b) meets any of spans.
+func overlaps(a, b int, spans [][]int) bool {
+	for _, s := range spans {
+		if a < s[1] && s[0] < b {
+			return true
+		}
+	}
+	return false
 }
 
 // operators are the classic mutation operators, on clang-formatted code
 // (binary operators stand between spaces, unary ones do not).
 var operators = []operator{
-	{"plus-to-minus", regexp.MustCompile(` \+ `), " - "},
-	{"minus-to-plus", regexp.MustCompile(` - `), " + "},
-	{"times-to-divide", regexp.MustCompile(` \* `), " / "},
-	{"divide-to-times", regexp.MustCompile(` / `), " * "},
-	{"less-to-less-equal", regexp.MustCompile(` < `), " <= "},
-	{"less-equal-to-less", regexp.MustCompile(` <= `), " < "},
-	{"greater-to-greater-equal", regexp.MustCompile(` > `), " >= "},
-	{"greater-equal-to-greater", regexp.MustCompile(` >= `), " > "},
-	{"equal-to-not-equal", regexp.MustCompile(` == `), " != "},
-	{"not-equal-to-equal", regexp.MustCompile(` != `), " == "},
-	{"accumulate-to-assign", regexp.MustCompile(` \+= `), " = "},
-	{"drop-factor", regexp.MustCompile(` \* [A-Za-z_][A-Za-z_0-9.]*(->[A-Za-z_][A-Za-z_0-9]*)*(\[[^\]]*\])?\b`), ""},
-	{"negate-assigned", regexp.MustCompile(`( = )([^=;][^;]*);$`), "${1}-(${2});"},
-	{"negate-returned", regexp.MustCompile(`(return )([^;]+);`), "${1}-(${2});"},
-	{"index-plus-one", regexp.MustCompile(`\[([a-z_][a-z_0-9]*)\]`), "[${1} + 1]"},
-	{"constant-plus-one", regexp.MustCompile(`\b([0-9])\b([^.0-9eExf]|$)`), ""}, // replaced in candidates()
+	{"plus-to-minus", regexp.MustCompile(` \+ `), " - ", 0},
+	{"minus-to-plus", regexp.MustCompile(` - `), " + ", 0},
+	{"times-to-divide", regexp.MustCompile(` \* `), " / ", 0},
+	{"divide-to-times", regexp.MustCompile(` / `), " * ", 0},
+	{"less-to-less-equal", regexp.MustCompile(` < `), " <= ", 0},
+	{"less-equal-to-less", regexp.MustCompile(` <= `), " < ", 0},
+	{"greater-to-greater-equal", regexp.MustCompile(` > `), " >= ", 0},
+	{"greater-equal-to-greater", regexp.MustCompile(` >= `), " > ", 0},
+	{"equal-to-not-equal", regexp.MustCompile(` == `), " != ", 0},
+	{"not-equal-to-equal", regexp.MustCompile(` != `), " == ", 0},
+	{"accumulate-to-assign", regexp.MustCompile(` \+= `), " = ", 0},
+	{"drop-factor", regexp.MustCompile(` \* [A-Za-z_][A-Za-z_0-9.]*(->[A-Za-z_][A-Za-z_0-9]*)*(\[[^\]]*\])?\b`), "", 0},
+	{"negate-assigned", regexp.MustCompile(`( = )([^=;][^;]*);$`), "${1}-(${2});", 0},
+	{"negate-returned", regexp.MustCompile(`(return )([^;]+);`), "${1}-(${2});", 0},
+	{"index-plus-one", regexp.MustCompile(`\[([a-z_][a-z_0-9]*)\]`), "[${1} + 1]", 0},
+	{"constant-plus-one", regexp.MustCompile(`\b([0-9])\b([^.0-9eExf]|$)`), "", 1},
 }
 
 // skipLine is a line no operator touches: comments, the preprocessor,
@@ -121,21 +162,8 @@ func candidates(root string) ([]Generated, error) {
 				continue
 			}
 			code := codeOf(line) // a mutation inside a comment changes nothing
-			for _, op := range operators {
-				for _, loc := range op.re.FindAllStringSubmatchIndex(code, -1) {
-					var after string
-					switch op.name {
-					case "constant-plus-one":
-						d, _ := strconv.Atoi(line[loc[2]:loc[3]])
-						after = line[:loc[2]] + strconv.Itoa(d+1) + line[loc[3]:]
-					default:
-						repl := op.re.ExpandString(nil, op.repl, line, loc)
-						after = line[:loc[0]] + string(repl) + line[loc[1]:]
-					}
-					if after != line {
-						out = append(out, Generated{File: file, Line: n, Func: fn, Op: op.name, Before: line, After: after})
-					}
-				}
+			for _, m := range mutate(operators, line, code, nil) {
+				out = append(out, Generated{File: file, Line: n, Func: fn, Op: m.op, Before: line, After: m.after})
 			}
 		}
 	}
@@ -332,7 +360,7 @@ func judgeGenerated(g Generated, dir string) generatedResult {
 // grade sets Named and Correct from the diagnosis' tag and the mutated
 // region (regionTags).
 func (r *generatedResult) grade() {
-	r.Named = r.Tag != "" && r.Tag != "none" && r.Tag != "error" && r.Tag != "not-reproduced"
+	r.Named = namesCause(r.Tag)
 	r.Correct = false
 	for _, p := range regionTags(r.Generated) {
 		r.Correct = r.Correct || (r.Named && strings.HasPrefix(r.Tag, p))
@@ -347,17 +375,22 @@ func regradeGenerated(path string) error {
 	if err != nil {
 		return err
 	}
+	var family struct {
+		Family string `json:"family"`
+	}
+	if err := json.Unmarshal(b, &family); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if family.Family != "" {
+		return regradeBridged(b, path)
+	}
 	var saved struct {
-		Family     string            `json:"family"`
 		Seed       uint64            `json:"seed"`
 		Candidates int               `json:"candidates"`
 		Mutants    []generatedResult `json:"mutants"`
 	}
 	if err := json.Unmarshal(b, &saved); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
-	}
-	if saved.Family != "" {
-		return regradeBridged(b, path)
 	}
 	for i := range saved.Mutants {
 		if saved.Mutants[i].Outcome == Killed {
