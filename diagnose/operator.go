@@ -177,49 +177,53 @@ func measureSSDOperator(p *mamba2.Problem, run SSDRunner) (*ssdOperator, error) 
 		amp = 64
 	}
 	seqs := q.Sequences()
-	// x = 0, no initial state: y must be 0; what is not is a term the
-	// operator does not hold, and the finding (it is in every entry)
-	{
-		r := *q
-		r.X, r.InitialStates = make([]float64, q.XLen()), nil
-		got, err := run(&r)
-		if err != nil {
-			return nil, err
-		}
-		want, sc := mamba2.Prefill(&r)
-		arrays := judge.PrefillArrays(&r, got, want, sc)
-		if e := ssdShape(arrays); e != nil {
-			return nil, e
-		}
-		_, ratios := ssdJudged(arrays)
-		op.calls++
-		th := judge.Threshold(q.DType)
-		for i, rt := range ratios["y"] {
-			// a NaN there is the operator's (0·NaN): not an offset
-			if !(rt <= th) && finite(got.Y[i]) {
-				op.offsetFailing++
-			}
-		}
-		if op.offsetFailing > 0 {
-			op.offset = got.Y
-		}
+	// call runs the kernel and the reference on q with x and init in place
+	// of its own, and judges the kernel's result
+	type judged struct {
+		got, want *mamba2.Output
+		sc        *mamba2.Scale
+		ratios    map[string][]float64
 	}
-	// probe runs one call: x and init hold the impulses, channel pp's at
-	// column col(pp) (a step of x, or a state index of init)
-	probe := func(x, init []float64, fromInit bool, col func(pp int) int, cols int) error {
+	call := func(x, init []float64) (judged, error) {
 		r := *q
 		r.X, r.InitialStates = x, init
 		got, err := run(&r)
 		if err != nil {
-			return err
+			return judged{}, err
 		}
 		want, sc := mamba2.Prefill(&r)
 		arrays := judge.PrefillArrays(&r, got, want, sc)
 		if e := ssdShape(arrays); e != nil {
-			return e
+			return judged{}, e
 		}
 		_, ratios := ssdJudged(arrays)
 		op.calls++
+		return judged{got, want, sc, ratios}, nil
+	}
+	// x = 0, no initial state: y must be 0; what is not is a term the
+	// operator does not hold, and the finding (it is in every entry)
+	zero, err := call(make([]float64, q.XLen()), nil)
+	if err != nil {
+		return nil, err
+	}
+	th := judge.Threshold(q.DType)
+	for i, rt := range zero.ratios["y"] {
+		// a NaN there is the operator's (0·NaN): not an offset
+		if !(rt <= th) && finite(zero.got.Y[i]) {
+			op.offsetFailing++
+		}
+	}
+	if op.offsetFailing > 0 {
+		op.offset = zero.got.Y
+	}
+	// probe runs one call: x and init hold the impulses, channel pp's at
+	// column col(pp) (a step of x, or a state index of init)
+	probe := func(x, init []float64, fromInit bool, col func(pp int) int, cols int) error {
+		j, err := call(x, init)
+		if err != nil {
+			return err
+		}
+		got, want, sc, ratios := j.got, j.want, j.sc, j.ratios
 		for b := 0; b < B; b++ {
 			for h := 0; h < H; h++ {
 				for pp := 0; pp < P; pp++ {
@@ -537,26 +541,22 @@ func (op *ssdOperator) chunkEnd(e opEntry) float64 {
 	return op.cum[e.b*op.p.Heads+e.h][last]
 }
 
-// fitFactor is the least-squares constant k with got ≈ k·want.
-func fitFactor(op *ssdOperator, es []opEntry) (float64, bool) {
+// fitFactor is the least-squares constant k with got ≈ k·want on the
+// state-space part of the entries (D's skip term left alone).
+func fitFactor(_ *ssdOperator, es []opEntry) (float64, bool) { return leastSquares(es, false) }
+
+// fitFactorWhole is fitFactor on the whole entries, D's term included.
+func fitFactorWhole(_ *ssdOperator, es []opEntry) (float64, bool) { return leastSquares(es, true) }
+
+func leastSquares(es []opEntry, whole bool) (float64, bool) {
 	var gw, ww float64
 	for _, e := range es {
 		g, w := e.got-e.skip, e.want-e.skip
+		if whole {
+			g, w = e.got, e.want
+		}
 		gw += g * w
 		ww += w * w
-	}
-	if ww == 0 || math.IsNaN(gw) || math.IsInf(gw, 0) {
-		return 0, false
-	}
-	return niceConstant(gw / ww), true
-}
-
-// fitFactorWhole is fitFactor on the whole entries, D's term included.
-func fitFactorWhole(_ *ssdOperator, es []opEntry) (float64, bool) {
-	var gw, ww float64
-	for _, e := range es {
-		gw += e.got * e.want
-		ww += e.want * e.want
 	}
 	if ww == 0 || math.IsNaN(gw) || math.IsInf(gw, 0) {
 		return 0, false
