@@ -216,9 +216,27 @@ func measureSSDOperator(p *mamba2.Problem, run SSDRunner) (*ssdOperator, error) 
 	if op.offsetFailing > 0 {
 		op.offset = zero.got.Y
 	}
-	// probe runs one call: x and init hold the impulses, channel pp's at
-	// column col(pp) (a step of x, or a state index of init)
-	probe := func(x, init []float64, fromInit bool, col func(pp int) int, cols int) error {
+	// probe runs call k: channel pp of every row and head gets a unit
+	// impulse (amp) at column s = k·P + pp of x, or with fromInit of the
+	// initial state (a state index), the other input zero
+	probe := func(k int, fromInit bool) error {
+		cols, x, init := L, make([]float64, q.XLen()), []float64(nil)
+		at := func(b, h, pp, s int) int { return ((b*L+s)*H+h)*P + pp }
+		impulses := x
+		if fromInit {
+			cols, init = N, make([]float64, q.StateLen())
+			at = func(b, h, pp, n int) int { return ((b*H+h)*P+pp)*N + n }
+			impulses = init
+		}
+		for b := 0; b < B; b++ {
+			for h := 0; h < H; h++ {
+				for pp := 0; pp < P; pp++ {
+					if s := k*P + pp; s < cols {
+						impulses[at(b, h, pp, s)] = amp
+					}
+				}
+			}
+		}
 		j, err := call(x, init)
 		if err != nil {
 			return err
@@ -227,8 +245,8 @@ func measureSSDOperator(p *mamba2.Problem, run SSDRunner) (*ssdOperator, error) 
 		for b := 0; b < B; b++ {
 			for h := 0; h < H; h++ {
 				for pp := 0; pp < P; pp++ {
-					s := col(pp)
-					if s < 0 || s >= cols {
+					s := k*P + pp
+					if s >= cols {
 						continue
 					}
 					for t := 0; t < L; t++ {
@@ -277,33 +295,13 @@ func measureSSDOperator(p *mamba2.Problem, run SSDRunner) (*ssdOperator, error) 
 		return nil
 	}
 	for k := 0; k*P < L; k++ {
-		x := make([]float64, q.XLen())
-		for b := 0; b < B; b++ {
-			for h := 0; h < H; h++ {
-				for pp := 0; pp < P; pp++ {
-					if s := k*P + pp; s < L {
-						x[((b*L+s)*H+h)*P+pp] = amp
-					}
-				}
-			}
-		}
-		if err := probe(x, nil, false, func(pp int) int { return k*P + pp }, L); err != nil {
+		if err := probe(k, false); err != nil {
 			return nil, err
 		}
 	}
 	if q.InitialStates != nil {
 		for k := 0; k*P < N; k++ {
-			init := make([]float64, q.StateLen())
-			for b := 0; b < B; b++ {
-				for h := 0; h < H; h++ {
-					for pp := 0; pp < P; pp++ {
-						if n := k*P + pp; n < N {
-							init[((b*H+h)*P+pp)*N+n] = amp
-						}
-					}
-				}
-			}
-			if err := probe(make([]float64, q.XLen()), init, true, func(pp int) int { return k*P + pp }, N); err != nil {
+			if err := probe(k, true); err != nil {
 				return nil, err
 			}
 		}
