@@ -205,6 +205,7 @@ func (r *Report) DiagnosisGroups() []DiagnosisGroup {
 
 func groupDiagnoses(ds []Diagnosis) []DiagnosisGroup {
 	var gs []DiagnosisGroup
+	var wordings []map[string]bool // each group's causes' words, while grouping
 	for _, d := range ds {
 		if d.Tag == "" {
 			// The failure did not reproduce on the problem the diagnosis
@@ -221,12 +222,13 @@ func groupDiagnoses(ds []Diagnosis) []DiagnosisGroup {
 			return g.Tag == d.Tag && g.Backward == backward && (!unnamed || g.Cause == d.Cause)
 		})
 		if k < 0 {
-			gs = append(gs, DiagnosisGroup{Tag: d.Tag, Cause: d.Cause, Backward: backward, Example: d, variants: map[string]bool{d.Cause: true}})
+			gs = append(gs, DiagnosisGroup{Tag: d.Tag, Cause: d.Cause, Backward: backward, Example: d})
+			wordings = append(wordings, map[string]bool{d.Cause: true})
 			k = len(gs) - 1
 		}
 		g := &gs[k]
-		if !g.variants[d.Cause] {
-			g.variants[d.Cause] = true
+		if !wordings[k][d.Cause] {
+			wordings[k][d.Cause] = true
 			g.Variants++
 		}
 		if d.As != "" {
