@@ -190,7 +190,6 @@ type DiagnosisGroup struct {
 	Inherited []string // cells that take this diagnosis from a wider dtype's
 	Tests     []string // top-level tests
 	Example   Diagnosis
-	variants  map[string]bool
 }
 
 // DiagnosisGroups groups the diagnoses by cause (tag and direction; for
