@@ -20,6 +20,9 @@ var mamba3Arrays = []string{"y", "angle_state", "ssm_state", "k_state", "v_state
 //   - a slip whose reference the kernel's y and states match everywhere,
 //     the closest (smallest worst ratio) where several do, the others
 //     listed in Also;
+//   - with run (nil: skipped), the kernel's operator measured by
+//     impulses and related to the reference's by region (the relation
+//     that holds on every failing region: measureMamba3Operator);
 //   - two slips together (their variants merged), named "a+b";
 //   - the slip of a formula that explains the most of the failing
 //     elements, if it explains at least nine in ten of them: named, with
@@ -28,13 +31,15 @@ var mamba3Arrays = []string{"y", "angle_state", "ssm_state", "k_state", "v_state
 //     (mamba3.Slip.Precision: the angle in bf16) is a property a kernel
 //     may show beside a fault: it is named only where it explains every
 //     failing element, and said in Evidence where it explains most;
-//   - else "none", with where the failure shows.
-func Mamba3(p *mamba3.Problem, y []float64, st *mamba3.State) (f report.Finding) {
+//   - else the operator's finding where it has one (a relation on some
+//     of the failing regions, or none that fits), else "none", with
+//     where the failure shows.
+func Mamba3(p *mamba3.Problem, y []float64, st *mamba3.State, run Mamba3Runner) (f report.Finding) {
 	defer contained(&f, "diagnose.Mamba3", func() string { return mamba3Shape(p) })
-	return diagnoseMamba3(p, y, st)
+	return diagnoseMamba3(p, y, st, run)
 }
 
-func diagnoseMamba3(p *mamba3.Problem, y []float64, st *mamba3.State) report.Finding {
+func diagnoseMamba3(p *mamba3.Problem, y []float64, st *mamba3.State, run Mamba3Runner) report.Finding {
 	want, wst := mamba3.Forward(p)
 	arrays := judge.Mamba3Arrays(p, y, want, st, wst, mamba3.ErrorScale(p))
 	if e := ssdShape(arrays); e != nil {
@@ -58,6 +63,14 @@ func diagnoseMamba3(p *mamba3.Problem, y []float64, st *mamba3.State) report.Fin
 	fitRatio := math.Inf(1)
 	for i, s := range slips {
 		pass, rs := judgeVariant(s.Variant)
+		if pass && s.Precision && !closerToVariant(p, y, st, want, wst, s.Variant) {
+			// the variant's error scale carries its rounding, so that a
+			// result merely rounded otherwise (a float64 kernel's states
+			// stored in float32) passes it too: a precision is the cause
+			// only where the result lies nearer its values than the
+			// reference's
+			pass = false
+		}
 		if pass {
 			w := worstRatio(rs)
 			switch {
@@ -87,6 +100,27 @@ func diagnoseMamba3(p *mamba3.Problem, y []float64, st *mamba3.State) report.Fin
 	if f.Tag != "" {
 		return f
 	}
+	// the operator, measured: a relation that holds on every failing
+	// region is the cause; one on some of them waits for the catalogue
+	var opFinding *report.Finding
+	if run != nil {
+		op, err := measureMamba3Operator(p, run)
+		switch {
+		case err != nil:
+			f.Evidence = append(f.Evidence, "the operator could not be measured: "+err.Error())
+		default:
+			if of, ok := op.diagnose(th); ok {
+				of.Where += "; " + f.Where
+				of.Evidence = append(of.Evidence, property...)
+				if !strings.HasSuffix(of.Tag, ":unrelated") && !strings.Contains(of.Cause, "a second fault") {
+					return of
+				}
+				opFinding = &of
+			} else {
+				f.Evidence = append(f.Evidence, fmt.Sprintf("the kernel's operator from V and the initial S and v_prev to y and S is the reference's (%d calls): the failure is outside that map (the angle, k_prev or v_prev handed on)", op.calls))
+			}
+		}
+	}
 	for i := range slips {
 		for j := i + 1; j < len(slips); j++ {
 			v, ok := mamba3.Merge(slips[i].Variant, slips[j].Variant)
@@ -110,12 +144,26 @@ func diagnoseMamba3(p *mamba3.Problem, y []float64, st *mamba3.State) report.Fin
 		f.Evidence = append(f.Evidence, property...)
 		return f
 	}
+	if opFinding != nil {
+		return *opFinding
+	}
 	f.Evidence = append(f.Evidence, property...)
 	f.Tag, f.Cause = "none", "no known slip of Mamba-3's exponential-trapezoidal layer fits"
 	if best >= 0 {
 		f.Evidence = append(f.Evidence, fmt.Sprintf("closest: %s explains %d of %d failing elements", slips[best].Tag, bestExplained, total))
 	}
 	return f
+}
+
+// closerToVariant reports whether the kernel's result lies nearer the
+// variant's values than the reference's, both measured with the
+// reference's error scale.
+func closerToVariant(p *mamba3.Problem, y []float64, st *mamba3.State, want []float64, wst *mamba3.State, v mamba3.Variant) bool {
+	sc := mamba3.ErrorScale(p)
+	vy, vst := mamba3.ForwardVariant(p, v)
+	_, toRef := ssdJudged(judge.Mamba3Arrays(p, y, want, st, wst, sc))
+	_, toVar := ssdJudged(judge.Mamba3Arrays(p, y, vy, st, vst, sc))
+	return worstRatio(toVar) < worstRatio(toRef)
 }
 
 func worstRatio(rs map[string][]float64) float64 {

@@ -20,16 +20,19 @@ import (
 // time, the right total in the wrong slots. The finding's tag joins the
 // relations found ("bwd:dADT:no-path:beta"); a gradient no relation
 // explains is "bwd:dX:none" with where it fails.
-func Mamba3Backward(p *mamba3.Problem, ct *mamba3.Cotangent, y []float64, st *mamba3.State, g *mamba3.Grads) (f report.Finding) {
+//
+// run (nil: none) runs the kernel's forward again, for the forward's
+// diagnosis (Mamba3's operator).
+func Mamba3Backward(p *mamba3.Problem, ct *mamba3.Cotangent, y []float64, st *mamba3.State, g *mamba3.Grads, run Mamba3Runner) (f report.Finding) {
 	defer contained(&f, "diagnose.Mamba3Backward", func() string { return mamba3Shape(p) })
-	return diagnoseMamba3Backward(p, ct, y, st, g)
+	return diagnoseMamba3Backward(p, ct, y, st, g, run)
 }
 
-func diagnoseMamba3Backward(p *mamba3.Problem, ct *mamba3.Cotangent, y []float64, st *mamba3.State, g *mamba3.Grads) report.Finding {
+func diagnoseMamba3Backward(p *mamba3.Problem, ct *mamba3.Cotangent, y []float64, st *mamba3.State, g *mamba3.Grads, run Mamba3Runner) report.Finding {
 	var tags, causes, where []string
 	want, wst := mamba3.Forward(p)
 	if !ssdPasses(judge.Mamba3Arrays(p, y, want, st, wst, mamba3.ErrorScale(p))) {
-		f := Mamba3(p, y, st)
+		f := Mamba3(p, y, st, run)
 		tags = append(tags, "fwd:"+f.Tag)
 		causes = append(causes, "the forward under the backward: "+f.Cause)
 		where = append(where, f.Where)

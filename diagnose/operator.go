@@ -7,29 +7,34 @@ import (
 	"strings"
 
 	"ssmverify/judge"
-	"ssmverify/mamba2"
 	"ssmverify/report"
 	"ssmverify/ssm"
 )
 
 // The operator of a chunked kernel, measured.
 //
-// With Δ, A, B, C, D and z fixed, a Mamba-2 prefill is linear in x: row b,
-// head h, channel p of y at step t is Σ_s M[t,s]·x[s] with
+// With every input but one fixed, a selective scan is linear in that one:
+// Mamba-2's prefill in x, Mamba-3's forward in V, both in the initial
+// state. Row b, head h, channel p of y at step t is Σ_s M[t,s]·x[s] with
+// M lower-triangular and semiseparable within a sequence,
 //
-//	M[t,s] = g(z_t)·(C_t·B_s·Δ_s·e^{cum_t − cum_s} + [t = s]·D)   s ≤ t, same sequence
+//	M[t,s] = g(z_t)·(c_t·b_s·w_s·e^{cum_t − cum_s} + [t = s]·D)   s ≤ t, same sequence
 //	M[t,s] = 0                                                    otherwise
 //
-// (cum the sequence's cumulative Δ·A, g the SiLU gate). Its structure is the
+// (cum the sequence's cumulative decay, g the SiLU gate; c·b·w is C_t·B_s·Δ_s
+// for Mamba-2, q̃_t·k̃_s·(λ_s·Δ_s + (1 − λ_{s+1})·Δ_{s+1}) for Mamba-3:
+// operator_mamba2.go, operator_mamba3.go). Its structure is the
 // algorithm's: a chunked kernel forms the diagonal and the entries within
 // a chunk from the chunk's own quadratic form, those across chunk
 // boundaries from the states it passes on, and resets at a sequence's
 // start. A slip in one of those paths shows as a relation between the
 // kernel's M and the reference's that holds on the path's region: a factor
 // lacking or added (Δ_s, Δ_t, e^{Δ·A}, 2, 0), an exponent scaled (log2 e) or
-// shifted by a step, B and C swapped, a region missing or leaking.
+// shifted by a step, B and C (or Q and K) swapped, a term of Mamba-3's
+// trapezoid missing or misweighted, its rotation negated or lagged, a
+// region missing or leaking.
 //
-// measureSSDOperator recovers the kernel's M with impulses: call k sets
+// operator.measure recovers the kernel's M with impulses: call k sets
 // x[b, s, h, p] = 1 for s = k·P + p, so that the P channels of every head
 // and row probe P columns at once (⌈L/P⌉ calls), and the reference's M comes
 // from the same calls. Every entry keeps its error-model scale, so that a
@@ -52,6 +57,7 @@ const (
 	regionStatePassed                  // the final state's response to x_s of an earlier chunk
 	regionStateCross                   // a sequence's final state's response to another's x: must be 0
 	regionStateInit                    // the final state's response to h0
+	regionInitPrev                     // y_t's response to the previous input of Mamba-3's initial state
 	numRegions
 )
 
@@ -68,7 +74,7 @@ const (
 
 func (r opRegion) kind() opKind {
 	switch r {
-	case regionInit:
+	case regionInit, regionInitPrev:
 		return kindInitY
 	case regionStateInChunk, regionStatePassed, regionStateCross:
 		return kindXState
@@ -83,7 +89,7 @@ func (r opRegion) kind() opKind {
 func (r opRegion) fromInit() bool { return r.kind()&(kindInitY|kindInitState) != 0 }
 
 var regionNames = [numRegions]string{"diagonal", "in-chunk", "next-chunk", "far", "cross-sequence", "upper", "initial-state",
-	"state-in-chunk", "state-passed", "state-cross-sequence", "state-initial"}
+	"state-in-chunk", "state-passed", "state-cross-sequence", "state-initial", "initial-previous-input"}
 
 var regionWords = [numRegions]string{
 	"the diagonal (a token's own term)", "the chunk's own quadratic form (within a chunk)", "the state passed across one chunk boundary",
@@ -92,6 +98,7 @@ var regionWords = [numRegions]string{
 	"the final state's response to its last chunk's input", "the final state's response to earlier chunks' input (the states passed on)",
 	"a sequence's final state's response to another's input or initial state (which must be zero)",
 	"the final state's response to the initial state",
+	"the initial state's previous input's term (β·k_prev⊗v_prev of a sequence's first step)",
 }
 
 // opEntry is one entry of the operator: y[b, t, h, p]'s response to a unit
@@ -99,8 +106,11 @@ var regionWords = [numRegions]string{
 type opEntry struct {
 	b, h, p, t, s int
 	n             int // the state's index, for the final state's maps
-	region        opRegion
-	got, want     float64
+	// prev marks an entry of the previous input's probe (Mamba-3's
+	// state: v_prev), whose s is 0
+	prev      bool
+	region    opRegion
+	got, want float64
 	// skip is want's part from the skip path, gate·D on the diagonal (0
 	// elsewhere): a relation of the state-space paths leaves it alone
 	skip        float64
@@ -108,15 +118,25 @@ type opEntry struct {
 	ratio       float64
 }
 
-// ssdOperator is a kernel's operator beside the reference's.
-type ssdOperator struct {
-	p       *mamba2.Problem
+// operator is a kernel's operator beside the reference's, with the
+// per-step quantities its relations are written in.
+type operator struct {
+	fam     opFamily
 	entries []opEntry
-	// per row and head: Δ_t, the sequence's cumulative Δ·A through t, the
-	// chunk's through t, and each step's sequence
-	delta, cum, chunkCum, cumAll [][]float64
-	seqOf                        []int
-	calls                        int
+	// the probed problem's sizes and what its arithmetic is judged in
+	batch, seqlen, heads, chunk int
+	// every step's chunk (numbered along the row), its first and last
+	// step: chunks along the row (Mamba-2's kernels) or from each
+	// sequence's start (Mamba-3's)
+	chunkID, chunkStart, chunkLast []int
+	dtype                          ssm.DType
+	hasD                           bool
+	// per row and head (index b·heads + h): Δ_t, Δ_t·A, the sequence's
+	// cumulative Δ·A through t, the chunk's through t and the row's, and
+	// each step's sequence
+	delta, dA, cum, chunkCum, cumAll [][]float64
+	seqOf                            []int
+	calls                            int
 	// offset is what the kernel gives for x = 0 and no initial state,
 	// where the reference gives 0: a term outside the linear map (nil
 	// where there is none); offsetFailing counts its failing elements
@@ -124,164 +144,153 @@ type ssdOperator struct {
 	offsetFailing int
 }
 
-// opProbeSteps bounds the steps probed: the structure of the chunks shows
-// in the first few, and the calls grow with the square of the length.
-const opProbeSteps = 256
-
-// probeProblem is the problem the operator is measured on: p's first row
-// and first steps (four chunks, at most opProbeSteps) unless p packs
-// sequences, whose boundaries it keeps. A slip of a path shows in every
-// row and from the first chunks on.
-func probeProblem(p *mamba2.Problem) *mamba2.Problem {
-	q := *p
-	if p.CuSeqlens != nil || (p.Batch == 1 && p.Seqlen <= opProbeSteps) {
-		return &q
-	}
-	l := min(p.Seqlen, opProbeSteps)
-	if p.Chunk > 0 {
-		l = min(l, max(4*p.Chunk, 1))
-	}
-	r := p.Slice(0, l, p.InitialStates)
-	return firstRow(r)
+// opFamily is what a family adds to the operator: the relations of its
+// formula, tried beside the common ones, and the factors of an entry.
+type opFamily interface {
+	// relations are the family's own, tried before the keyed ones
+	relations() []opRelation
+	// gate is the output gate's factor of entry e (1 without one)
+	gate(op *operator, e opEntry) float64
+	// skipD is the skip term D·amp of a diagonal entry before the gate
+	skipD(op *operator, e opEntry) float64
 }
 
-// firstRow is p's first batch row alone.
-func firstRow(p *mamba2.Problem) *mamba2.Problem {
-	if p.Batch == 1 {
-		return p
-	}
-	q := *p
-	q.Batch = 1
-	q.X, q.Dt, q.B, q.C = p.X[:q.XLen()], p.Dt[:q.DtLen()], p.B[:q.BCLen()], p.C[:q.BCLen()]
-	if p.Z != nil {
-		q.Z = p.Z[:q.XLen()]
-	}
-	if p.InitialStates != nil {
-		q.InitialStates = p.InitialStates[:q.StateLen()]
-	}
-	return &q
+// opArray is one output of a probe's call: the kernel's values, the
+// reference's, their error scale and the judged ratios.
+type opArray struct{ got, want, scale, tiny, ratio []float64 }
+
+// opResponse is a call's y and the states of its sequences, laid out
+// [sequence][head][P][N] (row b's where the problem does not pack).
+type opResponse struct{ y, states opArray }
+
+// opProbe is how a family's problem takes impulses: its sizes, and call,
+// which runs the kernel and the reference with x (and the initial SSM
+// states, and the previous input of Mamba-3's state: nil for none) in
+// place of the problem's own.
+type opProbe struct {
+	B, L, H, P, N int
+	seqs          [][2]int // every row's sequences, [start, end)
+	packed        bool     // the states are per sequence (else per row)
+	// initRows is the count of initial states ([initRows][H][P][N]: 0
+	// without them); initEverySeq says every sequence starts from its
+	// own (else only a row's first does)
+	initRows     int
+	initEverySeq bool
+	// prevLen is the length of the previous input's state ([S][H][P]),
+	// 0 where the family has none
+	prevLen int
+	amp     float64
+	call    func(x, init, prev []float64) (opResponse, error)
 }
 
-// measureSSDOperator measures the operator of the kernel behind run on
-// p's Δ, A, B, C, D and z (x and the initial states replaced by impulses).
-func measureSSDOperator(p *mamba2.Problem, run SSDRunner) (*ssdOperator, error) {
-	q := probeProblem(p)
-	B, L, H, P, N := q.Batch, q.Seqlen, q.Heads, q.Headdim, q.Dstate
-	op := &ssdOperator{p: q}
-	op.factors()
-	// fp16's subnormals begin at 6e-5, where a state's rounding has an
-	// absolute floor the error model does not carry: impulses of 64 keep
-	// the responses of a Mamba block's magnitudes above it
-	amp := 1.0
-	if q.DType == ssm.F16 || q.StateDType == ssm.F16 {
-		amp = 64
-	}
-	seqs := q.Sequences()
-	// call runs the kernel and the reference on q with x and init in place
-	// of its own, and judges the kernel's result
-	type judged struct {
-		got, want *mamba2.Output
-		sc        *mamba2.Scale
-		ratios    map[string][]float64
-	}
-	call := func(x, init []float64) (judged, error) {
-		r := *q
-		r.X, r.InitialStates = x, init
-		got, err := run(&r)
-		if err != nil {
-			return judged{}, err
-		}
-		want, sc := mamba2.Prefill(&r)
-		arrays := judge.PrefillArrays(&r, got, want, sc)
-		if e := ssdShape(arrays); e != nil {
-			return judged{}, e
-		}
-		_, ratios := ssdJudged(arrays)
-		op.calls++
-		return judged{got, want, sc, ratios}, nil
-	}
+// measure fills op's entries by impulses: call k sets x[b, s, h, p] = amp
+// for s = k·P + p, so that the P channels of every head and row probe P
+// columns at once (⌈L/P⌉ calls); the initial states' map likewise
+// (⌈N/P⌉ calls) and the previous input's (one call).
+func (op *operator) measure(pr opProbe) error {
+	B, L, H, P, N := pr.B, pr.L, pr.H, pr.P, pr.N
+	xLen := B * L * H * P
 	// x = 0, no initial state: y must be 0; what is not is a term the
 	// operator does not hold, and the finding (it is in every entry)
-	zero, err := call(make([]float64, q.XLen()), nil)
+	zero, err := pr.call(make([]float64, xLen), nil, nil)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	th := judge.Threshold(q.DType)
-	for i, rt := range zero.ratios["y"] {
+	op.calls++
+	th := judge.Threshold(op.dtype)
+	for i, rt := range zero.y.ratio {
 		// a NaN there is the operator's (0·NaN): not an offset
-		if !(rt <= th) && finite(zero.got.Y[i]) {
+		if !(rt <= th) && finite(zero.y.got[i]) {
 			op.offsetFailing++
 		}
 	}
 	if op.offsetFailing > 0 {
-		op.offset = zero.got.Y
+		op.offset = zero.y.got
 	}
-	// probe runs call k: channel pp of every row and head gets a unit
-	// impulse (amp) at column s = k·P + pp of x, or with fromInit of the
-	// initial state (a state index), the other input zero
-	probe := func(k int, fromInit bool) error {
-		cols, x, init := L, make([]float64, q.XLen()), []float64(nil)
+	const (
+		fromX = iota
+		fromInit
+		fromPrev
+	)
+	// probe runs call k of one kind: channel pp of every row and head
+	// gets an impulse at column s = k·P + pp (of x, or a state index of
+	// the initial state); the previous input's probe sets them all
+	probe := func(k, from int) error {
+		cols := L
+		x, init, prev := make([]float64, xLen), []float64(nil), []float64(nil)
+		rows := B
 		at := func(b, h, pp, s int) int { return ((b*L+s)*H+h)*P + pp }
 		impulses := x
-		if fromInit {
-			cols, init = N, make([]float64, q.StateLen())
-			at = func(b, h, pp, n int) int { return ((b*H+h)*P+pp)*N + n }
+		switch from {
+		case fromInit:
+			cols, rows, init = N, pr.initRows, make([]float64, pr.initRows*H*P*N)
+			at = func(r, h, pp, n int) int { return ((r*H+h)*P+pp)*N + n }
 			impulses = init
+		case fromPrev:
+			cols, prev = 1, make([]float64, pr.prevLen)
+			rows = pr.prevLen / (H * P)
+			at = func(r, h, pp, _ int) int { return (r*H+h)*P + pp }
+			impulses = prev
 		}
-		for b := 0; b < B; b++ {
+		for r := 0; r < rows; r++ {
 			for h := 0; h < H; h++ {
 				for pp := 0; pp < P; pp++ {
-					if s := k*P + pp; s < cols {
-						impulses[at(b, h, pp, s)] = amp
+					if s := k*P + pp; s < cols || from == fromPrev {
+						impulses[at(r, h, pp, s)] = pr.amp
 					}
 				}
 			}
 		}
-		j, err := call(x, init)
+		res, err := pr.call(x, init, prev)
 		if err != nil {
 			return err
 		}
-		got, want, sc, ratios := j.got, j.want, j.sc, j.ratios
+		op.calls++
+		y, st := res.y, res.states
 		for b := 0; b < B; b++ {
 			for h := 0; h < H; h++ {
 				for pp := 0; pp < P; pp++ {
 					s := k*P + pp
+					if from == fromPrev {
+						s = 0
+					}
 					if s >= cols {
 						continue
 					}
 					for t := 0; t < L; t++ {
 						i := ((b*L+t)*H+h)*P + pp
-						e := opEntry{b: b, h: h, p: pp, t: t, s: s, region: regionInit,
-							got: got.Y[i], want: want.Y[i], scale: sc.Y[i], tiny: sc.TinyY[i], ratio: ratios["y"][i]}
-						if !fromInit {
+						e := opEntry{b: b, h: h, p: pp, t: t, s: s, region: regionInit, prev: from == fromPrev,
+							got: y.got[i], want: y.want[i], scale: y.scale[i], tiny: y.tiny[i], ratio: y.ratio[i]}
+						switch from {
+						case fromX:
 							e.region = op.regionOf(t, s)
+						case fromPrev:
+							e.region = regionInitPrev
 						}
-						if e.region == regionDiagonal && q.D != nil {
-							e.skip = amp * op.gate(e) * q.D[h]
+						if e.region == regionDiagonal && op.hasD {
+							e.skip = op.skip(e)
 						}
 						op.entries = append(op.entries, e)
 					}
-					// the final states: each sequence's (seq_states) where
-					// the row packs several, else the row's
-					for si, sq := range seqs {
-						name, k0 := "seq_states", ((si*H+h)*P+pp)*N
-						if q.CuSeqlens == nil {
-							name, k0 = "final_states", ((b*H+h)*P+pp)*N
+					// the final states: each sequence's where the row packs
+					// several, else the row's
+					for si, sq := range pr.seqs {
+						r := b
+						if pr.packed {
+							r = si
 						}
-						g, w, scs, tys := got.SeqStates, want.SeqStates, sc.SeqStates, sc.TinySeq
-						if name == "final_states" {
-							g, w, scs, tys = got.FinalStates, want.FinalStates, sc.FinalStates, sc.TinyFinal
-						}
+						k0 := ((r*H+h)*P + pp) * N
 						for n := 0; n < N; n++ {
-							e := opEntry{b: b, h: h, p: pp, t: sq[1] - 1, s: s, n: n, got: g[k0+n], want: w[k0+n], scale: scs[k0+n], tiny: tys[k0+n], ratio: ratios[name][k0+n]}
+							e := opEntry{b: b, h: h, p: pp, t: sq[1] - 1, s: s, n: n, prev: from == fromPrev,
+								got: st.got[k0+n], want: st.want[k0+n], scale: st.scale[k0+n], tiny: st.tiny[k0+n], ratio: st.ratio[k0+n]}
 							switch {
-							case fromInit && si == 0:
+							case from != fromX && (si == 0 || pr.initEverySeq):
 								e.region = regionStateInit
-							case fromInit:
+							case from != fromX:
 								e.region = regionStateCross // a later sequence starts from zero
 							case s < sq[0] || s >= sq[1]:
 								e.region = regionStateCross
-							case q.Chunk > 0 && s/q.Chunk == (sq[1]-1)/q.Chunk:
+							case op.chunk > 0 && op.chunkID[s] == op.chunkID[sq[1]-1]:
 								e.region = regionStateInChunk
 							default:
 								e.region = regionStatePassed
@@ -295,58 +304,83 @@ func measureSSDOperator(p *mamba2.Problem, run SSDRunner) (*ssdOperator, error) 
 		return nil
 	}
 	for k := 0; k*P < L; k++ {
-		if err := probe(k, false); err != nil {
-			return nil, err
+		if err := probe(k, fromX); err != nil {
+			return err
 		}
 	}
-	if q.InitialStates != nil {
+	if pr.initRows > 0 {
 		for k := 0; k*P < N; k++ {
-			if err := probe(k, true); err != nil {
-				return nil, err
+			if err := probe(k, fromInit); err != nil {
+				return err
 			}
 		}
 	}
-	return op, nil
+	if pr.prevLen > 0 {
+		if err := probe(0, fromPrev); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
-// factors computes the per-step quantities the relations are written in.
-func (op *ssdOperator) factors() {
-	q := op.p
-	L, H := q.Seqlen, q.Heads
-	lo, hi := q.Limits()
-	op.seqOf = make([]int, L)
-	for i, sq := range q.Sequences() {
-		for t := sq[0]; t < sq[1]; t++ {
-			op.seqOf[t] = i
-		}
+// skip is entry e's part from the skip path, gate·D·amp on the diagonal.
+func (op *operator) skip(e opEntry) float64 { return op.fam.skipD(op, e) * op.fam.gate(op, e) }
+
+// setChunks numbers the steps' chunks of op.chunk steps, along the row or
+// from each sequence's start (seqAligned); op.seqOf must be set.
+func (op *operator) setChunks(seqAligned bool) {
+	L, Q := op.seqlen, max(op.chunk, 1)
+	if op.chunk == 0 {
+		Q = L
 	}
-	for b := 0; b < q.Batch; b++ {
-		for h := 0; h < H; h++ {
-			bias := 0.0
-			if q.DtBias != nil {
-				bias = q.DtBias[h]
-			}
-			d, c, cc, ca := make([]float64, L), make([]float64, L), make([]float64, L), make([]float64, L)
-			var cum, ccum, call float64
-			for t := 0; t < L; t++ {
-				d[t] = mamba2.Delta(q.Dt[(b*L+t)*H+h], bias, q.Softplus, lo, hi)
-				if t > 0 && op.seqOf[t] != op.seqOf[t-1] {
-					cum = 0
-				}
-				if q.Chunk > 0 && t%q.Chunk == 0 {
-					ccum = 0
-				}
-				cum += d[t] * q.A[h]
-				ccum += d[t] * q.A[h]
-				call += d[t] * q.A[h]
-				c[t], cc[t], ca[t] = cum, ccum, call
-			}
-			op.delta, op.cum, op.chunkCum, op.cumAll = append(op.delta, d), append(op.cum, c), append(op.chunkCum, cc), append(op.cumAll, ca)
+	op.chunkID, op.chunkStart, op.chunkLast = make([]int, L), make([]int, L), make([]int, L)
+	id, start := -1, 0
+	for t := 0; t < L; t++ {
+		newSeq := t == 0 || op.seqOf[t] != op.seqOf[t-1]
+		if seqAligned && newSeq {
+			start = t
+		}
+		if !seqAligned {
+			start = 0
+		}
+		if (t-start)%Q == 0 || (seqAligned && newSeq) {
+			id++
+		}
+		op.chunkID[t], op.chunkStart[t] = id, t-(t-start)%Q
+	}
+	for t := L - 1; t >= 0; t-- {
+		op.chunkLast[t] = t
+		if t+1 < L && op.chunkID[t+1] == op.chunkID[t] {
+			op.chunkLast[t] = op.chunkLast[t+1]
 		}
 	}
 }
 
-func (op *ssdOperator) regionOf(t, s int) opRegion {
+// accumulate sets the cumulative sums of op.dA: within each sequence,
+// within each chunk, and along the row.
+func (op *operator) accumulate() {
+	for bh := range op.dA {
+		L := op.seqlen
+		c, cc, ca := make([]float64, L), make([]float64, L), make([]float64, L)
+		var cum, ccum, call float64
+		for t := 0; t < L; t++ {
+			if t > 0 && op.seqOf[t] != op.seqOf[t-1] {
+				cum = 0
+			}
+			if op.chunk > 0 && op.chunkStart[t] == t {
+				ccum = 0
+			}
+			a := op.dA[bh][t]
+			cum += a
+			ccum += a
+			call += a
+			c[t], cc[t], ca[t] = cum, ccum, call
+		}
+		op.cum, op.chunkCum, op.cumAll = append(op.cum, c), append(op.chunkCum, cc), append(op.cumAll, ca)
+	}
+}
+
+func (op *operator) regionOf(t, s int) opRegion {
 	switch {
 	case s > t:
 		return regionUpper
@@ -354,23 +388,12 @@ func (op *ssdOperator) regionOf(t, s int) opRegion {
 		return regionCrossSeq
 	case s == t:
 		return regionDiagonal
-	case op.p.Chunk == 0 || t/op.p.Chunk == s/op.p.Chunk:
+	case op.chunk == 0 || op.chunkID[t] == op.chunkID[s]:
 		return regionInChunk
-	case t/op.p.Chunk == s/op.p.Chunk+1:
+	case op.chunkID[t] == op.chunkID[s]+1:
 		return regionNextChunk
 	}
 	return regionFar
-}
-
-// cb is C_t·B_s of row b, head h.
-func (op *ssdOperator) cb(b, h, t, s int) float64 {
-	q := op.p
-	g, N := mamba2.Group(h, q.Heads, q.Groups), q.Dstate
-	var v float64
-	for n := 0; n < N; n++ {
-		v += q.C[((b*q.Seqlen+t)*q.Groups+g)*N+n] * q.B[((b*q.Seqlen+s)*q.Groups+g)*N+n]
-	}
-	return v
 }
 
 // opRelation is a hypothesis about how the kernel's entries relate to the
@@ -379,14 +402,14 @@ func (op *ssdOperator) cb(b, h, t, s int) float64 {
 // on the failing entries first (nil: none).
 type opRelation struct {
 	tag, words string
-	factor     func(op *ssdOperator, e opEntry) float64
+	factor     func(op *operator, e opEntry) float64
 	// predict, for a relation that is not a factor, gives the kernel's
 	// entry itself, with the scale of the reference's entry it stands for
-	predict func(op *ssdOperator, e opEntry) float64
-	fit     func(op *ssdOperator, es []opEntry) (c float64, ok bool)
+	predict func(op *operator, e opEntry) float64
+	fit     func(op *operator, es []opEntry) (c float64, ok bool)
 	c       float64 // the fitted constant
 	// factorC is factor for a fitted relation, of its constant c
-	factorC func(op *ssdOperator, e opEntry, c float64) float64
+	factorC func(op *operator, e opEntry, c float64) float64
 	// key, for a relation whose factor is fitted per output row (or per
 	// input column), groups the entries that share one factor
 	key    func(e opEntry) [5]int
@@ -407,97 +430,94 @@ func (rel opRelation) of(k opKind) bool {
 	return ks&k != 0
 }
 
-// opRelations are the relations tried, simplest first.
-func opRelations() []opRelation {
-	bh := func(op *ssdOperator, e opEntry) int { return e.b*op.p.Heads + e.h }
-	dA := func(op *ssdOperator, e opEntry, t int) float64 {
-		if t < 0 || t >= op.p.Seqlen {
+// opRelations are the relations tried, simplest first: the common ones,
+// the family's, then the factors fitted per row or column (which, free
+// per key, would also fit what a family's relation names).
+func (op *operator) opRelations() []opRelation {
+	bh := func(op *operator, e opEntry) int { return e.b*op.heads + e.h }
+	dA := func(op *operator, e opEntry, t int) float64 {
+		if t < 0 || t >= op.seqlen {
 			return math.NaN()
 		}
-		return op.delta[bh(op, e)][t] * op.p.A[e.h]
+		return op.dA[bh(op, e)][t]
 	}
-	dt := func(op *ssdOperator, e opEntry, t int) float64 { return op.delta[bh(op, e)][t] }
-	return []opRelation{
-		{tag: "zero", words: "is zero (the path is missing)", factor: func(*ssdOperator, opEntry) float64 { return 0 }, kinds: kindAll},
-		{tag: "times", words: "is %s × the reference's", fit: fitFactor, factorC: func(_ *ssdOperator, _ opEntry, c float64) float64 { return c }, kinds: kindAll},
-		{tag: "times-with-D", words: "is %s × the reference's, D's skip term included (a slip after the skip is added)", fit: fitFactorWhole, factorC: func(_ *ssdOperator, _ opEntry, c float64) float64 { return c }, kinds: kindXY | kindInitY, whole: true},
-		{tag: "lacks(dt_s)", words: "lacks the factor Δ_s (the input's step)", factor: func(op *ssdOperator, e opEntry) float64 { return 1 / dt(op, e, e.s) }},
-		{tag: "extra(dt_s)", words: "has an extra factor Δ_s", factor: func(op *ssdOperator, e opEntry) float64 { return dt(op, e, e.s) }},
-		{tag: "lacks(dt_t)", words: "lacks a factor Δ_t (the output's step)", factor: func(op *ssdOperator, e opEntry) float64 { return 1 / dt(op, e, e.t) }, kinds: kindXY},
-		{tag: "extra(dt_t)", words: "has an extra factor Δ_t", factor: func(op *ssdOperator, e opEntry) float64 { return dt(op, e, e.t) }, kinds: kindXY | kindInitY},
-		{tag: "no-D", words: "lacks the skip term D·x", predict: func(op *ssdOperator, e opEntry) float64 {
-			if e.region != regionDiagonal || op.p.D == nil {
+	head := []opRelation{
+		{tag: "zero", words: "is zero (the path is missing)", factor: func(*operator, opEntry) float64 { return 0 }, kinds: kindAll},
+		{tag: "times", words: "is %s × the reference's", fit: fitFactor, factorC: func(_ *operator, _ opEntry, c float64) float64 { return c }, kinds: kindAll},
+		{tag: "times-with-D", words: "is %s × the reference's, D's skip term included (a slip after the skip is added)", fit: fitFactorWhole, factorC: func(_ *operator, _ opEntry, c float64) float64 { return c }, kinds: kindXY | kindInitY, whole: true},
+	}
+	mid := []opRelation{
+		{tag: "no-D", words: "lacks the skip term D·x", predict: func(op *operator, e opEntry) float64 {
+			if e.region != regionDiagonal || !op.hasD {
 				return math.NaN()
 			}
 			return e.want - e.skip
 		}, kinds: kindXY},
-		{tag: "D-twice", words: "has the skip term D·x twice", predict: func(op *ssdOperator, e opEntry) float64 {
-			if e.region != regionDiagonal || op.p.D == nil {
+		{tag: "D-twice", words: "has the skip term D·x twice", predict: func(op *operator, e opEntry) float64 {
+			if e.region != regionDiagonal || !op.hasD {
 				return math.NaN()
 			}
 			return e.want + e.skip
 		}, kinds: kindXY},
-		{tag: "decay-from(s-1)", words: "decays from step s−1: an extra e^{Δ_s·A} (a cumulative sum off by one at the input)", factor: func(op *ssdOperator, e opEntry) float64 { return math.Exp(dA(op, e, e.s)) }},
-		{tag: "decay-from(s+1)", words: "decays from step s+1: e^{Δ_{s+1}·A} missing (a cumulative sum off by one at the input)", factor: func(op *ssdOperator, e opEntry) float64 { return math.Exp(-dA(op, e, e.s+1)) }},
-		{tag: "decay-to(t-1)", words: "decays only to step t−1: e^{Δ_t·A} missing (a cumulative sum off by one at the output)", factor: func(op *ssdOperator, e opEntry) float64 { return math.Exp(-dA(op, e, e.t)) }, kinds: kindAll},
-		{tag: "decay-to(t+1)", words: "decays to step t+1: an extra e^{Δ_{t+1}·A}", factor: func(op *ssdOperator, e opEntry) float64 { return math.Exp(dA(op, e, e.t+1)) }, kinds: kindXY | kindInitY},
-		{tag: "exclusive-cumsum", words: "decays by e^{cum_{t−1} − cum_{s−1}}: an exclusive cumulative sum where an inclusive one is meant", factor: func(op *ssdOperator, e opEntry) float64 {
+		{tag: "decay-from(s-1)", words: "decays from step s−1: an extra e^{Δ_s·A} (a cumulative sum off by one at the input)", factor: func(op *operator, e opEntry) float64 { return math.Exp(dA(op, e, e.s)) }},
+		{tag: "decay-from(s+1)", words: "decays from step s+1: e^{Δ_{s+1}·A} missing (a cumulative sum off by one at the input)", factor: func(op *operator, e opEntry) float64 { return math.Exp(-dA(op, e, e.s+1)) }},
+		{tag: "decay-to(t-1)", words: "decays only to step t−1: e^{Δ_t·A} missing (a cumulative sum off by one at the output)", factor: func(op *operator, e opEntry) float64 { return math.Exp(-dA(op, e, e.t)) }, kinds: kindAll},
+		{tag: "decay-to(t+1)", words: "decays to step t+1: an extra e^{Δ_{t+1}·A}", factor: func(op *operator, e opEntry) float64 { return math.Exp(dA(op, e, e.t+1)) }, kinds: kindXY | kindInitY},
+		{tag: "exclusive-cumsum", words: "decays by e^{cum_{t−1} − cum_{s−1}}: an exclusive cumulative sum where an inclusive one is meant", factor: func(op *operator, e opEntry) float64 {
 			return math.Exp(dA(op, e, e.s) - dA(op, e, e.t))
 		}},
-		{tag: "undecayed-entering-state", words: "lacks the decay e^{cum_t − cum_{chunk start}} of the state entering t's chunk", factor: func(op *ssdOperator, e opEntry) float64 {
+		{tag: "undecayed-entering-state", words: "lacks the decay e^{cum_t − cum_{chunk start}} of the state entering t's chunk", factor: func(op *operator, e opEntry) float64 {
 			return math.Exp(-op.chunkCum[bh(op, e)][e.t])
 		}, kinds: kindAll},
-		{tag: "entering-state-decayed-twice", words: "has the entering state's decay e^{cum_t − cum_{chunk start}} twice", factor: func(op *ssdOperator, e opEntry) float64 {
+		{tag: "entering-state-decayed-twice", words: "has the entering state's decay e^{cum_t − cum_{chunk start}} twice", factor: func(op *operator, e opEntry) float64 {
 			return math.Exp(op.chunkCum[bh(op, e)][e.t])
 		}, kinds: kindAll},
-		{tag: "undecayed-chunk-state", words: "lacks the decay from s to the end of its chunk (the chunk's state formed without e^{cum_last − cum_s})", factor: func(op *ssdOperator, e opEntry) float64 {
+		{tag: "undecayed-chunk-state", words: "lacks the decay from s to the end of its chunk (the chunk's state formed without e^{cum_last − cum_s})", factor: func(op *operator, e opEntry) float64 {
 			return math.Exp(-(op.chunkEnd(e) - op.cum[bh(op, e)][e.s]))
 		}},
-		{tag: "chunk-state-decayed-twice", words: "has the decay from s to the end of its chunk twice", factor: func(op *ssdOperator, e opEntry) float64 {
+		{tag: "chunk-state-decayed-twice", words: "has the decay from s to the end of its chunk twice", factor: func(op *operator, e opEntry) float64 {
 			return math.Exp(op.chunkEnd(e) - op.cum[bh(op, e)][e.s])
 		}},
-		{tag: "passed-state-decayed-twice", words: "decays twice through the chunks between s's and t's (the state passed on decayed twice)", factor: func(op *ssdOperator, e opEntry) float64 {
+		{tag: "passed-state-decayed-twice", words: "decays twice through the chunks between s's and t's (the state passed on decayed twice)", factor: func(op *operator, e opEntry) float64 {
 			return math.Exp(op.between(e))
 		}, kinds: kindAll},
-		{tag: "passed-state-undecayed", words: "is not decayed through the chunks between s's and t's (the state passed on without its decay)", factor: func(op *ssdOperator, e opEntry) float64 {
+		{tag: "passed-state-undecayed", words: "is not decayed through the chunks between s's and t's (the state passed on without its decay)", factor: func(op *operator, e opEntry) float64 {
 			return math.Exp(-op.between(e))
 		}, kinds: kindAll},
-		{tag: "undecayed-initial-state", words: "lacks the initial state's decay e^{cum_t}", factor: func(op *ssdOperator, e opEntry) float64 {
+		{tag: "undecayed-initial-state", words: "lacks the initial state's decay e^{cum_t}", factor: func(op *operator, e opEntry) float64 {
 			return math.Exp(-op.cum[bh(op, e)][e.t])
 		}, kinds: kindInitY | kindInitState},
-		{tag: "exp-scaled", words: "has its exponent cum_t − cum_s scaled by %s", fit: fitExponent, factorC: func(op *ssdOperator, e opEntry, c float64) float64 {
+		{tag: "exp-scaled", words: "has its exponent cum_t − cum_s scaled by %s", fit: fitExponent, factorC: func(op *operator, e opEntry, c float64) float64 {
 			return math.Exp((c - 1) * op.span(e))
 		}, kinds: kindAll},
+	}
+	keyed := []opRelation{
 		{tag: "row-factor", words: "is scaled by a factor of the output's step and channel alone (the gate, the output's scaling or its store: %s)",
 			key: func(e opEntry) [5]int { return [5]int{e.b, e.h, e.p, e.t, int(e.region.kind())} }, kinds: kindXY | kindInitY},
 		{tag: "column-factor", words: "is scaled by a factor of the input's step and channel alone (x or Δ_s read wrongly: %s)",
 			key: func(e opEntry) [5]int { return [5]int{e.b, e.h, e.p, e.s, int(e.region.kind())} }, kinds: kindXY | kindXState},
-		{tag: "swapped(B,C)", words: "reads B at the output's step and C at the input's (C_s·B_t for C_t·B_s)", factor: func(op *ssdOperator, e opEntry) float64 {
-			return op.cb(e.b, e.h, e.s, e.t) / op.cb(e.b, e.h, e.t, e.s)
-		}, kinds: kindXY},
-		{tag: "no-reset", words: "carries the earlier sequence's terms across its end, as if the row were one sequence", predict: func(op *ssdOperator, e opEntry) float64 {
-			if e.region != regionCrossSeq {
-				return math.NaN()
-			}
-			bh := bh(op, e)
-			return op.gate(e) * op.cb(e.b, e.h, e.t, e.s) * op.delta[bh][e.s] * math.Exp(op.cumAll[bh][e.t]-op.cumAll[bh][e.s])
-		}, kinds: kindXY},
 	}
+	own := op.fam.relations()
+	if _, ok := op.fam.(*ssdFamily); ok {
+		// Mamba-2's order, in which its population was measured: the Δ_s
+		// and Δ_t factors after the simplest, B and C swapped and the
+		// reset last
+		return concat(head, own[:4], mid, keyed, own[4:])
+	}
+	return concat(head, mid, own, keyed)
 }
 
-// gate is the SiLU gate's factor z·σ(z) of entry e's output (1 without z).
-func (op *ssdOperator) gate(e opEntry) float64 {
-	if op.p.Z == nil || e.region.kind()&(kindXState|kindInitState) != 0 {
-		return 1
+func concat(lists ...[]opRelation) []opRelation {
+	var out []opRelation
+	for _, l := range lists {
+		out = append(out, l...)
 	}
-	q := op.p
-	z := q.Z[((e.b*q.Seqlen+e.t)*q.Heads+e.h)*q.Headdim+e.p]
-	return z / (1 + math.Exp(-z))
+	return out
 }
 
 // span is the exponent of entry e's decay, cum_t − cum_s.
-func (op *ssdOperator) span(e opEntry) float64 {
-	bh := e.b*op.p.Heads + e.h
+func (op *operator) span(e opEntry) float64 {
+	bh := e.b*op.heads + e.h
 	if e.region.fromInit() {
 		return op.cum[bh][e.t]
 	}
@@ -507,16 +527,15 @@ func (op *ssdOperator) span(e opEntry) float64 {
 // between is the cumulative Δ·A of the whole chunks between entry e's
 // input (for the initial state's map: the sequence's start) and its
 // output's chunk.
-func (op *ssdOperator) between(e opEntry) float64 {
-	Q := op.p.Chunk
-	if Q == 0 {
+func (op *operator) between(e opEntry) float64 {
+	if op.chunk == 0 {
 		return 0
 	}
-	bh := e.b*op.p.Heads + e.h
-	c0 := e.t / Q * Q
+	bh := e.b*op.heads + e.h
+	c0 := op.chunkStart[e.t]
 	if e.region.fromInit() {
-		if c0 == 0 {
-			return 0
+		if c0 == 0 || op.seqOf[c0-1] != op.seqOf[e.t] {
+			return 0 // t's chunk is its sequence's first
 		}
 		return op.cum[bh][c0-1]
 	}
@@ -527,24 +546,23 @@ func (op *ssdOperator) between(e opEntry) float64 {
 }
 
 // chunkEnd is the sequence's cumulative Δ·A at the last step of s's chunk.
-func (op *ssdOperator) chunkEnd(e opEntry) float64 {
-	Q := op.p.Chunk
-	last := op.p.Seqlen - 1
-	if Q > 0 {
-		last = min(last, (e.s/Q+1)*Q-1)
+func (op *operator) chunkEnd(e opEntry) float64 {
+	last := op.seqlen - 1
+	if op.chunk > 0 {
+		last = op.chunkLast[e.s]
 	}
 	for last > e.s && op.seqOf[last] != op.seqOf[e.s] {
 		last--
 	}
-	return op.cum[e.b*op.p.Heads+e.h][last]
+	return op.cum[e.b*op.heads+e.h][last]
 }
 
 // fitFactor is the least-squares constant k with got ≈ k·want on the
 // state-space part of the entries (D's skip term left alone).
-func fitFactor(_ *ssdOperator, es []opEntry) (float64, bool) { return leastSquares(es, false) }
+func fitFactor(_ *operator, es []opEntry) (float64, bool) { return leastSquares(es, false) }
 
 // fitFactorWhole is fitFactor on the whole entries, D's term included.
-func fitFactorWhole(_ *ssdOperator, es []opEntry) (float64, bool) { return leastSquares(es, true) }
+func fitFactorWhole(_ *operator, es []opEntry) (float64, bool) { return leastSquares(es, true) }
 
 func leastSquares(es []opEntry, whole bool) (float64, bool) {
 	var gw, ww float64
@@ -564,7 +582,7 @@ func leastSquares(es []opEntry, whole bool) (float64, bool) {
 
 // fitExponent is the constant c with got ≈ want·e^{(c−1)(cum_t − cum_s)},
 // by least squares on log(got/want) over entries of one sign.
-func fitExponent(op *ssdOperator, es []opEntry) (float64, bool) {
+func fitExponent(op *operator, es []opEntry) (float64, bool) {
 	var xy, xx float64
 	for _, e := range es {
 		g, w := e.got-e.skip, e.want-e.skip
@@ -640,7 +658,7 @@ func constantName(c float64) string {
 // factor·(reference's), the error scale scaled by the factor's magnitude
 // (a relation that holds holds within the error model). NaN where the
 // relation has no value for an entry.
-func (op *ssdOperator) opRatios(rel opRelation, es []opEntry) []float64 {
+func (op *operator) opRatios(rel opRelation, es []opEntry) []float64 {
 	got, want, scale, tiny := make([]float64, len(es)), make([]float64, len(es)), make([]float64, len(es)), make([]float64, len(es))
 	for i, e := range es {
 		got[i], tiny[i] = e.got, e.tiny
@@ -668,7 +686,7 @@ func (op *ssdOperator) opRatios(rel opRelation, es []opEntry) []float64 {
 			want[i] = math.NaN()
 		}
 	}
-	stored, computed := op.p.DType, op.p.DType
+	stored, computed := op.dtype, op.dtype
 	if computed.Narrow() {
 		computed = ssm.F32
 	}
@@ -702,7 +720,7 @@ func (f opFit) holds() bool { return f.total > 0 && 100*f.held >= 99*f.total }
 // that fail, and the one relation that holds on all of them (else on the
 // most), with its evidence. ok is false when the operator is right
 // everywhere (the failure is not in the map from x and h0 to y).
-func (op *ssdOperator) diagnose(th float64) (f report.Finding, ok bool) {
+func (op *operator) diagnose(th float64) (f report.Finding, ok bool) {
 	byRegion := make([][]opEntry, numRegions)
 	failing := make([]int, numRegions)
 	for _, e := range op.entries {
@@ -774,7 +792,7 @@ func (op *ssdOperator) diagnose(th float64) (f report.Finding, ok bool) {
 	var best opFit
 search:
 	for k, regions := range append([][]opRegion{bad}, singles(bad)...) {
-		for _, rel := range opRelations() {
+		for _, rel := range op.opRelations() {
 			fit := evaluate(rel, regions)
 			if fit.holds() && (!best.holds() || covered(fit, failing) > covered(best, failing)) {
 				best = fit
@@ -855,7 +873,7 @@ func sampled(es []opEntry, th float64) []opEntry {
 // quadratic form when it is not a chunk's first step or is the first
 // chunk's, else the state passed on), else the initial state's map, else
 // the final state's; t0 is that step (−1 where no output row is).
-func (op *ssdOperator) nonFinite() (opRegion, int, bool) {
+func (op *operator) nonFinite() (opRegion, int, bool) {
 	t0, init, state := -1, false, opRegion(-1)
 	for _, e := range op.entries {
 		if finite(e.got) || !finite(e.want) {
@@ -870,9 +888,8 @@ func (op *ssdOperator) nonFinite() (opRegion, int, bool) {
 			state = e.region
 		}
 	}
-	Q := op.p.Chunk
 	switch {
-	case t0 >= 0 && (Q == 0 || t0 < Q || t0%Q != 0):
+	case t0 >= 0 && (op.chunk == 0 || op.chunkID[t0] == 0 || t0 != op.chunkStart[t0]):
 		return regionInChunk, t0, true
 	case t0 >= 0:
 		return regionNextChunk, t0, true

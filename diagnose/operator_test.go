@@ -16,7 +16,7 @@ import (
 // plants a slip on the entries of some regions, as a chunked kernel's
 // path would; its exponent may be rescaled (exp2 for exp).
 type operatorKernel struct {
-	mod     func(op *ssdOperator, r opRegion, t, s int, bh int) float64
+	mod     func(op *operator, r opRegion, t, s int, bh int) float64
 	expC    map[opRegion]float64 // the exponent's scale per region (1 where absent)
 	modInit float64
 	// negateAll negates every output, D's skip term included
@@ -28,8 +28,8 @@ type operatorKernel struct {
 func (k operatorKernel) run(p *mamba2.Problem) (*mamba2.Output, error) {
 	want, _ := mamba2.Prefill(p)
 	out := &mamba2.Output{Y: make([]float64, p.XLen()), FinalStates: want.FinalStates, SeqStates: want.SeqStates}
-	op := &ssdOperator{p: p}
-	op.factors()
+	op := newSSDOperator(p, 1)
+	fam := op.fam.(*ssdFamily)
 	L, H, P, N := p.Seqlen, p.Heads, p.Headdim, p.Dstate
 	modInit := k.modInit
 	if modInit == 0 {
@@ -54,7 +54,7 @@ func (k operatorKernel) run(p *mamba2.Problem) (*mamba2.Output, error) {
 						if k.mod != nil {
 							m = k.mod(op, r, t, s, bh)
 						}
-						y += m * op.cb(b, h, t, s) * op.delta[bh][s] * math.Exp(c*(op.cum[bh][t]-op.cum[bh][s])) * p.X[((b*L+s)*H+h)*P+pp]
+						y += m * fam.cb(b, h, t, s) * op.delta[bh][s] * math.Exp(c*(op.cum[bh][t]-op.cum[bh][s])) * p.X[((b*L+s)*H+h)*P+pp]
 					}
 					if p.D != nil {
 						y += p.D[h] * p.X[((b*L+t)*H+h)*P+pp]
@@ -82,8 +82,8 @@ func (k operatorKernel) run(p *mamba2.Problem) (*mamba2.Output, error) {
 	return out, nil
 }
 
-func onRegions(f float64, rs ...opRegion) func(*ssdOperator, opRegion, int, int, int) float64 {
-	return func(_ *ssdOperator, r opRegion, _, _, _ int) float64 {
+func onRegions(f float64, rs ...opRegion) func(*operator, opRegion, int, int, int) float64 {
+	return func(_ *operator, r opRegion, _, _, _ int) float64 {
 		if containsRegion(rs, r) {
 			return f
 		}
@@ -104,14 +104,14 @@ func TestOperatorRelations(t *testing.T) {
 	}{
 		{"right", operatorKernel{}, ""},
 		{"own term twice", operatorKernel{mod: onRegions(2, regionDiagonal)}, "op:diagonal:times(2)"},
-		{"in-chunk without Δ_s", operatorKernel{mod: func(op *ssdOperator, r opRegion, _, s, bh int) float64 {
+		{"in-chunk without Δ_s", operatorKernel{mod: func(op *operator, r opRegion, _, s, bh int) float64 {
 			if r == regionInChunk || r == regionDiagonal {
 				return 1 / op.delta[bh][s]
 			}
 			return 1
 		}}, "op:diagonal+in-chunk:lacks(dt_s)"},
 		{"exp2 for exp within a chunk", operatorKernel{expC: map[opRegion]float64{regionInChunk: math.Ln2}}, "op:in-chunk:exp-scaled(0.693147)"},
-		{"entering state undecayed", operatorKernel{mod: func(op *ssdOperator, r opRegion, t, _, bh int) float64 {
+		{"entering state undecayed", operatorKernel{mod: func(op *operator, r opRegion, t, _, bh int) float64 {
 			if r == regionNextChunk || r == regionFar {
 				return math.Exp(-op.chunkCum[bh][t])
 			}
@@ -121,7 +121,7 @@ func TestOperatorRelations(t *testing.T) {
 		{"the output negated after D", operatorKernel{negateAll: true}, "op:diagonal+in-chunk+next-chunk+far+initial-state:times-with-D(-1)"},
 		{"a constant added", operatorKernel{offset: 0.5}, "op:offset"},
 		{"NaN across chunks", operatorKernel{mod: onRegions(math.NaN(), regionNextChunk, regionFar)}, "op:next-chunk:non-finite"},
-		{"noise across chunks", operatorKernel{mod: func(_ *ssdOperator, r opRegion, t, s, _ int) float64 {
+		{"noise across chunks", operatorKernel{mod: func(_ *operator, r opRegion, t, s, _ int) float64 {
 			if r == regionNextChunk {
 				return 1 + 0.3*math.Sin(float64(7*t+3*s))
 			}
@@ -130,22 +130,29 @@ func TestOperatorRelations(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			op, err := measureSSDOperator(p, c.k.run)
-			if err != nil {
-				t.Fatal(err)
-			}
-			f, ok := op.diagnose(judge.Threshold(p.DType))
-			if c.tag == "" {
-				if ok {
-					t.Fatalf("a right operator diagnosed [%s] %s", f.Tag, f.Cause)
-				}
-				return
-			}
-			if !ok || f.Tag != c.tag {
-				t.Fatalf("diagnosed [%s] %s (where %s), want %s", f.Tag, f.Cause, f.Where, c.tag)
-			}
-			if !strings.Contains(f.Where, "calls, impulses") {
-				t.Errorf("no evidence of the measurement: %s", f.Where)
-			}
+			wantOperatorTag(t, op, err, p.DType, c.tag)
 		})
+	}
+}
+
+// wantOperatorTag diagnoses a measured operator and wants tag ("": none,
+// a right operator) with the measurement's evidence.
+func wantOperatorTag(t *testing.T, op *operator, err error, dt ssm.DType, tag string) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, ok := op.diagnose(judge.Threshold(dt))
+	if tag == "" {
+		if ok {
+			t.Fatalf("a right operator diagnosed [%s] %s", f.Tag, f.Cause)
+		}
+		return
+	}
+	if !ok || f.Tag != tag {
+		t.Fatalf("diagnosed [%s] %s (where %s), want %s", f.Tag, f.Cause, f.Where, tag)
+	}
+	if !strings.Contains(f.Where, "calls, impulses") {
+		t.Errorf("no evidence of the measurement: %s", f.Where)
 	}
 }

@@ -82,6 +82,12 @@ func ErrorScaleVariant(p *Problem, v Variant) *Scale {
 	q, k, kp := make([]float64, N), make([]float64, N), make([]float64, N)
 	phi := make([]float64, A)
 	wcum := make([]float64, L)
+	// a head's per-step quantities, shared by its P channels: the
+	// coefficients, the rotated pairs' norms of q, k and the previous key
+	type step struct{ alpha, beta, gamma, dbl, dgl, cum, bigPhi, prevPhi float64 }
+	steps := make([]step, L)
+	nq, nk, nkp := make([]float64, L*N), make([]float64, L*N), make([]float64, L*N)
+	lastK := make([]float64, N)
 	for si, sq := range p.Sequences() {
 		b := sq[0]
 		for h := 0; h < H; h++ {
@@ -94,6 +100,57 @@ func ErrorScaleVariant(p *Problem, v Variant) *Scale {
 				w += math.Abs(p.ADT[(b*H+h)*L+t])
 				wcum[t] = w
 			}
+			for i := range phi {
+				phi[i] = 0
+			}
+			for n := range kp {
+				kp[n] = 0
+			}
+			if st := p.State; st != nil {
+				copy(phi, st.Angle[(si*H+h)*A:])
+				copy(kp, st.K[(si*H+h)*N:(si*H+h+1)*N])
+			}
+			var cum, bigPhi float64
+			for t := sq[1]; t < sq[2]; t++ {
+				hl := (b*H+h)*L + t
+				dt := p.DT[hl]
+				prevPhi := bigPhi
+				var fastest float64 // the fastest pair's accumulation bounds every pair's
+				for i := 0; i < A; i++ {
+					inc := v.increment(p.Angles[((b*L+t)*H+h)*A+i], dt)
+					phi[i] += inc
+					fastest = math.Max(fastest, math.Abs(inc))
+				}
+				bigPhi += fastest
+				qk := ((b*L+t)*Hqk + g) * N
+				for n := 0; n < N; n++ {
+					q[n] = p.Q[qk+n] + p.QBias[h*N+n]
+					k[n] = p.K[qk+n] + p.KBias[h*N+n]
+				}
+				rotate(q, phi)
+				rotate(k, phi)
+				alpha, beta, gamma := v.coefficients(p.ADT[hl], dt, p.Trap[hl])
+				// |∂β/∂λ|/α and |∂γ/∂λ|: how λ's error enters
+				dbl, dgl := dt, dt
+				switch {
+				case v.NoPrevious:
+					dbl = 0
+				case v.BetaNoDt:
+					dbl = 1
+				}
+				if v.GammaNoDt {
+					dgl = 1
+				}
+				cum += p.ADT[hl]
+				steps[t] = step{alpha, beta, gamma, dbl, dgl, cum, bigPhi, prevPhi}
+				for n := 0; n < N; n++ {
+					nq[t*N+n], nk[t*N+n], nkp[t*N+n] = pn(q, n), pn(k, n), pn(kp, n)
+				}
+				copy(kp, k)
+			}
+			for n := 0; n < N; n++ {
+				lastK[n] = pn(kp, n)
+			}
 			for pp := 0; pp < P; pp++ {
 				terms := make([]*mamba2.Terms, N)
 				// per state element: Σ m·Φ_s, Σ m·s, Σ Δ_s·(…) for λ
@@ -101,66 +158,34 @@ func ErrorScaleVariant(p *Problem, v Variant) *Scale {
 				var vp float64
 				for n := range terms {
 					terms[n] = mamba2.NewTerms(ar.Chunk, wcum)
-					kp[n] = 0
-				}
-				for i := range phi {
-					phi[i] = 0
 				}
 				if st := p.State; st != nil {
-					copy(phi, st.Angle[(si*H+h)*A:])
-					copy(kp, st.K[(si*H+h)*N:(si*H+h+1)*N])
 					vp = st.V[(si*H+h)*P+pp]
 					for n := range terms {
 						terms[n].Init(math.Abs(st.SSM[((si*H+h)*P+pp)*N+n]), sq[1])
 					}
 				}
-				var cum, bigPhi, prevPhi float64
+				var cum, bigPhi float64
 				for t := sq[1]; t < sq[2]; t++ {
-					hl := (b*H+h)*L + t
-					dt := p.DT[hl]
-					prevPhi = bigPhi
-					var fastest float64 // the fastest pair's accumulation bounds every pair's
-					for i := 0; i < A; i++ {
-						inc := v.increment(p.Angles[((b*L+t)*H+h)*A+i], dt)
-						phi[i] += inc
-						fastest = math.Max(fastest, math.Abs(inc))
-					}
-					bigPhi += fastest
-					qk := ((b*L+t)*Hqk + g) * N
-					for n := 0; n < N; n++ {
-						q[n] = p.Q[qk+n] + p.QBias[h*N+n]
-						k[n] = p.K[qk+n] + p.KBias[h*N+n]
-					}
-					rotate(q, phi)
-					rotate(k, phi)
-					alpha, beta, gamma := v.coefficients(p.ADT[hl], dt, p.Trap[hl])
-					// |∂β/∂λ|/α and |∂γ/∂λ|: how λ's error enters
-					dbl, dgl := dt, dt
-					switch {
-					case v.NoPrevious:
-						dbl = 0
-					case v.BetaNoDt:
-						dbl = 1
-					}
-					if v.GammaNoDt {
-						dgl = 1
-					}
-					cum += p.ADT[hl]
+					s := steps[t]
+					alpha, beta, gamma, dbl, dgl, prevPhi := s.alpha, s.beta, s.gamma, s.dbl, s.dgl, s.prevPhi
+					cum, bigPhi = s.cum, s.bigPhi
 					v := p.V[((b*L+t)*H+h)*P+pp]
 					tt := float64(t)
 					var y, mag float64
 					for n := 0; n < N; n++ {
-						mb, mg := math.Abs(beta)*pn(kp, n)*math.Abs(vp), math.Abs(gamma)*pn(k, n)*math.Abs(v)
+						pq, pk, pkp := nq[t*N+n], nk[t*N+n], nkp[t*N+n]
+						mb, mg := math.Abs(beta)*pkp*math.Abs(vp), math.Abs(gamma)*pk*math.Abs(v)
 						terms[n].Step(t, alpha, mb+mg, math.Abs(cum), sq[1])
 						rPhi[n] = alpha*rPhi[n] + mb*prevPhi + mg*bigPhi
 						rPos[n] = alpha*rPos[n] + (mb+mg)*tt
-						rLam[n] = alpha*rLam[n] + dbl*alpha*pn(kp, n)*math.Abs(vp) + dgl*pn(k, n)*math.Abs(v)
+						rLam[n] = alpha*rLam[n] + dbl*alpha*pkp*math.Abs(vp) + dgl*pk*math.Abs(v)
 						rKV[n] = alpha*rKV[n] + mb
 						sum := terms[n].Sum()
 						rot := (ta/u+3)*(bigPhi*sum-rPhi[n]) + 2*math.Pi*(tt*sum-rPos[n]) + (2*sc/u+2*angleRounding)*sum
 						e := terms[n].Scale(t, math.Abs(cum), k0) + rot + sg/u*rLam[n] + ops*sum + kv*rKV[n]
-						mag += pn(q, n) * e
-						y += pn(q, n) * sum
+						mag += pq * e
+						y += pq * sum
 					}
 					i := ((b*L+t)*H+h)*P + pp
 					if p.D != nil {
@@ -171,7 +196,6 @@ func ErrorScaleVariant(p *Problem, v Variant) *Scale {
 						mag = mag*gz + 5*(y+math.Abs(v*dOr0(p.D, h)))*gz
 					}
 					out.Y[i], out.TinyY[i] = mag, float64(N+3)*float64(t-sq[1]+2)
-					copy(kp, k)
 					vp = v
 				}
 				last := sq[2] - 1
@@ -183,7 +207,7 @@ func ErrorScaleVariant(p *Problem, v Variant) *Scale {
 				}
 				if pp == 0 {
 					for n := 0; n < N; n++ {
-						out.K[(si*H+h)*N+n] = pn(kp, n) * ((ta/u+3)*bigPhi + 2*math.Pi*float64(last+1) + 2*sc/u + 2 + angleRounding)
+						out.K[(si*H+h)*N+n] = lastK[n] * ((ta/u+3)*bigPhi + 2*math.Pi*float64(last+1) + 2*sc/u + 2 + angleRounding)
 						out.TinyK[(si*H+h)*N+n] = 1
 					}
 					for i := 0; i < A; i++ {

@@ -65,6 +65,16 @@
 #                                   the suite of verify/mamba3, then the planted
 #                                   Triton mutants (MAMBA3_MUTANTS=0 leaves them
 #                                   out); $OUT/mamba3/summary.txt
+#   scripts/gpu.sh generated FAMILY CHECKOUT N [FROM]
+#                                   there: the generated population of upstream's
+#                                   Triton kernels (cmd/mutants -bridged FAMILY
+#                                   -checkout): N mutants of the seeded order
+#                                   (SEED, default 20261202) from FROM on, each a
+#                                   copy of the checkout's mamba_ssm with one line
+#                                   mutated, judged by the whole suite verify/FAMILY
+#                                   (MUTANT_JOBS at once, default 4; BUDGET, a Go
+#                                   duration, stops the launches); the journal
+#                                   and summary in $OUT/generated
 #   scripts/gpu.sh mutants [K,K,…]  there: the CUDA library's planted mutants
 #                                   (cmd/mutants -cuda: DeviceShared and
 #                                   CUDACatalogue), built in parallel through
@@ -431,6 +441,17 @@ bridged() {
 	[ $rc -eq 0 ] && [ $mrc -eq 0 ]
 }
 
+# generated FAMILY CHECKOUT N [FROM]: the generated Triton population.
+generated() {
+	[ $# -ge 3 ] && [ -d "$2/mamba_ssm" ] || { echo "usage: scripts/gpu.sh generated mamba2|mamba3 CHECKOUT N [FROM] (CHECKOUT holds mamba_ssm)"; exit 2; }
+	[ -x carry/$1.test ] && [ -x carry/mutants ] || { echo "gpu.sh: no carry/$1.test or carry/mutants (run scripts/gpu.sh build first)"; exit 1; }
+	local out=${OUT:-out/gpu}
+	mkdir -p "$out/generated"
+	nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+	MAMBA_DETERMINISTIC=1 ./carry/mutants -bridged "$1" -checkout "$2" -generate "$3" -generate-from "${4:-0}" -seed "${SEED:-20261202}" \
+		-j "${MUTANT_JOBS:-4}" -budget "${BUDGET:-0}" -suite-bin "carry/$1.test" -out "$out/generated"
+}
+
 adapter() {
 	[ $# -ge 2 ] || { echo "usage: scripts/gpu.sh adapter MAMBA_SRC OUT.so [upstream|fork|vmamba|auto]"; exit 2; }
 	adapters/mamba/build.sh "$@"
@@ -450,5 +471,6 @@ variants) shift; variants "$@" ;;
 run) shift; run "$@" ;;
 fuzz) shift; fuzz "$@" ;;
 mutants) shift; mutants "$@" ;;
+generated) shift; generated "$@" ;;
 *) sed -n '2,/^set -uo/p' "$0" | sed '$d'; exit 2 ;;
 esac

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -36,6 +37,7 @@ type pySource struct {
 
 var pySources = map[string]pySource{
 	"mamba2": {"bridge/python/adapters/numpy_ssd.py", []string{"_delta", "_state_round", "ssd_prefill", "_finish"}},
+	"mamba3": {"bridge/python/adapters/numpy_mamba3.py", []string{"_rotate", "_run", "_common"}},
 }
 
 // pyOperators are the classic operators for Python: those of the C++
@@ -143,13 +145,28 @@ var pyRegions = map[string][]pyRegion{"mamba2": {
 	{regexp.MustCompile(`sq = seq\[|for i in range\(len\(cu\)|cu = arrays`), regexp.MustCompile(`^varlen:|^op:`), "the sequences' boundaries"},
 	{regexp.MustCompile(`tag = arrays|ct = compute_dtype|stag = params|out = \{"y"|seq_states = np\.zeros`), regexp.MustCompile(`^narrow:|^op:`), "the dtypes"},
 	{regexp.MustCompile(`= get\(arrays|= x\.shape|= B\.shape`), regexp.MustCompile(`^op:|^dt:|^no-D|^no-z|^init-state:|^groups:`), "the arguments"},
-}}
+},
+	"mamba3": {
+		{regexp.MustCompile(`c, s = np\.cos|x0, x1 = x\[|x\[\.\.\., 0:2|_rotate\(|ang = |a = phi\.shape|x = x\.copy`), regexp.MustCompile(`^op:[^:]*:(angle|unrotated|swapped)|^m3:(angle|rotate|prev-key)`), "the rotation"},
+		{regexp.MustCompile(`inc = |phi = phi|two_pi`), regexp.MustCompile(`^op:[^:]*:(angle|unrotated)|^m3:angle`), "the accumulated angle"},
+		{regexp.MustCompile(`alpha = np\.exp`), regexp.MustCompile(`^op:[^:]*:(decay|exp|undecayed|entering|chunk-state|passed|exclusive|previous|times|zero)`), "the decay α"},
+		{regexp.MustCompile(`lam = |beta = |gamma = `), regexp.MustCompile(`^op:[^:]*:(no-current|no-previous|previous|lambda|gamma|beta|times|column-factor|zero)|^m3:(no-previous|lambda|beta|gamma)`), "the trapezoid's weights λ, β and γ"},
+		{regexp.MustCompile(`kp = |vp = |kprev = |kraw = `), regexp.MustCompile(`^op:[^:]*:(no-previous|previous|prev-key|zero|times)|^m3:(no-previous|prev-key)`), "the previous input handed to the next step"},
+		{regexp.MustCompile(`yt = yt \+ D|if D is not None`), regexp.MustCompile(`^op:diagonal:|^op:[^:]*:(no-D|D-twice)`), "the skip term D"},
+		{regexp.MustCompile(`yt = yt \* \(Z|if Z is not None`), regexp.MustCompile(`^op:[^:]*:(row-factor|times-with-D)`), "the gate"},
+		{regexp.MustCompile(`S = \(alpha|Sprev|yt = np\.einsum|y\[t\] = yt|phi, S, kp, vp`), regexp.MustCompile(`^op:`), "the recurrence and the output"},
+		{regexp.MustCompile(`.`), regexp.MustCompile(`^op:`), "the sequences, states and dtypes"},
+	},
+}
 
 // bridgedGradeOf says whether tag names the path of g's line. An
 // accumulation made an assignment (+= as =) drops what the earlier lines
 // accumulated, not the line's own term: any path the operator names is
 // its path.
 func bridgedGradeOf(family string, g Generated, tag string) (path string, correct bool) {
+	if strings.HasPrefix(g.File, "mamba_ssm/") {
+		return tritonGradeOf(family, g, tag)
+	}
 	for _, r := range pyRegions[family] {
 		if r.line.MatchString(g.Before) {
 			if g.Op == "accumulate-to-assign" {
@@ -179,17 +196,41 @@ type bridgedResult struct {
 // runBridgedGenerated samples n mutants of the family's adapter by seed and
 // judges each with the whole bridged suite (the test binary suiteBin, run
 // in the suite's folder), jobs at once; out/generated-FAMILY.json.
-func runBridgedGenerated(family string, from, n int, seed uint64, jobs int, suiteBin string) error {
-	src, ok := pySources[family]
-	if !ok {
-		return fmt.Errorf("-bridged %q: want one of mamba2", family)
-	}
-	cands, err := pyCandidates(".", src)
-	if err != nil {
-		return err
+//
+// With checkout (a folder holding upstream's mamba_ssm), the population is
+// of upstream's Triton kernels instead (tritonSources), each mutant a copy
+// of the checkout's mamba_ssm judged through FAMILY_upstream; budget, if
+// positive, stops starting mutants once it has passed (those left are
+// recorded as not run), so that a population fits a GPU lease.
+func runBridgedGenerated(family string, from, n int, seed uint64, jobs int, suiteBin, checkout string, budget time.Duration) error {
+	var cands []Generated
+	what := ""
+	if checkout != "" {
+		srcs, ok := tritonSources[family]
+		if !ok {
+			return fmt.Errorf("-bridged %q with -checkout: want mamba2 or mamba3", family)
+		}
+		for _, src := range srcs {
+			c, err := tritonCandidates(checkout, src)
+			if err != nil {
+				return fmt.Errorf("-checkout %s: %w", checkout, err)
+			}
+			cands = append(cands, c...)
+			what += " " + src.file
+		}
+	} else {
+		src, ok := pySources[family]
+		if !ok {
+			return fmt.Errorf("-bridged %q: want mamba2 or mamba3", family)
+		}
+		c, err := pyCandidates(".", src)
+		if err != nil {
+			return err
+		}
+		cands, what = c, " "+src.file
 	}
 	ms := sampleFrom(cands, nil, from, n, seed)
-	fmt.Printf("generated: %d candidate mutations of %s; sampling %d with seed %d (from the seeded order's %d on); each judged by the whole suite verify/%s\n", len(cands), src.file, len(ms), seed, from, family)
+	fmt.Printf("generated: %d candidate mutations of%s; sampling %d with seed %d (from the seeded order's %d on); each judged by the whole suite verify/%s\n", len(cands), what, len(ms), seed, from, family)
 	dir, _ := filepath.Abs(filepath.Join(*out, "generated-"+family))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -198,33 +239,137 @@ func runBridgedGenerated(family string, from, n int, seed uint64, jobs int, suit
 	if err != nil {
 		return err
 	}
+	name := "generated-" + family + ".json"
+	if from > 0 {
+		name = fmt.Sprintf("generated-%s-from-%d.json", family, from)
+	}
+	// a journal of the results as they come (a run cut short by its
+	// lease keeps what it judged: -regrade FILE.jsonl summarizes it)
+	journal, err := os.Create(filepath.Join(*out, name+"l"))
+	if err != nil {
+		return err
+	}
+	defer journal.Close()
+	head, _ := json.Marshal(map[string]any{"family": family, "seed": seed, "candidates": len(cands)})
+	fmt.Fprintf(journal, "%s\n", head)
+	var base *baseline
+	if checkout != "" {
+		t0 := time.Now()
+		if base, err = judgeBaseline(family, dir, bin, checkout); err != nil {
+			return err
+		}
+		fmt.Printf("the unmutated kernel: %d subtests fail (%.0f s); a mutant is killed by another, or by one of those diagnosed otherwise\n", len(base.failed), time.Since(t0).Seconds())
+		b, _ := json.Marshal(map[string]any{"baseline_failing": base.failed})
+		fmt.Fprintf(journal, "%s\n", b)
+	}
 	results := make([]bridgedResult, len(ms))
+	start := time.Now()
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	sem := make(chan struct{}, max(1, jobs))
-	for i, g := range ms {
+	// launched in a seeded order, not the files': a budget that stops
+	// the launches leaves a sample of the sample, not its last files
+	for _, i := range rand.New(rand.NewPCG(seed, 2)).Perm(len(ms)) {
+		g := ms[i]
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			r := judgeBridged(family, g, dir, bin)
+			if budget > 0 && time.Since(start) > budget {
+				results[i] = bridgedResult{Generated: g, Outcome: NotRun}
+				return
+			}
+			r := judgeBridged(family, g, dir, bin, checkout, base)
 			results[i] = r
 			mu.Lock()
+			if line, err := json.Marshal(r); err == nil {
+				fmt.Fprintf(journal, "%s\n", line)
+			}
 			fmt.Printf("[%4d] %-22s %s:%d %-12s %-9s %-40s %s\n", g.ID, g.Op, filepath.Base(g.File), g.Line, g.Func, r.Outcome, r.Tag, map[bool]string{true: "named the path", false: ""}[r.Correct])
 			mu.Unlock()
 		}()
 	}
 	wg.Wait()
-	name := "generated-" + family + ".json"
-	if from > 0 {
-		name = fmt.Sprintf("generated-%s-from-%d.json", family, from)
-	}
 	return summarizeBridged(family, results, len(cands), seed, filepath.Join(*out, name))
 }
 
-// judgeBridged writes g's copy of the adapter and runs the suite on it.
-func judgeBridged(family string, g Generated, dir, bin string) bridgedResult {
+// baseline is the whole suite's verdict on the unmutated kernel: the
+// subtests that fail, with the diagnosis of each. Upstream's kernels fail
+// some of the suite unmutated (their findings: TF32 products in fp32, a
+// packed row's first state without the initial state): a mutant is then
+// killed by a subtest that passes unmutated or by a failing one whose
+// diagnosis changes, and only those subtests' diagnoses are its own.
+type baseline struct {
+	failed map[string]string // subtest → its diagnosis tag ("" without one)
+}
+
+var subtestFail = regexp.MustCompile(`(?m)^\s*--- FAIL: (\S+)`)
+
+// verdicts reads a run's failing subtests (the leaves: a parent fails with
+// its children) and the diagnosis of each from its report.
+func verdicts(log []byte, reportJSON string) map[string]string {
+	out := map[string]string{}
+	names := subtestFail.FindAllSubmatch(log, -1)
+	for _, m := range names {
+		out[string(m[1])] = ""
+	}
+	for name := range out {
+		for other := range out {
+			if strings.HasPrefix(other, name+"/") {
+				delete(out, name)
+				break
+			}
+		}
+	}
+	if rp, err := report.Load(reportJSON); err == nil {
+		for _, d := range rp.Diagnoses {
+			if _, ok := out[d.Test]; ok {
+				out[d.Test] = d.Tag
+			}
+		}
+	}
+	return out
+}
+
+// against returns the subtests of run (verdicts) that are the mutant's:
+// failing where the unmutated kernel passes, or diagnosed otherwise.
+func (b *baseline) against(run map[string]string) map[string]string {
+	own := map[string]string{}
+	for t, tag := range run {
+		if was, ok := b.failed[t]; !ok || was != tag {
+			own[t] = tag
+		}
+	}
+	return own
+}
+
+// judgeBaseline runs the suite on the unmutated checkout.
+func judgeBaseline(family, dir, bin, checkout string) (*baseline, error) {
+	mdir := filepath.Join(dir, "baseline")
+	_ = os.RemoveAll(mdir)
+	if err := os.MkdirAll(mdir, 0o755); err != nil {
+		return nil, err
+	}
+	abs, err := filepath.Abs(checkout)
+	if err != nil {
+		return nil, err
+	}
+	rep := filepath.Join(mdir, "report")
+	cmd := exec.Command(bin, "-test.v", "-test.timeout", "900s", "-report", rep)
+	cmd.Dir = filepath.Join("verify", family)
+	cmd.Env = append(os.Environ(), "SSMK_BRIDGE="+family+"_upstream checkout="+abs+" commit=unmutated")
+	log, _ := cmd.CombinedOutput()
+	_ = os.WriteFile(filepath.Join(mdir, "suite.log"), log, 0o644)
+	if !regexp.MustCompile(`(?m)^(ok|FAIL|PASS)\b`).Match(log) {
+		return nil, fmt.Errorf("the unmutated kernel's suite did not finish (%s)", filepath.Join(mdir, "suite.log"))
+	}
+	return &baseline{failed: verdicts(log, filepath.Join(rep, "report.json"))}, nil
+}
+
+// judgeBridged writes g's copy of the adapter and runs the suite on it
+// (judged against base where the unmutated kernel fails some of it).
+func judgeBridged(family string, g Generated, dir, bin, checkout string, base *baseline) bridgedResult {
 	t0 := time.Now()
 	r := bridgedResult{Generated: g}
 	mdir := filepath.Join(dir, fmt.Sprintf("g%d", g.ID))
@@ -233,14 +378,29 @@ func judgeBridged(family string, g Generated, dir, bin string) bridgedResult {
 		r.Outcome = RunError
 		return r
 	}
-	b, err := os.ReadFile(g.File)
+	orig, file, bridgeSpec := g.File, filepath.Join(mdir, filepath.Base(g.File)), ""
+	if checkout != "" {
+		// the mutant's own copy of the checkout's package
+		copyDir := filepath.Join(mdir, "checkout")
+		if err := os.MkdirAll(copyDir, 0o755); err != nil {
+			r.Outcome = RunError
+			return r
+		}
+		if out, err := exec.Command("cp", "-r", filepath.Join(checkout, "mamba_ssm"), copyDir+"/").CombinedOutput(); err != nil {
+			_ = os.WriteFile(filepath.Join(mdir, "copy.log"), out, 0o644)
+			r.Outcome = RunError
+			return r
+		}
+		orig, file = filepath.Join(checkout, g.File), filepath.Join(copyDir, g.File)
+		bridgeSpec = family + "_upstream checkout=" + copyDir + " commit=mutant-" + fmt.Sprint(g.ID)
+	}
+	b, err := os.ReadFile(orig)
 	if err != nil {
 		r.Outcome = RunError
 		return r
 	}
 	lines := strings.Split(string(b), "\n")
 	lines[g.Line-1] = g.After
-	file := filepath.Join(mdir, filepath.Base(g.File))
 	if err := os.WriteFile(file, []byte(strings.Join(lines, "\n")), 0o644); err != nil {
 		r.Outcome = RunError
 		return r
@@ -253,41 +413,87 @@ func judgeBridged(family string, g Generated, dir, bin string) bridgedResult {
 	rep := filepath.Join(mdir, "report")
 	cmd := exec.Command(bin, "-test.v", "-test.timeout", "900s", "-report", rep)
 	cmd.Dir = filepath.Join("verify", family)
-	cmd.Env = append(os.Environ(), "SSMK_BRIDGE="+file, "OMP_NUM_THREADS=1", "OPENBLAS_NUM_THREADS=1", "MKL_NUM_THREADS=1")
+	if bridgeSpec == "" {
+		bridgeSpec = file
+	}
+	cmd.Env = append(os.Environ(), "SSMK_BRIDGE="+bridgeSpec, "OMP_NUM_THREADS=1", "OPENBLAS_NUM_THREADS=1", "MKL_NUM_THREADS=1")
 	log, err := cmd.CombinedOutput()
 	_ = os.WriteFile(filepath.Join(mdir, "suite.log"), log, 0o644)
 	failed := map[string]bool{}
-	for _, m := range regexp.MustCompile(`(?m)^--- FAIL: (\w+)`).FindAllStringSubmatch(string(log), -1) {
-		failed[m[1]] = true
+	var own map[string]string // the subtests that are the mutant's (nil: all)
+	if base != nil {
+		own = base.against(verdicts(log, filepath.Join(rep, "report.json")))
+		for t := range own {
+			failed[strings.SplitN(t, "/", 2)[0]] = true
+		}
+	} else {
+		for _, m := range regexp.MustCompile(`(?m)^--- FAIL: (\w+)`).FindAllStringSubmatch(string(log), -1) {
+			failed[m[1]] = true
+		}
 	}
 	for t := range failed {
 		r.KilledBy = append(r.KilledBy, t)
 	}
 	sort.Strings(r.KilledBy)
+	if base != nil && len(failed) == 0 && err != nil && regexp.MustCompile(`(?m)^FAIL\b`).Match(log) {
+		err = nil // failing only where the unmutated kernel fails, as it does
+	}
 	r.Outcome, r.Seconds = classify(r.KilledBy, err, log), time.Since(t0).Seconds()
+	if checkout != "" && tritonRefused.Match(log) {
+		// Triton did not compile the kernel: not a program, as a file
+		// Python cannot parse is not
+		r.Outcome = Stillborn
+		return r
+	}
+	if checkout != "" {
+		_ = os.RemoveAll(filepath.Join(mdir, "checkout"))
+	}
 	if r.Outcome == Killed {
-		r.Tags, r.Tag = bridgedDiagnoses(filepath.Join(rep, "report.json"))
+		r.Tags, r.Tag = bridgedDiagnoses(filepath.Join(rep, "report.json"), own)
 		r.grade(family)
 	}
 	return r
 }
+
+// tritonRefused is what a kernel that does not compile raises.
+var tritonRefused = regexp.MustCompile(`CompilationError|triton\.compiler\.errors|at \d+:\d+:\n`)
 
 // bridgedDiagnoses counts a report's diagnosis tags and returns the most
 // frequent that names a cause (a run whose decode steps say "none" and
 // whose prefills name the slip is the slip's; a kernel that raises on some
 // problems and computes wrong numbers on others is diagnosed by its
 // numbers), else the most frequent.
-func bridgedDiagnoses(path string) (map[string]int, string) {
+//
+// With own (a baseline's), only the diagnoses of those subtests count.
+func bridgedDiagnoses(path string, own map[string]string) (map[string]int, string) {
 	rp, err := report.Load(path)
 	if err != nil {
 		return nil, ""
 	}
-	counts, best := mostFrequent(rp.Diagnoses, func(d report.Diagnosis) string { return d.Tag })
+	ds := rp.Diagnoses
+	if own != nil {
+		ds = nil
+		for _, d := range rp.Diagnoses {
+			if _, ok := own[d.Test]; ok {
+				ds = append(ds, d)
+			}
+		}
+	}
+	counts, best := mostFrequent(ds, func(d report.Diagnosis) string { return d.Tag })
 	return counts, namedOf(counts, best)
 }
 
 // namesCause reports whether a diagnosis tag names a cause.
+// A backward's tag ("fwd:CAUSE+bwd:…") names one only where its forward
+// part does: a backward diagnosed under a forward it could not explain
+// has not found the slip.
 func namesCause(tag string) bool {
+	if rest, ok := strings.CutPrefix(tag, "fwd:"); ok {
+		if i := strings.Index(rest, "+bwd:"); i >= 0 {
+			rest = rest[:i]
+		}
+		return namesCause(rest)
+	}
 	return tag != "" && tag != "none" && tag != "error" && tag != "not-reproduced" && !strings.HasSuffix(tag, ":unrelated")
 }
 
@@ -313,6 +519,9 @@ func (r *bridgedResult) grade(family string) {
 
 // regradeBridged grades a generated-FAMILY.json's diagnoses again (after a
 // change of the grading) and prints its summary.
+//
+// A journal (FILE.jsonl: a header, then one result a line) is summarized
+// into FILE.json.
 func regradeBridged(b []byte, path string) error {
 	var saved struct {
 		Family     string          `json:"family"`
@@ -320,7 +529,24 @@ func regradeBridged(b []byte, path string) error {
 		Candidates int             `json:"candidates"`
 		Mutants    []bridgedResult `json:"mutants"`
 	}
-	if err := json.Unmarshal(b, &saved); err != nil {
+	if strings.HasSuffix(path, ".jsonl") {
+		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+		if err := json.Unmarshal([]byte(lines[0]), &saved); err != nil {
+			return fmt.Errorf("%s: line 1: %w", path, err)
+		}
+		for i, l := range lines[1:] {
+			var r bridgedResult
+			if err := json.Unmarshal([]byte(l), &r); err != nil {
+				return fmt.Errorf("%s: line %d: %w", path, i+2, err)
+			}
+			if r.ID == 0 {
+				continue // the baseline's line
+			}
+			saved.Mutants = append(saved.Mutants, r)
+		}
+		sort.Slice(saved.Mutants, func(i, j int) bool { return saved.Mutants[i].ID < saved.Mutants[j].ID })
+		path = strings.TrimSuffix(path, "l")
+	} else if err := json.Unmarshal(b, &saved); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	for i := range saved.Mutants {
@@ -351,11 +577,14 @@ func namedOf(counts map[string]int, fallback string) string {
 }
 
 func summarizeBridged(family string, rs []bridgedResult, candidates int, seed uint64, path string) error {
-	var viable, killed, survived, raises, numeric, named, correct, strict, stillborn int
+	var viable, killed, survived, raises, numeric, named, correct, strict, stillborn, notRun int
 	for _, r := range rs {
 		switch r.Outcome {
 		case Stillborn:
 			stillborn++
+			continue
+		case NotRun:
+			notRun++
 			continue
 		case Killed:
 			killed++
@@ -385,7 +614,7 @@ func summarizeBridged(family string, rs []bridgedResult, candidates int, seed ui
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		return err
 	}
-	fmt.Printf("\n%d mutants of %d candidates (seed %d): %d stillborn, %d viable; %d killed (%.0f%%), %d survived\n", len(rs), candidates, seed, stillborn, viable, killed, pct(killed, viable), survived)
+	fmt.Printf("\n%d mutants of %d candidates (seed %d): %d stillborn, %d not run (the time budget), %d viable; %d killed (%.0f%%), %d survived\n", len(rs), candidates, seed, stillborn, notRun, viable, killed, pct(killed, viable), survived)
 	fmt.Printf("killed: %d raise (the kernel's own exception, named so), %d compute wrong numbers: %d named (%.0f%%), %d with a cause at the mutated path (%.0f%%), %d whose most frequent cause is (%.0f%%)\n",
 		raises, numeric, named, pct(named, numeric), correct, pct(correct, numeric), strict, pct(strict, numeric))
 	fmt.Printf("matrix in %s\n", path)

@@ -282,6 +282,9 @@ type generatedResult struct {
 // Stillborn is a generated mutant that does not compile.
 const Stillborn Outcome = "stillborn"
 
+// NotRun is a sampled mutant a population's time budget left unjudged.
+const NotRun Outcome = "not run"
+
 // runGenerated samples n generated mutants by seed, builds each (-O1, the
 // accuracy mutants' level) and runs the suite less its timed checks against
 // it until a test kills it, and writes out/generated.json with the kill
@@ -377,6 +380,9 @@ func regradeGenerated(path string) error {
 	}
 	var family struct {
 		Family string `json:"family"`
+	}
+	if strings.HasSuffix(path, ".jsonl") {
+		return regradeBridged(b, path)
 	}
 	if err := json.Unmarshal(b, &family); err != nil {
 		return fmt.Errorf("%s: %w", path, err)

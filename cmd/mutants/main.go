@@ -259,6 +259,8 @@ var (
 	bridgedF  = flag.String("bridged", "", "-generate: mutate the adapter of this bridged family (mamba2: bridge/python/adapters/numpy_ssd.py) and judge each mutant with its whole suite instead")
 	genFrom   = flag.Int("generate-from", 0, "-bridged: draw the sample from this position of the seeded order on (a population judged in parts: 0 for the first N, N for the next)")
 	suiteBin  = flag.String("suite-bin", "", "-bridged: the suite's prebuilt test binary (go test -c ./verify/FAMILY); empty: built into build/mutants")
+	checkoutF = flag.String("checkout", "", "-bridged: mutate upstream's Triton kernels in this checkout of state-spaces/mamba (mamba2: the chunked prefill's, mamba3: the SISO forward's) and judge each through FAMILY_upstream on the GPU")
+	budgetF   = flag.Duration("budget", 0, "-bridged: start no mutant after this long (those left are recorded as not run), so that a population fits a lease")
 	genLine   = flag.String("generate-lines", "", "-generate: draw only from the mutations of source lines matching this regular expression (e.g. 'saved|starts|w\\.states|w\\.grads', the backward's saved states); -generate at least their number judges them all")
 	regrade   = flag.String("regrade", "", "grade the diagnoses of a generated.json again (after a change of the regions' tags) and print its summary")
 	buildOnly = flag.Bool("build-only", false, "-cuda: build the unmutated library and the mutants (through the object cache) and stop: that every patch still compiles, checked with nvcc before a GPU's time is spent (make mutants-cuda-build)")
@@ -303,7 +305,7 @@ func main() {
 		if j == 0 {
 			j = generatedJobs()
 		}
-		if err := runBridgedGenerated(*bridgedF, *genFrom, *gen, *seed, j, bin); err != nil {
+		if err := runBridgedGenerated(*bridgedF, *genFrom, *gen, *seed, j, bin, *checkoutF, *budgetF); err != nil {
 			fatal(err)
 		}
 		return

@@ -128,7 +128,7 @@ func judgeForward(t *testing.T, op string, p *mamba3.Problem) ([]float64, *mamba
 	passed := c.NonFinite == 0 && c.Worst.Ratio <= judge.Threshold(p.DType)
 	rep.AddKernel(t.Name(), op, p.DType, p.DType.Weight(), c.Worst.Ratio, passed, c.Worst.String())
 	if !passed {
-		f := diagnose.Mamba3(p, y, st)
+		f := diagnose.Mamba3(p, y, st, func(q *mamba3.Problem) ([]float64, *mamba3.State, error) { return kernel.Forward(op, q) })
 		rep.AddKernelDiagnosis(t.Name(), op, p.DType, p.DType.Weight(), f)
 		t.Errorf("%s %v: ratio %.3g > %g at %s; diagnosis [%s] %s", op, p.DType, c.Worst.Ratio, judge.Threshold(p.DType), c.Worst, f.Tag, f)
 	}

@@ -71,7 +71,7 @@ func TestMamba3TritonMutants(t *testing.T) {
 		r.Ratio = c.Worst.Ratio
 		r.Killed = c.NonFinite > 0 || c.Worst.Ratio > judge.Threshold(p.DType)
 		if r.Killed {
-			r.Finding = diagnose.Mamba3(p, y, st)
+			r.Finding = diagnose.Mamba3(p, y, st, func(q *mamba3.Problem) ([]float64, *mamba3.State, error) { return k.Forward(op, q) })
 		}
 		return nil
 	})

@@ -81,7 +81,7 @@ func TestMamba3StepsEqualForward(t *testing.T) {
 			q.Arithmetic.Chunk, q.Arithmetic.HandoffKV = 0, true
 			sc := sumScales(mamba3.ErrorScale(p), mamba3.ErrorScale(&q))
 			if !compareTo(t, fmt.Sprintf("%d steps against the forward", p.Seqlen), bridge.OpMamba3Step, p, y, fy, st, fst, sc) {
-				f := diagnose.Mamba3(&q, y, st)
+				f := diagnose.Mamba3(&q, y, st, nil) // a chain of steps: no one call to probe
 				rep.AddKernelDiagnosis(t.Name(), bridge.OpMamba3Step, dt, dt.Weight(), f)
 				t.Logf("the steps against the reference: [%s] %s", f.Tag, f)
 			}
@@ -196,7 +196,7 @@ func TestMamba3DiagnosisOfPlantedSlips(t *testing.T) {
 			if cmp.Worst.Ratio <= judge.Threshold(ssm.F32) {
 				t.Fatalf("slip %s passed the judgement (ratio %.3g)", c.slip, cmp.Worst.Ratio)
 			}
-			f := diagnose.Mamba3(p, y, st)
+			f := diagnose.Mamba3(p, y, st, func(q *mamba3.Problem) ([]float64, *mamba3.State, error) { return k.Forward(bridge.OpMamba3Forward, q) })
 			if f.Tag != c.want {
 				t.Errorf("slip %s (ratio %.3g): diagnosis [%s] %s, want %s", c.slip, cmp.Worst.Ratio, f.Tag, f, c.want)
 			} else {

@@ -1,0 +1,149 @@
+package main
+
+import (
+	"bufio"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// The generated population of upstream's Triton kernels: the mutation
+// operators applied mechanically to the forward kernels of a checkout of
+// state-spaces/mamba (the @triton.jit functions that compute Mamba-2's
+// chunked prefill and Mamba-3's SISO forward), each mutant a copy of the
+// checkout's mamba_ssm with one line changed, judged by the whole bridged
+// suite (SSMK_BRIDGE="mamba2_upstream checkout=COPY") on the GPU. A
+// mutant Triton refuses to compile is stillborn, as one Python cannot
+// parse; the grading is by the kernel and the section of it the line is
+// in (tritonRegions), written from the kernels' structure.
+
+// tritonSources are the forward kernels of each family, by file of the
+// checkout.
+var tritonSources = map[string][]pySource{
+	"mamba2": {
+		{"mamba_ssm/ops/triton/ssd_chunk_state.py", []string{"_chunk_cumsum_fwd_kernel", "_chunk_state_fwd_kernel", "_chunk_state_varlen_kernel"}},
+		{"mamba_ssm/ops/triton/ssd_state_passing.py", []string{"_state_passing_fwd_kernel"}},
+		{"mamba_ssm/ops/triton/ssd_bmm.py", []string{"_bmm_chunk_fwd_kernel"}},
+		{"mamba_ssm/ops/triton/ssd_chunk_scan.py", []string{"_chunk_scan_fwd_kernel"}},
+	},
+	"mamba3": {
+		{"mamba_ssm/ops/triton/mamba3/mamba3_siso_fwd.py", []string{"mamba3_siso_fwd_kernel"}},
+		{"mamba_ssm/ops/triton/mamba3/angle_dt.py", []string{"angle_dt_fwd_kernel"}},
+	},
+}
+
+// tritonOperators are Python's operators and Triton's own: e^x as 2^x and
+// back, a mask's bound off by one, an index from the wrong program axis,
+// a clamp removed, a product's operands swapped.
+var tritonOperators = append(slices.Clone(pyOperators[:len(pyOperators)-2]),
+	operator{"exp-to-exp2", regexp.MustCompile(`\btl\.exp\(`), "tl.exp2(", 0},
+	operator{"exp2-to-exp", regexp.MustCompile(`\btl\.math\.exp2\(|\btl\.exp2\(`), "tl.exp(", 0},
+	operator{"less-to-less-equal", regexp.MustCompile(` < `), " <= ", 0},
+	operator{"greater-to-greater-equal", regexp.MustCompile(` > `), " >= ", 0},
+	operator{"program-axis", regexp.MustCompile(`tl\.program_id\((axis=)?0\)`), "tl.program_id(${1}1)", 0},
+	operator{"program-axis", regexp.MustCompile(`tl\.program_id\((axis=)?1\)`), "tl.program_id(${1}0)", 0},
+	operator{"drop-clamp", regexp.MustCompile(`tl\.(minimum|maximum)\(([^,()]+(\([^()]*\))?[^,()]*), [^()]+\)`), "${2}", 0},
+	operator{"swap-dot-operands", regexp.MustCompile(`tl\.dot\(([^,()]+), ([^,()]+)\)`), "tl.dot(${2}, ${1})", 0},
+	operator{"constant-plus-one", regexp.MustCompile(`\b([0-9])\b([^.0-9eE]|$)`), "", 1},
+)
+
+var pyDocDelim = regexp.MustCompile(`"""`)
+
+// tritonCandidates lists every mechanical mutation of the kernels in src
+// (a file of the checkout root), in order: the bodies of the named
+// @triton.jit functions, their signatures, docstrings, comments and
+// static assertions left out.
+func tritonCandidates(root string, src pySource) ([]Generated, error) {
+	b, err := os.ReadFile(filepath.Join(root, src.file))
+	if err != nil {
+		return nil, err
+	}
+	var out []Generated
+	fn, inSig, inDoc := "", false, false
+	sc := bufio.NewScanner(strings.NewReader(string(b)))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for n := 1; sc.Scan(); n++ {
+		line := sc.Text()
+		trim := strings.TrimSpace(line)
+		if m := pyDef.FindStringSubmatch(line); m != nil {
+			fn, inSig = m[1], !strings.HasSuffix(trim, ":")
+			continue
+		}
+		if inSig {
+			inSig = !strings.HasSuffix(trim, ":")
+			continue
+		}
+		if d := len(pyDocDelim.FindAllString(line, -1)); d > 0 {
+			if d == 1 {
+				inDoc = !inDoc
+			}
+			continue
+		}
+		if inDoc {
+			continue
+		}
+		if len(line) > 0 && line[0] != ' ' {
+			fn = ""
+		}
+		if fn == "" || !slices.Contains(src.funcs, fn) || trim == "" || strings.HasPrefix(trim, "#") || strings.HasPrefix(trim, "tl.static_assert") {
+			continue
+		}
+		code := line
+		if i := strings.Index(code, "  #"); i >= 0 {
+			code = code[:i]
+		}
+		for _, m := range mutate(tritonOperators, line, code, nil) {
+			out = append(out, Generated{File: src.file, Line: n, Func: fn, Op: m.op, Before: line, After: m.after})
+		}
+	}
+	return out, nil
+}
+
+// tritonRegion maps a kernel's lines (all of its function where line is
+// nil) to the diagnosis tags that name the path they compute.
+type tritonRegion struct {
+	fn   string
+	line *regexp.Regexp
+	tags *regexp.Regexp
+	path string
+}
+
+// yRegions are the tags of the operator's regions of y (not the states').
+const yRegions = `^op:(?:(?:diagonal|in-chunk|next-chunk|far|initial-state|initial-previous-input|cross-sequence|upper)\+?)+:`
+
+var tritonRegions = map[string][]tritonRegion{
+	"mamba2": {
+		{"_chunk_cumsum_fwd_kernel", nil, regexp.MustCompile(`^dt:|^op:|^narrow:`), "Δ and the cumulative decay (every path)"},
+		{"_bmm_chunk_fwd_kernel", nil, regexp.MustCompile(`^op:[^:]*(diagonal|in-chunk)|^groups:|^op:[^:]*:swapped`), "C·B, the chunk's quadratic form"},
+		{"_chunk_scan_fwd_kernel", regexp.MustCompile(`dA_cs_m|prev_states|C_ptrs|scale_m|acc = tl\.dot\(C, prev|states_ptr|seq_idx_prev|c_idx`), regexp.MustCompile(`^op:[^:]*(next-chunk|far|initial-state)|^varlen:|^init-state:|^op:offset|^groups:`), "the entering state's output"},
+		{"_chunk_scan_fwd_kernel", nil, regexp.MustCompile(yRegions + `|^op:offset|^no-|^D|^varlen:|^init-state:|^groups:`), "y: the chunk's quadratic form, the entering state's output, D and z"},
+		{"_chunk_state_fwd_kernel", nil, regexp.MustCompile(`^op:[^:]*(next-chunk|far|state)|^varlen:|^init-state:|^groups:`), "the chunk's own state"},
+		{"_chunk_state_varlen_kernel", nil, regexp.MustCompile(`^op:[^:]*state|^varlen:|^init-state:`), "a sequence's final state"},
+		{"_state_passing_fwd_kernel", nil, regexp.MustCompile(`^op:[^:]*(next-chunk|far|state|initial)|^init-state:|^varlen:`), "the states passed between chunks"},
+	},
+	"mamba3": {
+		{"angle_dt_fwd_kernel", nil, regexp.MustCompile(`^op:[^:]*:(angle|unrotated)|^m3:(angle|rotate)|^op:`), "the accumulated angle"},
+		{"mamba3_siso_fwd_kernel", regexp.MustCompile(`cos_|sin_|ko0|ko1|qo0|qo1|k0, k1|q0, q1|angle_block|angle_ptr|offs_hdr|tl\.join`), regexp.MustCompile(`^op:[^:]*:(angle|unrotated|swapped)|^m3:(angle|rotate|prev-key)`), "the rotation"},
+		{"mamba3_siso_fwd_kernel", regexp.MustCompile(`dt_shifted|trap_shifted|shifted_gamma|gamma = |scale = shifted|trap = |dt = tl\.load|k_pre_block \*= scale|gamma_store|scale_store`), regexp.MustCompile(`^op:[^:]*:(no-current|no-previous|previous|lambda|gamma|beta|times|column-factor|zero)|^m3:(no-previous|lambda|beta|gamma)`), "the trapezoid's weights γ and β"},
+		{"mamba3_siso_fwd_kernel", regexp.MustCompile(`store_qk_dot|qk_dot|D_val|D_ptr`), regexp.MustCompile(`^op:diagonal|^op:[^:]*:(no-D|D-twice|no-current|times)`), "the diagonal: D and the token's own term"},
+		{"mamba3_siso_fwd_kernel", regexp.MustCompile(`init_|input_k_state|input_v_state|dt_scalar|trap_scalar|acc_ssm_states \+= input`), regexp.MustCompile(`^op:[^:]*(initial)|^op:[^:]*state-initial`), "the initial state"},
+		{"mamba3_siso_fwd_kernel", regexp.MustCompile(`acc_o = tl\.dot\(q_block|acc_o \*= tl\.math\.exp2\(da_cs\)`), regexp.MustCompile(`^op:[^:]*(next-chunk|far|initial)`), "the entering state's output"},
+		{"mamba3_siso_fwd_kernel", regexp.MustCompile(`s_block`), regexp.MustCompile(`^op:[^:]*(diagonal|in-chunk)`), "the chunk's quadratic form"},
+		{"mamba3_siso_fwd_kernel", regexp.MustCompile(`da = |da_cs|exp2\(da`), regexp.MustCompile(`^op:[^:]*:(decay|exp|undecayed|entering|chunk-state|passed|exclusive|times|zero)`), "the cumulative decay"},
+		{"mamba3_siso_fwd_kernel", regexp.MustCompile(`v_block \*= scale|acc_ssm_states = acc_ssm_states|scale = tl\.math\.exp2\(da_cs_rev`), regexp.MustCompile(`^op:[^:]*(next-chunk|far|state)`), "the state passed to the next chunk"},
+		{"mamba3_siso_fwd_kernel", regexp.MustCompile(`z_block|silu`), regexp.MustCompile(`^op:[^:]*:(row-factor|times-with-D)|^op:`), "the gate"},
+		{"mamba3_siso_fwd_kernel", nil, regexp.MustCompile(`^op:|^m3:`), "the kernel's indexing and the rest"},
+	},
+}
+
+// tritonGradeOf says whether tag names the path of g's line.
+func tritonGradeOf(family string, g Generated, tag string) (path string, correct bool) {
+	for _, r := range tritonRegions[family] {
+		if r.fn == g.Func && (r.line == nil || r.line.MatchString(g.Before)) {
+			return r.path, r.tags.MatchString(tag)
+		}
+	}
+	return "", false
+}

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// tritonFixture is a Triton file in upstream's manner: a decorated kernel
+// with a signature over several lines, a docstring, comments and a static
+// assertion, and a host function that is not a kernel.
+const tritonFixture = `import triton
+import triton.language as tl
+
+
+@triton.jit
+def _scan_kernel(
+    x_ptr, y_ptr, seqlen,
+    BLOCK: tl.constexpr,
+):
+    """
+    The docstring: x * 2 < 3 is prose.
+    """
+    pid = tl.program_id(axis=0)
+    # a comment: x + 1
+    tl.static_assert(BLOCK > 1)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < seqlen, other=0.0)
+    acc = tl.dot(x, w)
+    y = tl.exp(tl.minimum(x, 0.0)) * acc
+    tl.store(y_ptr + offs, y, mask=offs < seqlen)
+
+
+def host(x):
+    return x + 1
+`
+
+// TestTritonCandidates: the mutations are of the kernels' bodies alone
+// (not their signatures, docstrings, comments, static assertions or the
+// host's code), each changes its line, and Triton's operators are drawn.
+func TestTritonCandidates(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "k.py"), []byte(tritonFixture), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cands, err := tritonCandidates(dir, pySource{"k.py", []string{"_scan_kernel"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops := map[string]int{}
+	for _, g := range cands {
+		if g.Before == g.After {
+			t.Errorf("line %d: %s changes nothing", g.Line, g.Op)
+		}
+		if g.Line < 13 || g.Line > 20 || g.Line == 14 || g.Line == 15 {
+			t.Errorf("line %d (%q) mutated: outside the kernel's body, or a comment or assertion", g.Line, g.Before)
+		}
+		ops[g.Op]++
+	}
+	for _, op := range []string{"program-axis", "less-to-less-equal", "exp-to-exp2", "drop-clamp", "swap-dot-operands", "plus-to-minus", "times-to-divide"} {
+		if ops[op] == 0 {
+			t.Errorf("no %s mutation (drawn: %v)", op, ops)
+		}
+	}
+	for _, g := range cands {
+		if g.Op == "drop-clamp" && !strings.Contains(g.After, "tl.exp(x)") {
+			t.Errorf("drop-clamp: %q, want the clamp's first operand alone", g.After)
+		}
+	}
+}
+
+// TestTritonGrading: every line of upstream's forward kernels lies in a
+// path, and a path's tag grades the mutant correct while another
+// kernel's does not.
+func TestTritonGrading(t *testing.T) {
+	g := Generated{File: "mamba_ssm/ops/triton/mamba3/mamba3_siso_fwd.py", Func: "mamba3_siso_fwd_kernel", Before: "        ko0 = k0 * cos_block - k1 * sin_block"}
+	if path, ok := bridgedGradeOf("mamba3", g, "op:in-chunk+next-chunk+far:angle-negated(k)"); path != "the rotation" || !ok {
+		t.Errorf("rotation line graded %q %v", path, ok)
+	}
+	if _, ok := bridgedGradeOf("mamba3", g, "op:in-chunk:previous-undecayed"); ok {
+		t.Error("a rotation's mutant graded correct by a weight's relation")
+	}
+	g = Generated{File: "mamba_ssm/ops/triton/ssd_state_passing.py", Func: "_state_passing_fwd_kernel", Before: "        states = scale * states + new_states"}
+	if path, ok := bridgedGradeOf("mamba2", g, "op:next-chunk+far:passed-state-undecayed"); path != "the states passed between chunks" || !ok {
+		t.Errorf("state passing graded %q %v", path, ok)
+	}
+	if _, ok := bridgedGradeOf("mamba2", g, "op:in-chunk:times(2)"); ok {
+		t.Error("a state passing mutant graded correct by an in-chunk relation")
+	}
+	for fam, srcs := range tritonSources {
+		for _, s := range srcs {
+			for _, fn := range s.funcs {
+				if path, _ := bridgedGradeOf(fam, Generated{File: s.file, Func: fn, Before: "x"}, ""); path == "" {
+					t.Errorf("%s %s: no path", fam, fn)
+				}
+			}
+		}
+	}
+}
+
+// TestBaselineSubtraction: a mutant of a kernel that fails some of the
+// suite unmutated is killed by a subtest the unmutated kernel passes, or
+// by a failing one diagnosed otherwise, never by the unmutated failures.
+func TestBaselineSubtraction(t *testing.T) {
+	log := []byte("=== RUN   TestA\n    --- FAIL: TestA/fp32/plain (0.1s)\n    --- PASS: TestA/bf16/plain (0.1s)\n--- FAIL: TestA (0.2s)\n--- FAIL: TestB (0.1s)\nFAIL\n")
+	v := verdicts(log, filepath.Join(t.TempDir(), "none.json"))
+	if len(v) != 2 || v["TestA/fp32/plain"] != "" || v["TestB"] != "" {
+		t.Fatalf("verdicts %v, want the leaves TestA/fp32/plain and TestB", v)
+	}
+	base := &baseline{failed: map[string]string{"TestA/fp32/plain": "narrow:tf32"}}
+	for _, c := range []struct {
+		run  map[string]string
+		want int
+	}{
+		{map[string]string{"TestA/fp32/plain": "narrow:tf32"}, 0},
+		{map[string]string{"TestA/fp32/plain": "op:in-chunk:zero"}, 1},
+		{map[string]string{"TestA/fp32/plain": "narrow:tf32", "TestA/bf16/plain": "op:far:zero"}, 1},
+	} {
+		if own := base.against(c.run); len(own) != c.want {
+			t.Errorf("against(%v) = %v, want %d subtests", c.run, own, c.want)
+		}
+	}
+}

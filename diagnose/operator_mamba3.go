@@ -1,0 +1,421 @@
+package diagnose
+
+import (
+	"math"
+
+	"ssmverify/judge"
+	"ssmverify/mamba3"
+)
+
+// Mamba-3's operator: with Q, K, the angles, DT, ADT, Trap, D and z fixed,
+// the SISO layer is linear in V and in the initial state's S and v_prev.
+// Unrolling S_t = α_t·S_{t−1} + β_t·k̃_{t−1}⊗v_{t−1} + γ_t·k̃_t⊗v_t, the
+// input v_s enters at step s through γ_s and at step s + 1 through β_{s+1},
+// and since β_{s+1} = (1 − λ_{s+1})·Δ_{s+1}·α_{s+1},
+//
+//	M[t,s] = g(z_t)·(q̃_t·k̃_s)·e^{C_t − C_s}·(λ_s·Δ_s + [s < t]·(1 − λ_{s+1})·Δ_{s+1}) + [t = s]·g(z_t)·D
+//
+// (C the sequence's cumulative ADT, q̃ and k̃ rotated by their own step's
+// accumulated angle): Mamba-2's semiseparable form with a two-term weight,
+// the current input's and the previous input's. The initial state maps by
+// g(z_t)·e^{C_t}·q̃_t[n] (S) and g(z_t)·e^{C_t}·(q̃_t·k_prev)·(1 − λ_0)·Δ_0
+// (v_prev, with the state's k_prev), and the final state S_T of a
+// sequence answers v_s with k̃_s·e^{C_T − C_s}·(the same weight).
+//
+// The family's relations are the formula's knobs (m3Knob): a term of the
+// weight missing, its decay or Δ lacking, λ and 1 − λ swapped, the
+// previous term weighted by its own step, Q and K swapped, the rotation
+// negated, missing or lagged by a step; each predicts the entries whole
+// (m3Family.entry), so that a relation of the rotation is judged on
+// q̃_t·k̃_s itself, not as a ratio that vanishes where it does.
+
+// Mamba3Runner runs a kernel's Mamba-3 forward on a problem, for the
+// probes of the diagnosis.
+type Mamba3Runner func(p *mamba3.Problem) ([]float64, *mamba3.State, error)
+
+// m3Family is Mamba-3's part of the operator.
+type m3Family struct {
+	p   *mamba3.Problem
+	amp float64
+	// per row and head: λ_t; the accumulated angle after step t and
+	// before it; rotated q̃ and k̃ per angle variant (m3Angle), and the
+	// key rotated by the next step's angle
+	lambda          [][]float64
+	phi, phiBefore  [][][]float64
+	qr, kr          [numM3Angles][][][]float64
+	kNext           [][][]float64
+	seqStart, seqID []int
+}
+
+// m3Angle is how a knob rotates q or k.
+type m3Angle int
+
+const (
+	angleOwn     m3Angle = iota // R(φ_t): the contract
+	angleNegated                // R(−φ_t)
+	angleNone                   // not rotated
+	angleLagged                 // R(φ_{t−1}): the angle before the step's increment
+	numM3Angles
+)
+
+// m3Knob is one change to the operator's formula; the zero knob is the
+// reference's operator.
+type m3Knob struct {
+	noCurrent, noPrevious                     bool
+	prevUndecayed, prevDecayedTwice           bool
+	lambdaSwapped, lambdaRaw, prevOwnStep     bool
+	gammaNoDt, betaNoDt, qkSwapped, prevKeyNx bool
+	angleQ, angleK                            m3Angle
+}
+
+// m3ProbeProblem is the problem the operator is measured on, as
+// probeProblem for Mamba-2: the first row's first four chunks (at most
+// opProbeSteps), unless the row packs sequences.
+func m3ProbeProblem(p *mamba3.Problem) *mamba3.Problem {
+	q := *p
+	if p.CuSeqlens != nil || (p.Batch == 1 && p.Seqlen <= opProbeSteps) {
+		return &q
+	}
+	l := min(p.Seqlen, opProbeSteps)
+	if c := p.Arithmetic.Chunk; c > 0 {
+		l = min(l, 4*c)
+	}
+	L, H, Hqk, N, P, A := p.Seqlen, p.Heads, p.HeadsQK, p.N, p.P, p.AngleDim
+	q.Batch, q.Seqlen = 1, l
+	q.Q, q.K = p.Q[:l*Hqk*N], p.K[:l*Hqk*N]
+	q.V, q.Angles = p.V[:l*H*P], p.Angles[:l*H*A]
+	if p.Z != nil {
+		q.Z = p.Z[:l*H*P]
+	}
+	q.ADT, q.DT, q.Trap = nil, nil, nil
+	for h := 0; h < H; h++ {
+		q.ADT = append(q.ADT, p.ADT[h*L:h*L+l]...)
+		q.DT = append(q.DT, p.DT[h*L:h*L+l]...)
+		q.Trap = append(q.Trap, p.Trap[h*L:h*L+l]...)
+	}
+	if s := p.State; s != nil {
+		q.State = &mamba3.State{Angle: s.Angle[:H*A], SSM: s.SSM[:H*P*N], K: s.K[:H*N], V: s.V[:H*P]}
+	}
+	return &q
+}
+
+// newMamba3Operator is the operator of q's problem, its factors computed
+// and no entry measured.
+func newMamba3Operator(q *mamba3.Problem, amp float64) *operator {
+	f := &m3Family{p: q, amp: amp}
+	op := &operator{fam: f, batch: q.Batch, seqlen: q.Seqlen, heads: q.Heads, chunk: q.Arithmetic.Chunk, dtype: q.DType, hasD: q.D != nil}
+	B, L, H, Hqk, N, A := q.Batch, q.Seqlen, q.Heads, q.HeadsQK, q.N, q.AngleDim
+	op.seqOf, f.seqStart, f.seqID = make([]int, L), make([]int, L), make([]int, L)
+	seqs := q.Sequences()
+	for i, sq := range seqs {
+		for t := sq[1]; t < sq[2]; t++ {
+			op.seqOf[t], f.seqStart[t], f.seqID[t] = i, sq[1], i
+		}
+	}
+	for b := 0; b < B; b++ {
+		for h := 0; h < H; h++ {
+			d, a, lam := make([]float64, L), make([]float64, L), make([]float64, L)
+			phi, before := make([][]float64, L), make([][]float64, L)
+			for t := 0; t < L; t++ {
+				hl := (b*H+h)*L + t
+				d[t], a[t], lam[t] = q.DT[hl], q.ADT[hl], 1/(1+math.Exp(-q.Trap[hl]))
+				si := f.seqID[t]
+				if q.CuSeqlens == nil {
+					si = b
+				}
+				switch {
+				case t > 0 && f.seqStart[t] != t:
+					before[t] = phi[t-1]
+				case q.State != nil:
+					before[t] = q.State.Angle[(si*H+h)*A : (si*H+h+1)*A]
+				default:
+					before[t] = make([]float64, A)
+				}
+				phi[t] = make([]float64, A)
+				for i := range phi[t] {
+					phi[t][i] = before[t][i] + math.Tanh(q.Angles[((b*L+t)*H+h)*A+i])*math.Pi*d[t]
+				}
+			}
+			op.delta, op.dA, f.lambda = append(op.delta, d), append(op.dA, a), append(f.lambda, lam)
+			f.phi, f.phiBefore = append(f.phi, phi), append(f.phiBefore, before)
+			g := h / (H / Hqk)
+			var qr, kr [numM3Angles][][]float64
+			kn := make([][]float64, L)
+			for t := 0; t < L; t++ {
+				base := ((b*L+t)*Hqk + g) * N
+				for v := m3Angle(0); v < numM3Angles; v++ {
+					qv, kv := make([]float64, N), make([]float64, N)
+					for n := 0; n < N; n++ {
+						qv[n], kv[n] = q.Q[base+n]+q.QBias[h*N+n], q.K[base+n]+q.KBias[h*N+n]
+					}
+					ang := f.angles(v, phi[t], before[t])
+					rotatePairs(qv, ang)
+					rotatePairs(kv, ang)
+					qr[v], kr[v] = append(qr[v], qv), append(kr[v], kv)
+				}
+				kn[t] = make([]float64, N)
+				for n := 0; n < N; n++ {
+					kn[t][n] = q.K[base+n] + q.KBias[h*N+n]
+				}
+				if t+1 < L && f.seqStart[t+1] != t+1 {
+					rotatePairs(kn[t], phi[t+1])
+				} else {
+					kn[t] = nil // no next step in the sequence
+				}
+			}
+			for v := range qr {
+				f.qr[v], f.kr[v] = append(f.qr[v], qr[v]), append(f.kr[v], kr[v])
+			}
+			f.kNext = append(f.kNext, kn)
+		}
+	}
+	op.setChunks(true)
+	op.accumulate()
+	return op
+}
+
+func (f *m3Family) angles(v m3Angle, phi, before []float64) []float64 {
+	switch v {
+	case angleNegated:
+		out := make([]float64, len(phi))
+		for i, a := range phi {
+			out[i] = -a
+		}
+		return out
+	case angleNone:
+		return nil
+	case angleLagged:
+		return before
+	}
+	return phi
+}
+
+// rotatePairs turns the first len(phi) pairs (2i, 2i+1) of x by phi.
+func rotatePairs(x, phi []float64) {
+	for i, a := range phi {
+		c, s := math.Cos(a), math.Sin(a)
+		x0, x1 := x[2*i], x[2*i+1]
+		x[2*i], x[2*i+1] = x0*c-x1*s, x0*s+x1*c
+	}
+}
+
+// measureMamba3Operator measures the operator of the kernel behind run on
+// p's Q, K, angles, DT, ADT, Trap, D and z (V and the initial state's S
+// and v_prev replaced by impulses; its angle and k_prev kept).
+func measureMamba3Operator(p *mamba3.Problem, run Mamba3Runner) (*operator, error) {
+	q := m3ProbeProblem(p)
+	op := newMamba3Operator(q, 1)
+	S, H, P, N := q.NumSeqs(), q.Heads, q.P, q.N
+	call := func(x, init, prev []float64) (opResponse, error) {
+		r := *q
+		r.V = x
+		if q.State != nil {
+			st := *q.State
+			st.SSM, st.V = init, prev
+			if st.SSM == nil {
+				st.SSM = make([]float64, S*H*P*N)
+			}
+			if st.V == nil {
+				st.V = make([]float64, S*H*P)
+			}
+			r.State = &st
+		}
+		y, st, err := run(&r)
+		if err != nil {
+			return opResponse{}, err
+		}
+		want, wst := mamba3.Forward(&r)
+		sc := mamba3.ErrorScale(&r)
+		arrays := judge.Mamba3Arrays(&r, y, want, st, wst, sc)
+		if e := ssdShape(arrays); e != nil {
+			return opResponse{}, e
+		}
+		_, ratios := ssdJudged(arrays)
+		return opResponse{y: opArray{y, want, sc.Y, sc.TinyY, ratios["y"]},
+			states: opArray{st.SSM, wst.SSM, sc.SSM, sc.TinySSM, ratios["ssm_state"]}}, nil
+	}
+	pr := opProbe{B: q.Batch, L: q.Seqlen, H: H, P: P, N: N, packed: q.CuSeqlens != nil, initEverySeq: true, amp: 1, call: call}
+	for _, sq := range q.Sequences() {
+		if sq[0] == 0 {
+			pr.seqs = append(pr.seqs, [2]int{sq[1], sq[2]})
+		}
+	}
+	if q.State != nil {
+		pr.initRows, pr.prevLen = S, S*H*P
+	}
+	if err := op.measure(pr); err != nil {
+		return nil, err
+	}
+	return op, nil
+}
+
+func (f *m3Family) gate(_ *operator, e opEntry) float64 {
+	q := f.p
+	if q.Z == nil || e.region.kind()&(kindXState|kindInitState) != 0 {
+		return 1
+	}
+	z := q.Z[((e.b*q.Seqlen+e.t)*q.Heads+e.h)*q.P+e.p]
+	return z / (1 + math.Exp(-z))
+}
+
+func (f *m3Family) skipD(_ *operator, e opEntry) float64 { return f.amp * f.p.D[e.h] }
+
+// weights are the current input's weight γ'_s and the previous input's
+// β'_{s+1} (β_{s+1}/α_{s+1} without knobs: the decay e^{C_t − C_s} is
+// common), as k evaluates them.
+func (f *m3Family) weights(op *operator, bh, s int, k m3Knob) (cur, prev float64) {
+	lam := func(t int) float64 {
+		if k.lambdaRaw {
+			return f.p.Trap[bh*f.p.Seqlen+t]
+		}
+		if k.lambdaSwapped {
+			return 1 - f.lambda[bh][t]
+		}
+		return f.lambda[bh][t]
+	}
+	d := op.delta[bh]
+	cur = lam(s) * d[s]
+	if k.gammaNoDt {
+		cur = lam(s)
+	}
+	if k.noCurrent {
+		cur = 0
+	}
+	if s+1 >= op.seqlen {
+		return cur, 0 // v_s has no next step: only the current term
+	}
+	u := s + 1 // the step whose β weighs v_s
+	if k.prevOwnStep {
+		u = s
+	}
+	prev = (1 - lam(u)) * d[u]
+	if k.betaNoDt {
+		prev = 1 - lam(u)
+	}
+	switch {
+	case k.noPrevious:
+		prev = 0
+	case k.prevUndecayed:
+		prev /= math.Exp(op.dA[bh][s+1])
+	case k.prevDecayedTwice:
+		prev *= math.Exp(op.dA[bh][s+1])
+	}
+	return cur, prev
+}
+
+// entry is the operator's entry e as knob k evaluates it (the zero knob:
+// the reference's, which TestMamba3OperatorFormula holds to the measured
+// reference).
+func (f *m3Family) entry(op *operator, e opEntry, k m3Knob) float64 {
+	q := f.p
+	H, N := q.Heads, q.N
+	bh := e.b*H + e.h
+	cum := op.cum[bh]
+	dot := func(a, b []float64) float64 {
+		var v float64
+		for n := range a {
+			v += a[n] * b[n]
+		}
+		return v
+	}
+	unit := func(n int) []float64 { u := make([]float64, N); u[n] = 1; return u }
+	// term is v_s's contribution at step t through the vector qv (q̃_t,
+	// or a unit vector for the state's element n)
+	term := func(t, s int, qv []float64, kγ []float64) float64 {
+		cur, prev := f.weights(op, bh, s, k)
+		v := cur * dot(qv, kγ)
+		if s < t {
+			kβ := kγ
+			if k.prevKeyNx && f.kNext[bh][s] != nil {
+				kβ = f.kNext[bh][s]
+			}
+			v += prev * dot(qv, kβ)
+		}
+		return math.Exp(cum[t]-cum[s]) * v
+	}
+	gate := f.gate(op, e)
+	seq := f.seqID[e.t]
+	if q.CuSeqlens == nil {
+		seq = e.b
+	}
+	kprev := func() []float64 { return q.State.K[(seq*H+e.h)*N : (seq*H+e.h+1)*N] }
+	// prevStart is the weight of the state's v_prev at the sequence's
+	// first step, (1 − λ_0)·Δ_0 as k evaluates it
+	prevStart := func() float64 {
+		s0 := f.seqStart[e.t]
+		if k.noPrevious {
+			return 0
+		}
+		lam := f.lambda[bh][s0]
+		switch {
+		case k.lambdaRaw:
+			lam = q.Trap[bh*q.Seqlen+s0]
+		case k.lambdaSwapped:
+			lam = 1 - lam
+		}
+		w := (1 - lam) * op.delta[bh][s0]
+		if k.betaNoDt {
+			w = 1 - lam
+		}
+		switch {
+		case k.prevUndecayed:
+			w /= math.Exp(op.dA[bh][s0])
+		case k.prevDecayedTwice:
+			w *= math.Exp(op.dA[bh][s0])
+		}
+		return w
+	}
+	switch e.region {
+	case regionUpper, regionCrossSeq, regionStateCross:
+		return 0
+	case regionStateInChunk, regionStatePassed:
+		return f.amp * term(e.t, e.s, unit(e.n), f.kr[k.angleK][bh][e.s])
+	case regionInit:
+		return f.amp * gate * math.Exp(cum[e.t]) * f.qr[k.angleQ][bh][e.t][e.s]
+	case regionInitPrev:
+		return f.amp * gate * math.Exp(cum[e.t]) * dot(f.qr[k.angleQ][bh][e.t], kprev()) * prevStart()
+	case regionStateInit:
+		if e.prev {
+			return f.amp * math.Exp(cum[e.t]) * kprev()[e.n] * prevStart()
+		}
+		if e.n != e.s {
+			return 0
+		}
+		return f.amp * math.Exp(cum[e.t])
+	}
+	qv, kv := f.qr[k.angleQ][bh][e.t], f.kr[k.angleK][bh][e.s]
+	if k.qkSwapped {
+		qv, kv = f.qr[k.angleQ][bh][e.s], f.kr[k.angleK][bh][e.t]
+	}
+	v := term(e.t, e.s, qv, kv)
+	if e.t == e.s && q.D != nil {
+		v += q.D[e.h]
+	}
+	return f.amp * gate * v
+}
+
+// relations are Mamba-3's own, the formula's knobs.
+func (f *m3Family) relations() []opRelation {
+	knob := func(tag, words string, k m3Knob, kinds opKind) opRelation {
+		return opRelation{tag: tag, words: words, kinds: kinds, predict: func(op *operator, e opEntry) float64 { return f.entry(op, e, k) }}
+	}
+	xs := kindXY | kindXState
+	return []opRelation{
+		knob("no-current", "lacks the current input's term γ_s·k̃_s⊗v_s (a token's own term at its step)", m3Knob{noCurrent: true}, xs),
+		knob("no-previous", "lacks the previous input's term β_{s+1}·k̃_s⊗v_s", m3Knob{noPrevious: true}, kindAll),
+		knob("previous-undecayed", "has the previous input's term without its decay: (1 − λ)·Δ for β = (1 − λ)·Δ·α", m3Knob{prevUndecayed: true}, kindAll),
+		knob("previous-decayed-twice", "has the previous input's term decayed twice: β·α", m3Knob{prevDecayedTwice: true}, kindAll),
+		knob("lambda-swapped", "weighs the step's end by 1 − λ and its start by λ (λ and 1 − λ swapped)", m3Knob{lambdaSwapped: true}, kindAll),
+		knob("lambda-raw", "takes λ as Trap itself, without the sigmoid", m3Knob{lambdaRaw: true}, kindAll),
+		knob("previous-own-step", "weighs the previous input by its own step's (1 − λ_s)·Δ_s, not the next step's", m3Knob{prevOwnStep: true}, xs),
+		knob("gamma-no-dt", "has the current input's weight without Δ (γ = λ)", m3Knob{gammaNoDt: true}, xs),
+		knob("beta-no-dt", "has the previous input's weight without Δ (β = (1 − λ)·α)", m3Knob{betaNoDt: true}, kindAll),
+		knob("swapped(Q,K)", "reads K at the output's step and Q at the input's (q̃_s·k̃_t for q̃_t·k̃_s)", m3Knob{qkSwapped: true}, kindXY),
+		knob("angle-negated", "rotates q and k by −φ (the rotation's sign flipped)", m3Knob{angleQ: angleNegated, angleK: angleNegated}, kindAll),
+		knob("angle-negated(q)", "rotates q by −φ and k by φ (one rotation's sign flipped)", m3Knob{angleQ: angleNegated}, kindXY|kindInitY),
+		knob("angle-negated(k)", "rotates k by −φ and q by φ (one rotation's sign flipped)", m3Knob{angleK: angleNegated}, xs),
+		knob("unrotated", "does not rotate q and k", m3Knob{angleQ: angleNone, angleK: angleNone}, kindAll),
+		knob("angle-lagged", "rotates by the angle before the step's increment (φ_{t−1}: an exclusive cumulative sum of the angles)", m3Knob{angleQ: angleLagged, angleK: angleLagged}, kindAll),
+		knob("prev-key-next-angle", "rotates the previous input's key by the next step's angle, not its own", m3Knob{prevKeyNx: true}, xs),
+	}
+}

@@ -1,0 +1,136 @@
+package diagnose
+
+import (
+	"math"
+	"testing"
+
+	"ssmverify/mamba3"
+	"ssmverify/ssm"
+)
+
+// m3OperatorProblem is a packed row of three sequences over four chunks
+// of 16, with D, z and initial states: every region of the operator.
+func m3OperatorProblem() *mamba3.Problem {
+	p := mamba3.Generate(mamba3.Options{Batch: 1, Seqlen: 64, HeadsQK: 1, Heads: 2, N: 8, P: 3, AngleDim: 2, D: true, Z: true, State: true,
+		CuSeqlens: []int{0, 37, 38, 64}}, 5)
+	p.DType, p.Arithmetic = ssm.F64, mamba3.Arithmetic{Chunk: 16, U: 0x1p-53}
+	return p
+}
+
+func variantRunner(v mamba3.Variant) Mamba3Runner {
+	return func(p *mamba3.Problem) ([]float64, *mamba3.State, error) {
+		y, st := mamba3.ForwardVariant(p, v)
+		return y, st, nil
+	}
+}
+
+// TestMamba3OperatorFormula holds the operator's formula (m3Family.entry)
+// to the sequential reference it is measured from, entry by entry; and
+// the knobs that have a variant of the reference (package mamba3's) to
+// the operator measured from that variant.
+func TestMamba3OperatorFormula(t *testing.T) {
+	p := m3OperatorProblem()
+	for _, c := range []struct {
+		name string
+		v    mamba3.Variant
+		k    m3Knob
+	}{
+		{"reference", mamba3.Variant{}, m3Knob{}},
+		{"no previous", mamba3.Variant{NoPrevious: true}, m3Knob{noPrevious: true}},
+		{"beta without dt", mamba3.Variant{BetaNoDt: true}, m3Knob{betaNoDt: true}},
+		{"gamma without dt", mamba3.Variant{GammaNoDt: true}, m3Knob{gammaNoDt: true}},
+		{"lambda raw", mamba3.Variant{Lambda: func(x float64) float64 { return x }}, m3Knob{lambdaRaw: true}},
+		{"lambda swapped", mamba3.Variant{Lambda: func(x float64) float64 { return 1 - 1/(1+math.Exp(-x)) }}, m3Knob{lambdaSwapped: true}},
+		{"previous key at the next angle", mamba3.Variant{PrevCurrentAngle: true}, m3Knob{prevKeyNx: true}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			op, err := measureMamba3Operator(p, variantRunner(c.v))
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := op.fam.(*m3Family)
+			regions := map[opRegion]int{}
+			for _, e := range op.entries {
+				w := f.entry(op, e, c.k)
+				if d := math.Abs(w - e.got); !(d <= 1e-9*(math.Abs(e.got)+1e-3)) {
+					t.Fatalf("entry %+v: formula %g, measured %g", e, w, e.got)
+				}
+				regions[e.region]++
+			}
+			for r := opRegion(0); r < numRegions; r++ {
+				if regions[r] == 0 {
+					t.Errorf("no entry of region %s measured", regionNames[r])
+				}
+			}
+		})
+	}
+}
+
+// m3OperatorKernel is a fake Mamba-3 forward written in the operator's
+// form: y_t = Σ_s M_k[t,s]·v_s + the initial state's maps, with knob k
+// applied to the entries of the regions in on (the reference's elsewhere)
+// and the final states the reference's, as a chunked kernel with a slip
+// in one path computes.
+func m3OperatorKernel(k m3Knob, on ...opRegion) Mamba3Runner {
+	return func(p *mamba3.Problem) ([]float64, *mamba3.State, error) {
+		_, st := mamba3.Forward(p)
+		op := newMamba3Operator(p, 1)
+		f := op.fam.(*m3Family)
+		L, H, P, N := p.Seqlen, p.Heads, p.P, p.N
+		y := make([]float64, L*H*P)
+		entry := func(e opEntry) float64 {
+			if containsRegion(on, e.region) {
+				return f.entry(op, e, k)
+			}
+			return f.entry(op, e, m3Knob{})
+		}
+		for h := 0; h < H; h++ {
+			for pp := 0; pp < P; pp++ {
+				for t := 0; t < L; t++ {
+					var v float64
+					for s := 0; s <= t; s++ {
+						v += entry(opEntry{h: h, p: pp, t: t, s: s, region: op.regionOf(t, s)}) * p.V[(s*H+h)*P+pp]
+					}
+					if p.State != nil {
+						seq := f.seqID[t]
+						for n := 0; n < N; n++ {
+							v += entry(opEntry{h: h, p: pp, t: t, s: n, region: regionInit}) * p.State.SSM[((seq*H+h)*P+pp)*N+n]
+						}
+						v += entry(opEntry{h: h, p: pp, t: t, region: regionInitPrev, prev: true}) * p.State.V[(seq*H+h)*P+pp]
+					}
+					y[(t*H+h)*P+pp] = v
+				}
+			}
+		}
+		return y, st, nil
+	}
+}
+
+// TestMamba3OperatorRelations: slips planted in one path of the operator,
+// none of them in the catalogue, are named by their relation and region;
+// a right operator has none.
+func TestMamba3OperatorRelations(t *testing.T) {
+	p := m3OperatorProblem()
+	across := []opRegion{regionNextChunk, regionFar}
+	offDiag := []opRegion{regionInChunk, regionNextChunk, regionFar}
+	for _, c := range []struct {
+		name string
+		run  Mamba3Runner
+		tag  string
+	}{
+		{"right", m3OperatorKernel(m3Knob{}), ""},
+		{"previous input undecayed within a chunk", m3OperatorKernel(m3Knob{prevUndecayed: true}, regionInChunk), "op:in-chunk:previous-undecayed"},
+		{"rotation's sign flipped", m3OperatorKernel(m3Knob{angleQ: angleNegated, angleK: angleNegated}, offDiag...), "op:in-chunk+next-chunk+far:angle-negated"},
+		{"λ swapped across chunks", m3OperatorKernel(m3Knob{lambdaSwapped: true}, across...), "op:next-chunk+far:lambda-swapped"},
+		{"previous term dropped across chunks", m3OperatorKernel(m3Knob{noPrevious: true}, across...), "op:next-chunk+far:no-previous"},
+		{"Q and K swapped within a chunk", m3OperatorKernel(m3Knob{qkSwapped: true}, regionInChunk), "op:in-chunk:swapped(Q,K)"},
+		{"angle lagged by a step", m3OperatorKernel(m3Knob{angleQ: angleLagged, angleK: angleLagged}, append(offDiag, regionInit)...), "op:in-chunk+next-chunk+far+initial-state:angle-lagged"},
+		{"previous weighed by its own step", m3OperatorKernel(m3Knob{prevOwnStep: true}, offDiag...), "op:in-chunk+next-chunk+far:previous-own-step"},
+		{"initial v_prev without its decay", m3OperatorKernel(m3Knob{prevUndecayed: true}, regionInitPrev), "op:initial-previous-input:previous-undecayed"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			op, err := measureMamba3Operator(p, c.run)
+			wantOperatorTag(t, op, err, p.DType, c.tag)
+		})
+	}
+}
