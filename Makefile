@@ -135,11 +135,13 @@ mutants-generated: lib
 	$(GO) run ./cmd/mutants -generate $(GENERATED) -seed $(SEED)
 
 ## mutants-bridged: the chunked kernels' diagnosis measured likewise: BRIDGED_GENERATED (30) mutants of the numpy
-## Mamba-2 path (bridge/python/adapters/numpy_ssd.py) drawn with SEED, each judged by the whole suite verify/mamba2
-## through the bridge (python3 and NumPy; about 2.5 min a mutant on 2 cores), out/generated-mamba2.json
+## BRIDGED_FAMILY path (mamba2: bridge/python/adapters/numpy_ssd.py, about 2.5 min a mutant on 2 cores; mamba3:
+## numpy_mamba3.py) drawn with SEED, each judged by its whole bridged suite (python3 and NumPy),
+## out/generated-FAMILY.json; upstream's Triton kernels: scripts/gpu.sh generated FAMILY CHECKOUT N on a GPU machine
 BRIDGED_GENERATED ?= 30
+BRIDGED_FAMILY ?= mamba2
 mutants-bridged:
-	$(GO) run ./cmd/mutants -bridged mamba2 -generate $(BRIDGED_GENERATED) -seed $(SEED)
+	$(GO) run ./cmd/mutants -bridged $(BRIDGED_FAMILY) -generate $(BRIDGED_GENERATED) -seed $(SEED)
 
 ## ggml: build the ssmk adapter over ggml_ssm_scan from GGML_SRC (a ggml or llama.cpp checkout) for GGML_BACKEND (cpu, or cuda) and verify it; SSMK_GGML_HEAD_DIM=k verifies the Mamba-2 path (docs/adapters.md)
 GGML_BACKEND ?= cpu

@@ -61,4 +61,12 @@
 // 16-bit operands) add 4·u_in/u, the model's Operands. The judgement is
 // the suite's: |kernel − reference| / (u·S + η·T) ≤ 4, an output of a
 // 16-bit type allowed its one rounding (judge.OutputRatio).
+//
+// # The backward
+//
+// Grad is the float64 adjoint of Prefill: given the cotangents of y and
+// of the states returned, the gradients of every input, by the recurrence
+// run backwards (the state's cotangent ĥ_t = g(z_t)·ŷ_t·C_t + a_{t+1}·ĥ_{t+1});
+// Δ's chain is the clamp's (zero outside the limits) times the softplus'.
+// It is held to central differences of Prefill (TestGradCentralDifferences).
 package mamba2

@@ -117,6 +117,10 @@ var tritonRegions = map[string][]tritonRegion{
 	"mamba2": {
 		{"_chunk_cumsum_fwd_kernel", nil, regexp.MustCompile(`^dt:|^op:|^narrow:`), "Δ and the cumulative decay (every path)"},
 		{"_bmm_chunk_fwd_kernel", nil, regexp.MustCompile(`^op:[^:]*(diagonal|in-chunk)|^groups:|^op:[^:]*:swapped`), "C·B, the chunk's quadratic form"},
+		{"_chunk_scan_fwd_kernel", regexp.MustCompile(`^\s*dA_cs_m = `), regexp.MustCompile(`^op:|^dt:`), "the output step's cumulative decay (both paths)"},
+		{"_chunk_scan_fwd_kernel", regexp.MustCompile(`x_residual|D_ptr|D = tl\.load`), regexp.MustCompile(`^op:diagonal:|^op:[^:]*:(no-D|D-twice)|^no-D|^op:offset`), "the skip term D"},
+		{"_chunk_scan_fwd_kernel", regexp.MustCompile(`z_ptr|z = tl\.load|acc \*= z|out_x_ptr`), regexp.MustCompile(`^no-z|^op:[^:]*:(row-factor|times-with-D)`), "the gate"},
+		{"_chunk_scan_fwd_kernel", regexp.MustCompile(`cb_ptr|cb = |cb \*=|dt_k|dA_cs_k|dA_cumsum_ptrs|x_ptrs|acc \+= tl\.dot\(cb|K_MAX|mask = offs_m|dt_ptrs`), regexp.MustCompile(`^op:[^:]*(diagonal|in-chunk)|^op:[^:]*:swapped`), "the chunk's quadratic form"},
 		{"_chunk_scan_fwd_kernel", regexp.MustCompile(`dA_cs_m|prev_states|C_ptrs|scale_m|acc = tl\.dot\(C, prev|states_ptr|seq_idx_prev|c_idx`), regexp.MustCompile(`^op:[^:]*(next-chunk|far|initial-state)|^varlen:|^init-state:|^op:offset|^groups:`), "the entering state's output"},
 		{"_chunk_scan_fwd_kernel", nil, regexp.MustCompile(yRegions + `|^op:offset|^no-|^D|^varlen:|^init-state:|^groups:`), "y: the chunk's quadratic form, the entering state's output, D and z"},
 		{"_chunk_state_fwd_kernel", nil, regexp.MustCompile(`^op:[^:]*(next-chunk|far|state)|^varlen:|^init-state:|^groups:`), "the chunk's own state"},
