@@ -84,6 +84,22 @@ func (r opRegion) kind() opKind {
 	return kindXY
 }
 
+// mustBeZero reports whether the region's entries are zero in every
+// right kernel: across a sequence boundary, above the diagonal.
+func (r opRegion) mustBeZero() bool {
+	return r == regionCrossSeq || r == regionUpper || r == regionStateCross
+}
+
+// predictsNonzero reports whether rel predicts a nonzero entry in es.
+func predictsNonzero(op *operator, rel opRelation, es []opEntry) bool {
+	for _, e := range es {
+		if v := rel.predict(op, e); v != 0 && !math.IsNaN(v) {
+			return true
+		}
+	}
+	return false
+}
+
 // fromInit reports whether the region's entries answer the initial state
 // (their s is a state index, not a step).
 func (r opRegion) fromInit() bool { return r.kind()&(kindInitY|kindInitState) != 0 }
@@ -750,6 +766,12 @@ func (op *operator) diagnose(th float64) (f report.Finding, ok bool) {
 	evaluate := func(rel opRelation, regions []opRegion) opFit {
 		for _, r := range regions {
 			if !rel.of(r.kind()) {
+				return opFit{rel: rel, regions: regions}
+			}
+			// a region that must be zero is explained only by a relation
+			// that predicts what it holds instead (a factor of zero is
+			// zero, whatever the relation)
+			if r.mustBeZero() && (rel.predict == nil || !predictsNonzero(op, rel, byRegion[r])) {
 				return opFit{rel: rel, regions: regions}
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"math"
 	"testing"
 
+	"ssmverify/judge"
 	"ssmverify/mamba3"
 	"ssmverify/ssm"
 )
@@ -132,5 +133,30 @@ func TestMamba3OperatorRelations(t *testing.T) {
 			op, err := measureMamba3Operator(p, c.run)
 			wantOperatorTag(t, op, err, p.DType, c.tag)
 		})
+	}
+}
+
+// TestMustBeZeroRegions: entries that must be zero and fail (their ratio
+// not a number, as a kernel's 0/0 gives) are not explained by a factor,
+// which leaves zero at zero: no relation fits them.
+func TestMustBeZeroRegions(t *testing.T) {
+	p := m3OperatorProblem()
+	op, err := measureMamba3Operator(p, m3OperatorKernel(m3Knob{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	marked := 0
+	for i := range op.entries {
+		if op.entries[i].region == regionStateCross {
+			op.entries[i].ratio = math.NaN()
+			marked++
+		}
+	}
+	if marked == 0 {
+		t.Fatal("no entry across sequences")
+	}
+	f, ok := op.diagnose(judge.Threshold(p.DType))
+	if !ok || f.Tag != "op:state-cross-sequence:unrelated" {
+		t.Errorf("diagnosed [%s] %s, want op:state-cross-sequence:unrelated", f.Tag, f.Cause)
 	}
 }
