@@ -129,7 +129,8 @@ func diagnoseMamba3(p *mamba3.Problem, y []float64, st *mamba3.State, run Mamba3
 			if !ok {
 				continue
 			}
-			if pass, _ := judgeVariant(v); pass {
+			precision := slips[i].Precision || slips[j].Precision
+			if pass, _ := judgeVariant(v); pass && (!precision || closerToVariant(p, y, st, want, wst, v)) {
 				f.Tag = slips[i].Tag + "+" + slips[j].Tag
 				f.Cause = slips[i].Cause + "; and " + slips[j].Cause
 				return f
