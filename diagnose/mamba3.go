@@ -41,7 +41,8 @@ func Mamba3(p *mamba3.Problem, y []float64, st *mamba3.State, run Mamba3Runner) 
 
 func diagnoseMamba3(p *mamba3.Problem, y []float64, st *mamba3.State, run Mamba3Runner) report.Finding {
 	want, wst := mamba3.Forward(p)
-	arrays := judge.Mamba3Arrays(p, y, want, st, wst, mamba3.ErrorScale(p))
+	sc := mamba3.ErrorScale(p)
+	arrays := judge.Mamba3Arrays(p, y, want, st, wst, sc)
 	if e := ssdShape(arrays); e != nil {
 		return shapeFinding(e)
 	}
@@ -63,7 +64,7 @@ func diagnoseMamba3(p *mamba3.Problem, y []float64, st *mamba3.State, run Mamba3
 	fitRatio := math.Inf(1)
 	for i, s := range slips {
 		pass, rs := judgeVariant(s.Variant)
-		if pass && s.Precision && !closerToVariant(p, y, st, want, wst, s.Variant) {
+		if pass && s.Precision && !closerToVariant(p, y, st, sc, ratios, s.Variant) {
 			// the variant's error scale carries its rounding, so that a
 			// result merely rounded otherwise (a float64 kernel's states
 			// stored in float32) passes it too: a precision is the cause
@@ -130,7 +131,7 @@ func diagnoseMamba3(p *mamba3.Problem, y []float64, st *mamba3.State, run Mamba3
 				continue
 			}
 			precision := slips[i].Precision || slips[j].Precision
-			if pass, _ := judgeVariant(v); pass && (!precision || closerToVariant(p, y, st, want, wst, v)) {
+			if pass, _ := judgeVariant(v); pass && (!precision || closerToVariant(p, y, st, sc, ratios, v)) {
 				f.Tag = slips[i].Tag + "+" + slips[j].Tag
 				f.Cause = slips[i].Cause + "; and " + slips[j].Cause
 				return f
@@ -159,12 +160,10 @@ func diagnoseMamba3(p *mamba3.Problem, y []float64, st *mamba3.State, run Mamba3
 }
 
 // closerToVariant reports whether the kernel's result lies nearer the
-// variant's values than the reference's, both measured with the
-// reference's error scale.
-func closerToVariant(p *mamba3.Problem, y []float64, st *mamba3.State, want []float64, wst *mamba3.State, v mamba3.Variant) bool {
-	sc := mamba3.ErrorScale(p)
+// variant's values than the reference's (toRef: its ratios against the
+// reference), both measured with the reference's error scale sc.
+func closerToVariant(p *mamba3.Problem, y []float64, st *mamba3.State, sc *mamba3.Scale, toRef map[string][]float64, v mamba3.Variant) bool {
 	vy, vst := mamba3.ForwardVariant(p, v)
-	_, toRef := ssdJudged(judge.Mamba3Arrays(p, y, want, st, wst, sc))
 	_, toVar := ssdJudged(judge.Mamba3Arrays(p, y, vy, st, vst, sc))
 	return worstRatio(toVar) < worstRatio(toRef)
 }
