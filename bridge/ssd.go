@@ -12,6 +12,13 @@ import (
 const (
 	OpPrefill = "ssd_prefill"
 	OpStep    = "ssd_step"
+	// OpBackward is the prefill under autograd and its backward for the
+	// cotangents "dy" (like y, in the input type) and, optionally,
+	// "d_final_states" and "d_seq_states" (like the states returned, in the
+	// state type); it returns the prefill's outputs and "dx", "ddt", "dA",
+	// "dB", "dC" ("dD", "dz", "ddt_bias", "dinitial_states" with those
+	// inputs), each shaped as what it differentiates.
+	OpBackward = "ssd_bwd"
 )
 
 // SSD is Mamba-2's prefill and decode step through a worker.
@@ -29,10 +36,14 @@ func (k *SSD) Cap(op string) (Cap, bool) {
 }
 
 // Supports says why a prefill problem is not declared ("" when it is).
-func (k *SSD) Supports(p *mamba2.Problem) string {
-	c, ok := k.Cap(OpPrefill)
+func (k *SSD) Supports(p *mamba2.Problem) string { return k.SupportsOp(OpPrefill, p) }
+
+// SupportsOp says why a problem is not declared for op, the prefill or
+// its backward ("" when it is).
+func (k *SSD) SupportsOp(op string, p *mamba2.Problem) string {
+	c, ok := k.Cap(op)
 	if !ok {
-		return "the adapter declares no " + OpPrefill
+		return "the adapter declares no " + op
 	}
 	return declared(c, p.DType, p.StateDType, map[string]bool{"D": p.D != nil, "z": p.Z != nil, "dt_bias": p.DtBias != nil,
 		"softplus": p.Softplus, "dt_limit": !p.DefaultLimits(), "initial_states": p.InitialStates != nil, "cu_seqlens": p.CuSeqlens != nil}, p.Chunk)
@@ -155,6 +166,81 @@ func (k *SSD) Prefill(p *mamba2.Problem) (*mamba2.Output, error) {
 		out.SeqStates = out.FinalStates
 	}
 	return out, nil
+}
+
+// Backward runs the kernel's prefill and its backward on p (rounded to its
+// dtypes by the caller: Problem.Rounded) for the cotangent ct (its arrays
+// rounded by the caller; FinalStates and SeqStates may be nil). It returns
+// the prefill's outputs and the gradients, those of absent inputs nil.
+func (k *SSD) Backward(p *mamba2.Problem, ct *mamba2.Cotangent) (*mamba2.Output, *mamba2.Grads, error) {
+	if err := p.Validate(); err != nil {
+		return nil, nil, err
+	}
+	if ct == nil || len(ct.Y) != p.XLen() {
+		n := 0
+		if ct != nil {
+			n = len(ct.Y)
+		}
+		return nil, nil, fmt.Errorf("bridge: cotangent Y has %d elements, want %d (like x)", n, p.XLen())
+	}
+	B, L, H, P, N := p.Batch, p.Seqlen, p.Heads, p.Headdim, p.Dstate
+	params, arrays := prefillMessage(p)
+	arrays = append(arrays, Floats("dy", ct.Y, p.DType, B, L, H, P))
+	if ct.FinalStates != nil {
+		if len(ct.FinalStates) != p.StateLen() {
+			return nil, nil, fmt.Errorf("bridge: cotangent FinalStates has %d elements, want %d", len(ct.FinalStates), p.StateLen())
+		}
+		arrays = append(arrays, Floats("d_final_states", ct.FinalStates, p.StateDType, B, H, P, N))
+	}
+	if ct.SeqStates != nil {
+		if len(ct.SeqStates) != p.NumSeqs()*p.HeadStateLen() {
+			return nil, nil, fmt.Errorf("bridge: cotangent SeqStates has %d elements, want %d", len(ct.SeqStates), p.NumSeqs()*p.HeadStateLen())
+		}
+		arrays = append(arrays, Floats("d_seq_states", ct.SeqStates, p.StateDType, p.NumSeqs(), H, P, N))
+	}
+	rep, err := k.W.Call("call", OpBackward, params, arrays)
+	if err != nil {
+		return nil, nil, err
+	}
+	k.Configs = rep.Configs
+	want := map[string]int{"y": p.XLen(), "final_states": p.StateLen(), "dx": p.XLen(), "ddt": p.DtLen(), "dA": H,
+		"dB": p.BCLen(), "dC": p.BCLen()}
+	if p.CuSeqlens != nil {
+		want["seq_states"] = p.NumSeqs() * p.HeadStateLen()
+	}
+	for name, on := range map[string]bool{"dD": p.D != nil, "ddt_bias": p.DtBias != nil} {
+		if on {
+			want[name] = H
+		}
+	}
+	if p.Z != nil {
+		want["dz"] = p.XLen()
+	}
+	if p.InitialStates != nil {
+		want["dinitial_states"] = p.StateLen()
+	}
+	got, err := outputs(rep, want)
+	if err != nil {
+		return nil, nil, err
+	}
+	out := &mamba2.Output{Y: got["y"], FinalStates: got["final_states"], SeqStates: got["seq_states"]}
+	if out.SeqStates == nil {
+		out.SeqStates = out.FinalStates
+	}
+	g := &mamba2.Grads{X: got["dx"], Dt: got["ddt"], A: got["dA"], B: got["dB"], C: got["dC"]}
+	if p.D != nil {
+		g.D = got["dD"]
+	}
+	if p.Z != nil {
+		g.Z = got["dz"]
+	}
+	if p.DtBias != nil {
+		g.DtBias = got["ddt_bias"]
+	}
+	if p.InitialStates != nil {
+		g.InitialStates = got["dinitial_states"]
+	}
+	return out, g, nil
 }
 
 func stepMessage(s *mamba2.Step) (map[string]any, []Array) {

@@ -156,3 +156,22 @@ func (p *Problem) Unpack() []*Problem {
 	}
 	return out
 }
+
+// GenerateCotangent draws a backward pass's cotangent for p: Y standard
+// normal, and with states the cotangents of the final and per-sequence
+// states too (nil without). The same seed gives the same cotangent.
+func GenerateCotangent(p *Problem, seed uint64, states bool) *Cotangent {
+	rng := rand.New(rand.NewPCG(seed, 7))
+	normal := func(n int) []float64 {
+		v := make([]float64, n)
+		for i := range v {
+			v[i] = rng.NormFloat64()
+		}
+		return v
+	}
+	ct := &Cotangent{Y: normal(p.XLen())}
+	if states {
+		ct.FinalStates, ct.SeqStates = normal(p.StateLen()), normal(p.NumSeqs()*p.HeadStateLen())
+	}
+	return ct
+}

@@ -2,7 +2,6 @@ package mamba2
 
 import (
 	"math"
-	"math/rand/v2"
 	"testing"
 
 	"ssmverify/ssm"
@@ -21,17 +20,7 @@ func objective(p *Problem, ct *Cotangent) float64 {
 	return j
 }
 
-func randomCotangent(p *Problem, seed uint64) *Cotangent {
-	rng := rand.New(rand.NewPCG(seed, 7))
-	normal := func(n int) []float64 {
-		v := make([]float64, n)
-		for i := range v {
-			v[i] = rng.NormFloat64()
-		}
-		return v
-	}
-	return &Cotangent{Y: normal(p.XLen()), FinalStates: normal(p.StateLen()), SeqStates: normal(p.NumSeqs() * p.HeadStateLen())}
-}
+func randomCotangent(p *Problem, seed uint64) *Cotangent { return GenerateCotangent(p, seed, true) }
 
 // TestGradCentralDifferences holds the float64 adjoint to central
 // differences of the reference, every element of every gradient, on

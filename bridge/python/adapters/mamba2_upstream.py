@@ -2,6 +2,9 @@
 checkout of state-spaces/mamba (nothing of theirs is copied):
 
   ssd_prefill -> mamba_ssm/ops/triton/ssd_combined.py: mamba_chunk_scan_combined
+  ssd_bwd     -> the same under autograd (MambaChunkScanCombinedFn.backward: the
+                 Triton backward kernels of ssd_chunk_state, ssd_state_passing,
+                 ssd_chunk_scan and ssd_combined)
   ssd_step    -> mamba_ssm/ops/triton/selective_state_update.py: selective_state_update
 
 Arguments: checkout=PATH (required: the folder holding mamba_ssm/), commit=SHA
@@ -40,6 +43,8 @@ def capabilities():
     return {
         "ssd_prefill": {"dtypes": dts, "state_dtypes": ["same", "f32"], "algorithm": "chunked", "chunk_sizes": [],
                         "features": ["D", "z", "dt_bias", "softplus", "dt_limit", "initial_states", "cu_seqlens"]},
+        "ssd_bwd": {"dtypes": dts, "state_dtypes": ["same", "f32"], "algorithm": "chunked", "chunk_sizes": [],
+                    "features": ["D", "z", "dt_bias", "softplus", "dt_limit", "initial_states", "cu_seqlens"]},
         "ssd_step": {"dtypes": dts, "state_dtypes": ["same", "f32"],
                      "features": ["D", "z", "dt_bias", "softplus", "state_batch_indices"]},
     }
@@ -62,10 +67,19 @@ def _t(arrays, name, required=True):
     return upstream.tensor(arrays, name, ARGS["device"], required)
 
 
-def _prefill_call(arrays, params):
+GRAD_INPUTS = ("x", "dt", "A", "B", "C", "D", "z", "dt_bias", "initial_states")
+
+
+def _prefill_call(arrays, params, varlen_states=True, leaves=None):
+    """The prefill's launch and whether it is packed; with leaves (a dict) its inputs require gradients and are
+    kept there by name."""
     import torch
     x, dt, A, B, C = (_t(arrays, n) for n in ("x", "dt", "A", "B", "C"))
     D, z, bias, init = (_t(arrays, n, False) for n in ("D", "z", "dt_bias", "initial_states"))
+    if leaves is not None:
+        for name, v in zip(GRAD_INPUTS, (x, dt, A, B, C, D, z, bias, init)):
+            if v is not None:
+                leaves[name] = v.requires_grad_(True)
     cu = _t(arrays, "cu_seqlens", False)
     lo, hi = params.get("dt_limit", [0.0, None])
     stag = params.get("state_dtype", arrays["x"][0])
@@ -76,7 +90,7 @@ def _prefill_call(arrays, params):
         L = x.shape[1]
         seq_idx = torch.repeat_interleave(torch.arange(cu.numel() - 1, device=x.device, dtype=torch.int32),
                                           (cu[1:] - cu[:-1]).long()).reshape(1, L)
-        kw.update(seq_idx=seq_idx, cu_seqlens=cu, return_varlen_states=True)
+        kw.update(seq_idx=seq_idx, cu_seqlens=cu, return_varlen_states=varlen_states)
     chunk = int(params["chunk_size"])
     return lambda: MODS["ssd"].mamba_chunk_scan_combined(x, dt, A, B, C, chunk, **kw), cu is not None
 
@@ -87,6 +101,32 @@ def ssd_prefill(arrays, params):
     out = {"y": from_torch(res[0]), "final_states": from_torch(res[1])}
     if varlen:
         out["seq_states"] = from_torch(res[2])
+    return out
+
+
+def ssd_bwd(arrays, params):
+    """The prefill under autograd, then backward for dy and d_final_states. Upstream's backward asserts that the
+    varlen states were not asked for, so a packed row's per-sequence states come from a second forward without
+    gradients, and a cotangent of them is not supported."""
+    import torch
+    if "d_seq_states" in arrays:
+        raise Unsupported("upstream's backward does not differentiate the per-sequence states "
+                          "(MambaChunkScanCombinedFn.backward asserts not return_varlen_states)")
+    leaves = {}
+    call, varlen = _prefill_call(arrays, params, varlen_states=False, leaves=leaves)
+    y, final = call()
+    outs, cts = [y], [_t(arrays, "dy")]
+    dfin = _t(arrays, "d_final_states", False)
+    if dfin is not None:
+        outs.append(final)
+        cts.append(dfin.to(final.dtype))
+    torch.autograd.backward(outs, cts)
+    out = {"y": from_torch(y.detach()), "final_states": from_torch(final.detach())}
+    if varlen:
+        with torch.no_grad():
+            out["seq_states"] = from_torch(_prefill_call(arrays, params)[0]()[2])
+    for name, v in leaves.items():
+        out["d" + name] = from_torch(v.grad if v.grad is not None else torch.zeros_like(v))
     return out
 
 
@@ -120,4 +160,6 @@ def prepare(op, arrays, params):
         return _prefill_call(arrays, params)[0]
     if op == "ssd_step":
         return _step_call(arrays, params)[0]
+    if op == "ssd_bwd":
+        return lambda: ssd_bwd(arrays, params)
     raise Unsupported(op)

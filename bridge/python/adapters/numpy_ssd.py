@@ -6,8 +6,10 @@ and the decode step. It is what `make verify` judges on a machine without a
 GPU, so that the bridge, the Mamba-2 tests and their error model run in CI.
 
 Arguments: mode=chunked (default) or sequential (the recurrence step by step,
-the model a decode chain is judged by); slip=NAME plants one of the chunked
-algebra's known bugs (for the suite's own tests of its diagnosis).
+the model a decode chain is judged by); the backward of the prefill
+("ssd_bwd": the recurrence's adjoint written out by hand, independent of the
+suite's Go adjoint, in the compute type); slip=NAME plants one of the chunked
+algebra's known bugs (the names starting "bwd-" are slips of the backward) (for the suite's own tests of its diagnosis).
 """
 import numpy as np
 
@@ -16,7 +18,7 @@ from ssmbridge.arrays import compute_dtype, from_float, get, to_float
 
 ARGS = {"mode": "chunked", "slip": ""}
 SLIPS = ("drop-init", "no-reset", "group-repeat", "no-dt-limit", "state-bf16", "no-bias-decode", "softplus-log-exp", "seq-states-no-init",
-         "padding-written", "last-state-stale")
+         "padding-written", "last-state-stale", "bwd-da-no-delta", "bwd-dx-no-skip", "bwd-dinit-undecayed")
 
 
 def open(args):
@@ -39,6 +41,8 @@ def capabilities():
     return {
         "ssd_prefill": {"dtypes": dts, "state_dtypes": ["same", "f32"], "algorithm": ARGS["mode"], "chunk_sizes": [],
                         "features": ["D", "z", "dt_bias", "softplus", "dt_limit", "initial_states", "cu_seqlens"]},
+        "ssd_bwd": {"dtypes": dts, "state_dtypes": ["same", "f32"], "algorithm": "sequential", "chunk_sizes": [],
+                    "features": ["D", "z", "dt_bias", "softplus", "dt_limit", "initial_states", "cu_seqlens"]},
         "ssd_step": {"dtypes": dts, "state_dtypes": ["same", "f32"],
                      "features": ["D", "z", "dt_bias", "softplus", "dt_limit", "state_batch_indices"]},
     }
@@ -71,7 +75,8 @@ def _state_round(v, tag):
 
 
 
-def ssd_prefill(arrays, params):
+def _prefill_inputs(arrays, params):
+    """The prefill's arrays in the compute type (dt as sent: _delta converts it), its dtype tags checked."""
     tag = arrays["x"][0]
     ct = compute_dtype(tag)
     stag = params.get("state_dtype", tag)
@@ -81,6 +86,11 @@ def ssd_prefill(arrays, params):
     B, C = get(arrays, "B", ct), get(arrays, "C", ct)
     D, z, bias = get(arrays, "D", ct, False), get(arrays, "z", ct, False), get(arrays, "dt_bias", ct, False)
     init = get(arrays, "initial_states", ct, False)
+    return tag, ct, stag, x, dt, A, B, C, D, z, bias, init
+
+
+def ssd_prefill(arrays, params):
+    tag, ct, stag, x, dt, A, B, C, D, z, bias, init = _prefill_inputs(arrays, params)
     b, L, H, P = x.shape
     G, N = B.shape[2], B.shape[3]
     Q = int(params["chunk_size"])
@@ -177,6 +187,109 @@ def _finish(y, x, D, z, seq_states, packed, b, nseq, tag, stag, ct):
     return out
 
 
+def _delta_chain(dt, bias, softplus, lim, ct):
+    """dΔ/d(dt): the softplus' σ (1 above 20, as the forward), zero where the limit clamps."""
+    v = dt.astype(ct)
+    if bias is not None:
+        v = v + bias.astype(ct)
+    sp, dsp = v, np.ones_like(v)
+    if softplus:
+        sp = np.where(v <= 20, np.log1p(np.exp(np.minimum(v, 20))), v)
+        dsp = np.where(v <= 20, 1 / (1 + np.exp(-np.minimum(v, 20))), 1)
+    lo, hi = lim
+    return np.where((sp < lo) | (sp > hi), 0, dsp).astype(ct)
+
+
+def ssd_bwd(arrays, params):
+    """The prefill's forward, then J = <dy, y> + <d_final_states, final> + <d_seq_states, seq> differentiated by the
+    recurrence run backwards: with h_t = a_t h_{t-1} + Δ_t x_t ⊗ B_t and a_t = exp(Δ_t A), the state's cotangent
+    is ĥ_t = ĥ_{t+1} a_{t+1} + dy'_t ⊗ C_t (dy' the cotangent through the gate), so dC_t = Σ_p dy'_t h_t,
+    dB_t = Σ_p ĥ_t Δ_t x_t, dx_t = Σ_n ĥ_t Δ_t B_t (+ D dy'_t), dΔ_t = Σ ĥ_t (x_t B_t + A a_t h_{t-1}) and
+    dA = Σ_t Σ ĥ_t Δ_t a_t h_{t-1}; dt's and dt_bias' are dΔ times the softplus' and the clamp's derivative."""
+    tag, ct, stag, x, dt, A, B, C, D, z, bias, init = _prefill_inputs(arrays, params)
+    dy = get(arrays, "dy", ct)
+    dfin, dseq = get(arrays, "d_final_states", ct, False), get(arrays, "d_seq_states", ct, False)
+    b, L, H, P = x.shape
+    G, N = B.shape[2], B.shape[3]
+    grp = np.arange(H) // (H // G)
+    Bh, Ch = B[:, :, grp], C[:, :, grp]  # (b, l, h, n)
+    lim = _limits(params)
+    dtf = to_float(dt[0], dt[1]).astype(ct)
+    d = _delta(dtf, bias, params.get("dt_softplus", False), lim, ct)  # (b, l, h)
+    chain = _delta_chain(dtf, bias, params.get("dt_softplus", False), lim, ct)
+    cu = arrays.get("cu_seqlens", (None, None))[1]
+    bounds = [(0, L)] if cu is None else [(int(cu[i]), int(cu[i + 1])) for i in range(len(cu) - 1)]
+    nseq = len(bounds)
+    seq_states = np.zeros((b if cu is None else nseq, H, P, N), dtype=ct)
+    y = np.zeros((b, L, H, P), dtype=ct)
+    g = {k: np.zeros_like(v) for k, v in (("dx", x), ("dB", Bh), ("dC", Ch))}
+    g["dA"], gdelta = np.zeros(H, dtype=ct), np.zeros((b, L, H), dtype=ct)
+    g["dD"] = None if D is None else np.zeros(H, dtype=ct)
+    g["dz"] = None if z is None else np.zeros_like(z)
+    g["dinitial_states"] = None if init is None else np.zeros_like(init)
+    for bb in range(b):
+        for si, (s0, s1) in enumerate(bounds):
+            hs = np.zeros((s1 - s0 + 1, H, P, N), dtype=ct)
+            if init is not None and si == 0:
+                hs[0] = _state_round(init[bb], stag)
+            a = np.exp(d[bb, s0:s1] * A).astype(ct)  # (t, h)
+            for k, t in enumerate(range(s0, s1)):
+                hs[k + 1] = a[k][:, None, None] * hs[k] + d[bb, t][:, None, None] * x[bb, t][:, :, None] * Bh[bb, t][:, None, :]
+            pre = np.einsum("thpn,thn->thp", hs[1:], Ch[bb, s0:s1])
+            if D is not None:
+                pre = pre + D[None, :, None] * x[bb, s0:s1]
+            dyt = dy[bb, s0:s1]
+            if z is not None:
+                zt = z[bb, s0:s1]
+                sg = 1 / (1 + np.exp(-zt))
+                y[bb, s0:s1] = pre * zt * sg
+                g["dz"][bb, s0:s1] = dyt * pre * sg * (1 + zt * (1 - sg))
+                dyt = dyt * zt * sg
+            else:
+                y[bb, s0:s1] = pre
+            if D is not None:
+                g["dD"] += np.einsum("thp,thp->h", dyt, x[bb, s0:s1])
+                if ARGS["slip"] != "bwd-dx-no-skip":
+                    g["dx"][bb, s0:s1] += dyt * D[None, :, None]
+            seq_states[si if cu is not None else bb] = hs[-1]
+            hh = np.zeros((H, P, N), dtype=ct)
+            if dseq is not None:
+                hh = hh + dseq[si if cu is not None else bb]
+            if dfin is not None and si == nseq - 1:
+                hh = hh + dfin[0 if cu is not None else bb]
+            for k in range(s1 - s0 - 1, -1, -1):
+                t = s0 + k
+                g["dC"][bb, t] += np.einsum("hp,hpn->hn", dyt[k], hs[k + 1])
+                hh = hh + dyt[k][:, :, None] * Ch[bb, t][:, None, :]
+                dec = np.einsum("hpn,hpn->h", hh, hs[k]) * a[k]  # ∂J/∂(Δ_t A)
+                g["dA"] += dec if ARGS["slip"] == "bwd-da-no-delta" else dec * d[bb, t]
+                gdelta[bb, t] += dec * A + np.einsum("hpn,hp,hn->h", hh, x[bb, t], Bh[bb, t])
+                g["dB"][bb, t] += d[bb, t][:, None] * np.einsum("hpn,hp->hn", hh, x[bb, t])
+                g["dx"][bb, t] += d[bb, t][:, None] * np.einsum("hpn,hn->hp", hh, Bh[bb, t])
+                if not (ARGS["slip"] == "bwd-dinit-undecayed" and k == 0):
+                    hh = hh * a[k][:, None, None]
+            if init is not None and si == 0:
+                g["dinitial_states"][bb] = hh
+    ddt = gdelta * chain
+    dB, dC = np.zeros_like(B), np.zeros_like(C)
+    for h in range(H):
+        dB[:, :, grp[h]] += g["dB"][:, :, h]
+        dC[:, :, grp[h]] += g["dC"][:, :, h]
+    out = _finish(y, x, None, None, seq_states, cu is not None, b, nseq, tag, stag, ct)
+    w = "f64" if tag == "f64" else "f32"
+    out.update({"dx": (tag, from_float(tag, g["dx"])), "ddt": (tag, from_float(tag, ddt)), "dA": (w, from_float(w, g["dA"])),
+                "dB": (tag, from_float(tag, dB)), "dC": (tag, from_float(tag, dC))})
+    if D is not None:
+        out["dD"] = (w, from_float(w, g["dD"]))
+    if z is not None:
+        out["dz"] = (tag, from_float(tag, g["dz"]))
+    if bias is not None:
+        out["ddt_bias"] = (w, from_float(w, ddt.sum(axis=(0, 1))))
+    if init is not None:
+        out["dinitial_states"] = (stag, from_float(stag, g["dinitial_states"]))
+    return out
+
+
 def ssd_step(arrays, params):
     tag = arrays["x"][0]
     ct = compute_dtype(tag)
@@ -213,5 +326,5 @@ def ssd_step(arrays, params):
 
 
 def prepare(op, arrays, params):
-    fn = {"ssd_prefill": ssd_prefill, "ssd_step": ssd_step}[op]
+    fn = {"ssd_prefill": ssd_prefill, "ssd_bwd": ssd_bwd, "ssd_step": ssd_step}[op]
     return lambda: fn({k: (t, v.copy()) for k, (t, v) in arrays.items()}, params)
