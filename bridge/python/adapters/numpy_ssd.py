@@ -9,7 +9,8 @@ Arguments: mode=chunked (default) or sequential (the recurrence step by step,
 the model a decode chain is judged by); the backward of the prefill
 ("ssd_bwd": the recurrence's adjoint written out by hand, independent of the
 suite's Go adjoint, in the compute type); slip=NAME plants one of the chunked
-algebra's known bugs (the names starting "bwd-" are slips of the backward) (for the suite's own tests of its diagnosis).
+algebra's known bugs, for the suite's own tests of its diagnosis (the names
+starting "bwd-" are slips of the backward).
 """
 import numpy as np
 
@@ -48,18 +49,23 @@ def capabilities():
     }
 
 
-def _delta(dt, bias, softplus, lim, ct):
+def _delta(dt, bias, softplus, lim, ct, chain=False):
+    """Δ = clamp(softplus?(dt + bias)); with chain also dΔ/d(dt): the softplus' σ (1 above 20), zero where the
+    limit clamps."""
     v = dt.astype(ct)
     if bias is not None:
         v = v + bias.astype(ct)
+    dsp = np.ones_like(v)
     if softplus and ARGS["slip"] == "softplus-log-exp":
         v = np.where(v <= 20, np.log(np.exp(np.minimum(v, 20)) + ct(1)), v).astype(ct)
     elif softplus:
+        dsp = np.where(v <= 20, 1 / (1 + np.exp(-np.minimum(v, 20))), 1).astype(ct)
         v = np.where(v <= 20, np.log1p(np.exp(np.minimum(v, 20))), v).astype(ct)
     lo, hi = lim
+    clamped = (v < lo) | (v > hi)
     if ARGS["slip"] != "no-dt-limit":
         v = np.minimum(np.maximum(v, ct(lo)), ct(hi))
-    return v
+    return (v, np.where(clamped, 0, dsp).astype(ct)) if chain else v
 
 
 def _limits(params):
@@ -187,19 +193,6 @@ def _finish(y, x, D, z, seq_states, packed, b, nseq, tag, stag, ct):
     return out
 
 
-def _delta_chain(dt, bias, softplus, lim, ct):
-    """dΔ/d(dt): the softplus' σ (1 above 20, as the forward), zero where the limit clamps."""
-    v = dt.astype(ct)
-    if bias is not None:
-        v = v + bias.astype(ct)
-    sp, dsp = v, np.ones_like(v)
-    if softplus:
-        sp = np.where(v <= 20, np.log1p(np.exp(np.minimum(v, 20))), v)
-        dsp = np.where(v <= 20, 1 / (1 + np.exp(-np.minimum(v, 20))), 1)
-    lo, hi = lim
-    return np.where((sp < lo) | (sp > hi), 0, dsp).astype(ct)
-
-
 def ssd_bwd(arrays, params):
     """The prefill's forward, then J = <dy, y> + <d_final_states, final> + <d_seq_states, seq> differentiated by the
     recurrence run backwards: with h_t = a_t h_{t-1} + Δ_t x_t ⊗ B_t and a_t = exp(Δ_t A), the state's cotangent
@@ -215,8 +208,7 @@ def ssd_bwd(arrays, params):
     Bh, Ch = B[:, :, grp], C[:, :, grp]  # (b, l, h, n)
     lim = _limits(params)
     dtf = to_float(dt[0], dt[1]).astype(ct)
-    d = _delta(dtf, bias, params.get("dt_softplus", False), lim, ct)  # (b, l, h)
-    chain = _delta_chain(dtf, bias, params.get("dt_softplus", False), lim, ct)
+    d, chain = _delta(dtf, bias, params.get("dt_softplus", False), lim, ct, chain=True)  # (b, l, h)
     cu = arrays.get("cu_seqlens", (None, None))[1]
     bounds = [(0, L)] if cu is None else [(int(cu[i]), int(cu[i + 1])) for i in range(len(cu) - 1)]
     nseq = len(bounds)
