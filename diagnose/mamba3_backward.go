@@ -164,16 +164,7 @@ func mamba3Candidates(p *mamba3.Problem, name string, ref *mamba3.Grads, without
 	full := gradField(ref, name)
 	var out []Candidate
 	for _, path := range mamba3.Paths() {
-		cut := gradField(without[path], name)
-		if sameSlice(cut, full) {
-			continue // the gradient does not flow through this path
-		}
-		neg := make([]float64, len(full))
-		for i := range neg {
-			neg[i] = 2*cut[i] - full[i]
-		}
-		out = append(out, Candidate{Tag: "no-path:" + path.Tag(), Cause: "lacks its path through " + path.String(), Want: cut},
-			Candidate{Tag: "negated-path:" + path.Tag(), Cause: "has its path through " + path.String() + " with the sign flipped", Want: neg})
+		out = append(out, pathCandidates(full, gradField(without[path], name), path.Tag(), path.String())...)
 	}
 	L, H, B := p.Seqlen, p.Heads, p.Batch
 	if name == "dADT" || name == "dDT" || name == "dTrap" {
@@ -222,6 +213,22 @@ func mamba3Candidates(p *mamba3.Problem, name string, ref *mamba3.Grads, without
 		out = append(out, Candidate{Tag: fmt.Sprintf("shift(%+d)", k), Cause: fmt.Sprintf("is the reference's gradient of the step %+d: an index off by one in time", k), Want: sh})
 	}
 	return out
+}
+
+// pathCandidates are a gradient full's relations to one path of the chain
+// rule, given the gradient without it (cut): the path missing, or with its
+// sign flipped (2·cut − full); none where the gradient does not flow
+// through the path.
+func pathCandidates(full, cut []float64, tag, words string) []Candidate {
+	if sameSlice(cut, full) {
+		return nil
+	}
+	neg := make([]float64, len(full))
+	for i := range neg {
+		neg[i] = 2*cut[i] - full[i]
+	}
+	return []Candidate{{Tag: "no-path:" + tag, Cause: "lacks its path through " + words, Want: cut},
+		{Tag: "negated-path:" + tag, Cause: "has its path through " + words + " with the sign flipped", Want: neg}}
 }
 
 func sameSlice(a, b []float64) bool {

@@ -184,3 +184,51 @@ func Mamba3GradArrays(p *mamba3.Problem, got, want *mamba3.Grads, sc *mamba3.Gra
 	}
 	return out, nil
 }
+
+// Mamba2GradArrays returns the gradients of a Mamba-2 backward to judge,
+// each against the float64 gradient with mamba2.GradErrorScale's scale,
+// stored in the type the kernel returns it in (mamba2.GradField.Typed:
+// the inputs' type, the weights' or the states'). A gradient the
+// reference has and the kernel did not return, or returned with another
+// length, is an error naming it; one the reference lacks is ignored.
+func Mamba2GradArrays(p *mamba2.Problem, got, want *mamba2.Grads, sc *mamba2.GradScale) (arrays []Array, err error) {
+	defer func() {
+		if e := contain.Recovered(recover(), "judge.Mamba2GradArrays", nil); e != nil {
+			arrays, err = nil, e
+		}
+	}()
+	if got == nil {
+		return nil, fmt.Errorf("judge: the kernel returned no gradients")
+	}
+	computed := p.DType
+	if computed.Narrow() {
+		computed = ssm.F32
+	}
+	stored := map[string]ssm.DType{"input": p.DType, "weight": p.DType.Weight(), "state": p.StateDType}
+	index := gradIndex(p)
+	gf, sf, tf := got.Fields(), sc.Scale.Fields(), sc.Tiny.Fields()
+	var out []Array
+	for i, f := range want.Fields() {
+		if f.Values == nil {
+			continue
+		}
+		if len(gf[i].Values) != len(f.Values) {
+			return nil, fmt.Errorf("judge: the kernel returned %d elements of %s, want %d", len(gf[i].Values), f.Name, len(f.Values))
+		}
+		out = append(out, Array{Name: f.Name, Got: gf[i].Values, Want: f.Values, Scale: sf[i].Values, Tiny: tf[i].Values,
+			Stored: stored[f.Typed], Computed: computed, Index: index[f.Name]})
+	}
+	return out, nil
+}
+
+// gradIndex gives each of a Mamba-2 backward's gradients its element's
+// index in the layout of what it differentiates (mamba2.Problem).
+func gradIndex(p *mamba2.Problem) map[string]func(int) []int {
+	L, H, P, G, N := p.Seqlen, p.Heads, p.Headdim, p.Groups, p.Dstate
+	x := func(i int) []int { return []int{i / (L * H * P), i / (H * P) % L, i / P % H, i % P} }
+	bc := func(i int) []int { return []int{i / (L * G * N), i / (G * N) % L, i / N % G, i % N} }
+	head := func(i int) []int { return []int{i} }
+	return map[string]func(int) []int{"dx": x, "dz": x, "ddt": func(i int) []int { return []int{i / (L * H), i / H % L, i % H} },
+		"dA": head, "dD": head, "ddt_bias": head, "dB": bc, "dC": bc,
+		"dinitial_states": func(i int) []int { return []int{i / (H * P * N), i / (P * N) % H, i / N % P, i % N} }}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/cmplx"
+	"strings"
 
 	"ssmverify/contain"
 	"ssmverify/mamba1"
@@ -371,4 +372,20 @@ func CompareDiscretize(m ssm.Method, dt ssm.DType, isComplex bool, delta, a, aba
 		pts = append(pts, p)
 	}
 	return pts
+}
+
+// WorstByArray says each array's worst ratio (of CompareArrays' ratios), in
+// the arrays' order: "dx 0.0035, ddt 0.0011" — a NaN ratio is the worst.
+func WorstByArray(arrays []Array, ratios map[string][]float64) string {
+	parts := make([]string, 0, len(arrays))
+	for _, a := range arrays {
+		var w float64
+		for _, r := range ratios[a.Name] {
+			if r > w || math.IsNaN(r) {
+				w = r
+			}
+		}
+		parts = append(parts, fmt.Sprintf("%s %.3g", a.Name, w))
+	}
+	return strings.Join(parts, ", ")
 }

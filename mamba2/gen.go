@@ -175,3 +175,9 @@ func GenerateCotangent(p *Problem, seed uint64, states bool) *Cotangent {
 	}
 	return ct
 }
+
+// Rounded returns the cotangent as a kernel of p receives it: Y rounded
+// to p's input type, the states' cotangents to its state type.
+func (c *Cotangent) Rounded(p *Problem) *Cotangent {
+	return &Cotangent{Y: p.DType.RoundAll(c.Y), FinalStates: p.StateDType.RoundAll(c.FinalStates), SeqStates: p.StateDType.RoundAll(c.SeqStates)}
+}

@@ -18,6 +18,34 @@ type Grads struct {
 	InitialStates  []float64
 }
 
+// A GradField is one gradient of Grads, named as the suite reports it.
+type GradField struct {
+	Name   string
+	Values []float64
+	// Typed is the type the kernel stores it in: "input" (x, dt, B, C,
+	// z), "weight" (A, D, dt_bias) or "state" (the initial states).
+	Typed string
+}
+
+// Fields lists g's gradients in a fixed order (absent ones with nil
+// values).
+func (g *Grads) Fields() []GradField {
+	return []GradField{{"dx", g.X, "input"}, {"ddt", g.Dt, "input"}, {"dA", g.A, "weight"}, {"dB", g.B, "input"},
+		{"dC", g.C, "input"}, {"dD", g.D, "weight"}, {"dz", g.Z, "input"}, {"ddt_bias", g.DtBias, "weight"},
+		{"dinitial_states", g.InitialStates, "state"}}
+}
+
+// ByName is the gradient Fields names name ("dx", …, "dinitial_states");
+// nil for an absent one or an unknown name.
+func (g *Grads) ByName(name string) []float64 {
+	for _, f := range g.Fields() {
+		if f.Name == name {
+			return f.Values
+		}
+	}
+	return nil
+}
+
 // Grad returns the float64 adjoint of Prefill: the gradients of
 // J = ⟨ct.Y, y⟩ + ⟨ct.FinalStates, final⟩ + ⟨ct.SeqStates, seq⟩ with
 // respect to every input, by the recurrence run backwards. With
@@ -31,7 +59,134 @@ type Grads struct {
 // (zero outside (DtMin, DtMax)) times the softplus' (σ, 1 above 20). A
 // sequence that starts from the initial state gives it a_0·ĥ_0.
 // TestGradCentralDifferences holds it to central differences.
-func Grad(p *Problem, ct *Cotangent) *Grads {
+func Grad(p *Problem, ct *Cotangent) *Grads { return adjoint(p, ct, variant{}) }
+
+// A Path is one edge of the prefill's chain rule, which GradWithout cuts:
+// the diagnosis compares a kernel's gradient with the reference's without
+// each (a backward that lacks a term of its chain rule).
+type Path int
+
+const (
+	// PathCarry is the state's cotangent carried back a step (a_{t+1}·ĥ_{t+1}).
+	PathCarry Path = iota
+	// PathDecay is Δ's part in the decay (∂a_t/∂Δ_t = a_t·A).
+	PathDecay
+	// PathInput is Δ's part in the input (∂(Δ_t·B_t·x_t)/∂Δ_t).
+	PathInput
+	// PathSkip is the skip connection D·x.
+	PathSkip
+	// PathGate is the gate's factor on the output's cotangent (g(z)·ŷ).
+	PathGate
+	// PathFinal is the final states' cotangent.
+	PathFinal
+	// PathSeq is the per-sequence states' cotangent.
+	PathSeq
+	// PathOutput is y's cotangent (every term from it).
+	PathOutput
+	numPaths
+)
+
+var pathNames = [numPaths][2]string{
+	{"carry", "the state's cotangent carried back a step (a·ĥ)"},
+	{"decay", "Δ's part in the decay (∂a/∂Δ = a·A)"},
+	{"input", "Δ's part in the input (B·x)"},
+	{"skip", "the skip connection D·x"},
+	{"gate", "the gate's factor on y's cotangent"},
+	{"final", "the final states' cotangent"},
+	{"seq", "the sequences' states' cotangents"},
+	{"output", "y's cotangent"},
+}
+
+// Tag is the path's short name ("decay"), String its description.
+func (p Path) Tag() string    { return pathNames[p][0] }
+func (p Path) String() string { return pathNames[p][1] }
+
+// Paths lists every path of the chain rule.
+func Paths() []Path {
+	out := make([]Path, numPaths)
+	for i := range out {
+		out[i] = Path(i)
+	}
+	return out
+}
+
+// GradWithout is Grad with one path of the chain rule cut.
+func GradWithout(p *Problem, ct *Cotangent, path Path) *Grads {
+	return adjoint(p, ct, variant{cut: path + 1})
+}
+
+// GradsWithout returns Grad without each path, by path.
+func GradsWithout(p *Problem, ct *Cotangent) map[Path]*Grads {
+	out := map[Path]*Grads{}
+	for _, path := range Paths() {
+		out[path] = GradWithout(p, ct, path)
+	}
+	return out
+}
+
+// A Factor is a factor of the chain rule that a backward may drop while
+// keeping its path: GradLacking returns the gradients without it.
+type Factor int
+
+const (
+	// FactorDeltaInA is Δ in ∂J/∂A = Σ_t Δ_t·∂J/∂(Δ_t·A).
+	FactorDeltaInA Factor = iota
+	// FactorSoftplus is the softplus' derivative σ(dt + bias) in dt's chain.
+	FactorSoftplus
+	// FactorFirstDecay is a_0 in the initial state's gradient a_0·ĥ_0.
+	FactorFirstDecay
+	// FactorCarryDecay is a_{t+1} in the carried cotangent a_{t+1}·ĥ_{t+1}.
+	FactorCarryDecay
+	numFactors
+)
+
+var factorNames = [numFactors][2]string{
+	{"Δ", "Δ in ∂J/∂A = Σ Δ·∂J/∂(Δ·A)"},
+	{"σ", "the softplus' derivative σ(dt + bias)"},
+	{"a₀", "the first step's decay a₀ (the initial state's cotangent undecayed)"},
+	{"a", "the decay a in the cotangent carried back a step (ĥ carried undecayed)"},
+}
+
+// Tag is the factor's symbol, String its description.
+func (f Factor) Tag() string    { return factorNames[f][0] }
+func (f Factor) String() string { return factorNames[f][1] }
+
+// Factors lists the factors GradLacking drops.
+func Factors() []Factor {
+	out := make([]Factor, numFactors)
+	for i := range out {
+		out[i] = Factor(i)
+	}
+	return out
+}
+
+// GradLacking is Grad with one factor of the chain rule left out.
+func GradLacking(p *Problem, ct *Cotangent, f Factor) *Grads {
+	return adjoint(p, ct, variant{lack: f + 1})
+}
+
+// variant says how adjoint departs from the exact adjoint: a path cut or
+// a factor left out (each 0: none, else the Path or Factor plus one), or,
+// with mag, the magnitude adjoint of GradErrorScale (every partial and
+// every value replaced by its absolute value, from absolute seeds, the
+// part of ∂J/∂(Δ·A) kept apart so that a chunked kernel's reverse
+// cumulative sums can be modelled).
+type variant struct {
+	cut  Path
+	lack Factor
+	mag  bool
+}
+
+func (v *variant) cuts(p Path) bool    { return v.cut == p+1 }
+func (v *variant) lacks(f Factor) bool { return v.lack == f+1 }
+func (v *variant) abs(x float64) float64 {
+	if v.mag {
+		return math.Abs(x)
+	}
+	return x
+}
+
+func adjoint(p *Problem, ct *Cotangent, v variant) *Grads {
 	H, P, N, G, L := p.Heads, p.Headdim, p.Dstate, p.Groups, p.Seqlen
 	g := &Grads{X: make([]float64, len(p.X)), Dt: make([]float64, len(p.Dt)), A: make([]float64, H),
 		B: make([]float64, len(p.B)), C: make([]float64, len(p.C))}
@@ -51,13 +206,22 @@ func Grad(p *Problem, ct *Cotangent) *Grads {
 		if a == nil {
 			return 0
 		}
-		return a[i]
+		return v.abs(a[i])
+	}
+	if v.cuts(PathFinal) {
+		ct = &Cotangent{Y: ct.Y, SeqStates: ct.SeqStates}
+	}
+	if v.cuts(PathSeq) {
+		ct = &Cotangent{Y: ct.Y, FinalStates: ct.FinalStates}
+	}
+	if v.cuts(PathOutput) {
+		ct = &Cotangent{FinalStates: ct.FinalStates, SeqStates: ct.SeqStates}
 	}
 	lo, hi := p.Limits()
 	seqs := p.Sequences()
 	delta, chain := make([]float64, L), make([]float64, L) // Δ_t and dΔ/d(dt)
-	dDelta := make([]float64, L)
-	hs := make([]float64, (L+1)*N) // the states of one channel: hs[t+1] after step t
+	dIn, dDec := make([]float64, L), make([]float64, L)    // ∂J/∂Δ_t through the input, ∂J/∂(Δ_t·A)
+	hs := make([]float64, (L+1)*N)                         // the states of one channel: hs[t+1] after step t
 	hh := make([]float64, N)
 	for b := 0; b < p.Batch; b++ {
 		for h := 0; h < H; h++ {
@@ -67,33 +231,37 @@ func Grad(p *Problem, ct *Cotangent) *Grads {
 				bias = p.DtBias[h]
 			}
 			for t := 0; t < L; t++ {
-				v := p.Dt[(b*L+t)*H+h] + bias
-				sp, dsp := v, 1.0
-				if p.Softplus && v <= 20 {
-					sp, dsp = math.Log1p(math.Exp(v)), 1/(1+math.Exp(-v))
+				x := p.Dt[(b*L+t)*H+h] + bias
+				sp, dsp := x, 1.0
+				if p.Softplus && x <= 20 {
+					sp, dsp = math.Log1p(math.Exp(x)), 1/(1+math.Exp(-x))
+				}
+				if v.lacks(FactorSoftplus) {
+					dsp = 1
 				}
 				delta[t] = math.Min(math.Max(sp, lo), hi)
 				chain[t] = dsp
 				if sp < lo || sp > hi {
 					chain[t] = 0
 				}
-				dDelta[t] = 0
+				dIn[t], dDec[t] = 0, 0
 			}
+			A := v.abs(p.A[h]) // in the partials; the decay is e^{Δ·A} in every variant
 			for si, sq := range seqs {
 				for pp := 0; pp < P; pp++ {
 					// forward: the channel's states through the sequence
 					for n := 0; n < N; n++ {
 						hs[sq[0]*N+n] = 0
 						if p.InitialStates != nil && si == 0 {
-							hs[sq[0]*N+n] = p.InitialStates[((b*H+h)*P+pp)*N+n]
+							hs[sq[0]*N+n] = v.abs(p.InitialStates[((b*H+h)*P+pp)*N+n])
 						}
 					}
 					for t := sq[0]; t < sq[1]; t++ {
 						a := math.Exp(delta[t] * p.A[h])
-						x := p.X[((b*L+t)*H+h)*P+pp]
+						x := v.abs(p.X[((b*L+t)*H+h)*P+pp])
 						bt := ((b*L+t)*G + grp) * N
 						for n := 0; n < N; n++ {
-							hs[(t+1)*N+n] = a*hs[t*N+n] + delta[t]*p.B[bt+n]*x
+							hs[(t+1)*N+n] = a*hs[t*N+n] + delta[t]*v.abs(p.B[bt+n])*x
 						}
 					}
 					// backward
@@ -110,40 +278,54 @@ func Grad(p *Problem, ct *Cotangent) *Grads {
 					}
 					for t := last; t >= sq[0]; t-- {
 						i := ((b*L+t)*H+h)*P + pp
-						x := p.X[i]
+						x := v.abs(p.X[i])
 						bt := ((b*L+t)*G + grp) * N
 						dy := at(ct.Y, i)
+						d := v.abs(at(p.D, h))
 						if p.Z != nil {
-							pre := 0.0
+							pre := d * x
 							for n := 0; n < N; n++ {
-								pre += p.C[bt+n] * hs[(t+1)*N+n]
-							}
-							if p.D != nil {
-								pre += p.D[h] * x
+								pre += v.abs(p.C[bt+n]) * hs[(t+1)*N+n]
 							}
 							z := p.Z[i]
 							s := 1 / (1 + math.Exp(-z))
-							g.Z[i] += dy * pre * s * (1 + z*(1-s))
-							dy *= z * s
+							dg := s * (1 + z*(1-s)) // d(z·σ(z))/dz
+							if v.mag {
+								dg = s * (1 + math.Abs(z)*(1-s)) // its terms' magnitudes: 1 + z(1−σ) cancels near z ≈ −1.28
+							}
+							g.Z[i] += dy * pre * dg
+							if !v.cuts(PathGate) {
+								dy *= v.abs(z * s)
+							}
 						}
-						if p.D != nil {
+						if p.D != nil && !v.cuts(PathSkip) {
 							g.D[h] += dy * x
-							g.X[i] += dy * p.D[h]
+							g.X[i] += dy * d
 						}
 						a := math.Exp(delta[t] * p.A[h])
-						var da float64
+						var da, din float64
 						for n := 0; n < N; n++ {
+							bn, cn := v.abs(p.B[bt+n]), v.abs(p.C[bt+n])
 							g.C[bt+n] += dy * hs[(t+1)*N+n]
-							hh[n] += dy * p.C[bt+n]
+							hh[n] += dy * cn
 							da += hh[n] * hs[t*N+n]
-							dDelta[t] += hh[n] * p.B[bt+n] * x
+							din += hh[n] * bn * x
 							g.B[bt+n] += hh[n] * delta[t] * x
-							g.X[i] += hh[n] * delta[t] * p.B[bt+n]
-							hh[n] *= a
+							g.X[i] += hh[n] * delta[t] * bn
+							switch {
+							case v.cuts(PathCarry):
+								hh[n] = 0 // each step's cotangent its own
+							case v.lacks(FactorCarryDecay), t == sq[0] && v.lacks(FactorFirstDecay):
+							default:
+								hh[n] *= a
+							}
 						}
-						// a = e^{Δ·A}: ∂a/∂Δ = a·A, ∂a/∂A = a·Δ
-						dDelta[t] += da * a * p.A[h]
-						g.A[h] += da * a * delta[t]
+						if !v.cuts(PathInput) {
+							dIn[t] += din
+						}
+						if !v.cuts(PathDecay) {
+							dDec[t] += da * a // ∂J/∂(Δ·A): ∂a/∂Δ = a·A, ∂a/∂A = a·Δ
+						}
 					}
 					if p.InitialStates != nil && si == 0 {
 						for n := 0; n < N; n++ {
@@ -152,14 +334,37 @@ func Grad(p *Problem, ct *Cotangent) *Grads {
 					}
 				}
 			}
+			if v.mag && p.Chunk > 0 {
+				chunkSums(dDec, p.Chunk)
+			}
 			for t := 0; t < L; t++ {
-				d := dDelta[t] * chain[t]
+				d := (dIn[t] + dDec[t]*A) * chain[t]
 				g.Dt[(b*L+t)*H+h] += d
 				if p.DtBias != nil {
 					g.DtBias[h] += d
+				}
+				if v.lacks(FactorDeltaInA) {
+					g.A[h] += dDec[t]
+				} else {
+					g.A[h] += dDec[t] * delta[t]
 				}
 			}
 		}
 	}
 	return g
+}
+
+// chunkSums replaces every element of v by the sum of its chunk's (chunks
+// of q elements from the start).
+func chunkSums(v []float64, q int) {
+	for c0 := 0; c0 < len(v); c0 += q {
+		c1 := min(c0+q, len(v))
+		var s float64
+		for _, x := range v[c0:c1] {
+			s += x
+		}
+		for t := c0; t < c1; t++ {
+			v[t] = s
+		}
+	}
 }

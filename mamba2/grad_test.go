@@ -159,3 +159,56 @@ func scaled(d []float64, k float64) []float64 {
 	}
 	return out
 }
+
+// TestMagnitudeAdjointBoundsTheGradient: the error model's magnitude
+// adjoint (every value and partial at its absolute value) bounds the
+// gradient element by element, sequentially and chunked (where the
+// decay's part is summed over each chunk), so that the model's scale is
+// never below the size of what it scales.
+func TestMagnitudeAdjointBoundsTheGradient(t *testing.T) {
+	o := Options{Batch: 2, Seqlen: 37, Heads: 4, Headdim: 3, Groups: 2, Dstate: 4, D: true, Z: true, DtBias: true, Softplus: true,
+		InitialStates: true, DType: ssm.F32, StateDType: ssm.F32}
+	for _, chunk := range []int{0, 8} {
+		o.Chunk = chunk
+		p := Generate(o, 11)
+		ct := randomCotangent(p, 12)
+		g, m := Grad(p, ct).Fields(), adjoint(p, ct, variant{mag: true}).Fields()
+		for i, f := range g {
+			for j, v := range f.Values {
+				if !(math.Abs(v) <= m[i].Values[j]*(1+1e-12)+1e-300) {
+					t.Fatalf("chunk %d: |%s[%d]| = %.6g above its magnitude %.6g", chunk, f.Name, j, math.Abs(v), m[i].Values[j])
+				}
+			}
+		}
+	}
+}
+
+// TestEveryPathCarriesGradient: cutting each path of the chain rule, or
+// leaving out each factor, changes some gradient of a problem with every
+// option on — none is dead, so each can be a diagnosis' candidate.
+func TestEveryPathCarriesGradient(t *testing.T) {
+	p := Generate(Options{Batch: 1, Seqlen: 12, Heads: 2, Headdim: 2, Groups: 1, Dstate: 3, D: true, Z: true, DtBias: true, Softplus: true,
+		InitialStates: true, CuSeqlens: []int{0, 5, 12}, DType: ssm.F64, StateDType: ssm.F64}, 13)
+	ct := randomCotangent(p, 14)
+	full := Grad(p, ct)
+	changed := func(g *Grads) bool {
+		for i, f := range g.Fields() {
+			for j, v := range f.Values {
+				if v != full.Fields()[i].Values[j] {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	for _, path := range Paths() {
+		if !changed(GradWithout(p, ct, path)) {
+			t.Errorf("cutting %s changes no gradient", path)
+		}
+	}
+	for _, f := range Factors() {
+		if !changed(GradLacking(p, ct, f)) {
+			t.Errorf("leaving out %s changes no gradient", f)
+		}
+	}
+}

@@ -61,18 +61,7 @@ func judgeBackward(t *testing.T, k *bridge.Mamba3, p *mamba3.Problem, ct *mamba3
 	if err != nil {
 		t.Fatal(err)
 	}
-	// every gradient's worst ratio, for the findings
-	var each []string
-	for _, a := range ga {
-		var w float64
-		for _, r := range ratios[a.Name] {
-			if r > w || math.IsNaN(r) {
-				w = r
-			}
-		}
-		each = append(each, fmt.Sprintf("%s %.3g", a.Name, w))
-	}
-	t.Logf("forward: worst %s; gradients: %s; worst %s", fc.Worst, strings.Join(each, ", "), gc.Worst)
+	t.Logf("forward: worst %s; gradients: %s; worst %s", fc.Worst, judge.WorstByArray(ga, ratios), gc.Worst)
 	th := judge.Threshold(p.DType)
 	fwdOK := fc.NonFinite == 0 && fc.Worst.Ratio <= th
 	gradOK := gc.NonFinite == 0 && gc.Worst.Ratio <= th

@@ -19,6 +19,8 @@ with dt, dt_bias, D and A broadcast over the head dimension by stride-0 views
 dt_limit, so the step declares none.
 """
 
+import os
+
 from ssmbridge import Unsupported, upstream
 from ssmbridge.arrays import from_torch, torch_dtype
 
@@ -40,11 +42,14 @@ def describe():
 
 def capabilities():
     dts = ["f32", "f16", "bf16"]
+    # the backward reduces dD and ddt with atomics unless upstream's deterministic mode is on
+    # (mamba_ssm/utils/determinism.py reads MAMBA_DETERMINISTIC when the kernels run)
+    det = ["deterministic"] if os.environ.get("MAMBA_DETERMINISTIC", "")[:1] == "1" else []
     return {
         "ssd_prefill": {"dtypes": dts, "state_dtypes": ["same", "f32"], "algorithm": "chunked", "chunk_sizes": [],
                         "features": ["D", "z", "dt_bias", "softplus", "dt_limit", "initial_states", "cu_seqlens"]},
         "ssd_bwd": {"dtypes": dts, "state_dtypes": ["same", "f32"], "algorithm": "chunked", "chunk_sizes": [],
-                    "features": ["D", "z", "dt_bias", "softplus", "dt_limit", "initial_states", "cu_seqlens"]},
+                    "features": ["D", "z", "dt_bias", "softplus", "dt_limit", "initial_states", "cu_seqlens"] + det},
         "ssd_step": {"dtypes": dts, "state_dtypes": ["same", "f32"],
                      "features": ["D", "z", "dt_bias", "softplus", "state_batch_indices"]},
     }

@@ -43,7 +43,8 @@ def capabilities():
         "ssd_prefill": {"dtypes": dts, "state_dtypes": ["same", "f32"], "algorithm": ARGS["mode"], "chunk_sizes": [],
                         "features": ["D", "z", "dt_bias", "softplus", "dt_limit", "initial_states", "cu_seqlens"]},
         "ssd_bwd": {"dtypes": dts, "state_dtypes": ["same", "f32"], "algorithm": "sequential", "chunk_sizes": [],
-                    "features": ["D", "z", "dt_bias", "softplus", "dt_limit", "initial_states", "cu_seqlens"]},
+                    "features": ["D", "z", "dt_bias", "softplus", "dt_limit", "initial_states", "cu_seqlens",
+                                 "deterministic"]},
         "ssd_step": {"dtypes": dts, "state_dtypes": ["same", "f32"],
                      "features": ["D", "z", "dt_bias", "softplus", "dt_limit", "state_batch_indices"]},
     }

@@ -1,0 +1,313 @@
+package diagnose
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"ssmverify/judge"
+	"ssmverify/mamba2"
+	"ssmverify/report"
+)
+
+// SSDBackward diagnoses a failing backward of Mamba-2's chunked scan (the
+// prefill under autograd) from the structure of the failure, not from a
+// catalogue of backward slips, as Mamba3Backward does.
+//
+// The forward the backward ran comes first ("fwd:…"). The gradients of a
+// wrong forward are not blamed on the backward, except past three
+// findings that leave them to be judged: a forward the backward recomputes
+// by a path of its own ("fwd:recomputed": the kernel's prefill of the same
+// problem is right), products with TF32 operands (narrow:tf32: the
+// gradients are judged in that arithmetic), and a forward wrong only in
+// states the cotangent does not reach.
+//
+// Then every gradient beyond the threshold is related to the float64
+// gradient (Relate): zero, a constant factor, a path of the chain rule cut
+// or negated (mamba2.GradWithout), a factor of it left out
+// (mamba2.GradLacking), a shift by a step, another head's or group's
+// gradient, the right total in the wrong slots ("bwd:dA:lacks(Δ)"). One no
+// relation explains is located where its failures are confined along the
+// layout's axes — the chunks, a chunk's steps, the heads or groups, the
+// rows: "bwd:dx:in(chunks-after-first,heads-after-first)", the measured
+// shape of an offset or an index gone wrong (locateGradFailure) — and is
+// "bwd:dx:none" where they reach every index.
+//
+// run (nil: none) runs the kernel's prefill, for the forward's diagnosis.
+func SSDBackward(p *mamba2.Problem, ct *mamba2.Cotangent, out *mamba2.Output, g *mamba2.Grads, run SSDRunner) (f report.Finding) {
+	defer contained(&f, "diagnose.SSDBackward", p.Shape)
+	return diagnoseSSDBackward(p, ct, out, g, run)
+}
+
+func diagnoseSSDBackward(p *mamba2.Problem, ct *mamba2.Cotangent, out *mamba2.Output, g *mamba2.Grads, run SSDRunner) report.Finding {
+	want, sc := mamba2.Prefill(p)
+	var tags, causes, where []string
+	model := p // the arithmetic the gradients are judged in
+	if ok, ratios := ssdJudged(judge.PrefillArrays(p, out, want, sc)); !ok {
+		th := judge.Threshold(p.DType)
+		switch f := forwardUnder(p, out, ratios, run); {
+		case f.Tag == "recomputed", f.Tag == "narrow:tf32", unreached(ratios, ct, th):
+			// the forward the backward runs differs from the kernel's own
+			// prefill, or its products take TF32 operands (the backward's
+			// do too: its gradients are judged in that arithmetic), or it
+			// is wrong only in states no cotangent reaches: a backward
+			// slip is not hidden behind the forward's finding
+			tags, causes, where = []string{"fwd:" + f.Tag}, []string{"the forward under the backward: " + f.Cause}, []string{f.Where}
+			if f.Tag == "narrow:tf32" {
+				model = mamba2.WithOperands(p, mamba2.TF32Roundoff)
+			}
+		default:
+			return report.Finding{Tag: "fwd:" + f.Tag, Cause: "the forward under the backward: " + f.Cause, Where: f.Where}
+		}
+	}
+	ref := mamba2.Grad(p, ct)
+	arrays, err := judge.Mamba2GradArrays(p, g, ref, mamba2.GradErrorScale(model, ct))
+	if err != nil {
+		return report.Finding{Tag: strings.Join(append(tags, "bwd:missing"), "+"), Cause: strings.Join(append(causes, err.Error()), "; ")}
+	}
+	fwdTags := len(tags)
+	var without map[mamba2.Path]*mamba2.Grads
+	var lacking map[mamba2.Factor]*mamba2.Grads
+	for _, a := range arrays {
+		ok, rs := ssdJudged([]judge.Array{a})
+		if ok {
+			continue
+		}
+		th := judge.Threshold(a.Computed)
+		where = append(where, failingCounts(rs, th, a.Name)...)
+		if without == nil {
+			without, lacking = mamba2.GradsWithout(p, ct), map[mamba2.Factor]*mamba2.Grads{}
+			for _, f := range mamba2.Factors() {
+				lacking[f] = mamba2.GradLacking(p, ct, f)
+			}
+		}
+		rel, ok := Relate(a, ssdCandidates(p, a.Name, ref, without, lacking), th)
+		if !ok {
+			if tag, words := locateGradFailure(p, a.Name, rs[a.Name], th); tag != "" {
+				tags = append(tags, "bwd:"+a.Name+":in("+tag+")")
+				causes = append(causes, a.Name+": no relation to the reference fits; it is wrong only "+words)
+				continue
+			}
+			tags = append(tags, "bwd:"+a.Name+":none")
+			causes = append(causes, a.Name+": no relation to the reference fits, and it is wrong everywhere")
+			continue
+		}
+		tags = append(tags, "bwd:"+a.Name+":"+rel.Tag)
+		causes = append(causes, a.Name+" "+rel.Cause)
+	}
+	switch {
+	case len(tags) == 0:
+		return report.Finding{Cause: "the failure did not reproduce on this problem"}
+	case len(tags) == fwdTags && model != p:
+		causes = append(causes, "the gradients are within the error model of TF32 products")
+	case len(tags) == fwdTags:
+		causes = append(causes, "the gradients are right")
+	}
+	return report.Finding{Tag: strings.Join(tags, "+"), Cause: strings.Join(causes, "; "), Where: strings.Join(where, "; ")}
+}
+
+// forwardUnder diagnoses the wrong forward a backward ran: "recomputed"
+// where the kernel's own prefill of the problem (run) is right — the
+// backward recomputes the forward by a path of its own — else the
+// prefill's diagnosis (SSDPrefill).
+func forwardUnder(p *mamba2.Problem, out *mamba2.Output, ratios map[string][]float64, run SSDRunner) report.Finding {
+	if run != nil {
+		want, sc := mamba2.Prefill(p)
+		if again, err := run(p); err == nil && ssdPasses(judge.PrefillArrays(p, again, want, sc)) {
+			return report.Finding{Tag: "recomputed", Where: ssdWhere(p, ratios, judge.Threshold(p.DType)),
+				Cause: "wrong where the kernel's prefill of the same problem is right: the backward recomputes the forward by a path of its own"}
+		}
+	}
+	return SSDPrefill(p, out, run)
+}
+
+// unreached reports whether a forward's failing arrays (ratios beyond th)
+// are only states whose cotangent ct leaves out — a packed row's
+// per-sequence states or the final states — so that the gradients do not
+// depend on them.
+func unreached(ratios map[string][]float64, ct *mamba2.Cotangent, th float64) bool {
+	for name, rs := range ratios {
+		if allPass(rs, th) {
+			continue
+		}
+		switch {
+		case name == "seq_states" && ct.SeqStates == nil:
+		case name == "final_states" && ct.FinalStates == nil:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// ssdCandidates are a Mamba-2 gradient's structural relations to the
+// reference ref: a path of the chain rule cut or negated, a factor left
+// out, a shift by one step in time (the gradients of per-step inputs), the
+// reference of the next or previous head (per-head gradients) or group
+// (dB, dC).
+func ssdCandidates(p *mamba2.Problem, name string, ref *mamba2.Grads, without map[mamba2.Path]*mamba2.Grads, lacking map[mamba2.Factor]*mamba2.Grads) []Candidate {
+	full := ref.ByName(name)
+	var out []Candidate
+	for _, path := range mamba2.Paths() {
+		out = append(out, pathCandidates(full, without[path].ByName(name), path.Tag(), path.String())...)
+	}
+	for _, f := range mamba2.Factors() {
+		if v := lacking[f].ByName(name); !sameSlice(v, full) {
+			out = append(out, Candidate{Tag: "lacks(" + f.Tag() + ")", Cause: "lacks the factor " + f.String(), Want: v})
+		}
+	}
+	L, H, P, G, N, B := p.Seqlen, p.Heads, p.Headdim, p.Groups, p.Dstate, p.Batch
+	// a shift by one step: rows of L steps, each step `inner` elements
+	rows, inner := 0, 0
+	switch name {
+	case "dx", "dz":
+		rows, inner = B, H*P
+	case "ddt":
+		rows, inner = B, H
+	case "dB", "dC":
+		rows, inner = B, G*N
+	}
+	for _, k := range []int{1, -1} {
+		if rows == 0 || L < minShiftSteps {
+			break
+		}
+		sh := make([]float64, len(full))
+		for r := 0; r < rows; r++ {
+			for t := 0; t < L; t++ {
+				if s := t + k; s >= 0 && s < L {
+					copy(sh[(r*L+t)*inner:(r*L+t+1)*inner], full[(r*L+s)*inner:(r*L+s+1)*inner])
+				}
+			}
+		}
+		out = append(out, Candidate{Tag: fmt.Sprintf("shift(%+d)", k), Cause: fmt.Sprintf("is the reference's gradient of the step %+d: an index off by one in time", k), Want: sh})
+	}
+	// another head's or group's gradient: the innermost axis `inner`
+	// elements, `count` of them (heads or groups) rotated by one
+	count, inner := 0, 0
+	switch name {
+	case "dx", "dz":
+		count, inner = H, P
+	case "ddt":
+		count, inner = H, 1
+	case "dA", "dD", "ddt_bias":
+		count, inner = H, 1
+	case "dinitial_states":
+		count, inner = H, P*N
+	case "dB", "dC":
+		count, inner = G, N
+	}
+	what := "head"
+	if name == "dB" || name == "dC" {
+		what = "group"
+	}
+	for _, k := range []int{1, -1} {
+		if count < 2 || (count == 2 && k == -1) {
+			break
+		}
+		rot := make([]float64, len(full))
+		for i := range full {
+			blk := i / inner % count
+			j := i + ((blk+k+count)%count-blk)*inner
+			rot[i] = full[j]
+		}
+		out = append(out, Candidate{Tag: fmt.Sprintf("wrong-%s(%+d)", what, k), Cause: fmt.Sprintf("is the reference's gradient of the %s %+d: written into the wrong %s", what, k, what), Want: rot})
+	}
+	return out
+}
+
+// locateGradFailure says along which axes of gradient name's layout the
+// failing elements (ratio beyond th) are confined to a part: the chunks
+// (all but the first, the last, a list), the steps of a chunk (its first,
+// all but its first, its last), the heads or groups and the rows (all but
+// the first, the first, a list). It returns the tag's parts and their
+// words, "" where the failures reach every index of every axis.
+func locateGradFailure(p *mamba2.Problem, name string, ratios []float64, th float64) (tag, words string) {
+	L, H, P, G, N, B, Q := p.Seqlen, p.Heads, p.Headdim, p.Groups, p.Dstate, p.Batch, p.Chunk
+	type axis struct {
+		what string // "chunk", "step", "head", "group", "row"
+		n    int
+		of   func(i int) int
+	}
+	var axes []axis
+	steps := func(inner int) {
+		axes = append(axes, axis{"row", B, func(i int) int { return i / (L * inner) }})
+		if Q > 0 && L > Q {
+			axes = append(axes, axis{"chunk", (L + Q - 1) / Q, func(i int) int { return i / inner % L / Q }})
+			axes = append(axes, axis{"step", min(Q, L), func(i int) int { return i / inner % L % Q }})
+		}
+	}
+	switch name {
+	case "dx", "dz":
+		steps(H * P)
+		axes = append(axes, axis{"head", H, func(i int) int { return i / P % H }})
+	case "ddt":
+		steps(H)
+		axes = append(axes, axis{"head", H, func(i int) int { return i % H }})
+	case "dB", "dC":
+		steps(G * N)
+		axes = append(axes, axis{"group", G, func(i int) int { return i / N % G }})
+	case "dinitial_states":
+		axes = append(axes, axis{"row", B, func(i int) int { return i / (H * P * N) }}, axis{"head", H, func(i int) int { return i / (P * N) % H }})
+	case "dA", "dD", "ddt_bias":
+		axes = append(axes, axis{"head", H, func(i int) int { return i }})
+	}
+	var tags, ws []string
+	for _, ax := range axes {
+		if ax.n < 2 {
+			continue
+		}
+		bad := make([]bool, ax.n)
+		for i, r := range ratios {
+			if r > th || math.IsNaN(r) {
+				bad[ax.of(i)] = true
+			}
+		}
+		var in []int
+		for k, b := range bad {
+			if b {
+				in = append(in, k)
+			}
+		}
+		if len(in) == 0 || len(in) == ax.n {
+			continue
+		}
+		t, w := confined(ax.what, ax.n, in, L-(ax.n-1)*Q)
+		tags, ws = append(tags, t), append(ws, w)
+	}
+	return strings.Join(tags, ","), strings.Join(ws, " and ")
+}
+
+// confined names a proper subset in of an axis of n indices: all but the
+// first, the first, the last, a list. last is the length of the row's last
+// chunk (for the words of a partial one).
+func confined(what string, n int, in []int, last int) (tag, words string) {
+	plural := map[string]string{"chunk": "chunks", "step": "steps", "head": "heads", "group": "groups", "row": "rows"}[what]
+	switch {
+	case len(in) == n-1 && in[0] == 1:
+		if what == "step" {
+			return "not-chunk-start", "past each chunk's first step"
+		}
+		return plural + "-after-first", "in the " + plural + " after the first"
+	case len(in) == 1 && in[0] == 0:
+		if what == "step" {
+			return "chunk-start", "at each chunk's first step"
+		}
+		return "first-" + what, "in the first " + what
+	case len(in) == 1 && in[0] == n-1:
+		if what == "step" {
+			return "chunk-end", "at each chunk's last step"
+		}
+		if what == "chunk" && last > 0 {
+			return "last-chunk", fmt.Sprintf("in the last chunk (%d steps)", last)
+		}
+		return "last-" + what, "in the last " + what
+	}
+	parts := make([]string, len(in))
+	for i, k := range in {
+		parts[i] = fmt.Sprint(k)
+	}
+	if len(in) > 8 {
+		parts = append(parts[:8], "…")
+	}
+	return plural + "(" + strings.Join(parts, " ") + ")", plural + " " + strings.Join(parts, ", ")
+}

@@ -1,0 +1,157 @@
+package diagnose
+
+import (
+	"strings"
+	"testing"
+
+	"ssmverify/mamba2"
+	"ssmverify/ssm"
+)
+
+// TestSSDBackwardRelations: each structural relation of a wrong gradient
+// to the reference — zero, a constant factor, a path of the chain rule cut
+// or negated, a factor left out, a shift in time, another head's — is
+// named for a gradient made so from the float64 adjoint, with the forward
+// right and every other gradient exact.
+func TestSSDBackwardRelations(t *testing.T) {
+	o := mamba2.Options{Batch: 2, Seqlen: 40, Heads: 4, Headdim: 4, Groups: 2, Dstate: 8, D: true, Z: true, DtBias: true, Softplus: true,
+		InitialStates: true, DType: ssm.F32, StateDType: ssm.F32}
+	p := mamba2.Generate(o, 90).Rounded()
+	ct := mamba2.GenerateCotangent(p, 91, true)
+	ct.SeqStates = nil
+	out, _ := mamba2.Prefill(p)
+	ref := mamba2.Grad(p, ct)
+	clone := func() *mamba2.Grads {
+		c := func(v []float64) []float64 { return append([]float64(nil), v...) }
+		return &mamba2.Grads{X: c(ref.X), Dt: c(ref.Dt), A: c(ref.A), B: c(ref.B), C: c(ref.C), D: c(ref.D), Z: c(ref.Z), DtBias: c(ref.DtBias), InitialStates: c(ref.InitialStates)}
+	}
+	H, P, L := p.Heads, p.Headdim, p.Seqlen
+	for _, c := range []struct {
+		name, want string
+		make       func() *mamba2.Grads
+	}{
+		{"dz zero", "bwd:dz:zero", func() *mamba2.Grads { g := clone(); clear(g.Z); return g }},
+		{"dD doubled", "bwd:dD:factor(2)", func() *mamba2.Grads { g := clone(); g.D = scaledBy(g.D, 2); return g }},
+		{"ddt without the decay", "bwd:ddt:no-path:decay", func() *mamba2.Grads {
+			g := clone()
+			g.Dt = mamba2.GradWithout(p, ct, mamba2.PathDecay).Dt
+			return g
+		}},
+		{"dB with the carry negated", "bwd:dB:negated-path:carry", func() *mamba2.Grads {
+			g := clone()
+			cut := mamba2.GradWithout(p, ct, mamba2.PathCarry).B
+			for i := range g.B {
+				g.B[i] = 2*cut[i] - ref.B[i]
+			}
+			return g
+		}},
+		{"ddt without σ", "bwd:ddt:lacks(σ)", func() *mamba2.Grads {
+			g := clone()
+			g.Dt = mamba2.GradLacking(p, ct, mamba2.FactorSoftplus).Dt
+			return g
+		}},
+		{"dx a step late", "bwd:dx:shift(-1)", func() *mamba2.Grads {
+			g := clone()
+			n := H * P
+			for b := 0; b < p.Batch; b++ {
+				for s := L - 1; s >= 1; s-- {
+					copy(g.X[(b*L+s)*n:(b*L+s+1)*n], ref.X[(b*L+s-1)*n:(b*L+s)*n])
+				}
+				clear(g.X[b*L*n : (b*L+1)*n])
+			}
+			return g
+		}},
+		{"dinitial_states of the next head", "bwd:dinitial_states:wrong-head(+1)", func() *mamba2.Grads {
+			g := clone()
+			blk := P * p.Dstate
+			for i := range g.InitialStates {
+				h := i / blk % H
+				g.InitialStates[i] = ref.InitialStates[i+((h+1)%H-h)*blk]
+			}
+			return g
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := SSDBackward(p, ct, out, c.make(), nil)
+			if !strings.Contains(f.Tag, c.want) || strings.Count(f.Tag, "bwd:") != 1 {
+				t.Errorf("diagnosis [%s] %s, want %s alone", f.Tag, f, c.want)
+			}
+		})
+	}
+	// a gradient wrong only past the first chunk (an offset by the chunk
+	// gone wrong) is located there
+	q := *p
+	q.Chunk = 16
+	g := clone()
+	n := H * P
+	for b := 0; b < p.Batch; b++ {
+		for i := (b*L + 16) * n; i < (b+1)*L*n; i++ {
+			g.X[i] += float64(i%7-3) * 0.5
+		}
+	}
+	if f := SSDBackward(&q, ct, out, g, nil); f.Tag != "bwd:dx:in(chunks-after-first)" {
+		t.Errorf("dx wrong past the first chunk diagnosed [%s] %s", f.Tag, f)
+	}
+	if f := SSDBackward(p, ct, out, clone(), nil); f.Tag != "" {
+		t.Errorf("the reference's own gradients diagnosed [%s]", f.Tag)
+	}
+	// a wrong forward is the forward's finding, not the backward's
+	bad := *out
+	bad.Y = scaledBy(out.Y, 2)
+	if f := SSDBackward(p, ct, &bad, clone(), nil); !strings.HasPrefix(f.Tag, "fwd:") || strings.Contains(f.Tag, "bwd:") {
+		t.Errorf("a doubled y diagnosed [%s]", f.Tag)
+	}
+}
+
+func scaledBy(v []float64, k float64) []float64 {
+	out := make([]float64, len(v))
+	for i, x := range v {
+		out[i] = k * x
+	}
+	return out
+}
+
+// TestSSDBackwardPastUnreachedStates: a forward wrong only in a packed
+// row's per-sequence states, which the cotangent leaves out, does not hide
+// a wrong gradient: both are named, the forward's first.
+func TestSSDBackwardPastUnreachedStates(t *testing.T) {
+	o := mamba2.Options{Batch: 1, Seqlen: 30, Heads: 2, Headdim: 4, Groups: 1, Dstate: 4, D: true, InitialStates: true,
+		CuSeqlens: []int{0, 10, 30}, DType: ssm.F32, StateDType: ssm.F32}
+	p := mamba2.Generate(o, 92).Rounded()
+	ct := mamba2.GenerateCotangent(p, 93, true)
+	ct.SeqStates = nil
+	out, _ := mamba2.Prefill(p)
+	bad := *out
+	bad.SeqStates = scaledBy(out.SeqStates, 3)
+	g := mamba2.Grad(p, ct)
+	clear(g.D)
+	f := SSDBackward(p, ct, &bad, g, nil)
+	if !strings.HasPrefix(f.Tag, "fwd:") || !strings.Contains(f.Tag, "+bwd:dD:zero") {
+		t.Errorf("diagnosis [%s] %s, want the forward's then bwd:dD:zero", f.Tag, f)
+	}
+	// with the sequences' states in the cotangent the gradients depend on
+	// them: the forward's finding alone
+	ct2 := mamba2.GenerateCotangent(p, 93, true)
+	if f := SSDBackward(p, ct2, &bad, g, nil); strings.Contains(f.Tag, "bwd:") {
+		t.Errorf("with d_seq_states: diagnosis [%s]", f.Tag)
+	}
+}
+
+// TestSSDBackwardRecomputedForward: a backward whose forward is wrong
+// while the kernel's own prefill of the problem is right recomputes the
+// forward by a path of its own: "fwd:recomputed", and its gradients are
+// judged past it.
+func TestSSDBackwardRecomputedForward(t *testing.T) {
+	o := mamba2.Options{Batch: 1, Seqlen: 20, Heads: 2, Headdim: 2, Groups: 1, Dstate: 4, D: true, DType: ssm.F32, StateDType: ssm.F32}
+	p := mamba2.Generate(o, 94).Rounded()
+	ct := mamba2.GenerateCotangent(p, 95, false)
+	out, _ := mamba2.Prefill(p)
+	bad := *out
+	bad.Y = scaledBy(out.Y, -1)
+	g := mamba2.Grad(p, ct)
+	g.D = scaledBy(g.D, 2)
+	prefill := func(q *mamba2.Problem) (*mamba2.Output, error) { o, _ := mamba2.Prefill(q); return o, nil }
+	if f := SSDBackward(p, ct, &bad, g, prefill); f.Tag != "fwd:recomputed+bwd:dD:factor(2)" {
+		t.Errorf("diagnosis [%s] %s", f.Tag, f)
+	}
+}

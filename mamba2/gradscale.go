@@ -1,0 +1,138 @@
+package mamba2
+
+import (
+	"math"
+	"math/bits"
+
+	"ssmverify/ssm"
+)
+
+// GradScale is the error model of a backward pass: every gradient element
+// of a correct kernel lies within u·Scale + η·Tiny of the float64 gradient
+// (u and η those of the arithmetic, float32's for the 16-bit input types),
+// shaped like the gradients.
+type GradScale struct {
+	Scale, Tiny *Grads
+}
+
+// GradErrorScale is the error model of the backward of p's prefill for the
+// cotangent ct: sequential (p.Chunk 0, a chain of steps run backwards) or
+// chunked (upstream's Triton backward).
+//
+// Every gradient is a sum over the paths from the input to J of the
+// products of the partial derivatives along the path (reverse mode, as
+// Grad evaluates it). A kernel that evaluates each operation with a small
+// relative error of the magnitudes of its terms errs in each path's
+// product by at most the sum of its factors' errors, and in the forward
+// values the partials are evaluated at by the same, so
+//
+//	|δg_i| ≤ r·G_i,   G_i = Σ_paths Π |partial|, at the terms' magnitudes
+//
+// where G is the magnitude adjoint (Grad with every value and partial
+// replaced by its absolute value, from absolute cotangents) and r the
+// relative error of one path's product:
+//
+//	r = 6·u_op                       six factors rounded as operands of the
+//	                                 products (the cotangent, C or B, x, the
+//	                                 state or its adjoint, the decay, Δ) to
+//	                                 the inputs' 16-bit type or TF32
+//	  + (N + P + H/G + Batch + 2·c + 2·⌈L/c⌉ + 16)·u
+//	                                 the sums: over the state, the channels,
+//	                                 a group's heads and the rows; within a
+//	                                 chunk of c steps (c = 1 sequentially);
+//	                                 the states and their cotangents handed
+//	                                 between chunks
+//	  + ((c + 2ℓ)·W + 4·Λ)·u         the decays e^{cum_t − cum_s} from
+//	                                 cumulative sums of Δ·A: W the largest
+//	                                 |within-chunk sum|, Λ the largest
+//	                                 |sum over a sequence|, ℓ = ⌈log2 c⌉ + 1
+//	                                 (chunked only; sequentially each step's
+//	                                 decay rounds once, in the count above)
+//	  + ⌈L/c⌉·u_state/u              the states kept between chunks in a
+//	                                 narrower type, rounded at each hand-over
+//
+// The chunked kernel differentiates the decays through their cumulative
+// sums within a chunk: ∂J/∂(Δ_t·A) is a reverse cumulative sum over the
+// rest of the chunk of differences of terms that cancel only in exact
+// arithmetic, so its scale at every step of a chunk is the chunk's sum of
+// the magnitudes (and dt's, A's and dt_bias' inherit it).
+//
+// The bound is normwise, as ErrorScale's is: G sums absolute values. Tiny
+// is one per element (a gradient of terms below the smallest normal errs
+// by it). TestGradErrorScaleCoversFloat32 and the GPU calibration
+// (docs/mamba2-backward.md) measure how tight it is.
+func GradErrorScale(p *Problem, ct *Cotangent) *GradScale {
+	G := adjoint(p, ct, variant{mag: true})
+	u := p.DType.Precision().UnitRoundoff()
+	c := max(p.Chunk, 1)
+	L := p.Seqlen
+	hops := float64((L + c - 1) / c)
+	opU := 0.0
+	if p.DType.Narrow() {
+		opU = p.DType.OutputRoundoff()
+	}
+	opU = math.Max(opU, p.operandU)
+	rel := 6*opU + float64(p.Dstate+p.Headdim+p.Heads/p.Groups+p.Batch+2*c+16)*u + 2*hops*u
+	W, Lam := decaySums(p)
+	rel += 4 * Lam * u
+	if p.Chunk > 0 {
+		rel += (float64(c) + 2*float64(bits.Len(uint(c)))) * W * u
+	}
+	if p.StateDType.Narrow() || (p.StateDType == ssm.F32 && p.DType == ssm.F64) {
+		rel += hops * p.StateDType.OutputRoundoff()
+	}
+	scale := func(v []float64) []float64 {
+		if v == nil {
+			return nil
+		}
+		out := make([]float64, len(v))
+		for i, x := range v {
+			out[i] = x * rel / u
+		}
+		return out
+	}
+	ones := func(v []float64) []float64 {
+		if v == nil {
+			return nil
+		}
+		out := make([]float64, len(v))
+		for i := range out {
+			out[i] = 1
+		}
+		return out
+	}
+	each := func(g *Grads, f func([]float64) []float64) *Grads {
+		return &Grads{X: f(g.X), Dt: f(g.Dt), A: f(g.A), B: f(g.B), C: f(g.C), D: f(g.D), Z: f(g.Z), DtBias: f(g.DtBias), InitialStates: f(g.InitialStates)}
+	}
+	return &GradScale{Scale: each(G, scale), Tiny: each(G, ones)}
+}
+
+// decaySums returns the largest |Σ Δ·A| within a chunk (row-aligned
+// chunks of p.Chunk steps) and over a sequence, of any row and head.
+func decaySums(p *Problem) (within, seq float64) {
+	q := max(p.Chunk, 1)
+	H, L := p.Heads, p.Seqlen
+	lo, hi := p.Limits()
+	for b := 0; b < p.Batch; b++ {
+		for h := 0; h < H; h++ {
+			bias := 0.0
+			if p.DtBias != nil {
+				bias = p.DtBias[h]
+			}
+			for _, sq := range p.Sequences() {
+				var w, s float64
+				for t := sq[0]; t < sq[1]; t++ {
+					if t%q == 0 {
+						w = 0
+					}
+					d := math.Abs(p.delta(p.Dt[(b*L+t)*H+h], bias, lo, hi) * p.A[h])
+					w += d
+					s += d
+					within = math.Max(within, w)
+				}
+				seq = math.Max(seq, s)
+			}
+		}
+	}
+	return within, seq
+}
