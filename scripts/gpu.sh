@@ -441,15 +441,18 @@ bridged() {
 	[ $rc -eq 0 ] && [ $mrc -eq 0 ]
 }
 
-# generated FAMILY CHECKOUT N [FROM]: the generated Triton population.
+# generated FAMILY CHECKOUT N [FROM]: the generated Triton population
+# (mamba2-backward: the backward's kernels, judged by the Mamba-2 suite's
+# backward tests; SUITE_RUN narrows the selection, e.g. to two dtype pairs).
 generated() {
-	[ $# -ge 3 ] && [ -d "$2/mamba_ssm" ] || { echo "usage: scripts/gpu.sh generated mamba2|mamba3 CHECKOUT N [FROM] (CHECKOUT holds mamba_ssm)"; exit 2; }
-	[ -x carry/$1.test ] && [ -x carry/mutants ] || { echo "gpu.sh: no carry/$1.test or carry/mutants (run scripts/gpu.sh build first)"; exit 1; }
+	[ $# -ge 3 ] && [ -d "$2/mamba_ssm" ] || { echo "usage: scripts/gpu.sh generated mamba2|mamba2-backward|mamba3 CHECKOUT N [FROM] (CHECKOUT holds mamba_ssm)"; exit 2; }
+	local suite=${1%-backward}
+	[ -x carry/$suite.test ] && [ -x carry/mutants ] || { echo "gpu.sh: no carry/$suite.test or carry/mutants (run scripts/gpu.sh build first)"; exit 1; }
 	local out=${OUT:-out/gpu}
 	mkdir -p "$out/generated"
 	nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 	MAMBA_DETERMINISTIC=1 ./carry/mutants -bridged "$1" -checkout "$2" -generate "$3" -generate-from "${4:-0}" -seed "${SEED:-20261202}" \
-		-j "${MUTANT_JOBS:-4}" -budget "${BUDGET:-0}" -suite-bin "carry/$1.test" -out "$out/generated"
+		-j "${MUTANT_JOBS:-4}" -budget "${BUDGET:-0}" -suite-bin "carry/$suite.test" -suite-run "${SUITE_RUN:-}" -out "$out/generated"
 }
 
 adapter() {

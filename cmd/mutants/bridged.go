@@ -38,6 +38,9 @@ type pySource struct {
 var pySources = map[string]pySource{
 	"mamba2": {"bridge/python/adapters/numpy_ssd.py", []string{"_delta", "_state_round", "ssd_prefill", "_finish"}},
 	"mamba3": {"bridge/python/adapters/numpy_mamba3.py", []string{"_rotate", "_run", "_common"}},
+	// the hand-written adjoint of Mamba-2's prefill, judged by the
+	// suite's backward tests (suiteRun)
+	"mamba2-backward": {"bridge/python/adapters/numpy_ssd.py", []string{"ssd_bwd"}},
 }
 
 // pyOperators are the classic operators for Python: those of the C++
@@ -82,11 +85,18 @@ func pyCandidates(root string, src pySource) ([]Generated, error) {
 	var out []Generated
 	fn := ""
 	skipBelow := -1 // the indentation of a slip's branch being skipped
+	inDoc := false  // inside a docstring: prose, which no operator touches
 	sc := bufio.NewScanner(strings.NewReader(string(b)))
 	for n := 1; sc.Scan(); n++ {
 		line := sc.Text()
 		if m := pyDef.FindStringSubmatch(line); m != nil {
 			fn = m[1]
+			continue
+		}
+		if d := len(pyDocDelim.FindAllString(line, -1)); d > 0 || inDoc {
+			if d%2 == 1 {
+				inDoc = !inDoc
+			}
 			continue
 		}
 		if strings.TrimSpace(line) != "" {
@@ -146,6 +156,23 @@ var pyRegions = map[string][]pyRegion{"mamba2": {
 	{regexp.MustCompile(`tag = arrays|ct = compute_dtype|stag = params|out = \{"y"|seq_states = np\.zeros`), regexp.MustCompile(`^narrow:|^op:`), "the dtypes"},
 	{regexp.MustCompile(`= get\(arrays|= x\.shape|= B\.shape`), regexp.MustCompile(`^op:|^dt:|^no-D|^no-z|^init-state:|^groups:`), "the arguments"},
 },
+	// the lines of ssd_bwd, by the gradients each forms (bwdParts: a
+	// gradient's relation or location); the forward it recomputes first
+	"mamba2-backward": {
+		{regexp.MustCompile(`hs\[k \+ 1\] = |hs\[0\] = |hs = np\.zeros|a = np\.exp|pre = |y\[bb, s0:s1\] = |seq_states\[si`), regexp.MustCompile(`^fwd:|` + bwdParts(`[a-zA-Z_]+`)), "the forward it recomputes (and every gradient through it)"},
+		{regexp.MustCompile(`g\["dz"\]`), regexp.MustCompile(bwdParts(`dz`)), "dz"},
+		{regexp.MustCompile(`dyt = dyt \* zt|sg = 1 / |zt = z\[`), regexp.MustCompile(bwdParts(`dx|dB|dC|ddt|dA|dD|dz|ddt_bias|dinitial_states`)), "the cotangent through the gate"},
+		{regexp.MustCompile(`g\["dD"\]`), regexp.MustCompile(bwdParts(`dD`)), "dD"},
+		{regexp.MustCompile(`g\["dx"\]\[bb, s0:s1\] \+= dyt`), regexp.MustCompile(bwdParts(`dx`)), "dx's skip term"},
+		{regexp.MustCompile(`g\["dC"\]\[bb, t\]|dC\[:, :, grp|"dC": `), regexp.MustCompile(bwdParts(`dC`)), "dC"},
+		{regexp.MustCompile(`hh = hh \+ dyt|hh = hh \* a|hh = np\.zeros|hh = hh \+ d(seq|fin)`), regexp.MustCompile(bwdParts(`dx|dB|ddt|dA|ddt_bias|dinitial_states`)), "the state's cotangent carried back"},
+		{regexp.MustCompile(`dec = |g\["dA"\]|"dA": `), regexp.MustCompile(bwdParts(`ddt|dA|ddt_bias`)), "the decay's cotangent, dA"},
+		{regexp.MustCompile(`gdelta|ddt = gdelta|"ddt": |ddt_bias|d, chain = _delta`), regexp.MustCompile(bwdParts(`ddt|ddt_bias|dA`)), "Δ's cotangent, ddt and ddt_bias"},
+		{regexp.MustCompile(`g\["dB"\]\[bb, t\]|dB\[:, :, grp|"dB": `), regexp.MustCompile(bwdParts(`dB`)), "dB"},
+		{regexp.MustCompile(`g\["dx"\]\[bb, t\]|"dx": `), regexp.MustCompile(bwdParts(`dx`)), "dx"},
+		{regexp.MustCompile(`dinitial_states`), regexp.MustCompile(bwdParts(`dinitial_states`)), "the initial states' gradient"},
+		{regexp.MustCompile(`.`), regexp.MustCompile(`^fwd:|` + bwdParts(`[a-zA-Z_]+`)), "the rest of the backward"},
+	},
 	"mamba3": {
 		{regexp.MustCompile(`q = _rotate|kraw = |k = _rotate`), regexp.MustCompile(`^op:[^:]*:(angle|unrotated|swapped|times|row-factor|column-factor|zero)|^m3:(angle|rotate|prev-key)`), "the query and key"},
 		{regexp.MustCompile(`c, s = np\.cos|x0, x1 = x\[|x\[\.\.\., 0:2|_rotate\(|ang = |a = phi\.shape|x = x\.copy`), regexp.MustCompile(`^op:[^:]*:(angle|unrotated|swapped)|^m3:(angle|rotate|prev-key)`), "the rotation"},
@@ -179,6 +206,26 @@ func bridgedGradeOf(family string, g Generated, tag string) (path string, correc
 	return "", false
 }
 
+// suiteOf is the folder of verify/ (and the adapter's family) that judges
+// a population: mamba2-backward, upstream's backward kernels, is judged by
+// the Mamba-2 suite.
+func suiteOf(family string) string { return strings.TrimSuffix(family, "-backward") }
+
+// suiteRun is the test selection a population's mutants are judged by:
+// all of the suite, but for the backward's kernels, which only ssd_bwd
+// launches and only the suite's backward tests call (the forward's tests
+// cannot observe a mutant there, and would spend the lease recompiling);
+// -suite-run chooses another.
+func suiteRun(family string) []string {
+	if *suiteRunF != "" {
+		return []string{"-test.run", *suiteRunF}
+	}
+	if strings.HasSuffix(family, "-backward") {
+		return []string{"-test.run", "Backward"}
+	}
+	return nil
+}
+
 // bridgedResult is one generated mutant of an adapter, judged.
 type bridgedResult struct {
 	Generated
@@ -209,7 +256,7 @@ func runBridgedGenerated(family string, from, n int, seed uint64, jobs int, suit
 	if checkout != "" {
 		srcs, ok := tritonSources[family]
 		if !ok {
-			return fmt.Errorf("-bridged %q with -checkout: want mamba2 or mamba3", family)
+			return fmt.Errorf("-bridged %q with -checkout: want mamba2, mamba2-backward or mamba3", family)
 		}
 		for _, src := range srcs {
 			c, err := tritonCandidates(checkout, src)
@@ -231,7 +278,7 @@ func runBridgedGenerated(family string, from, n int, seed uint64, jobs int, suit
 		cands, what = c, " "+src.file
 	}
 	ms := sampleFrom(cands, nil, from, n, seed)
-	fmt.Printf("generated: %d candidate mutations of%s; sampling %d with seed %d (from the seeded order's %d on); each judged by the whole suite verify/%s\n", len(cands), what, len(ms), seed, from, family)
+	fmt.Printf("generated: %d candidate mutations of%s; sampling %d with seed %d (from the seeded order's %d on); each judged by the suite verify/%s%s\n", len(cands), what, len(ms), seed, from, suiteOf(family), strings.Join(append([]string{""}, suiteRun(family)...), " "))
 	dir, _ := filepath.Abs(filepath.Join(*out, "generated-"+family))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -358,8 +405,9 @@ func judgeBaseline(family, dir, bin, checkout string) (*baseline, error) {
 	}
 	rep := filepath.Join(mdir, "report")
 	cmd := exec.Command(bin, "-test.v", "-test.timeout", "900s", "-report", rep)
-	cmd.Dir = filepath.Join("verify", family)
-	cmd.Env = append(os.Environ(), "SSMK_BRIDGE="+family+"_upstream checkout="+abs+" commit=unmutated")
+	cmd.Dir = filepath.Join("verify", suiteOf(family))
+	cmd.Args = append(cmd.Args, suiteRun(family)...)
+	cmd.Env = append(os.Environ(), "SSMK_BRIDGE="+suiteOf(family)+"_upstream checkout="+abs+" commit=unmutated")
 	log, _ := cmd.CombinedOutput()
 	_ = os.WriteFile(filepath.Join(mdir, "suite.log"), log, 0o644)
 	if !regexp.MustCompile(`(?m)^(ok|FAIL|PASS)\b`).Match(log) {
@@ -393,7 +441,7 @@ func judgeBridged(family string, g Generated, dir, bin, checkout string, base *b
 			return r
 		}
 		orig, file = filepath.Join(checkout, g.File), filepath.Join(copyDir, g.File)
-		bridgeSpec = family + "_upstream checkout=" + copyDir + " commit=mutant-" + fmt.Sprint(g.ID)
+		bridgeSpec = suiteOf(family) + "_upstream checkout=" + copyDir + " commit=mutant-" + fmt.Sprint(g.ID)
 	}
 	b, err := os.ReadFile(orig)
 	if err != nil {
@@ -412,8 +460,8 @@ func judgeBridged(family string, g Generated, dir, bin, checkout string, base *b
 		return r
 	}
 	rep := filepath.Join(mdir, "report")
-	cmd := exec.Command(bin, "-test.v", "-test.timeout", "900s", "-report", rep)
-	cmd.Dir = filepath.Join("verify", family)
+	cmd := exec.Command(bin, append([]string{"-test.v", "-test.timeout", "900s", "-report", rep}, suiteRun(family)...)...)
+	cmd.Dir = filepath.Join("verify", suiteOf(family))
 	if bridgeSpec == "" {
 		bridgeSpec = file
 	}
@@ -495,7 +543,30 @@ func namesCause(tag string) bool {
 		}
 		return namesCause(rest)
 	}
+	if strings.HasPrefix(tag, "bwd:") {
+		return len(gradientParts(tag)) > 0
+	}
 	return tag != "" && tag != "none" && tag != "error" && tag != "not-reproduced" && !strings.HasSuffix(tag, ":unrelated")
+}
+
+// bwdParts is the pattern of a backward tag's part for the gradients
+// names (a regular expression's alternatives), matched against the parts
+// that name a relation or a location (gradientParts).
+func bwdParts(names string) string { return `(^|\+)bwd:(` + names + `):` }
+
+// gradientParts are the parts of a backward's tag that name a gradient's
+// relation or location ("bwd:dA:lacks(Δ)", "bwd:dx:in(…)"): not the
+// forward's finding a Mamba-2 backward was judged past
+// (diagnose.SSDBackward: "fwd:narrow:tf32+bwd:…"), not a gradient no
+// relation explains ("bwd:dx:none"), not a missing one.
+func gradientParts(tag string) []string {
+	var out []string
+	for _, part := range strings.Split(tag, "+") {
+		if strings.HasPrefix(part, "bwd:") && !strings.HasSuffix(part, ":none") && part != "bwd:missing" {
+			out = append(out, part)
+		}
+	}
+	return out
 }
 
 // numericCause reports whether tag names the cause of wrong numbers (not
@@ -505,6 +576,10 @@ func numericCause(tag string) bool { return namesCause(tag) && tag != "raises" &
 // grade sets Raises, Named, Path and Correct: the run names the mutated
 // path where one of its causes is a tag of that path (pyRegions).
 func (r *bridgedResult) grade(family string) {
+	if strings.HasSuffix(family, "-backward") {
+		r.gradeBackward(family)
+		return
+	}
 	r.Raises = r.Tag == "raises" || r.Tag == "crash"
 	r.Named = numericCause(r.Tag)
 	r.Path, _ = bridgedGradeOf(family, r.Generated, "")
@@ -515,6 +590,47 @@ func (r *bridgedResult) grade(family string) {
 		if _, ok := bridgedGradeOf(family, r.Generated, tag); ok && numericCause(tag) {
 			r.Correct = true
 		}
+	}
+}
+
+// gradeBackward grades a mutant of a backward's kernels by its gradients'
+// parts alone (gradientParts): the forward's finding the gradients were
+// judged past is the unmutated kernel's, and names nothing of the mutant.
+func (r *bridgedResult) gradeBackward(family string) {
+	r.Raises = r.Tag == "raises" || r.Tag == "crash"
+	r.Path, _ = bridgedGradeOf(family, r.Generated, "")
+	// the backward's own forward found wrong ("fwd:recomputed", where the
+	// kernel's prefill is right), or a forward's finding alone (no gradient
+	// judged past it), names the mutant where a line of the forward it
+	// recomputes was mutated
+	forwardOnly := func(tag string) bool {
+		return strings.HasPrefix(tag, "fwd:recomputed") || (!strings.Contains(tag, "bwd:") && strings.HasPrefix(tag, "fwd:") && namesCause(tag))
+	}
+	atPath := func(tag string) bool {
+		parts := gradientParts(tag)
+		if forwardOnly(tag) {
+			parts = append(parts, strings.SplitN(tag, "+", 2)[0])
+		}
+		for _, part := range parts {
+			if _, ok := bridgedGradeOf(family, r.Generated, part); ok {
+				return true
+			}
+		}
+		return false
+	}
+	names := func(tag string) bool { return len(gradientParts(tag)) > 0 || forwardOnly(tag) }
+	// the run's tag: its most frequent that names a gradient's relation or location
+	best := 0
+	for tag, n := range r.Tags {
+		if names(tag) && (n > best || (n == best && tag < r.Tag)) {
+			r.Tag, best = tag, n
+		}
+	}
+	r.Named = names(r.Tag)
+	r.Strict = atPath(r.Tag)
+	r.Correct = false
+	for tag := range r.Tags {
+		r.Correct = r.Correct || atPath(tag)
 	}
 }
 

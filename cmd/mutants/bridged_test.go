@@ -70,3 +70,37 @@ func TestSampleInParts(t *testing.T) {
 		}
 	}
 }
+
+// TestNamesCause: a backward's tag names a cause where one of its
+// gradients has a relation or a location, not where every one is "none";
+// a Mamba-2 backward mutant is graded by its gradients' parts alone, never
+// by the unmutated kernel's forward finding they were judged past.
+func TestNamesCause(t *testing.T) {
+	for tag, want := range map[string]bool{
+		"bwd:dx:none":                              false,
+		"bwd:dx:none+bwd:dB:none":                  false,
+		"bwd:dx:none+bwd:dB:in(heads-after-first)": true,
+		"bwd:dA:lacks(Δ)":                          true,
+		"bwd:missing":                              false,
+		"fwd:varlen:no-reset+bwd:dx:none":          true,
+		"fwd:none":                                 false,
+		"op:in-chunk:unrelated":                    false,
+	} {
+		if got := namesCause(tag); got != want {
+			t.Errorf("namesCause(%q) = %v, want %v", tag, got, want)
+		}
+	}
+	g := Generated{File: "mamba_ssm/ops/triton/ssd_bmm.py", Func: "_bmm_chunk_bwd_kernel", Before: "x"}
+	for tag, want := range map[string]bool{
+		"fwd:narrow:tf32+bwd:dx:none":                   false,
+		"fwd:varlen:seq-states-no-init+bwd:dB:none":     false,
+		"fwd:narrow:tf32+bwd:dB:in(chunks-after-first)": true,
+		"bwd:dx:in(rows-after-first)":                   false, // named, not at dB/dC's kernel
+	} {
+		r := bridgedResult{Generated: g, Tag: tag, Tags: map[string]int{tag: 1}}
+		r.grade("mamba2-backward")
+		if r.Correct != want || r.Named != (len(gradientParts(tag)) > 0) {
+			t.Errorf("%q graded named %v correct %v, want correct %v", tag, r.Named, r.Correct, want)
+		}
+	}
+}

@@ -259,7 +259,8 @@ var (
 	bridgedF  = flag.String("bridged", "", "-generate: mutate the adapter of this bridged family (mamba2: bridge/python/adapters/numpy_ssd.py) and judge each mutant with its whole suite instead")
 	genFrom   = flag.Int("generate-from", 0, "-bridged: draw the sample from this position of the seeded order on (a population judged in parts: 0 for the first N, N for the next)")
 	suiteBin  = flag.String("suite-bin", "", "-bridged: the suite's prebuilt test binary (go test -c ./verify/FAMILY); empty: built into build/mutants")
-	checkoutF = flag.String("checkout", "", "-bridged: mutate upstream's Triton kernels in this checkout of state-spaces/mamba (mamba2: the chunked prefill's, mamba3: the SISO forward's) and judge each through FAMILY_upstream on the GPU")
+	checkoutF = flag.String("checkout", "", "-bridged: mutate upstream's Triton kernels in this checkout of state-spaces/mamba (mamba2: the chunked prefill's, mamba2-backward: its backward's, mamba3: the SISO forward's) and judge each through FAMILY_upstream on the GPU")
+	suiteRunF = flag.String("suite-run", "", "-bridged: the suite's -test.run selection for the unmutated kernel and each mutant (default: all of it; mamba2-backward: its backward tests)")
 	budgetF   = flag.Duration("budget", 0, "-bridged: start no mutant after this long (those left are recorded as not run), so that a population fits a lease")
 	genLine   = flag.String("generate-lines", "", "-generate: draw only from the mutations of source lines matching this regular expression (e.g. 'saved|starts|w\\.states|w\\.grads', the backward's saved states); -generate at least their number judges them all")
 	regrade   = flag.String("regrade", "", "grade the diagnoses of a generated.json again (after a change of the regions' tags) and print its summary")
@@ -297,8 +298,8 @@ func main() {
 		bin := *suiteBin
 		if bin == "" {
 			bin = filepath.Join("build", "mutants", *bridgedF+".test")
-			if b, err := exec.Command("go", "test", "-c", "-o", bin, "./verify/"+*bridgedF).CombinedOutput(); err != nil {
-				fatal(fmt.Errorf("building the suite verify/%s: %v\n%s", *bridgedF, err, b))
+			if b, err := exec.Command("go", "test", "-c", "-o", bin, "./verify/"+suiteOf(*bridgedF)).CombinedOutput(); err != nil {
+				fatal(fmt.Errorf("building the suite verify/%s: %v\n%s", suiteOf(*bridgedF), err, b))
 			}
 		}
 		j := *jobs

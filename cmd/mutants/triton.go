@@ -19,14 +19,25 @@ import (
 // parse; the grading is by the kernel and the section of it the line is
 // in (tritonRegions), written from the kernels' structure.
 
-// tritonSources are the forward kernels of each family, by file of the
-// checkout.
+// tritonSources are the kernels of each family, by file of the checkout:
+// the forward's (mamba2, mamba3) and Mamba-2's backward's
+// (mamba2-backward).
 var tritonSources = map[string][]pySource{
 	"mamba2": {
 		{"mamba_ssm/ops/triton/ssd_chunk_state.py", []string{"_chunk_cumsum_fwd_kernel", "_chunk_state_fwd_kernel", "_chunk_state_varlen_kernel"}},
 		{"mamba_ssm/ops/triton/ssd_state_passing.py", []string{"_state_passing_fwd_kernel"}},
 		{"mamba_ssm/ops/triton/ssd_bmm.py", []string{"_bmm_chunk_fwd_kernel"}},
 		{"mamba_ssm/ops/triton/ssd_chunk_scan.py", []string{"_chunk_scan_fwd_kernel"}},
+	},
+	// the backward's kernels, in the order _mamba_chunk_scan_combined_bwd
+	// launches them
+	"mamba2-backward": {
+		{"mamba_ssm/ops/triton/ssd_chunk_scan.py", []string{"_chunk_scan_bwd_dz_kernel", "_chunk_scan_bwd_dstates_kernel", "_chunk_scan_bwd_dc_kernel",
+			"_chunk_scan_bwd_dcb_kernel", "_chunk_scan_bwd_ddAcs_stable_kernel"}},
+		{"mamba_ssm/ops/triton/ssd_state_passing.py", []string{"_state_passing_bwd_kernel"}},
+		{"mamba_ssm/ops/triton/ssd_combined.py", []string{"_chunk_scan_chunk_state_bwd_dx_kernel"}},
+		{"mamba_ssm/ops/triton/ssd_chunk_state.py", []string{"_chunk_state_bwd_db_kernel", "_chunk_cumsum_bwd_kernel"}},
+		{"mamba_ssm/ops/triton/ssd_bmm.py", []string{"_bmm_chunk_bwd_kernel"}},
 	},
 	"mamba3": {
 		{"mamba_ssm/ops/triton/mamba3/mamba3_siso_fwd.py", []string{"mamba3_siso_fwd_kernel"}},
@@ -110,6 +121,9 @@ type tritonRegion struct {
 	path string
 }
 
+// bwdCarried are the gradients a state's cotangent reaches.
+var bwdCarried = bwdParts(`dinitial_states|dx|dB|ddt|dA|ddt_bias`)
+
 // yRegions are the tags of the operator's regions of y (not the states').
 const yRegions = `^op:(?:(?:diagonal|in-chunk|next-chunk|far|initial-state|initial-previous-input|cross-sequence|upper)\+?)+:`
 
@@ -126,6 +140,21 @@ var tritonRegions = map[string][]tritonRegion{
 		{"_chunk_state_fwd_kernel", nil, regexp.MustCompile(`^op:[^:]*(next-chunk|far|state)|^varlen:|^init-state:|^groups:`), "the chunk's own state"},
 		{"_chunk_state_varlen_kernel", nil, regexp.MustCompile(`^op:[^:]*state|^varlen:|^init-state:`), "a sequence's final state"},
 		{"_state_passing_fwd_kernel", nil, regexp.MustCompile(`^op:[^:]*(next-chunk|far|state|initial)|^init-state:|^varlen:`), "the states passed between chunks"},
+	},
+	// each backward kernel's gradients: those it writes, and those its
+	// results reach (the state's cotangent reaches every gradient that
+	// the carried state's does); a path of the chain rule the kernel forms
+	"mamba2-backward": {
+		{"_chunk_scan_bwd_dz_kernel", nil, regexp.MustCompile(bwdParts(`dz|dD`) + `|(no|negated)-path:gate`), "dz, dD and the cotangent through the gate"},
+		{"_chunk_scan_bwd_dstates_kernel", nil, regexp.MustCompile(bwdCarried), "the chunks' states' cotangents from y"},
+		{"_state_passing_bwd_kernel", nil, regexp.MustCompile(bwdCarried + `|(^|\+)bwd:[^:]*:(no|negated)-path:(carry|final)`), "the states' cotangents passed between chunks, the initial states'"},
+		{"_chunk_scan_chunk_state_bwd_dx_kernel", nil, regexp.MustCompile(bwdParts(`dx|ddt|ddt_bias|dD`)), "dx, and dt's and dD's parts through x"},
+		{"_chunk_state_bwd_db_kernel", nil, regexp.MustCompile(bwdParts(`dB|ddt|dA|ddt_bias`)), "dB's part through the states, and the decay's"},
+		{"_chunk_scan_bwd_dc_kernel", nil, regexp.MustCompile(bwdParts(`dC|ddt|dA|ddt_bias`)), "dC's part through the entering states, and the decay's"},
+		{"_chunk_scan_bwd_dcb_kernel", nil, regexp.MustCompile(bwdParts(`dB|dC`)), "the chunk's quadratic form's C·B cotangent"},
+		{"_bmm_chunk_bwd_kernel", nil, regexp.MustCompile(bwdParts(`dB|dC`)), "dB and dC from the C·B cotangent"},
+		{"_chunk_scan_bwd_ddAcs_stable_kernel", nil, regexp.MustCompile(bwdParts(`ddt|dA|ddt_bias`)), "the cumulative decay's cotangent within a chunk"},
+		{"_chunk_cumsum_bwd_kernel", nil, regexp.MustCompile(bwdParts(`ddt|dA|ddt_bias`)), "dt, A and dt_bias from the decay's cotangent"},
 	},
 	"mamba3": {
 		{"angle_dt_fwd_kernel", nil, regexp.MustCompile(`^op:[^:]*:(angle|unrotated)|^m3:(angle|rotate)|^op:`), "the accumulated angle"},

@@ -88,6 +88,19 @@ func TestTritonGrading(t *testing.T) {
 	if _, ok := bridgedGradeOf("mamba2", g, "op:in-chunk:times(2)"); ok {
 		t.Error("a state passing mutant graded correct by an in-chunk relation")
 	}
+	g = Generated{File: "mamba_ssm/ops/triton/ssd_chunk_state.py", Func: "_chunk_cumsum_bwd_kernel", Before: "        dA = tl.sum(ddA * dt)"}
+	if path, ok := bridgedGradeOf("mamba2-backward", g, "bwd:dA:lacks(Δ)"); path == "" || !ok {
+		t.Errorf("the backward's cumsum graded %q %v", path, ok)
+	}
+	if _, ok := bridgedGradeOf("mamba2-backward", g, "bwd:dx:no-path:skip"); ok {
+		t.Error("a mutant of dA's kernel graded correct by dx's relation")
+	}
+	if _, ok := bridgedGradeOf("mamba2-backward", g, "bwd:dx:none+bwd:ddt:factor(2)"); !ok {
+		t.Error("a joined tag's second relation not read")
+	}
+	if suiteOf("mamba2-backward") != "mamba2" || len(suiteRun("mamba2-backward")) == 0 || suiteRun("mamba2") != nil {
+		t.Error("the backward population is not judged by the Mamba-2 suite's backward tests")
+	}
 	for fam, srcs := range tritonSources {
 		for _, s := range srcs {
 			for _, fn := range s.funcs {
