@@ -45,7 +45,7 @@ func (k *SSD) SupportsOp(op string, p *mamba2.Problem) string {
 	if !ok {
 		return "the adapter declares no " + op
 	}
-	return declared(c, p.DType, p.StateDType, map[string]bool{"D": p.D != nil, "z": p.Z != nil, "dt_bias": p.DtBias != nil,
+	return declared(c, p.DType, p.StateDType, map[string]bool{"D": p.D != nil, "D_per_channel": p.DPerChannel(), "z": p.Z != nil, "dt_bias": p.DtBias != nil,
 		"softplus": p.Softplus, "dt_limit": !p.DefaultLimits(), "initial_states": p.InitialStates != nil, "cu_seqlens": p.CuSeqlens != nil}, p.Chunk)
 }
 
@@ -100,7 +100,10 @@ func prefillMessage(p *mamba2.Problem) (map[string]any, []Array) {
 	B, L, H, P, G, N := p.Batch, p.Seqlen, p.Heads, p.Headdim, p.Groups, p.Dstate
 	arrays := []Array{Floats("x", p.X, in, B, L, H, P), Floats("dt", p.Dt, in, B, L, H), Floats("A", p.A, w, H),
 		Floats("B", p.B, in, B, L, G, N), Floats("C", p.C, in, B, L, G, N)}
-	if p.D != nil {
+	switch {
+	case p.DPerChannel():
+		arrays = append(arrays, Floats("D", p.D, w, H, P))
+	case p.D != nil:
 		arrays = append(arrays, Floats("D", p.D, w, H))
 	}
 	if p.Z != nil {
@@ -208,10 +211,11 @@ func (k *SSD) Backward(p *mamba2.Problem, ct *mamba2.Cotangent) (*mamba2.Output,
 	if p.CuSeqlens != nil {
 		want["seq_states"] = p.NumSeqs() * p.HeadStateLen()
 	}
-	for name, on := range map[string]bool{"dD": p.D != nil, "ddt_bias": p.DtBias != nil} {
-		if on {
-			want[name] = H
-		}
+	if p.D != nil {
+		want["dD"] = len(p.D) // per head, or per head and channel
+	}
+	if p.DtBias != nil {
+		want["ddt_bias"] = H
 	}
 	if p.Z != nil {
 		want["dz"] = p.XLen()

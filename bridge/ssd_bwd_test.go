@@ -86,6 +86,7 @@ func adjointCases() []adjointCase {
 		{"plain", f64(mamba2.Options{Batch: 2, Seqlen: 9, Heads: 2, Headdim: 2, Groups: 1, Dstate: 3}), false},
 		{"all", f64(mamba2.Options{Batch: 2, Seqlen: 9, Heads: 4, Headdim: 2, Groups: 2, Dstate: 3, D: true, Z: true, DtBias: true, Softplus: true, InitialStates: true}), true},
 		{"packed+initial", f64(mamba2.Options{Batch: 1, Seqlen: 11, Heads: 2, Headdim: 3, Groups: 1, Dstate: 3, D: true, Softplus: true, DtBias: true, InitialStates: true, CuSeqlens: []int{0, 4, 5, 11}}), true},
+		{"D per channel+z", f64(mamba2.Options{Batch: 2, Seqlen: 9, Heads: 2, Headdim: 3, Groups: 1, Dstate: 2, D: true, DPerChannel: true, Z: true}), true},
 		{"clamped", f64(mamba2.Options{Batch: 1, Seqlen: 10, Heads: 2, Headdim: 2, Groups: 2, Dstate: 2, Softplus: true, DtBias: true, DtMin: 0.004, DtMax: 0.05}), true},
 	}
 }

@@ -155,7 +155,7 @@ func (f *ssdFamily) gate(_ *operator, e opEntry) float64 {
 	return z / (1 + math.Exp(-z))
 }
 
-func (f *ssdFamily) skipD(_ *operator, e opEntry) float64 { return f.amp * f.p.D[e.h] }
+func (f *ssdFamily) skipD(_ *operator, e opEntry) float64 { return f.amp * f.p.D[f.p.DIndex(e.h, e.p)] }
 
 // relations are Mamba-2's own: the factors of B̄ = Δ_s·B_s (the first
 // four), B and C swapped, the sequences' reset.

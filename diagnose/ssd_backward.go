@@ -189,8 +189,10 @@ func ssdCandidates(p *mamba2.Problem, name string, ref *mamba2.Grads, without ma
 		count, inner = H, P
 	case "ddt":
 		count, inner = H, 1
-	case "dA", "dD", "ddt_bias":
+	case "dA", "ddt_bias":
 		count, inner = H, 1
+	case "dD":
+		count, inner = H, len(full)/H // per head, or per head and channel
 	case "dinitial_states":
 		count, inner = H, P*N
 	case "dB", "dC":
@@ -248,8 +250,11 @@ func locateGradFailure(p *mamba2.Problem, name string, ratios []float64, th floa
 		axes = append(axes, axis{"group", G, func(i int) int { return i / N % G }})
 	case "dinitial_states":
 		axes = append(axes, axis{"row", B, func(i int) int { return i / (H * P * N) }}, axis{"head", H, func(i int) int { return i / (P * N) % H }})
-	case "dA", "dD", "ddt_bias":
+	case "dA", "ddt_bias":
 		axes = append(axes, axis{"head", H, func(i int) int { return i }})
+	case "dD":
+		per := len(ratios) / H // per head, or per head and channel
+		axes = append(axes, axis{"head", H, func(i int) int { return i / per }})
 	}
 	var tags, ws []string
 	for _, ax := range axes {

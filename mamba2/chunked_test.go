@@ -77,7 +77,7 @@ func chunked(p *Problem, slip string) *Output {
 						}
 						i := ((b*L+t)*H+h)*P + pp
 						if p.D != nil {
-							y += f32(p.D[h]) * xv(t)
+							y += f32(p.D[p.DIndex(h, pp)]) * xv(t)
 						}
 						if p.Z != nil {
 							z := f32(p.Z[i])

@@ -16,6 +16,9 @@
 //	y      = Σ_n C[b,t,g,n]·s[p,n] + D[h]·x[b,t,h,p]
 //	out    = y · z·σ(z)                    (when z is given)
 //
+// (D may also hold one value per head and channel, D[h,p]: upstream's
+// D_has_hdim.)
+//
 // softplus(v) = log(1 + e^v) for v ≤ 20 and v above, as the kernels write
 // it; the clamp is always applied, and (0, +∞) is upstream's default, so
 // that a negative Δ without softplus becomes 0. Several sequences may be

@@ -11,6 +11,7 @@ import (
 type Options struct {
 	Batch, Seqlen, Heads, Headdim, Groups, Dstate, Chunk int
 	D, Z, DtBias, Softplus, InitialStates                bool
+	DPerChannel                                          bool // D per head and channel (with D)
 	DtMin, DtMax                                         float64
 	CuSeqlens                                            []int
 	DType, StateDType                                    ssm.DType
@@ -65,7 +66,10 @@ func Generate(o Options, seed uint64) *Problem {
 			p.Dt[i] = logU()
 		}
 	}
-	if o.D {
+	switch {
+	case o.D && o.DPerChannel:
+		p.D = normal(p.Heads * p.Headdim)
+	case o.D:
 		p.D = normal(p.Heads)
 	}
 	if o.Z {

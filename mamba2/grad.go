@@ -191,7 +191,7 @@ func adjoint(p *Problem, ct *Cotangent, v variant) *Grads {
 	g := &Grads{X: make([]float64, len(p.X)), Dt: make([]float64, len(p.Dt)), A: make([]float64, H),
 		B: make([]float64, len(p.B)), C: make([]float64, len(p.C))}
 	if p.D != nil {
-		g.D = make([]float64, H)
+		g.D = make([]float64, len(p.D))
 	}
 	if p.Z != nil {
 		g.Z = make([]float64, len(p.Z))
@@ -281,7 +281,8 @@ func adjoint(p *Problem, ct *Cotangent, v variant) *Grads {
 						x := v.abs(p.X[i])
 						bt := ((b*L+t)*G + grp) * N
 						dy := at(ct.Y, i)
-						d := v.abs(at(p.D, h))
+						dk := p.DIndex(h, pp)
+						d := v.abs(at(p.D, dk))
 						if p.Z != nil {
 							pre := d * x
 							for n := 0; n < N; n++ {
@@ -299,7 +300,7 @@ func adjoint(p *Problem, ct *Cotangent, v variant) *Grads {
 							}
 						}
 						if p.D != nil && !v.cuts(PathSkip) {
-							g.D[h] += dy * x
+							g.D[dk] += dy * x
 							g.X[i] += dy * d
 						}
 						a := math.Exp(delta[t] * p.A[h])

@@ -41,6 +41,7 @@ func TestGradCentralDifferences(t *testing.T) {
 		{"plain", Options{Batch: 2, Seqlen: 9, Heads: 2, Headdim: 2, Groups: 1, Dstate: 3}, nil},
 		{"all", Options{Batch: 2, Seqlen: 9, Heads: 4, Headdim: 2, Groups: 2, Dstate: 3, D: true, Z: true, DtBias: true, Softplus: true, InitialStates: true}, nil},
 		{"packed+initial", Options{Batch: 1, Seqlen: 11, Heads: 2, Headdim: 2, Groups: 1, Dstate: 3, D: true, Softplus: true, DtBias: true, InitialStates: true, CuSeqlens: []int{0, 4, 5, 11}}, nil},
+		{"D per channel+z", Options{Batch: 2, Seqlen: 8, Heads: 2, Headdim: 3, Groups: 1, Dstate: 2, D: true, DPerChannel: true, Z: true, InitialStates: true}, nil},
 		{"clamped", Options{Batch: 1, Seqlen: 10, Heads: 2, Headdim: 2, Groups: 2, Dstate: 2, Softplus: true, DtBias: true, DtMin: 0.004, DtMax: 0.05}, nil},
 		{"softplus threshold", Options{Batch: 1, Seqlen: 6, Heads: 1, Headdim: 2, Groups: 1, Dstate: 2, Softplus: true, DtBias: true}, func(p *Problem) {
 			// dt + bias above 20 (the identity) and below it

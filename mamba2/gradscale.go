@@ -59,7 +59,7 @@ type GradScale struct {
 //
 // The bound is normwise, as ErrorScale's is: G sums absolute values. Tiny
 // is one per element (a gradient of terms below the smallest normal errs
-// by it). TestGradErrorScaleCoversFloat32 and the GPU calibration
+// by it). TestMagnitudeAdjointBoundsTheGradient and the calibration
 // (docs/mamba2-backward.md) measure how tight it is.
 func GradErrorScale(p *Problem, ct *Cotangent) *GradScale {
 	G := adjoint(p, ct, variant{mag: true})

@@ -12,7 +12,7 @@ import (
 //
 //	X, Z          [Batch][Seqlen][Heads][Headdim]
 //	Dt            [Batch][Seqlen][Heads]
-//	A, D, DtBias  [Heads]
+//	A, D, DtBias  [Heads]                 (D also [Heads][Headdim]: per channel)
 //	B, C          [Batch][Seqlen][Groups][Dstate]
 //	InitialStates [Batch][Heads][Headdim][Dstate]
 //
@@ -50,6 +50,27 @@ func WithOperands(p *Problem, u float64) *Problem {
 	q := *p
 	q.operandU = u
 	return &q
+}
+
+// DPerChannel reports whether D has one value per head and channel
+// ([Heads][Headdim], upstream's D_has_hdim) rather than one per head.
+func (p *Problem) DPerChannel() bool { return p.Headdim > 1 && len(p.D) == p.Heads*p.Headdim }
+
+// DIndex is the index into D of head h's channel pp.
+func (p *Problem) DIndex(h, pp int) int {
+	if p.DPerChannel() {
+		return h*p.Headdim + pp
+	}
+	return h
+}
+
+// dLen is the length Validate asks of D: per head, or per head and
+// channel where it has that length.
+func (p *Problem) dLen() int {
+	if p.DPerChannel() {
+		return p.Heads * p.Headdim
+	}
+	return p.Heads
 }
 
 // Limits returns the clamp of Δ, (DtMin, DtMax) with DtMax = 0 read as +∞.
@@ -98,7 +119,7 @@ func (p *Problem) Shape() string {
 	for _, f := range []struct {
 		on   bool
 		name string
-	}{{p.D != nil, "D"}, {p.Z != nil, "z"}, {p.DtBias != nil, "dt_bias"}, {p.Softplus, "softplus"},
+	}{{p.D != nil && !p.DPerChannel(), "D"}, {p.DPerChannel(), "D(per channel)"}, {p.Z != nil, "z"}, {p.DtBias != nil, "dt_bias"}, {p.Softplus, "softplus"},
 		{!p.DefaultLimits(), fmt.Sprintf("dt_limit=(%g,%g)", p.DtMin, p.DtMax)},
 		{p.InitialStates != nil, "initial_states"}, {p.CuSeqlens != nil, fmt.Sprintf("cu_seqlens=%v", p.CuSeqlens)}} {
 		if f.on {
@@ -126,7 +147,7 @@ func (p *Problem) Validate() error {
 	if err := ssm.CheckFields("mamba2: ", " for "+p.Shape(), true,
 		ssm.Field{Name: "X", V: p.X, Want: p.XLen(), Optional: false}, ssm.Field{Name: "Dt", V: p.Dt, Want: p.DtLen(), Optional: false}, ssm.Field{Name: "A", V: p.A, Want: p.Heads, Optional: false},
 		ssm.Field{Name: "B", V: p.B, Want: p.BCLen(), Optional: false}, ssm.Field{Name: "C", V: p.C, Want: p.BCLen(), Optional: false},
-		ssm.Field{Name: "D", V: p.D, Want: p.Heads, Optional: true}, ssm.Field{Name: "Z", V: p.Z, Want: p.XLen(), Optional: true}, ssm.Field{Name: "DtBias", V: p.DtBias, Want: p.Heads, Optional: true},
+		ssm.Field{Name: "D", V: p.D, Want: p.dLen(), Optional: true}, ssm.Field{Name: "Z", V: p.Z, Want: p.XLen(), Optional: true}, ssm.Field{Name: "DtBias", V: p.DtBias, Want: p.Heads, Optional: true},
 		ssm.Field{Name: "InitialStates", V: p.InitialStates, Want: p.StateLen(), Optional: true}); err != nil {
 		return err
 	}

@@ -44,14 +44,14 @@ func (p *Problem) delta(dt, bias float64, lo, hi float64) float64 {
 
 func silu(z float64) float64 { return z / (1 + math.Exp(-z)) }
 
-// skipAndGate adds head h's skip term D·x to the output y of element i
+// skipAndGate adds the skip term D[k]·x to the output y of element i
 // and applies the gate z·σ(z), with their error terms: D·x and the sum
 // one rounding each (3·|D·x|), the gate's evaluation five (5·|y·z·σ(z)|)
 // beside the scale carried through it.
-func skipAndGate(y, mag, x float64, d, z []float64, h, i int) (float64, float64) {
+func skipAndGate(y, mag, x float64, d, z []float64, k, i int) (float64, float64) {
 	if d != nil {
-		y += d[h] * x
-		mag += 3 * math.Abs(d[h]*x)
+		y += d[k] * x
+		mag += 3 * math.Abs(d[k]*x)
 	}
 	if z != nil {
 		gz := silu(z[i])
@@ -136,7 +136,7 @@ func Prefill(p *Problem) (*Output, *Scale) {
 							y += cn * s[n]
 							mag += math.Abs(cn) * rs[n].scale(&m, t, math.Abs(cum[t]), k0)
 						}
-						y, mag = skipAndGate(y, mag, x, p.D, p.Z, h, i)
+						y, mag = skipAndGate(y, mag, x, p.D, p.Z, p.DIndex(h, pp), i)
 						out.Y[i], sc.Y[i], sc.TinyY[i] = y, mag, float64(N+3)*float64(t-sq[0]+2)
 					}
 					// the sequence's final state

@@ -44,7 +44,7 @@ func quadratic(p *Problem) []float64 {
 						}
 						i := ((b*L+t)*H+h)*P + pp
 						if p.D != nil {
-							v += p.D[h] * p.X[i]
+							v += p.D[p.DIndex(h, pp)] * p.X[i]
 						}
 						if p.Z != nil {
 							v *= silu(p.Z[i])
@@ -66,6 +66,7 @@ var optionTable = []struct {
 	{"all", Options{Batch: 2, Seqlen: 40, Heads: 4, Headdim: 3, Groups: 2, Dstate: 4, Chunk: 16, D: true, Z: true, DtBias: true, Softplus: true, InitialStates: true}},
 	{"limits", Options{Batch: 1, Seqlen: 20, Heads: 2, Headdim: 2, Groups: 2, Dstate: 3, Chunk: 8, DtBias: true, DtMin: 0.01, DtMax: 0.05}},
 	{"packed", Options{Batch: 1, Seqlen: 30, Heads: 4, Headdim: 2, Groups: 2, Dstate: 3, Chunk: 8, D: true, InitialStates: true, CuSeqlens: []int{0, 5, 21, 30}}},
+	{"D per channel", Options{Batch: 1, Seqlen: 20, Heads: 2, Headdim: 3, Groups: 1, Dstate: 3, Chunk: 8, D: true, DPerChannel: true, Z: true}},
 }
 
 func TestPrefillMatchesQuadraticForm(t *testing.T) {
@@ -176,6 +177,7 @@ func TestValidateNamesTheField(t *testing.T) {
 		{func(p *Problem) { p.Batch, p.X, p.Dt, p.B, p.C, p.Z, p.InitialStates = 1, nil, nil, nil, nil, nil, nil }, "len(X)"},
 		{func(p *Problem) { p.DtMin, p.DtMax = 0.5, 0.1 }, "dt_limit"},
 		{func(p *Problem) { p.DType = ssm.DType(9) }, "DType"},
+		{func(p *Problem) { p.D = p.D[:3] }, "len(D)"}, // neither one per head nor one per channel
 	} {
 		p := base()
 		c.mod(p)

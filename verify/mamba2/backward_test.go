@@ -64,6 +64,10 @@ var backwardCases = []struct {
 	{"all", func(o *mamba2.Options) {
 		o.D, o.Z, o.DtBias, o.Softplus, o.InitialStates, o.DtMin, o.DtMax = true, true, true, true, true, 0.001, 0.1
 	}, true, true},
+	// D per head and channel (upstream's D_has_hdim), with the gate: the
+	// per-channel branches of the dz and dx kernels (last, so that the
+	// cases before keep the seeds they were measured with)
+	{"D_per_channel+z", func(o *mamba2.Options) { o.D, o.DPerChannel, o.Z = true, true, true }, false, false},
 }
 
 // backwardProblem returns case c's problem in dt and its cotangent (the

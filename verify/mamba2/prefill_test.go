@@ -37,6 +37,8 @@ var prefillCases = []struct {
 	{"all", func(o *mamba2.Options) {
 		o.D, o.Z, o.DtBias, o.Softplus, o.InitialStates, o.DtMin, o.DtMax = true, true, true, true, true, 0.001, 0.1
 	}, true},
+	// last, so that the cases before keep their seeds
+	{"D_per_channel", func(o *mamba2.Options) { o.D, o.DPerChannel = true, true }, false},
 }
 
 func TestMamba2Prefill(t *testing.T) {

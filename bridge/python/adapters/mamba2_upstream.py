@@ -47,9 +47,11 @@ def capabilities():
     det = ["deterministic"] if os.environ.get("MAMBA_DETERMINISTIC", "")[:1] == "1" else []
     return {
         "ssd_prefill": {"dtypes": dts, "state_dtypes": ["same", "f32"], "algorithm": "chunked", "chunk_sizes": [],
-                        "features": ["D", "z", "dt_bias", "softplus", "dt_limit", "initial_states", "cu_seqlens"]},
+                        "features": ["D", "D_per_channel", "z", "dt_bias", "softplus", "dt_limit", "initial_states",
+                                     "cu_seqlens"]},
         "ssd_bwd": {"dtypes": dts, "state_dtypes": ["same", "f32"], "algorithm": "chunked", "chunk_sizes": [],
-                    "features": ["D", "z", "dt_bias", "softplus", "dt_limit", "initial_states", "cu_seqlens"] + det},
+                    "features": ["D", "D_per_channel", "z", "dt_bias", "softplus", "dt_limit", "initial_states",
+                                 "cu_seqlens"] + det},
         "ssd_step": {"dtypes": dts, "state_dtypes": ["same", "f32"],
                      "features": ["D", "z", "dt_bias", "softplus", "state_batch_indices"]},
     }

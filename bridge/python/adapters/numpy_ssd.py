@@ -41,10 +41,11 @@ def capabilities():
     dts = ["f32", "f64", "f16", "bf16"]
     return {
         "ssd_prefill": {"dtypes": dts, "state_dtypes": ["same", "f32"], "algorithm": ARGS["mode"], "chunk_sizes": [],
-                        "features": ["D", "z", "dt_bias", "softplus", "dt_limit", "initial_states", "cu_seqlens"]},
+                        "features": ["D", "D_per_channel", "z", "dt_bias", "softplus", "dt_limit", "initial_states",
+                                     "cu_seqlens"]},
         "ssd_bwd": {"dtypes": dts, "state_dtypes": ["same", "f32"], "algorithm": "sequential", "chunk_sizes": [],
-                    "features": ["D", "z", "dt_bias", "softplus", "dt_limit", "initial_states", "cu_seqlens",
-                                 "deterministic"]},
+                    "features": ["D", "D_per_channel", "z", "dt_bias", "softplus", "dt_limit", "initial_states",
+                                 "cu_seqlens", "deterministic"]},
         "ssd_step": {"dtypes": dts, "state_dtypes": ["same", "f32"],
                      "features": ["D", "z", "dt_bias", "softplus", "dt_limit", "state_batch_indices"]},
     }
@@ -182,9 +183,15 @@ def _sequential(x, d, A, Bh, Ch, D, z, h0, seq, nseq, packed, tag, stag, ct):
     return _finish(y, x, D, z, seq_states, packed, b, nseq, tag, stag, ct)
 
 
+def _per_channel(D):
+    """D as (heads, headdim) or (heads, 1): per channel (upstream's D_has_hdim) or per head, to broadcast against
+    the channels of x's (…, heads, headdim)."""
+    return D if D.ndim == 2 else D[:, None]
+
+
 def _finish(y, x, D, z, seq_states, packed, b, nseq, tag, stag, ct):
     if D is not None:
-        y = y + D[None, None, :, None] * x
+        y = y + _per_channel(D) * x
     if z is not None:
         y = y * (z / (1 + np.exp(-z)))
     final = seq_states[-1:] if packed else seq_states
@@ -217,7 +224,7 @@ def ssd_bwd(arrays, params):
     y = np.zeros((b, L, H, P), dtype=ct)
     g = {k: np.zeros_like(v) for k, v in (("dx", x), ("dB", Bh), ("dC", Ch))}
     g["dA"], gdelta = np.zeros(H, dtype=ct), np.zeros((b, L, H), dtype=ct)
-    g["dD"] = None if D is None else np.zeros(H, dtype=ct)
+    g["dD"] = None if D is None else np.zeros(D.shape, dtype=ct)
     g["dz"] = None if z is None else np.zeros_like(z)
     g["dinitial_states"] = None if init is None else np.zeros_like(init)
     for bb in range(b):
@@ -230,7 +237,7 @@ def ssd_bwd(arrays, params):
                 hs[k + 1] = a[k][:, None, None] * hs[k] + d[bb, t][:, None, None] * x[bb, t][:, :, None] * Bh[bb, t][:, None, :]
             pre = np.einsum("thpn,thn->thp", hs[1:], Ch[bb, s0:s1])
             if D is not None:
-                pre = pre + D[None, :, None] * x[bb, s0:s1]
+                pre = pre + _per_channel(D) * x[bb, s0:s1]
             dyt = dy[bb, s0:s1]
             if z is not None:
                 zt = z[bb, s0:s1]
@@ -241,9 +248,10 @@ def ssd_bwd(arrays, params):
             else:
                 y[bb, s0:s1] = pre
             if D is not None:
-                g["dD"] += np.einsum("thp,thp->h", dyt, x[bb, s0:s1])
+                dd = np.einsum("thp,thp->hp", dyt, x[bb, s0:s1])
+                g["dD"] += dd if D.ndim == 2 else dd.sum(axis=1)
                 if ARGS["slip"] != "bwd-dx-no-skip":
-                    g["dx"][bb, s0:s1] += dyt * D[None, :, None]
+                    g["dx"][bb, s0:s1] += dyt * _per_channel(D)
             seq_states[si if cu is not None else bb] = hs[-1]
             hh = np.zeros((H, P, N), dtype=ct)
             if dseq is not None:
