@@ -68,6 +68,9 @@ var backwardCases = []struct {
 	// per-channel branches of the dz and dx kernels (last, so that the
 	// cases before keep the seeds they were measured with)
 	{"D_per_channel+z", func(o *mamba2.Options) { o.D, o.DPerChannel, o.Z = true, true, true }, false, false},
+	// a group per head: more than two groups, so that a head's group
+	// index gone wrong reads another's B and C
+	{"group_per_head", func(o *mamba2.Options) { o.Groups = o.Heads }, false, false},
 }
 
 // backwardProblem returns case c's problem in dt and its cotangent (the
