@@ -28,8 +28,9 @@ func TestReplaceOccurrences(t *testing.T) {
 
 // TestMamba2TritonMutants plants the bugs of testdata/triton-mutants.json in
 // copies of upstream's Triton kernels (SSMK_MAMBA2_MUTANTS=checkout) and
-// requires that each is killed by its case and that at least 90% are
-// diagnosed with the planted cause. Four mutants run at a time, each in a
+// requires that each is killed by its case (a prefill's, a decode step's
+// or the backward's: "bwd:CASE" of backwardCases) and that at least 90%
+// are diagnosed with the planted cause. Four mutants run at a time, each in a
 // worker of its own (Triton compiles each mutated kernel afresh).
 func TestMamba2TritonMutants(t *testing.T) {
 	checkout, mutants := bridgetest.MutantsFromEnv(t, "SSMK_MAMBA2_MUTANTS", "testdata/triton-mutants.json", "docs/bridge.md")
@@ -49,7 +50,33 @@ func TestMamba2TritonMutants(t *testing.T) {
 		defer w.Close()
 		k := &bridge.SSD{W: w}
 		op, name, _ := strings.Cut(m.Case, ":")
-		if op == "prefill" {
+		switch op {
+		case "bwd":
+			// bf16 inputs with float32 states: upstream's backward passes
+			// every case of this pair unmutated (its fp32 forward takes
+			// TF32 products)
+			p, ct := backwardProblem(name, pair{ssm.BF16, ssm.F32})
+			p.Chunk = 64 // upstream's, whichever kernel SSMK_BRIDGE names
+			out, g, err := k.Backward(p, ct)
+			if err != nil {
+				r.Killed, r.Finding = true, report.Finding{Tag: "crash", Cause: err.Error()}
+				return nil
+			}
+			want, sc := mamba2.Prefill(p)
+			fc, _, _ := judge.CompareArrays(judge.PrefillArrays(p, out, want, sc))
+			ga, err := judge.Mamba2GradArrays(p, g, mamba2.Grad(p, ct), mamba2.GradErrorScale(p, ct))
+			if err != nil {
+				r.Killed, r.Finding = true, report.Finding{Tag: "bwd:missing", Cause: err.Error()}
+				return nil
+			}
+			gc, _, _ := judge.CompareArrays(ga)
+			r.Ratio = max(fc.Worst.Ratio, gc.Worst.Ratio)
+			r.Killed = fc.NonFinite+gc.NonFinite > 0 || r.Ratio > judge.Threshold(p.DType)
+			if r.Killed {
+				r.Finding = diagnose.SSDBackward(p, ct, out, g, k.Prefill)
+			}
+			return nil
+		case "prefill":
 			p := prefillCase(name, f32)
 			got, err := k.Prefill(p)
 			if err != nil {
@@ -63,7 +90,7 @@ func TestMamba2TritonMutants(t *testing.T) {
 			if r.Killed {
 				r.Finding = diagnose.SSDPrefill(p, got, k.Prefill)
 			}
-		} else {
+		default:
 			s := decodeCase(name, f32)
 			got, err := k.Step(s)
 			if err != nil {
