@@ -194,6 +194,14 @@ func mamba3Candidates(p *mamba3.Problem, name string, ref *mamba3.Grads, without
 	case "dQ", "dK", "dV", "dAngles", "dZ":
 		rows, inner = B, len(full)/(B*L)
 	}
+	return append(out, shiftCandidates(full, rows, L, inner)...)
+}
+
+// shiftCandidates are a per-step gradient full's shifts by one step in
+// time, either way: rows of L steps, each step inner elements (none where
+// rows is 0 or the rows are shorter than minShiftSteps).
+func shiftCandidates(full []float64, rows, L, inner int) []Candidate {
+	var out []Candidate
 	for _, k := range []int{1, -1} {
 		if rows == 0 || L < minShiftSteps {
 			break
@@ -202,11 +210,7 @@ func mamba3Candidates(p *mamba3.Problem, name string, ref *mamba3.Grads, without
 		for r := 0; r < rows; r++ {
 			for t := 0; t < L; t++ {
 				if s := t + k; s >= 0 && s < L {
-					if inner == 1 {
-						sh[r*L+t] = full[r*L+s]
-					} else {
-						copy(sh[(r*L+t)*inner:(r*L+t+1)*inner], full[(r*L+s)*inner:(r*L+s+1)*inner])
-					}
+					copy(sh[(r*L+t)*inner:(r*L+t+1)*inner], full[(r*L+s)*inner:(r*L+s+1)*inner])
 				}
 			}
 		}

@@ -167,20 +167,7 @@ func ssdCandidates(p *mamba2.Problem, name string, ref *mamba2.Grads, without ma
 	case "dB", "dC":
 		rows, inner = B, G*N
 	}
-	for _, k := range []int{1, -1} {
-		if rows == 0 || L < minShiftSteps {
-			break
-		}
-		sh := make([]float64, len(full))
-		for r := 0; r < rows; r++ {
-			for t := 0; t < L; t++ {
-				if s := t + k; s >= 0 && s < L {
-					copy(sh[(r*L+t)*inner:(r*L+t+1)*inner], full[(r*L+s)*inner:(r*L+s+1)*inner])
-				}
-			}
-		}
-		out = append(out, Candidate{Tag: fmt.Sprintf("shift(%+d)", k), Cause: fmt.Sprintf("is the reference's gradient of the step %+d: an index off by one in time", k), Want: sh})
-	}
+	out = append(out, shiftCandidates(full, rows, L, inner)...)
 	// another head's or group's gradient: the innermost axis `inner`
 	// elements, `count` of them (heads or groups) rotated by one
 	count, inner := 0, 0
