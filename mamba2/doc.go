@@ -59,7 +59,9 @@
 // element is S = Σ_s |T_s|·(k0 + E_ts) + 3·|D·x|, and with the gate
 // S·|z·σ(z)| + 5·|y·z·σ(z)|; final states likewise without C. A state kept
 // between chunks (or, sequentially, between steps) in a narrower type
-// adds (u_state/u)·(c_t − c_s) (or (t − s + 1)); 16-bit inputs whose
+// adds (u_state/u)·(c_t − c_s) (or (t − s + 1)), and, in fp16's
+// subnormal range, where its rounding is absolute, half its subnormal
+// spacing per hand-over to T (through |C| for y); 16-bit inputs whose
 // products' operands a kernel rounds to their type (Triton's tl.dot takes
 // 16-bit operands) add 4·u_in/u, the model's Operands. The judgement is
 // the suite's: |kernel − reference| / (u·S + η·T) ≤ 4, an output of a

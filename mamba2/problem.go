@@ -35,6 +35,12 @@ type Problem struct {
 	CuSeqlens         []int
 	DType, StateDType ssm.DType // inputs' type; the type states are kept in between chunks
 
+	// NonFinite lets the inputs hold NaN and ±Inf (Validate checks their
+	// lengths alone): a problem poisoned on purpose, whose results are
+	// compared kernel against kernel (the isolation property), never
+	// against the reference.
+	NonFinite bool
+
 	// naiveSoftplus and operandU describe a kernel's arithmetic for the
 	// slips of the diagnosis (Slips): Δ's softplus as log(e^v + 1) in
 	// float32, and the chunk's products' operands rounded to a unit
@@ -144,7 +150,7 @@ func (p *Problem) Validate() error {
 	if !p.DType.Valid() || !p.StateDType.Valid() {
 		return fmt.Errorf("mamba2: DType %v or StateDType %v is not a dtype of the ABI", p.DType, p.StateDType)
 	}
-	if err := ssm.CheckFields("mamba2: ", " for "+p.Shape(), true,
+	if err := ssm.CheckFields("mamba2: ", " for "+p.Shape(), !p.NonFinite,
 		ssm.Field{Name: "X", V: p.X, Want: p.XLen(), Optional: false}, ssm.Field{Name: "Dt", V: p.Dt, Want: p.DtLen(), Optional: false}, ssm.Field{Name: "A", V: p.A, Want: p.Heads, Optional: false},
 		ssm.Field{Name: "B", V: p.B, Want: p.BCLen(), Optional: false}, ssm.Field{Name: "C", V: p.C, Want: p.BCLen(), Optional: false},
 		ssm.Field{Name: "D", V: p.D, Want: p.dLen(), Optional: true}, ssm.Field{Name: "Z", V: p.Z, Want: p.XLen(), Optional: true}, ssm.Field{Name: "DtBias", V: p.DtBias, Want: p.Heads, Optional: true},

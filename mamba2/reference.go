@@ -81,6 +81,16 @@ func Prefill(p *Problem) (*Output, *Scale) {
 	if p.operandU > 0 {
 		operandFactor = math.Max(operandFactor, 4*p.operandU/u)
 	}
+	// a state kept in fp16 between chunks (or steps) rounds in its
+	// subnormal range by an absolute half-spacing, not a relative one: in
+	// units of the arithmetic's η, per hand-over
+	tinyHop := p.StateDType.OutputSpacing() / 2 / p.DType.Precision().Tiny()
+	hops := func(t, start int) float64 {
+		if Q == 0 {
+			return float64(t - start + 1)
+		}
+		return float64(t/Q - start/Q + 1)
+	}
 	k0 := float64(N + 2*max(Q, 1) + 8) // an output: the sums over states and over a chunk
 	k0Stat := float64(2*max(Q, 1) + 8) // a state: the sum over a chunk
 	lo, hi := p.Limits()
@@ -127,7 +137,7 @@ func Prefill(p *Problem) (*Output, *Scale) {
 						x := p.X[i]
 						a := math.Exp(delta[t] * p.A[h])
 						bt := (b*L + t) * G * N
-						var y, mag float64
+						var y, mag, cabs float64
 						for n := 0; n < N; n++ {
 							bx := delta[t] * p.B[bt+g*N+n] * x
 							s[n] = a*s[n] + bx
@@ -135,9 +145,18 @@ func Prefill(p *Problem) (*Output, *Scale) {
 							cn := p.C[bt+g*N+n]
 							y += cn * s[n]
 							mag += math.Abs(cn) * rs[n].scale(&m, t, math.Abs(cum[t]), k0)
+							cabs += math.Abs(cn)
 						}
 						y, mag = skipAndGate(y, mag, x, p.D, p.Z, p.DIndex(h, pp), i)
-						out.Y[i], sc.Y[i], sc.TinyY[i] = y, mag, float64(N+3)*float64(t-sq[0]+2)
+						tiny := float64(N+3) * float64(t-sq[0]+2)
+						if tinyHop > 0 {
+							gate := 1.0
+							if p.Z != nil {
+								gate = math.Max(1, math.Abs(silu(p.Z[i])))
+							}
+							tiny += hops(t, sq[0]) * tinyHop * cabs * gate
+						}
+						out.Y[i], sc.Y[i], sc.TinyY[i] = y, mag, tiny
 					}
 					// the sequence's final state
 					last := sq[1] - 1
@@ -148,7 +167,7 @@ func Prefill(p *Problem) (*Output, *Scale) {
 						}
 						out.SeqStates[k] = s[n]
 						sc.SeqStates[k] = rs[n].scale(&m, last, math.Abs(cum[last]), k0Stat)
-						sc.TinySeq[k] = float64(last - sq[0] + 2)
+						sc.TinySeq[k] = float64(last-sq[0]+2) + hops(last, sq[0])*tinyHop
 						if si == len(seqs)-1 {
 							f := ((b*H+h)*P+pp)*N + n
 							out.FinalStates[f], sc.FinalStates[f], sc.TinyFinal[f] = s[n], sc.SeqStates[k], sc.TinySeq[k]

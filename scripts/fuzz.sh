@@ -2,23 +2,28 @@
 # Coverage-guided fuzzing of the library under test with Go's fuzzer.
 #
 #   scripts/fuzz.sh [TARGET...]     fuzz each target (default: FuzzDiscretize,
-#                                   FuzzScan, FuzzBackward) for FUZZTIME (default 60s), then
-#                                   print execs, execs/s and new corpus entries
+#                                   FuzzScan, FuzzBackward of ./fuzz, and the bridged
+#                                   FuzzMamba2Prefill, FuzzMamba2Isolation of ./verify/mamba2)
+#                                   for FUZZTIME (default 60s), then print execs, execs/s
+#                                   and new corpus entries
 #
 # Environment: FUZZTIME (a go duration or Nx), FUZZ_PARALLEL (workers; default
 # GOMAXPROCS), FUZZ_MINIMIZE (time spent shrinking each new corpus entry;
 # default 2s: Go's 60s default can take a short run's whole budget), FUZZ_BIN (a test binary built with `go test -c -fuzz=. ./fuzz`,
 # for machines without Go, e.g. a GPU host: scripts/gpu.sh), SSMK_LIB or
-# SSMK_BACKEND (which library: see cudalib.OpenDefault). A failure stops the
-# target, is written to fuzz/testdata/fuzz/<Target>/ and printed; commit it so
-# `go test ./fuzz` replays it from then on.
+# SSMK_BACKEND (which library: see cudalib.OpenDefault), SSMK_BRIDGE (the
+# bridged targets' kernel; default the numpy path). A failure stops the
+# target, is written to its package's testdata/fuzz/<Target>/ and printed;
+# commit it so `go test` replays it from then on.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 FUZZTIME=${FUZZTIME:-60s}
 [[ $FUZZTIME =~ ^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$|^[0-9]+x$ ]] ||
 	{ echo "fuzz.sh: FUZZTIME=$FUZZTIME: want a Go duration (30s, 5m, 1h30m) or a count of inputs (1000x)" >&2; exit 2; }
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(FuzzDiscretize FuzzScan FuzzBackward)
+defaults=(FuzzDiscretize FuzzScan FuzzBackward FuzzMamba2Prefill FuzzMamba2Isolation)
+# the package of a target: the bridged kernels' targets live beside their suite
+pkg_of() { case "$1" in FuzzMamba2*) echo verify/mamba2 ;; *) echo fuzz ;; esac; }
 logdir=${OUT:-out}/fuzz
 mkdir -p "$logdir"
 logdir=$(cd "$logdir" && pwd)
@@ -33,8 +38,14 @@ if [ -n "${FUZZ_BIN:-}" ]; then
 	known=$(cd fuzz && "$(cd "$(dirname "$FUZZ_BIN")" && pwd)/$(basename "$FUZZ_BIN")" -test.list '^Fuzz' 2>&1) || cannot_start "$known"
 else
 	known=$(go test ./fuzz -list '^Fuzz' 2>&1) || cannot_start "$known"
+	bridged=$(go test ./verify/mamba2 -list '^Fuzz' 2>&1) || cannot_start "$bridged"
+	known="$known $bridged"
 fi
 known=$(grep -E '^Fuzz' <<<"$known" | xargs)
+# by default every target there is (FUZZ_BIN holds ./fuzz's alone)
+if [ ${#targets[@]} -eq 0 ]; then
+	for t in "${defaults[@]}"; do [[ " $known " != *" $t "* ]] || targets+=("$t"); done
+fi
 for t in "${targets[@]}"; do
 	[[ " $known " == *" $t "* ]] || { echo "fuzz.sh: no fuzz target $t (targets: $known; the duration is FUZZTIME=$FUZZTIME)" >&2; exit 2; }
 done
@@ -51,7 +62,7 @@ for t in "${targets[@]}"; do
 		(cd fuzz && "$bin" -test.run='^$' -test.fuzz="^$t\$" -test.fuzztime="$FUZZTIME" \
 			-test.fuzzcachedir="$logdir/cache" "${par[@]/#-/-test.}") 2>&1 | tee "$log" | grep --line-buffered -E 'elapsed: ([0-9]+m)?(0|15|30|45)s,|FAIL|Failing|---' 
 	else
-		go test ./fuzz -run '^$' -fuzz "^$t\$" -fuzztime "$FUZZTIME" "${par[@]}" 2>&1 | tee "$log" |
+		go test "./$(pkg_of "$t")" -run '^$' -fuzz "^$t\$" -fuzztime "$FUZZTIME" "${par[@]}" 2>&1 | tee "$log" |
 			grep --line-buffered -E 'elapsed: ([0-9]+m)?(0|15|30|45)s,|FAIL|Failing|---'
 	fi
 	rc=${PIPESTATUS[0]}
@@ -79,10 +90,10 @@ for t in "${targets[@]}"; do
 		sed 's/^/    /' <<<"${why:-(no message: see $log)}"
 		diag=$(grep -m1 -E '^\s*diagnosis:' "$log" | sed -E 's/^\s*//')
 		[ -z "$diag" ] || grep -qF "$diag" <<<"$why" || echo "    $diag"
-		[ -z "$input" ] || echo "    input: fuzz/$input (go test ./fuzz -run '$t/$(basename "$input")' replays it)"
+		[ -z "$input" ] || echo "    input: $(pkg_of "$t")/$input (go test ./$(pkg_of "$t") -run '$t/$(basename "$input")' replays it)"
 		first=$(head -1 <<<"$why")
 		[[ $first != *: ]] || first="$first $(sed -n 2p <<<"$why")"
-		findings+=("$t: $first${input:+ (fuzz/$input)}")
+		findings+=("$t: $first${input:+ ($(pkg_of "$t")/$input)}")
 	fi
 	last=$(grep -E '^fuzz: elapsed: .*execs:' "$log" | tail -1)
 	base=$(grep -oE 'gathering baseline coverage: [0-9]+/[0-9]+' "$log" | tail -1 | sed 's/.*\///')

@@ -139,22 +139,22 @@ type pyRegion struct {
 }
 
 var pyRegions = map[string][]pyRegion{"mamba2": {
-	{regexp.MustCompile(`^\s*(v = |if softplus|elif softplus|lo, hi|if ARGS\["slip"\] != "no-dt-limit"|v = np\.minimum)|_delta\(|def _limits`), regexp.MustCompile(`^dt:|^op:`), "Δ (bias, softplus, clamp)"},
+	{regexp.MustCompile(`^\s*(v = |if softplus|elif softplus|lo, hi|if ARGS\["slip"\] != "no-dt-limit"|v = np\.minimum|dsp = |clamped = |return \(v, np\.where\(clamped)|_delta\(|def _limits`), regexp.MustCompile(`^dt:|^op:`), "Δ (bias, softplus, clamp)"},
 	{regexp.MustCompile(`dA = |cs = np\.cumsum`), regexp.MustCompile(`^op:|^dt:`), "the cumulative decay (every path)"},
-	{regexp.MustCompile(`same = |decay = np\.exp|CB = |Lm = |yc = np\.einsum\("bhts`), regexp.MustCompile(`^op:(diagonal|in-chunk|cross-sequence|upper)(\+(diagonal|in-chunk|cross-sequence|upper))*:`), "the chunk's quadratic form"},
-	{regexp.MustCompile(`from_prev = |yc \+= np\.exp\(cs\)`), regexp.MustCompile(`^op:[^:]*(next-chunk|far|initial-state|cross-sequence)|^varlen:|^init-state:`), "the entering state's output"},
-	{regexp.MustCompile(`if t \+ 1 == L or seq|s_id = seq|k = t - c0|m = \(sq\[bb|w = np\.exp\(cs\[bb|st = np\.einsum\("sh,|skip = |if \(s_id == prev_seq|st = st \+ np\.exp\(cs\[bb|idx = s_id|seq_states\[idx\]|final = `), regexp.MustCompile(`^op:[^:]*state|^varlen:|^init-state:`), "the final states"},
-	{regexp.MustCompile(`last = sq\[|m = \(sq == last|m = np\.ones_like|w = np\.exp\(cs\[:, -1:|st = np\.einsum\("bsh|keep = |st = st \+ \(np\.exp|prev = _state_round\(st|prev_seq = last`), regexp.MustCompile(`^op:[^:]*(next-chunk|far|state-passed|initial-state|state-initial)|^init-state:|^varlen:`), "the state passed between chunks"},
+	{regexp.MustCompile(`same = |decay = np\.exp|CB = |Lm = |ys = np\.einsum\("bhts`), regexp.MustCompile(`^op:(diagonal|in-chunk|cross-sequence|upper)(\+(diagonal|in-chunk|cross-sequence|upper))*:`), "the chunk's quadratic form"},
+	{regexp.MustCompile(`from_prev = |entering = |ys = ys \+ np\.where\(from_prev`), regexp.MustCompile(`^op:[^:]*(next-chunk|far|initial-state|cross-sequence)|^varlen:|^init-state:`), "the entering state's output"},
+	{regexp.MustCompile(`if own\[bb, t - c0\] and \(t \+ 1 == L|s_id = seq|k = t - c0|m = own\[bb|w = np\.where\(m\[:, None\]|st = np\.einsum\("sh,|skip = |if \(s_id == prev_seq|st = st \+ np\.exp\(cs\[bb|idx = s_id|seq_states\[idx\]|final = `), regexp.MustCompile(`^op:[^:]*state|^varlen:|^init-state:`), "the final states"},
+	{regexp.MustCompile(`last = sq\[|if sid is None or np\.all|w = np\.where\(own\[:, :, None\]|st = np\.einsum\("bsh|keep = |st = st \+ np\.where\(keep|passed = _state_round|prev = passed|prev_seq = sq\[:, -1\]`), regexp.MustCompile(`^op:[^:]*(next-chunk|far|state-passed|initial-state|state-initial)|^init-state:|^varlen:`), "the state passed between chunks"},
 	{regexp.MustCompile(`prev = np\.zeros|prev_seq = np\.zeros`), regexp.MustCompile(`^op:[^:]*(initial-state|state-initial)|^init-state:`), "the initial state"},
 	{regexp.MustCompile(`heads_group = |Bh, Ch = `), regexp.MustCompile(`^groups:|^op:`), "heads to groups"},
-	{regexp.MustCompile(`seq\[:, cu\[i\]|nseq = |seq = np\.zeros`), regexp.MustCompile(`^varlen:|^op:[^:]*(cross-sequence|state)`), "the sequences' boundaries"},
-	{regexp.MustCompile(`y = y \+ D|if D is not None`), regexp.MustCompile(`^no-D|^op:diagonal:`), "the skip term D"},
+	{regexp.MustCompile(`seq\[:, cu\[i\]|nseq = |seq = np\.zeros|for sid in|own = |xs = np\.where|ds = np\.where|Bs, Cs = np\.where|yc = np\.where\(own|yc = np\.zeros`), regexp.MustCompile(`^varlen:|^op:[^:]*(cross-sequence|state)`), "the sequences' boundaries"},
+	{regexp.MustCompile(`y = y \+ (_per_channel\()?D|if D is not None`), regexp.MustCompile(`^no-D|^op:diagonal:`), "the skip term D"},
 	{regexp.MustCompile(`y = y \* \(z|if z is not None`), regexp.MustCompile(`^no-z|^op:`), "the gate"},
 	{regexp.MustCompile(`_state_round|tag = "bf16"|to_float\(tag`), regexp.MustCompile(`^narrow:|^op:`), "the state's rounding"},
 	{regexp.MustCompile(`Q = int\(params|for c0 in range|c1 = min\(c0|y\[:, c0:c1\] = yc|y = np\.zeros`), regexp.MustCompile(`^op:`), "the chunking"},
 	{regexp.MustCompile(`sq = seq\[|for i in range\(len\(cu\)|cu = arrays`), regexp.MustCompile(`^varlen:|^op:`), "the sequences' boundaries"},
 	{regexp.MustCompile(`tag = arrays|ct = compute_dtype|stag = params|out = \{"y"|seq_states = np\.zeros`), regexp.MustCompile(`^narrow:|^op:`), "the dtypes"},
-	{regexp.MustCompile(`= get\(arrays|= x\.shape|= B\.shape`), regexp.MustCompile(`^op:|^dt:|^no-D|^no-z|^init-state:|^groups:`), "the arguments"},
+	{regexp.MustCompile(`= get\(arrays|= x\.shape|= B\.shape|_prefill_inputs\(`), regexp.MustCompile(`^op:|^dt:|^no-D|^no-z|^init-state:|^groups:`), "the arguments"},
 },
 	// the lines of ssd_bwd, by the gradients each forms (bwdParts: a
 	// gradient's relation or location); the forward it recomputes first

@@ -104,3 +104,21 @@ func TestNamesCause(t *testing.T) {
 		}
 	}
 }
+
+// TestEveryPyCandidateHasARegion: every line the operators mutate in the
+// numpy paths is mapped to the path it computes (pyRegions), so that an
+// edit of an adapter that renames a line is caught here, not as a
+// population graded wrong.
+func TestEveryPyCandidateHasARegion(t *testing.T) {
+	for family, src := range pySources {
+		cands, err := pyCandidates("../..", src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, g := range cands {
+			if path, _ := bridgedGradeOf(family, g, ""); path == "" {
+				t.Errorf("%s %s:%d: no region for %q", family, g.File, g.Line, g.Before)
+			}
+		}
+	}
+}

@@ -19,7 +19,8 @@ from ssmbridge.arrays import compute_dtype, from_float, get, to_float
 
 ARGS = {"mode": "chunked", "slip": ""}
 SLIPS = ("drop-init", "no-reset", "group-repeat", "no-dt-limit", "state-bf16", "no-bias-decode", "softplus-log-exp", "seq-states-no-init",
-         "padding-written", "last-state-stale", "bwd-da-no-delta", "bwd-dx-no-skip", "bwd-dinit-undecayed")
+         "padding-written", "last-state-stale", "bwd-da-no-delta", "bwd-dx-no-skip", "bwd-dinit-undecayed",
+         "nonfinite-leak")
 
 
 def open(args):
@@ -123,44 +124,53 @@ def ssd_prefill(arrays, params):
         return _sequential(x, d, A, Bh, Ch, D, z, prev, seq, nseq, cu is not None, tag, stag, ct)
     for c0 in range(0, L, Q):
         c1 = min(c0 + Q, L)
-        dA = d[:, c0:c1] * A  # (b, q, h)
-        cs = np.cumsum(dA, axis=1, dtype=ct)
         sq = seq[:, c0:c1]
-        same = (sq[:, :, None] == sq[:, None, :]) & np.tril(np.ones((c1 - c0, c1 - c0), dtype=bool))
-        if ARGS["slip"] == "no-reset":
-            same = np.broadcast_to(np.tril(np.ones((c1 - c0, c1 - c0), dtype=bool)), same.shape)
-        decay = np.exp(np.where(same[:, None], cs.transpose(0, 2, 1)[:, :, :, None] - cs.transpose(0, 2, 1)[:, :, None, :], -np.inf)).astype(ct)
-        CB = np.einsum("bthn,bshn->bhts", Ch[:, c0:c1], Bh[:, c0:c1])
-        Lm = CB * decay * d[:, c0:c1].transpose(0, 2, 1)[:, :, None, :]
-        yc = np.einsum("bhts,bshp->bthp", Lm, x[:, c0:c1])
-        from_prev = (sq == prev_seq[:, None]) if ARGS["slip"] != "no-reset" else np.ones_like(sq, dtype=bool)
-        yc += np.exp(cs)[..., None] * np.einsum("bthn,bhpn->bthp", Ch[:, c0:c1], prev) * from_prev[:, :, None, None]
+        yc = np.zeros((b, c1 - c0, H, P), dtype=ct)
+        # each sequence of the chunk from its own inputs (the others' zeroed: adding a zero changes no sum), so
+        # that a non-finite input of one sequence reaches no other (the isolation property)
+        for sid in (np.unique(sq) if ARGS["slip"] != "no-reset" else [None]):
+            own = np.ones_like(sq, dtype=bool) if sid is None else sq == sid  # (b, q)
+            xs = np.where(own[:, :, None, None], x[:, c0:c1], 0)
+            if ARGS["slip"] == "nonfinite-leak":
+                xs = x[:, c0:c1]  # the others' x kept: right for finite inputs, 0·∞ = NaN across sequences
+            ds = np.where(own[:, :, None], d[:, c0:c1], 0)
+            Bs, Cs = np.where(own[:, :, None, None], Bh[:, c0:c1], 0), np.where(own[:, :, None, None], Ch[:, c0:c1], 0)
+            dA = ds * A  # (b, q, h)
+            cs = np.cumsum(dA, axis=1, dtype=ct)
+            same = own[:, :, None] & own[:, None, :] & np.tril(np.ones((c1 - c0, c1 - c0), dtype=bool))
+            decay = np.exp(np.where(same[:, None], cs.transpose(0, 2, 1)[:, :, :, None] - cs.transpose(0, 2, 1)[:, :, None, :], -np.inf)).astype(ct)
+            CB = np.einsum("bthn,bshn->bhts", Cs, Bs)
+            Lm = np.where(same[:, None], CB * decay * ds.transpose(0, 2, 1)[:, :, None, :], 0)
+            ys = np.einsum("bhts,bshp->bthp", Lm, xs)
+            from_prev = own & ((sq == prev_seq[:, None]) if sid is not None else True)
+            entering = np.exp(cs)[..., None] * np.einsum("bthn,bhpn->bthp", Cs, prev)
+            ys = ys + np.where(from_prev[:, :, None, None], entering, 0)
+            yc = np.where(own[:, :, None, None], ys, yc)
+            # final states of the sequences that end in this chunk
+            for bb in range(b):
+                for t in range(c0, c1):
+                    if own[bb, t - c0] and (t + 1 == L or seq[bb, t + 1] != seq[bb, t]):
+                        s_id = seq[bb, t]
+                        k = t - c0
+                        m = own[bb, :k + 1]
+                        w = np.where(m[:, None], np.exp(cs[bb, k] - cs[bb, :k + 1]) * ds[bb, :k + 1], 0)  # (s, h)
+                        st = np.einsum("sh,shn,shp->hpn", w, Bs[bb, :k + 1], xs[bb, :k + 1])
+                        skip = ARGS["slip"] == "seq-states-no-init" and c0 == 0
+                        if (s_id == prev_seq[bb] or sid is None) and not skip:
+                            st = st + np.exp(cs[bb, k])[:, None, None] * prev[bb]
+                        idx = s_id if cu is not None else bb
+                        seq_states[idx] = _state_round(st, stag)
+            # the state passed on, from the chunk's last sequence
+            if sid is None or np.all(sq[:, -1] == sid):
+                last = sq[:, -1]
+                w = np.where(own[:, :, None], np.exp(cs[:, -1:, :] - cs) * ds, 0)  # (b, s, h)
+                st = np.einsum("bsh,bshn,bshp->bhpn", w, Bs, xs)
+                keep = (last == prev_seq) | (sid is None)
+                st = st + np.where(keep[:, None, None, None], np.exp(cs[:, -1, :])[:, :, None, None] * prev, 0)
+                passed = _state_round(st.astype(ct), stag)
         y[:, c0:c1] = yc
-        # final states of the sequences that end in this chunk
-        for bb in range(b):
-            for t in range(c0, c1):
-                if t + 1 == L or seq[bb, t + 1] != seq[bb, t]:
-                    s_id = seq[bb, t]
-                    k = t - c0
-                    m = (sq[bb, :k + 1] == s_id) | (ARGS["slip"] == "no-reset")
-                    w = np.exp(cs[bb, k] - cs[bb, :k + 1]) * d[bb, c0:t + 1] * m[:, None]  # (s, h)
-                    st = np.einsum("sh,shn,shp->hpn", w, Bh[bb, c0:t + 1], x[bb, c0:t + 1])
-                    skip = ARGS["slip"] == "seq-states-no-init" and c0 == 0
-                    if (s_id == prev_seq[bb] or ARGS["slip"] == "no-reset") and not skip:
-                        st = st + np.exp(cs[bb, k])[:, None, None] * prev[bb]
-                    idx = s_id if cu is not None else bb
-                    seq_states[idx] = _state_round(st, stag)
-        # the state passed on
-        last = sq[:, -1]
-        m = (sq == last[:, None])
-        if ARGS["slip"] == "no-reset":
-            m = np.ones_like(m)
-        w = np.exp(cs[:, -1:, :] - cs) * d[:, c0:c1] * m[:, :, None]  # (b, s, h)
-        st = np.einsum("bsh,bshn,bshp->bhpn", w, Bh[:, c0:c1], x[:, c0:c1])
-        keep = (last == prev_seq) | (ARGS["slip"] == "no-reset")
-        st = st + (np.exp(cs[:, -1, :])[:, :, None, None] * prev) * keep[:, None, None, None]
-        prev = _state_round(st.astype(ct), stag)
-        prev_seq = last
+        prev = passed
+        prev_seq = sq[:, -1]
     return _finish(y, x, D, z, seq_states, cu is not None, b, nseq, tag, stag, ct)
 
 

@@ -1,0 +1,422 @@
+package mamba2
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"ssmverify/bridge"
+	"ssmverify/diagnose"
+	"ssmverify/judge"
+	"ssmverify/mamba2"
+	"ssmverify/report"
+)
+
+// The fuzz targets of the bridged Mamba-2 kernel (SSMK_BRIDGE, the numpy
+// path by default): the fuzzer's bytes decode into a prefill — shapes, a
+// chunk, sequence boundaries, options, dtypes and the value regimes where
+// the chunked kernels' reported bugs sat (an exponent of a cumulative-sum
+// difference at large |A|·Δ, Δ near 0 and at the dt limit's edges,
+// boundaries at chunk edges, sequences of one token, dstate above 128) —
+// judged by the suite's judge and diagnosed by its diagnosis.
+//
+//	go test ./verify/mamba2 -run FuzzMamba2            replay the corpus (make test)
+//	go test ./verify/mamba2 -run '^$' -fuzz '^FuzzMamba2Prefill$' -fuzztime 60s
+//	scripts/fuzz.sh FuzzMamba2Prefill FuzzMamba2Isolation   (make fuzz runs them beside the ABI's)
+
+// fuzzBytes reads a fuzzer's input a byte at a time, zeros past its end,
+// so that every input, the empty one too, is a complete problem.
+type fuzzBytes struct {
+	b []byte
+	i int
+}
+
+func (r *fuzzBytes) next() int {
+	if r.i >= len(r.b) {
+		r.i++
+		return 0
+	}
+	r.i++
+	return int(r.b[r.i-1])
+}
+
+// The decoded problem's byte layout (fuzzSpec.bytes writes it).
+const (
+	fuzzFlagD = 1 << iota
+	fuzzFlagZ
+	fuzzFlagBias
+	fuzzFlagSoftplus
+	fuzzFlagInit
+	fuzzFlagLimit
+	fuzzFlagPacked
+	fuzzFlagDPerChannel
+)
+
+var (
+	fuzzHeads    = []int{1, 2, 3, 4, 8}
+	fuzzHeaddims = []int{1, 2, 3, 4, 8, 16, 64}
+	fuzzDstates  = []int{1, 2, 4, 8, 16, 64, 130}
+	fuzzChunks   = []int{1, 3, 8, 16, 32, 64}
+)
+
+// fuzzSpec is a decoded input, and the seeds' way to write one.
+type fuzzSpec struct {
+	pair, flags, seqlen, heads, groups, headdim, dstate, chunk int
+	dt, a, seed                                                int // the value regimes, the values' seed
+	bounds                                                     []int
+}
+
+func (s fuzzSpec) bytes() []byte {
+	b := []byte{byte(s.pair), byte(s.flags), byte(s.seqlen - 1), byte(s.heads), byte(s.groups), byte(s.headdim), byte(s.dstate),
+		byte(s.chunk), byte(s.dt), byte(s.a), byte(s.seed), byte(len(s.bounds))}
+	for _, x := range s.bounds {
+		b = append(b, byte(x))
+	}
+	return b
+}
+
+// decodePrefill decodes data into a prefill for a kernel whose declared
+// chunk sizes are chunks (empty: any), rounded to its input types. The
+// sizes are bounded so that the float64 reference takes milliseconds.
+func decodePrefill(data []byte, chunks []int) *mamba2.Problem {
+	r := &fuzzBytes{b: data}
+	dt := pairs[r.next()%len(pairs)]
+	flags := r.next()
+	o := mamba2.Options{Batch: 2, Seqlen: 1 + r.next()%96, DType: dt.in, StateDType: dt.state}
+	o.Heads = fuzzHeads[r.next()%len(fuzzHeads)]
+	var divisors []int
+	for g := 1; g <= o.Heads; g++ {
+		if o.Heads%g == 0 {
+			divisors = append(divisors, g)
+		}
+	}
+	o.Groups = divisors[r.next()%len(divisors)]
+	o.Headdim = fuzzHeaddims[r.next()%len(fuzzHeaddims)]
+	o.Dstate = fuzzDstates[r.next()%len(fuzzDstates)]
+	for o.Heads*o.Headdim*o.Dstate > 8192 && o.Headdim > 1 {
+		o.Headdim /= 2 // a bounded reference: a model's dstate with a narrow head
+	}
+	if len(chunks) == 0 {
+		chunks = fuzzChunks
+	}
+	o.Chunk = chunks[r.next()%len(chunks)]
+	dtRegime, aRegime, seed := r.next()%4, r.next()%3, r.next()
+	o.D, o.Z, o.DtBias, o.Softplus = flags&fuzzFlagD != 0, flags&fuzzFlagZ != 0, flags&fuzzFlagBias != 0, flags&fuzzFlagSoftplus != 0
+	o.InitialStates, o.DPerChannel = flags&fuzzFlagInit != 0, flags&fuzzFlagDPerChannel != 0
+	if flags&fuzzFlagLimit != 0 || dtRegime == 3 {
+		o.DtMin, o.DtMax = 0.004, 0.05
+	}
+	if nb := r.next() % 6; flags&fuzzFlagPacked != 0 || nb > 0 {
+		o.Batch = 1
+		set := map[int]bool{}
+		for i := 0; i < nb; i++ {
+			if c := r.next() % o.Seqlen; c > 0 {
+				set[c] = true
+			}
+		}
+		cu := []int{0}
+		for c := range set {
+			cu = append(cu, c)
+		}
+		sort.Ints(cu)
+		o.CuSeqlens = append(cu, o.Seqlen)
+	}
+	p := mamba2.Generate(o, uint64(seed))
+	lo, hi := p.Limits()
+	for h := range p.A {
+		switch aRegime {
+		case 1: // large |A|: Δ·A of −10² to −10³, the decays' exponents at their extremes
+			p.A[h] = -math.Exp(4 + float64((seed+h)%5))
+		case 2: // |A| near 0: decays of almost 1, a state that remembers everything
+			p.A[h] = -1e-6
+		}
+	}
+	bias := func(h int) float64 {
+		if p.DtBias == nil {
+			return 0
+		}
+		return p.DtBias[h]
+	}
+	for i := range p.Dt {
+		h := i % p.Heads
+		switch dtRegime {
+		case 1: // Δ near 0: softplus of −6 to −18 (2.5·10⁻³ to 1.5·10⁻⁸)
+			if p.Softplus {
+				p.Dt[i] = -6 - float64(i%13) - bias(h)
+			} else {
+				p.Dt[i] = 1e-7 - bias(h)
+			}
+		case 2: // Δ large
+			p.Dt[i] = 3 + float64(i%5) - bias(h)
+		case 3: // at the dt limit's edges, within 10⁻⁶ of each
+			edge := lo
+			if i%2 == 1 {
+				edge = hi
+			}
+			v := edge * (1 + 1e-6*float64(i%3-1))
+			if p.Softplus {
+				v = math.Log(math.Expm1(v)) // softplus⁻¹
+			}
+			p.Dt[i] = v - bias(h)
+		}
+	}
+	return p.Rounded()
+}
+
+// fuzzJudge runs k's prefill of p and judges it: ok false with the
+// finding where the kernel fails (a crash, an exception on a declared
+// problem, or a result beyond the error model), skip where it declares
+// the problem unsupported.
+func fuzzJudge(k *bridge.SSD, p *mamba2.Problem) (ok, skip bool, f report.Finding, ratio float64) {
+	if why := k.Supports(p); why != "" {
+		return true, true, report.Finding{}, 0
+	}
+	out, err := k.Prefill(p)
+	var crash *bridge.CrashError
+	switch {
+	case errors.As(err, &crash):
+		return false, false, report.Finding{Tag: "crash", Cause: crash.Cause, Where: p.Shape()}, math.Inf(1)
+	case bridge.Unsupported(err):
+		return true, true, report.Finding{}, 0
+	case err != nil:
+		return false, false, raised(err, p.Shape()), math.Inf(1)
+	}
+	want, sc := mamba2.Prefill(p)
+	c, _, err := judge.CompareArrays(judge.PrefillArrays(p, out, want, sc))
+	if err != nil {
+		return false, false, report.Finding{Tag: "missing", Cause: err.Error()}, math.Inf(1)
+	}
+	if c.NonFinite == 0 && c.Worst.Ratio <= judge.Threshold(p.DType) {
+		return true, false, report.Finding{}, c.Worst.Ratio
+	}
+	return false, false, diagnose.SSDPrefill(p, out, k.Prefill), c.Worst.Ratio
+}
+
+// declaredChunks is the prefill's declared chunk sizes (empty: any).
+func declaredChunks(k *bridge.SSD) []int {
+	c, _ := k.Cap(bridge.OpPrefill)
+	return c.ChunkSizes
+}
+
+// FuzzMamba2Prefill judges the bridged kernel's prefill of the decoded
+// problem against the reference, as TestMamba2Prefill does.
+func FuzzMamba2Prefill(f *testing.F) {
+	for _, s := range fuzzSeeds {
+		f.Add(s.spec.bytes())
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p := decodePrefill(data, declaredChunks(kernel))
+		if ok, _, fd, ratio := fuzzJudge(kernel, p); !ok {
+			t.Errorf("prefill %s: ratio %.3g; diagnosis [%s] %s", p.Shape(), ratio, fd.Tag, fd)
+		}
+	})
+}
+
+// fuzzSeeds are the seed corpus: one problem per class of the chunked
+// kernels' reported bugs, named for it (testdata/fuzz/FuzzMamba2Prefill/
+// holds them as files too, and what fuzzing finds beside them).
+var fuzzSeeds = []struct {
+	name string
+	spec fuzzSpec
+}{
+	{"plain", fuzzSpec{pair: 0, seqlen: 40, heads: 3, groups: 1, headdim: 2, dstate: 3, chunk: 2}},
+	{"large-decay-exponent", fuzzSpec{pair: 0, flags: fuzzFlagD | fuzzFlagBias | fuzzFlagSoftplus, seqlen: 80, heads: 1, groups: 0, headdim: 3, dstate: 3, chunk: 3, dt: 2, a: 1}},
+	{"dt-near-zero", fuzzSpec{pair: 1, flags: fuzzFlagBias | fuzzFlagSoftplus, seqlen: 50, heads: 2, headdim: 2, dstate: 2, chunk: 2, dt: 1}},
+	{"dt-limit-edges", fuzzSpec{pair: 0, flags: fuzzFlagBias | fuzzFlagSoftplus | fuzzFlagLimit, seqlen: 50, heads: 1, headdim: 3, dstate: 3, chunk: 2, dt: 3}},
+	{"boundary-at-chunk-edge", fuzzSpec{pair: 0, flags: fuzzFlagPacked | fuzzFlagInit, seqlen: 64, heads: 1, headdim: 2, dstate: 3, chunk: 3, bounds: []int{16, 17, 32, 47}}},
+	{"one-token-sequences", fuzzSpec{pair: 1, flags: fuzzFlagPacked | fuzzFlagInit | fuzzFlagD, seqlen: 20, heads: 3, headdim: 2, dstate: 2, chunk: 2, bounds: []int{1, 2, 3, 9, 10}}},
+	{"dstate-above-128", fuzzSpec{pair: 0, flags: fuzzFlagD | fuzzFlagZ, seqlen: 30, heads: 0, headdim: 2, dstate: 6, chunk: 3}},
+	{"odd-chunk-and-headdim", fuzzSpec{pair: 0, flags: fuzzFlagD | fuzzFlagDPerChannel, seqlen: 47, heads: 2, groups: 1, headdim: 2, dstate: 3, chunk: 1}},
+	{"no-decay-long-memory", fuzzSpec{pair: 0, flags: fuzzFlagInit, seqlen: 96, heads: 1, headdim: 3, dstate: 2, chunk: 4, a: 2}},
+	{"all-options-bf16-state", fuzzSpec{pair: 2, flags: 0x3f, seqlen: 70, heads: 3, groups: 1, headdim: 3, dstate: 3, chunk: 3, dt: 0, seed: 7}},
+}
+
+// TestMamba2FuzzSeedsAreFiles keeps testdata/fuzz/FuzzMamba2Prefill's
+// named entries equal to fuzzSeeds (a missing or stale file is written
+// with SSMK_WRITE_SEEDS=1), so that the corpus replays what this file
+// says it holds.
+func TestMamba2FuzzSeedsAreFiles(t *testing.T) {
+	dir := filepath.Join("testdata", "fuzz", "FuzzMamba2Prefill")
+	for _, s := range fuzzSeeds {
+		want := fmt.Sprintf("go test fuzz v1\n[]byte(%q)\n", s.spec.bytes())
+		path := filepath.Join(dir, s.name)
+		got, err := os.ReadFile(path)
+		if err == nil && string(got) == want {
+			continue
+		}
+		if os.Getenv("SSMK_WRITE_SEEDS") == "1" {
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		t.Errorf("%s: missing or stale (SSMK_WRITE_SEEDS=1 go test ./verify/mamba2 -run FuzzSeedsAreFiles writes it)", path)
+	}
+}
+
+// TestMamba2FuzzCorpusFindsSlips: replaying the seed corpus against the
+// numpy path with each of its prefill slips planted fails on some entry,
+// named by the diagnosis — the corpus stands for the classes it says.
+func TestMamba2FuzzCorpusFindsSlips(t *testing.T) {
+	track(t)
+	for _, c := range []struct{ slip, tag string }{
+		{"no-reset", "varlen:no-reset"}, {"seq-states-no-init", "varlen:seq-states-no-init"}, {"drop-init", "init-state:dropped"},
+		{"no-dt-limit", "dt:no-limit"}, {"group-repeat", "groups:repeat"}, {"softplus-log-exp", "dt:softplus-log-exp"},
+	} {
+		t.Run(c.slip, func(t *testing.T) {
+			w, err := bridge.Start(bridge.Spec{Python: spec.Python, Adapter: "numpy_ssd", Args: []string{"slip=" + c.slip}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Close()
+			k := &bridge.SSD{W: w}
+			var found []string
+			for _, s := range fuzzSeeds {
+				p := decodePrefill(s.spec.bytes(), declaredChunks(k))
+				if ok, _, f, _ := fuzzJudge(k, p); !ok {
+					found = append(found, s.name+" ["+f.Tag+"]")
+					if strings.Contains(f.Tag, c.tag) {
+						t.Logf("slip %s: found by %s, diagnosed [%s]", c.slip, s.name, f.Tag)
+						return
+					}
+				}
+			}
+			t.Errorf("slip %s: no seed finds it named %s (failing: %v)", c.slip, c.tag, found)
+		})
+	}
+	// the isolation target's seeds against a path that lets a non-finite
+	// input of one sequence reach the others
+	t.Run("nonfinite-leak", func(t *testing.T) {
+		w, err := bridge.Start(bridge.Spec{Python: spec.Python, Adapter: "numpy_ssd", Args: []string{"slip=nonfinite-leak"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Close()
+		k := &bridge.SSD{W: w}
+		for i, s := range fuzzSeeds {
+			if msg := isolationCheck(k, s.spec.bytes(), uint8(i), uint16(i*257)); msg != "" {
+				t.Logf("found by %s: %s", s.name, msg)
+				return
+			}
+		}
+		t.Error("no seed of FuzzMamba2Isolation finds a non-finite input leaking across sequences")
+	})
+}
+
+// poisoned returns a copy of p with one input of one sequence (a packed
+// row's) or one row set to a non-finite value, and the steps of each row
+// that the poison may reach: the poisoned unit's. what picks the input
+// (x, dt, B, C) and the value (NaN, +Inf, −Inf); where picks the unit and
+// the position in it. ok is false for a problem of one unit.
+func poisoned(p *mamba2.Problem, what uint8, where uint16) (q *mamba2.Problem, reach func(b, t int) bool, ok bool) {
+	type unit struct{ b, t0, t1 int }
+	var units []unit
+	for b := 0; b < p.Batch; b++ {
+		for _, sq := range p.Sequences() {
+			units = append(units, unit{b, sq[0], sq[1]})
+		}
+	}
+	if len(units) < 2 {
+		return nil, nil, false
+	}
+	u := units[int(where)%len(units)]
+	t := u.t0 + int(where>>8)%(u.t1-u.t0)
+	c := *p
+	c.X, c.Dt, c.B, c.C = append([]float64(nil), p.X...), append([]float64(nil), p.Dt...), append([]float64(nil), p.B...), append([]float64(nil), p.C...)
+	c.NonFinite = true
+	v := []float64{math.NaN(), math.Inf(1), math.Inf(-1)}[int(what/4)%3]
+	L, H, P, G, N := p.Seqlen, p.Heads, p.Headdim, p.Groups, p.Dstate
+	h := int(what) % H
+	switch what % 4 {
+	case 0:
+		c.X[((u.b*L+t)*H+h)*P+int(where)%P] = v
+	case 1:
+		c.Dt[(u.b*L+t)*H+h] = v
+	case 2:
+		c.B[((u.b*L+t)*G+h%G)*N+int(where)%N] = v
+	case 3:
+		c.C[((u.b*L+t)*G+h%G)*N+int(where)%N] = v
+	}
+	return &c, func(b, t int) bool { return b == u.b && t >= u.t0 && t < u.t1 }, true
+}
+
+// FuzzMamba2Isolation: a non-finite input in one sequence of a packed row,
+// or in one row, changes no other sequence's or row's result — y at their
+// steps, their per-sequence states, the other rows' final states — bit
+// for bit (the bridged kernels' non-finite policy: what the poisoned
+// sequence returns is not judged).
+func FuzzMamba2Isolation(f *testing.F) {
+	for i, s := range fuzzSeeds {
+		f.Add(s.spec.bytes(), uint8(i), uint16(i*257))
+	}
+	f.Fuzz(func(t *testing.T, data []byte, what uint8, where uint16) {
+		if msg := isolationCheck(kernel, data, what, where); msg != "" {
+			t.Error(msg)
+		}
+	})
+}
+
+// isolationCheck runs k's prefill of the decoded problem clean and
+// poisoned and says how the poison broke the isolation ("" where it did
+// not, or where there is nothing to compare).
+func isolationCheck(k *bridge.SSD, data []byte, what uint8, where uint16) string {
+	p := decodePrefill(data, declaredChunks(k))
+	q, reach, ok := poisoned(p, what, where)
+	if !ok || k.Supports(p) != "" {
+		return ""
+	}
+	clean, err := k.Prefill(p)
+	if err != nil {
+		return "" // the clean problem's verdict is FuzzMamba2Prefill's
+	}
+	got, err := k.Prefill(q)
+	var crash *bridge.CrashError
+	switch {
+	case errors.As(err, &crash):
+		return fmt.Sprintf("prefill %s with a non-finite input: crash: %s", p.Shape(), crash.Cause)
+	case err != nil:
+		return "" // refusing a non-finite input is the kernel's right
+	}
+	if msg := isolationBreach(p, clean, got, reach); msg != "" {
+		return fmt.Sprintf("prefill %s: a non-finite input (what %d, where %d) reached %s", p.Shape(), what, where, msg)
+	}
+	return ""
+}
+
+// isolationBreach names the first result of a unit the poison may not
+// reach that differs from the clean run's in its bits ("" when none).
+func isolationBreach(p *mamba2.Problem, clean, got *mamba2.Output, reach func(b, t int) bool) string {
+	L, HP := p.Seqlen, p.Heads*p.Headdim
+	for i := range clean.Y {
+		b, t := i/(L*HP), i/HP%L
+		if !reach(b, t) && math.Float64bits(clean.Y[i]) != math.Float64bits(got.Y[i]) {
+			return fmt.Sprintf("y[%d %d …] (%g, clean %g)", b, t, got.Y[i], clean.Y[i])
+		}
+	}
+	hs := p.HeadStateLen()
+	for si, sq := range p.Sequences() {
+		for b := 0; b < p.Batch; b++ {
+			if reach(b, sq[0]) {
+				continue
+			}
+			k := si
+			if p.CuSeqlens == nil {
+				k = b
+			}
+			for j := k * hs; j < (k+1)*hs; j++ {
+				if math.Float64bits(clean.SeqStates[j]) != math.Float64bits(got.SeqStates[j]) {
+					return fmt.Sprintf("the state of sequence %d of row %d (%g, clean %g)", si, b, got.SeqStates[j], clean.SeqStates[j])
+				}
+			}
+		}
+	}
+	return ""
+}
