@@ -204,6 +204,10 @@ func Decode(s *Step) (*StepOutput, *StepScale) {
 				d = naiveDelta(s.Dt[b*H+h], bias, lo, hi)
 			}
 			a := math.Exp(d * s.A[h])
+			// the decay's exponent Δ·A errs relative to itself (Δ's softplus
+			// and the product), and e^x turns that into |Δ·A| times as much
+			// relative error of a: the prefill's 4·|cum_t − cum_s| for one step
+			ka := 4 + 4*math.Abs(d*s.A[h])
 			for pp := 0; pp < P; pp++ {
 				i := (b*H+h)*P + pp
 				x := s.X[i]
@@ -214,11 +218,11 @@ func Decode(s *Step) (*StepOutput, *StepScale) {
 					bx := d * s.B[(b*G+g)*N+n] * x
 					v := a*old + bx
 					out.State[k] = v
-					sc.State[k] = 4*math.Abs(a*old) + 3*math.Abs(bx)
+					sc.State[k] = ka*math.Abs(a*old) + 3*math.Abs(bx)
 					sc.TinyState[k] = 2
 					cn := s.C[(b*G+g)*N+n]
 					y += cn * v
-					mag += math.Abs(cn) * (float64(N+6)*math.Abs(a*old) + float64(N+4)*math.Abs(bx))
+					mag += math.Abs(cn) * ((float64(N+2)+ka)*math.Abs(a*old) + float64(N+4)*math.Abs(bx))
 				}
 				y, mag = skipAndGate(y, mag, x, s.D, s.Z, h, i)
 				out.Y[i], sc.Y[i], sc.TinyY[i] = y, mag, float64(N+3)

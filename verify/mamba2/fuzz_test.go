@@ -236,14 +236,25 @@ var fuzzSeeds = []struct {
 	{"all-options-bf16-state", fuzzSpec{pair: 2, flags: 0x3f, seqlen: 70, heads: 3, groups: 1, headdim: 3, dstate: 3, chunk: 3, dt: 0, seed: 7}},
 }
 
-// TestMamba2FuzzSeedsAreFiles keeps testdata/fuzz/FuzzMamba2Prefill's
-// named entries equal to fuzzSeeds (a missing or stale file is written
+// TestMamba2FuzzSeedsAreFiles keeps testdata/fuzz/FuzzMamba2Prefill's and
+// FuzzMamba2Step's named entries equal to fuzzSeeds and stepSeeds (a missing or stale file is written
 // with SSMK_WRITE_SEEDS=1), so that the corpus replays what this file
 // says it holds.
 func TestMamba2FuzzSeedsAreFiles(t *testing.T) {
-	dir := filepath.Join("testdata", "fuzz", "FuzzMamba2Prefill")
+	type seed struct {
+		target, name string
+		data         []byte
+	}
+	var seeds []seed
 	for _, s := range fuzzSeeds {
-		want := fmt.Sprintf("go test fuzz v1\n[]byte(%q)\n", s.spec.bytes())
+		seeds = append(seeds, seed{"FuzzMamba2Prefill", s.name, s.spec.bytes()})
+	}
+	for _, s := range stepSeeds {
+		seeds = append(seeds, seed{"FuzzMamba2Step", s.name, s.spec.bytes()})
+	}
+	for _, s := range seeds {
+		dir := filepath.Join("testdata", "fuzz", s.target)
+		want := fmt.Sprintf("go test fuzz v1\n[]byte(%q)\n", s.data)
 		path := filepath.Join(dir, s.name)
 		got, err := os.ReadFile(path)
 		if err == nil && string(got) == want {
@@ -290,6 +301,30 @@ func TestMamba2FuzzCorpusFindsSlips(t *testing.T) {
 				}
 			}
 			t.Errorf("slip %s: no seed finds it named %s (failing: %v)", c.slip, c.tag, found)
+		})
+	}
+	// the decode step's seeds against its slips
+	for _, c := range []struct{ slip, tag string }{
+		{"no-bias-decode", "dt:no-bias"}, {"padding-written", "decode:padding-written"}, {"last-state-stale", "decode:state-not-written"},
+	} {
+		t.Run(c.slip, func(t *testing.T) {
+			w, err := bridge.Start(bridge.Spec{Python: spec.Python, Adapter: "numpy_ssd", Args: []string{"slip=" + c.slip}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Close()
+			k := &bridge.SSD{W: w}
+			var found []string
+			for _, s := range stepSeeds {
+				if ok, _, f, _ := stepJudge(k, decodeStep(s.spec.bytes())); !ok {
+					found = append(found, s.name+" ["+f.Tag+"]")
+					if strings.Contains(f.Tag, c.tag) {
+						t.Logf("slip %s: found by %s, diagnosed [%s]", c.slip, s.name, f.Tag)
+						return
+					}
+				}
+			}
+			t.Errorf("slip %s: no step seed finds it named %s (failing: %v)", c.slip, c.tag, found)
 		})
 	}
 	// the isolation target's seeds against a path that lets a non-finite

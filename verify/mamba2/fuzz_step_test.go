@@ -1,0 +1,211 @@
+package mamba2
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"testing"
+
+	"ssmverify/bridge"
+	"ssmverify/diagnose"
+	"ssmverify/judge"
+	"ssmverify/mamba2"
+	"ssmverify/report"
+)
+
+// The decode step's fuzz targets: a pool of states, rows mapped to slots
+// (with padding rows, index −1), and the value regimes of the prefill's
+// targets (fuzz_test.go).
+
+// stepSpec is a decoded step's bytes, for the seeds.
+type stepSpec struct {
+	pair, flags, batch, slots, heads, groups, headdim, dstate, dt, a, seed int
+	indices                                                                []int // slot+1 per row, 0 for padding; nil: rows are slots
+}
+
+func (s stepSpec) bytes() []byte {
+	b := []byte{byte(s.pair), byte(s.flags), byte(s.batch - 1), byte(s.slots), byte(s.heads), byte(s.groups), byte(s.headdim),
+		byte(s.dstate), byte(s.dt), byte(s.a), byte(s.seed), byte(len(s.indices))}
+	for _, x := range s.indices {
+		b = append(b, byte(x))
+	}
+	return b
+}
+
+// decodeStep decodes data into a decode step, rounded to its types.
+func decodeStep(data []byte) *mamba2.Step {
+	r := &fuzzBytes{b: data}
+	dt := pairs[r.next()%len(pairs)]
+	flags := r.next()
+	o := mamba2.StepOptions{Batch: 1 + r.next()%4, DType: dt.in, StateDType: dt.state}
+	o.Slots = o.Batch + r.next()%4
+	o.Heads = fuzzHeads[r.next()%len(fuzzHeads)]
+	var divisors []int
+	for g := 1; g <= o.Heads; g++ {
+		if o.Heads%g == 0 {
+			divisors = append(divisors, g)
+		}
+	}
+	o.Groups = divisors[r.next()%len(divisors)]
+	o.Headdim = fuzzHeaddims[r.next()%len(fuzzHeaddims)]
+	o.Dstate = fuzzDstates[r.next()%len(fuzzDstates)]
+	dtRegime, aRegime, seed := r.next()%3, r.next()%3, r.next()
+	o.D, o.Z, o.DtBias, o.Softplus = flags&fuzzFlagD != 0, flags&fuzzFlagZ != 0, flags&fuzzFlagBias != 0, flags&fuzzFlagSoftplus != 0
+	if n := r.next() % 5; n > 0 || o.Slots > o.Batch {
+		// rows to distinct slots, some rows padding (−1), in an order the bytes choose
+		used := map[int]bool{}
+		o.Indices = make([]int, o.Batch)
+		for b := range o.Indices {
+			v := r.next() % (o.Slots + 1)
+			for v > 0 && used[v-1] {
+				v = (v + 1) % (o.Slots + 1)
+			}
+			if v > 0 {
+				used[v-1] = true
+			}
+			o.Indices[b] = v - 1
+		}
+	}
+	s := mamba2.GenerateStep(o, uint64(seed))
+	for h := range s.A {
+		switch aRegime {
+		case 1:
+			s.A[h] = -math.Exp(4 + float64((seed+h)%5))
+		case 2:
+			s.A[h] = -1e-6
+		}
+	}
+	for i := range s.Dt {
+		switch dtRegime {
+		case 1:
+			s.Dt[i] = -6 - float64(i%13)
+			if !s.Softplus {
+				s.Dt[i] = 1e-7
+			}
+		case 2:
+			s.Dt[i] = 3 + float64(i%5)
+		}
+		if s.DtBias != nil && dtRegime != 0 {
+			s.Dt[i] -= s.DtBias[i%s.Heads]
+		}
+	}
+	return s.Rounded()
+}
+
+// stepSeeds are the decode step's seed corpus, one per class.
+var stepSeeds = []struct {
+	name string
+	spec stepSpec
+}{
+	{"plain", stepSpec{batch: 2, heads: 1, headdim: 2, dstate: 2}},
+	{"padding-rows", stepSpec{pair: 0, flags: fuzzFlagD, batch: 3, slots: 2, heads: 1, headdim: 3, dstate: 3, indices: []int{2, 0, 1}}},
+	{"large-decay-exponent", stepSpec{pair: 0, flags: fuzzFlagBias | fuzzFlagSoftplus, batch: 2, heads: 3, headdim: 2, dstate: 3, dt: 2, a: 1}},
+	{"dt-near-zero", stepSpec{pair: 1, flags: fuzzFlagBias | fuzzFlagSoftplus, batch: 2, slots: 1, heads: 1, headdim: 2, dstate: 3, dt: 1, indices: []int{3, 1}}},
+	{"all-options-16-bit-state", stepSpec{pair: 2, flags: 0x0f, batch: 4, slots: 3, heads: 3, groups: 1, headdim: 3, dstate: 3, seed: 5, indices: []int{4, 0, 2, 7}}},
+	{"dstate-above-128", stepSpec{pair: 0, flags: fuzzFlagZ, batch: 1, heads: 0, headdim: 1, dstate: 6}},
+}
+
+// stepJudge runs k's decode step of s and judges it (ok false with the
+// finding where it fails; skip where it is not declared).
+func stepJudge(k *bridge.SSD, s *mamba2.Step) (ok, skip bool, f report.Finding, ratio float64) {
+	if why := k.SupportsStep(s); why != "" {
+		return true, true, report.Finding{}, 0
+	}
+	out, err := k.Step(s)
+	var crash *bridge.CrashError
+	switch {
+	case errors.As(err, &crash):
+		return false, false, report.Finding{Tag: "crash", Cause: crash.Cause, Where: stepShape(s)}, math.Inf(1)
+	case bridge.Unsupported(err):
+		return true, true, report.Finding{}, 0
+	case err != nil:
+		return false, false, raised(err, stepShape(s)), math.Inf(1)
+	}
+	want, sc := mamba2.Decode(s)
+	c, _, err := judge.CompareArrays(judge.StepArrays(s, out, want, sc))
+	if err != nil {
+		return false, false, report.Finding{Tag: "missing", Cause: err.Error()}, math.Inf(1)
+	}
+	if c.NonFinite == 0 && c.Worst.Ratio <= judge.Threshold(s.DType) {
+		return true, false, report.Finding{}, c.Worst.Ratio
+	}
+	return false, false, diagnose.SSDStep(s, out), c.Worst.Ratio
+}
+
+// FuzzMamba2Step judges the bridged kernel's decode step of the decoded
+// pool against the reference: y, every slot written and every other kept.
+func FuzzMamba2Step(f *testing.F) {
+	for _, s := range stepSeeds {
+		f.Add(s.spec.bytes())
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s := decodeStep(data)
+		if ok, _, fd, ratio := stepJudge(kernel, s); !ok {
+			t.Errorf("step %s: ratio %.3g; diagnosis [%s] %s", stepShape(s), ratio, fd.Tag, fd)
+		}
+	})
+}
+
+// FuzzMamba2StepIsolation: a non-finite input of one row (x, dt, B or C)
+// changes no other row's y and no slot but that row's, bit for bit.
+func FuzzMamba2StepIsolation(f *testing.F) {
+	for i, s := range stepSeeds {
+		f.Add(s.spec.bytes(), uint8(i), uint16(i*257))
+	}
+	f.Fuzz(func(t *testing.T, data []byte, what uint8, where uint16) {
+		if msg := stepIsolationCheck(kernel, data, what, where); msg != "" {
+			t.Error(msg)
+		}
+	})
+}
+
+// stepIsolationCheck poisons one row of the decoded step and compares the
+// other rows' results and slots with the clean step's.
+func stepIsolationCheck(k *bridge.SSD, data []byte, what uint8, where uint16) string {
+	s := decodeStep(data)
+	if s.Batch < 2 || k.SupportsStep(s) != "" {
+		return ""
+	}
+	row := int(where) % s.Batch
+	q := *s
+	q.X, q.Dt, q.B, q.C = append([]float64(nil), s.X...), append([]float64(nil), s.Dt...), append([]float64(nil), s.B...), append([]float64(nil), s.C...)
+	q.State = append([]float64(nil), s.State...)
+	v := []float64{math.NaN(), math.Inf(1), math.Inf(-1)}[int(what/4)%3]
+	H, P, G, N := s.Heads, s.Headdim, s.Groups, s.Dstate
+	h := int(what) % H
+	switch what % 4 {
+	case 0:
+		q.X[(row*H+h)*P+int(where>>8)%P] = v
+	case 1:
+		q.Dt[row*H+h] = v
+	case 2:
+		q.B[(row*G+h%G)*N+int(where>>8)%N] = v
+	case 3:
+		q.C[(row*G+h%G)*N+int(where>>8)%N] = v
+	}
+	clean, err := k.Step(s)
+	if err != nil {
+		return ""
+	}
+	got, err := k.Step(&q)
+	var crash *bridge.CrashError
+	switch {
+	case errors.As(err, &crash):
+		return fmt.Sprintf("step %s with a non-finite input: crash: %s", stepShape(s), crash.Cause)
+	case err != nil:
+		return ""
+	}
+	HP, HPN := H*P, H*P*N
+	for i := range clean.Y {
+		if i/HP != row && math.Float64bits(clean.Y[i]) != math.Float64bits(got.Y[i]) {
+			return fmt.Sprintf("step %s: a non-finite input of row %d (what %d) reached y of row %d (%g, clean %g)", stepShape(s), row, what, i/HP, got.Y[i], clean.Y[i])
+		}
+	}
+	mine := s.Slot(row)
+	for i := range clean.State {
+		if i/HPN != mine && math.Float64bits(clean.State[i]) != math.Float64bits(got.State[i]) {
+			return fmt.Sprintf("step %s: a non-finite input of row %d (what %d) reached slot %d (%g, clean %g)", stepShape(s), row, what, i/HPN, got.State[i], clean.State[i])
+		}
+	}
+	return ""
+}
