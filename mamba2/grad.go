@@ -175,6 +175,11 @@ type variant struct {
 	cut  Path
 	lack Factor
 	mag  bool
+	// edge, with mag: dt's gradient only where Δ before the clamp lies
+	// within edgeU of the clamp's ends, as if unclamped (the branch a
+	// kernel's rounding may take there), and 0 elsewhere
+	edge  bool
+	edgeU float64
 }
 
 func (v *variant) cuts(p Path) bool    { return v.cut == p+1 }
@@ -243,6 +248,12 @@ func adjoint(p *Problem, ct *Cotangent, v variant) *Grads {
 				chain[t] = dsp
 				if sp < lo || sp > hi {
 					chain[t] = 0
+				}
+				if v.edge {
+					chain[t] = 0
+					if near(sp, lo, v.edgeU) || near(sp, hi, v.edgeU) {
+						chain[t] = dsp
+					}
 				}
 				dIn[t], dDec[t] = 0, 0
 			}
@@ -353,6 +364,12 @@ func adjoint(p *Problem, ct *Cotangent, v variant) *Grads {
 		}
 	}
 	return g
+}
+
+// near reports whether x lies within u·max(|x|, |e|) of e (never for an
+// infinite end).
+func near(x, e, u float64) bool {
+	return !math.IsInf(e, 0) && math.Abs(x-e) <= u*math.Max(math.Abs(x), math.Abs(e))
 }
 
 // chunkSums replaces every element of v by the sum of its chunk's (chunks

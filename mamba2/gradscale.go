@@ -57,6 +57,11 @@ type GradScale struct {
 // arithmetic, so its scale at every step of a chunk is the chunk's sum of
 // the magnitudes (and dt's, A's and dt_bias' inherit it).
 //
+// At the dt limit's ends, where dt's gradient jumps between 0 and the
+// unclamped chain, a Δ within 16·u of an end may fall on either side in
+// the kernel's arithmetic: there the other branch's gradient is allowed in
+// full (dt's and dt_bias' scales).
+//
 // The bound is normwise, as ErrorScale's is: G sums absolute values. Tiny
 // is one per element (a gradient of terms below the smallest normal errs
 // by it). TestMagnitudeAdjointBoundsTheGradient and the calibration
@@ -104,7 +109,21 @@ func GradErrorScale(p *Problem, ct *Cotangent) *GradScale {
 	each := func(g *Grads, f func([]float64) []float64) *Grads {
 		return &Grads{X: f(g.X), Dt: f(g.Dt), A: f(g.A), B: f(g.B), C: f(g.C), D: f(g.D), Z: f(g.Z), DtBias: f(g.DtBias), InitialStates: f(g.InitialStates)}
 	}
-	return &GradScale{Scale: each(G, scale), Tiny: each(G, ones)}
+	sc := &GradScale{Scale: each(G, scale), Tiny: each(G, ones)}
+	if !p.DefaultLimits() {
+		// At the clamp's ends the gradient of dt jumps between 0 and the
+		// unclamped chain: a Δ within its rounding of an end may fall on
+		// either side in the kernel's arithmetic, so either value is right
+		// there (the branch not taken is allowed in full).
+		E := adjoint(p, ct, variant{mag: true, edge: true, edgeU: 16 * u})
+		for i, e := range E.Dt {
+			sc.Scale.Dt[i] += e / u
+		}
+		for h, e := range E.DtBias {
+			sc.Scale.DtBias[h] += e / u
+		}
+	}
+	return sc
 }
 
 // decaySums returns the largest |Σ Δ·A| within a chunk (row-aligned

@@ -4,7 +4,7 @@
 #   scripts/fuzz.sh [TARGET...]     fuzz each target (default: FuzzDiscretize,
 #                                   FuzzScan, FuzzBackward of ./fuzz, and the bridged
 #                                   FuzzMamba2Prefill, FuzzMamba2Isolation, FuzzMamba2Step,
-#                                   FuzzMamba2StepIsolation of ./verify/mamba2)
+#                                   FuzzMamba2StepIsolation, FuzzMamba2Backward of ./verify/mamba2)
 #                                   for FUZZTIME (default 60s), then print execs, execs/s
 #                                   and new corpus entries
 #
@@ -22,7 +22,8 @@ FUZZTIME=${FUZZTIME:-60s}
 [[ $FUZZTIME =~ ^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$|^[0-9]+x$ ]] ||
 	{ echo "fuzz.sh: FUZZTIME=$FUZZTIME: want a Go duration (30s, 5m, 1h30m) or a count of inputs (1000x)" >&2; exit 2; }
 targets=("$@")
-defaults=(FuzzDiscretize FuzzScan FuzzBackward FuzzMamba2Prefill FuzzMamba2Isolation FuzzMamba2Step FuzzMamba2StepIsolation)
+defaults=(FuzzDiscretize FuzzScan FuzzBackward FuzzMamba2Prefill FuzzMamba2Isolation FuzzMamba2Step FuzzMamba2StepIsolation
+	FuzzMamba2Backward)
 # the package of a target: the bridged kernels' targets live beside their suite
 pkg_of() { case "$1" in FuzzMamba2*) echo verify/mamba2 ;; *) echo fuzz ;; esac; }
 logdir=${OUT:-out}/fuzz

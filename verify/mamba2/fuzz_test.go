@@ -327,6 +327,26 @@ func TestMamba2FuzzCorpusFindsSlips(t *testing.T) {
 			t.Errorf("slip %s: no step seed finds it named %s (failing: %v)", c.slip, c.tag, found)
 		})
 	}
+	// the backward target's seeds against the backward's slips
+	for _, c := range []struct{ slip, tag string }{
+		{"bwd-da-no-delta", "bwd:dA:lacks(Δ)"}, {"bwd-dx-no-skip", "bwd:dx:no-path:skip"}, {"bwd-dinit-undecayed", "bwd:dinitial_states:lacks(a₀)"},
+	} {
+		t.Run(c.slip, func(t *testing.T) {
+			w, err := bridge.Start(bridge.Spec{Python: spec.Python, Adapter: "numpy_ssd", Args: []string{"slip=" + c.slip}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Close()
+			k := &bridge.SSD{W: w}
+			for _, s := range fuzzSeeds {
+				if msg := backwardCheck(k, s.spec.bytes()); strings.Contains(msg, c.tag) {
+					t.Logf("slip %s: found by %s", c.slip, s.name)
+					return
+				}
+			}
+			t.Errorf("slip %s: no seed of FuzzMamba2Backward finds it named %s", c.slip, c.tag)
+		})
+	}
 	// the isolation target's seeds against a path that lets a non-finite
 	// input of one sequence reach the others
 	t.Run("nonfinite-leak", func(t *testing.T) {
@@ -454,4 +474,61 @@ func isolationBreach(p *mamba2.Problem, clean, got *mamba2.Output, reach func(b,
 		}
 	}
 	return ""
+}
+
+// FuzzMamba2Backward judges the bridged kernel's backward (ssd_bwd) of the
+// decoded problem, with a cotangent of y and of the final states drawn
+// from the problem's seed, as TestMamba2Backward does.
+func FuzzMamba2Backward(f *testing.F) {
+	for _, s := range fuzzSeeds {
+		f.Add(s.spec.bytes())
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if msg := backwardCheck(kernel, data); msg != "" {
+			t.Error(msg)
+		}
+	})
+}
+
+// backwardCheck runs and judges k's backward of the decoded problem, at
+// the chunk its backward declares; "" where it passes or is not declared.
+func backwardCheck(k *bridge.SSD, data []byte) string {
+	p := decodePrefill(data, declaredChunks(k))
+	if c, ok := k.Cap(bridge.OpBackward); ok && c.Algorithm == "sequential" {
+		p.Chunk = 0
+	}
+	if k.SupportsOp(bridge.OpBackward, p) != "" {
+		return ""
+	}
+	ct := mamba2.GenerateCotangent(p, uint64(len(data)), true)
+	ct.SeqStates = nil
+	ct = ct.Rounded(p)
+	out, g, err := k.Backward(p, ct)
+	var crash *bridge.CrashError
+	switch {
+	case errors.As(err, &crash):
+		return fmt.Sprintf("ssd_bwd %s: crash: %s", p.Shape(), crash.Cause)
+	case bridge.Unsupported(err):
+		return ""
+	case err != nil:
+		return fmt.Sprintf("ssd_bwd %s: %v", p.Shape(), err)
+	}
+	want, sc := mamba2.Prefill(p)
+	fc, _, _ := judge.CompareArrays(judge.PrefillArrays(p, out, want, sc))
+	ga, err := judge.Mamba2GradArrays(p, g, mamba2.Grad(p, ct), mamba2.GradErrorScale(p, ct))
+	if err != nil {
+		return fmt.Sprintf("ssd_bwd %s: %v", p.Shape(), err)
+	}
+	gc, _, _ := judge.CompareArrays(ga)
+	th := judge.Threshold(p.DType)
+	if fc.NonFinite+gc.NonFinite == 0 && fc.Worst.Ratio <= th && gc.Worst.Ratio <= th {
+		return ""
+	}
+	run := func(q *mamba2.Problem) (*mamba2.Output, error) {
+		f := *q
+		f.Chunk = decodePrefill(data, declaredChunks(k)).Chunk // the prefill's own chunk
+		return k.Prefill(&f)
+	}
+	f := diagnose.SSDBackward(p, ct, out, g, run)
+	return fmt.Sprintf("ssd_bwd %s: forward %.3g, gradients %.3g at %s; diagnosis [%s] %s", p.Shape(), fc.Worst.Ratio, gc.Worst.Ratio, gc.Worst, f.Tag, f)
 }
