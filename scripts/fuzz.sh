@@ -4,7 +4,8 @@
 #   scripts/fuzz.sh [TARGET...]     fuzz each target (default: FuzzDiscretize,
 #                                   FuzzScan, FuzzBackward of ./fuzz, and the bridged
 #                                   FuzzMamba2Prefill, FuzzMamba2Isolation, FuzzMamba2Step,
-#                                   FuzzMamba2StepIsolation, FuzzMamba2Backward of ./verify/mamba2)
+#                                   FuzzMamba2StepIsolation, FuzzMamba2Backward of ./verify/mamba2,
+#                                   FuzzMamba3Forward of ./verify/mamba3)
 #                                   for FUZZTIME (default 60s), then print execs, execs/s
 #                                   and new corpus entries
 #
@@ -23,9 +24,9 @@ FUZZTIME=${FUZZTIME:-60s}
 	{ echo "fuzz.sh: FUZZTIME=$FUZZTIME: want a Go duration (30s, 5m, 1h30m) or a count of inputs (1000x)" >&2; exit 2; }
 targets=("$@")
 defaults=(FuzzDiscretize FuzzScan FuzzBackward FuzzMamba2Prefill FuzzMamba2Isolation FuzzMamba2Step FuzzMamba2StepIsolation
-	FuzzMamba2Backward)
+	FuzzMamba2Backward FuzzMamba3Forward)
 # the package of a target: the bridged kernels' targets live beside their suite
-pkg_of() { case "$1" in FuzzMamba2*) echo verify/mamba2 ;; *) echo fuzz ;; esac; }
+pkg_of() { case "$1" in FuzzMamba2*) echo verify/mamba2 ;; FuzzMamba3*) echo verify/mamba3 ;; *) echo fuzz ;; esac; }
 logdir=${OUT:-out}/fuzz
 mkdir -p "$logdir"
 logdir=$(cd "$logdir" && pwd)
@@ -41,7 +42,8 @@ if [ -n "${FUZZ_BIN:-}" ]; then
 else
 	known=$(go test ./fuzz -list '^Fuzz' 2>&1) || cannot_start "$known"
 	bridged=$(go test ./verify/mamba2 -list '^Fuzz' 2>&1) || cannot_start "$bridged"
-	known="$known $bridged"
+	bridged3=$(go test ./verify/mamba3 -list '^Fuzz' 2>&1) || cannot_start "$bridged3"
+	known="$known $bridged $bridged3"
 fi
 known=$(grep -E '^Fuzz' <<<"$known" | xargs)
 # by default every target there is (FUZZ_BIN holds ./fuzz's alone)

@@ -1,0 +1,215 @@
+package mamba3
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"testing"
+
+	"ssmverify/bridge"
+	"ssmverify/diagnose"
+	"ssmverify/judge"
+	"ssmverify/mamba3"
+	"ssmverify/ssm"
+)
+
+// FuzzMamba3Forward decodes a Mamba-3 SISO forward from the fuzzer's
+// bytes — the input type, D, z, a starting state, packed rows, 1 to 96
+// steps, heads sharing q and k, the state's and the head's sizes, the
+// rotated pairs — in value regimes of its own edges: |A|·Δ of 10²–10³, Δ
+// near 0 and large, λ = σ(Trap) at 0 and 1, accumulated angles of many
+// turns; and judges the bridged kernel's y and final states with the
+// suite's judge, a failure named by its diagnosis.
+//
+//	go test ./verify/mamba3 -run FuzzMamba3Forward        replay the seeds (make test)
+//	scripts/fuzz.sh FuzzMamba3Forward                     fuzz it for FUZZTIME (make fuzz)
+func FuzzMamba3Forward(f *testing.F) {
+	for _, s := range mamba3Seeds {
+		f.Add(s.data)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if msg := forwardCheck(kernel, data); msg != "" {
+			t.Error(msg)
+		}
+	})
+}
+
+// mamba3Seeds are one input per edge the decoder draws, named for it.
+var mamba3Seeds = []struct {
+	name string
+	data []byte
+}{
+	{"plain", []byte{0, 0, 39, 1, 0, 2, 2, 1}},
+	{"large-decay-exponent", []byte{0, 1, 60, 1, 1, 2, 2, 1, 0, 1}},
+	{"dt-near-zero", []byte{0, 0, 50, 2, 1, 1, 2, 1, 1}},
+	{"trap-at-0-and-1", []byte{0, 3, 40, 1, 0, 2, 1, 2, 0, 0, 1}},
+	{"angles-many-turns", []byte{0, 2, 90, 1, 0, 3, 2, 4, 2, 0, 2}},
+	{"packed-one-token", []byte{0, 0x0c, 30, 1, 0, 2, 2, 1, 0, 0, 0, 3, 1, 2, 15}},
+	{"no-rotation", []byte{0, 1, 30, 1, 1, 2, 2, 0}},
+	{"bf16", []byte{1, 3, 64, 2, 1, 2, 3, 3, 0, 0, 0, 7}},
+}
+
+var (
+	m3Heads = []int{1, 2, 4}
+	m3Ns    = []int{2, 4, 8, 16, 32}
+	m3Ps    = []int{1, 2, 4, 8, 16}
+)
+
+// decodeForward decodes data into a Mamba-3 problem for op: flags bit 0
+// D, 1 z, 2 a state, 3 packed; then the steps, heads, heads sharing q and
+// k, N, P, the rotated pairs, the Δ regime, the A regime, the λ regime
+// with the angles', the values' seed and the packed row's boundaries.
+func decodeForward(data []byte, dtypes []ssm.DType) *mamba3.Problem {
+	r := bytesOf(data)
+	dt := dtypes[r.next()%len(dtypes)]
+	flags := r.next()
+	o := mamba3.Options{Batch: 2, Seqlen: 1 + r.next()%96, D: flags&1 != 0, Z: flags&2 != 0, State: flags&4 != 0}
+	o.Heads = m3Heads[r.next()%len(m3Heads)]
+	var divisors []int
+	for g := 1; g <= o.Heads; g++ {
+		if o.Heads%g == 0 {
+			divisors = append(divisors, g)
+		}
+	}
+	o.HeadsQK = divisors[r.next()%len(divisors)]
+	o.N = m3Ns[r.next()%len(m3Ns)]
+	o.P = m3Ps[r.next()%len(m3Ps)]
+	o.AngleDim = r.next() % (o.N/2 + 1)
+	dtRegime, aRegime, lamRegime, seed := r.next()%3, r.next()%2, r.next()%3, r.next()
+	if nb := r.next() % 5; flags&8 != 0 || nb > 0 {
+		o.Batch = 1
+		set := map[int]bool{}
+		for i := 0; i < nb; i++ {
+			if c := r.next() % o.Seqlen; c > 0 {
+				set[c] = true
+			}
+		}
+		cu := []int{0}
+		for c := range set {
+			cu = append(cu, c)
+		}
+		sort.Ints(cu)
+		o.CuSeqlens = append(cu, o.Seqlen)
+	}
+	p := mamba3.Generate(o, uint64(seed))
+	for i := range p.DT {
+		a := p.ADT[i] / p.DT[i]
+		switch dtRegime {
+		case 1:
+			p.DT[i] = 1e-6 * float64(1+i%7)
+		case 2:
+			p.DT[i] = 1 + float64(i%4)
+		}
+		if aRegime == 1 {
+			a = -math.Exp(4 + float64((seed+i)%4)) // Δ·A of 10² to 10³ with Δ near 0.1 to 1
+		}
+		p.ADT[i] = a * p.DT[i]
+	}
+	if lamRegime == 1 {
+		for i := range p.Trap {
+			p.Trap[i] = 30 * float64(1-2*(i%2)) // λ at 0 and at 1
+		}
+	}
+	if lamRegime == 2 && dtRegime != 2 {
+		for i := range p.DT {
+			p.DT[i] = 2 + float64(i%3) // tanh(Angles)·π·Δ of several radians a step
+			p.ADT[i] = -0.01 * p.DT[i]
+		}
+	}
+	p.DType = dt
+	return p
+}
+
+// forwardCheck runs and judges the kernel's forward of the decoded
+// problem: "" where it passes, is refused or is not declared.
+func forwardCheck(k *bridge.Mamba3, data []byte) string {
+	op := bridge.OpMamba3Forward
+	dts := dtypes(op)
+	if len(dts) == 0 {
+		return ""
+	}
+	p := decodeForward(data, dts)
+	a, err := k.Arithmetic(op, p.DType)
+	if err != nil {
+		return ""
+	}
+	p.Arithmetic = a
+	p = p.Rounded()
+	if k.Supports(op, p) != "" {
+		return ""
+	}
+	y, st, err := k.Forward(op, p)
+	var crash *bridge.CrashError
+	switch {
+	case errors.As(err, &crash):
+		return fmt.Sprintf("%s %s: crash: %s", op, mamba3Shape(p), crash.Cause)
+	case bridge.Unsupported(err):
+		return ""
+	case err != nil:
+		return fmt.Sprintf("%s %s: %v", op, mamba3Shape(p), err)
+	}
+	want, wst := mamba3.Forward(p)
+	c, _, err := judge.CompareArrays(judge.Mamba3Arrays(p, y, want, st, wst, mamba3.ErrorScale(p)))
+	if err != nil {
+		return fmt.Sprintf("%s %s: %v", op, mamba3Shape(p), err)
+	}
+	if c.NonFinite == 0 && c.Worst.Ratio <= judge.Threshold(p.DType) {
+		return ""
+	}
+	f := diagnose.Mamba3(p, y, st, func(q *mamba3.Problem) ([]float64, *mamba3.State, error) { return k.Forward(op, q) })
+	return fmt.Sprintf("%s %s: ratio %.3g at %s; diagnosis [%s] %s", op, mamba3Shape(p), c.Worst.Ratio, c.Worst, f.Tag, f)
+}
+
+func mamba3Shape(p *mamba3.Problem) string {
+	return fmt.Sprintf("%v b=%d l=%d h=%d hqk=%d n=%d p=%d angles=%d D=%t z=%t state=%t cu=%v", p.DType, p.Batch, p.Seqlen, p.Heads, p.HeadsQK,
+		p.N, p.P, p.AngleDim, p.D != nil, p.Z != nil, p.State != nil, p.CuSeqlens)
+}
+
+// fuzzInput reads a fuzzer's input a byte at a time, zeros past its end.
+type fuzzInput struct {
+	b []byte
+	i int
+}
+
+func bytesOf(b []byte) *fuzzInput { return &fuzzInput{b: b} }
+
+func (r *fuzzInput) next() int {
+	r.i++
+	if r.i > len(r.b) {
+		return 0
+	}
+	return int(r.b[r.i-1])
+}
+
+// TestMamba3FuzzSeedsFindSlips: replayed against the numpy path with each
+// of its forward slips planted, some seed of FuzzMamba3Forward fails and
+// its diagnosis names the slip.
+func TestMamba3FuzzSeedsFindSlips(t *testing.T) {
+	track(t)
+	for _, c := range []struct{ slip, tag string }{
+		{"no-previous", "m3:no-previous"}, {"lambda-fixed", "m3:lambda-fixed"}, {"prev-key-current-angle", "m3:prev-key-current-angle"},
+		{"rotate-halves", "m3:rotate-halves"}, {"gamma-no-dt", "m3:gamma-no-dt"}, {"angle-no-dt", "m3:angle-no-dt"},
+	} {
+		t.Run(c.slip, func(t *testing.T) {
+			w, err := bridge.Start(bridge.Spec{Python: spec.Python, Adapter: "numpy_mamba3", Args: []string{"slip=" + c.slip}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Close()
+			k := &bridge.Mamba3{W: w}
+			var failing []string
+			for _, s := range mamba3Seeds {
+				if msg := forwardCheck(k, s.data); msg != "" {
+					failing = append(failing, s.name)
+					if strings.Contains(msg, "["+c.tag) || strings.Contains(msg, "+"+c.tag) {
+						t.Logf("slip %s: found by %s", c.slip, s.name)
+						return
+					}
+				}
+			}
+			t.Errorf("slip %s: no seed finds it named %s (failing: %v)", c.slip, c.tag, failing)
+		})
+	}
+}
