@@ -9,7 +9,8 @@
 #                                   for FUZZTIME (default 60s), then print execs, execs/s
 #                                   and new corpus entries
 #
-# Environment: FUZZTIME (a go duration or Nx), FUZZ_PARALLEL (workers; default
+# Environment: FUZZTIME (a go duration or Nx), FUZZTIME_BRIDGED (the bridged
+# targets' own, default FUZZTIME), FUZZ_PARALLEL (workers; default
 # GOMAXPROCS), FUZZ_MINIMIZE (time spent shrinking each new corpus entry;
 # default 2s: Go's 60s default can take a short run's whole budget), FUZZ_BIN (a test binary built with `go test -c -fuzz=. ./fuzz`,
 # for machines without Go, e.g. a GPU host: scripts/gpu.sh), SSMK_LIB or
@@ -66,7 +67,9 @@ for t in "${targets[@]}"; do
 		(cd fuzz && "$bin" -test.run='^$' -test.fuzz="^$t\$" -test.fuzztime="$FUZZTIME" \
 			-test.fuzzcachedir="$logdir/cache" "${par[@]/#-/-test.}") 2>&1 | tee "$log" | grep --line-buffered -E 'elapsed: ([0-9]+m)?(0|15|30|45)s,|FAIL|Failing|---' 
 	else
-		go test "./$(pkg_of "$t")" -run '^$' -fuzz "^$t\$" -fuzztime "$FUZZTIME" "${par[@]}" 2>&1 | tee "$log" |
+		ft=$FUZZTIME
+		[ "$(pkg_of "$t")" = fuzz ] || ft=${FUZZTIME_BRIDGED:-$FUZZTIME}
+		go test "./$(pkg_of "$t")" -run '^$' -fuzz "^$t\$" -fuzztime "$ft" "${par[@]}" 2>&1 | tee "$log" |
 			grep --line-buffered -E 'elapsed: ([0-9]+m)?(0|15|30|45)s,|FAIL|Failing|---'
 	fi
 	rc=${PIPESTATUS[0]}
