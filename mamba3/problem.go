@@ -34,6 +34,10 @@ type Problem struct {
 	DType ssm.DType
 	// Arithmetic is what the error model (ErrorScale) allows the kernel.
 	Arithmetic Arithmetic
+	// NonFinite lets the inputs hold NaN and ±Inf (Validate checks their
+	// lengths alone): a problem poisoned on purpose, compared kernel
+	// against kernel (the isolation property), never against the reference.
+	NonFinite bool
 }
 
 // Rounded returns a copy of p rounded to what the kernel reads.
@@ -96,7 +100,7 @@ func (p *Problem) Validate() error {
 	}
 	L, B, H := p.Seqlen, p.Batch, p.Heads
 	qk, v, hl := B*L*p.HeadsQK*p.N, B*L*H*p.P, B*H*L
-	if err := ssm.CheckFields("mamba3: ", "", true,
+	if err := ssm.CheckFields("mamba3: ", "", !p.NonFinite,
 		ssm.Field{Name: "Q", V: p.Q, Want: qk, Optional: false}, ssm.Field{Name: "K", V: p.K, Want: qk, Optional: false}, ssm.Field{Name: "V", V: p.V, Want: v, Optional: false}, ssm.Field{Name: "ADT", V: p.ADT, Want: hl, Optional: false},
 		ssm.Field{Name: "DT", V: p.DT, Want: hl, Optional: false}, ssm.Field{Name: "Trap", V: p.Trap, Want: hl, Optional: false}, ssm.Field{Name: "QBias", V: p.QBias, Want: H * p.N, Optional: false},
 		ssm.Field{Name: "KBias", V: p.KBias, Want: H * p.N, Optional: false}, ssm.Field{Name: "Angles", V: p.Angles, Want: B * L * H * p.AngleDim, Optional: false},

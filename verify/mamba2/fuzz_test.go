@@ -404,10 +404,11 @@ func poisoned(p *mamba2.Problem, what uint8, where uint16) (q *mamba2.Problem, r
 }
 
 // FuzzMamba2Isolation: a non-finite input in one sequence of a packed row,
-// or in one row, changes no other sequence's or row's result — y at their
-// steps, their per-sequence states, the other rows' final states — bit
-// for bit (the bridged kernels' non-finite policy: what the poisoned
-// sequence returns is not judged).
+// or in one row, leaves every other sequence's and row's result — y at
+// their steps, their per-sequence states, the other rows' final states —
+// finite and within the error model of the clean run's (the bridged
+// kernels' non-finite policy: what the poisoned sequence returns is not
+// judged; the numpy path keeps every bit).
 func FuzzMamba2Isolation(f *testing.F) {
 	for i, s := range fuzzSeeds {
 		f.Add(s.spec.bytes(), uint8(i), uint16(i*257))
@@ -447,16 +448,28 @@ func isolationCheck(k *bridge.SSD, data []byte, what uint8, where uint16) string
 }
 
 // isolationBreach names the first result of a unit the poison may not
-// reach that differs from the clean run's in its bits ("" when none).
+// reach that is not finite or not within the error model of the clean
+// run's ("" when none): a kernel's arithmetic may round differently from
+// run to run, a leak does not stay within rounding.
 func isolationBreach(p *mamba2.Problem, clean, got *mamba2.Output, reach func(b, t int) bool) string {
+	_, sc := mamba2.Prefill(p)
+	_, ratios, err := judge.CompareArrays(judge.PrefillArrays(p, got, clean, sc))
+	if err != nil {
+		return err.Error()
+	}
+	th := judge.Threshold(p.DType)
 	L, HP := p.Seqlen, p.Heads*p.Headdim
-	for i := range clean.Y {
+	for i, r := range ratios["y"] {
 		b, t := i/(L*HP), i/HP%L
-		if !reach(b, t) && math.Float64bits(clean.Y[i]) != math.Float64bits(got.Y[i]) {
+		if !reach(b, t) && !(r <= th) {
 			return fmt.Sprintf("y[%d %d …] (%g, clean %g)", b, t, got.Y[i], clean.Y[i])
 		}
 	}
 	hs := p.HeadStateLen()
+	states := ratios["seq_states"]
+	if p.CuSeqlens == nil {
+		states = ratios["final_states"]
+	}
 	for si, sq := range p.Sequences() {
 		for b := 0; b < p.Batch; b++ {
 			if reach(b, sq[0]) {
@@ -467,8 +480,8 @@ func isolationBreach(p *mamba2.Problem, clean, got *mamba2.Output, reach func(b,
 				k = b
 			}
 			for j := k * hs; j < (k+1)*hs; j++ {
-				if math.Float64bits(clean.SeqStates[j]) != math.Float64bits(got.SeqStates[j]) {
-					return fmt.Sprintf("the state of sequence %d of row %d (%g, clean %g)", si, b, got.SeqStates[j], clean.SeqStates[j])
+				if !(states[j] <= th) {
+					return fmt.Sprintf("the state of sequence %d of row %d", si, b)
 				}
 			}
 		}

@@ -30,10 +30,115 @@ func FuzzMamba3Forward(f *testing.F) {
 		f.Add(s.data)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		if msg := forwardCheck(kernel, data); msg != "" {
+		if msg := forwardCheck(kernel, bridge.OpMamba3Forward, data); msg != "" {
 			t.Error(msg)
 		}
 	})
+}
+
+// FuzzMamba3Step judges the bridged kernel's decode step (one token per
+// row, from each row's four-part state) of the decoded problem, in the
+// forward's regimes.
+func FuzzMamba3Step(f *testing.F) {
+	for _, s := range mamba3Seeds {
+		f.Add(s.data)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if msg := forwardCheck(kernel, bridge.OpMamba3Step, data); msg != "" {
+			t.Error(msg)
+		}
+	})
+}
+
+// FuzzMamba3Isolation: a non-finite value in one sequence's input (V, Q,
+// DT with its ADT, or Trap) leaves every other sequence's y and final
+// state finite and within the error model of the clean run's.
+func FuzzMamba3Isolation(f *testing.F) {
+	for i, s := range mamba3Seeds {
+		f.Add(s.data, uint8(i), uint16(i*257))
+	}
+	f.Fuzz(func(t *testing.T, data []byte, what uint8, where uint16) {
+		if msg := m3IsolationCheck(kernel, data, what, where); msg != "" {
+			t.Error(msg)
+		}
+	})
+}
+
+// m3IsolationCheck poisons one sequence of the decoded forward and
+// compares every other sequence's results with the clean run's.
+func m3IsolationCheck(k *bridge.Mamba3, data []byte, what uint8, where uint16) string {
+	op := bridge.OpMamba3Forward
+	dts := dtypes(op)
+	if len(dts) == 0 {
+		return ""
+	}
+	p := decodeForward(data, dts, false)
+	a, err := k.Arithmetic(op, p.DType)
+	if err != nil {
+		return ""
+	}
+	p.Arithmetic = a
+	p = p.Rounded()
+	seqs := p.Sequences()
+	if len(seqs) < 2 || k.Supports(op, p) != "" {
+		return ""
+	}
+	si := int(where) % len(seqs)
+	sq := seqs[si]
+	t := sq[1] + int(where>>8)%(sq[2]-sq[1])
+	q := *p
+	q.NonFinite = true
+	q.V, q.Q, q.DT, q.ADT, q.Trap = append([]float64(nil), p.V...), append([]float64(nil), p.Q...), append([]float64(nil), p.DT...), append([]float64(nil), p.ADT...), append([]float64(nil), p.Trap...)
+	v := []float64{math.NaN(), math.Inf(1), math.Inf(-1)}[int(what/4)%3]
+	b, L, H := sq[0], p.Seqlen, p.Heads
+	h := int(what) % H
+	switch what % 4 {
+	case 0:
+		q.V[((b*L+t)*H+h)*p.P] = v
+	case 1:
+		q.Q[((b*L+t)*p.HeadsQK+h%p.HeadsQK)*p.N] = v
+	case 2:
+		q.DT[(b*H+h)*L+t], q.ADT[(b*H+h)*L+t] = math.Abs(v), -math.Abs(v)
+	case 3:
+		q.Trap[(b*H+h)*L+t] = v
+	}
+	y0, s0, err := k.Forward(op, p)
+	if err != nil {
+		return ""
+	}
+	y1, s1, err := k.Forward(op, &q)
+	var crash *bridge.CrashError
+	switch {
+	case errors.As(err, &crash):
+		return fmt.Sprintf("%s %s with a non-finite input: crash: %s", op, mamba3Shape(p), crash.Cause)
+	case err != nil:
+		return ""
+	}
+	// other sequences' results: the clean run's, within the error model
+	// (a kernel's arithmetic may round differently from run to run: the
+	// numpy path's sums depend on the arrays' alignment), and finite
+	_, ratios, err := judge.CompareArrays(judge.Mamba3Arrays(p, y1, y0, s1, s0, mamba3.ErrorScale(p)))
+	if err != nil {
+		return fmt.Sprintf("%s %s with a non-finite input: %v", op, mamba3Shape(p), err)
+	}
+	th := judge.Threshold(p.DType)
+	HP := H * p.P
+	for i, r := range ratios["y"] {
+		rb, rt := i/(L*HP), i/HP%L
+		if (rb != b || rt < sq[1] || rt >= sq[2]) && !(r <= th) {
+			return fmt.Sprintf("%s %s: a non-finite input of sequence %d (what %d) reached y[%d %d …] (%g, clean %g)", op, mamba3Shape(p), si, what, rb, rt, y1[i], y0[i])
+		}
+	}
+	for _, name := range []string{"angle_state", "ssm_state", "k_state", "v_state"} {
+		rs := ratios[name]
+		per := len(rs) / len(seqs)
+		for i, r := range rs {
+			if i/per != si && !(r <= th) {
+				return fmt.Sprintf("%s %s: a non-finite input of sequence %d (what %d) reached the %s of sequence %d", op, mamba3Shape(p), si, what, name, i/per)
+			}
+		}
+	}
+	return ""
 }
 
 // mamba3Seeds are one input per edge the decoder draws, named for it.
@@ -61,7 +166,7 @@ var (
 // D, 1 z, 2 a state, 3 packed; then the steps, heads, heads sharing q and
 // k, N, P, the rotated pairs, the Δ regime, the A regime, the λ regime
 // with the angles', the values' seed and the packed row's boundaries.
-func decodeForward(data []byte, dtypes []ssm.DType) *mamba3.Problem {
+func decodeForward(data []byte, dtypes []ssm.DType, step bool) *mamba3.Problem {
 	r := bytesOf(data)
 	dt := dtypes[r.next()%len(dtypes)]
 	flags := r.next()
@@ -78,7 +183,10 @@ func decodeForward(data []byte, dtypes []ssm.DType) *mamba3.Problem {
 	o.P = m3Ps[r.next()%len(m3Ps)]
 	o.AngleDim = r.next() % (o.N/2 + 1)
 	dtRegime, aRegime, lamRegime, seed := r.next()%3, r.next()%2, r.next()%3, r.next()
-	if nb := r.next() % 5; flags&8 != 0 || nb > 0 {
+	if nb := r.next() % 5; step {
+		// a decode step: one token per row, from each row's state
+		o.Seqlen, o.State, o.Batch = 1, true, 1+nb%4
+	} else if flags&8 != 0 || nb > 0 {
 		o.Batch = 1
 		set := map[int]bool{}
 		for i := 0; i < nb; i++ {
@@ -124,13 +232,12 @@ func decodeForward(data []byte, dtypes []ssm.DType) *mamba3.Problem {
 
 // forwardCheck runs and judges the kernel's forward of the decoded
 // problem: "" where it passes, is refused or is not declared.
-func forwardCheck(k *bridge.Mamba3, data []byte) string {
-	op := bridge.OpMamba3Forward
+func forwardCheck(k *bridge.Mamba3, op string, data []byte) string {
 	dts := dtypes(op)
 	if len(dts) == 0 {
 		return ""
 	}
-	p := decodeForward(data, dts)
+	p := decodeForward(data, dts, op == bridge.OpMamba3Step)
 	a, err := k.Arithmetic(op, p.DType)
 	if err != nil {
 		return ""
@@ -201,7 +308,7 @@ func TestMamba3FuzzSeedsFindSlips(t *testing.T) {
 			k := &bridge.Mamba3{W: w}
 			var failing []string
 			for _, s := range mamba3Seeds {
-				if msg := forwardCheck(k, s.data); msg != "" {
+				if msg := forwardCheck(k, bridge.OpMamba3Forward, s.data); msg != "" {
 					failing = append(failing, s.name)
 					if strings.Contains(msg, "["+c.tag) || strings.Contains(msg, "+"+c.tag) {
 						t.Logf("slip %s: found by %s", c.slip, s.name)
