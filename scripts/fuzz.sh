@@ -5,8 +5,8 @@
 #                                   FuzzScan, FuzzBackward of ./fuzz, and the bridged
 #                                   FuzzMamba2Prefill, FuzzMamba2Isolation, FuzzMamba2Step,
 #                                   FuzzMamba2StepIsolation, FuzzMamba2Backward of ./verify/mamba2,
-#                                   FuzzMamba3Forward, FuzzMamba3Step, FuzzMamba3Isolation of
-#                                   ./verify/mamba3)
+#                                   FuzzMamba3Forward, FuzzMamba3Step, FuzzMamba3Isolation,
+#                                   FuzzMamba3Backward of ./verify/mamba3)
 #                                   for FUZZTIME (default 60s), then print execs, execs/s
 #                                   and new corpus entries
 #
@@ -26,7 +26,7 @@ FUZZTIME=${FUZZTIME:-60s}
 	{ echo "fuzz.sh: FUZZTIME=$FUZZTIME: want a Go duration (30s, 5m, 1h30m) or a count of inputs (1000x)" >&2; exit 2; }
 targets=("$@")
 defaults=(FuzzDiscretize FuzzScan FuzzBackward FuzzMamba2Prefill FuzzMamba2Isolation FuzzMamba2Step FuzzMamba2StepIsolation
-	FuzzMamba2Backward FuzzMamba3Forward FuzzMamba3Step FuzzMamba3Isolation)
+	FuzzMamba2Backward FuzzMamba3Forward FuzzMamba3Step FuzzMamba3Isolation FuzzMamba3Backward)
 # the package of a target: the bridged kernels' targets live beside their suite
 pkg_of() { case "$1" in FuzzMamba2*) echo verify/mamba2 ;; FuzzMamba3*) echo verify/mamba3 ;; *) echo fuzz ;; esac; }
 logdir=${OUT:-out}/fuzz

@@ -320,3 +320,70 @@ func TestMamba3FuzzSeedsFindSlips(t *testing.T) {
 		})
 	}
 }
+
+// FuzzMamba3Backward judges the bridged kernel's backward (mamba3_bwd) of
+// the decoded forward, with a cotangent of y and of the final state, as
+// TestMamba3Backward does.
+func FuzzMamba3Backward(f *testing.F) {
+	for _, s := range mamba3Seeds {
+		f.Add(s.data)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if msg := m3BackwardCheck(kernel, data); msg != "" {
+			t.Error(msg)
+		}
+	})
+}
+
+// m3BackwardCheck runs and judges k's backward of the decoded problem.
+func m3BackwardCheck(k *bridge.Mamba3, data []byte) string {
+	op := bridge.OpMamba3Backward
+	dts := dtypes(op)
+	if len(dts) == 0 {
+		return ""
+	}
+	p := decodeForward(data, dts, false)
+	a, err := k.Arithmetic(op, p.DType)
+	if err != nil {
+		return ""
+	}
+	p.Arithmetic = a
+	p = p.Rounded()
+	if k.Supports(op, p) != "" {
+		return ""
+	}
+	ct := mamba3.GenerateCotangent(p, true, uint64(len(data)))
+	y, st, g, err := k.Backward(p, ct)
+	var crash *bridge.CrashError
+	switch {
+	case errors.As(err, &crash):
+		return fmt.Sprintf("%s %s: crash: %s", op, mamba3Shape(p), crash.Cause)
+	case bridge.Unsupported(err):
+		return ""
+	case err != nil:
+		return fmt.Sprintf("%s %s: %v", op, mamba3Shape(p), err)
+	}
+	want, wst := mamba3.Forward(p)
+	fc, _, err := judge.CompareArrays(judge.Mamba3Arrays(p, y, want, st, wst, mamba3.ErrorScale(p)))
+	if err != nil {
+		return fmt.Sprintf("%s %s: %v", op, mamba3Shape(p), err)
+	}
+	ga, err := judge.Mamba3GradArrays(p, g, mamba3.Grad(p, ct), mamba3.GradErrorScale(p, ct))
+	if err != nil {
+		return fmt.Sprintf("%s %s: %v", op, mamba3Shape(p), err)
+	}
+	gc, _, err := judge.CompareArrays(ga)
+	if err != nil {
+		return fmt.Sprintf("%s %s: %v", op, mamba3Shape(p), err)
+	}
+	th := judge.Threshold(p.DType)
+	if fc.NonFinite+gc.NonFinite == 0 && fc.Worst.Ratio <= th && gc.Worst.Ratio <= th {
+		return ""
+	}
+	var run diagnose.Mamba3Runner
+	if k.Supports(bridge.OpMamba3Forward, p) == "" {
+		run = func(q *mamba3.Problem) ([]float64, *mamba3.State, error) { return k.Forward(bridge.OpMamba3Forward, q) }
+	}
+	f := diagnose.Mamba3Backward(p, ct, y, st, g, run)
+	return fmt.Sprintf("%s %s: forward %.3g, gradients %.3g at %s; diagnosis [%s] %s", op, mamba3Shape(p), fc.Worst.Ratio, gc.Worst.Ratio, gc.Worst, f.Tag, f)
+}
