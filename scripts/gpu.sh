@@ -83,6 +83,11 @@
 #                                   binaries (MUTANT_JOBS at once, default 1); the
 #                                   kill matrix last, mutants.json in
 #                                   $OUT/mutants-cuda
+#   scripts/gpu.sh fuzz-bridged FAMILY CHECKOUT [TIME]
+#                                   there: the bridged fuzz targets of verify/FAMILY
+#                                   (mamba2, mamba3) against upstream's kernels in
+#                                   CHECKOUT, each for TIME (5m), one after another;
+#                                   logs and found inputs in $OUT (docs/fuzzing.md)
 #   scripts/gpu.sh fuzz [TIME]      there: fuzz the CUDA build with the three Go fuzz
 #                                   targets at once for TIME (default 5m; workers
 #                                   per target FUZZ_PARALLEL, default 6), then
@@ -112,8 +117,8 @@ build() {
 		CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go test -c "${fz[@]}" -ldflags='-s -w' -o "carry/$pkg.test" "./$pkg" || exit 1
 	done
 	for b in mamba2 mamba3; do
-		echo "building carry/$b.test (verify/$b: through the bridge)"
-		CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go test -c -ldflags='-s -w' -o carry/$b.test ./verify/$b || exit 1
+		echo "building carry/$b.test (verify/$b: through the bridge; with the fuzzer's instrumentation)"
+		CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go test -c -fuzz=. -ldflags='-s -w' -o carry/$b.test ./verify/$b || exit 1
 	done
 	echo "building carry/gate and carry/mutants"
 	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go build -ldflags='-s -w' -o carry/gate ./cmd/gate || exit 1
@@ -455,6 +460,29 @@ generated() {
 		-j "${MUTANT_JOBS:-4}" -budget "${BUDGET:-0}" -suite-bin "carry/$suite.test" -suite-run "${SUITE_RUN:-}" -out "$out/generated"
 }
 
+# fuzz-bridged FAMILY CHECKOUT [TIME]: the bridged fuzz targets of verify/FAMILY
+# against upstream's kernels in CHECKOUT, each for TIME (default 5m).
+fuzz_bridged() {
+	[ $# -ge 2 ] && [ -d "$2/mamba_ssm" ] || { echo "usage: scripts/gpu.sh fuzz-bridged mamba2|mamba3 CHECKOUT [TIME] (CHECKOUT holds mamba_ssm)"; exit 2; }
+	local fam=$1 src t=${3:-5m} out=${OUT:-out/gpu} fail=0
+	[ -x carry/$fam.test ] || { echo "gpu.sh: no carry/$fam.test (run scripts/gpu.sh build first)"; exit 1; }
+	src=$(cd "$2" && pwd)
+	out=$(mkdir -p "$out" && cd "$out" && pwd)
+	nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
+	export SSMK_BRIDGE="${fam}_upstream checkout=$src commit=$(git -C "$src" rev-parse --short HEAD 2>/dev/null || echo unknown)" MAMBA_DETERMINISTIC=1
+	local targets; targets=$(cd verify/$fam && ../../carry/$fam.test -test.list '^Fuzz' 2>/dev/null | grep '^Fuzz')
+	for target in ${FUZZ_TARGETS:-$targets}; do
+		echo "fuzz: $target for $t against $SSMK_BRIDGE"
+		(cd verify/$fam && ../../carry/$fam.test -test.run='^$' -test.fuzz="^$target\$" -test.fuzztime="$t" -test.parallel="${FUZZ_PARALLEL:-4}" \
+			-test.fuzzcachedir="$out/cache-$target") >"$out/$target.log" 2>&1 || fail=1
+		grep -E '^\s+fuzz_.*test.go:[0-9]+:|elapsed: .*execs' "$out/$target.log" | tail -3
+		# a failing input is written under verify/FAMILY/testdata/fuzz/TARGET/: bring it home, flat
+		for f in $(grep -oE 'testdata/fuzz/[^ ]+' "$out/$target.log"); do cp "verify/$fam/$f" "$out/found-$target-$(basename "$f")"; done
+	done
+	[ $fail -eq 0 ] && echo "fuzz-bridged $fam: no finding" || echo "fuzz-bridged $fam: FINDINGS (above, found-* in $out)"
+	return $fail
+}
+
 adapter() {
 	[ $# -ge 2 ] || { echo "usage: scripts/gpu.sh adapter MAMBA_SRC OUT.so [upstream|fork|vmamba|auto]"; exit 2; }
 	adapters/mamba/build.sh "$@"
@@ -473,6 +501,7 @@ sanitize) shift; sanitize "$@" ;;
 variants) shift; variants "$@" ;;
 run) shift; run "$@" ;;
 fuzz) shift; fuzz "$@" ;;
+fuzz-bridged) shift; fuzz_bridged "$@" ;;
 mutants) shift; mutants "$@" ;;
 generated) shift; generated "$@" ;;
 *) sed -n '2,/^set -uo/p' "$0" | sed '$d'; exit 2 ;;
