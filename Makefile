@@ -195,9 +195,10 @@ bench: gpu-build
 sanitize: gpu-build
 	scripts/gpu.sh sanitize
 
-## gpu-build: cross-compile the test binaries into carry/ for a GPU machine without Go (scripts/gpu.sh)
+## gpu-build: cross-compile the test binaries into carry/ for a GPU machine without Go (scripts/gpu.sh);
+## GPU_BUILD=abi (default: the library's), bridged (verify/mamba2, verify/mamba3) or all (over a device call's carry)
 gpu-build:
-	scripts/gpu.sh build
+	scripts/gpu.sh build $(or $(GPU_BUILD),abi)
 
 clean:
 	rm -rf $(BUILD) carry

@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # Runs the suite on a GPU machine that has nvcc but no Go.
 #
-#   scripts/gpu.sh build            here (Go, no GPU): cross-compile the test
+#   scripts/gpu.sh build [abi|bridged|all]
+#                                   here (Go, no GPU): cross-compile the test
 #                                   binaries into carry/ (CGO_ENABLED=0: purego
-#                                   needs no cgo; stripped to fit a 64 MiB carry)
+#                                   needs no cgo; stripped), with cmd/gate and
+#                                   cmd/mutants: abi, the library's packages;
+#                                   bridged, verify/mamba2 and verify/mamba3; all,
+#                                   both (over the 64 MiB a device call carries)
 #   scripts/gpu.sh run [PKG...]     there (nvcc, GPU, no Go): build
 #                                   build/libssmk_cuda.so, run every carried test
 #                                   binary against it (SSMK_BACKEND=cuda); logs to
@@ -106,26 +110,35 @@ cd "$(dirname "$0")/.."
 PKGS_DEFAULT="kernels cudalib golden verify fuzz"
 
 build() {
+	# what to carry: abi (the library's test binaries), bridged (the bridged
+	# suites verify/mamba2 and verify/mamba3, instrumented for fuzzing), or
+	# all; cmd/gate and cmd/mutants with each; a device call carries 64 MiB
+	local what=${1:-all}
+	case $what in abi | bridged | all) ;; *) echo "usage: scripts/gpu.sh build [abi|bridged|all]"; exit 2 ;; esac
 	rm -rf carry && mkdir -p carry
 	# a module of its own: copies of kernels/ for scripts/explore stay out of ./...
 	printf 'module carry\n' >carry/go.mod
-	for pkg in ${PKGS:-$PKGS_DEFAULT}; do
-		echo "building carry/$pkg.test"
-		# The fuzz binary carries the fuzzer's coverage instrumentation (-fuzz=.),
-		# so that it can fuzz as well as replay its corpus.
-		fz=(); [ "$pkg" != fuzz ] || fz=(-fuzz=.)
-		CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go test -c "${fz[@]}" -ldflags='-s -w' -o "carry/$pkg.test" "./$pkg" || exit 1
-	done
-	for b in mamba2 mamba3; do
-		echo "building carry/$b.test (verify/$b: through the bridge; with the fuzzer's instrumentation)"
-		CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go test -c -fuzz=. -ldflags='-s -w' -o carry/$b.test ./verify/$b || exit 1
-	done
+	if [ "$what" != bridged ]; then
+		for pkg in ${PKGS:-$PKGS_DEFAULT}; do
+			echo "building carry/$pkg.test"
+			# The fuzz binary carries the fuzzer's coverage instrumentation (-fuzz=.),
+			# so that it can fuzz as well as replay its corpus.
+			fz=(); [ "$pkg" != fuzz ] || fz=(-fuzz=.)
+			CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go test -c "${fz[@]}" -ldflags='-s -w' -o "carry/$pkg.test" "./$pkg" || exit 1
+		done
+	fi
 	echo "building carry/gate and carry/mutants"
 	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go build -ldflags='-s -w' -o carry/gate ./cmd/gate || exit 1
 	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go build -ldflags='-s -w' -o carry/mutants ./cmd/mutants || exit 1
+	if [ "$what" != abi ]; then
+		for b in mamba2 mamba3; do
+			echo "building carry/$b.test (verify/$b: through the bridge; with the fuzzer's instrumentation)"
+			CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go test -c -fuzz=. -ldflags='-s -w' -o carry/$b.test ./verify/$b || exit 1
+		done
+	fi
 	du -ch carry/* | tail -1
 	local kb; kb=$(du -sk carry | cut -f1)
-	[ "$kb" -lt 60000 ] || { echo "carry/ is ${kb} KiB: over the 64 MiB a device call may carry" >&2; exit 1; }
+	[ "$kb" -lt 60000 ] || { echo "carry/ is ${kb} KiB: over the 64 MiB a device call may carry (scripts/gpu.sh build abi or bridged: half of it)" >&2; exit 1; }
 }
 
 # table_row NAME RC LOG START: run's table line for a test binary's log.
