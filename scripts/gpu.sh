@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the suite on a GPU machine that has nvcc but no Go.
 #
-#   scripts/gpu.sh build [abi|bridged|all]
+#   scripts/gpu.sh build [abi|bridged|all]   (default abi)
 #                                   here (Go, no GPU): cross-compile the test
 #                                   binaries into carry/ (CGO_ENABLED=0: purego
 #                                   needs no cgo; stripped), with cmd/gate and
@@ -113,7 +113,7 @@ build() {
 	# what to carry: abi (the library's test binaries), bridged (the bridged
 	# suites verify/mamba2 and verify/mamba3, instrumented for fuzzing), or
 	# all; cmd/gate and cmd/mutants with each; a device call carries 64 MiB
-	local what=${1:-all}
+	local what=${1:-abi}
 	case $what in abi | bridged | all) ;; *) echo "usage: scripts/gpu.sh build [abi|bridged|all]"; exit 2 ;; esac
 	rm -rf carry && mkdir -p carry
 	# a module of its own: copies of kernels/ for scripts/explore stay out of ./...
