@@ -87,10 +87,12 @@
 #                                   binaries (MUTANT_JOBS at once, default 1); the
 #                                   kill matrix last, mutants.json in
 #                                   $OUT/mutants-cuda
-#   scripts/gpu.sh fuzz-bridged FAMILY CHECKOUT [TIME]
+#   scripts/gpu.sh fuzz-bridged FAMILY CHECKOUT|numpy [TIME]
 #                                   there: the bridged fuzz targets of verify/FAMILY
 #                                   (mamba2, mamba3) against upstream's kernels in
-#                                   CHECKOUT, each for TIME (5m), one after another;
+#                                   CHECKOUT (numpy: SSMK_BRIDGE's, default the numpy
+#                                   path), each for TIME (5m), one after another, a
+#                                   finding moved aside and the target going on;
 #                                   logs and found inputs in $OUT (docs/fuzzing.md)
 #   scripts/gpu.sh fuzz [TIME]      there: fuzz the CUDA build with the three Go fuzz
 #                                   targets at once for TIME (default 5m; workers
@@ -474,26 +476,52 @@ generated() {
 }
 
 # fuzz-bridged FAMILY CHECKOUT [TIME]: the bridged fuzz targets of verify/FAMILY
-# against upstream's kernels in CHECKOUT, each for TIME (default 5m).
+# against upstream's kernels in CHECKOUT, each for TIME (default 5m: Ns, Nm or
+# Nh). A finding does not end a target's campaign: its input is brought home
+# (flat, $OUT/found-TARGET-ID), moved out of the replayed corpus, and the
+# target fuzzes on for the time left.
 fuzz_bridged() {
-	[ $# -ge 2 ] && [ -d "$2/mamba_ssm" ] || { echo "usage: scripts/gpu.sh fuzz-bridged mamba2|mamba3 CHECKOUT [TIME] (CHECKOUT holds mamba_ssm)"; exit 2; }
-	local fam=$1 src t=${3:-5m} out=${OUT:-out/gpu} fail=0
-	[ -x carry/$fam.test ] || { echo "gpu.sh: no carry/$fam.test (run scripts/gpu.sh build first)"; exit 1; }
-	src=$(cd "$2" && pwd)
+	[ $# -ge 2 ] && { [ -d "$2/mamba_ssm" ] || [ "$2" = numpy ]; } ||
+		{ echo "usage: scripts/gpu.sh fuzz-bridged mamba2|mamba3 CHECKOUT|numpy [TIME] (CHECKOUT holds mamba_ssm; numpy: the suite's numpy path, or SSMK_BRIDGE)"; exit 2; }
+	local fam=$1 src t=${3:-5m} out=${OUT:-out/gpu} found=0 secs
+	case $t in *h) secs=$((${t%h} * 3600)) ;; *m) secs=$((${t%m} * 60)) ;; *s) secs=${t%s} ;; *) secs=$t ;; esac
+	[[ $secs =~ ^[0-9]+$ ]] || { echo "fuzz-bridged: TIME=$t: want Ns, Nm or Nh"; exit 2; }
+	[ -x carry/$fam.test ] || { echo "gpu.sh: no carry/$fam.test (run scripts/gpu.sh build bridged first)"; exit 1; }
 	out=$(mkdir -p "$out" && cd "$out" && pwd)
-	nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
-	export SSMK_BRIDGE="${fam}_upstream checkout=$src commit=$(git -C "$src" rev-parse --short HEAD 2>/dev/null || echo unknown)" MAMBA_DETERMINISTIC=1
+	nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null || true
+	if [ "$2" != numpy ]; then
+		src=$(cd "$2" && pwd)
+		export SSMK_BRIDGE="${fam}_upstream checkout=$src commit=$(git -C "$src" rev-parse --short HEAD 2>/dev/null || echo unknown)" MAMBA_DETERMINISTIC=1
+	fi
 	local targets; targets=$(cd verify/$fam && ../../carry/$fam.test -test.list '^Fuzz' 2>/dev/null | grep '^Fuzz')
 	for target in ${FUZZ_TARGETS:-$targets}; do
-		echo "fuzz: $target for $t against $SSMK_BRIDGE"
-		(cd verify/$fam && ../../carry/$fam.test -test.run='^$' -test.fuzz="^$target\$" -test.fuzztime="$t" -test.parallel="${FUZZ_PARALLEL:-4}" \
-			-test.fuzzcachedir="$out/cache-$target") >"$out/$target.log" 2>&1 || fail=1
-		grep -E '^\s+fuzz_.*test.go:[0-9]+:|elapsed: .*execs' "$out/$target.log" | tail -3
-		# a failing input is written under verify/FAMILY/testdata/fuzz/TARGET/: bring it home, flat
-		for f in $(grep -oE 'testdata/fuzz/[^ ]+' "$out/$target.log"); do cp "verify/$fam/$f" "$out/found-$target-$(basename "$f")"; done
+		local end=$((SECONDS + secs)) round=0
+		while [ $((end - SECONDS)) -ge 10 ]; do
+			round=$((round + 1))
+			local log=$out/$target-$round.log
+			echo "fuzz: $target for $((end - SECONDS)) s against ${SSMK_BRIDGE:-the numpy path}"
+			(cd verify/$fam && ../../carry/$fam.test -test.run='^$' -test.fuzz="^$target\$" -test.fuzztime="$((end - SECONDS))s" \
+				-test.parallel="${FUZZ_PARALLEL:-4}" -test.fuzzcachedir="$out/cache-$target") >"$log" 2>&1
+			local rc=$?
+			grep -E '^\s+fuzz_.*test.go:[0-9]+:|elapsed: .*execs' "$log" | tail -3
+			local f hit=0
+			for f in $(grep -oE 'testdata/fuzz/[^ ]+' "$log"); do
+				hit=1 found=$((found + 1))
+				cp "verify/$fam/$f" "$out/found-$target-$(basename "$f")"
+				rm -f "verify/$fam/$f" # out of the replayed corpus, so that the campaign goes on
+			done
+			if [ $rc -ne 0 ] && [ $hit -eq 0 ]; then
+				# the committed corpus fails (or the binary cannot run): a finding the
+				# campaign cannot move aside
+				found=$((found + 1))
+				echo "fuzz: $target: the committed corpus fails against this kernel: $(grep -m1 -oE -- '--- FAIL: [^ ]+' "$log")"
+				break
+			fi
+			[ $hit -eq 1 ] || break
+		done
 	done
-	[ $fail -eq 0 ] && echo "fuzz-bridged $fam: no finding" || echo "fuzz-bridged $fam: FINDINGS (above, found-* in $out)"
-	return $fail
+	[ $found -eq 0 ] && echo "fuzz-bridged $fam: no finding" || echo "fuzz-bridged $fam: $found findings (above; their inputs are $out/found-*)"
+	[ $found -eq 0 ]
 }
 
 adapter() {
