@@ -29,7 +29,8 @@ type Array struct {
 // CompareArrays judges the arrays of a result: the worst scaled
 // ratio over all of them (OutputRatio, in the computing dtype's u and η,
 // less the stored type's one rounding), non-finite values where the
-// reference is finite counted as failures, and the per-element ratios
+// reference is finite counted as failures (but the ∞ a 16-bit stored type
+// takes where the value may pass its range: outputMayOverflow), and the per-element ratios
 // (for the diagnosis and the error-growth tables).
 func CompareArrays(arrays []Array) (c Comparison, ratios map[string][]float64, err error) {
 	defer func() {
@@ -59,7 +60,10 @@ func compareArrays(arrays []Array) (Comparison, map[string][]float64, error) {
 				diff = math.Remainder(diff, a.Period)
 			}
 			r := ssdRatio(diff, w, a.Scale[i], a.Tiny[i], a.Stored, a.Computed)
-			if math.IsNaN(g) || math.IsInf(g, 0) {
+			switch {
+			case math.IsInf(g, 0) && outputMayOverflow(g, w, a.Scale[i], a.Tiny[i], a.Stored):
+				r = 0 // a 16-bit value past the type's range, stored as the ∞ of its sign
+			case math.IsNaN(g) || math.IsInf(g, 0):
 				c.NonFinite++
 				r = math.Inf(1)
 			}

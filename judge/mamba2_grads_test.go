@@ -1,6 +1,7 @@
 package judge
 
 import (
+	"math"
 	"strings"
 	"testing"
 
@@ -55,6 +56,26 @@ func TestMamba2GradArrays(t *testing.T) {
 		got.B = got.B[:3]
 		if _, err := Mamba2GradArrays(p, &got, want, sc); err == nil || !strings.Contains(err.Error(), "dB") {
 			t.Errorf("a short dB: %v", err)
+		}
+	}
+}
+
+// TestArraysAcceptOverflowOfTheStoredType: a 16-bit value whose
+// reference lies past the type's range may be stored as the ∞ of its sign,
+// and only then.
+func TestArraysAcceptOverflowOfTheStoredType(t *testing.T) {
+	idx := func(i int) []int { return []int{i} }
+	for _, c := range []struct {
+		got, want float64
+		ok        bool
+	}{{math.Inf(-1), -269727, true}, {math.Inf(1), 70000, true}, {math.Inf(1), -70000, false}, {math.Inf(1), 100, false}, {math.NaN(), 1e6, false}} {
+		a := Array{Name: "ddt", Got: []float64{c.got}, Want: []float64{c.want}, Scale: []float64{1e3}, Tiny: []float64{1}, Stored: ssm.F16, Computed: ssm.F32, Index: idx}
+		cmp, _, err := CompareArrays([]Array{a})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok := cmp.NonFinite == 0 && cmp.Worst.Ratio <= ThresholdF32; ok != c.ok {
+			t.Errorf("fp16 %g for %g: passes %v, want %v", c.got, c.want, ok, c.ok)
 		}
 	}
 }
