@@ -11,6 +11,7 @@ import (
 	"ssmverify/judge"
 	"ssmverify/mamba2"
 	"ssmverify/report"
+	"ssmverify/verify/bridgetest"
 )
 
 // The decode step's fuzz targets: a pool of states, rows mapped to slots
@@ -34,29 +35,23 @@ func (s stepSpec) bytes() []byte {
 
 // decodeStep decodes data into a decode step, rounded to its types.
 func decodeStep(data []byte) *mamba2.Step {
-	r := &fuzzBytes{b: data}
-	dt := pairs[r.next()%len(pairs)]
-	flags := r.next()
-	o := mamba2.StepOptions{Batch: 1 + r.next()%4, DType: dt.in, StateDType: dt.state}
-	o.Slots = o.Batch + r.next()%4
-	o.Heads = fuzzHeads[r.next()%len(fuzzHeads)]
-	var divisors []int
-	for g := 1; g <= o.Heads; g++ {
-		if o.Heads%g == 0 {
-			divisors = append(divisors, g)
-		}
-	}
-	o.Groups = divisors[r.next()%len(divisors)]
-	o.Headdim = fuzzHeaddims[r.next()%len(fuzzHeaddims)]
-	o.Dstate = fuzzDstates[r.next()%len(fuzzDstates)]
-	dtRegime, aRegime, seed := r.next()%3, r.next()%3, r.next()
+	r := bridgetest.NewFuzzBytes(data)
+	dt := pairs[r.Next()%len(pairs)]
+	flags := r.Next()
+	o := mamba2.StepOptions{Batch: 1 + r.Next()%4, DType: dt.in, StateDType: dt.state}
+	o.Slots = o.Batch + r.Next()%4
+	o.Heads = r.Pick(fuzzHeads)
+	o.Groups = r.Divisor(o.Heads)
+	o.Headdim = r.Pick(fuzzHeaddims)
+	o.Dstate = r.Pick(fuzzDstates)
+	dtRegime, aRegime, seed := r.Next()%3, r.Next()%3, r.Next()
 	o.D, o.Z, o.DtBias, o.Softplus = flags&fuzzFlagD != 0, flags&fuzzFlagZ != 0, flags&fuzzFlagBias != 0, flags&fuzzFlagSoftplus != 0
-	if n := r.next() % 5; n > 0 || o.Slots > o.Batch {
+	if n := r.Next() % 5; n > 0 || o.Slots > o.Batch {
 		// rows to distinct slots, some rows padding (−1), in an order the bytes choose
 		used := map[int]bool{}
 		o.Indices = make([]int, o.Batch)
 		for b := range o.Indices {
-			v := r.next() % (o.Slots + 1)
+			v := r.Next() % (o.Slots + 1)
 			for v > 0 && used[v-1] {
 				v = (v + 1) % (o.Slots + 1)
 			}
@@ -171,7 +166,7 @@ func stepIsolationCheck(k *bridge.SSD, data []byte, what uint8, where uint16) st
 	q := *s
 	q.X, q.Dt, q.B, q.C = append([]float64(nil), s.X...), append([]float64(nil), s.Dt...), append([]float64(nil), s.B...), append([]float64(nil), s.C...)
 	q.State = append([]float64(nil), s.State...)
-	v := []float64{math.NaN(), math.Inf(1), math.Inf(-1)}[int(what/4)%3]
+	v := bridgetest.Poison(int(what / 4))
 	H, P, G, N := s.Heads, s.Headdim, s.Groups, s.Dstate
 	h := int(what) % H
 	switch what % 4 {

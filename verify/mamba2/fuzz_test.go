@@ -6,7 +6,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 
@@ -15,6 +14,7 @@ import (
 	"ssmverify/judge"
 	"ssmverify/mamba2"
 	"ssmverify/report"
+	"ssmverify/verify/bridgetest"
 )
 
 // The fuzz targets of the bridged Mamba-2 kernel (SSMK_BRIDGE, the numpy
@@ -28,22 +28,6 @@ import (
 //	go test ./verify/mamba2 -run FuzzMamba2            replay the corpus (make test)
 //	go test ./verify/mamba2 -run '^$' -fuzz '^FuzzMamba2Prefill$' -fuzztime 60s
 //	scripts/fuzz.sh FuzzMamba2Prefill FuzzMamba2Isolation   (make fuzz runs them beside the ABI's)
-
-// fuzzBytes reads a fuzzer's input a byte at a time, zeros past its end,
-// so that every input, the empty one too, is a complete problem.
-type fuzzBytes struct {
-	b []byte
-	i int
-}
-
-func (r *fuzzBytes) next() int {
-	if r.i >= len(r.b) {
-		r.i++
-		return 0
-	}
-	r.i++
-	return int(r.b[r.i-1])
-}
 
 // The decoded problem's byte layout (fuzzSpec.bytes writes it).
 const (
@@ -84,47 +68,29 @@ func (s fuzzSpec) bytes() []byte {
 // chunk sizes are chunks (empty: any), rounded to its input types. The
 // sizes are bounded so that the float64 reference takes milliseconds.
 func decodePrefill(data []byte, chunks []int) *mamba2.Problem {
-	r := &fuzzBytes{b: data}
-	dt := pairs[r.next()%len(pairs)]
-	flags := r.next()
-	o := mamba2.Options{Batch: 2, Seqlen: 1 + r.next()%96, DType: dt.in, StateDType: dt.state}
-	o.Heads = fuzzHeads[r.next()%len(fuzzHeads)]
-	var divisors []int
-	for g := 1; g <= o.Heads; g++ {
-		if o.Heads%g == 0 {
-			divisors = append(divisors, g)
-		}
-	}
-	o.Groups = divisors[r.next()%len(divisors)]
-	o.Headdim = fuzzHeaddims[r.next()%len(fuzzHeaddims)]
-	o.Dstate = fuzzDstates[r.next()%len(fuzzDstates)]
+	r := bridgetest.NewFuzzBytes(data)
+	dt := pairs[r.Next()%len(pairs)]
+	flags := r.Next()
+	o := mamba2.Options{Batch: 2, Seqlen: 1 + r.Next()%96, DType: dt.in, StateDType: dt.state}
+	o.Heads = r.Pick(fuzzHeads)
+	o.Groups = r.Divisor(o.Heads)
+	o.Headdim = r.Pick(fuzzHeaddims)
+	o.Dstate = r.Pick(fuzzDstates)
 	for o.Heads*o.Headdim*o.Dstate > 8192 && o.Headdim > 1 {
 		o.Headdim /= 2 // a bounded reference: a model's dstate with a narrow head
 	}
 	if len(chunks) == 0 {
 		chunks = fuzzChunks
 	}
-	o.Chunk = chunks[r.next()%len(chunks)]
-	dtRegime, aRegime, seed := r.next()%4, r.next()%3, r.next()
+	o.Chunk = r.Pick(chunks)
+	dtRegime, aRegime, seed := r.Next()%4, r.Next()%3, r.Next()
 	o.D, o.Z, o.DtBias, o.Softplus = flags&fuzzFlagD != 0, flags&fuzzFlagZ != 0, flags&fuzzFlagBias != 0, flags&fuzzFlagSoftplus != 0
 	o.InitialStates, o.DPerChannel = flags&fuzzFlagInit != 0, flags&fuzzFlagDPerChannel != 0
 	if flags&fuzzFlagLimit != 0 || dtRegime == 3 {
 		o.DtMin, o.DtMax = 0.004, 0.05
 	}
-	if nb := r.next() % 6; flags&fuzzFlagPacked != 0 || nb > 0 {
-		o.Batch = 1
-		set := map[int]bool{}
-		for i := 0; i < nb; i++ {
-			if c := r.next() % o.Seqlen; c > 0 {
-				set[c] = true
-			}
-		}
-		cu := []int{0}
-		for c := range set {
-			cu = append(cu, c)
-		}
-		sort.Ints(cu)
-		o.CuSeqlens = append(cu, o.Seqlen)
+	if nb := r.Next() % 6; flags&fuzzFlagPacked != 0 || nb > 0 {
+		o.Batch, o.CuSeqlens = 1, r.CuSeqlens(nb, o.Seqlen)
 	}
 	p := mamba2.Generate(o, uint64(seed))
 	lo, hi := p.Limits()
@@ -387,7 +353,7 @@ func poisoned(p *mamba2.Problem, what uint8, where uint16) (q *mamba2.Problem, r
 	c := *p
 	c.X, c.Dt, c.B, c.C = append([]float64(nil), p.X...), append([]float64(nil), p.Dt...), append([]float64(nil), p.B...), append([]float64(nil), p.C...)
 	c.NonFinite = true
-	v := []float64{math.NaN(), math.Inf(1), math.Inf(-1)}[int(what/4)%3]
+	v := bridgetest.Poison(int(what / 4))
 	L, H, P, G, N := p.Seqlen, p.Heads, p.Headdim, p.Groups, p.Dstate
 	h := int(what) % H
 	switch what % 4 {

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"sort"
 	"strings"
 	"testing"
 
@@ -13,6 +12,7 @@ import (
 	"ssmverify/judge"
 	"ssmverify/mamba3"
 	"ssmverify/ssm"
+	"ssmverify/verify/bridgetest"
 )
 
 // FuzzMamba3Forward decodes a Mamba-3 SISO forward from the fuzzer's
@@ -89,7 +89,7 @@ func m3IsolationCheck(k *bridge.Mamba3, data []byte, what uint8, where uint16) s
 	q := *p
 	q.NonFinite = true
 	q.V, q.Q, q.DT, q.ADT, q.Trap = append([]float64(nil), p.V...), append([]float64(nil), p.Q...), append([]float64(nil), p.DT...), append([]float64(nil), p.ADT...), append([]float64(nil), p.Trap...)
-	v := []float64{math.NaN(), math.Inf(1), math.Inf(-1)}[int(what/4)%3]
+	v := bridgetest.Poison(int(what / 4))
 	b, L, H := sq[0], p.Seqlen, p.Heads
 	h := int(what) % H
 	switch what % 4 {
@@ -167,39 +167,21 @@ var (
 // k, N, P, the rotated pairs, the Δ regime, the A regime, the λ regime
 // with the angles', the values' seed and the packed row's boundaries.
 func decodeForward(data []byte, dtypes []ssm.DType, step bool) *mamba3.Problem {
-	r := bytesOf(data)
-	dt := dtypes[r.next()%len(dtypes)]
-	flags := r.next()
-	o := mamba3.Options{Batch: 2, Seqlen: 1 + r.next()%96, D: flags&1 != 0, Z: flags&2 != 0, State: flags&4 != 0}
-	o.Heads = m3Heads[r.next()%len(m3Heads)]
-	var divisors []int
-	for g := 1; g <= o.Heads; g++ {
-		if o.Heads%g == 0 {
-			divisors = append(divisors, g)
-		}
-	}
-	o.HeadsQK = divisors[r.next()%len(divisors)]
-	o.N = m3Ns[r.next()%len(m3Ns)]
-	o.P = m3Ps[r.next()%len(m3Ps)]
-	o.AngleDim = r.next() % (o.N/2 + 1)
-	dtRegime, aRegime, lamRegime, seed := r.next()%3, r.next()%2, r.next()%3, r.next()
-	if nb := r.next() % 5; step {
+	r := bridgetest.NewFuzzBytes(data)
+	dt := dtypes[r.Next()%len(dtypes)]
+	flags := r.Next()
+	o := mamba3.Options{Batch: 2, Seqlen: 1 + r.Next()%96, D: flags&1 != 0, Z: flags&2 != 0, State: flags&4 != 0}
+	o.Heads = r.Pick(m3Heads)
+	o.HeadsQK = r.Divisor(o.Heads)
+	o.N = r.Pick(m3Ns)
+	o.P = r.Pick(m3Ps)
+	o.AngleDim = r.Next() % (o.N/2 + 1)
+	dtRegime, aRegime, lamRegime, seed := r.Next()%3, r.Next()%2, r.Next()%3, r.Next()
+	if nb := r.Next() % 5; step {
 		// a decode step: one token per row, from each row's state
 		o.Seqlen, o.State, o.Batch = 1, true, 1+nb%4
 	} else if flags&8 != 0 || nb > 0 {
-		o.Batch = 1
-		set := map[int]bool{}
-		for i := 0; i < nb; i++ {
-			if c := r.next() % o.Seqlen; c > 0 {
-				set[c] = true
-			}
-		}
-		cu := []int{0}
-		for c := range set {
-			cu = append(cu, c)
-		}
-		sort.Ints(cu)
-		o.CuSeqlens = append(cu, o.Seqlen)
+		o.Batch, o.CuSeqlens = 1, r.CuSeqlens(nb, o.Seqlen)
 	}
 	p := mamba3.Generate(o, uint64(seed))
 	for i := range p.DT {
@@ -272,22 +254,6 @@ func forwardCheck(k *bridge.Mamba3, op string, data []byte) string {
 func mamba3Shape(p *mamba3.Problem) string {
 	return fmt.Sprintf("%v b=%d l=%d h=%d hqk=%d n=%d p=%d angles=%d D=%t z=%t state=%t cu=%v", p.DType, p.Batch, p.Seqlen, p.Heads, p.HeadsQK,
 		p.N, p.P, p.AngleDim, p.D != nil, p.Z != nil, p.State != nil, p.CuSeqlens)
-}
-
-// fuzzInput reads a fuzzer's input a byte at a time, zeros past its end.
-type fuzzInput struct {
-	b []byte
-	i int
-}
-
-func bytesOf(b []byte) *fuzzInput { return &fuzzInput{b: b} }
-
-func (r *fuzzInput) next() int {
-	r.i++
-	if r.i > len(r.b) {
-		return 0
-	}
-	return int(r.b[r.i-1])
 }
 
 // TestMamba3FuzzSeedsFindSlips: replayed against the numpy path with each
