@@ -45,7 +45,7 @@ func diagnoseSSDBackward(p *mamba2.Problem, ct *mamba2.Cotangent, out *mamba2.Ou
 	model := p // the arithmetic the gradients are judged in
 	if ok, ratios := ssdJudged(judge.PrefillArrays(p, out, want, sc)); !ok {
 		th := judge.Threshold(p.DType)
-		switch f := forwardUnder(p, out, ratios, run); {
+		switch f := forwardUnder(p, out, want, sc, ratios, run); {
 		case f.Tag == "recomputed", f.Tag == "narrow:tf32", unreached(ratios, ct, th):
 			// the forward the backward runs differs from the kernel's own
 			// prefill, or its products take TF32 operands (the backward's
@@ -106,13 +106,12 @@ func diagnoseSSDBackward(p *mamba2.Problem, ct *mamba2.Cotangent, out *mamba2.Ou
 	return report.Finding{Tag: strings.Join(tags, "+"), Cause: strings.Join(causes, "; "), Where: strings.Join(where, "; ")}
 }
 
-// forwardUnder diagnoses the wrong forward a backward ran: "recomputed"
-// where the kernel's own prefill of the problem (run) is right — the
-// backward recomputes the forward by a path of its own — else the
-// prefill's diagnosis (SSDPrefill).
-func forwardUnder(p *mamba2.Problem, out *mamba2.Output, ratios map[string][]float64, run SSDRunner) report.Finding {
+// forwardUnder diagnoses the wrong forward a backward ran (want and sc the
+// reference's): "recomputed" where the kernel's own prefill of the problem
+// (run) is right — the backward recomputes the forward by a path of its
+// own — else the prefill's diagnosis (SSDPrefill).
+func forwardUnder(p *mamba2.Problem, out, want *mamba2.Output, sc *mamba2.Scale, ratios map[string][]float64, run SSDRunner) report.Finding {
 	if run != nil {
-		want, sc := mamba2.Prefill(p)
 		if again, err := run(p); err == nil && ssdPasses(judge.PrefillArrays(p, again, want, sc)) {
 			return report.Finding{Tag: "recomputed", Where: ssdWhere(p, ratios, judge.Threshold(p.DType)),
 				Cause: "wrong where the kernel's prefill of the same problem is right: the backward recomputes the forward by a path of its own"}

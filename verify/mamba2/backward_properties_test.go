@@ -190,12 +190,7 @@ func TestMamba2BackwardSplitChained(t *testing.T) {
 // chain get wrong differently.
 func TestMamba2BackwardPropertiesCanFail(t *testing.T) {
 	track(t)
-	w, err := bridge.Start(bridge.Spec{Python: spec.Python, Adapter: "numpy_ssd", Args: []string{"slip=bwd-dinit-undecayed"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	worst, ok, ran := splitChained(t, &bridge.SSD{W: w}, pairs[0], 81)
+	worst, ok, ran := splitChained(t, slipKernel(t, "bwd-dinit-undecayed"), pairs[0], 81)
 	switch {
 	case !ran:
 		t.Fatal("no result")

@@ -2,6 +2,7 @@ package mamba2
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -95,10 +96,66 @@ func backwardProblem(name string, dt pair) (*mamba2.Problem, *mamba2.Cotangent) 
 type backwardVerdict struct {
 	out     *mamba2.Output
 	g       *mamba2.Grads
-	ratio   float64 // the worst of the forward's and the gradients'
+	worst   judge.Worst // the worse of the forward's and the gradients'
+	ratio   float64     // worst's
+	each    string      // the forward's worst, and every gradient's
 	passed  bool
 	finding report.Finding
 	judged  bool // false: refused, or no result (recorded already)
+}
+
+// judgedBackward judges a backward's result (out, g) of p for ct: the
+// forward it ran and every gradient against the float64 adjoint
+// (mamba2.Grad) with the gradients' error model (mamba2.GradErrorScale),
+// a failure diagnosed by diagnose.SSDBackward with run (the kernel's
+// prefill; nil: none). The one judgement of the backward's tests, its fuzz
+// target and the planted Triton mutants.
+func judgedBackward(p *mamba2.Problem, ct *mamba2.Cotangent, out *mamba2.Output, g *mamba2.Grads, run diagnose.SSDRunner) backwardVerdict {
+	v := backwardVerdict{out: out, g: g, judged: true, ratio: math.Inf(1)}
+	want, sc := mamba2.Prefill(p)
+	fc, _, err := judge.CompareArrays(judge.PrefillArrays(p, out, want, sc))
+	var ga []judge.Array
+	if err == nil {
+		ga, err = judge.Mamba2GradArrays(p, g, mamba2.Grad(p, ct), mamba2.GradErrorScale(p, ct))
+	}
+	var gc judge.Comparison
+	var ratios map[string][]float64
+	if err == nil {
+		gc, ratios, err = judge.CompareArrays(ga)
+	}
+	if err != nil {
+		// a missing array or one of the wrong length: the kernel's failure
+		v.finding = report.Finding{Tag: "bwd:missing", Cause: err.Error(), Where: p.Shape()}
+		v.worst = judge.Worst{Ratio: v.ratio, Array: err.Error()}
+		return v
+	}
+	v.each = fmt.Sprintf("forward: worst %s; gradients: %s", fc.Worst, judge.WorstByArray(ga, ratios))
+	th := judge.Threshold(p.DType)
+	fwdOK := fc.NonFinite == 0 && fc.Worst.Ratio <= th
+	gradOK := gc.NonFinite == 0 && gc.Worst.Ratio <= th
+	v.worst = fc.Worst
+	if gc.Worst.Ratio > v.worst.Ratio || math.IsNaN(gc.Worst.Ratio) || gc.NonFinite > 0 {
+		v.worst = gc.Worst
+	}
+	v.ratio, v.passed = v.worst.Ratio, fwdOK && gradOK
+	if !v.passed {
+		v.finding = diagnose.SSDBackward(p, ct, out, g, run)
+	}
+	return v
+}
+
+// prefillRunner is k's prefill for the backward's diagnosis, at the
+// prefill's own chunk (a sequential backward's problem has none); nil
+// where k declares no prefill of p.
+func prefillRunner(k *bridge.SSD, p *mamba2.Problem) diagnose.SSDRunner {
+	if k.SupportsOp(bridge.OpPrefill, p) != "" {
+		return nil
+	}
+	return func(q *mamba2.Problem) (*mamba2.Output, error) {
+		f := *q
+		f.Chunk = chunk()
+		return k.Prefill(&f)
+	}
 }
 
 // runBackward runs k's backward on p for ct, telling a crash, a refusal and
@@ -139,11 +196,9 @@ func runBackward(t *testing.T, k *bridge.SSD, p *mamba2.Problem, ct *mamba2.Cota
 	return out, g, true
 }
 
-// judgeBackward runs k's backward on p for ct and judges the forward it
-// ran and every gradient against the float64 adjoint (mamba2.Grad) with
-// the gradients' error model (mamba2.GradErrorScale); a failure is
-// diagnosed by diagnose.SSDBackward. With record the verdict and the
-// diagnosis go into the report (not for a planted slip's kernel).
+// judgeBackward runs k's backward on p for ct and judges it
+// (judgedBackward). With record the verdict and the diagnosis go into the
+// report (not for a planted slip's kernel).
 func judgeBackward(t *testing.T, k *bridge.SSD, p *mamba2.Problem, ct *mamba2.Cotangent, record bool) backwardVerdict {
 	t.Helper()
 	op := bridge.OpBackward
@@ -151,52 +206,19 @@ func judgeBackward(t *testing.T, k *bridge.SSD, p *mamba2.Problem, ct *mamba2.Co
 	if !ok {
 		return backwardVerdict{ratio: math.Inf(1)}
 	}
-	want, sc := mamba2.Prefill(p)
-	fc, _, err := judge.CompareArrays(judge.PrefillArrays(p, out, want, sc))
-	if err != nil {
-		t.Fatal(err)
+	v := judgedBackward(p, ct, out, g, prefillRunner(k, p))
+	if v.each != "" {
+		t.Log(v.each)
 	}
-	v := backwardVerdict{out: out, g: g, judged: true}
-	ga, err := judge.Mamba2GradArrays(p, g, mamba2.Grad(p, ct), mamba2.GradErrorScale(p, ct))
-	if err != nil {
-		// a missing gradient or one of the wrong length: the kernel's failure
-		v.ratio, v.finding = math.Inf(1), report.Finding{Tag: "bwd:missing", Cause: err.Error(), Where: p.Shape()}
-		if record {
-			rep.AddKernel(t.Name(), op, p.DType, p.StateDType, v.ratio, false, err.Error())
+	if record {
+		text := v.worst.String()
+		if v.each == "" {
+			text = v.finding.Cause // no comparison: the missing array
+		}
+		rep.AddKernel(t.Name(), op, p.DType, p.StateDType, v.ratio, v.passed, text)
+		if !v.passed {
 			rep.AddKernelDiagnosis(t.Name(), op, p.DType, p.StateDType, v.finding)
 		}
-		return v
-	}
-	gc, ratios, err := judge.CompareArrays(ga)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("forward: worst %s; gradients: %s", fc.Worst, judge.WorstByArray(ga, ratios))
-	th := judge.Threshold(p.DType)
-	fwdOK := fc.NonFinite == 0 && fc.Worst.Ratio <= th
-	gradOK := gc.NonFinite == 0 && gc.Worst.Ratio <= th
-	worst := fc.Worst
-	if gc.Worst.Ratio > worst.Ratio || math.IsNaN(gc.Worst.Ratio) || gc.NonFinite > 0 {
-		worst = gc.Worst
-	}
-	v.ratio, v.passed = worst.Ratio, fwdOK && gradOK
-	if record {
-		rep.AddKernel(t.Name(), op, p.DType, p.StateDType, worst.Ratio, v.passed, worst.String())
-	}
-	if v.passed {
-		return v
-	}
-	run := func(q *mamba2.Problem) (*mamba2.Output, error) {
-		f := *q
-		f.Chunk = chunk() // the prefill's own chunk (a sequential backward's problem has none)
-		return k.Prefill(&f)
-	}
-	if k.SupportsOp(bridge.OpPrefill, p) != "" {
-		run = nil
-	}
-	v.finding = diagnose.SSDBackward(p, ct, out, g, run)
-	if record {
-		rep.AddKernelDiagnosis(t.Name(), op, p.DType, p.StateDType, v.finding)
 	}
 	return v
 }
@@ -252,12 +274,7 @@ func TestMamba2BackwardDiagnosisOfPlantedSlips(t *testing.T) {
 		{"bwd-dinit-undecayed", "bwd:dinitial_states:lacks(a₀)"},
 	} {
 		t.Run(c.slip, func(t *testing.T) {
-			w, err := bridge.Start(bridge.Spec{Python: spec.Python, Adapter: "numpy_ssd", Args: []string{"slip=" + c.slip}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer w.Close()
-			k := &bridge.SSD{W: w}
+			k := slipKernel(t, c.slip)
 			o := mamba2.Options{Batch: 2, Seqlen: 40, Heads: 4, Headdim: 4, Groups: 2, Dstate: 8, D: true, InitialStates: true, DType: ssm.F32, StateDType: ssm.F32}
 			p := mamba2.Generate(o, 650).Rounded()
 			v := judgeBackward(t, k, p, mamba2.GenerateCotangent(p, 651, true).Rounded(p), false)

@@ -249,12 +249,7 @@ func TestMamba2FuzzCorpusFindsSlips(t *testing.T) {
 		{"no-dt-limit", "dt:no-limit"}, {"group-repeat", "groups:repeat"}, {"softplus-log-exp", "dt:softplus-log-exp"},
 	} {
 		t.Run(c.slip, func(t *testing.T) {
-			w, err := bridge.Start(bridge.Spec{Python: spec.Python, Adapter: "numpy_ssd", Args: []string{"slip=" + c.slip}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer w.Close()
-			k := &bridge.SSD{W: w}
+			k := slipKernel(t, c.slip)
 			var found []string
 			for _, s := range fuzzSeeds {
 				p := decodePrefill(s.spec.bytes(), declaredChunks(k))
@@ -274,12 +269,7 @@ func TestMamba2FuzzCorpusFindsSlips(t *testing.T) {
 		{"no-bias-decode", "dt:no-bias"}, {"padding-written", "decode:padding-written"}, {"last-state-stale", "decode:state-not-written"},
 	} {
 		t.Run(c.slip, func(t *testing.T) {
-			w, err := bridge.Start(bridge.Spec{Python: spec.Python, Adapter: "numpy_ssd", Args: []string{"slip=" + c.slip}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer w.Close()
-			k := &bridge.SSD{W: w}
+			k := slipKernel(t, c.slip)
 			var found []string
 			for _, s := range stepSeeds {
 				if ok, _, f, _ := stepJudge(k, decodeStep(s.spec.bytes())); !ok {
@@ -298,12 +288,7 @@ func TestMamba2FuzzCorpusFindsSlips(t *testing.T) {
 		{"bwd-da-no-delta", "bwd:dA:lacks(Δ)"}, {"bwd-dx-no-skip", "bwd:dx:no-path:skip"}, {"bwd-dinit-undecayed", "bwd:dinitial_states:lacks(a₀)"},
 	} {
 		t.Run(c.slip, func(t *testing.T) {
-			w, err := bridge.Start(bridge.Spec{Python: spec.Python, Adapter: "numpy_ssd", Args: []string{"slip=" + c.slip}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer w.Close()
-			k := &bridge.SSD{W: w}
+			k := slipKernel(t, c.slip)
 			for _, s := range fuzzSeeds {
 				if msg := backwardCheck(k, s.spec.bytes()); strings.Contains(msg, c.tag) {
 					t.Logf("slip %s: found by %s", c.slip, s.name)
@@ -316,12 +301,7 @@ func TestMamba2FuzzCorpusFindsSlips(t *testing.T) {
 	// the isolation target's seeds against a path that lets a non-finite
 	// input of one sequence reach the others
 	t.Run("nonfinite-leak", func(t *testing.T) {
-		w, err := bridge.Start(bridge.Spec{Python: spec.Python, Adapter: "numpy_ssd", Args: []string{"slip=nonfinite-leak"}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer w.Close()
-		k := &bridge.SSD{W: w}
+		k := slipKernel(t, "nonfinite-leak")
 		for i, s := range fuzzSeeds {
 			if msg := isolationCheck(k, s.spec.bytes(), uint8(i), uint16(i*257)); msg != "" {
 				t.Logf("found by %s: %s", s.name, msg)
@@ -492,22 +472,9 @@ func backwardCheck(k *bridge.SSD, data []byte) string {
 	case err != nil:
 		return fmt.Sprintf("ssd_bwd %s: %v", p.Shape(), err)
 	}
-	want, sc := mamba2.Prefill(p)
-	fc, _, _ := judge.CompareArrays(judge.PrefillArrays(p, out, want, sc))
-	ga, err := judge.Mamba2GradArrays(p, g, mamba2.Grad(p, ct), mamba2.GradErrorScale(p, ct))
-	if err != nil {
-		return fmt.Sprintf("ssd_bwd %s: %v", p.Shape(), err)
-	}
-	gc, _, _ := judge.CompareArrays(ga)
-	th := judge.Threshold(p.DType)
-	if fc.NonFinite+gc.NonFinite == 0 && fc.Worst.Ratio <= th && gc.Worst.Ratio <= th {
+	v := judgedBackward(p, ct, out, g, prefillRunner(k, p))
+	if v.passed {
 		return ""
 	}
-	run := func(q *mamba2.Problem) (*mamba2.Output, error) {
-		f := *q
-		f.Chunk = decodePrefill(data, declaredChunks(k)).Chunk // the prefill's own chunk
-		return k.Prefill(&f)
-	}
-	f := diagnose.SSDBackward(p, ct, out, g, run)
-	return fmt.Sprintf("ssd_bwd %s: forward %.3g, gradients %.3g at %s; diagnosis [%s] %s", p.Shape(), fc.Worst.Ratio, gc.Worst.Ratio, gc.Worst, f.Tag, f)
+	return fmt.Sprintf("ssd_bwd %s: ratio %.3g at %s; diagnosis [%s] %s", p.Shape(), v.ratio, v.worst, v.finding.Tag, v.finding)
 }

@@ -62,19 +62,8 @@ func TestMamba2TritonMutants(t *testing.T) {
 				r.Killed, r.Finding = true, report.Finding{Tag: "crash", Cause: err.Error()}
 				return nil
 			}
-			want, sc := mamba2.Prefill(p)
-			fc, _, _ := judge.CompareArrays(judge.PrefillArrays(p, out, want, sc))
-			ga, err := judge.Mamba2GradArrays(p, g, mamba2.Grad(p, ct), mamba2.GradErrorScale(p, ct))
-			if err != nil {
-				r.Killed, r.Finding = true, report.Finding{Tag: "bwd:missing", Cause: err.Error()}
-				return nil
-			}
-			gc, _, _ := judge.CompareArrays(ga)
-			r.Ratio = max(fc.Worst.Ratio, gc.Worst.Ratio)
-			r.Killed = fc.NonFinite+gc.NonFinite > 0 || r.Ratio > judge.Threshold(p.DType)
-			if r.Killed {
-				r.Finding = diagnose.SSDBackward(p, ct, out, g, k.Prefill)
-			}
+			v := judgedBackward(p, ct, out, g, k.Prefill)
+			r.Ratio, r.Killed, r.Finding = v.ratio, !v.passed, v.finding
 			return nil
 		case "prefill":
 			p := prefillCase(name, f32)

@@ -11,6 +11,18 @@ import (
 	"ssmverify/ssm"
 )
 
+// slipKernel is the numpy path with slip planted, in a worker of its own
+// (whatever SSMK_BRIDGE says), closed with the test.
+func slipKernel(t *testing.T, slip string) *bridge.SSD {
+	t.Helper()
+	w, err := bridge.Start(bridge.Spec{Python: spec.Python, Adapter: "numpy_ssd", Args: []string{"slip=" + slip}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	return &bridge.SSD{W: w}
+}
+
 // TestMamba2DiagnosisOfPlantedSlips plants each slip of the numpy path
 // (bridge/python/adapters/numpy_ssd.py, slip=NAME) in a worker of its own,
 // whatever SSMK_BRIDGE says, and requires that the suite's judgement fails
@@ -54,12 +66,7 @@ func TestMamba2DiagnosisOfPlantedSlips(t *testing.T) {
 		{"last-state-stale", "decode:state-not-written", step(mamba2.StepOptions{Batch: 2, Slots: 2, Heads: 4, Headdim: 4, Groups: 2, Dstate: 8})},
 	} {
 		t.Run(c.slip, func(t *testing.T) {
-			w, err := bridge.Start(bridge.Spec{Python: spec.Python, Adapter: "numpy_ssd", Args: []string{"slip=" + c.slip}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer w.Close()
-			k := &bridge.SSD{W: w}
+			k := slipKernel(t, c.slip)
 			p, s := c.problem()
 			var f report.Finding
 			var ratio float64
