@@ -31,7 +31,7 @@ func TestSSDBackwardRelations(t *testing.T) {
 		make       func() *mamba2.Grads
 	}{
 		{"dz zero", "bwd:dz:zero", func() *mamba2.Grads { g := clone(); clear(g.Z); return g }},
-		{"dD doubled", "bwd:dD:factor(2)", func() *mamba2.Grads { g := clone(); g.D = scaledBy(g.D, 2); return g }},
+		{"dD doubled", "bwd:dD:factor(2)", func() *mamba2.Grads { g := clone(); g.D = ssm.Scaled(g.D, 2); return g }},
 		{"ddt without the decay", "bwd:ddt:no-path:decay", func() *mamba2.Grads {
 			g := clone()
 			g.Dt = mamba2.GradWithout(p, ct, mamba2.PathDecay).Dt
@@ -97,18 +97,10 @@ func TestSSDBackwardRelations(t *testing.T) {
 	}
 	// a wrong forward is the forward's finding, not the backward's
 	bad := *out
-	bad.Y = scaledBy(out.Y, 2)
+	bad.Y = ssm.Scaled(out.Y, 2)
 	if f := SSDBackward(p, ct, &bad, clone(), nil); !strings.HasPrefix(f.Tag, "fwd:") || strings.Contains(f.Tag, "bwd:") {
 		t.Errorf("a doubled y diagnosed [%s]", f.Tag)
 	}
-}
-
-func scaledBy(v []float64, k float64) []float64 {
-	out := make([]float64, len(v))
-	for i, x := range v {
-		out[i] = k * x
-	}
-	return out
 }
 
 // TestSSDBackwardPastUnreachedStates: a forward wrong only in a packed
@@ -122,7 +114,7 @@ func TestSSDBackwardPastUnreachedStates(t *testing.T) {
 	ct.SeqStates = nil
 	out, _ := mamba2.Prefill(p)
 	bad := *out
-	bad.SeqStates = scaledBy(out.SeqStates, 3)
+	bad.SeqStates = ssm.Scaled(out.SeqStates, 3)
 	g := mamba2.Grad(p, ct)
 	clear(g.D)
 	f := SSDBackward(p, ct, &bad, g, nil)
@@ -147,9 +139,9 @@ func TestSSDBackwardRecomputedForward(t *testing.T) {
 	ct := mamba2.GenerateCotangent(p, 95, false)
 	out, _ := mamba2.Prefill(p)
 	bad := *out
-	bad.Y = scaledBy(out.Y, -1)
+	bad.Y = ssm.Scaled(out.Y, -1)
 	g := mamba2.Grad(p, ct)
-	g.D = scaledBy(g.D, 2)
+	g.D = ssm.Scaled(g.D, 2)
 	prefill := func(q *mamba2.Problem) (*mamba2.Output, error) { o, _ := mamba2.Prefill(q); return o, nil }
 	if f := SSDBackward(p, ct, &bad, g, prefill); f.Tag != "fwd:recomputed+bwd:dD:factor(2)" {
 		t.Errorf("diagnosis [%s] %s", f.Tag, f)

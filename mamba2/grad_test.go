@@ -135,7 +135,7 @@ func TestGradCatchesSlips(t *testing.T) {
 		v, d []float64
 		slip func([]float64) []float64
 	}{
-		{"dA doubled", p.A, g.A, func(d []float64) []float64 { return scaled(d, 2) }},
+		{"dA doubled", p.A, g.A, func(d []float64) []float64 { return ssm.Scaled(d, 2) }},
 		{"dX without the skip", p.X, g.X, func(d []float64) []float64 {
 			out := append([]float64(nil), d...)
 			for i := range out {
@@ -151,14 +151,6 @@ func TestGradCatchesSlips(t *testing.T) {
 	if w := worst(p.A, g.A); w > 1e-6 {
 		t.Fatalf("the adjoint itself fails: %g", w)
 	}
-}
-
-func scaled(d []float64, k float64) []float64 {
-	out := make([]float64, len(d))
-	for i, v := range d {
-		out[i] = k * v
-	}
-	return out
 }
 
 // TestMagnitudeAdjointBoundsTheGradient: the error model's magnitude

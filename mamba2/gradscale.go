@@ -86,30 +86,11 @@ func GradErrorScale(p *Problem, ct *Cotangent) *GradScale {
 	if p.StateDType.Narrow() || (p.StateDType == ssm.F32 && p.DType == ssm.F64) {
 		rel += hops * p.StateDType.OutputRoundoff()
 	}
-	scale := func(v []float64) []float64 {
-		if v == nil {
-			return nil
-		}
-		out := make([]float64, len(v))
-		for i, x := range v {
-			out[i] = x * rel / u
-		}
-		return out
-	}
-	ones := func(v []float64) []float64 {
-		if v == nil {
-			return nil
-		}
-		out := make([]float64, len(v))
-		for i := range out {
-			out[i] = 1
-		}
-		return out
-	}
+	scale := func(v []float64) []float64 { return ssm.Scaled(v, rel/u) }
 	each := func(g *Grads, f func([]float64) []float64) *Grads {
 		return &Grads{X: f(g.X), Dt: f(g.Dt), A: f(g.A), B: f(g.B), C: f(g.C), D: f(g.D), Z: f(g.Z), DtBias: f(g.DtBias), InitialStates: f(g.InitialStates)}
 	}
-	sc := &GradScale{Scale: each(G, scale), Tiny: each(G, ones)}
+	sc := &GradScale{Scale: each(G, scale), Tiny: each(G, ssm.Ones)}
 	if !p.DefaultLimits() {
 		// At the clamp's ends the gradient of dt jumps between 0 and the
 		// unclamped chain: a Δ within its rounding of an end may fall on

@@ -1,6 +1,10 @@
 package mamba3
 
-import "math"
+import (
+	"math"
+
+	"ssmverify/ssm"
+)
 
 // GradScale is the error model of a backward pass: every gradient element
 // of a correct kernel lies within u·Scale + η·Tiny of the float64
@@ -62,26 +66,7 @@ func GradErrorScale(p *Problem, ct *Cotangent) *GradScale {
 		ta, sc, sg = TanhApproxRel, SinCosApproxAbs, SigmoidApprox
 	}
 	rel := 6*ar.OperandU + float64(p.N+p.P+2*c+2*((L+c-1)/c)+16)*u + ta*(anglePeak(p)+3) + 2*math.Pi*u*float64(L) + 2*sc + 4*sg
-	scale := func(v []float64) []float64 {
-		if v == nil {
-			return nil
-		}
-		out := make([]float64, len(v))
-		for i, x := range v {
-			out[i] = x * rel / u
-		}
-		return out
-	}
-	ones := func(v []float64) []float64 {
-		if v == nil {
-			return nil
-		}
-		out := make([]float64, len(v))
-		for i := range out {
-			out[i] = 1
-		}
-		return out
-	}
+	scale := func(v []float64) []float64 { return ssm.Scaled(v, rel/u) }
 	each := func(g *Grads, f func([]float64) []float64) *Grads {
 		out := &Grads{Q: f(g.Q), K: f(g.K), V: f(g.V), ADT: f(g.ADT), DT: f(g.DT), Trap: f(g.Trap), QBias: f(g.QBias), KBias: f(g.KBias), Angles: f(g.Angles), D: f(g.D), Z: f(g.Z)}
 		if s := g.State; s != nil {
@@ -106,7 +91,7 @@ func GradErrorScale(p *Problem, ct *Cotangent) *GradScale {
 			}
 		}
 	}
-	return &GradScale{Scale: each(G, scale), Tiny: each(G, ones)}
+	return &GradScale{Scale: each(G, scale), Tiny: each(G, ssm.Ones)}
 }
 
 // anglePeak is the largest accumulated |angle| of any pair of any sequence

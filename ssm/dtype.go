@@ -164,6 +164,31 @@ func (d DType) RoundAll(v []float64) []float64 {
 	return out
 }
 
+// Scaled returns a copy of v times k; nil for nil, as RoundAll keeps an
+// absent array absent (the error models' scales of optional gradients).
+func Scaled(v []float64, k float64) []float64 {
+	if v == nil {
+		return nil
+	}
+	out := make([]float64, len(v))
+	for i, x := range v {
+		out[i] = x * k
+	}
+	return out
+}
+
+// Ones returns an array of ones as long as v; nil for nil.
+func Ones(v []float64) []float64 {
+	if v == nil {
+		return nil
+	}
+	out := make([]float64, len(v))
+	for i := range out {
+		out[i] = 1
+	}
+	return out
+}
+
 // RoundFinite is Round with overflow saturated at the largest finite
 // value: a generator's inputs stay finite in every type.
 func (d DType) RoundFinite(x float64) float64 {

@@ -8,6 +8,7 @@ import (
 	"ssmverify/bridge"
 	"ssmverify/judge"
 	"ssmverify/mamba2"
+	"ssmverify/ssm"
 )
 
 // gradSteps are the gradients of per-step inputs with the number of
@@ -55,16 +56,7 @@ func assembled(p *mamba2.Problem, parts []*mamba2.Problem, gs []*mamba2.Grads) *
 
 // scaled returns sc's scale times k (Tiny as it is).
 func scaledGradScale(sc *mamba2.GradScale, k float64) *mamba2.GradScale {
-	f := func(v []float64) []float64 {
-		if v == nil {
-			return nil
-		}
-		out := make([]float64, len(v))
-		for i, x := range v {
-			out[i] = k * x
-		}
-		return out
-	}
+	f := func(v []float64) []float64 { return ssm.Scaled(v, k) }
 	s := sc.Scale
 	return &mamba2.GradScale{Tiny: sc.Tiny, Scale: &mamba2.Grads{X: f(s.X), Dt: f(s.Dt), A: f(s.A), B: f(s.B), C: f(s.C), D: f(s.D),
 		Z: f(s.Z), DtBias: f(s.DtBias), InitialStates: f(s.InitialStates)}}
