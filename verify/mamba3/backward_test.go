@@ -48,49 +48,82 @@ func judgeBackward(t *testing.T, k *bridge.Mamba3, p *mamba3.Problem, ct *mamba3
 	}) {
 		return math.Inf(1), report.Finding{}, false
 	}
-	want, wst := mamba3.Forward(p)
-	fc, _, err := judge.CompareArrays(judge.Mamba3Arrays(p, y, want, st, wst, mamba3.ErrorScale(p)))
-	if err != nil {
-		t.Fatal(err)
+	v := judgedBackward(k, p, ct, y, st, g)
+	if v.err != nil {
+		t.Fatal(v.err)
 	}
-	ga, err := judge.Mamba3GradArrays(p, g, mamba3.Grad(p, ct), mamba3.GradErrorScale(p, ct))
-	if err != nil {
-		t.Fatal(err)
-	}
-	gc, ratios, err := judge.CompareArrays(ga)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("forward: worst %s; gradients: %s; worst %s", fc.Worst, judge.WorstByArray(ga, ratios), gc.Worst)
-	th := judge.Threshold(p.DType)
-	fwdOK := fc.NonFinite == 0 && fc.Worst.Ratio <= th
-	gradOK := gc.NonFinite == 0 && gc.Worst.Ratio <= th
-	worst := fc.Worst
-	if gc.Worst.Ratio > worst.Ratio || math.IsNaN(gc.Worst.Ratio) {
-		worst = gc.Worst
-	}
+	t.Log(v.each)
 	if record {
-		rep.AddKernel(t.Name(), op, p.DType, p.DType.Weight(), worst.Ratio, fwdOK && gradOK, worst.String())
+		rep.AddKernel(t.Name(), op, p.DType, p.DType.Weight(), v.worst.Ratio, v.passed(), v.worst.String())
 	}
-	if fwdOK && gradOK {
-		return worst.Ratio, report.Finding{}, true
+	if v.passed() {
+		return v.worst.Ratio, report.Finding{}, true
 	}
-	if !fwdOK && k.Supports(bridge.OpMamba3Forward, p) == "" {
+	if !v.fwdOK && k.Supports(bridge.OpMamba3Forward, p) == "" {
 		// the same forward without autograd: does the failure need the backward's bookkeeping?
 		if y1, st1, err := k.Forward(bridge.OpMamba3Forward, p); err == nil {
+			want, wst := mamba3.Forward(p)
 			c1, _, _ := judge.CompareArrays(judge.Mamba3Arrays(p, y1, want, st1, wst, mamba3.ErrorScale(p)))
 			t.Logf("the forward alone (%s) on this problem: worst %s", bridge.OpMamba3Forward, c1.Worst)
 		}
+	}
+	if record {
+		rep.AddKernelDiagnosis(t.Name(), op, p.DType, p.DType.Weight(), v.finding)
+	}
+	return v.worst.Ratio, v.finding, false
+}
+
+// backwardVerdict is one backward's judgement.
+type backwardVerdict struct {
+	worst         judge.Worst // the worse of the forward's and the gradients'
+	fwdOK, gradOK bool
+	each          string // the forward's worst, every gradient's, the gradients'
+	finding       report.Finding
+	err           error // the arrays could not be compared
+}
+
+func (v backwardVerdict) passed() bool { return v.fwdOK && v.gradOK }
+
+// judgedBackward judges k's backward result (y, st, g) of p for ct: the
+// forward it ran and every gradient against the float64 adjoint with
+// the gradients' error model, a failure diagnosed by
+// diagnose.Mamba3Backward (with k's forward where declared). The one
+// judgement of TestMamba3Backward and FuzzMamba3Backward.
+func judgedBackward(k *bridge.Mamba3, p *mamba3.Problem, ct *mamba3.Cotangent, y []float64, st *mamba3.State, g *mamba3.Grads) backwardVerdict {
+	var v backwardVerdict
+	want, wst := mamba3.Forward(p)
+	fc, _, err := judge.CompareArrays(judge.Mamba3Arrays(p, y, want, st, wst, mamba3.ErrorScale(p)))
+	if err != nil {
+		v.err = err
+		return v
+	}
+	ga, err := judge.Mamba3GradArrays(p, g, mamba3.Grad(p, ct), mamba3.GradErrorScale(p, ct))
+	if err != nil {
+		v.err = err
+		return v
+	}
+	gc, ratios, err := judge.CompareArrays(ga)
+	if err != nil {
+		v.err = err
+		return v
+	}
+	v.each = fmt.Sprintf("forward: worst %s; gradients: %s; worst %s", fc.Worst, judge.WorstByArray(ga, ratios), gc.Worst)
+	th := judge.Threshold(p.DType)
+	v.fwdOK = fc.NonFinite == 0 && fc.Worst.Ratio <= th
+	v.gradOK = gc.NonFinite == 0 && gc.Worst.Ratio <= th
+	v.worst = fc.Worst
+	if gc.Worst.Ratio > v.worst.Ratio || math.IsNaN(gc.Worst.Ratio) {
+		v.worst = gc.Worst
+	}
+	if v.passed() {
+		return v
 	}
 	var run diagnose.Mamba3Runner
 	if k.Supports(bridge.OpMamba3Forward, p) == "" {
 		run = func(q *mamba3.Problem) ([]float64, *mamba3.State, error) { return k.Forward(bridge.OpMamba3Forward, q) }
 	}
-	f := diagnose.Mamba3Backward(p, ct, y, st, g, run)
-	if record {
-		rep.AddKernelDiagnosis(t.Name(), op, p.DType, p.DType.Weight(), f)
-	}
-	return worst.Ratio, f, false
+	v.finding = diagnose.Mamba3Backward(p, ct, y, st, g, run)
+	return v
 }
 
 // TestMamba3Backward judges the backward (upstream: mamba3_siso_combined
