@@ -39,6 +39,7 @@ type Suite struct {
 // the suite once the worker answers (the package keeps its globals), and
 // reportDir the -report flag's value. It exits the process.
 func Main(m *testing.M, pkg, defaultAdapter string, reportDir *string, start func(*Suite)) {
+	logStderr()
 	s, ok, err := bridge.SpecFromEnv()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, pkg+":", err)

@@ -134,10 +134,13 @@ func FuzzMamba2Step(f *testing.F) {
 		f.Add(s.spec.bytes())
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		s := decodeStep(data)
-		if ok, _, fd, ratio := stepJudge(kernel, s); !ok {
-			t.Errorf("step %s: ratio %.3g; diagnosis [%s] %s", stepShape(s), ratio, fd.Tag, fd)
-		}
+		bridgetest.FuzzCheck(t, []any{data}, func() string {
+			s := decodeStep(data)
+			if ok, _, fd, ratio := stepJudge(kernel, s); !ok {
+				return fmt.Sprintf("step %s: ratio %.3g; diagnosis [%s] %s", stepShape(s), ratio, fd.Tag, fd)
+			}
+			return ""
+		})
 	})
 }
 
@@ -149,9 +152,7 @@ func FuzzMamba2StepIsolation(f *testing.F) {
 		f.Add(s.spec.bytes(), uint8(i), uint16(i*257))
 	}
 	f.Fuzz(func(t *testing.T, data []byte, what uint8, where uint16) {
-		if msg := stepIsolationCheck(kernel, data, what, where); msg != "" {
-			t.Error(msg)
-		}
+		bridgetest.FuzzCheck(t, []any{data, what, where}, func() string { return stepIsolationCheck(kernel, data, what, where) })
 	})
 }
 
@@ -201,13 +202,13 @@ func stepIsolationCheck(k *bridge.SSD, data []byte, what uint8, where uint16) st
 	HP, HPN := H*P, H*P*N
 	for i, r := range ratios["y"] {
 		if i/HP != row && !(r <= th) {
-			return fmt.Sprintf("step %s: a non-finite input of row %d (what %d) reached y of row %d (%g, clean %g)", stepShape(s), row, what, i/HP, got.Y[i], clean.Y[i])
+			return fmt.Sprintf("step %s: diagnosis [isolation:to-row] a non-finite input of row %d (what %d) reached y of row %d (%g, clean %g)", stepShape(s), row, what, i/HP, got.Y[i], clean.Y[i])
 		}
 	}
 	mine := s.Slot(row)
 	for i, r := range ratios["state"] {
 		if i/HPN != mine && !(r <= th) {
-			return fmt.Sprintf("step %s: a non-finite input of row %d (what %d) reached slot %d (%g, clean %g)", stepShape(s), row, what, i/HPN, got.State[i], clean.State[i])
+			return fmt.Sprintf("step %s: diagnosis [isolation:to-slot] a non-finite input of row %d (what %d) reached slot %d (%g, clean %g)", stepShape(s), row, what, i/HPN, got.State[i], clean.State[i])
 		}
 	}
 	return ""

@@ -176,10 +176,13 @@ func FuzzMamba2Prefill(f *testing.F) {
 		f.Add(s.spec.bytes())
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		p := decodePrefill(data, declaredChunks(kernel))
-		if ok, _, fd, ratio := fuzzJudge(kernel, p); !ok {
-			t.Errorf("prefill %s: ratio %.3g; diagnosis [%s] %s", p.Shape(), ratio, fd.Tag, fd)
-		}
+		bridgetest.FuzzCheck(t, []any{data}, func() string {
+			p := decodePrefill(data, declaredChunks(kernel))
+			if ok, _, fd, ratio := fuzzJudge(kernel, p); !ok {
+				return fmt.Sprintf("prefill %s: ratio %.3g; diagnosis [%s] %s", p.Shape(), ratio, fd.Tag, fd)
+			}
+			return ""
+		})
 	})
 }
 
@@ -317,7 +320,7 @@ func TestMamba2FuzzCorpusFindsSlips(t *testing.T) {
 // that the poison may reach: the poisoned unit's. what picks the input
 // (x, dt, B, C) and the value (NaN, +Inf, −Inf); where picks the unit and
 // the position in it. ok is false for a problem of one unit.
-func poisoned(p *mamba2.Problem, what uint8, where uint16) (q *mamba2.Problem, reach func(b, t int) bool, ok bool) {
+func poisoned(p *mamba2.Problem, what uint8, where uint16) (q *mamba2.Problem, reach func(b, t int) bool, desc string, ok bool) {
 	type unit struct{ b, t0, t1 int }
 	var units []unit
 	for b := 0; b < p.Batch; b++ {
@@ -326,7 +329,7 @@ func poisoned(p *mamba2.Problem, what uint8, where uint16) (q *mamba2.Problem, r
 		}
 	}
 	if len(units) < 2 {
-		return nil, nil, false
+		return nil, nil, "", false
 	}
 	u := units[int(where)%len(units)]
 	t := u.t0 + int(where>>8)%(u.t1-u.t0)
@@ -346,8 +349,12 @@ func poisoned(p *mamba2.Problem, what uint8, where uint16) (q *mamba2.Problem, r
 	case 3:
 		c.C[((u.b*L+t)*G+h%G)*N+int(where)%N] = v
 	}
-	return &c, func(b, t int) bool { return b == u.b && t >= u.t0 && t < u.t1 }, true
+	desc = fmt.Sprintf("%g in %s at row %d, step %d, head %d (its sequence: steps %d–%d)", v, poisonedInput[what%4], u.b, t, h, u.t0, u.t1-1)
+	return &c, func(b, t int) bool { return b == u.b && t >= u.t0 && t < u.t1 }, desc, true
 }
+
+// poisonedInput names poisoned's inputs by what % 4.
+var poisonedInput = [4]string{"x", "dt", "B", "C"}
 
 // FuzzMamba2Isolation: a non-finite input in one sequence of a packed row,
 // or in one row, leaves every other sequence's and row's result — y at
@@ -360,9 +367,7 @@ func FuzzMamba2Isolation(f *testing.F) {
 		f.Add(s.spec.bytes(), uint8(i), uint16(i*257))
 	}
 	f.Fuzz(func(t *testing.T, data []byte, what uint8, where uint16) {
-		if msg := isolationCheck(kernel, data, what, where); msg != "" {
-			t.Error(msg)
-		}
+		bridgetest.FuzzCheck(t, []any{data, what, where}, func() string { return isolationCheck(kernel, data, what, where) })
 	})
 }
 
@@ -371,7 +376,7 @@ func FuzzMamba2Isolation(f *testing.F) {
 // not, or where there is nothing to compare).
 func isolationCheck(k *bridge.SSD, data []byte, what uint8, where uint16) string {
 	p := decodePrefill(data, declaredChunks(k))
-	q, reach, ok := poisoned(p, what, where)
+	q, reach, desc, ok := poisoned(p, what, where)
 	if !ok || k.Supports(p) != "" {
 		return ""
 	}
@@ -387,8 +392,10 @@ func isolationCheck(k *bridge.SSD, data []byte, what uint8, where uint16) string
 	case err != nil:
 		return "" // refusing a non-finite input is the kernel's right
 	}
-	if msg := isolationBreach(p, clean, got, reach); msg != "" {
-		return fmt.Sprintf("prefill %s: a non-finite input (what %d, where %d) reached %s", p.Shape(), what, where, msg)
+	if msg, into := isolationBreach(p, clean, got, reach); msg != "" {
+		// tagged like a diagnosis, isolation:INPUT-to-SCOPE, so that a
+		// campaign can count a breach it has written up as known
+		return fmt.Sprintf("prefill %s: diagnosis [isolation:%s-to-%s] a non-finite input (%s) reached %s", p.Shape(), poisonedInput[what%4], into, desc, msg)
 	}
 	return ""
 }
@@ -396,19 +403,28 @@ func isolationCheck(k *bridge.SSD, data []byte, what uint8, where uint16) string
 // isolationBreach names the first result of a unit the poison may not
 // reach that is not finite or not within the error model of the clean
 // run's ("" when none): a kernel's arithmetic may round differently from
-// run to run, a leak does not stay within rounding.
-func isolationBreach(p *mamba2.Problem, clean, got *mamba2.Output, reach func(b, t int) bool) string {
+// run to run, a leak does not stay within rounding. into says whether it
+// is another sequence of the poisoned row or another row.
+func isolationBreach(p *mamba2.Problem, clean, got *mamba2.Output, reach func(b, t int) bool) (msg, into string) {
 	_, sc := mamba2.Prefill(p)
 	_, ratios, err := judge.CompareArrays(judge.PrefillArrays(p, got, clean, sc))
 	if err != nil {
-		return err.Error()
+		return err.Error(), "output"
+	}
+	scope := func(b int) string {
+		for t := 0; t < p.Seqlen; t++ {
+			if reach(b, t) {
+				return "sequence" // the poisoned row
+			}
+		}
+		return "row"
 	}
 	th := judge.Threshold(p.DType)
 	L, HP := p.Seqlen, p.Heads*p.Headdim
 	for i, r := range ratios["y"] {
 		b, t := i/(L*HP), i/HP%L
 		if !reach(b, t) && !(r <= th) {
-			return fmt.Sprintf("y[%d %d …] (%g, clean %g)", b, t, got.Y[i], clean.Y[i])
+			return fmt.Sprintf("y[%d %d …] (%g, clean %g)", b, t, got.Y[i], clean.Y[i]), scope(b)
 		}
 	}
 	hs := p.HeadStateLen()
@@ -427,12 +443,12 @@ func isolationBreach(p *mamba2.Problem, clean, got *mamba2.Output, reach func(b,
 			}
 			for j := k * hs; j < (k+1)*hs; j++ {
 				if !(states[j] <= th) {
-					return fmt.Sprintf("the state of sequence %d of row %d", si, b)
+					return fmt.Sprintf("the state of sequence %d of row %d", si, b), scope(b)
 				}
 			}
 		}
 	}
-	return ""
+	return "", ""
 }
 
 // FuzzMamba2Backward judges the bridged kernel's backward (ssd_bwd) of the
@@ -443,9 +459,7 @@ func FuzzMamba2Backward(f *testing.F) {
 		f.Add(s.spec.bytes())
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		if msg := backwardCheck(kernel, data); msg != "" {
-			t.Error(msg)
-		}
+		bridgetest.FuzzCheck(t, []any{data}, func() string { return backwardCheck(kernel, data) })
 	})
 }
 
@@ -470,7 +484,7 @@ func backwardCheck(k *bridge.SSD, data []byte) string {
 	case bridge.Unsupported(err):
 		return ""
 	case err != nil:
-		return fmt.Sprintf("ssd_bwd %s: %v", p.Shape(), err)
+		return fmt.Sprintf("ssd_bwd %s: diagnosis [raises] %v", p.Shape(), err)
 	}
 	v := judgedBackward(p, ct, out, g, prefillRunner(k, p))
 	if v.passed {

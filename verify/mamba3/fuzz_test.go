@@ -30,9 +30,7 @@ func FuzzMamba3Forward(f *testing.F) {
 		f.Add(s.data)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		if msg := forwardCheck(kernel, bridge.OpMamba3Forward, data); msg != "" {
-			t.Error(msg)
-		}
+		bridgetest.FuzzCheck(t, []any{data}, func() string { return forwardCheck(kernel, bridge.OpMamba3Forward, data) })
 	})
 }
 
@@ -44,9 +42,7 @@ func FuzzMamba3Step(f *testing.F) {
 		f.Add(s.data)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		if msg := forwardCheck(kernel, bridge.OpMamba3Step, data); msg != "" {
-			t.Error(msg)
-		}
+		bridgetest.FuzzCheck(t, []any{data}, func() string { return forwardCheck(kernel, bridge.OpMamba3Step, data) })
 	})
 }
 
@@ -58,9 +54,7 @@ func FuzzMamba3Isolation(f *testing.F) {
 		f.Add(s.data, uint8(i), uint16(i*257))
 	}
 	f.Fuzz(func(t *testing.T, data []byte, what uint8, where uint16) {
-		if msg := m3IsolationCheck(kernel, data, what, where); msg != "" {
-			t.Error(msg)
-		}
+		bridgetest.FuzzCheck(t, []any{data, what, where}, func() string { return m3IsolationCheck(kernel, data, what, where) })
 	})
 }
 
@@ -126,7 +120,7 @@ func m3IsolationCheck(k *bridge.Mamba3, data []byte, what uint8, where uint16) s
 	for i, r := range ratios["y"] {
 		rb, rt := i/(L*HP), i/HP%L
 		if (rb != b || rt < sq[1] || rt >= sq[2]) && !(r <= th) {
-			return fmt.Sprintf("%s %s: a non-finite input of sequence %d (what %d) reached y[%d %d …] (%g, clean %g)", op, mamba3Shape(p), si, what, rb, rt, y1[i], y0[i])
+			return fmt.Sprintf("%s %s: diagnosis [isolation:to-sequence] a non-finite input of sequence %d (what %d) reached y[%d %d …] (%g, clean %g)", op, mamba3Shape(p), si, what, rb, rt, y1[i], y0[i])
 		}
 	}
 	for _, name := range []string{"angle_state", "ssm_state", "k_state", "v_state"} {
@@ -134,7 +128,7 @@ func m3IsolationCheck(k *bridge.Mamba3, data []byte, what uint8, where uint16) s
 		per := len(rs) / len(seqs)
 		for i, r := range rs {
 			if i/per != si && !(r <= th) {
-				return fmt.Sprintf("%s %s: a non-finite input of sequence %d (what %d) reached the %s of sequence %d", op, mamba3Shape(p), si, what, name, i/per)
+				return fmt.Sprintf("%s %s: diagnosis [isolation:to-sequence] a non-finite input of sequence %d (what %d) reached the %s of sequence %d", op, mamba3Shape(p), si, what, name, i/per)
 			}
 		}
 	}
@@ -237,7 +231,7 @@ func forwardCheck(k *bridge.Mamba3, op string, data []byte) string {
 	case bridge.Unsupported(err):
 		return ""
 	case err != nil:
-		return fmt.Sprintf("%s %s: %v", op, mamba3Shape(p), err)
+		return fmt.Sprintf("%s %s: diagnosis [raises] %v", op, mamba3Shape(p), err)
 	}
 	want, wst := mamba3.Forward(p)
 	c, _, err := judge.CompareArrays(judge.Mamba3Arrays(p, y, want, st, wst, mamba3.ErrorScale(p)))
@@ -295,9 +289,7 @@ func FuzzMamba3Backward(f *testing.F) {
 		f.Add(s.data)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		if msg := m3BackwardCheck(kernel, data); msg != "" {
-			t.Error(msg)
-		}
+		bridgetest.FuzzCheck(t, []any{data}, func() string { return m3BackwardCheck(kernel, data) })
 	})
 }
 
@@ -327,7 +319,7 @@ func m3BackwardCheck(k *bridge.Mamba3, data []byte) string {
 	case bridge.Unsupported(err):
 		return ""
 	case err != nil:
-		return fmt.Sprintf("%s %s: %v", op, mamba3Shape(p), err)
+		return fmt.Sprintf("%s %s: diagnosis [raises] %v", op, mamba3Shape(p), err)
 	}
 	v := judgedBackward(k, p, ct, y, st, g)
 	switch {
