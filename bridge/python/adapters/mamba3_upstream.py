@@ -18,7 +18,7 @@ unpacks Input_States unconditionally). Head dimensions must be powers of two
 and the angle dimension even (the wrapper's asserts).
 """
 
-from ssmbridge import upstream
+from ssmbridge import Unsupported, upstream
 from ssmbridge.arrays import from_torch
 
 ARGS = {"checkout": "", "commit": "", "device": "cuda:0"}
@@ -65,7 +65,21 @@ def _t(arrays, name, required=True):
     return upstream.tensor(arrays, name, ARGS["device"], required)
 
 
+def _contract(arrays):
+    """The wrappers' asserts on the angle dimension, as a declared limit
+    (the suite draws any 0 … N/2): an odd width or one above half the q/k
+    head dimension is refused before the kernel asserts. Width 0 passes the
+    asserts and goes to the kernel (it fails to compile: a finding)."""
+    hqk, ha = arrays["Q"][1].shape[-1], arrays["Angles"][1].shape[-1]
+    if hqk % 2:
+        raise Unsupported(f"headdim_qk {hqk}: upstream's wrapper asserts an even q/k head dimension")
+    if ha % 2 or ha > hqk // 2:
+        raise Unsupported(f"headdim_angles {ha}: upstream's wrappers assert an even angle dimension of at most "
+                          f"headdim_qk // 2 = {hqk // 2}")
+
+
 def _call(op, arrays, params):
+    _contract(arrays)
     a = {n: _t(arrays, n) for n in ("Q", "K", "V", "ADT", "DT", "Trap", "Q_bias", "K_bias", "Angles")}
     D, Z = _t(arrays, "D", False), _t(arrays, "Z", False)
     st = tuple(_t(arrays, n, False) for n in ("state_angle", "state_ssm", "state_k", "state_v"))
@@ -86,6 +100,7 @@ def _backward(arrays, params):
     """The forward under autograd and its backward: a launch (for the timer)
     and the leaves whose .grad it fills."""
     import torch
+    _contract(arrays)
     leaf = lambda t: None if t is None else t.detach().clone().requires_grad_(True)
     a = {n: leaf(_t(arrays, n)) for n in _INPUTS}
     D, Z = leaf(_t(arrays, "D", False)), leaf(_t(arrays, "Z", False))
