@@ -66,22 +66,20 @@ func diagnoseSSDBackward(p *mamba2.Problem, ct *mamba2.Cotangent, out *mamba2.Ou
 		return report.Finding{Tag: strings.Join(append(tags, "bwd:missing"), "+"), Cause: strings.Join(append(causes, err.Error()), "; ")}
 	}
 	fwdTags := len(tags)
-	var without map[mamba2.Path]*mamba2.Grads
-	var lacking map[mamba2.Factor]*mamba2.Grads
+	cands := gradCandidates(p, ct, ref)
 	for _, a := range arrays {
 		ok, rs := ssdJudged([]judge.Array{a})
 		if ok {
+			// within the model, but on a wrong formula (HiddenRelation)
+			if c, ev, hidden := HiddenRelation(a, cands(a.Name)); hidden {
+				tags = append(tags, "bwd:"+a.Name+":"+c.Tag)
+				causes = append(causes, a.Name+" "+c.Cause+", "+ev)
+			}
 			continue
 		}
 		th := judge.Threshold(a.Computed)
 		where = append(where, failingCounts(rs, th, a.Name)...)
-		if without == nil {
-			without, lacking = mamba2.GradsWithout(p, ct), map[mamba2.Factor]*mamba2.Grads{}
-			for _, f := range mamba2.Factors() {
-				lacking[f] = mamba2.GradLacking(p, ct, f)
-			}
-		}
-		rel, ok := Relate(a, ssdCandidates(p, a.Name, ref, without, lacking), th)
+		rel, ok := Relate(a, cands(a.Name), th)
 		if !ok {
 			if tag, words := locateGradFailure(p, a.Name, rs[a.Name], th); tag != "" {
 				tags = append(tags, "bwd:"+a.Name+":in("+tag+")")
@@ -104,6 +102,50 @@ func diagnoseSSDBackward(p *mamba2.Problem, ct *mamba2.Cotangent, out *mamba2.Ou
 		causes = append(causes, "the gradients are right")
 	}
 	return report.Finding{Tag: strings.Join(tags, "+"), Cause: strings.Join(causes, "; "), Where: strings.Join(where, "; ")}
+}
+
+// gradCandidates returns the structural relations of each gradient
+// (ssdCandidates), the chain rule's variants computed once, at the first
+// call.
+func gradCandidates(p *mamba2.Problem, ct *mamba2.Cotangent, ref *mamba2.Grads) func(name string) []Candidate {
+	var without map[mamba2.Path]*mamba2.Grads
+	var lacking map[mamba2.Factor]*mamba2.Grads
+	return func(name string) []Candidate {
+		if without == nil {
+			without, lacking = mamba2.GradsWithout(p, ct), map[mamba2.Factor]*mamba2.Grads{}
+			for _, f := range mamba2.Factors() {
+				lacking[f] = mamba2.GradLacking(p, ct, f)
+			}
+		}
+		return ssdCandidates(p, name, ref, without, lacking)
+	}
+}
+
+// SSDBackwardHidden looks, in a backward whose forward and gradients pass
+// their judgement, for a gradient that follows a structural relation to
+// the reference all the same (HiddenRelation: a slip the normwise model's
+// bound is too wide to see, in 16-bit types above all). It returns the
+// finding ("bwd:dA:lacks(Δ)", the evidence in its cause), or a Finding
+// with no Tag where none does.
+func SSDBackwardHidden(p *mamba2.Problem, ct *mamba2.Cotangent, g *mamba2.Grads) (f report.Finding) {
+	defer contained(&f, "diagnose.SSDBackwardHidden", p.Shape)
+	ref := mamba2.Grad(p, ct)
+	arrays, err := judge.Mamba2GradArrays(p, g, ref, mamba2.GradErrorScale(p, ct))
+	if err != nil {
+		return report.Finding{}
+	}
+	cands := gradCandidates(p, ct, ref)
+	var tags, causes []string
+	for _, a := range arrays {
+		if c, ev, ok := HiddenRelation(a, cands(a.Name)); ok {
+			tags = append(tags, "bwd:"+a.Name+":"+c.Tag)
+			causes = append(causes, a.Name+" "+c.Cause+", "+ev)
+		}
+	}
+	if len(tags) == 0 {
+		return report.Finding{}
+	}
+	return report.Finding{Tag: strings.Join(tags, "+"), Cause: strings.Join(causes, "; "), Where: p.Shape()}
 }
 
 // forwardUnder diagnoses the wrong forward a backward ran (want and sc the

@@ -72,6 +72,11 @@ var backwardCases = []struct {
 	// a group per head: more than two groups, so that a head's group
 	// index gone wrong reads another's B and C
 	{"group_per_head", func(o *mamba2.Options) { o.Groups = o.Heads }, false, false},
+	// D per channel without the gate: a kernel may take dD from another
+	// kernel when z is given (upstream's dz kernel) and from its dx kernel
+	// without, so each is judged (a mutant of the dx kernel's per-channel
+	// dD survived D_per_channel+z alone)
+	{"D_per_channel", func(o *mamba2.Options) { o.D, o.DPerChannel = true, true }, false, false},
 }
 
 // backwardProblem returns case c's problem in dt and its cotangent (the
@@ -108,7 +113,8 @@ type backwardVerdict struct {
 // forward it ran and every gradient against the float64 adjoint
 // (mamba2.Grad) with the gradients' error model (mamba2.GradErrorScale),
 // a failure diagnosed by diagnose.SSDBackward with run (the kernel's
-// prefill; nil: none). The one judgement of the backward's tests, its fuzz
+// prefill; nil: none); a pass is failed where a gradient follows a
+// structural relation within the model (diagnose.SSDBackwardHidden). The one judgement of the backward's tests, its fuzz
 // target and the planted Triton mutants.
 func judgedBackward(p *mamba2.Problem, ct *mamba2.Cotangent, out *mamba2.Output, g *mamba2.Grads, run diagnose.SSDRunner) backwardVerdict {
 	v := backwardVerdict{out: out, g: g, judged: true, ratio: math.Inf(1)}
@@ -140,6 +146,12 @@ func judgedBackward(p *mamba2.Problem, ct *mamba2.Cotangent, out *mamba2.Output,
 	v.ratio, v.passed = v.worst.Ratio, fwdOK && gradOK
 	if !v.passed {
 		v.finding = diagnose.SSDBackward(p, ct, out, g, run)
+		return v
+	}
+	// within the model, a gradient may still follow a wrong formula the
+	// normwise bound is too wide to see
+	if f := diagnose.SSDBackwardHidden(p, ct, g); f.Tag != "" {
+		v.passed, v.finding = false, f
 	}
 	return v
 }
