@@ -278,6 +278,11 @@ func runBridgedGenerated(family string, from, n int, seed uint64, jobs int, suit
 		cands, what = c, " "+src.file
 	}
 	ms := sampleFrom(cands, nil, from, n, seed)
+	if *only != "" {
+		// -only: the sample's mutants of these IDs alone (a part of a
+		// population judged again, say after the suite has grown)
+		ms = slices.DeleteFunc(ms, func(g Generated) bool { return !selected(g.ID) })
+	}
 	fmt.Printf("generated: %d candidate mutations of%s; sampling %d with seed %d (from the seeded order's %d on); each judged by the suite verify/%s%s\n", len(cands), what, len(ms), seed, from, suiteOf(family), strings.Join(append([]string{""}, suiteRun(family)...), " "))
 	dir, _ := filepath.Abs(filepath.Join(*out, "generated-"+family))
 	if err := os.MkdirAll(dir, 0o755); err != nil {

@@ -251,7 +251,7 @@ var (
 	arch      = flag.String("arch", "90", "-cuda: the compute capability to build for")
 	bin       = flag.String("bin", "", "a folder of prebuilt test binaries <pkg>.test to run instead of go test (scripts/gpu.sh build)")
 	out       = flag.String("out", "out", "folder for mutants.json and the logs")
-	only      = flag.String("only", "", "comma-separated mutant numbers to run (default: all)")
+	only      = flag.String("only", "", "comma-separated mutant numbers to run (default: all; -bridged -generate: the IDs of the sample's generated mutants)")
 	matrix    = flag.Bool("matrix", false, "run every test against every mutant, for the whole kill matrix (default: stop at a mutant's first failing test)")
 	jobs      = flag.Int("j", 0, "accuracy mutants judged at once (0: one per CPU for the CPU build, 1 with -cuda)")
 	gen       = flag.Int("generate", 0, "judge a sample of this many generated mutants (mutation operators applied mechanically to the CPU build's sources) instead of the catalogue")
