@@ -200,8 +200,14 @@ func Decode(s *Step) (*StepOutput, *StepScale) {
 				bias = s.DtBias[h]
 			}
 			d := Delta(s.Dt[b*H+h], bias, s.Softplus, lo, hi)
+			// log(e^v + 1) in float32 errs by up to 2u absolute (the sum's
+			// rounding and e^v's), not relative to Δ: a kernel with that
+			// softplus may differ from naiveDelta's float32 by an ulp of
+			// e^v + 1, which the state's and y's scales carry (kd·u of Δ)
+			kd := 0.0
 			if s.naiveSoftplus && s.Softplus {
 				d = naiveDelta(s.Dt[b*H+h], bias, lo, hi)
+				kd = 2
 			}
 			a := math.Exp(d * s.A[h])
 			// the decay's exponent Δ·A errs relative to itself (Δ's softplus
@@ -219,10 +225,16 @@ func Decode(s *Step) (*StepOutput, *StepScale) {
 					v := a*old + bx
 					out.State[k] = v
 					sc.State[k] = ka*math.Abs(a*old) + 3*math.Abs(bx)
+					if kd > 0 && d > 0 {
+						sc.State[k] += kd * (math.Abs(s.A[h]*a*old) + math.Abs(bx)/d)
+					}
 					sc.TinyState[k] = 2
 					cn := s.C[(b*G+g)*N+n]
 					y += cn * v
 					mag += math.Abs(cn) * ((float64(N+2)+ka)*math.Abs(a*old) + float64(N+4)*math.Abs(bx))
+					if kd > 0 && d > 0 {
+						mag += math.Abs(cn) * kd * (math.Abs(s.A[h]*a*old) + math.Abs(bx)/d)
+					}
 				}
 				y, mag = skipAndGate(y, mag, x, s.D, s.Z, h, i)
 				out.Y[i], sc.Y[i], sc.TinyY[i] = y, mag, float64(N+3)

@@ -4,6 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 
 	"ssmverify/bridge"
@@ -212,4 +216,28 @@ func stepIsolationCheck(k *bridge.SSD, data []byte, what uint8, where uint16) st
 		}
 	}
 	return ""
+}
+
+// TestMamba2StepFuzzFindingNamed replays what the H200 campaign found in
+// upstream's selective_state_update (testdata/fuzz/FuzzMamba2Step/
+// dstate-130-one-slot-of-four: ratio 25.8, 251 of 66560 state elements,
+// diagnosed "none" then) against the numpy path with the softplus of
+// log(e^v + 1) planted: the same failure (252 elements), which the
+// diagnosis must name now that the slip's reference allows the ulp of
+// e^v + 1 it may round by.
+func TestMamba2StepFuzzFindingNamed(t *testing.T) {
+	track(t)
+	b, err := os.ReadFile(filepath.Join("testdata", "fuzz", "FuzzMamba2Step", "dstate-130-one-slot-of-four"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, ok := strings.CutPrefix(string(b), "go test fuzz v1\n[]byte(")
+	raw, err := strconv.Unquote(strings.TrimSuffix(strings.TrimSpace(data), ")"))
+	if !ok || err != nil {
+		t.Fatalf("the corpus file: %q (%v)", b, err)
+	}
+	s := decodeStep([]byte(raw))
+	if ok, _, f, ratio := stepJudge(slipKernel(t, "softplus-log-exp"), s); ok || f.Tag != "dt:softplus-log-exp" {
+		t.Errorf("step %s with softplus log(e^v + 1): passed %v, ratio %.3g, diagnosis [%s], want dt:softplus-log-exp", stepShape(s), ok, ratio, f.Tag)
+	}
 }
