@@ -46,14 +46,19 @@ func diagnoseMamba3Backward(p *mamba3.Problem, ct *mamba3.Cotangent, y []float64
 	var without map[mamba3.Path]*mamba3.Grads
 	for _, a := range arrays {
 		ok, rs := ssdJudged([]judge.Array{a})
-		if ok {
-			continue
-		}
-		where = append(where, failingCounts(rs, th, a.Name)...)
 		if without == nil {
 			without = mamba3.GradsWithout(p, ct)
 		}
 		cands := mamba3Candidates(p, a.Name, ref, without)
+		if ok {
+			// within the model, but on a wrong formula (HiddenRelation)
+			if c, ev, hidden := HiddenRelation(a, cands); hidden {
+				tags = append(tags, "bwd:"+a.Name+":"+c.Tag)
+				causes = append(causes, a.Name+" "+c.Cause+", "+ev)
+			}
+			continue
+		}
+		where = append(where, failingCounts(rs, th, a.Name)...)
 		rel, ok := Relate(a, cands, th)
 		if !ok {
 			tags = append(tags, "bwd:"+a.Name+":none")
@@ -67,6 +72,32 @@ func diagnoseMamba3Backward(p *mamba3.Problem, ct *mamba3.Cotangent, y []float64
 		return report.Finding{Cause: "the failure did not reproduce on this problem"}
 	}
 	return report.Finding{Tag: strings.Join(tags, "+"), Cause: strings.Join(causes, "; "), Where: strings.Join(where, "; ")}
+}
+
+// Mamba3BackwardHidden looks, in a Mamba-3 backward whose forward and
+// gradients pass their judgement, for a gradient that follows a structural
+// relation to the reference all the same (HiddenRelation), as
+// SSDBackwardHidden does for Mamba-2's; a Finding with no Tag where none
+// does.
+func Mamba3BackwardHidden(p *mamba3.Problem, ct *mamba3.Cotangent, g *mamba3.Grads) (f report.Finding) {
+	defer contained(&f, "diagnose.Mamba3BackwardHidden", func() string { return mamba3Shape(p) })
+	ref := mamba3.Grad(p, ct)
+	arrays, err := judge.Mamba3GradArrays(p, g, ref, mamba3.GradErrorScale(p, ct))
+	if err != nil {
+		return report.Finding{}
+	}
+	without := mamba3.GradsWithout(p, ct)
+	var tags, causes []string
+	for _, a := range arrays {
+		if c, ev, ok := HiddenRelation(a, mamba3Candidates(p, a.Name, ref, without)); ok {
+			tags = append(tags, "bwd:"+a.Name+":"+c.Tag)
+			causes = append(causes, a.Name+" "+c.Cause+", "+ev)
+		}
+	}
+	if len(tags) == 0 {
+		return report.Finding{}
+	}
+	return report.Finding{Tag: strings.Join(tags, "+"), Cause: strings.Join(causes, "; "), Where: mamba3Shape(p)}
 }
 
 // A Candidate is what a gradient would be under one relation to the

@@ -116,6 +116,11 @@ func judgedBackward(k *bridge.Mamba3, p *mamba3.Problem, ct *mamba3.Cotangent, y
 		v.worst = gc.Worst
 	}
 	if v.passed() {
+		// within the model, a gradient may still follow a wrong formula
+		// the normwise bound is too wide to see
+		if f := diagnose.Mamba3BackwardHidden(p, ct, g); f.Tag != "" {
+			v.gradOK, v.finding = false, f
+		}
 		return v
 	}
 	var run diagnose.Mamba3Runner
