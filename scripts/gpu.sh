@@ -548,6 +548,11 @@ fuzz_bridged() {
 				rm -f "verify/$fam/$f" # out of the replayed corpus, so that the campaign goes on
 			done
 			[ $rc -ne 0 ] || break # the time is up
+			if [ $hit -eq 0 ] && grep -q 'context deadline exceeded' "$log"; then
+				# the time ran out before the corpus' baseline coverage was in
+				echo "fuzz: $target: the time ran out while the fuzzer was still running the corpus (slow first calls; a longer TIME)"
+				break
+			fi
 			[ $hit -eq 1 ] || { found=$((found + 1)); echo "fuzz: $target stopped on no input: $(grep -m1 -A2 -- '--- FAIL' "$log" | tail -1)"; break; }
 			# one without a cause to name (a breach, a crash, "none", an
 			# exception) cannot be told from the next: the coverage cache

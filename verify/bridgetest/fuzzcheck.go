@@ -9,7 +9,6 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -31,9 +30,9 @@ import (
 // finding — its input written as a corpus file (replayable with go test
 // -run=TARGET/ID once copied into testdata/fuzz/TARGET) and its message
 // beside it, in the folder SSMK_FUZZ_LATE_DIR names (or on standard
-// error). While a late check runs, inputs are skipped at once: the
-// kernel's worker is busy, and the compilation it finishes makes the next
-// input of that shape quick. Outside a fuzz worker (the corpus replayed by
+// error). While a late check runs, an input waits for it up to half its
+// deadline and is skipped past that (the kernel's worker is busy; the
+// compilation it finishes makes the next input of that shape quick). Outside a fuzz worker (the corpus replayed by
 // go test) a check runs to its end.
 const (
 	EnvFuzzDeadline = "SSMK_FUZZ_DEADLINE"
@@ -41,8 +40,9 @@ const (
 	FuzzDeadline    = 8 * time.Second
 )
 
-// lateBusy is set while a check that outlived its deadline runs.
-var lateBusy atomic.Bool
+// kernelBusy is held while a check runs, its own or, past its deadline,
+// in the background: one check at a time reaches the kernel's worker.
+var kernelBusy = make(chan struct{}, 1)
 
 // inFuzzWorker reports whether this process is one of Go's fuzz workers.
 func inFuzzWorker() bool {
@@ -101,20 +101,23 @@ func fuzzCheckWithin(t testing.TB, deadline time.Duration, args []any, check fun
 		}
 		return
 	}
-	if !lateBusy.CompareAndSwap(false, true) {
+	start := time.Now()
+	select {
+	case kernelBusy <- struct{}{}:
+	case <-time.After(deadline / 2):
 		t.Skip("the kernel is still judging an earlier input that outlived its deadline")
 	}
 	done := make(chan string, 1)
 	go func() { done <- run() }()
 	select {
 	case msg := <-done:
-		lateBusy.Store(false)
+		<-kernelBusy
 		if msg != "" {
 			FuzzFailure(t, msg)
 		}
-	case <-time.After(deadline):
+	case <-time.After(deadline - time.Since(start)):
 		go func() {
-			defer lateBusy.Store(false)
+			defer func() { <-kernelBusy }()
 			msg := <-done
 			if msg == "" {
 				return

@@ -10,14 +10,19 @@ the model a decode chain is judged by); the backward of the prefill
 ("ssd_bwd": the recurrence's adjoint written out by hand, independent of the
 suite's Go adjoint, in the compute type); slip=NAME plants one of the chunked
 algebra's known bugs, for the suite's own tests of its diagnosis (the names
-starting "bwd-" are slips of the backward).
+starting "bwd-" are slips of the backward); compile=SECONDS makes the first
+call of each operation and shape sleep that long, as a kernel that compiles on
+first use does (the fuzz harness' own test of its deadline).
 """
+import time
+
 import numpy as np
 
 from ssmbridge import Unsupported, set_args
 from ssmbridge.arrays import compute_dtype, from_float, get, to_float
 
-ARGS = {"mode": "chunked", "slip": ""}
+ARGS = {"mode": "chunked", "slip": "", "compile": "0"}
+_COMPILED = set()
 SLIPS = ("drop-init", "no-reset", "group-repeat", "no-dt-limit", "state-bf16", "no-bias-decode", "softplus-log-exp", "seq-states-no-init",
          "padding-written", "last-state-stale", "bwd-da-no-delta", "bwd-dx-no-skip", "bwd-dinit-undecayed",
          "nonfinite-leak")
@@ -29,6 +34,23 @@ def open(args):
         raise SystemExit(f"numpy_ssd: mode={ARGS['mode']!r}, want chunked or sequential")
     if ARGS["slip"] and ARGS["slip"] not in SLIPS:
         raise SystemExit(f"numpy_ssd: slip={ARGS['slip']!r}, want one of {SLIPS}")
+    try:
+        ok = float(ARGS["compile"]) >= 0
+    except ValueError:
+        ok = False
+    if not ok:
+        raise SystemExit(f"numpy_ssd: compile={ARGS['compile']!r}, want seconds >= 0")
+
+
+def _first_use(op, arrays):
+    """compile=SECONDS: the first call of op on these shapes and types sleeps."""
+    delay = float(ARGS["compile"])
+    if delay <= 0:
+        return
+    key = (op,) + tuple(sorted((n, t, np.shape(v)) for n, (t, v) in arrays.items()))
+    if key not in _COMPILED:
+        _COMPILED.add(key)
+        time.sleep(delay)
 
 
 def describe():
@@ -99,6 +121,7 @@ def _prefill_inputs(arrays, params):
 
 
 def ssd_prefill(arrays, params):
+    _first_use("ssd_prefill", arrays)
     tag, ct, stag, x, dt, A, B, C, D, z, bias, init = _prefill_inputs(arrays, params)
     b, L, H, P = x.shape
     G, N = B.shape[2], B.shape[3]
@@ -217,6 +240,7 @@ def ssd_bwd(arrays, params):
     is ĥ_t = ĥ_{t+1} a_{t+1} + dy'_t ⊗ C_t (dy' the cotangent through the gate), so dC_t = Σ_p dy'_t h_t,
     dB_t = Σ_p ĥ_t Δ_t x_t, dx_t = Σ_n ĥ_t Δ_t B_t (+ D dy'_t), dΔ_t = Σ ĥ_t (x_t B_t + A a_t h_{t-1}) and
     dA = Σ_t Σ ĥ_t Δ_t a_t h_{t-1}; dt's and dt_bias' are dΔ times the softplus' and the clamp's derivative."""
+    _first_use("ssd_bwd", arrays)
     tag, ct, stag, x, dt, A, B, C, D, z, bias, init = _prefill_inputs(arrays, params)
     dy = get(arrays, "dy", ct)
     dfin, dseq = get(arrays, "d_final_states", ct, False), get(arrays, "d_seq_states", ct, False)
@@ -302,6 +326,7 @@ def ssd_bwd(arrays, params):
 
 
 def ssd_step(arrays, params):
+    _first_use("ssd_step", arrays)
     tag = arrays["x"][0]
     ct = compute_dtype(tag)
     stag, state = arrays["state"][0], get(arrays, "state", ct)
