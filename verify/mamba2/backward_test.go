@@ -77,6 +77,12 @@ var backwardCases = []struct {
 	// without, so each is judged (a mutant of the dx kernel's per-channel
 	// dD survived D_per_channel+z alone)
 	{"D_per_channel", func(o *mamba2.Options) { o.D, o.DPerChannel = true, true }, false, false},
+	// more chunks times heads than SMs (2 rows · 8 chunks · 12 heads): upstream's
+	// _chunk_state_bwd_db gives each program ⌈batch·chunks·heads / SMs⌉
+	// heads of a group (2 here on GPUs of fewer than 192 SMs, an H200's
+	// 132), so that a group of 3 heads ends in a partial share — the bound
+	// of that loop, which no smaller problem reaches
+	{"512_steps_3_heads_per_group", func(o *mamba2.Options) { o.Seqlen, o.Heads, o.Groups = 512, 12, 4 }, false, false},
 }
 
 // backwardProblem returns case c's problem in dt and its cotangent (the
