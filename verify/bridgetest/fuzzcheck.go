@@ -75,7 +75,9 @@ func parseDeadline(v string) (time.Duration, error) {
 // ("" where the input passes), reported through FuzzFailure; a panic of
 // the suite's own code is the input's failure with its stack (the suite
 // must not panic on anything a kernel returns). args are the fuzz
-// function's arguments after t, for a late finding's corpus file.
+// function's arguments after t, for a late finding's corpus file. check
+// may run after the fuzz function has returned, and Go's fuzzing reuses
+// an input's buffer for the next: the fuzz function passes copies.
 func FuzzCheck(t testing.TB, args []any, check func() string) {
 	t.Helper()
 	deadline, err := fuzzDeadline()

@@ -1,6 +1,7 @@
 package mamba2
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math"
@@ -138,6 +139,7 @@ func FuzzMamba2Step(f *testing.F) {
 		f.Add(s.spec.bytes())
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
+		data = bytes.Clone(data) // FuzzCheck may judge it after this returns, and Go reuses the buffer
 		bridgetest.FuzzCheck(t, []any{data}, func() string {
 			s := decodeStep(data)
 			if ok, _, fd, ratio := stepJudge(kernel, s); !ok {
@@ -156,6 +158,7 @@ func FuzzMamba2StepIsolation(f *testing.F) {
 		f.Add(s.spec.bytes(), uint8(i), uint16(i*257))
 	}
 	f.Fuzz(func(t *testing.T, data []byte, what uint8, where uint16) {
+		data = bytes.Clone(data) // FuzzCheck may judge it after this returns, and Go reuses the buffer
 		bridgetest.FuzzCheck(t, []any{data, what, where}, func() string { return stepIsolationCheck(kernel, data, what, where) })
 	})
 }

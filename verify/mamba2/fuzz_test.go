@@ -1,6 +1,7 @@
 package mamba2
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math"
@@ -176,6 +177,7 @@ func FuzzMamba2Prefill(f *testing.F) {
 		f.Add(s.spec.bytes())
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
+		data = bytes.Clone(data) // FuzzCheck may judge it after this returns, and Go reuses the buffer
 		bridgetest.FuzzCheck(t, []any{data}, func() string {
 			p := decodePrefill(data, declaredChunks(kernel))
 			if ok, _, fd, ratio := fuzzJudge(kernel, p); !ok {
@@ -367,6 +369,7 @@ func FuzzMamba2Isolation(f *testing.F) {
 		f.Add(s.spec.bytes(), uint8(i), uint16(i*257))
 	}
 	f.Fuzz(func(t *testing.T, data []byte, what uint8, where uint16) {
+		data = bytes.Clone(data) // FuzzCheck may judge it after this returns, and Go reuses the buffer
 		bridgetest.FuzzCheck(t, []any{data, what, where}, func() string { return isolationCheck(kernel, data, what, where) })
 	})
 }
@@ -459,6 +462,7 @@ func FuzzMamba2Backward(f *testing.F) {
 		f.Add(s.spec.bytes())
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
+		data = bytes.Clone(data) // FuzzCheck may judge it after this returns, and Go reuses the buffer
 		bridgetest.FuzzCheck(t, []any{data}, func() string { return backwardCheck(kernel, data) })
 	})
 }

@@ -1,6 +1,7 @@
 package mamba3
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math"
@@ -30,6 +31,7 @@ func FuzzMamba3Forward(f *testing.F) {
 		f.Add(s.data)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
+		data = bytes.Clone(data) // FuzzCheck may judge it after this returns, and Go reuses the buffer
 		bridgetest.FuzzCheck(t, []any{data}, func() string { return forwardCheck(kernel, bridge.OpMamba3Forward, data) })
 	})
 }
@@ -42,6 +44,7 @@ func FuzzMamba3Step(f *testing.F) {
 		f.Add(s.data)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
+		data = bytes.Clone(data) // FuzzCheck may judge it after this returns, and Go reuses the buffer
 		bridgetest.FuzzCheck(t, []any{data}, func() string { return forwardCheck(kernel, bridge.OpMamba3Step, data) })
 	})
 }
@@ -54,6 +57,7 @@ func FuzzMamba3Isolation(f *testing.F) {
 		f.Add(s.data, uint8(i), uint16(i*257))
 	}
 	f.Fuzz(func(t *testing.T, data []byte, what uint8, where uint16) {
+		data = bytes.Clone(data) // FuzzCheck may judge it after this returns, and Go reuses the buffer
 		bridgetest.FuzzCheck(t, []any{data, what, where}, func() string { return m3IsolationCheck(kernel, data, what, where) })
 	})
 }
@@ -289,6 +293,7 @@ func FuzzMamba3Backward(f *testing.F) {
 		f.Add(s.data)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
+		data = bytes.Clone(data) // FuzzCheck may judge it after this returns, and Go reuses the buffer
 		bridgetest.FuzzCheck(t, []any{data}, func() string { return m3BackwardCheck(kernel, data) })
 	})
 }
