@@ -62,6 +62,15 @@
 #                                   the suite of verify/mamba2, then the planted
 #                                   Triton mutants (MAMBA2_MUTANTS=0 leaves them
 #                                   out); $OUT/mamba2/summary.txt, a table last
+#   scripts/gpu.sh mamba2-backward CHECKOUT [COMMIT]
+#                                   there: upstream's Mamba-2 backward
+#                                   (mamba_chunk_scan_combined under autograd),
+#                                   verify/mamba2's backward tests in four
+#                                   processes at once (float32, bf16 with
+#                                   float32 states, the other pairs, the
+#                                   properties): Triton's first compilations
+#                                   take minutes, in parallel they fit one
+#                                   10-minute lease; $OUT/mamba2-backward-*/
 #   scripts/gpu.sh mamba3 CHECKOUT [COMMIT]
 #                                   there: upstream's Mamba-3 SISO kernels
 #                                   (mamba3_siso_combined, mamba3_siso_step)
@@ -469,6 +478,48 @@ bridged() {
 	[ $rc -eq 0 ] && [ $mrc -eq 0 ]
 }
 
+# mamba2_backward CHECKOUT [COMMIT]: the backward's tests of verify/mamba2
+# against upstream's kernels, split four ways and run at once; each part's
+# summary, then a table.
+mamba2_backward() {
+	[ $# -ge 1 ] && [ -d "$1/mamba_ssm" ] || { echo "usage: scripts/gpu.sh mamba2-backward CHECKOUT [COMMIT] (CHECKOUT holds mamba_ssm)"; exit 2; }
+	[ -x carry/mamba2.test ] || { echo "gpu.sh: no carry/mamba2.test (run scripts/gpu.sh build bridged first)"; exit 1; }
+	local src out commit t0=$SECONDS
+	src=$(cd "$1" && pwd)
+	commit=${2:-$(checkout_commit "$src")}
+	out=${OUT:-out/gpu}
+	mkdir -p "$out" && out=$(cd "$out" && pwd)
+	nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+	export SSMK_BRIDGE="mamba2_upstream checkout=$src commit=$commit"
+	local parts=(fp32 bf16 other-pairs properties)
+	local runs=("TestMamba2Backward\$/^fp32\$/" "TestMamba2Backward\$/^bf16\$/^state-fp32\$/"
+		"TestMamba2Backward\$/^(bf16|fp16|fp64)\$/" "TestMamba2Backward(SeqStates|PackedEqualsAlone|SplitChained|Repeatable|Padding)\$")
+	local skips=("" "" "TestMamba2Backward\$/^bf16\$/^state-fp32\$" "")
+	local i pids=()
+	for i in 0 1 2 3; do
+		(cd verify/mamba2 && s=$SECONDS && ../../carry/mamba2.test -test.v -test.timeout=0 -test.run "${runs[$i]}" ${skips[$i]:+-test.skip "${skips[$i]}"} \
+			-report "$out/mamba2-backward-${parts[$i]}" >"$out/mamba2-backward-${parts[$i]}.log" 2>&1
+			echo "$? $((SECONDS - s))" >"$out/mamba2-backward-${parts[$i]}.rc") &
+		pids+=($!)
+	done
+	wait "${pids[@]}"
+	local fail=0 rows=()
+	for i in 0 1 2 3; do
+		local name=mamba2-backward-${parts[$i]} rc secs
+		read -r rc secs <"$out/$name.rc"
+		[ "$rc" -eq 0 ] || fail=1
+		echo "== $name"
+		sed -n '1,/^$/p;/^failed tests/,$p' "$out/$name/summary.txt" 2>/dev/null | head -30 || tail -20 "$out/$name.log"
+		rows+=("$(printf '%-32s %-4s %4d %4d %4d %6ds' "$name" "$([ "$rc" -eq 0 ] && echo ok || echo FAIL)" \
+			"$(grep -cE '^\s+--- PASS' "$out/$name.log")" "$(grep -cE '^\s+--- FAIL' "$out/$name.log")" "$(grep -cE '^\s+--- SKIP' "$out/$name.log")" "$secs")")
+	done
+	echo
+	printf '%-32s %-4s %4s %4s %4s %7s\n' part rc pass fail skip time
+	printf '%s\n' "${rows[@]}"
+	echo "mamba2-backward: $((SECONDS - t0)) s; logs and reports in $out"
+	return $fail
+}
+
 # generated FAMILY CHECKOUT N [FROM]: the generated Triton population
 # (mamba2-backward: the backward's kernels, judged by the Mamba-2 suite's
 # backward tests; SUITE_RUN narrows the selection, e.g. to two dtype pairs).
@@ -612,6 +663,7 @@ build) shift; build "$@" ;;
 report) shift; report "$@" ;;
 adapter) shift; adapter "$@" ;;
 mamba2) shift; bridged mamba2 mamba_ssm/ops/triton "$@" ;;
+mamba2-backward) shift; mamba2_backward "$@" ;;
 mamba3) shift; bridged mamba3 mamba_ssm/ops/triton/mamba3 "$@" ;;
 ggml) shift; ggml "$@" ;;
 gate) shift; gate "$@" ;;
