@@ -19,6 +19,9 @@
 //     own final state equals one pass;
 //   - TestMamba2DecodeAfterPrefill: decode steps from a prefill's final
 //     state equal the prefill of the longer sequence;
+//   - TestMamba2DecodeDrift: 10⁴ decode steps chained from a prefill's
+//     state equal the longer prefill in each state type, the worst ratio
+//     by windows of steps reported (drift before it fails);
 //   - TestMamba2PackedEqualsAlone: a packed row equals each sequence alone;
 //   - TestMamba2ErrorGrowth: the error's growth with position for each
 //     state type, prefill and a chain of decode steps (a table in the

@@ -350,6 +350,8 @@ def ssd_step(arrays, params):
             continue
         a = np.exp(d[bb] * A).astype(ct)
         s = a[:, None, None] * state[slot] + d[bb][:, None, None] * x[bb][:, :, None] * B[bb, g][:, None, :]
+        if ARGS["slip"] == "state-bf16":
+            s = to_float("bf16", from_float("bf16", s)).astype(ct)
         yy = np.einsum("hpn,hn->hp", s.astype(ct), C[bb, g])
         if ARGS["slip"] != "last-state-stale":
             state[slot] = s
