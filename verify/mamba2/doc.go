@@ -22,6 +22,8 @@
 //   - TestMamba2DecodeDrift: 10⁴ decode steps chained from a prefill's
 //     state equal the longer prefill in each state type, the worst ratio
 //     by windows of steps reported (drift before it fails);
+//   - TestMamba2DecodeUntouchedSlots: a decode step leaves every slot
+//     no row names (a padding row's null slot included) bit for bit;
 //   - TestMamba2PackedEqualsAlone: a packed row equals each sequence alone;
 //   - TestMamba2ErrorGrowth: the error's growth with position for each
 //     state type, prefill and a chain of decode steps (a table in the
