@@ -294,22 +294,9 @@ func updated(s *mamba2.Step, state []float64) []float64 {
 }
 
 func untouchedWritten(s *mamba2.Step, got *mamba2.StepOutput) string {
-	per := s.Heads * s.Headdim * s.Dstate
-	used := map[int]bool{}
-	for b := 0; b < s.Batch; b++ {
-		used[s.Slot(b)] = true
-	}
 	var slots []string
-	for slot := 0; slot < s.Slots; slot++ {
-		if used[slot] {
-			continue
-		}
-		for i := slot * per; i < (slot+1)*per; i++ {
-			if got.State[i] != s.State[i] && !(math.IsNaN(got.State[i]) && math.IsNaN(s.State[i])) {
-				slots = append(slots, fmt.Sprint(slot))
-				break
-			}
-		}
+	for _, slot := range s.ChangedUntouched(got.State) {
+		slots = append(slots, fmt.Sprint(slot))
 	}
 	if len(slots) == 0 {
 		return ""

@@ -277,6 +277,30 @@ func (s *Step) Slot(b int) int {
 	return max(s.Indices[b], -1)
 }
 
+// ChangedUntouched returns the slots of s's pool that no row names whose
+// state in state (the step's result, laid out as s.State) differs from
+// s.State in any bit (a NaN kept is no change): a step must leave them.
+func (s *Step) ChangedUntouched(state []float64) []int {
+	per := s.Heads * s.Headdim * s.Dstate
+	named := map[int]bool{}
+	for b := 0; b < s.Batch; b++ {
+		named[s.Slot(b)] = true
+	}
+	var changed []int
+	for slot := 0; slot < s.Slots && (slot+1)*per <= min(len(state), len(s.State)); slot++ {
+		if named[slot] {
+			continue
+		}
+		for i := slot * per; i < (slot+1)*per; i++ {
+			if state[i] != s.State[i] && !(math.IsNaN(state[i]) && math.IsNaN(s.State[i])) {
+				changed = append(changed, slot)
+				break
+			}
+		}
+	}
+	return changed
+}
+
 // Rounded returns a copy of s rounded as Problem.Rounded rounds.
 func (s *Step) Rounded() *Step {
 	q := *s
