@@ -1,6 +1,7 @@
 package bridgetest
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"flag"
 	"fmt"
@@ -74,11 +75,26 @@ func parseDeadline(v string) (time.Duration, error) {
 // FuzzCheck judges one fuzz input: check returns the failure's message
 // ("" where the input passes), reported through FuzzFailure; a panic of
 // the suite's own code is the input's failure with its stack (the suite
-// must not panic on anything a kernel returns). args are the fuzz
-// function's arguments after t, for a late finding's corpus file. check
-// may run after the fuzz function has returned, and Go's fuzzing reuses
-// an input's buffer for the next: the fuzz function passes copies.
-func FuzzCheck(t testing.TB, args []any, check func() string) {
+// must not panic on anything a kernel returns). check is given its own
+// copy of data: it may run after the fuzz function has returned, and Go's
+// fuzzing reuses an input's buffer for the next input.
+func FuzzCheck(t testing.TB, data []byte, check func(data []byte) string) {
+	t.Helper()
+	data = bytes.Clone(data)
+	fuzzCheck(t, []any{data}, func() string { return check(data) })
+}
+
+// FuzzPoisonCheck is FuzzCheck for the isolation targets' inputs: the
+// problem's bytes, what to poison and where.
+func FuzzPoisonCheck(t testing.TB, data []byte, what uint8, where uint16, check func(data []byte, what uint8, where uint16) string) {
+	t.Helper()
+	data = bytes.Clone(data)
+	fuzzCheck(t, []any{data, what, where}, func() string { return check(data, what, where) })
+}
+
+// fuzzCheck judges one input with FuzzDeadline in a fuzz worker; args are
+// the fuzz function's arguments after t, for a late finding's corpus file.
+func fuzzCheck(t testing.TB, args []any, check func() string) {
 	t.Helper()
 	deadline, err := fuzzDeadline()
 	if err != nil {

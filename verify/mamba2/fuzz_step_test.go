@@ -1,7 +1,6 @@
 package mamba2
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"math"
@@ -139,8 +138,7 @@ func FuzzMamba2Step(f *testing.F) {
 		f.Add(s.spec.bytes())
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		data = bytes.Clone(data) // FuzzCheck may judge it after this returns, and Go reuses the buffer
-		bridgetest.FuzzCheck(t, []any{data}, func() string {
+		bridgetest.FuzzCheck(t, data, func(data []byte) string {
 			s := decodeStep(data)
 			if ok, _, fd, ratio := stepJudge(kernel, s); !ok {
 				return fmt.Sprintf("step %s: ratio %.3g; diagnosis [%s] %s", stepShape(s), ratio, fd.Tag, fd)
@@ -158,8 +156,9 @@ func FuzzMamba2StepIsolation(f *testing.F) {
 		f.Add(s.spec.bytes(), uint8(i), uint16(i*257))
 	}
 	f.Fuzz(func(t *testing.T, data []byte, what uint8, where uint16) {
-		data = bytes.Clone(data) // FuzzCheck may judge it after this returns, and Go reuses the buffer
-		bridgetest.FuzzCheck(t, []any{data, what, where}, func() string { return stepIsolationCheck(kernel, data, what, where) })
+		bridgetest.FuzzPoisonCheck(t, data, what, where, func(data []byte, what uint8, where uint16) string {
+			return stepIsolationCheck(kernel, data, what, where)
+		})
 	})
 }
 

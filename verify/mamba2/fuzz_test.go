@@ -1,7 +1,6 @@
 package mamba2
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"math"
@@ -177,8 +176,7 @@ func FuzzMamba2Prefill(f *testing.F) {
 		f.Add(s.spec.bytes())
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		data = bytes.Clone(data) // FuzzCheck may judge it after this returns, and Go reuses the buffer
-		bridgetest.FuzzCheck(t, []any{data}, func() string {
+		bridgetest.FuzzCheck(t, data, func(data []byte) string {
 			p := decodePrefill(data, declaredChunks(kernel))
 			if ok, _, fd, ratio := fuzzJudge(kernel, p); !ok {
 				return fmt.Sprintf("prefill %s: ratio %.3g; diagnosis [%s] %s", p.Shape(), ratio, fd.Tag, fd)
@@ -369,8 +367,7 @@ func FuzzMamba2Isolation(f *testing.F) {
 		f.Add(s.spec.bytes(), uint8(i), uint16(i*257))
 	}
 	f.Fuzz(func(t *testing.T, data []byte, what uint8, where uint16) {
-		data = bytes.Clone(data) // FuzzCheck may judge it after this returns, and Go reuses the buffer
-		bridgetest.FuzzCheck(t, []any{data, what, where}, func() string { return isolationCheck(kernel, data, what, where) })
+		bridgetest.FuzzPoisonCheck(t, data, what, where, func(data []byte, what uint8, where uint16) string { return isolationCheck(kernel, data, what, where) })
 	})
 }
 
@@ -462,8 +459,7 @@ func FuzzMamba2Backward(f *testing.F) {
 		f.Add(s.spec.bytes())
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		data = bytes.Clone(data) // FuzzCheck may judge it after this returns, and Go reuses the buffer
-		bridgetest.FuzzCheck(t, []any{data}, func() string { return backwardCheck(kernel, data) })
+		bridgetest.FuzzCheck(t, data, func(data []byte) string { return backwardCheck(kernel, data) })
 	})
 }
 

@@ -1,7 +1,6 @@
 package mamba3
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"math"
@@ -31,8 +30,7 @@ func FuzzMamba3Forward(f *testing.F) {
 		f.Add(s.data)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		data = bytes.Clone(data) // FuzzCheck may judge it after this returns, and Go reuses the buffer
-		bridgetest.FuzzCheck(t, []any{data}, func() string { return forwardCheck(kernel, bridge.OpMamba3Forward, data) })
+		bridgetest.FuzzCheck(t, data, func(data []byte) string { return forwardCheck(kernel, bridge.OpMamba3Forward, data) })
 	})
 }
 
@@ -44,8 +42,7 @@ func FuzzMamba3Step(f *testing.F) {
 		f.Add(s.data)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		data = bytes.Clone(data) // FuzzCheck may judge it after this returns, and Go reuses the buffer
-		bridgetest.FuzzCheck(t, []any{data}, func() string { return forwardCheck(kernel, bridge.OpMamba3Step, data) })
+		bridgetest.FuzzCheck(t, data, func(data []byte) string { return forwardCheck(kernel, bridge.OpMamba3Step, data) })
 	})
 }
 
@@ -57,8 +54,7 @@ func FuzzMamba3Isolation(f *testing.F) {
 		f.Add(s.data, uint8(i), uint16(i*257))
 	}
 	f.Fuzz(func(t *testing.T, data []byte, what uint8, where uint16) {
-		data = bytes.Clone(data) // FuzzCheck may judge it after this returns, and Go reuses the buffer
-		bridgetest.FuzzCheck(t, []any{data, what, where}, func() string { return m3IsolationCheck(kernel, data, what, where) })
+		bridgetest.FuzzPoisonCheck(t, data, what, where, func(data []byte, what uint8, where uint16) string { return m3IsolationCheck(kernel, data, what, where) })
 	})
 }
 
@@ -293,8 +289,7 @@ func FuzzMamba3Backward(f *testing.F) {
 		f.Add(s.data)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		data = bytes.Clone(data) // FuzzCheck may judge it after this returns, and Go reuses the buffer
-		bridgetest.FuzzCheck(t, []any{data}, func() string { return m3BackwardCheck(kernel, data) })
+		bridgetest.FuzzCheck(t, data, func(data []byte) string { return m3BackwardCheck(kernel, data) })
 	})
 }
 
