@@ -43,18 +43,14 @@ func diagnoseMamba3Backward(p *mamba3.Problem, ct *mamba3.Cotangent, y []float64
 		return report.Finding{Tag: "bwd:missing", Cause: err.Error()}
 	}
 	th := judge.Threshold(p.DType)
-	var without map[mamba3.Path]*mamba3.Grads
+	candsOf := m3GradCandidates(p, ct, ref)
 	for _, a := range arrays {
 		ok, rs := ssdJudged([]judge.Array{a})
-		if without == nil {
-			without = mamba3.GradsWithout(p, ct)
-		}
-		cands := mamba3Candidates(p, a.Name, ref, without)
+		cands := candsOf(a.Name)
 		if ok {
 			// within the model, but on a wrong formula (HiddenRelation)
-			if c, ev, hidden := HiddenRelation(a, cands); hidden {
-				tags = append(tags, "bwd:"+a.Name+":"+c.Tag)
-				causes = append(causes, a.Name+" "+c.Cause+", "+ev)
+			if tag, cause, hidden := hiddenGrad(a, cands); hidden {
+				tags, causes = append(tags, tag), append(causes, cause)
 			}
 			continue
 		}
@@ -75,29 +71,27 @@ func diagnoseMamba3Backward(p *mamba3.Problem, ct *mamba3.Cotangent, y []float64
 }
 
 // Mamba3BackwardHidden looks, in a Mamba-3 backward whose forward and
-// gradients pass their judgement, for a gradient that follows a structural
-// relation to the reference all the same (HiddenRelation), as
-// SSDBackwardHidden does for Mamba-2's; a Finding with no Tag where none
-// does.
-func Mamba3BackwardHidden(p *mamba3.Problem, ct *mamba3.Cotangent, g *mamba3.Grads) (f report.Finding) {
+// gradients pass their judgement (arrays: judge.Mamba3GradArrays of the
+// kernel's gradients against ref, mamba3.Grad's), for a gradient that
+// follows a structural relation to the reference all the same
+// (HiddenRelation), as SSDBackwardHidden does for Mamba-2's; a Finding
+// with no Tag where none does.
+func Mamba3BackwardHidden(p *mamba3.Problem, ct *mamba3.Cotangent, ref *mamba3.Grads, arrays []judge.Array) (f report.Finding) {
 	defer contained(&f, "diagnose.Mamba3BackwardHidden", func() string { return mamba3Shape(p) })
-	ref := mamba3.Grad(p, ct)
-	arrays, err := judge.Mamba3GradArrays(p, g, ref, mamba3.GradErrorScale(p, ct))
-	if err != nil {
-		return report.Finding{}
-	}
-	without := mamba3.GradsWithout(p, ct)
-	var tags, causes []string
-	for _, a := range arrays {
-		if c, ev, ok := HiddenRelation(a, mamba3Candidates(p, a.Name, ref, without)); ok {
-			tags = append(tags, "bwd:"+a.Name+":"+c.Tag)
-			causes = append(causes, a.Name+" "+c.Cause+", "+ev)
+	return hiddenFinding(arrays, m3GradCandidates(p, ct, ref), mamba3Shape(p))
+}
+
+// m3GradCandidates returns the structural relations of each Mamba-3
+// gradient (mamba3Candidates), the chain rule's variants computed once,
+// at the first call.
+func m3GradCandidates(p *mamba3.Problem, ct *mamba3.Cotangent, ref *mamba3.Grads) func(name string) []Candidate {
+	var without map[mamba3.Path]*mamba3.Grads
+	return func(name string) []Candidate {
+		if without == nil {
+			without = mamba3.GradsWithout(p, ct)
 		}
+		return mamba3Candidates(p, name, ref, without)
 	}
-	if len(tags) == 0 {
-		return report.Finding{}
-	}
-	return report.Finding{Tag: strings.Join(tags, "+"), Cause: strings.Join(causes, "; "), Where: mamba3Shape(p)}
 }
 
 // A Candidate is what a gradient would be under one relation to the

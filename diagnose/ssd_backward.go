@@ -71,9 +71,8 @@ func diagnoseSSDBackward(p *mamba2.Problem, ct *mamba2.Cotangent, out *mamba2.Ou
 		ok, rs := ssdJudged([]judge.Array{a})
 		if ok {
 			// within the model, but on a wrong formula (HiddenRelation)
-			if c, ev, hidden := HiddenRelation(a, cands(a.Name)); hidden {
-				tags = append(tags, "bwd:"+a.Name+":"+c.Tag)
-				causes = append(causes, a.Name+" "+c.Cause+", "+ev)
+			if tag, cause, hidden := hiddenGrad(a, cands(a.Name)); hidden {
+				tags, causes = append(tags, tag), append(causes, cause)
 			}
 			continue
 		}
@@ -122,30 +121,38 @@ func gradCandidates(p *mamba2.Problem, ct *mamba2.Cotangent, ref *mamba2.Grads) 
 }
 
 // SSDBackwardHidden looks, in a backward whose forward and gradients pass
-// their judgement, for a gradient that follows a structural relation to
-// the reference all the same (HiddenRelation: a slip the normwise model's
-// bound is too wide to see, in 16-bit types above all). It returns the
-// finding ("bwd:dA:lacks(Δ)", the evidence in its cause), or a Finding
-// with no Tag where none does.
-func SSDBackwardHidden(p *mamba2.Problem, ct *mamba2.Cotangent, g *mamba2.Grads) (f report.Finding) {
+// their judgement (arrays: judge.Mamba2GradArrays of the kernel's
+// gradients against ref, mamba2.Grad's), for a gradient that follows a
+// structural relation to the reference all the same (HiddenRelation: a
+// slip the normwise model's bound is too wide to see, in 16-bit types
+// above all). It returns the finding ("bwd:dA:lacks(Δ)", the evidence in
+// its cause), or a Finding with no Tag where none does.
+func SSDBackwardHidden(p *mamba2.Problem, ct *mamba2.Cotangent, ref *mamba2.Grads, arrays []judge.Array) (f report.Finding) {
 	defer contained(&f, "diagnose.SSDBackwardHidden", p.Shape)
-	ref := mamba2.Grad(p, ct)
-	arrays, err := judge.Mamba2GradArrays(p, g, ref, mamba2.GradErrorScale(p, ct))
-	if err != nil {
-		return report.Finding{}
-	}
-	cands := gradCandidates(p, ct, ref)
+	return hiddenFinding(arrays, gradCandidates(p, ct, ref), p.Shape())
+}
+
+// hiddenGrad is HiddenRelation of one gradient as a backward finding's
+// tag and cause.
+func hiddenGrad(a judge.Array, cands []Candidate) (tag, cause string, ok bool) {
+	c, ev, ok := HiddenRelation(a, cands)
+	return "bwd:" + a.Name + ":" + c.Tag, a.Name + " " + c.Cause + ", " + ev, ok
+}
+
+// hiddenFinding is the finding of the gradients of arrays that follow a
+// relation (hiddenGrad), with each one's candidates; no Tag where none
+// does.
+func hiddenFinding(arrays []judge.Array, cands func(name string) []Candidate, where string) report.Finding {
 	var tags, causes []string
 	for _, a := range arrays {
-		if c, ev, ok := HiddenRelation(a, cands(a.Name)); ok {
-			tags = append(tags, "bwd:"+a.Name+":"+c.Tag)
-			causes = append(causes, a.Name+" "+c.Cause+", "+ev)
+		if tag, cause, ok := hiddenGrad(a, cands(a.Name)); ok {
+			tags, causes = append(tags, tag), append(causes, cause)
 		}
 	}
 	if len(tags) == 0 {
 		return report.Finding{}
 	}
-	return report.Finding{Tag: strings.Join(tags, "+"), Cause: strings.Join(causes, "; "), Where: p.Shape()}
+	return report.Finding{Tag: strings.Join(tags, "+"), Cause: strings.Join(causes, "; "), Where: where}
 }
 
 // forwardUnder diagnoses the wrong forward a backward ran (want and sc the

@@ -127,8 +127,9 @@ func judgedBackward(p *mamba2.Problem, ct *mamba2.Cotangent, out *mamba2.Output,
 	want, sc := mamba2.Prefill(p)
 	fc, _, err := judge.CompareArrays(judge.PrefillArrays(p, out, want, sc))
 	var ga []judge.Array
+	ref := mamba2.Grad(p, ct)
 	if err == nil {
-		ga, err = judge.Mamba2GradArrays(p, g, mamba2.Grad(p, ct), mamba2.GradErrorScale(p, ct))
+		ga, err = judge.Mamba2GradArrays(p, g, ref, mamba2.GradErrorScale(p, ct))
 	}
 	var gc judge.Comparison
 	var ratios map[string][]float64
@@ -156,7 +157,7 @@ func judgedBackward(p *mamba2.Problem, ct *mamba2.Cotangent, out *mamba2.Output,
 	}
 	// within the model, a gradient may still follow a wrong formula the
 	// normwise bound is too wide to see
-	if f := diagnose.SSDBackwardHidden(p, ct, g); f.Tag != "" {
+	if f := diagnose.SSDBackwardHidden(p, ct, ref, ga); f.Tag != "" {
 		v.passed, v.finding = false, f
 	}
 	return v
@@ -307,5 +308,29 @@ func TestMamba2BackwardDiagnosisOfPlantedSlips(t *testing.T) {
 				t.Logf("slip %s: ratio %.3g, [%s] %s", c.slip, v.ratio, v.finding.Tag, v.finding)
 			}
 		})
+	}
+}
+
+// TestMamba2BackwardHiddenRelation: in bf16 the numpy path's dA summed
+// without Δ stays within the model's normwise bound (as upstream's kernel
+// with the same slip did on the H200), and the judgement fails it all the
+// same, named by the relation it follows (diagnose.SSDBackwardHidden).
+func TestMamba2BackwardHiddenRelation(t *testing.T) {
+	track(t)
+	k := slipKernel(t, "bwd-da-no-delta")
+	p, ct := backwardProblem("plain", pair{ssm.BF16, ssm.F32})
+	p.Chunk = 64
+	out, g, err := k.Backward(p, ct)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := judgedBackward(p, ct, out, g, nil)
+	switch {
+	case v.ratio > judge.Threshold(p.DType):
+		t.Fatalf("the slip is beyond the model (ratio %.3g): no test of the hidden relation", v.ratio)
+	case v.passed || !strings.Contains(v.finding.Tag, "bwd:dA:lacks(Δ)"):
+		t.Errorf("dA without Δ within the model (ratio %.3g): passed %v, diagnosis [%s], want bwd:dA:lacks(Δ)", v.ratio, v.passed, v.finding.Tag)
+	default:
+		t.Logf("[%s] %s", v.finding.Tag, v.finding.Cause)
 	}
 }

@@ -97,7 +97,8 @@ func judgedBackward(k *bridge.Mamba3, p *mamba3.Problem, ct *mamba3.Cotangent, y
 		v.err = err
 		return v
 	}
-	ga, err := judge.Mamba3GradArrays(p, g, mamba3.Grad(p, ct), mamba3.GradErrorScale(p, ct))
+	ref := mamba3.Grad(p, ct)
+	ga, err := judge.Mamba3GradArrays(p, g, ref, mamba3.GradErrorScale(p, ct))
 	if err != nil {
 		v.err = err
 		return v
@@ -118,7 +119,7 @@ func judgedBackward(k *bridge.Mamba3, p *mamba3.Problem, ct *mamba3.Cotangent, y
 	if v.passed() {
 		// within the model, a gradient may still follow a wrong formula
 		// the normwise bound is too wide to see
-		if f := diagnose.Mamba3BackwardHidden(p, ct, g); f.Tag != "" {
+		if f := diagnose.Mamba3BackwardHidden(p, ct, ref, ga); f.Tag != "" {
 			v.gradOK, v.finding = false, f
 		}
 		return v
