@@ -101,34 +101,39 @@ func knownFromEnv() ([]KnownEntry, error) {
 // every call, naming the entry.
 func FuzzFailure(t testing.TB, msg string) {
 	t.Helper()
-	known, err := knownFromEnv()
-	if err != nil {
+	known, err := countKnown(msg)
+	switch {
+	case err != nil:
 		t.Fatal(err)
-	}
-	tag, ok := KnownTag(known, msg)
-	if !ok {
+	case known:
+		t.Logf("known (%s): %s", EnvFuzzKnown, msg)
+	default:
 		t.Error(msg)
-		return
-	}
-	t.Logf("known (%s): %s", EnvFuzzKnown, msg)
-	if err := logKnown(tag); err != nil {
-		t.Fatal(err)
 	}
 }
 
-// logKnown appends a known failure's tag to SSMK_FUZZ_KNOWN_LOG's file.
-func logKnown(tag string) error {
+// countKnown reports whether SSMK_FUZZ_KNOWN describes the failure msg and,
+// where it does, appends its tag to SSMK_FUZZ_KNOWN_LOG's file.
+func countKnown(msg string) (bool, error) {
+	known, err := knownFromEnv()
+	if err != nil {
+		return false, err
+	}
+	tag, ok := KnownTag(known, msg)
+	if !ok {
+		return false, nil
+	}
 	path := os.Getenv(EnvFuzzKnownLog)
 	if path == "" {
-		return nil
+		return true, nil
 	}
 	knownMu.Lock()
 	defer knownMu.Unlock()
 	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 	if err != nil {
-		return fmt.Errorf("%s=%s: %v", EnvFuzzKnownLog, path, err)
+		return true, fmt.Errorf("%s=%s: %v", EnvFuzzKnownLog, path, err)
 	}
 	defer f.Close()
 	_, err = fmt.Fprintln(f, tag)
-	return err
+	return true, err
 }
