@@ -630,16 +630,18 @@ fuzz_bridged() {
 # (an exception by the head of its message); false where a failure has no
 # cause that can be told from the next.
 learn_causes() {
-	local tags c ok=0 line text
-	tags=$(grep -E '^\s+fuzz_.*test.go:[0-9]+:' "$1" | grep -oE 'diagnosis \[[^]]*\]' | sed 's/diagnosis \[//; s/\]$//' | grep -v '^raises$' | sort -u)
-	[ "$(grep -cE '^\s+fuzz_.*test.go:[0-9]+:' "$1")" -eq "$(grep -E '^\s+fuzz_.*test.go:[0-9]+:' "$1" | grep -c 'diagnosis \[')" ] || ok=1
+	local failures tags c ok=0 line text
+	failures=$(grep -E '^\s+fuzz_.*test.go:[0-9]+:' "$1")
+	tags=$(echo "$failures" | grep -oE 'diagnosis \[[^]]*\]' | sed 's/diagnosis \[//; s/\]$//' | grep -v '^raises$' | sort -u)
+	# a failure without a diagnosis (a crash) has no cause to know it by
+	echo "$failures" | grep -v 'diagnosis \[' | grep -q . && ok=1
 	# an exception is known by the head of its message (commas and ~ left out)
 	while IFS= read -r line; do
 		text=$(echo "${line#*diagnosis \[raises\] }" | sed 's/^.*error: //; s/[,~]//g' | cut -c1-48)
 		[ -n "$text" ] || { ok=1; continue; }
 		SSMK_FUZZ_KNOWN="${SSMK_FUZZ_KNOWN:+$SSMK_FUZZ_KNOWN,}raises~$text"
 		echo "fuzz: [raises~$text] known from here on"
-	done < <(grep -E '^\s+fuzz_.*test.go:[0-9]+:' "$1" | grep -F 'diagnosis [raises] ' | sort -u)
+	done < <(echo "$failures" | grep -F 'diagnosis [raises] ' | sort -u)
 	for c in $tags; do
 		c=${c//+/,}
 		c=${c//fwd:/}
