@@ -401,8 +401,8 @@ func isolationCheck(k *bridge.SSD, data []byte, what uint8, where uint16) string
 }
 
 // isolationBreach names the first result of a unit the poison may not
-// reach that is not finite or not within the error model of the clean
-// run's ("" when none): a kernel's arithmetic may round differently from
+// reach that leaked: not within the error model of the clean run's, or of
+// another class where the clean run's is not finite ("" when none): a kernel's arithmetic may round differently from
 // run to run, a leak does not stay within rounding. into says whether it
 // is another sequence of the poisoned row or another row.
 func isolationBreach(p *mamba2.Problem, clean, got *mamba2.Output, reach func(b, t int) bool) (msg, into string) {
@@ -423,14 +423,14 @@ func isolationBreach(p *mamba2.Problem, clean, got *mamba2.Output, reach func(b,
 	L, HP := p.Seqlen, p.Heads*p.Headdim
 	for i, r := range ratios["y"] {
 		b, t := i/(L*HP), i/HP%L
-		if !reach(b, t) && !(r <= th) {
+		if !reach(b, t) && leaked(got.Y[i], clean.Y[i], r, th) {
 			return fmt.Sprintf("y[%d %d …] (%g, clean %g)", b, t, got.Y[i], clean.Y[i]), scope(b)
 		}
 	}
 	hs := p.HeadStateLen()
-	states := ratios["seq_states"]
+	states, gotS, cleanS := ratios["seq_states"], got.SeqStates, clean.SeqStates
 	if p.CuSeqlens == nil {
-		states = ratios["final_states"]
+		states, gotS, cleanS = ratios["final_states"], got.FinalStates, clean.FinalStates
 	}
 	for si, sq := range p.Sequences() {
 		for b := 0; b < p.Batch; b++ {
@@ -442,13 +442,37 @@ func isolationBreach(p *mamba2.Problem, clean, got *mamba2.Output, reach func(b,
 				k = b
 			}
 			for j := k * hs; j < (k+1)*hs; j++ {
-				if !(states[j] <= th) {
+				if leaked(gotS[j], cleanS[j], states[j], th) {
 					return fmt.Sprintf("the state of sequence %d of row %d", si, b), scope(b)
 				}
 			}
 		}
 	}
 	return "", ""
+}
+
+// leaked reports whether a result the poison may not reach, got, differs
+// from the clean run's, clean, by more than rounding (r, its ratio to the
+// clean value, beyond th). Where the clean run is itself not finite (its
+// own arithmetic left the range: a growing state's ±Inf) the ratio is
+// undefined: the element is a breach only if the poison changed its class
+// (±Inf, NaN or finite), which is what a leak does.
+func leaked(got, clean, r, th float64) bool {
+	if !math.IsNaN(clean) && !math.IsInf(clean, 0) {
+		return !(r <= th)
+	}
+	class := func(v float64) int {
+		switch {
+		case math.IsNaN(v):
+			return 0
+		case math.IsInf(v, 1):
+			return 1
+		case math.IsInf(v, -1):
+			return 2
+		}
+		return 3
+	}
+	return class(got) != class(clean)
 }
 
 // FuzzMamba2Backward judges the bridged kernel's backward (ssd_bwd) of the
@@ -491,4 +515,31 @@ func backwardCheck(k *bridge.SSD, data []byte) string {
 		return ""
 	}
 	return fmt.Sprintf("ssd_bwd %s: ratio %.3g at %s; diagnosis [%s] %s", p.Shape(), v.ratio, v.worst, v.finding.Tag, v.finding)
+}
+
+// TestLeaked: the isolation targets' rule for one element. The H200
+// campaign's first two FuzzMamba2StepIsolation findings were a clean step
+// whose own state overflowed (−Inf in both runs: a negative Δ undamped,
+// upstream's dt:no-limit), reported as a breach because ∞ − ∞ has no ratio.
+func TestLeaked(t *testing.T) {
+	inf, nan := math.Inf(1), math.NaN()
+	th := 2.0
+	for _, c := range []struct {
+		got, clean, r float64
+		want          bool
+	}{
+		{1, 1, 0, false},
+		{1.5, 1, 40, true},       // beyond rounding
+		{nan, 1, inf, true},      // a finite result poisoned
+		{inf, 1, inf, true},      // likewise
+		{-inf, -inf, nan, false}, // the clean run's own overflow, kept
+		{nan, nan, nan, false},
+		{nan, -inf, nan, true}, // the poison turned −Inf into NaN
+		{inf, -inf, nan, true},
+		{3, inf, inf, true},
+	} {
+		if got := leaked(c.got, c.clean, c.r, th); got != c.want {
+			t.Errorf("leaked(got %v, clean %v, ratio %v) = %v, want %v", c.got, c.clean, c.r, got, c.want)
+		}
+	}
 }
