@@ -198,7 +198,7 @@ func stepIsolationCheck(k *bridge.SSD, data []byte, what uint8, where uint16) st
 	case err != nil:
 		return ""
 	}
-	// within the error model of the clean step's, and finite (see isolationBreach)
+	// within the error model of the clean step's, and finite where it is (see leaked)
 	_, sc := mamba2.Decode(s)
 	_, ratios, err := judge.CompareArrays(judge.StepArrays(s, got, clean, sc))
 	if err != nil {
@@ -207,39 +207,48 @@ func stepIsolationCheck(k *bridge.SSD, data []byte, what uint8, where uint16) st
 	th := judge.Threshold(s.DType)
 	HP, HPN := H*P, H*P*N
 	for i, r := range ratios["y"] {
-		if i/HP != row && !(r <= th) {
+		if i/HP != row && leaked(got.Y[i], clean.Y[i], r, th) {
 			return fmt.Sprintf("step %s: diagnosis [isolation:to-row] a non-finite input of row %d (what %d) reached y of row %d (%g, clean %g)", stepShape(s), row, what, i/HP, got.Y[i], clean.Y[i])
 		}
 	}
 	mine := s.Slot(row)
 	for i, r := range ratios["state"] {
-		if i/HPN != mine && !(r <= th) {
+		if i/HPN != mine && leaked(got.State[i], clean.State[i], r, th) {
 			return fmt.Sprintf("step %s: diagnosis [isolation:to-slot] a non-finite input of row %d (what %d) reached slot %d (%g, clean %g)", stepShape(s), row, what, i/HPN, got.State[i], clean.State[i])
 		}
 	}
 	return ""
 }
 
-// TestMamba2StepFuzzFindingNamed replays what the H200 campaign found in
-// upstream's selective_state_update (testdata/fuzz/FuzzMamba2Step/
-// dstate-130-one-slot-of-four: ratio 25.8, 251 of 66560 state elements,
-// diagnosed "none" then) against the numpy path with the softplus of
-// log(e^v + 1) planted: the same failure (252 elements), which the
-// diagnosis must name now that the slip's reference allows the ulp of
-// e^v + 1 it may round by.
+// TestMamba2StepFuzzFindingNamed replays what the H200 campaigns found in
+// upstream's selective_state_update against the numpy path with the slip
+// that explains it planted; the diagnosis must name it:
+//   - dstate-130-one-slot-of-four: ratio 25.8, 251 of 66560 state elements,
+//     diagnosed "none" until the slip's reference allowed the ulp of e^v + 1
+//     that log(e^v + 1) may round by (the numpy slip fails 252);
+//   - negative-dt-state-overflows: Δ + dt_bias below 0 at A down to −2981,
+//     undamped without the clamp: e^{−A·Δ} passes float32's range, and the
+//     kernel's ±Inf and NaN fit no slip (ratio +Inf, "none") until the
+//     slip's comparison left out what its own reference puts beyond the
+//     range (diagnose.SSDStep).
 func TestMamba2StepFuzzFindingNamed(t *testing.T) {
 	track(t)
-	b, err := os.ReadFile(filepath.Join("testdata", "fuzz", "FuzzMamba2Step", "dstate-130-one-slot-of-four"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, ok := strings.CutPrefix(string(b), "go test fuzz v1\n[]byte(")
-	raw, err := strconv.Unquote(strings.TrimSuffix(strings.TrimSpace(data), ")"))
-	if !ok || err != nil {
-		t.Fatalf("the corpus file: %q (%v)", b, err)
-	}
-	s := decodeStep([]byte(raw))
-	if ok, _, f, ratio := stepJudge(slipKernel(t, "softplus-log-exp"), s); ok || f.Tag != "dt:softplus-log-exp" {
-		t.Errorf("step %s with softplus log(e^v + 1): passed %v, ratio %.3g, diagnosis [%s], want dt:softplus-log-exp", stepShape(s), ok, ratio, f.Tag)
+	for _, c := range []struct{ file, slip, want string }{
+		{"dstate-130-one-slot-of-four", "softplus-log-exp", "dt:softplus-log-exp"},
+		{"negative-dt-state-overflows", "no-dt-limit", "dt:no-limit"},
+	} {
+		b, err := os.ReadFile(filepath.Join("testdata", "fuzz", "FuzzMamba2Step", c.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, ok := strings.CutPrefix(string(b), "go test fuzz v1\n[]byte(")
+		raw, err := strconv.Unquote(strings.TrimSuffix(strings.TrimSpace(data), ")"))
+		if !ok || err != nil {
+			t.Fatalf("the corpus file %s: %q (%v)", c.file, b, err)
+		}
+		s := decodeStep([]byte(raw))
+		if ok, _, f, ratio := stepJudge(slipKernel(t, c.slip), s); ok || f.Tag != c.want {
+			t.Errorf("%s: step %s with slip %s: passed %v, ratio %.3g, diagnosis [%s] %s, want %s", c.file, stepShape(s), c.slip, ok, ratio, f.Tag, f.Cause, c.want)
+		}
 	}
 }
