@@ -108,7 +108,18 @@ type Candidate struct {
 // tries, in order: zero; a constant factor fitted by least squares; the
 // reference's elements in another order with the same total (a sum into
 // the wrong slots, a shift).
+//
+// First of all, a 16-bit array that nowhere differs from the reference by
+// more than one unit in the last place of its type is at the output's
+// resolution: no structure can be told from a rounding there (an operand
+// rounded to fp16 below its normal range errs by its absolute spacing,
+// which the relative error model does not cover), and the relation is
+// "output-ulp", a precision finding.
 func Relate(a judge.Array, cands []Candidate, th float64) (Candidate, bool) {
+	if atOutputULP(a) {
+		return Candidate{Tag: "output-ulp", Cause: "differs from the reference by at most one unit in the last place of its 16-bit type everywhere: a rounding in that type " +
+			"(an operand rounded to it below its normal range errs by the type's absolute spacing), not a structure that can be told"}, true
+	}
 	try := func(c Candidate) bool {
 		b := a
 		b.Want = c.Want
@@ -165,6 +176,26 @@ func Relate(a judge.Array, cands []Candidate, th float64) (Candidate, bool) {
 		return Candidate{Tag: "wrong-slot", Cause: "has the reference's total in the wrong elements: a sum over the wrong axis or into the wrong slot"}, true
 	}
 	return Candidate{}, false
+}
+
+// atOutputULP reports whether a is a 16-bit array whose every element is
+// within one unit in the last place of the reference (judge.ULPsOf), with
+// at least one that differs.
+func atOutputULP(a judge.Array) bool {
+	if !a.Stored.Narrow() || len(a.Got) != len(a.Want) {
+		return false
+	}
+	differs := false
+	for i, g := range a.Got {
+		if g == a.Want[i] {
+			continue
+		}
+		if !(judge.ULPsOf(g-a.Want[i], math.Abs(a.Want[i]), a.Stored) <= 1) {
+			return false
+		}
+		differs = true
+	}
+	return differs
 }
 
 // simpleFactor rounds c to the factors a slip makes (±2^k, ±3, ±1/3) and

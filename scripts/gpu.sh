@@ -561,8 +561,8 @@ fuzz_bridged() {
 		export SSMK_BRIDGE="${fam}_upstream checkout=$src commit=$(checkout_commit "$src")" MAMBA_DETERMINISTIC=1
 		# upstream e9594ce's findings already written up (docs/journal/findings-*):
 		# counted as known, not found again at every float32 or packed input
-		local known_mamba2='narrow:tf32,varlen:seq-states-no-init,dt:softplus-log-exp,dt:no-limit,isolation:x-to-sequence,isolation:dt-to-sequence,raises~NoneType,raises~Value after *'
-		local known_mamba3='m3:angle-stored-bf16,m3:angle-bf16,raises~at 50:16,raises~K >= 16'
+		local known_mamba2='narrow:tf32,varlen:seq-states-no-init,dt:softplus-log-exp,dt:no-limit,isolation:x-to-sequence,isolation:dt-to-sequence,raises~NoneType,raises~Value after *,output-ulp'
+		local known_mamba3='m3:angle-stored-bf16,m3:angle-bf16,raises~at 50:16,raises~K >= 16,raises~at least 16 bytes in the last dimension,raises~end argument must be greater than the start'
 		local k=known_$fam
 		export SSMK_FUZZ_KNOWN=${FUZZ_KNOWN-${!k}}
 	else
