@@ -9,12 +9,13 @@ import (
 
 // TestRelateAtOutputULP: a 16-bit gradient within one unit in the last
 // place of the reference everywhere is a precision finding, not a
-// structure. The H200 campaign's FuzzMamba2Backward finding was such a dB
-// (fp16, |dB| ≈ 2e-8, below fp16's normal range: kernel −5.96e-8, one
-// subnormal spacing, for −2.26e-8, 0.621 ulp), which Relate named
-// "wrong-slot" because ten such roundings still summed to the total. A dB
-// whose elements sit in the wrong slots by far more than an ulp stays
-// "wrong-slot".
+// structure. The values are those of the H200 campaign's fp16 dB finding
+// (|dB| ≈ 2e-8, below fp16's normal range: kernel −5.96e-8, one subnormal
+// spacing, for −2.26e-8, 0.621 ulp), which Relate named "wrong-slot"; that
+// input has elements beyond one ulp as well and is still misnamed (the
+// journal's open row: the error model lacks a 16-bit operand's absolute
+// error). A dB whose elements sit in the wrong slots by far more than an
+// ulp stays "wrong-slot".
 func TestRelateAtOutputULP(t *testing.T) {
 	const spacing = 0x1p-24 // fp16's subnormal spacing, the ulp below 2^-14
 	want := []float64{-2.2603302656659663e-08, 1.1e-08, -3.3e-08, 2.0e-08, 0, -1.6e-08}
