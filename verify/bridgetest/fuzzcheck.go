@@ -33,8 +33,9 @@ import (
 // beside it, in the folder SSMK_FUZZ_LATE_DIR names (or on standard
 // error). While a late check runs, an input waits for it up to half its
 // deadline and is skipped past that (the kernel's worker is busy; the
-// compilation it finishes makes the next input of that shape quick). Outside a fuzz worker (the corpus replayed by
-// go test) a check runs to its end.
+// compilation it finishes makes the next input of that shape quick).
+// Outside a fuzz worker (the corpus replayed by go test) a check runs to
+// its end.
 const (
 	EnvFuzzDeadline = "SSMK_FUZZ_DEADLINE"
 	EnvFuzzLateDir  = "SSMK_FUZZ_LATE_DIR"

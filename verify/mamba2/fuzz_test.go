@@ -458,21 +458,10 @@ func isolationBreach(p *mamba2.Problem, clean, got *mamba2.Output, reach func(b,
 // undefined: the element is a breach only if the poison changed its class
 // (±Inf, NaN or finite), which is what a leak does.
 func leaked(got, clean, r, th float64) bool {
-	if !math.IsNaN(clean) && !math.IsInf(clean, 0) {
+	if judge.ClassOf(clean) == judge.Finite {
 		return !(r <= th)
 	}
-	class := func(v float64) int {
-		switch {
-		case math.IsNaN(v):
-			return 0
-		case math.IsInf(v, 1):
-			return 1
-		case math.IsInf(v, -1):
-			return 2
-		}
-		return 3
-	}
-	return class(got) != class(clean)
+	return judge.ClassOf(got) != judge.ClassOf(clean)
 }
 
 // FuzzMamba2Backward judges the bridged kernel's backward (ssd_bwd) of the
