@@ -180,6 +180,8 @@ type variant struct {
 	// kernel's rounding may take there), and 0 elsewhere
 	edge  bool
 	edgeU float64
+	// edgeAbs widens that window absolutely (a Δ's absolute rounding)
+	edgeAbs float64
 }
 
 func (v *variant) cuts(p Path) bool    { return v.cut == p+1 }
@@ -251,7 +253,7 @@ func adjoint(p *Problem, ct *Cotangent, v variant) *Grads {
 				}
 				if v.edge {
 					chain[t] = 0
-					if near(sp, lo, v.edgeU) || near(sp, hi, v.edgeU) {
+					if near(sp, lo, v.edgeU, v.edgeAbs) || near(sp, hi, v.edgeU, v.edgeAbs) {
 						chain[t] = dsp
 					}
 				}
@@ -366,10 +368,10 @@ func adjoint(p *Problem, ct *Cotangent, v variant) *Grads {
 	return g
 }
 
-// near reports whether x lies within u·max(|x|, |e|) of e (never for an
-// infinite end).
-func near(x, e, u float64) bool {
-	return !math.IsInf(e, 0) && math.Abs(x-e) <= u*math.Max(math.Abs(x), math.Abs(e))
+// near reports whether x lies within u·max(|x|, |e|) + abs of e (never
+// for an infinite end).
+func near(x, e, u, abs float64) bool {
+	return !math.IsInf(e, 0) && math.Abs(x-e) <= u*math.Max(math.Abs(x), math.Abs(e))+abs
 }
 
 // chunkSums replaces every element of v by the sum of its chunk's (chunks

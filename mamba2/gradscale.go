@@ -58,9 +58,16 @@ type GradScale struct {
 // the magnitudes (and dt's, A's and dt_bias' inherit it).
 //
 // At the dt limit's ends, where dt's gradient jumps between 0 and the
-// unclamped chain, a Δ within 16·u of an end may fall on either side in
-// the kernel's arithmetic: there the other branch's gradient is allowed in
-// full (dt's and dt_bias' scales).
+// unclamped chain, a Δ within 16·u of an end (and, with softplus, 4·u
+// absolutely: log(e^v + 1) rounds e^v + 1, an absolute error of Δ) may
+// fall on either side in the kernel's arithmetic: there the other
+// branch's gradient is allowed in full (dt's and dt_bias' scales).
+//
+// In 16-bit types a chunked kernel rounds ∂J/∂(C_t·B_s) of each chunk to
+// the input type for its products; below that type's normal range the
+// rounding errs by half the subnormal spacing η absolutely, so dB_s's
+// scale adds η/u·Σ_{t ≥ s} |C_t| and dC_t's η/u·Σ_{s ≤ t} |B_s| over the
+// chunk (subnormalProducts; negligible for bf16, whose range is float's).
 //
 // The bound is normwise, as ErrorScale's is: G sums absolute values. Tiny
 // is one per element (a gradient of terms below the smallest normal errs
@@ -91,12 +98,26 @@ func GradErrorScale(p *Problem, ct *Cotangent) *GradScale {
 		return &Grads{X: f(g.X), Dt: f(g.Dt), A: f(g.A), B: f(g.B), C: f(g.C), D: f(g.D), Z: f(g.Z), DtBias: f(g.DtBias), InitialStates: f(g.InitialStates)}
 	}
 	sc := &GradScale{Scale: each(G, scale), Tiny: each(G, ssm.Ones)}
+	if eta := p.DType.OutputSpacing() / 2; eta > 0 && p.Chunk > 0 {
+		// ∂J/∂(C_t·B_s) of a chunk, rounded to the 16-bit input type for
+		// a product, errs below that type's normal range by up to half its
+		// subnormal spacing absolutely; dB_s sums it against C_t over the
+		// chunk, dC_t against B_s
+		subnormalProducts(p, eta/u, sc.Scale.B, p.C, false)
+		subnormalProducts(p, eta/u, sc.Scale.C, p.B, true)
+	}
 	if !p.DefaultLimits() {
 		// At the clamp's ends the gradient of dt jumps between 0 and the
 		// unclamped chain: a Δ within its rounding of an end may fall on
 		// either side in the kernel's arithmetic, so either value is right
 		// there (the branch not taken is allowed in full).
-		E := adjoint(p, ct, variant{mag: true, edge: true, edgeU: 16 * u})
+		edgeAbs := 0.0
+		if p.Softplus {
+			// softplus as log(e^v + 1) rounds e^v + 1, so Δ errs by u
+			// absolutely, not relatively: 250·u relative at Δ = 0.004
+			edgeAbs = 4 * u
+		}
+		E := adjoint(p, ct, variant{mag: true, edge: true, edgeU: 16 * u, edgeAbs: edgeAbs})
 		for i, e := range E.Dt {
 			sc.Scale.Dt[i] += e / u
 		}
@@ -135,4 +156,32 @@ func decaySums(p *Problem) (within, seq float64) {
 		}
 	}
 	return within, seq
+}
+
+// subnormalProducts adds to scale (dB's or dC's, in units of u) eta times
+// each element's chunk sum of |other| (C for dB over the chunk's later
+// steps t ≥ s, B for dC over its earlier steps s ≤ t, later false and
+// true): the absolute error of ∂J/∂(C_t·B_s) rounded below the normal range.
+func subnormalProducts(p *Problem, eta float64, scale, other []float64, earlier bool) {
+	L, G, N, q := p.Seqlen, p.Groups, p.Dstate, p.Chunk
+	for b := 0; b < p.Batch; b++ {
+		for c0 := 0; c0 < L; c0 += q {
+			c1 := min(c0+q, L)
+			for k := 0; k < G*N; k++ {
+				sum := 0.0
+				at := func(t int) int { return (b*L+t)*G*N + k }
+				if earlier {
+					for t := c0; t < c1; t++ {
+						sum += math.Abs(other[at(t)])
+						scale[at(t)] += eta * sum
+					}
+					continue
+				}
+				for t := c1 - 1; t >= c0; t-- {
+					sum += math.Abs(other[at(t)])
+					scale[at(t)] += eta * sum
+				}
+			}
+		}
+	}
 }
