@@ -29,9 +29,10 @@ import (
 // gradient, the right total in the wrong slots ("bwd:dA:lacks(Δ)"). One no
 // relation explains is located where its failures are confined along the
 // layout's axes — the chunks, a chunk's steps, the heads or groups, the
-// rows: "bwd:dx:in(chunks-after-first,heads-after-first)", the measured
-// shape of an offset or an index gone wrong (locateGradFailure) — and is
-// "bwd:dx:none" where they reach every index.
+// rows: "bwd:dx:in(chunks(1 2),last-head)" (locateGradFailure) — and is
+// "bwd:dx:none" where they reach every index. Failures exact at an axis'
+// first index and wrong at every later one are an offset scaled wrong
+// along it, a relation of their own: "bwd:dx:offset(heads)" (offsetOf).
 //
 // run (nil: none) runs the kernel's prefill, for the forward's diagnosis.
 func SSDBackward(p *mamba2.Problem, ct *mamba2.Cotangent, out *mamba2.Output, g *mamba2.Grads, run SSDRunner) (f report.Finding) {
@@ -81,6 +82,11 @@ func diagnoseSSDBackward(p *mamba2.Problem, ct *mamba2.Cotangent, out *mamba2.Ou
 		rel, ok := Relate(a, cands(a.Name), th)
 		if !ok {
 			if tag, words := locateGradFailure(p, a.Name, rs[a.Name], th); tag != "" {
+				if axes, why := offsetOf(strings.Split(tag, ",")); axes != "" {
+					tags = append(tags, "bwd:"+a.Name+":offset("+axes+")")
+					causes = append(causes, a.Name+" is exact at the first index and wrong past it ("+words+"): "+why)
+					continue
+				}
 				tags = append(tags, "bwd:"+a.Name+":in("+tag+")")
 				causes = append(causes, a.Name+": no relation to the reference fits; it is wrong only "+words)
 				continue
@@ -317,11 +323,47 @@ func locateGradFailure(p *mamba2.Problem, name string, ratios []float64, th floa
 	return strings.Join(tags, ","), strings.Join(ws, " and ")
 }
 
+// offsetOf reads an address gone wrong from where a gradient's failures
+// are confined (locateGradFailure's parts): exact at an axis' first index
+// and wrong at every later one is the mark of an offset along that axis
+// scaled wrong — index·stride vanishes at the first index only, so a
+// stride dropped, negated or missing a factor (chunk_size in a chunk's
+// offset, the block in pid·BLOCK) errs everywhere past it. It returns the
+// axes ("rows,chunks") and the relation's words, "" where no part is of
+// that shape. The rows, heads and groups are independent computations, so
+// nothing else gives the mark there; past the first chunk, what enters a
+// chunk from the ones before gives it too, and the words say so.
+func offsetOf(parts []string) (axes, why string) {
+	var as, ws []string
+	for _, part := range parts {
+		switch {
+		case strings.HasSuffix(part, "-after-first"):
+			ax := strings.TrimSuffix(part, "-after-first")
+			as = append(as, ax)
+			w := "a per-" + strings.TrimSuffix(ax, "s") + " offset or stride is wrong"
+			if ax == "chunks" {
+				w = "a per-chunk offset is wrong (its stride, or chunk_size in it), or what a chunk receives from the ones before"
+			}
+			ws = append(ws, w)
+		case part == "not-chunk-start":
+			as, ws = append(as, "steps"), append(ws, "a per-step stride is wrong (each chunk's first step, at offset 0, is right)")
+		case strings.HasPrefix(part, "steps-from("):
+			k := strings.TrimSuffix(strings.TrimPrefix(part, "steps-from("), ")")
+			as, ws = append(as, "blocks-of-"+k), append(ws, "the offset of a block of "+k+" steps is wrong (its first block is right)")
+		}
+	}
+	return strings.Join(as, ","), strings.Join(ws, "; ")
+}
+
 // confined names a proper subset in of an axis of n indices: all but the
-// first, the first, the last, a list. last is the length of the row's last
-// chunk (for the words of a partial one).
+// first, the first, the last, a chunk's steps from a block's boundary on
+// (k a power of two, 8 ≤ k < n), a list. last is the length of the row's
+// last chunk (for the words of a partial one).
 func confined(what string, n int, in []int, last int) (tag, words string) {
 	plural := map[string]string{"chunk": "chunks", "step": "steps", "head": "heads", "group": "groups", "row": "rows"}[what]
+	if k := in[0]; what == "step" && k >= 8 && k&(k-1) == 0 && len(in) == n-k && in[len(in)-1] == n-1 {
+		return fmt.Sprintf("steps-from(%d)", k), fmt.Sprintf("from step %d of each chunk on", k)
+	}
 	switch {
 	case len(in) == n-1 && in[0] == 1:
 		if what == "step" {

@@ -78,19 +78,39 @@ func TestSSDBackwardRelations(t *testing.T) {
 			}
 		})
 	}
-	// a gradient wrong only past the first chunk (an offset by the chunk
-	// gone wrong) is located there
+	// a gradient exact at an axis' first index and wrong past it is an
+	// offset scaled wrong along that axis; one wrong elsewhere is located
 	q := *p
 	q.Chunk = 16
-	g := clone()
-	n := H * P
-	for b := 0; b < p.Batch; b++ {
-		for i := (b*L + 16) * n; i < (b+1)*L*n; i++ {
-			g.X[i] += float64(i%7-3) * 0.5
+	for _, c := range []struct {
+		name, want string
+		wrong      func(b, t, h int) bool
+	}{
+		{"past the first chunk", "bwd:dx:offset(chunks)", func(b, t, h int) bool { return t >= 16 }},
+		{"past the first head", "bwd:dx:offset(heads)", func(b, t, h int) bool { return h > 0 }},
+		{"past the first row and chunk", "bwd:dx:offset(rows,chunks)", func(b, t, h int) bool { return b > 0 && t >= 16 }},
+		{"past each chunk's first step", "bwd:dx:offset(steps)", func(b, t, h int) bool { return t%16 != 0 }},
+		{"from each chunk's step 8 on", "bwd:dx:offset(blocks-of-8)", func(b, t, h int) bool { return t%16 >= 8 }},
+		{"in the second chunk alone", "bwd:dx:in(chunks(1))", func(b, t, h int) bool { return t >= 16 && t < 32 }},
+		{"in the last head", "bwd:dx:in(last-head)", func(b, t, h int) bool { return h == H-1 }},
+	} {
+		g := clone()
+		for b := 0; b < p.Batch; b++ {
+			for t := 0; t < L; t++ {
+				for h := 0; h < H; h++ {
+					if !c.wrong(b, t, h) {
+						continue
+					}
+					for pp := 0; pp < P; pp++ {
+						i := ((b*L+t)*H+h)*P + pp
+						g.X[i] += float64(i%7-3) * 0.5
+					}
+				}
+			}
 		}
-	}
-	if f := SSDBackward(&q, ct, out, g, nil); f.Tag != "bwd:dx:in(chunks-after-first)" {
-		t.Errorf("dx wrong past the first chunk diagnosed [%s] %s", f.Tag, f)
+		if f := SSDBackward(&q, ct, out, g, nil); f.Tag != c.want {
+			t.Errorf("dx wrong %s diagnosed [%s] %s, want %s", c.name, f.Tag, f, c.want)
+		}
 	}
 	if f := SSDBackward(p, ct, out, clone(), nil); f.Tag != "" {
 		t.Errorf("the reference's own gradients diagnosed [%s]", f.Tag)

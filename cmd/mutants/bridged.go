@@ -238,7 +238,10 @@ type bridgedResult struct {
 	Named    bool           `json:"named"`
 	Correct  bool           `json:"correct"` // one of the run's causes names the mutated path
 	Strict   bool           `json:"strict"`  // its most frequent cause does
-	Seconds  float64        `json:"seconds"`
+	// Related: a backward's cause at the mutated path states a relation
+	// of the gradient to the reference, not only where it fails ("in(…)")
+	Related bool    `json:"related,omitempty"`
+	Seconds float64 `json:"seconds"`
 }
 
 // runBridgedGenerated samples n mutants of the family's adapter by seed and
@@ -611,17 +614,20 @@ func (r *bridgedResult) gradeBackward(family string) {
 	forwardOnly := func(tag string) bool {
 		return strings.HasPrefix(tag, "fwd:recomputed") || (!strings.Contains(tag, "bwd:") && strings.HasPrefix(tag, "fwd:") && namesCause(tag))
 	}
-	atPath := func(tag string) bool {
+	// atPath: a part of tag at the mutated path; related: one that states
+	// a relation (a forward's finding, or a gradient's other than in(…))
+	atPath := func(tag string) (at, related bool) {
 		parts := gradientParts(tag)
 		if forwardOnly(tag) {
 			parts = append(parts, strings.SplitN(tag, "+", 2)[0])
 		}
 		for _, part := range parts {
 			if _, ok := bridgedGradeOf(family, r.Generated, part); ok {
-				return true
+				at = true
+				related = related || !strings.Contains(part, ":in(")
 			}
 		}
-		return false
+		return at, related
 	}
 	names := func(tag string) bool { return len(gradientParts(tag)) > 0 || forwardOnly(tag) }
 	// the run's tag: its most frequent that names a gradient's relation or location
@@ -632,10 +638,11 @@ func (r *bridgedResult) gradeBackward(family string) {
 		}
 	}
 	r.Named = names(r.Tag)
-	r.Strict = atPath(r.Tag)
-	r.Correct = false
+	r.Strict, _ = atPath(r.Tag)
+	r.Correct, r.Related = false, false
 	for tag := range r.Tags {
-		r.Correct = r.Correct || atPath(tag)
+		at, rel := atPath(tag)
+		r.Correct, r.Related = r.Correct || at, r.Related || rel
 	}
 }
 
@@ -699,7 +706,7 @@ func namedOf(counts map[string]int, fallback string) string {
 }
 
 func summarizeBridged(family string, rs []bridgedResult, candidates int, seed uint64, path string) error {
-	var viable, killed, survived, raises, numeric, named, correct, strict, stillborn, notRun int
+	var viable, killed, survived, raises, numeric, named, correct, strict, related, stillborn, notRun int
 	for _, r := range rs {
 		switch r.Outcome {
 		case Stillborn:
@@ -723,6 +730,9 @@ func summarizeBridged(family string, rs []bridgedResult, candidates int, seed ui
 				if r.Strict {
 					strict++
 				}
+				if r.Related {
+					related++
+				}
 			}
 		case Survived:
 			survived++
@@ -739,6 +749,9 @@ func summarizeBridged(family string, rs []bridgedResult, candidates int, seed ui
 	fmt.Printf("\n%d mutants of %d candidates (seed %d): %d stillborn, %d not run (the time budget), %d viable; %d killed (%.0f%%), %d survived\n", len(rs), candidates, seed, stillborn, notRun, viable, killed, pct(killed, viable), survived)
 	fmt.Printf("killed: %d raise (the kernel's own exception, named so), %d compute wrong numbers: %d named (%.0f%%), %d with a cause at the mutated path (%.0f%%), %d whose most frequent cause is (%.0f%%)\n",
 		raises, numeric, named, pct(named, numeric), correct, pct(correct, numeric), strict, pct(strict, numeric))
+	if strings.HasSuffix(family, "-backward") {
+		fmt.Printf("backward: %d of the %d at the mutated path by a relation of the gradient (%.0f%%), the others by where it fails alone\n", related, correct, pct(related, correct))
+	}
 	fmt.Printf("matrix in %s\n", path)
 	return nil
 }

@@ -91,16 +91,20 @@ func TestNamesCause(t *testing.T) {
 		}
 	}
 	g := Generated{File: "mamba_ssm/ops/triton/ssd_bmm.py", Func: "_bmm_chunk_bwd_kernel", Before: "x"}
-	for tag, want := range map[string]bool{
-		"fwd:narrow:tf32+bwd:dx:none":                   false,
-		"fwd:varlen:seq-states-no-init+bwd:dB:none":     false,
-		"fwd:narrow:tf32+bwd:dB:in(chunks-after-first)": true,
-		"bwd:dx:in(rows-after-first)":                   false, // named, not at dB/dC's kernel
+	for tag, want := range map[string][2]bool{ // correct, related
+		"fwd:narrow:tf32+bwd:dx:none":                  {false, false},
+		"fwd:varlen:seq-states-no-init+bwd:dB:none":    {false, false},
+		"fwd:narrow:tf32+bwd:dB:in(chunks(1 2))":       {true, false},
+		"fwd:narrow:tf32+bwd:dC:offset(chunks)":        {true, true},
+		"bwd:dx:offset(rows)+bwd:dB:in(heads(0 2))":    {true, false},
+		"bwd:dx:in(rows-after-first)":                  {false, false}, // named, not at dB/dC's kernel
+		"bwd:dx:lacks(Δ)":                              {false, false},
+		"bwd:dC:wrong-group(+1)+bwd:dx:offset(chunks)": {true, true},
 	} {
 		r := bridgedResult{Generated: g, Tag: tag, Tags: map[string]int{tag: 1}}
 		r.grade("mamba2-backward")
-		if r.Correct != want || r.Named != (len(gradientParts(tag)) > 0) {
-			t.Errorf("%q graded named %v correct %v, want correct %v", tag, r.Named, r.Correct, want)
+		if r.Correct != want[0] || r.Related != want[1] || r.Named != (len(gradientParts(tag)) > 0) {
+			t.Errorf("%q graded named %v correct %v related %v, want correct %v related %v", tag, r.Named, r.Correct, r.Related, want[0], want[1])
 		}
 	}
 }
