@@ -77,9 +77,12 @@ sass-baseline:
 	kernels/build-cuda.sh $(BUILD)/cuda-check/libssmk_cuda_sm_90.so 90
 	scripts/scan-sass.sh $(BUILD)/cuda-check/libssmk_cuda_sm_90.so $(SASS_BASELINE) --update
 
-## test: everything CI runs (builds the CPU library first)
+## test: everything CI runs (builds the CPU library first), then the Mamba-2 prefill's properties on the numpy path
+## in the engines' varlen layout (layout=varlen: vLLM's and Megatron's calling convention, docs/engines.md)
 test: lib
 	$(GO) test ./...
+	SSMK_BRIDGE="numpy_ssd layout=varlen" $(GO) test ./verify/mamba2 -count=1 \
+		-run 'TestMamba2(Prefill|Boundaries|SplitResume|PackedEqualsAlone|DecodeAfterPrefill|ChunkStates)$$'
 
 ## lint: gofmt, go vet, staticcheck, and clang-format of the C, C++ and CUDA sources (what CI checks)
 lint: fmt-check vet

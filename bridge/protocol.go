@@ -68,6 +68,22 @@ func Ints(name string, v []int, shape ...int) Array {
 	return a
 }
 
+// Int32s reads an int32 array.
+func (a Array) Int32s() ([]int, error) {
+	if a.Tag != "i32" {
+		return nil, fmt.Errorf("bridge: array %s has tag %s, want i32", a.Name, a.Tag)
+	}
+	n := count(a.Shape)
+	if len(a.Data) < 4*n {
+		return nil, fmt.Errorf("bridge: array %s has %d bytes for %d int32s", a.Name, len(a.Data), n)
+	}
+	out := make([]int, n)
+	for i := range out {
+		out[i] = int(int32(binary.LittleEndian.Uint32(a.Data[4*i:])))
+	}
+	return out, nil
+}
+
 // Float64s widens a floating-point array exactly.
 func (a Array) Float64s() ([]float64, error) {
 	n := count(a.Shape)

@@ -19,6 +19,13 @@ const (
 	// "dB", "dC" ("dD", "dz", "ddt_bias", "dinitial_states" with those
 	// inputs), each shaped as what it differentiates.
 	OpBackward = "ssd_bwd"
+	// OpSteps is several decode steps of every row in one call
+	// (mamba2.Steps: speculative decoding's verification): "state" (slots,
+	// h, p, n), "x" (b, t, h, p), "dt" (b, t, h), "A" (h), "B", "C" (b, t,
+	// g, n), optional "D", "z" (b, t, h, p), "dt_bias"; "read_slots" (b,
+	// reads) int32, optional "accepted" (b) int32, "write_slots" (b, t)
+	// int32. It returns "y" (b, t, h, p) and "state", the pool after.
+	OpSteps = "ssd_steps"
 )
 
 // SSD is Mamba-2's prefill and decode step through a worker.
@@ -126,6 +133,9 @@ func prefillMessage(p *mamba2.Problem) (map[string]any, []Array) {
 func outputs(rep *reply, want map[string]int) (map[string][]float64, error) {
 	got := map[string][]float64{}
 	for _, a := range rep.Arrays {
+		if a.Tag == "i32" {
+			continue // indices (chunk_ends): read by the caller that asked for them
+		}
 		v, err := a.Float64s()
 		if err != nil {
 			return nil, err
@@ -146,11 +156,25 @@ func outputs(rep *reply, want map[string]int) (map[string][]float64, error) {
 
 // Prefill runs the kernel's prefill on p (rounded to its dtypes by the
 // caller: Problem.Rounded).
-func (k *SSD) Prefill(p *mamba2.Problem) (*mamba2.Output, error) {
+func (k *SSD) Prefill(p *mamba2.Problem) (*mamba2.Output, error) { return k.PrefillWith(p, nil) }
+
+// FeatureFusedProjection is the prefill's option of inputs laid out as
+// a model's layer has them: with params "fused_projection" true the
+// adapter passes x, z, B, C and dt to the kernel as strided views of one
+// buffer of the in_proj's output (each token's z, x, B, C and dt side by
+// side), not as tensors of their own.
+const FeatureFusedProjection = "fused_projection"
+
+// PrefillWith is Prefill with extra params for the adapter (an option it
+// declares, FeatureFusedProjection).
+func (k *SSD) PrefillWith(p *mamba2.Problem, extra map[string]any) (*mamba2.Output, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
 	params, arrays := prefillMessage(p)
+	for key, v := range extra {
+		params[key] = v
+	}
 	rep, err := k.W.Call("call", OpPrefill, params, arrays)
 	if err != nil {
 		return nil, err
@@ -169,6 +193,72 @@ func (k *SSD) Prefill(p *mamba2.Problem) (*mamba2.Output, error) {
 		out.SeqStates = out.FinalStates
 	}
 	return out, nil
+}
+
+// FeatureChunkStates is the prefill's option of the engines' prefix
+// caches: with params "chunk_states" true it also returns the state after
+// every chunk of its own grid, "chunk_states" (chunks, h, p, n) in the
+// state type, and where each is taken, "chunk_ends" (chunks, 2) int32: the
+// row and the position after the chunk's last token.
+const FeatureChunkStates = "chunk_states"
+
+// A ChunkState is a state a prefill returned for a prefix cache: the state
+// of row Row after its tokens before End.
+type ChunkState struct {
+	Row, End int
+	State    []float64
+}
+
+// PrefillChunkStates runs the kernel's prefill on p asking for the state
+// after every chunk (FeatureChunkStates, which the adapter must declare).
+func (k *SSD) PrefillChunkStates(p *mamba2.Problem) (*mamba2.Output, []ChunkState, error) {
+	if err := p.Validate(); err != nil {
+		return nil, nil, err
+	}
+	if c, ok := k.Cap(OpPrefill); !ok || !c.Has(FeatureChunkStates) {
+		return nil, nil, fmt.Errorf("bridge: the adapter declares no %s for %s", FeatureChunkStates, OpPrefill)
+	}
+	params, arrays := prefillMessage(p)
+	params[FeatureChunkStates] = true
+	rep, err := k.W.Call("call", OpPrefill, params, arrays)
+	if err != nil {
+		return nil, nil, err
+	}
+	want := map[string]int{"y": p.XLen(), "final_states": p.StateLen()}
+	if p.CuSeqlens != nil {
+		want["seq_states"] = p.NumSeqs() * p.HeadStateLen()
+	}
+	got, err := outputs(rep, want)
+	if err != nil {
+		return nil, nil, err
+	}
+	var ends []int
+	for _, a := range rep.Arrays {
+		if a.Name == "chunk_ends" {
+			if ends, err = a.Int32s(); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
+	n := p.HeadStateLen()
+	states, ok := got["chunk_states"]
+	if !ok || ends == nil || len(ends)%2 != 0 || len(states) != len(ends)/2*n {
+		return nil, nil, fmt.Errorf("bridge: the kernel returned chunk_states of %d elements and chunk_ends of %d, want %d states of %d and a (row, end) for each",
+			len(states), len(ends), len(ends)/2, n)
+	}
+	cs := make([]ChunkState, len(ends)/2)
+	for i := range cs {
+		r, e := ends[2*i], ends[2*i+1]
+		if r < 0 || r >= p.Batch || e < 1 || e > p.Seqlen {
+			return nil, nil, fmt.Errorf("bridge: chunk_ends[%d] = (%d, %d), want a row below %d and an end in [1, %d]", i, r, e, p.Batch, p.Seqlen)
+		}
+		cs[i] = ChunkState{Row: r, End: e, State: states[i*n : (i+1)*n]}
+	}
+	out := &mamba2.Output{Y: got["y"], FinalStates: got["final_states"], SeqStates: got["seq_states"]}
+	if out.SeqStates == nil {
+		out.SeqStates = out.FinalStates
+	}
+	return out, cs, nil
 }
 
 // Backward runs the kernel's prefill and its backward on p (rounded to its
@@ -279,6 +369,50 @@ func (k *SSD) Step(s *mamba2.Step) (*mamba2.StepOutput, error) {
 		return nil, err
 	}
 	got, err := outputs(rep, map[string]int{"y": s.Batch * s.Heads * s.Headdim, "state": len(s.State)})
+	if err != nil {
+		return nil, err
+	}
+	return &mamba2.StepOutput{Y: got["y"], State: got["state"]}, nil
+}
+
+// SupportsSteps says why a multi-token decode is not declared ("" when it
+// is).
+func (k *SSD) SupportsSteps(s *mamba2.Steps) string {
+	c, ok := k.Cap(OpSteps)
+	if !ok {
+		return "the adapter declares no " + OpSteps
+	}
+	return declared(c, s.DType, s.StateDType, map[string]bool{"D": s.D != nil, "z": s.Z != nil, "dt_bias": s.DtBias != nil,
+		"softplus": s.Softplus}, 0)
+}
+
+// Steps runs the kernel's multi-token decode on s.
+func (k *SSD) Steps(s *mamba2.Steps) (*mamba2.StepOutput, error) {
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	in, w := s.DType, s.DType.Weight()
+	B, T, H, P, G, N := s.Batch, s.Tokens, s.Heads, s.Headdim, s.Groups, s.Dstate
+	arrays := []Array{Floats("state", s.State, s.StateDType, s.Slots, H, P, N), Floats("x", s.X, in, B, T, H, P), Floats("dt", s.Dt, in, B, T, H),
+		Floats("A", s.A, w, H), Floats("B", s.B, in, B, T, G, N), Floats("C", s.C, in, B, T, G, N),
+		Ints("read_slots", s.ReadSlots, B, s.Reads), Ints("write_slots", s.WriteSlots, B, T)}
+	if s.D != nil {
+		arrays = append(arrays, Floats("D", s.D, w, H))
+	}
+	if s.Z != nil {
+		arrays = append(arrays, Floats("z", s.Z, in, B, T, H, P))
+	}
+	if s.DtBias != nil {
+		arrays = append(arrays, Floats("dt_bias", s.DtBias, w, H))
+	}
+	if s.Accepted != nil {
+		arrays = append(arrays, Ints("accepted", s.Accepted, B))
+	}
+	rep, err := k.W.Call("call", OpSteps, map[string]any{"dt_softplus": s.Softplus}, arrays)
+	if err != nil {
+		return nil, err
+	}
+	got, err := outputs(rep, map[string]int{"y": B * T * H * P, "state": len(s.State)})
 	if err != nil {
 		return nil, err
 	}

@@ -185,3 +185,17 @@ func GenerateCotangent(p *Problem, seed uint64, states bool) *Cotangent {
 func (c *Cotangent) Rounded(p *Problem) *Cotangent {
 	return &Cotangent{Y: p.DType.RoundAll(c.Y), FinalStates: p.StateDType.RoundAll(c.FinalStates), SeqStates: p.StateDType.RoundAll(c.SeqStates)}
 }
+
+// Concat returns one row's tokens of a then those of b (problems of one
+// row and one sequence, of the same heads and types) from a's initial
+// state: a prefix and the tokens that follow it.
+func Concat(a, b *Problem) *Problem {
+	q := *a
+	q.Seqlen = a.Seqlen + b.Seqlen
+	cat := func(u, v []float64) []float64 { return append(append([]float64(nil), u...), v...) }
+	q.X, q.Dt, q.B, q.C = cat(a.X, b.X), cat(a.Dt, b.Dt), cat(a.B, b.B), cat(a.C, b.C)
+	if a.Z != nil {
+		q.Z = cat(a.Z, b.Z)
+	}
+	return &q
+}

@@ -316,3 +316,114 @@ func (s *Step) Rounded() *Step {
 type StepOutput struct {
 	Y, State []float64
 }
+
+// Steps are several decode steps of every row in one call, as speculative
+// decoding verifies its draft tokens: each row starts from one slot of
+// the pool and steps through Tokens tokens, the state after each written
+// to a slot of its own, so that the engine keeps whichever the
+// verification accepts.
+//
+//	State            [Slots][Heads][Headdim][Dstate]
+//	X, Z             [Batch][Tokens][Heads][Headdim]
+//	Dt               [Batch][Tokens][Heads]
+//	B, C             [Batch][Tokens][Groups][Dstate]
+//	A, D, DtBias     [Heads]
+//	ReadSlots        [Batch][Reads]   the slots of the previous call's tokens
+//	Accepted         [Batch]          how many of them were accepted (nil: 1)
+//	WriteSlots       [Batch][Tokens]  where the state after each token goes (−1: nowhere)
+//
+// Row b starts from slot ReadSlots[b][Accepted[b]−1] (vLLM's
+// state_batch_indices with num_accepted_tokens); a row whose slot is
+// negative is padding: its outputs are zero and it writes nothing. Every
+// slot no row writes keeps its state bit for bit, the read slots too.
+type Steps struct {
+	Batch, Slots, Tokens, Reads, Heads, Headdim, Groups, Dstate int
+
+	State, X, Dt, A, B, C []float64
+	D, Z, DtBias          []float64
+	Softplus              bool
+	ReadSlots, Accepted   []int
+	WriteSlots            []int
+	DType, StateDType     ssm.DType
+}
+
+// Validate checks the sizes and the slots: reads within the pool (or
+// negative), accepted counts within the reads, writes within the pool and
+// none written twice.
+func (s *Steps) Validate() error {
+	if err := ssm.CheckSizes("mamba2: steps ", ssm.Size{Name: "Batch", V: s.Batch}, ssm.Size{Name: "Slots", V: s.Slots}, ssm.Size{Name: "Tokens", V: s.Tokens},
+		ssm.Size{Name: "Reads", V: s.Reads}, ssm.Size{Name: "Heads", V: s.Heads}, ssm.Size{Name: "Headdim", V: s.Headdim}, ssm.Size{Name: "Groups", V: s.Groups},
+		ssm.Size{Name: "Dstate", V: s.Dstate}); err != nil {
+		return err
+	}
+	if s.Heads%s.Groups != 0 {
+		return fmt.Errorf("mamba2: steps Groups = %d does not divide Heads = %d", s.Groups, s.Heads)
+	}
+	bt, hs := s.Batch*s.Tokens, s.Heads*s.Headdim
+	if err := ssm.CheckFields("mamba2: steps ", "", false,
+		ssm.Field{Name: "State", V: s.State, Want: s.Slots * hs * s.Dstate}, ssm.Field{Name: "X", V: s.X, Want: bt * hs}, ssm.Field{Name: "Dt", V: s.Dt, Want: bt * s.Heads},
+		ssm.Field{Name: "A", V: s.A, Want: s.Heads}, ssm.Field{Name: "B", V: s.B, Want: bt * s.Groups * s.Dstate}, ssm.Field{Name: "C", V: s.C, Want: bt * s.Groups * s.Dstate},
+		ssm.Field{Name: "D", V: s.D, Want: s.Heads, Optional: true}, ssm.Field{Name: "Z", V: s.Z, Want: bt * hs, Optional: true},
+		ssm.Field{Name: "DtBias", V: s.DtBias, Want: s.Heads, Optional: true}); err != nil {
+		return err
+	}
+	if len(s.ReadSlots) != s.Batch*s.Reads {
+		return fmt.Errorf("mamba2: steps len(ReadSlots) = %d, want Batch·Reads = %d", len(s.ReadSlots), s.Batch*s.Reads)
+	}
+	if len(s.WriteSlots) != bt {
+		return fmt.Errorf("mamba2: steps len(WriteSlots) = %d, want Batch·Tokens = %d", len(s.WriteSlots), bt)
+	}
+	if s.Accepted != nil && len(s.Accepted) != s.Batch {
+		return fmt.Errorf("mamba2: steps len(Accepted) = %d, want Batch = %d", len(s.Accepted), s.Batch)
+	}
+	for b := 0; b < s.Batch; b++ {
+		if a := s.accepted(b); a < 1 || a > s.Reads {
+			return fmt.Errorf("mamba2: steps Accepted[%d] = %d, want 1 to Reads = %d", b, a, s.Reads)
+		}
+	}
+	for i, r := range s.ReadSlots {
+		if r >= s.Slots {
+			return fmt.Errorf("mamba2: steps ReadSlots[%d] = %d, want < Slots = %d (negative: none)", i, r, s.Slots)
+		}
+	}
+	seen := map[int]bool{}
+	for i, w := range s.WriteSlots {
+		if w >= s.Slots {
+			return fmt.Errorf("mamba2: steps WriteSlots[%d] = %d, want < Slots = %d (negative: not written)", i, w, s.Slots)
+		}
+		if w >= 0 && seen[w] {
+			return fmt.Errorf("mamba2: steps WriteSlots[%d] = %d is written twice", i, w)
+		}
+		seen[w] = true
+	}
+	return nil
+}
+
+func (s *Steps) accepted(b int) int {
+	if s.Accepted == nil {
+		return 1
+	}
+	return s.Accepted[b]
+}
+
+// Start returns the slot row b starts from (negative: a padding row).
+func (s *Steps) Start(b int) int { return max(s.ReadSlots[b*s.Reads+s.accepted(b)-1], -1) }
+
+// Chain returns the prefill that row b's tokens make from its start slot
+// (nil for a padding row): one row of Tokens steps from that slot's state,
+// evaluated sequentially (each step's state kept in the state type), the
+// reference of the states the call writes.
+func (s *Steps) Chain(b int) *Problem {
+	r := s.Start(b)
+	if r < 0 {
+		return nil
+	}
+	H, P, G, N, T := s.Heads, s.Headdim, s.Groups, s.Dstate, s.Tokens
+	p := &Problem{Batch: 1, Seqlen: T, Heads: H, Headdim: P, Groups: G, Dstate: N, Chunk: 0, Softplus: s.Softplus,
+		X: s.X[b*T*H*P : (b+1)*T*H*P], Dt: s.Dt[b*T*H : (b+1)*T*H], A: s.A, B: s.B[b*T*G*N : (b+1)*T*G*N], C: s.C[b*T*G*N : (b+1)*T*G*N],
+		D: s.D, DtBias: s.DtBias, InitialStates: s.State[r*H*P*N : (r+1)*H*P*N], DType: s.DType, StateDType: s.StateDType}
+	if s.Z != nil {
+		p.Z = s.Z[b*T*H*P : (b+1)*T*H*P]
+	}
+	return p
+}

@@ -129,27 +129,7 @@ func (r *Report) kernelSummary() string {
 		if !strings.HasPrefix(t.Name, "mamba2 ") && !strings.HasPrefix(t.Name, "mamba3 ") {
 			continue
 		}
-		fmt.Fprintf(&b, "\n%s\n", t.Name)
-		w := make([]int, len(t.Columns))
-		for i, c := range t.Columns {
-			w[i] = len([]rune(c))
-			for _, row := range t.Rows {
-				if i < len(row) {
-					w[i] = max(w[i], len([]rune(row[i])))
-				}
-			}
-		}
-		line := func(cells []string) {
-			var l strings.Builder
-			for i, c := range cells {
-				fmt.Fprintf(&l, "  %-*s", w[i], c)
-			}
-			b.WriteString(strings.TrimRight(l.String(), " ") + "\n")
-		}
-		line(t.Columns)
-		for _, row := range t.Rows {
-			line(row)
-		}
+		fmt.Fprintf(&b, "\n%s\n%s", t.Name, t.Text())
 	}
 	for _, c := range r.Kernels {
 		if c.Failures > 0 {

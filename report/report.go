@@ -239,6 +239,35 @@ type Table struct {
 	Rows    [][]string `json:"rows"`
 }
 
+// Text is the table's columns and rows as aligned text, a line each,
+// indented by two spaces.
+func (t Table) Text() string {
+	w := make([]int, len(t.Columns))
+	for i, c := range t.Columns {
+		w[i] = len([]rune(c))
+		for _, row := range t.Rows {
+			if i < len(row) {
+				w[i] = max(w[i], len([]rune(row[i])))
+			}
+		}
+	}
+	var b strings.Builder
+	line := func(cells []string) {
+		var l strings.Builder
+		for i, c := range cells {
+			if i < len(w) {
+				fmt.Fprintf(&l, "  %-*s", w[i], c)
+			}
+		}
+		b.WriteString(strings.TrimRight(l.String(), " ") + "\n")
+	}
+	line(t.Columns)
+	for _, row := range t.Rows {
+		line(row)
+	}
+	return b.String()
+}
+
 // New starts a report for the library lib, with a cell for every method,
 // dtype and real/complex A.
 func New(lib LibraryInfo) *Report {

@@ -62,6 +62,23 @@
 #                                   the suite of verify/mamba2, then the planted
 #                                   Triton mutants (MAMBA2_MUTANTS=0 leaves them
 #                                   out); $OUT/mamba2/summary.txt, a table last
+#   scripts/gpu.sh engine upstream|vllm|megatron CHECKOUT [COMMIT]
+#                                   there: verify/mamba2 (less the backward and
+#                                   the planted mutants) against a copy of
+#                                   Mamba-2's kernels from a checkout of
+#                                   state-spaces/mamba, vllm-project/vllm or
+#                                   NVIDIA/Megatron-LM (adapters/mamba2_COPY.py,
+#                                   docs/engines.md); $OUT/mamba2/summary.txt
+#   scripts/gpu.sh crosscopy COPY=CHECKOUT[@COMMIT] ...
+#                                   there: engine for each copy at once, then
+#                                   one table of every case and copy
+#                                   (cmd/crosscopy): $OUT/crosscopy/summary.txt
+#   scripts/gpu.sh scale COPY=CHECKOUT ...
+#                                   there: TestMamba2Scale against each copy
+#                                   (a million tokens, x and a state pool past
+#                                   2^31 elements, dstate 256, Mamba-2 2.7B's
+#                                   layer at 64K tokens, fused-projection
+#                                   views); tens of GiB of host memory
 #   scripts/gpu.sh mamba2-backward CHECKOUT [COMMIT]
 #                                   there: upstream's Mamba-2 backward
 #                                   (mamba_chunk_scan_combined under autograd),
@@ -138,9 +155,10 @@ build() {
 			CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go test -c "${fz[@]}" -ldflags='-s -w' -o "carry/$pkg.test" "./$pkg" || exit 1
 		done
 	fi
-	echo "building carry/gate and carry/mutants"
+	echo "building carry/gate, carry/mutants and carry/crosscopy"
 	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go build -ldflags='-s -w' -o carry/gate ./cmd/gate || exit 1
 	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go build -ldflags='-s -w' -o carry/mutants ./cmd/mutants || exit 1
+	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go build -ldflags='-s -w' -o carry/crosscopy ./cmd/crosscopy || exit 1
 	if [ "$what" != abi ]; then
 		for b in mamba2 mamba3; do
 			echo "building carry/$b.test (verify/$b: through the bridge; with the fuzzer's instrumentation)"
@@ -478,6 +496,89 @@ bridged() {
 	[ $rc -eq 0 ] && [ $mrc -eq 0 ]
 }
 
+# copy_adapter COPY: the adapter and the folder a checkout of COPY holds.
+copy_adapter() {
+	case $1 in
+	upstream) echo "mamba2_upstream mamba_ssm/ops/triton" ;;
+	vllm) echo "mamba2_vllm vllm/model_executor/layers/mamba/ops" ;;
+	megatron) echo "mamba2_megatron megatron/core/ssm/ops/mamba2" ;;
+	*) return 1 ;;
+	esac
+}
+
+# engine COPY CHECKOUT [COMMIT]: verify/mamba2 against a copy of Mamba-2's
+# kernels (upstream, vllm, megatron) through its adapter, the backward's
+# tests and the planted mutants left out (the engines' copies have no
+# backward; GPU_TEST_FLAGS adds flags); $OUT/mamba2.log and $OUT/mamba2/.
+engine() {
+	local copy=${1:-} ad folder src commit out t0=$SECONDS rc=0
+	read -r ad folder <<<"$(copy_adapter "$copy")" || true
+	[ -n "$ad" ] && [ $# -ge 2 ] && [ -d "$2/$folder" ] || { echo "usage: scripts/gpu.sh engine upstream|vllm|megatron CHECKOUT [COMMIT] (CHECKOUT holds ${folder:-its ops folder})"; exit 2; }
+	[ -x carry/mamba2.test ] || { echo "gpu.sh: no carry/mamba2.test (run scripts/gpu.sh build bridged first)"; exit 1; }
+	src=$(cd "$2" && pwd)
+	commit=${3:-$(checkout_commit "$src")}
+	out=${OUT:-out/gpu/$copy}
+	mkdir -p "$out" && out=$(cd "$out" && pwd)
+	export SSMK_BRIDGE="$ad checkout=$src commit=$commit"
+	echo "$copy: SSMK_BRIDGE=$SSMK_BRIDGE"
+	(cd verify/mamba2 && ../../carry/mamba2.test -test.v -test.timeout=0 -test.skip 'TritonMutants|Backward' ${GPU_TEST_FLAGS:-} -report "$out/mamba2") >"$out/mamba2.log" 2>&1 || rc=$?
+	sed -n '1,/^$/p' "$out/mamba2/summary.txt" 2>/dev/null || tail -20 "$out/mamba2.log"
+	echo "$copy: suite $([ $rc -eq 0 ] && echo ok || echo FAIL), $((SECONDS - t0)) s; log $out/mamba2.log"
+	return $rc
+}
+
+# crosscopy COPY=CHECKOUT[@COMMIT] ...: engine for each copy at once, then one
+# table of every case against every copy (cmd/crosscopy) in
+# $OUT/crosscopy/summary.txt and report.json.
+crosscopy() {
+	[ $# -ge 1 ] || { echo "usage: scripts/gpu.sh crosscopy upstream=CHECKOUT vllm=CHECKOUT megatron=CHECKOUT"; exit 2; }
+	[ -x carry/crosscopy ] || { echo "gpu.sh: no carry/crosscopy (run scripts/gpu.sh build bridged first)"; exit 1; }
+	local out=${OUT:-out/gpu} a copy pids=() runs=()
+	mkdir -p "$out" && out=$(cd "$out" && pwd)
+	nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+	for a in "$@"; do
+		copy=${a%%=*}
+		local where=${a#*=} at=""
+		[[ $where != *@* ]] || { at=${where##*@}; where=${where%@*}; }
+		(OUT=$out/$copy engine "$copy" "$where" $at >"$out/$copy.out" 2>&1) &
+		pids+=($!)
+		runs+=("$copy=$out/$copy")
+	done
+	wait "${pids[@]}"
+	for a in "$@"; do tail -1 "$out/${a%%=*}.out"; done
+	carry/crosscopy -out "$out/crosscopy" "${runs[@]}"
+}
+
+# scale COPY=CHECKOUT ...: TestMamba2Scale (SSMK_SCALE=1) against each copy:
+# the cases of a few GiB for every copy at once, then those of tens of GiB
+# (x past 2^31 elements, the pool past 2^31) one copy at a time, so that the
+# host's memory holds them; $OUT/scale-COPY-*.log, a table last.
+scale() {
+	[ $# -ge 1 ] || { echo "usage: scripts/gpu.sh scale upstream=CHECKOUT vllm=CHECKOUT megatron=CHECKOUT"; exit 2; }
+	[ -x carry/mamba2.test ] || { echo "gpu.sh: no carry/mamba2.test (run scripts/gpu.sh build bridged first)"; exit 1; }
+	local out=${OUT:-out/gpu} a copy ad folder src pids=()
+	mkdir -p "$out" && out=$(cd "$out" && pwd)
+	nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+	one() { # COPY CHECKOUT PART RUN
+		read -r ad folder <<<"$(copy_adapter "$1")"
+		src=$(cd "$2" && pwd)
+		(cd verify/mamba2 && SSMK_SCALE=1 SSMK_BRIDGE="$ad checkout=$src commit=$(checkout_commit "$src")" \
+			../../carry/mamba2.test -test.v -test.timeout=0 -test.run "TestMamba2Scale\$/$4" >"$out/scale-$1-$3.log" 2>&1)
+	}
+	for a in "$@"; do
+		copy_adapter "${a%%=*}" >/dev/null || { echo "gpu.sh scale: unknown copy ${a%%=*} (upstream, vllm, megatron)"; exit 2; }
+		one "${a%%=*}" "${a#*=}" small '^(1M-tokens|dstate-256|mamba2-2.7b-64K|mamba2-2.7b-64K-fused-views)$' &
+		pids+=($!)
+	done
+	wait "${pids[@]}"
+	for a in "$@"; do one "${a%%=*}" "${a#*=}" large '^(x-past-2\^31-elements|decode-pool-past-2\^31-elements)$'; done
+	for a in "$@"; do
+		for part in small large; do
+			grep -hE '^    --- (PASS|FAIL|SKIP)|scale_test.go:[0-9]+: ' "$out/scale-${a%%=*}-$part.log" | cut -c1-220 | sed "s/^/${a%%=*}: /"
+		done
+	done
+}
+
 # mamba2_backward CHECKOUT [COMMIT]: the backward's tests of verify/mamba2
 # against upstream's kernels, split four ways and run at once; each part's
 # summary, then a table.
@@ -666,6 +767,9 @@ report) shift; report "$@" ;;
 adapter) shift; adapter "$@" ;;
 mamba2) shift; bridged mamba2 mamba_ssm/ops/triton "$@" ;;
 mamba2-backward) shift; mamba2_backward "$@" ;;
+engine) shift; engine "$@" ;;
+crosscopy) shift; crosscopy "$@" ;;
+scale) shift; scale "$@" ;;
 mamba3) shift; bridged mamba3 mamba_ssm/ops/triton/mamba3 "$@" ;;
 ggml) shift; ggml "$@" ;;
 gate) shift; gate "$@" ;;

@@ -65,13 +65,13 @@ var pyOperators = []operator{
 var pyDef = regexp.MustCompile(`^def ([A-Za-z_]\w*)\(`)
 
 // The adapter's own planted slips (ARGS["slip"], for the suite's tests of
-// its diagnosis) and its modes (ARGS["mode"]: the sequential recurrence)
-// are not the algorithm: a mutation of their switch turns on a catalogued
+// its diagnosis) and its modes (ARGS["mode"]: the sequential recurrence;
+// ARGS["layout"]: the engines' stream of tokens) are not the algorithm: a mutation of their switch turns on a catalogued
 // slip or the other correct mode, and one inside a branch taken only
 // under a slip changes nothing. Both are left out of the population.
 var (
-	pySlipTest   = regexp.MustCompile(`\(?ARGS\["(slip|mode)"\] (==|!=) "[^"]*"\)?`)
-	pySlipBranch = regexp.MustCompile(`^(\s*)(if|elif) .*ARGS\["(slip|mode)"\] == "[^"]*"[^:]*:\s*$`)
+	pySlipTest   = regexp.MustCompile(`\(?ARGS\["(slip|mode|layout)"\] (==|!=) "[^"]*"\)?`)
+	pySlipBranch = regexp.MustCompile(`^(\s*)(if|elif) .*ARGS\["(slip|mode|layout)"\] == "[^"]*"[^:]*:\s*$`)
 )
 
 func indentOf(line string) int { return len(line) - len(strings.TrimLeft(line, " ")) }

@@ -16,7 +16,9 @@ The mapping is the one Mamba-2's layer makes (mamba_ssm/modules/mamba2.py):
 prefill with seq_idx built from cu_seqlens and return_varlen_states; decode
 with dt, dt_bias, D and A broadcast over the head dimension by stride-0 views
 (the kernel's tied-head-dimension path). selective_state_update takes no
-dt_limit, so the step declares none.
+dt_limit, so the step declares none. With the prefill's param
+fused_projection, x, z, B, C and dt are passed as the layer's strided views
+of its in_proj and convolution outputs (upstream.fused_views).
 """
 
 import os
@@ -48,7 +50,7 @@ def capabilities():
     return {
         "ssd_prefill": {"dtypes": dts, "state_dtypes": ["same", "f32"], "algorithm": "chunked", "chunk_sizes": [],
                         "features": ["D", "D_per_channel", "z", "dt_bias", "softplus", "dt_limit", "initial_states",
-                                     "cu_seqlens"]},
+                                     "cu_seqlens", "fused_projection"]},
         "ssd_bwd": {"dtypes": dts, "state_dtypes": ["same", "f32"], "algorithm": "chunked", "chunk_sizes": [],
                     "features": ["D", "D_per_channel", "z", "dt_bias", "softplus", "dt_limit", "initial_states",
                                  "cu_seqlens"] + det},
@@ -57,21 +59,9 @@ def capabilities():
     }
 
 
-def synchronize():
-    upstream.synchronize(ARGS["device"])
-
-
-def timer(launch):
-    return upstream.timer(launch)
-
-
-def configs():
-    """The configurations the autotuners chose, by kernel."""
-    return upstream.configs("mamba_ssm.ops.triton")
-
-
-def _t(arrays, name, required=True):
-    return upstream.tensor(arrays, name, ARGS["device"], required)
+# the worker's hooks: synchronize(), timer(launch), configs() (the autotuners' choices by kernel), and the
+# arrays as tensors on the device
+synchronize, timer, configs, _t = upstream.hooks(ARGS, "mamba_ssm.ops.triton")
 
 
 GRAD_INPUTS = ("x", "dt", "A", "B", "C", "D", "z", "dt_bias", "initial_states")
@@ -83,6 +73,8 @@ def _prefill_call(arrays, params, varlen_states=True, leaves=None):
     import torch
     x, dt, A, B, C = (_t(arrays, n) for n in ("x", "dt", "A", "B", "C"))
     D, z, bias, init = (_t(arrays, n, False) for n in ("D", "z", "dt_bias", "initial_states"))
+    if params.get("fused_projection") and leaves is None:
+        x, z, B, C, dt = upstream.fused_views(x, z, B, C, dt)
     if leaves is not None:
         for name, v in zip(GRAD_INPUTS, (x, dt, A, B, C, D, z, bias, init)):
             if v is not None:
@@ -138,28 +130,12 @@ def ssd_bwd(arrays, params):
 
 
 def _step_call(arrays, params):
-    from einops import repeat
-    if params.get("dt_limit", [0.0, None]) != [0.0, None]:
-        raise Unsupported("selective_state_update takes no dt_limit")
-    state, x, dt, A, B, C = (_t(arrays, n) for n in ("state", "x", "dt", "A", "B", "C"))
-    D, z, bias = (_t(arrays, n, False) for n in ("D", "z", "dt_bias"))
-    idx = _t(arrays, "state_batch_indices", False)
-    P, N = x.shape[-1], state.shape[-1]
-    # as mamba_ssm/modules/mamba2.py's step: stride-0 views over the head dimension
-    A = repeat(A, "h -> h p n", p=P, n=N)
-    dt = repeat(dt, "b h -> b h p", p=P)
-    if bias is not None:
-        bias = repeat(bias, "h -> h p", p=P)
-    if D is not None:
-        D = repeat(D, "h -> h p", p=P)
-    kw = dict(D=D, z=z, dt_bias=bias, dt_softplus=bool(params.get("dt_softplus")), state_batch_indices=idx)
-    return lambda: MODS["ssu"].selective_state_update(state, x, dt, A, B, C, **kw), state
+    # as the layer's step: stride-0 views over the head dimension
+    return upstream.step_call(_t, arrays, params, MODS["ssu"].selective_state_update)
 
 
 def ssd_step(arrays, params):
-    call, state = _step_call(arrays, params)
-    y = call()
-    return {"y": from_torch(y), "state": from_torch(state)}
+    return upstream.step(_t, arrays, params, MODS["ssu"].selective_state_update)
 
 
 def prepare(op, arrays, params):

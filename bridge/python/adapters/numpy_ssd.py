@@ -6,7 +6,11 @@ and the decode step. It is what `make verify` judges on a machine without a
 GPU, so that the bridge, the Mamba-2 tests and their error model run in CI.
 
 Arguments: mode=chunked (default) or sequential (the recurrence step by step,
-the model a decode chain is judged by); the backward of the prefill
+the model a decode chain is judged by); layout=rows (default) or varlen (the
+prefill in the engines' layout, ssmbridge.engines: the rows laid into one
+stream of tokens, chunks cut from each sequence's start, initial states per
+sequence, and the state after every chunk on request, "chunk_states": the
+CPU path of the engines' adapters' mapping and of their properties); the backward of the prefill
 ("ssd_bwd": the recurrence's adjoint written out by hand, independent of the
 suite's Go adjoint, in the compute type); slip=NAME plants one of the chunked
 algebra's known bugs, for the suite's own tests of its diagnosis (the names
@@ -18,20 +22,22 @@ import time
 
 import numpy as np
 
-from ssmbridge import Unsupported, set_args
+from ssmbridge import Unsupported, engines, set_args
 from ssmbridge.arrays import compute_dtype, from_float, get, to_float
 
-ARGS = {"mode": "chunked", "slip": "", "compile": "0"}
+ARGS = {"mode": "chunked", "layout": "rows", "slip": "", "compile": "0"}
 _COMPILED = set()
 SLIPS = ("drop-init", "no-reset", "group-repeat", "no-dt-limit", "state-bf16", "no-bias-decode", "softplus-log-exp", "seq-states-no-init",
          "padding-written", "last-state-stale", "bwd-da-no-delta", "bwd-dx-no-skip", "bwd-dinit-undecayed",
-         "nonfinite-leak")
+         "nonfinite-leak", "cache-entering", "past-size", "spec-accepted-off-by-one")
 
 
 def open(args):
     set_args("numpy_ssd", ARGS, args)
     if ARGS["mode"] not in ("chunked", "sequential"):
         raise SystemExit(f"numpy_ssd: mode={ARGS['mode']!r}, want chunked or sequential")
+    if ARGS["layout"] not in ("rows", "varlen") or (ARGS["layout"] == "varlen" and ARGS["mode"] != "chunked"):
+        raise SystemExit(f"numpy_ssd: layout={ARGS['layout']!r}, want rows or varlen (varlen with mode=chunked)")
     if ARGS["slip"] and ARGS["slip"] not in SLIPS:
         raise SystemExit(f"numpy_ssd: slip={ARGS['slip']!r}, want one of {SLIPS}")
     try:
@@ -54,7 +60,7 @@ def _first_use(op, arrays):
 
 
 def describe():
-    d = {"kernel": "numpy-ssd (" + ARGS["mode"] + ")", "device": "cpu", "numpy": np.__version__, "commit": "ssmverify"}
+    d = {"kernel": "numpy-ssd (" + ARGS["mode"] + ("" if ARGS["layout"] == "rows" else ", varlen") + ")", "device": "cpu", "numpy": np.__version__, "commit": "ssmverify"}
     if ARGS["slip"]:
         d["slip"] = ARGS["slip"]
     return d
@@ -62,15 +68,17 @@ def describe():
 
 def capabilities():
     dts = ["f32", "f64", "f16", "bf16"]
+    varlen = ["chunk_states"] if ARGS["layout"] == "varlen" else []
     return {
         "ssd_prefill": {"dtypes": dts, "state_dtypes": ["same", "f32"], "algorithm": ARGS["mode"], "chunk_sizes": [],
                         "features": ["D", "D_per_channel", "z", "dt_bias", "softplus", "dt_limit", "initial_states",
-                                     "cu_seqlens"]},
+                                     "cu_seqlens"] + varlen},
         "ssd_bwd": {"dtypes": dts, "state_dtypes": ["same", "f32"], "algorithm": "sequential", "chunk_sizes": [],
                     "features": ["D", "D_per_channel", "z", "dt_bias", "softplus", "dt_limit", "initial_states",
                                  "cu_seqlens", "deterministic"]},
         "ssd_step": {"dtypes": dts, "state_dtypes": ["same", "f32"],
                      "features": ["D", "z", "dt_bias", "softplus", "dt_limit", "state_batch_indices"]},
+        "ssd_steps": {"dtypes": dts, "state_dtypes": ["same", "f32"], "features": ["D", "z", "dt_bias", "softplus"]},
     }
 
 
@@ -122,6 +130,8 @@ def _prefill_inputs(arrays, params):
 
 def ssd_prefill(arrays, params):
     _first_use("ssd_prefill", arrays)
+    if ARGS["layout"] == "varlen":
+        return _prefill_varlen(arrays, params)
     tag, ct, stag, x, dt, A, B, C, D, z, bias, init = _prefill_inputs(arrays, params)
     b, L, H, P = x.shape
     G, N = B.shape[2], B.shape[3]
@@ -197,6 +207,48 @@ def ssd_prefill(arrays, params):
     return _finish(y, x, D, z, seq_states, cu is not None, b, nseq, tag, stag, ct)
 
 
+def _prefill_varlen(arrays, params):
+    """The chunked algorithm on the engines' stream (engines.Packed): each chunk one sequence's, its entering state
+    the previous chunk's or, at a sequence's first chunk, the sequence's initial state (zeros where none)."""
+    tag, ct, stag, x, dt, A, B, C, D, z, bias, init = _prefill_inputs(arrays, params)
+    b, L, H, P = x.shape
+    G, N = B.shape[2], B.shape[3]
+    cu = arrays.get("cu_seqlens", (None, None))[1]
+    d = _delta(to_float(dt[0], dt[1]).astype(ct), bias, params.get("dt_softplus", False), _limits(params), ct)
+    pk = engines.Packed(x, d, B, C, None, None if init is None else _state_round(init, stag), cu, int(params["chunk_size"]))
+    heads_group = np.arange(H) // (H // G)
+    Bh, Ch = pk.B[:, heads_group], pk.C[:, heads_group]  # (T, h, n)
+    y = np.zeros_like(pk.x)
+    chunk_states = np.zeros((len(pk.chunks), H, P, N), dtype=ct)
+    snaps = np.zeros_like(chunk_states)
+    prev = None
+    for k, (c0, c1, s) in enumerate(pk.chunks):
+        if c0 == pk.starts[s]:
+            prev = np.zeros((H, P, N), dtype=ct) if pk.init is None else pk.init[s]
+        ds, xs, Bs, Cs = pk.dt[c0:c1], pk.x[c0:c1], Bh[c0:c1], Ch[c0:c1]
+        cs = np.cumsum(ds * A, axis=0, dtype=ct)  # (q, h)
+        q = c1 - c0
+        tri = np.tril(np.ones((q, q), dtype=bool))
+        decay = np.exp(np.where(tri[None], cs.T[:, :, None] - cs.T[:, None, :], -np.inf)).astype(ct)  # (h, t, s)
+        Lm = np.einsum("thn,shn->hts", Cs, Bs) * decay * ds.T[:, None, :]
+        y[c0:c1] = np.einsum("hts,shp->thp", Lm, xs) + np.exp(cs)[..., None] * np.einsum("thn,hpn->thp", Cs, prev)
+        w = np.exp(cs[-1] - cs) * ds  # (s, h)
+        st = np.einsum("sh,shn,shp->hpn", w, Bs, xs) + np.exp(cs[-1])[:, None, None] * prev
+        snaps[k] = prev  # the slip cache-entering's snapshot: the chunk's start, not its end
+        prev = chunk_states[k] = _state_round(st.astype(ct), stag)
+    seq_states = chunk_states[np.asarray(pk.last_chunk_indices, dtype=np.int64)]
+    packed = cu is not None
+    out = _finish(pk.y(y), x, D, z, seq_states if packed else pk.final_states(seq_states), packed, b, len(pk.seqs),
+                  tag, stag, ct)
+    if packed:
+        out["final_states"] = (stag, from_float(stag, pk.final_states(seq_states).astype(ct)))
+    if params.get("chunk_states"):
+        if ARGS["slip"] != "cache-entering":
+            snaps = chunk_states
+        out["chunk_states"], out["chunk_ends"] = (stag, from_float(stag, snaps)), ("i32", pk.chunk_ends())
+    return out
+
+
 def _sequential(x, d, A, Bh, Ch, D, z, h0, seq, nseq, packed, tag, stag, ct):
     b, L, H, P = x.shape
     N = Bh.shape[-1]
@@ -223,6 +275,9 @@ def _per_channel(D):
 
 
 def _finish(y, x, D, z, seq_states, packed, b, nseq, tag, stag, ct):
+    if ARGS["slip"] == "past-size":
+        y = y.copy()
+        y[:, 512:] *= ct(1.5)  # wrong only past a size: the tokens after 512
     if D is not None:
         y = y + _per_channel(D) * x
     if z is not None:
@@ -363,6 +418,46 @@ def ssd_step(arrays, params):
     return {"y": (tag, from_float(tag, y)), "state": (stag, from_float(stag, state))}
 
 
+def ssd_steps(arrays, params):
+    """Several decode steps of every row in one call (speculative decoding's verification): row b starts from slot
+    read_slots[b, accepted[b] - 1] of the pool as given, the state after its token i (kept in the state type) is
+    written to write_slots[b, i] (negative: not written); a row whose start is negative is padding."""
+    tag = arrays["x"][0]
+    ct = compute_dtype(tag)
+    stag, state = arrays["state"][0], get(arrays, "state", ct)
+    if stag not in ("f32", "f64", tag):
+        raise Unsupported(f"state dtype {stag} with inputs {tag}")
+    pool = state.copy()
+    x, A, B, C = get(arrays, "x", ct), get(arrays, "A", ct), get(arrays, "B", ct), get(arrays, "C", ct)
+    D, z, bias = get(arrays, "D", ct, False), get(arrays, "z", ct, False), get(arrays, "dt_bias", ct, False)
+    d = _delta(get(arrays, "dt", ct), bias, params.get("dt_softplus", False), (0.0, np.inf), ct)  # (b, t, h)
+    b, T, H, P = x.shape
+    g = np.arange(H) // (H // B.shape[2])
+    reads, writes = arrays["read_slots"][1], arrays["write_slots"][1]
+    acc = arrays.get("accepted", (None, None))[1]
+    y = np.zeros((b, T, H, P), dtype=ct)
+    for bb in range(b):
+        k = 1 if acc is None else int(acc[bb])
+        if ARGS["slip"] == "spec-accepted-off-by-one":
+            k = min(k + 1, reads.shape[1])  # the state after the first rejected token, not the last accepted
+        slot = int(reads[bb, k - 1])
+        if slot < 0:
+            continue
+        st = state[slot].copy()
+        for i in range(T):
+            a = np.exp(d[bb, i] * A).astype(ct)
+            st = _state_round((a[:, None, None] * st + d[bb, i][:, None, None] * x[bb, i][:, :, None] * B[bb, i, g][:, None, :]).astype(ct), stag)
+            yy = np.einsum("hpn,hn->hp", st, C[bb, i, g])
+            if D is not None:
+                yy = yy + D[:, None] * x[bb, i]
+            if z is not None:
+                yy = yy * (z[bb, i] / (1 + np.exp(-z[bb, i])))
+            y[bb, i] = yy
+            if int(writes[bb, i]) >= 0:
+                pool[int(writes[bb, i])] = st
+    return {"y": (tag, from_float(tag, y)), "state": (stag, from_float(stag, pool))}
+
+
 def prepare(op, arrays, params):
-    fn = {"ssd_prefill": ssd_prefill, "ssd_bwd": ssd_bwd, "ssd_step": ssd_step}[op]
+    fn = {"ssd_prefill": ssd_prefill, "ssd_bwd": ssd_bwd, "ssd_step": ssd_step, "ssd_steps": ssd_steps}[op]
     return lambda: fn({k: (t, v.copy()) for k, (t, v) in arrays.items()}, params)

@@ -101,3 +101,76 @@ def tensor(arrays, name, device, required=True):
         return None
     tag, v = arrays[name]
     return to_torch(tag, v, device)
+
+
+def fused_views(x, z, B, C, dt):
+    """x, z, B, C and dt as a Mamba-2 layer hands them to the scan
+    (mamba_ssm/modules/mamba2.py and the engines' mixers): z and dt strided
+    views of one in_proj output per token [z | xBC | dt], x, B and C strided
+    views of the causal convolution's output per token [x | B | C]. The
+    leading axes (batch, seqlen) or (tokens,) are kept; the values are the
+    given ones, bit for bit."""
+    import torch
+    lead = tuple(x.shape[:-2])
+    H, P = x.shape[-2:]
+    G, N = B.shape[-2:]
+    hp, gn = H * P, G * N
+    xbc = torch.empty(lead + (hp + 2 * gn,), dtype=x.dtype, device=x.device)
+    xbc[..., :hp] = x.reshape(lead + (hp,))
+    xbc[..., hp:hp + gn] = B.reshape(lead + (gn,))
+    xbc[..., hp + gn:] = C.reshape(lead + (gn,))
+    zw = hp if z is not None else 0
+    proj = torch.zeros(lead + (zw + hp + 2 * gn + H,), dtype=x.dtype, device=x.device)
+    if z is not None:
+        proj[..., :zw] = z.reshape(lead + (hp,))
+    proj[..., -H:] = dt
+    xv = xbc[..., :hp].unflatten(-1, (H, P))
+    Bv = xbc[..., hp:hp + gn].unflatten(-1, (G, N))
+    Cv = xbc[..., hp + gn:].unflatten(-1, (G, N))
+    zv = proj[..., :zw].unflatten(-1, (H, P)) if z is not None else None
+    return xv, zv, Bv, Cv, proj[..., -H:]
+
+
+def tied_views(P, N, A, dt, bias, D):
+    """A (h) as (h, p, n), dt (…, h) as (…, h, p), dt_bias and D (h) as (h, p),
+    each a stride-0 view over the head dimension (and the state), as Mamba-2's
+    layers call selective_state_update (the kernels' tied-head-dimension
+    path); an absent bias or D stays None."""
+    from einops import repeat
+    A = repeat(A, "h -> h p n", p=P, n=N)
+    dt = repeat(dt, "... h -> ... h p", p=P)
+    bias = None if bias is None else repeat(bias, "h -> h p", p=P)
+    D = None if D is None else repeat(D, "h -> h p", p=P)
+    return A, dt, bias, D
+
+
+def hooks(args, prefix):
+    """The worker's hooks every adapter of a torch kernel has, bound to its
+    arguments (args["device"]) and its modules (prefix): synchronize(),
+    timer(launch), configs() and tensor(arrays, name, required=True)."""
+    return (lambda: synchronize(args["device"]), timer, lambda: configs(prefix),
+            lambda arrays, name, required=True: tensor(arrays, name, args["device"], required))
+
+
+def step_call(tensor, arrays, params, update):
+    """The decode step as upstream's layer and Megatron's mixer call
+    selective_state_update (update): tied-head-dimension views, the pool
+    updated in place, a negative slot a padding row the kernel skips.
+    Returns the launch (giving y) and the pool."""
+    from . import Unsupported
+    if params.get("dt_limit", [0.0, None]) != [0.0, None]:
+        raise Unsupported("selective_state_update takes no dt_limit")
+    state, x, dt, A, B, C = (tensor(arrays, n) for n in ("state", "x", "dt", "A", "B", "C"))
+    D, z, bias = (tensor(arrays, n, False) for n in ("D", "z", "dt_bias"))
+    A, dt, bias, D = tied_views(x.shape[-1], state.shape[-1], A, dt, bias, D)
+    kw = dict(D=D, z=z, dt_bias=bias, dt_softplus=bool(params.get("dt_softplus")),
+              state_batch_indices=tensor(arrays, "state_batch_indices", False))
+    return lambda: update(state, x, dt, A, B, C, **kw), state
+
+
+def step(tensor, arrays, params, update):
+    """step_call's launch run once: the suite's outputs y and state."""
+    from .arrays import from_torch
+    call, state = step_call(tensor, arrays, params, update)
+    y = call()
+    return {"y": from_torch(y), "state": from_torch(state)}

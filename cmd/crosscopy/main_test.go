@@ -1,0 +1,102 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"ssmverify/report"
+)
+
+// writeRun lays out a run's folder as scripts/gpu.sh leaves it: a go test
+// -v log and a report with the diagnoses of its failures.
+func writeRun(t *testing.T, log string, diags map[string]string, commit string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "mamba2.log"), []byte(log), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rep := report.NewKernel(report.LibraryInfo{Path: "a copy", Device: "H200"}, &report.BridgeInfo{Describe: map[string]any{"commit": commit}})
+	for test, tag := range diags {
+		rep.Diagnoses = append(rep.Diagnoses, report.Diagnosis{Test: test, Finding: report.Finding{Tag: tag}})
+	}
+	js, _ := json.Marshal(rep)
+	if err := os.MkdirAll(filepath.Join(dir, "mamba2"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "mamba2", "report.json"), js, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+const passLog = `=== RUN   TestMamba2Prefill
+=== RUN   TestMamba2Prefill/fp32/plain
+=== RUN   TestMamba2Prefill/fp32/packed
+--- PASS: TestMamba2Prefill (0.10s)
+    --- PASS: TestMamba2Prefill/fp32/plain (0.05s)
+    --- PASS: TestMamba2Prefill/fp32/packed (0.05s)
+=== RUN   TestMamba2ChunkStates
+    engines_test.go:107: not declared: chunk_states
+--- SKIP: TestMamba2ChunkStates (0.00s)
+PASS
+`
+
+const failLog = `=== RUN   TestMamba2Prefill
+=== RUN   TestMamba2Prefill/fp32/plain
+=== RUN   TestMamba2Prefill/fp32/packed
+    prefill_test.go:80: prefill b=1 l=300: ratio 90 > 4 at y[0]; diagnosis [varlen:no-reset] packed sequences not separated
+--- FAIL: TestMamba2Prefill (0.10s)
+    --- PASS: TestMamba2Prefill/fp32/plain (0.05s)
+    --- FAIL: TestMamba2Prefill/fp32/packed (0.05s)
+=== RUN   TestMamba2ChunkStates
+=== RUN   TestMamba2ChunkStates/fp32/rows
+--- PASS: TestMamba2ChunkStates (0.01s)
+    --- PASS: TestMamba2ChunkStates/fp32/rows (0.01s)
+FAIL
+`
+
+// TestCrossCopyTable: one cell per copy and leaf case — ok, FAIL with
+// the copy's diagnosis of that case, n/s where the copy declares it not,
+// "-" where its run has no such case — the cases all copies pass counted,
+// the verdict fail, each copy's commit in the summary.
+func TestCrossCopyTable(t *testing.T) {
+	a := writeRun(t, passLog, nil, "e9594ce")
+	b := writeRun(t, failLog, map[string]string{"TestMamba2Prefill/fp32/packed": "varlen:no-reset"}, "7b743ba")
+	out := t.TempDir()
+	if code := run([]string{"-out", out, "upstream=" + a, "vllm=" + b}); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	sum, err := os.ReadFile(filepath.Join(out, "summary.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"TestMamba2Prefill/fp32/packed ok FAIL [varlen:no-reset]",
+		"TestMamba2ChunkStates n/s (its cases)",
+		"TestMamba2ChunkStates/fp32/rows - ok",
+		"(1 more cases: ok in every copy)",
+		"(commit 7b743ba)",
+		"verdict: fail",
+	} {
+		if !strings.Contains(strings.Join(strings.Fields(string(sum)), " "), want) {
+			t.Errorf("summary lacks %q:\n%s", want, sum)
+		}
+	}
+	var rep report.Report
+	js, _ := os.ReadFile(filepath.Join(out, "report.json"))
+	if err := json.Unmarshal(js, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Tables) != 1 || rep.Tables[0].Name != "mamba2 cross-copy" || len(rep.Bridged) != 2 || rep.Passed {
+		t.Errorf("report: tables %v, bridged %d, passed %v", rep.Tables, len(rep.Bridged), rep.Passed)
+	}
+	if len(rep.Diagnoses) != 1 || rep.Diagnoses[0].Test != "vllm: TestMamba2Prefill/fp32/packed" {
+		t.Errorf("diagnoses %+v", rep.Diagnoses)
+	}
+	if code := run([]string{"-out", out, "upstream"}); code != 2 {
+		t.Errorf("an argument without =RUN: exit %d, want 2", code)
+	}
+}

@@ -1,0 +1,309 @@
+package mamba2
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"testing"
+
+	"ssmverify/bridge"
+	"ssmverify/judge"
+	"ssmverify/mamba2"
+	"ssmverify/report"
+)
+
+// A scaleCase is a prefill at a deployment's size: its shape, the heads
+// whose outputs are judged against the float64 reference of those heads
+// alone (the whole sequence of each, where the whole problem's reference
+// would not fit in memory), and whether the inputs come as strided views
+// of one fused projection (bridge.FeatureFusedProjection).
+type scaleCase struct {
+	name                string
+	batch, seqlen       int
+	heads, headdim, dst int
+	judged              []int
+	fused               bool
+}
+
+// scaleCases are the sizes the engines serve: a million tokens; x, y past
+// 2³¹ elements (a 32-bit element offset wraps at token 2³¹/(heads·headdim)
+// = 262144 here); a state of 256; Mamba-2 2.7B's layer (80 heads of 64,
+// state 128) at 64K tokens; the same fed as views of a fused in_proj.
+var scaleCases = []scaleCase{
+	{"1M-tokens", 1, 1 << 20, 2, 64, 128, []int{1}, false},
+	{"x-past-2^31-elements", 1, 1<<18 + 1<<12, 128, 64, 128, []int{127}, false},
+	{"dstate-256", 2, 4096, 8, 64, 256, []int{0, 7}, false},
+	{"mamba2-2.7b-64K", 1, 1 << 16, 80, 64, 128, []int{0, 40, 79}, false},
+	{"mamba2-2.7b-64K-fused-views", 1, 1 << 16, 80, 64, 128, []int{0, 79}, true},
+}
+
+// headsOf is the problem p restricted to heads (one group's: they share
+// B and C), a problem of one group whose reference is those heads' alone.
+func headsOf(p *mamba2.Problem, heads []int) *mamba2.Problem {
+	B, L, H, P, G, N := p.Batch, p.Seqlen, p.Heads, p.Headdim, p.Groups, p.Dstate
+	g := mamba2.Group(heads[0], H, G)
+	q := *p
+	q.Heads, q.Groups = len(heads), 1
+	q.X, q.Dt, q.A, q.B, q.C, q.Z, q.D, q.DtBias, q.InitialStates = nil, nil, nil, nil, nil, nil, nil, nil, nil
+	for b := 0; b < B; b++ {
+		for t := 0; t < L; t++ {
+			for _, h := range heads {
+				i := (b*L+t)*H + h
+				q.X = append(q.X, p.X[i*P:(i+1)*P]...)
+				q.Dt = append(q.Dt, p.Dt[i])
+				if p.Z != nil {
+					q.Z = append(q.Z, p.Z[i*P:(i+1)*P]...)
+				}
+			}
+			j := ((b*L+t)*G + g) * N
+			q.B = append(q.B, p.B[j:j+N]...)
+			q.C = append(q.C, p.C[j:j+N]...)
+		}
+	}
+	for _, h := range heads {
+		q.A = append(q.A, p.A[h])
+		if p.D != nil {
+			q.D = append(q.D, p.D[h])
+		}
+		if p.DtBias != nil {
+			q.DtBias = append(q.DtBias, p.DtBias[h])
+		}
+	}
+	return &q
+}
+
+// outputOfHeads is the kernel's output restricted to heads, as headsOf
+// lays them out.
+func outputOfHeads(p *mamba2.Problem, out *mamba2.Output, heads []int) *mamba2.Output {
+	B, L, H, P, N := p.Batch, p.Seqlen, p.Heads, p.Headdim, p.Dstate
+	o := &mamba2.Output{}
+	for b := 0; b < B; b++ {
+		for t := 0; t < L; t++ {
+			for _, h := range heads {
+				i := ((b*L+t)*H + h) * P
+				o.Y = append(o.Y, out.Y[i:i+P]...)
+			}
+		}
+		for _, h := range heads {
+			i := (b*H + h) * P * N
+			o.FinalStates = append(o.FinalStates, out.FinalStates[i:i+P*N]...)
+		}
+	}
+	o.SeqStates = o.FinalStates
+	return o
+}
+
+// judgeHeads judges the kernel's output of p at heads against their
+// float64 reference: whether it passes, the worst ratio, and the first
+// failing token (−1: none).
+func judgeHeads(p *mamba2.Problem, out *mamba2.Output, heads []int) (bool, judge.Worst, int) {
+	q := headsOf(p, heads)
+	want, sc := mamba2.Prefill(q)
+	c, ratios, err := judge.CompareArrays(judge.PrefillArrays(q, outputOfHeads(p, out, heads), want, sc))
+	if err != nil {
+		return false, judge.Worst{Ratio: math.Inf(1), Array: err.Error()}, 0
+	}
+	th := judge.Threshold(p.DType)
+	first := -1
+	per := q.Heads * q.Headdim
+	for i, r := range ratios["y"] {
+		if r > th || math.IsNaN(r) {
+			first = i / per % q.Seqlen
+			break
+		}
+	}
+	return c.NonFinite == 0 && c.Worst.Ratio <= th, c.Worst, first
+}
+
+// scaleGenerate draws a scale case's problem: bf16 inputs with float32
+// states, D, dt_bias and softplus, one group.
+func scaleGenerate(c scaleCase, seqlen int) *mamba2.Problem {
+	o := mamba2.Options{Batch: c.batch, Seqlen: seqlen, Heads: c.heads, Headdim: c.headdim, Groups: 1, Dstate: c.dst,
+		Chunk: chunk(), D: true, DtBias: true, Softplus: true, DType: pairs[1].in, StateDType: pairs[1].state}
+	return mamba2.Generate(o, 81).Rounded()
+}
+
+// TestMamba2Scale runs the prefill at the sizes the engines serve
+// (scaleCases), each judged at some heads against their float64
+// reference over the whole sequence. A case that fails is run again at
+// half its length: a failure that appears only past a size is said so,
+// with both sizes and the first failing token's element offset (the mark
+// of a 32-bit offset). Hours of CPU and tens of GiB: it runs only with
+// SSMK_SCALE=1 (scripts/gpu.sh scale), else it is skipped;
+// TestMamba2ScaleMachinery runs its judgement on small shapes everywhere.
+func TestMamba2Scale(t *testing.T) {
+	track(t)
+	if os.Getenv("SSMK_SCALE") != "1" {
+		t.Skip("the deployment sizes run with SSMK_SCALE=1 (scripts/gpu.sh scale): tens of GiB")
+	}
+	for _, c := range scaleCases {
+		t.Run(c.name, func(t *testing.T) { scaleCheck(t, kernel, c, true) })
+	}
+	// a pool of 2100 slots of 128 heads of 64 by 128: 2.2·10⁹ elements,
+	// slot 2048 the first past 2³¹ (a 32-bit offset of slot·stride wraps)
+	t.Run("decode-pool-past-2^31-elements", func(t *testing.T) {
+		poolCheck(t, kernel, 2100, 128, 64, 128, []int{0, 1000, 2047, 2048, 2098, 2099, -1, 1500}, true)
+	})
+}
+
+// poolCheck runs one decode step of rows naming slots (−1: padding) of a
+// pool of that many slots, bf16 inputs and states: the named slots' new
+// states and the rows' outputs judged against the float64 step of those
+// slots alone, every other slot bit for bit unchanged. The pool is filled
+// by a pattern, not drawn: nothing but its size matters here.
+func poolCheck(t *testing.T, k *bridge.SSD, slots, heads, headdim, dstate int, rows []int, strict bool) report.Finding {
+	fail := t.Logf
+	if strict {
+		fail = t.Errorf
+	}
+	o := mamba2.StepOptions{Batch: len(rows), Slots: 1, Heads: heads, Headdim: headdim, Groups: 1, Dstate: dstate, D: true, DtBias: true,
+		Softplus: true, Indices: rows, DType: pairs[2].in, StateDType: pairs[2].state}
+	s := mamba2.GenerateStep(o, 83)
+	n := heads * headdim * dstate
+	s.Slots, s.State = slots, make([]float64, slots*n)
+	for i := range s.State {
+		s.State[i] = s.StateDType.Round(float64(uint32(i)*2654435761%2001)/1000 - 1)
+	}
+	s = s.Rounded()
+	if why := k.SupportsStep(s); why != "" {
+		rep.KernelUnsupported(t.Name(), bridge.OpStep, s.DType, s.StateDType, why)
+		t.Skip(why)
+	}
+	out, err := k.Step(s)
+	if err != nil {
+		f := report.Finding{Tag: "raises", Cause: err.Error(), Where: fmt.Sprintf("pool of %d elements", len(s.State))}
+		rep.AddKernelDiagnosis(t.Name(), bridge.OpStep, s.DType, s.StateDType, f)
+		fail("step on a pool of %d elements: %v", len(s.State), err)
+		return f
+	}
+	// the reference: a pool of the named slots alone
+	sub := *s
+	sub.State, sub.Indices = nil, make([]int, len(rows))
+	named := map[int]int{}
+	var order []int
+	for i, r := range rows {
+		sub.Indices[i] = -1
+		if r < 0 {
+			continue
+		}
+		if _, ok := named[r]; !ok {
+			named[r] = len(order)
+			order = append(order, r)
+			sub.State = append(sub.State, s.State[r*n:(r+1)*n]...)
+		}
+		sub.Indices[i] = named[r]
+	}
+	sub.Slots = len(order)
+	want, sc := mamba2.Decode(&sub)
+	got := &mamba2.StepOutput{Y: out.Y}
+	for _, r := range order {
+		got.State = append(got.State, out.State[r*n:(r+1)*n]...)
+	}
+	c, _, err := judge.CompareArrays(judge.StepArrays(&sub, got, want, sc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ok := c.NonFinite == 0 && c.Worst.Ratio <= judge.Threshold(s.DType)
+	touched, firstTouched := 0, -1
+	for slot := 0; slot < slots; slot++ {
+		if _, isNamed := named[slot]; isNamed {
+			continue
+		}
+		for i := slot * n; i < (slot+1)*n; i++ {
+			if math.Float64bits(out.State[i]) != math.Float64bits(s.State[i]) {
+				touched++
+				if firstTouched < 0 {
+					firstTouched = slot
+				}
+			}
+		}
+	}
+	where := fmt.Sprintf("pool of %d slots, %d elements; slots %v: worst %s", slots, len(s.State), rows, c.Worst)
+	rep.AddKernel(t.Name(), bridge.OpStep, s.DType, s.StateDType, c.Worst.Ratio, ok && touched == 0, where)
+	if ok && touched == 0 {
+		t.Logf("%s; every other slot unchanged", where)
+		return report.Finding{}
+	}
+	f := report.Finding{Tag: "scale:pool", Cause: "the named slots' states or the rows' outputs are wrong", Where: where}
+	if touched > 0 {
+		f.Cause = fmt.Sprintf("%d elements of slots no row names changed, the first in slot %d (its offset %d)", touched, firstTouched, firstTouched*n)
+	}
+	rep.AddKernelDiagnosis(t.Name(), bridge.OpStep, s.DType, s.StateDType, f)
+	fail("%s; diagnosis [%s] %s", where, f.Tag, f)
+	return f
+}
+
+// scaleCheck runs case c against k, failing t where strict; it returns
+// the finding of a failure (no Tag where it passed).
+func scaleCheck(t *testing.T, k *bridge.SSD, c scaleCase, strict bool) report.Finding {
+	p := scaleGenerate(c, c.seqlen)
+	fail := t.Logf
+	if strict {
+		fail = t.Errorf
+	}
+	params := map[string]any{}
+	if c.fused {
+		if cp, ok := k.Cap(bridge.OpPrefill); !ok || !cp.Has(bridge.FeatureFusedProjection) {
+			rep.KernelUnsupported(t.Name(), bridge.OpPrefill, p.DType, p.StateDType, "the adapter declares no "+bridge.FeatureFusedProjection)
+			t.Skip("not declared: " + bridge.FeatureFusedProjection)
+		}
+		params[bridge.FeatureFusedProjection] = true
+	}
+	if why := k.Supports(p); why != "" {
+		rep.KernelUnsupported(t.Name(), bridge.OpPrefill, p.DType, p.StateDType, why)
+		t.Skip(why)
+	}
+	elems := func(q *mamba2.Problem) string {
+		return fmt.Sprintf("l=%d: x and y of %d elements, chunk states of %d", q.Seqlen, q.XLen(), q.Batch*q.Heads*q.Headdim*q.Dstate*((q.Seqlen+max(q.Chunk, 1)-1)/max(q.Chunk, 1)))
+	}
+	run := func(q *mamba2.Problem) (bool, string, int) {
+		out, err := k.PrefillWith(q, params)
+		if err != nil {
+			return false, "the call: " + err.Error(), -1
+		}
+		ok, w, first := judgeHeads(q, out, c.judged)
+		return ok, fmt.Sprintf("heads %v: worst %s", c.judged, w), first
+	}
+	ok, where, first := run(p)
+	rep.AddKernel(t.Name(), bridge.OpPrefill, p.DType, p.StateDType, 0, ok, where)
+	if ok {
+		t.Logf("%s (%s): %s", c.name, elems(p), where)
+		return report.Finding{}
+	}
+	f := report.Finding{Tag: "scale:fails", Cause: "wrong at this size", Where: elems(p) + "; " + where}
+	if first >= 0 {
+		f.Where += fmt.Sprintf("; first failing token %d (its x offset %d)", first, first*p.Heads*p.Headdim)
+	}
+	half := scaleGenerate(c, c.seqlen/2)
+	if hok, hwhere, _ := run(half); hok {
+		f.Tag, f.Cause = "scale:past-size", fmt.Sprintf("wrong only past a size: passes at %s (%s), fails at %s", elems(half), hwhere, elems(p))
+	}
+	rep.AddKernelDiagnosis(t.Name(), bridge.OpPrefill, p.DType, p.StateDType, f)
+	fail("%s: %s; diagnosis [%s] %s", c.name, where, f.Tag, f)
+	return f
+}
+
+// TestMamba2ScaleMachinery runs TestMamba2Scale's judgement on small
+// shapes against the numpy path: a case that passes passes, and a kernel
+// wrong only past a size (the numpy path's slip past-size, which corrupts
+// the outputs of tokens past 512) is diagnosed scale:past-size with the
+// first failing token; the pool's judgement passes the numpy step and
+// fails the one that writes a padding row's slot.
+func TestMamba2ScaleMachinery(t *testing.T) {
+	track(t)
+	small := scaleCase{"small", 1, 1024, 4, 8, 16, []int{0, 3}, false}
+	if f := scaleCheck(t, slipKernel(t, ""), small, true); f.Tag != "" {
+		t.Errorf("the numpy path at %d tokens: [%s] %s", small.seqlen, f.Tag, f)
+	}
+	f := scaleCheck(t, slipKernel(t, "past-size"), small, false)
+	if f.Tag != "scale:past-size" {
+		t.Errorf("a kernel wrong past token 512 diagnosed [%s] %s, want scale:past-size", f.Tag, f)
+	}
+	t.Logf("[%s] %s", f.Tag, f)
+	if f := poolCheck(t, slipKernel(t, ""), 40, 2, 4, 8, []int{0, 39, -1, 20}, true); f.Tag != "" {
+		t.Errorf("the numpy step on a pool: [%s] %s", f.Tag, f)
+	}
+	if f := poolCheck(t, slipKernel(t, "padding-written"), 40, 2, 4, 8, []int{0, 39, -1, 20}, false); f.Tag != "scale:pool" {
+		t.Errorf("a step that writes a padding row's slot: [%s] %s, want scale:pool", f.Tag, f)
+	}
+}
