@@ -48,8 +48,11 @@ def commit(root, given):
 
 
 def describe(device):
-    """Versions, GPU, architecture and driver."""
+    """Versions, GPU, architecture and driver (device cpu: torch's version
+    and "cpu", for an adapter tried against a CPU stand-in of a kernel)."""
     import torch
+    if str(device).startswith("cpu"):
+        return {"torch": torch.__version__, "device": "cpu"}
     import triton
     props = torch.cuda.get_device_properties(torch.device(device))
     try:
@@ -62,8 +65,14 @@ def describe(device):
 
 
 def timer(launch):
-    """Milliseconds of one launch by CUDA events."""
+    """Milliseconds of one launch by CUDA events (by the clock without a
+    GPU)."""
     import torch
+    if not torch.cuda.is_available():
+        import time
+        t0 = time.perf_counter()
+        launch()
+        return (time.perf_counter() - t0) * 1e3
     s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     s.record()
     launch()
@@ -87,7 +96,8 @@ def configs(prefix):
 
 def synchronize(device):
     import torch
-    torch.cuda.synchronize(device)
+    if not str(device).startswith("cpu"):
+        torch.cuda.synchronize(device)
 
 
 def tensor(arrays, name, device, required=True):
