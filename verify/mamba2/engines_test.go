@@ -111,13 +111,6 @@ func wrongBoundary(p *mamba2.Problem, b, end int, state []float64, ends []int) i
 	return best
 }
 
-func abs(v int) int {
-	if v < 0 {
-		return -v
-	}
-	return v
-}
-
 // TestMamba2ChunkStates: the state an engine's prefill returns after every
 // chunk, for its prefix cache (vLLM's return_intermediate_states,
 // Megatron's return_raw_states: bridge.FeatureChunkStates), equals the
