@@ -45,10 +45,9 @@ func sequenceStart(p *mamba2.Problem, t int) int {
 }
 
 // stateRatio judges a state against want with the prefix q's error
-// model scaled by k (2: the sum of two runs' bounds): the worst ratio and
-// where.
-func stateRatio(q *mamba2.Problem, state, want []float64, k float64) (float64, string) {
-	ref, sc := mamba2.Prefill(q)
+// model (ref and sc, mamba2.Prefill's of q) scaled by k (2: the sum of two
+// runs' bounds): the worst ratio and where.
+func stateRatio(q *mamba2.Problem, ref *mamba2.Output, sc *mamba2.Scale, state, want []float64, k float64) (float64, string) {
 	scaled := *sc
 	scaled.FinalStates = make([]float64, len(sc.FinalStates))
 	for i, v := range sc.FinalStates {
@@ -82,8 +81,8 @@ func prefixOf(p *mamba2.Problem, b, end int) *mamba2.Problem {
 // of row b ending before end, with that prefix's error model.
 func referenceRatio(p *mamba2.Problem, b, end int, state []float64) float64 {
 	q := prefixOf(p, b, end)
-	ref, _ := mamba2.Prefill(q)
-	r, _ := stateRatio(q, state, ref.FinalStates, 1)
+	ref, sc := mamba2.Prefill(q)
+	r, _ := stateRatio(q, ref, sc, state, ref.FinalStates, 1)
 	return r
 }
 
@@ -248,7 +247,8 @@ func chunkStates(t *testing.T, k *bridge.SSD, strict bool, dts []pair, n int) []
 						if err != nil {
 							t.Fatalf("the prefix of row %d before token %d: %v", s.Row, s.End, err)
 						}
-						r, where := stateRatio(q, s.State, rerun.FinalStates, 2)
+						ref, sc := mamba2.Prefill(q)
+						r, where := stateRatio(q, ref, sc, s.State, rerun.FinalStates, 2)
 						worst = math.Max(worst, r)
 						if r <= judge.Threshold(p.DType) {
 							continue
