@@ -3,6 +3,9 @@ package mamba2
 import (
 	"math"
 	"math/bits"
+	"runtime"
+	"sync"
+	"sync/atomic"
 
 	"ssmverify/ssm"
 )
@@ -98,8 +101,6 @@ func Prefill(p *Problem) (*Output, *Scale) {
 	delta := make([]float64, L)
 	cum := make([]float64, L)  // within the sequence, through t
 	wcum := make([]float64, L) // |within the chunk (row-aligned), through t|
-	s := make([]float64, N)
-	rs := make([]recurrences, N)
 	for b := 0; b < p.Batch; b++ {
 		for h := 0; h < H; h++ {
 			g := Group(h, H, G)
@@ -123,7 +124,9 @@ func Prefill(p *Problem) (*Output, *Scale) {
 					c += delta[t] * p.A[h]
 					cum[t] = c
 				}
-				for pp := 0; pp < P; pp++ {
+				// each channel pp of a head is a recurrence of its own (its
+				// state row s[pp, ·]): long sequences run them in parallel
+				channel := func(pp int, s []float64, rs []recurrences) {
 					for n := 0; n < N; n++ {
 						s[n], rs[n] = 0, recurrences{}
 						if p.InitialStates != nil && si == 0 {
@@ -174,10 +177,44 @@ func Prefill(p *Problem) (*Output, *Scale) {
 						}
 					}
 				}
+				forChannels(P, (sq[1]-sq[0])*N, N, channel)
 			}
 		}
 	}
 	return out, sc
+}
+
+// parallelWork is the work of one channel (steps × states) from which a
+// head's channels are run in parallel: below it the goroutines cost more
+// than they save, and the small problems of the tests stay sequential.
+const parallelWork = 1 << 16
+
+// forChannels calls f for each channel 0..P−1 with scratch of n states,
+// in parallel (up to GOMAXPROCS at once) where a channel's work is at
+// least parallelWork. The channels write disjoint elements, so the result
+// is the same either way, bit for bit.
+func forChannels(P, work, n int, f func(pp int, s []float64, rs []recurrences)) {
+	workers := min(P, runtime.GOMAXPROCS(0))
+	if work < parallelWork || workers < 2 {
+		s, rs := make([]float64, n), make([]recurrences, n)
+		for pp := 0; pp < P; pp++ {
+			f(pp, s, rs)
+		}
+		return
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s, rs := make([]float64, n), make([]recurrences, n)
+			for pp := int(next.Add(1) - 1); pp < P; pp = int(next.Add(1) - 1) {
+				f(pp, s, rs)
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 // Decode returns the float64 reference of a decode step and its scale:

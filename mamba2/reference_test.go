@@ -2,6 +2,7 @@ package mamba2
 
 import (
 	"math"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -103,6 +104,34 @@ func TestPackedEqualsUnpacked(t *testing.T) {
 		for j, v := range o.FinalStates {
 			if w := out.SeqStates[i*H*P*N+j]; v != w {
 				t.Fatalf("sequence %d: state[%d] = %g alone, %g packed", i, j, v, w)
+			}
+		}
+	}
+}
+
+// TestPrefillParallelChannels: a problem long enough that Prefill runs a
+// head's channels in parallel (forChannels) gives the result of running
+// them one after another, bit for bit, packed sequences and initial
+// states included.
+func TestPrefillParallelChannels(t *testing.T) {
+	o := Options{Batch: 1, Seqlen: 1400, Heads: 2, Headdim: 8, Groups: 1, Dstate: 64, Chunk: 64, D: true, Z: true, DtBias: true,
+		Softplus: true, InitialStates: true, CuSeqlens: []int{0, 300, 1400}, DType: ssm.BF16, StateDType: ssm.F32}
+	p := Generate(o, 5)
+	if (p.Seqlen-300)*p.Dstate < parallelWork {
+		t.Fatalf("the problem is too small to run in parallel: %d < %d", (p.Seqlen-300)*p.Dstate, parallelWork)
+	}
+	par, psc := Prefill(p)
+	prev := runtime.GOMAXPROCS(1)
+	seq, ssc := Prefill(p)
+	runtime.GOMAXPROCS(prev)
+	for _, c := range []struct {
+		name string
+		a, b []float64
+	}{{"y", par.Y, seq.Y}, {"final_states", par.FinalStates, seq.FinalStates}, {"seq_states", par.SeqStates, seq.SeqStates},
+		{"scale of y", psc.Y, ssc.Y}, {"scale of the states", psc.SeqStates, ssc.SeqStates}, {"tiny of y", psc.TinyY, ssc.TinyY}} {
+		for i := range c.a {
+			if math.Float64bits(c.a[i]) != math.Float64bits(c.b[i]) {
+				t.Fatalf("%s[%d]: %g in parallel, %g in sequence", c.name, i, c.a[i], c.b[i])
 			}
 		}
 	}

@@ -73,7 +73,7 @@
 #                                   there: engine for each copy at once, then
 #                                   one table of every case and copy
 #                                   (cmd/crosscopy): $OUT/crosscopy/summary.txt
-#   scripts/gpu.sh scale COPY=CHECKOUT ...
+#   scripts/gpu.sh scale COPY=CHECKOUT[@COMMIT] ...
 #                                   there: TestMamba2Scale against each copy
 #                                   (a million tokens, x and a state pool past
 #                                   2^31 elements, dstate 256, Mamba-2 2.7B's
@@ -549,7 +549,7 @@ crosscopy() {
 	carry/crosscopy -out "$out/crosscopy" "${runs[@]}"
 }
 
-# scale COPY=CHECKOUT ...: TestMamba2Scale (SSMK_SCALE=1) against each copy:
+# scale COPY=CHECKOUT[@COMMIT] ...: TestMamba2Scale (SSMK_SCALE=1) against each copy:
 # the cases of a few GiB for every copy at once, then those of tens of GiB
 # (x past 2^31 elements, the pool past 2^31) one copy at a time, so that the
 # host's memory holds them; $OUT/scale-COPY-*.log, a table last.
@@ -559,10 +559,12 @@ scale() {
 	local out=${OUT:-out/gpu} a copy ad folder src pids=()
 	mkdir -p "$out" && out=$(cd "$out" && pwd)
 	nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
-	one() { # COPY CHECKOUT PART RUN
+	one() { # COPY CHECKOUT[@COMMIT] PART RUN
+		local where=$2 at=""
+		[[ $where != *@* ]] || { at=${where##*@}; where=${where%@*}; }
 		read -r ad folder <<<"$(copy_adapter "$1")"
-		src=$(cd "$2" && pwd)
-		(cd verify/mamba2 && SSMK_SCALE=1 SSMK_BRIDGE="$ad checkout=$src commit=$(checkout_commit "$src")" \
+		src=$(cd "$where" && pwd)
+		(cd verify/mamba2 && SSMK_SCALE=1 SSMK_BRIDGE="$ad checkout=$src commit=${at:-$(checkout_commit "$src")}" \
 			../../carry/mamba2.test -test.v -test.timeout=0 -test.run "TestMamba2Scale\$/$4" >"$out/scale-$1-$3.log" 2>&1)
 	}
 	for a in "$@"; do

@@ -160,6 +160,21 @@ func (t *teeWriter) Write(p []byte) (int, error) {
 	return t.b.Write(p)
 }
 
+// timedOut is the limit of go test's -timeout when out ends with its
+// panic ("panic: test timed out after 8m30s"), else "".
+func timedOut(out []byte) string {
+	const mark = "panic: test timed out after "
+	i := bytes.LastIndex(out, []byte(mark))
+	if i < 0 || (i > 0 && out[i-1] != '\n') {
+		return ""
+	}
+	rest := out[i+len(mark):]
+	if j := bytes.IndexAny(rest, "\r\n"); j >= 0 {
+		rest = rest[:j]
+	}
+	return strings.TrimSpace(string(rest))
+}
+
 // Parse reads go test's verbose output (-v, or -test.v) of package pkg:
 // one Test per test and subtest, with the reasons of failures and of
 // undecided tests (sites: ErrorSites of the package's sources; nil is
@@ -171,6 +186,7 @@ func Parse(out []byte, pkg string, sites map[string]bool) ([]Test, error) {
 	}
 	var tests []Test
 	blocks := failureBlocks(out)
+	limit := timedOut(out)
 	for _, p := range parsed.Packages {
 		for _, t := range p.Tests {
 			if len(t.Output) == 0 {
@@ -197,6 +213,11 @@ func Parse(out []byte, pkg string, sites map[string]bool) ([]Test, error) {
 				tt.Reason = Reason(t.Output, sites)
 			case Crashed:
 				tt.Reason = "the test process ended inside this test (a crash: see the log)"
+				if limit != "" {
+					// go test's -timeout panics in whatever test is running:
+					// the run's budget ran out, no verdict on the kernel.
+					tt.Result, tt.Reason = Undecided, "the run's time limit ("+limit+") ended the process inside this test: not judged"
+				}
 			}
 			tests = append(tests, tt)
 		}

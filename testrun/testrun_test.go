@@ -71,6 +71,38 @@ func TestParse(t *testing.T) {
 	}
 }
 
+// TestParseTimedOut: a test running when go test's -timeout panicked is
+// undecided with the limit named (the run's budget ended it), not a
+// crash of the kernel; the tests before it keep their verdicts.
+func TestParseTimedOut(t *testing.T) {
+	log := "=== RUN   TestA\n--- PASS: TestA (1.00s)\n=== RUN   TestB\n=== RUN   TestB/fp32\n" +
+		"panic: test timed out after 8m30s\n\trunning tests:\n\t\tTestB/fp32 (2m0s)\n\ngoroutine 1 [running]:\n"
+	tests, err := Parse([]byte(log), "verify", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]Test{}
+	for _, tt := range tests {
+		got[tt.Name] = tt
+	}
+	if got["TestA"].Result != Pass {
+		t.Errorf("TestA: %s, want pass", got["TestA"].Result)
+	}
+	want := "the run's time limit (8m30s) ended the process inside this test: not judged"
+	for _, name := range []string{"TestB", "TestB/fp32"} {
+		if g := got[name]; g.Result != Undecided || g.Reason != want {
+			t.Errorf("%s: %s %q, want undecided %q", name, g.Result, g.Reason, want)
+		}
+	}
+	// The same log without the panic's line is a crash.
+	tests, _ = Parse([]byte(strings.Replace(log, "panic: test timed out after 8m30s", "panic: runtime error", 1)), "verify", nil)
+	for _, tt := range tests {
+		if tt.Name == "TestB/fp32" && tt.Result != Crashed {
+			t.Errorf("without the timeout's panic: %s, want crashed", tt.Result)
+		}
+	}
+}
+
 // TestErrorSites: the error calls of a package's files, by file and line.
 func TestErrorSites(t *testing.T) {
 	dir := t.TempDir()

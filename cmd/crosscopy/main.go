@@ -6,6 +6,10 @@
 //
 // RUN is the folder a run left, as scripts/gpu.sh writes it: the suite's
 // go test -v log (RUN/SUITE.log) and its report (RUN/SUITE/report.json).
+// A NAME given more than once is one copy judged in several runs (a suite
+// split over device calls): its cells are the union, a later run's cell
+// replacing an earlier one's for a case both ran, unless the later left
+// it undecided.
 // Each case (a leaf subtest) gets one cell per copy: ok, FAIL with the
 // diagnosis the report recorded for that case ([tag], else the failure's
 // first line), n/s where the copy does not declare it, skip, or "-" where
@@ -22,6 +26,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -61,6 +66,10 @@ func run(args []string) int {
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "crosscopy:", err)
 			return 2
+		}
+		if i := slices.IndexFunc(copies, func(o copyRun) bool { return o.name == name }); i >= 0 {
+			copies[i].merge(c)
+			continue
 		}
 		copies = append(copies, c)
 	}
@@ -126,6 +135,44 @@ func load(name, dir, suite string) (copyRun, error) {
 	return copyRun{name: name, rep: rep, cells: cells(tests, rep)}, nil
 }
 
+// merge adds a later run of the same copy: its cells replace c's for the
+// cases it decided, its diagnoses are added, and its kernel's description
+// stands in where c's run left no report.
+func (c *copyRun) merge(later copyRun) {
+	for name, v := range later.cells {
+		old, ok := c.cells[name]
+		if ok && (v == casesBelow && old != casesBelow || strings.HasPrefix(v, "undecided") && !strings.HasPrefix(old, "undecided")) {
+			continue // a verdict is not replaced by a later run's lack of one
+		}
+		c.cells[name] = v
+	}
+	if c.rep.Library.Path == "" {
+		c.rep.Library = later.rep.Library
+	}
+	if c.rep.Bridge == nil {
+		c.rep.Bridge = later.rep.Bridge
+	}
+	c.rep.Diagnoses = append(c.rep.Diagnoses, later.rep.Diagnoses...)
+}
+
+// loggedTag is the diagnosis a failing test logged ("diagnosis … [tag]",
+// as the bridged suites write it), for a run whose report was never
+// written (its process ended first): the first bracketed tag on a line
+// that says "diagnosis".
+func loggedTag(lines []string) string {
+	for _, l := range lines {
+		if !strings.Contains(l, "diagnosis") {
+			continue
+		}
+		if m := tagPattern.FindStringSubmatch(l); m != nil {
+			return m[1]
+		}
+	}
+	return ""
+}
+
+var tagPattern = regexp.MustCompile(`\[([a-z0-9][a-z0-9:+\-_.(|,)]*)\]`)
+
 // cells are the verdicts of the leaf tests (those with no subtest).
 func cells(tests []testrun.Test, rep *report.Report) map[string]string {
 	parent := map[string]bool{}
@@ -158,8 +205,14 @@ func cells(tests []testrun.Test, rep *report.Report) map[string]string {
 			}
 		case testrun.Undecided:
 			out[t.Name] = "undecided"
+			if strings.Contains(t.Reason, "time limit") {
+				out[t.Name] = "undecided [time limit]"
+			}
 		default:
 			cause := diag[t.Name]
+			if cause == "" {
+				cause = loggedTag(t.Output)
+			}
 			if cause == "" {
 				cause = t.Reason
 				if len(cause) > 60 {

@@ -100,3 +100,47 @@ func TestCrossCopyTable(t *testing.T) {
 		t.Errorf("an argument without =RUN: exit %d, want 2", code)
 	}
 }
+
+// TestCrossCopyRunsMerged: a copy named twice is one column, the union of
+// its runs (a later run's cell for a case both ran); a run whose report
+// was never written still names its failures by the tag its log shows, and
+// a case its time limit cut is undecided, not a crash.
+func TestCrossCopyRunsMerged(t *testing.T) {
+	first := writeRun(t, `=== RUN   TestMamba2SplitResume
+=== RUN   TestMamba2SplitResume/fp32/k=1
+    consistency_test.go:107: resumed at 1: ratio 68.5 > 4 at y[0]
+    consistency_test.go:110: diagnosis of the resumed part against its own reference: [narrow:tf32] TF32 operands
+--- FAIL: TestMamba2SplitResume (1.00s)
+    --- FAIL: TestMamba2SplitResume/fp32/k=1 (1.00s)
+=== RUN   TestMamba2DecodeDrift
+=== RUN   TestMamba2DecodeDrift/fp32
+panic: test timed out after 8m30s
+`, nil, "7b743ba")
+	if err := os.Remove(filepath.Join(first, "mamba2", "report.json")); err != nil {
+		t.Fatal(err)
+	}
+	second := writeRun(t, passLog, nil, "7b743ba")
+	out := t.TempDir()
+	if code := run([]string{"-out", out, "-all", "vllm=" + first, "vllm=" + second}); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	sum, err := os.ReadFile(filepath.Join(out, "summary.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	flat := strings.Join(strings.Fields(string(sum)), " ")
+	for _, want := range []string{
+		"case vllm TestMamba2ChunkStates",
+		"TestMamba2SplitResume/fp32/k=1 FAIL [narrow:tf32]",
+		"TestMamba2DecodeDrift/fp32 undecided [time limit]",
+		"TestMamba2Prefill/fp32/packed ok",
+		"(commit 7b743ba)",
+	} {
+		if !strings.Contains(flat, want) {
+			t.Errorf("summary lacks %q:\n%s", want, sum)
+		}
+	}
+	if strings.Count(flat, "vllm ") < 2 || strings.Contains(flat, "vllm vllm") {
+		t.Errorf("want one vllm column:\n%s", sum)
+	}
+}

@@ -7,8 +7,10 @@ import (
 	"testing"
 
 	"ssmverify/bridge"
+	"ssmverify/diagnose"
 	"ssmverify/judge"
 	"ssmverify/mamba2"
+	"ssmverify/report"
 	"ssmverify/ssm"
 )
 
@@ -24,17 +26,26 @@ type driftVerdict struct {
 	judged, passed bool
 	worst          judge.Worst
 	windows        string
+	// handed is the prefill's own verdict where the state it handed to
+	// the chain fails its model: the chain's error is then the prefill's,
+	// carried and forgotten step by step, and its diagnosis the cause.
+	handed *report.Finding
+	// handedRatio is the prefill's worst ratio.
+	handedRatio float64
 }
 
 // decodeDrift runs k's decode step n times after its prefill of 130 steps
 // of one row and judges the chain against the longer prefill's reference
 // with the sequential recurrence's error model (its scale grows with the
 // steps as the rounding does).
-func decodeDrift(t *testing.T, k *bridge.SSD, dt pair, n int) driftVerdict {
+func decodeDrift(t *testing.T, k *bridge.SSD, dt pair, n int, mod func(*mamba2.Options)) driftVerdict {
 	t.Helper()
 	o := base(dt)
 	o.Batch, o.Heads, o.Groups, o.Headdim, o.Dstate = 1, 2, 1, 4, 8
 	o.D, o.Z, o.DtBias, o.Softplus = true, true, true, true
+	if mod != nil {
+		mod(&o)
+	}
 	const pre = 130
 	o.Seqlen = pre + n
 	p := mamba2.Generate(o, 77).Rounded()
@@ -48,7 +59,12 @@ func decodeDrift(t *testing.T, k *bridge.SSD, dt pair, n int) driftVerdict {
 		t.Errorf("prefill %s: %v", head.Shape(), err)
 		return driftVerdict{}
 	}
-	_, hsc := mamba2.Prefill(head)
+	refHead, hsc := mamba2.Prefill(head)
+	v := driftVerdict{}
+	if hc, _, err := judge.CompareArrays(judge.PrefillArrays(head, h, refHead, hsc)); err == nil && (hc.NonFinite > 0 || hc.Worst.Ratio > judge.Threshold(head.DType)) {
+		f := diagnose.SSDPrefill(head, h, func(q *mamba2.Problem) (*mamba2.Output, error) { return k.Prefill(q) })
+		v.handed, v.handedRatio = &f, hc.Worst.Ratio
+	}
 	q, want, sc := continuation(p, pre, 0, hsc)
 	state := h.FinalStates
 	hp := p.Heads * p.Headdim
@@ -86,7 +102,23 @@ func decodeDrift(t *testing.T, k *bridge.SSD, dt pair, n int) driftVerdict {
 		fs = math.Max(fs, r)
 	}
 	rows = append(rows, fmt.Sprintf("the state after the last: %.3g", fs))
-	return driftVerdict{judged: true, passed: c.NonFinite == 0 && c.Worst.Ratio <= judge.Threshold(q.DType), worst: c.Worst, windows: strings.Join(rows, ", ")}
+	v.judged, v.passed, v.worst, v.windows = true, c.NonFinite == 0 && c.Worst.Ratio <= judge.Threshold(q.DType), c.Worst, strings.Join(rows, ", ")
+	return v
+}
+
+// inherited is a failing chain's diagnosis when the prefill it starts from
+// fails on its own and the chain errs no more than that state does (the
+// error handed over, carried and forgotten, not grown by decode): the
+// prefill's cause, said to be carried into decode. A chain that errs more
+// than its start has a decode slip of its own, whatever the prefill's.
+func (v driftVerdict) inherited() (report.Finding, bool) {
+	if v.handed == nil || v.worst.Ratio > v.handedRatio {
+		return report.Finding{}, false
+	}
+	f := *v.handed
+	f.Cause = fmt.Sprintf("the chain starts from the prefill's state, which fails its own model (ratio %.3g): %s", v.handedRatio, f.Cause)
+	f.Evidence = append(f.Evidence, "the decode chain by windows of steps: "+v.windows)
+	return f, true
 }
 
 // TestMamba2DecodeDrift: decode steps chained 10⁴ times after a prefill
@@ -98,7 +130,7 @@ func TestMamba2DecodeDrift(t *testing.T) {
 	track(t)
 	for _, dt := range pairs[:5] {
 		t.Run(dt.String(), func(t *testing.T) {
-			v := decodeDrift(t, kernel, dt, driftSteps)
+			v := decodeDrift(t, kernel, dt, driftSteps, nil)
 			if !v.judged {
 				return
 			}
@@ -107,6 +139,10 @@ func TestMamba2DecodeDrift(t *testing.T) {
 			t.Log(what)
 			if !v.passed {
 				t.Errorf("%s: ratio %.3g at %s", what, v.worst.Ratio, v.worst)
+				if f, ok := v.inherited(); ok {
+					rep.AddKernelDiagnosis(t.Name(), bridge.OpStep, dt.in, dt.state, f)
+					t.Logf("diagnosis: [%s] %s", f.Tag, f)
+				}
 			}
 		})
 	}
@@ -117,9 +153,29 @@ func TestMamba2DecodeDrift(t *testing.T) {
 // within the chain.
 func TestMamba2DecodeDriftCanFail(t *testing.T) {
 	track(t)
-	v := decodeDrift(t, slipKernel(t, "state-bf16"), pair{ssm.F32, ssm.F32}, 1000)
+	v := decodeDrift(t, slipKernel(t, "state-bf16"), pair{ssm.F32, ssm.F32}, 1000, nil)
 	if !v.judged || v.passed {
 		t.Fatalf("a state kept in bf16 over 1000 steps: judged %v, passed %v (worst %s)", v.judged, v.passed, v.worst)
 	}
+	if f, ok := v.inherited(); ok {
+		t.Errorf("a decode slip blamed on the prefill: [%s] %s", f.Tag, f)
+	}
 	t.Logf("state kept in bf16: worst %s; by steps: %s", v.worst, v.windows)
+}
+
+// TestMamba2DecodeDriftInheritedCanFail: a chain that fails because the
+// prefill it starts from is wrong (the numpy path's group-repeat slip, in
+// the prefill alone) is diagnosed by the prefill's own cause, said to be
+// carried into decode, not as drift.
+func TestMamba2DecodeDriftInheritedCanFail(t *testing.T) {
+	track(t)
+	v := decodeDrift(t, slipKernel(t, "group-repeat"), pair{ssm.F32, ssm.F32}, 20, func(o *mamba2.Options) { o.Heads, o.Groups = 4, 2 })
+	if !v.judged || v.passed {
+		t.Fatalf("a chain from a prefill with heads mapped to groups wrongly: judged %v, passed %v (worst %s)", v.judged, v.passed, v.worst)
+	}
+	f, ok := v.inherited()
+	if !ok || f.Tag != "groups:repeat" || !strings.Contains(f.Cause, "starts from the prefill's state") {
+		t.Fatalf("inherited %v: [%s] %s; want [groups:repeat] said to come from the prefill", ok, f.Tag, f)
+	}
+	t.Logf("[%s] %s", f.Tag, f)
 }

@@ -3,9 +3,12 @@ package mamba2
 import (
 	"fmt"
 	"math"
+	"slices"
+	"strings"
 	"testing"
 
 	"ssmverify/bridge"
+	"ssmverify/diagnose"
 	"ssmverify/judge"
 	"ssmverify/mamba2"
 	"ssmverify/report"
@@ -363,6 +366,46 @@ func judgeSteps(s *mamba2.Steps, out *mamba2.StepOutput) []string {
 	return bad
 }
 
+// stepsCause diagnoses row b of a multi-token decode that failed (bad,
+// judgeSteps' words, names the row) by the kernel's own decode step: the
+// row's tokens one step at a time (bridge.OpStep), each judged against the
+// float64 step from the kernel's previous state. The first wrong step's
+// diagnosis (diagnose.SSDStep) is then the cause, shared by both paths;
+// where every single step passes, the fault is the multi-token path's own
+// (steps:multi-token-only). false where row b did not fail or k has no
+// single decode step to compare with.
+func stepsCause(k *bridge.SSD, s *mamba2.Steps, b int, bad []string) (report.Finding, bool) {
+	failed := false
+	for _, w := range bad {
+		failed = failed || strings.HasPrefix(w, fmt.Sprintf("row %d, after", b))
+	}
+	q := s.Chain(b)
+	if !failed || q == nil {
+		return report.Finding{}, false
+	}
+	state := q.InitialStates
+	for i := 0; i < s.Tokens; i++ {
+		st := mamba2.StepAt(q, i, state)
+		if k.SupportsStep(st) != "" {
+			return report.Finding{}, false
+		}
+		out, err := k.Step(st)
+		if err != nil {
+			return report.Finding{Tag: "raises", Cause: "the single decode step: " + err.Error(), Where: fmt.Sprintf("row %d, token %d", b, i)}, true
+		}
+		want, sc := mamba2.Decode(st)
+		if c, _, err := judge.CompareArrays(judge.StepArrays(st, out, want, sc)); err != nil || c.NonFinite > 0 || c.Worst.Ratio > judge.Threshold(st.DType) {
+			f := diagnose.SSDStep(st, out)
+			f.Cause = fmt.Sprintf("the kernel's own decode step errs too, from token %d of the row: %s", i, f.Cause)
+			f.Where = fmt.Sprintf("row %d, token %d, one step at a time; %s", b, i, f.Where)
+			return f, true
+		}
+		state = out.State
+	}
+	return report.Finding{Tag: "steps:multi-token-only", Cause: "the multi-token decode fails where the same tokens decoded one step at a time by this kernel pass: a fault of the multi-token path",
+		Where: fmt.Sprintf("row %d, %d tokens", b, s.Tokens)}, true
+}
+
 // speculativeDecode runs TestMamba2SpeculativeDecode's checks against k:
 // a verification of 4 draft tokens per row, then, for each k of them
 // accepted, the next call starting from the state after the k-th (vLLM's
@@ -383,6 +426,13 @@ func speculativeDecode(t *testing.T, k *bridge.SSD, dts []pair, strict bool) []s
 				t.Fatalf("%s: %v", bridge.OpSteps, err)
 			}
 			bad := judgeSteps(s, out)
+			for b := 0; b < rows && len(bad) > 0; b++ {
+				if f, ok := stepsCause(k, s, b, bad); ok {
+					rep.AddKernelDiagnosis(t.Name(), bridge.OpSteps, s.DType, s.StateDType, f)
+					bad = append(bad, fmt.Sprintf("row %d: diagnosis [%s] %s", b, f.Tag, f))
+					break
+				}
+			}
 			for acc := 1; acc <= tokens; acc++ {
 				// the next verification: one more token, from the k-th accepted
 				next := stepsRounded(speculative(dt, rows, 1, 92))
@@ -445,10 +495,25 @@ func TestMamba2SpeculativeDecode(t *testing.T) {
 }
 
 // TestMamba2SpeculativeDecodeCanFail: the numpy path that starts the next
-// verification from the state after the first rejected token fails.
+// verification from the state after the first rejected token fails; one
+// whose every decode step has a slip is named by the single step's
+// diagnosis, one whose multi-token path alone drops D is said to be that
+// path's.
 func TestMamba2SpeculativeDecodeCanFail(t *testing.T) {
 	track(t)
 	if bad := speculativeDecode(t, slipKernel(t, "spec-accepted-off-by-one"), []pair{pairs[0]}, false); len(bad) == 0 {
 		t.Error("a verification started one accepted token late passed")
+	}
+	// a slip of every decode step (softplus without log1p) shows in the
+	// multi-token decode and is named by the single step's diagnosis
+	bad := speculativeDecode(t, slipKernel(t, "softplus-log-exp"), []pair{pairs[0]}, false)
+	if !slices.ContainsFunc(bad, func(w string) bool { return strings.Contains(w, "diagnosis [dt:softplus-log-exp]") }) {
+		t.Errorf("a decode step with softplus without log1p: %q, want a row diagnosed [dt:softplus-log-exp]", bad)
+	}
+	// a slip of the multi-token path alone (D dropped there, not in the
+	// single step) is said to be that path's
+	bad = speculativeDecode(t, slipKernel(t, "steps-no-D"), []pair{pairs[0]}, false)
+	if !slices.ContainsFunc(bad, func(w string) bool { return strings.Contains(w, "diagnosis [steps:multi-token-only]") }) {
+		t.Errorf("a multi-token decode without D: %q, want a row diagnosed [steps:multi-token-only]", bad)
 	}
 }

@@ -29,7 +29,7 @@ ARGS = {"mode": "chunked", "layout": "rows", "slip": "", "compile": "0"}
 _COMPILED = set()
 SLIPS = ("drop-init", "no-reset", "group-repeat", "no-dt-limit", "state-bf16", "no-bias-decode", "softplus-log-exp", "seq-states-no-init",
          "padding-written", "last-state-stale", "bwd-da-no-delta", "bwd-dx-no-skip", "bwd-dinit-undecayed",
-         "nonfinite-leak", "cache-entering", "past-size", "spec-accepted-off-by-one")
+         "nonfinite-leak", "cache-entering", "past-size", "spec-accepted-off-by-one", "steps-no-D")
 
 
 def open(args):
@@ -448,7 +448,7 @@ def ssd_steps(arrays, params):
             a = np.exp(d[bb, i] * A).astype(ct)
             st = _state_round((a[:, None, None] * st + d[bb, i][:, None, None] * x[bb, i][:, :, None] * B[bb, i, g][:, None, :]).astype(ct), stag)
             yy = np.einsum("hpn,hn->hp", st, C[bb, i, g])
-            if D is not None:
+            if D is not None and ARGS["slip"] != "steps-no-D":  # the slip: the multi-token path alone drops D
                 yy = yy + D[:, None] * x[bb, i]
             if z is not None:
                 yy = yy * (z[bb, i] / (1 + np.exp(-z[bb, i])))
