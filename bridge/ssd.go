@@ -26,7 +26,20 @@ const (
 	// reads) int32, optional "accepted" (b) int32, "write_slots" (b, t)
 	// int32. It returns "y" (b, t, h, p) and "state", the pool after.
 	OpSteps = "ssd_steps"
+	// OpDecodeChain is a request served as an engine serves it: the
+	// prefill's arrays (rows, no cu_seqlens) and params with
+	// "prefill_tokens" k; the copy prefills each row's first k tokens and
+	// decodes every later token with one decode step of all rows at once,
+	// its state kept as the copy keeps it between calls. It returns "y"
+	// (b, l, h, p): the prefill's for tokens below k, the steps' after.
+	OpDecodeChain = "ssd_decode_chain"
 )
+
+// FeatureBitwisePrefill, declared for OpDecodeChain, is the copy's claim
+// that the chain's y equals its own one-pass prefill of the whole rows
+// bit for bit (Megatron-LM's batch-invariant decode, which replays each
+// chunk with the prefill's arithmetic).
+const FeatureBitwisePrefill = "bitwise_prefill"
 
 // SSD is Mamba-2's prefill and decode step through a worker.
 type SSD struct {
@@ -259,6 +272,36 @@ func (k *SSD) PrefillChunkStates(p *mamba2.Problem) (*mamba2.Output, []ChunkStat
 		out.SeqStates = out.FinalStates
 	}
 	return out, cs, nil
+}
+
+// SupportsDecodeChain says why a decode chain of p is not declared (""
+// when it is).
+func (k *SSD) SupportsDecodeChain(p *mamba2.Problem) string { return k.SupportsOp(OpDecodeChain, p) }
+
+// DecodeChain runs OpDecodeChain: p's rows prefilled through their first
+// tokens tokens, decoded step by step after; the outputs' y is the whole
+// rows'. p must have no packed sequences and 1 ≤ tokens < p.Seqlen.
+func (k *SSD) DecodeChain(p *mamba2.Problem, tokens int) (*mamba2.Output, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	if p.CuSeqlens != nil {
+		return nil, fmt.Errorf("bridge: %s: the problem has packed sequences (cu_seqlens); want one request a row", OpDecodeChain)
+	}
+	if tokens < 1 || tokens >= p.Seqlen {
+		return nil, fmt.Errorf("bridge: %s: prefill_tokens %d, want 1 ≤ k < seqlen %d", OpDecodeChain, tokens, p.Seqlen)
+	}
+	params, arrays := prefillMessage(p)
+	params["prefill_tokens"] = tokens
+	rep, err := k.W.Call("call", OpDecodeChain, params, arrays)
+	if err != nil {
+		return nil, err
+	}
+	got, err := outputs(rep, map[string]int{"y": p.XLen()})
+	if err != nil {
+		return nil, err
+	}
+	return &mamba2.Output{Y: got["y"]}, nil
 }
 
 // Backward runs the kernel's prefill and its backward on p (rounded to its

@@ -1,6 +1,7 @@
 package mamba2
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 
@@ -144,6 +145,108 @@ func (p *Problem) Slice(from, to int, init []float64) *Problem {
 		q.InitialStates = init
 	}
 	return &q
+}
+
+// Row is the tokens [from, to) of row b of p as a problem of one
+// unpacked row, starting from the row's initial state where from is 0.
+func (p *Problem) Row(b, from, to int) *Problem {
+	L, H, P, G, N := p.Seqlen, p.Heads, p.Headdim, p.Groups, p.Dstate
+	q := *p
+	q.Batch, q.Seqlen, q.CuSeqlens, q.InitialStates = 1, to-from, nil, nil
+	q.X = p.X[(b*L+from)*H*P : (b*L+to)*H*P]
+	q.Dt = p.Dt[(b*L+from)*H : (b*L+to)*H]
+	q.B = p.B[(b*L+from)*G*N : (b*L+to)*G*N]
+	q.C = p.C[(b*L+from)*G*N : (b*L+to)*G*N]
+	if p.Z != nil {
+		q.Z = p.Z[(b*L+from)*H*P : (b*L+to)*H*P]
+	}
+	if from == 0 && p.InitialStates != nil {
+		n := H * P * N
+		q.InitialStates = p.InitialStates[b*n : (b+1)*n]
+	}
+	return &q
+}
+
+// HeadsOf is the problem p restricted to heads (one group's: they share
+// B and C), a problem of one group whose reference is those heads' alone.
+// It panics if heads is empty or names a head outside p or of another
+// group than the first's.
+func (p *Problem) HeadsOf(heads []int) *Problem {
+	B, L, H, P, G, N := p.Batch, p.Seqlen, p.Heads, p.Headdim, p.Groups, p.Dstate
+	if len(heads) == 0 {
+		panic("mamba2: HeadsOf: heads is empty")
+	}
+	g := Group(heads[0], H, G)
+	for _, h := range heads {
+		if h < 0 || h >= H || Group(h, H, G) != g {
+			panic(fmt.Sprintf("mamba2: HeadsOf: head %d: want heads of %d sharing head %d's group %d", h, H, heads[0], g))
+		}
+	}
+	q := *p
+	q.Heads, q.Groups = len(heads), 1
+	q.X, q.Dt, q.A, q.B, q.C, q.Z, q.D, q.DtBias, q.InitialStates = nil, nil, nil, nil, nil, nil, nil, nil, nil
+	hp := len(heads) * P
+	q.X, q.Dt = make([]float64, 0, B*L*hp), make([]float64, 0, B*L*len(heads))
+	q.B, q.C = make([]float64, 0, B*L*N), make([]float64, 0, B*L*N)
+	if p.Z != nil {
+		q.Z = make([]float64, 0, B*L*hp)
+	}
+	for b := 0; b < B; b++ {
+		for t := 0; t < L; t++ {
+			for _, h := range heads {
+				i := (b*L+t)*H + h
+				q.X = append(q.X, p.X[i*P:(i+1)*P]...)
+				q.Dt = append(q.Dt, p.Dt[i])
+				if p.Z != nil {
+					q.Z = append(q.Z, p.Z[i*P:(i+1)*P]...)
+				}
+			}
+			j := ((b*L+t)*G + g) * N
+			q.B = append(q.B, p.B[j:j+N]...)
+			q.C = append(q.C, p.C[j:j+N]...)
+		}
+	}
+	for _, h := range heads {
+		q.A = append(q.A, p.A[h])
+		if p.DPerChannel() {
+			q.D = append(q.D, p.D[h*P:(h+1)*P]...)
+		} else if p.D != nil {
+			q.D = append(q.D, p.D[h])
+		}
+		if p.DtBias != nil {
+			q.DtBias = append(q.DtBias, p.DtBias[h])
+		}
+	}
+	if p.InitialStates != nil {
+		for b := 0; b < B; b++ {
+			for _, h := range heads {
+				i := (b*H + h) * P * N
+				q.InitialStates = append(q.InitialStates, p.InitialStates[i:i+P*N]...)
+			}
+		}
+	}
+	return &q
+}
+
+// HeadsOf is the output o of problem p restricted to heads, as
+// Problem.HeadsOf lays them out.
+func (out *Output) HeadsOf(p *Problem, heads []int) *Output {
+	B, L, H, P, N := p.Batch, p.Seqlen, p.Heads, p.Headdim, p.Dstate
+	o := &Output{}
+	for b := 0; b < B; b++ {
+		for t := 0; t < L; t++ {
+			for _, h := range heads {
+				i := ((b*L+t)*H + h) * P
+				o.Y = append(o.Y, out.Y[i:i+P]...)
+			}
+		}
+		for _, h := range heads {
+			i := (b*H + h) * P * N
+			o.FinalStates = append(o.FinalStates, out.FinalStates[i:i+P*N]...)
+		}
+	}
+	o.SeqStates = o.FinalStates
+	return o
 }
 
 // Unpack returns the sequences of a packed row as problems of their own,

@@ -1,6 +1,7 @@
 package mamba2
 
 import (
+	"fmt"
 	"math"
 	"runtime"
 	"strings"
@@ -135,6 +136,55 @@ func TestPrefillParallelChannels(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestRowAndHeadsOf: the problems Row and HeadsOf cut out have, as
+// references, the parts of the whole problem's: a row's first tokens (its
+// initial state with them), and one group's heads over every row, bit for
+// bit; HeadsOf refuses heads of two groups.
+func TestRowAndHeadsOf(t *testing.T) {
+	o := Options{Batch: 2, Seqlen: 70, Heads: 4, Headdim: 3, Groups: 2, Dstate: 5, Chunk: 16, D: true, Z: true, DtBias: true,
+		Softplus: true, InitialStates: true, DType: ssm.F32, StateDType: ssm.F32}
+	p := Generate(o, 9)
+	whole, _ := Prefill(p)
+	H, P, N, L := p.Heads, p.Headdim, p.Dstate, p.Seqlen
+	row, _ := Prefill(p.Row(1, 0, 40))
+	for i, v := range row.Y {
+		if w := whole.Y[(1*L)*H*P+i]; math.Float64bits(v) != math.Float64bits(w) {
+			t.Fatalf("Row(1, 0, 40): y[%d] = %g, the whole problem's %g", i, v, w)
+		}
+	}
+	heads := []int{2, 3}
+	sub, _ := Prefill(p.HeadsOf(heads))
+	part := whole.HeadsOf(p, heads)
+	for i := range sub.Y {
+		if math.Float64bits(sub.Y[i]) != math.Float64bits(part.Y[i]) {
+			t.Fatalf("HeadsOf(%v): y[%d] = %g, the whole problem's %g", heads, i, sub.Y[i], part.Y[i])
+		}
+	}
+	o.DPerChannel = true
+	pc := Generate(o, 10)
+	pcWhole, _ := Prefill(pc)
+	pcSub, _ := Prefill(pc.HeadsOf(heads))
+	for i, w := range pcWhole.HeadsOf(pc, heads).Y {
+		if math.Float64bits(pcSub.Y[i]) != math.Float64bits(w) {
+			t.Fatalf("HeadsOf(%v) with D per channel: y[%d] = %g, the whole problem's %g", heads, i, pcSub.Y[i], w)
+		}
+	}
+	for i := range sub.FinalStates {
+		if math.Float64bits(sub.FinalStates[i]) != math.Float64bits(part.FinalStates[i]) {
+			t.Fatalf("HeadsOf(%v): final state[%d] = %g, the whole problem's %g", heads, i, sub.FinalStates[i], part.FinalStates[i])
+		}
+	}
+	if len(sub.FinalStates) != p.Batch*len(heads)*P*N {
+		t.Fatalf("HeadsOf(%v): %d final-state elements, want %d", heads, len(sub.FinalStates), p.Batch*len(heads)*P*N)
+	}
+	defer func() {
+		if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "head 2") {
+			t.Errorf("HeadsOf([1 2]) across groups: recovered %v, want a panic naming head 2", r)
+		}
+	}()
+	p.HeadsOf([]int{1, 2})
 }
 
 // TestDecodeStepsEqualPrefill: decode steps from a prefill's final state

@@ -16,26 +16,6 @@ import (
 	"ssmverify/verify/bridgetest"
 )
 
-// rowPrefix is the tokens [from, to) of row b of p as a problem of one
-// unpacked row, starting from the row's initial state where from is 0.
-func rowPrefix(p *mamba2.Problem, b, from, to int) *mamba2.Problem {
-	L, H, P, G, N := p.Seqlen, p.Heads, p.Headdim, p.Groups, p.Dstate
-	q := *p
-	q.Batch, q.Seqlen, q.CuSeqlens, q.InitialStates = 1, to-from, nil, nil
-	q.X = p.X[(b*L+from)*H*P : (b*L+to)*H*P]
-	q.Dt = p.Dt[(b*L+from)*H : (b*L+to)*H]
-	q.B = p.B[(b*L+from)*G*N : (b*L+to)*G*N]
-	q.C = p.C[(b*L+from)*G*N : (b*L+to)*G*N]
-	if p.Z != nil {
-		q.Z = p.Z[(b*L+from)*H*P : (b*L+to)*H*P]
-	}
-	if from == 0 && p.InitialStates != nil {
-		n := H * P * N
-		q.InitialStates = p.InitialStates[b*n : (b+1)*n]
-	}
-	return &q
-}
-
 // sequenceStart is the first token of the sequence of row b holding
 // token t (0 for an unpacked row).
 func sequenceStart(p *mamba2.Problem, t int) int {
@@ -77,7 +57,7 @@ func stateRatio(q *mamba2.Problem, ref *mamba2.Output, sc *mamba2.Scale, state, 
 // prefixOf is the prefix of row b a snapshot after the tokens before end
 // stands for: from its sequence's start.
 func prefixOf(p *mamba2.Problem, b, end int) *mamba2.Problem {
-	return rowPrefix(p, b, sequenceStart(p, end-1), end)
+	return p.Row(b, sequenceStart(p, end-1), end)
 }
 
 // referenceRatio judges a state against the float64 state of the prefix
@@ -515,5 +495,224 @@ func TestMamba2SpeculativeDecodeCanFail(t *testing.T) {
 	bad = speculativeDecode(t, slipKernel(t, "steps-no-D"), []pair{pairs[0]}, false)
 	if !slices.ContainsFunc(bad, func(w string) bool { return strings.Contains(w, "diagnosis [steps:multi-token-only]") }) {
 		t.Errorf("a multi-token decode without D: %q, want a row diagnosed [steps:multi-token-only]", bad)
+	}
+}
+
+// chainRows cuts tokens [from, to) out of y laid out as rows of seqlen
+// tokens of hp elements each ([b][t][h][p]).
+func chainRows(y []float64, batch, seqlen, hp, from, to int) []float64 {
+	var out []float64
+	for b := 0; b < batch; b++ {
+		out = append(out, y[(b*seqlen+from)*hp:(b*seqlen+to)*hp]...)
+	}
+	return out
+}
+
+// chainVerdict judges a decode chain's y (OpDecodeChain of p, its first k
+// tokens prefilled): the prefill's part against the reference of those
+// tokens, the decoded part against the continuation of the reference
+// from the float64 state after token k, its error model the larger of
+// the sequential one and the chunked one (a copy may replay its chunks in
+// decode), carrying the prefill's error. It returns the worst ratio of
+// each part and where.
+func chainVerdict(p *mamba2.Problem, k int, y []float64) (pre, dec judge.Worst, err error) {
+	hp := p.Heads * p.Headdim
+	head := p.Slice(0, k, nil)
+	refHead, hsc := mamba2.Prefill(head)
+	cp, _, err := judge.CompareArrays(judge.PrefillArrays(head, &mamba2.Output{Y: chainRows(y, p.Batch, p.Seqlen, hp, 0, k)}, refHead, hsc)[:1])
+	if err != nil {
+		return pre, dec, err
+	}
+	q, want, sc := continuation(p, k, 0, hsc)
+	_, _, scChunked := continuation(p, k, p.Chunk, hsc)
+	for i := range sc.Y {
+		sc.Y[i], sc.TinyY[i] = math.Max(sc.Y[i], scChunked.Y[i]), math.Max(sc.TinyY[i], scChunked.TinyY[i])
+	}
+	cd, _, err := judge.CompareArrays(judge.PrefillArrays(q, &mamba2.Output{Y: chainRows(y, p.Batch, p.Seqlen, hp, k, p.Seqlen)}, want, sc)[:1])
+	if err != nil {
+		return pre, dec, err
+	}
+	pre, dec = cp.Worst, cd.Worst
+	if cp.NonFinite > 0 {
+		pre.Ratio = math.Inf(1)
+	}
+	if cd.NonFinite > 0 {
+		dec.Ratio = math.Inf(1)
+	}
+	return pre, dec, nil
+}
+
+// chainCause names why a decode chain's decoded part fails: the state it
+// continues from, fitted — the tokens after the k-th decoded from the
+// float64 state after j < k tokens (the prefill's tokens j..k−1 never
+// entered it; j the last chunk boundary is a replaying decode that lost
+// its chunk's tail) where that fits within the model and ten times better
+// than the right start; else the first wrong token, by its place in a chunk.
+func chainCause(p *mamba2.Problem, k int, y []float64, dec judge.Worst) report.Finding {
+	hp := p.Heads * p.Headdim
+	got := &mamba2.Output{Y: chainRows(y, p.Batch, p.Seqlen, hp, k, p.Seqlen)}
+	best, bestJ := math.Inf(1), -1
+	for j := 0; j < k; j++ {
+		var init []float64
+		if j > 0 {
+			r, _ := mamba2.Prefill(p.Slice(0, j, nil))
+			init = r.FinalStates
+		} else if p.InitialStates != nil {
+			init = p.InitialStates
+		}
+		q := p.Slice(k, p.Seqlen, init)
+		if init == nil {
+			q.InitialStates = make([]float64, p.StateLen())
+		}
+		want, sc := mamba2.Prefill(q)
+		c, _, err := judge.CompareArrays(judge.PrefillArrays(q, got, want, sc)[:1])
+		if err == nil && c.NonFinite == 0 && c.Worst.Ratio < best {
+			best, bestJ = c.Worst.Ratio, j
+		}
+	}
+	Q := max(p.Chunk, 1)
+	if bestJ >= 0 && best <= judge.Threshold(p.DType) && best*10 <= dec.Ratio {
+		f := report.Finding{Tag: fmt.Sprintf("chain:state-from(%d)", bestJ),
+			Cause: fmt.Sprintf("the decode continues from the state after the first %d tokens, not %d: the prefill's tokens %d..%d never entered it", bestJ, k, bestJ, k-1),
+			Where: fmt.Sprintf("decoded tokens %d..%d; fitted ratio %.3g against %.3g", k, p.Seqlen-1, best, dec.Ratio)}
+		if bestJ == k/Q*Q {
+			f.Cause += fmt.Sprintf(" (%d is the last chunk boundary: the unfinished chunk's tokens were not replayed)", bestJ)
+		}
+		return f
+	}
+	first := -1
+	if len(dec.Index) > 1 {
+		first = k + dec.Index[1]
+	}
+	return report.Finding{Tag: "chain:decoded", Cause: "the decoded tokens are wrong and no start state fits",
+		Where: fmt.Sprintf("worst at token %d (position %d of its chunk), prefill of %d tokens: %s", first, first%Q, k, dec)}
+}
+
+// decodeChain runs TestMamba2DecodeChain's checks against k and returns
+// the failures' words, failing the subtests where strict.
+func decodeChain(t *testing.T, k *bridge.SSD, dts []pair, strict bool) []string {
+	var all []string
+	for _, dt := range dts {
+		for _, init := range []bool{false, true} {
+			o := base(dt)
+			o.Seqlen, o.D, o.Z, o.DtBias, o.Softplus, o.InitialStates = 160, true, true, true, true, init
+			p := mamba2.Generate(o, 43).Rounded()
+			q0 := max(p.Chunk, 1)
+			ks := append([]int{1, q0 - 1}, bridgetest.SplitPoints(p.Chunk, p.Seqlen)...)
+			ks = append(ks, p.Seqlen-1)
+			slices.Sort(ks)
+			for _, at := range slices.Compact(ks) {
+				if at <= 0 || at >= p.Seqlen {
+					continue
+				}
+				t.Run(fmt.Sprintf("%v/init=%v/k=%d", dt, init, at), func(t *testing.T) {
+					fail := t.Logf
+					if strict {
+						fail = t.Errorf
+					}
+					if why := k.SupportsDecodeChain(p); why != "" {
+						rep.KernelUnsupported(t.Name(), bridge.OpDecodeChain, p.DType, p.StateDType, why)
+						t.Skip(why)
+					}
+					out, err := k.DecodeChain(p, at)
+					if bridge.Unsupported(err) {
+						rep.KernelUnsupported(t.Name(), bridge.OpDecodeChain, p.DType, p.StateDType, err.Error())
+						t.Skip("not supported: " + err.Error())
+					}
+					if err != nil {
+						t.Fatalf("%s: %v", bridge.OpDecodeChain, err)
+					}
+					pre, dec, err := chainVerdict(p, at, out.Y)
+					if err != nil {
+						t.Fatal(err)
+					}
+					th := judge.Threshold(p.DType)
+					ok := pre.Ratio <= th && dec.Ratio <= th
+					var bad []string
+					if !ok {
+						f := chainCause(p, at, out.Y, dec)
+						if pre.Ratio > th {
+							f = report.Finding{Tag: "chain:prefill", Cause: "the chain's prefill part is wrong (TestMamba2Prefill diagnoses the prefill)", Where: pre.String()}
+						}
+						rep.AddKernelDiagnosis(t.Name(), bridge.OpDecodeChain, p.DType, p.StateDType, f)
+						bad = append(bad, fmt.Sprintf("prefill of %d, then decode: prefill part %s; decoded part %s; diagnosis [%s] %s", at, pre, dec, f.Tag, f))
+					}
+					if c, _ := k.Cap(bridge.OpDecodeChain); c.Has(bridge.FeatureBitwisePrefill) {
+						if w := bitwiseAgainstPrefill(k, p, out.Y); w != "" {
+							f := report.Finding{Tag: "chain:not-bitwise", Cause: "the copy declares its decode equal to its prefill bit for bit, and it is not", Where: w}
+							rep.AddKernelDiagnosis(t.Name(), bridge.OpDecodeChain, p.DType, p.StateDType, f)
+							bad = append(bad, fmt.Sprintf("prefill of %d, then decode: diagnosis [%s] %s: %s", at, f.Tag, f.Cause, w))
+						}
+					}
+					rep.AddKernel(t.Name(), bridge.OpDecodeChain, p.DType, p.StateDType, math.Max(pre.Ratio, dec.Ratio), len(bad) == 0,
+						fmt.Sprintf("prefill of %d, decode to %d: prefill part %s; decoded part %s", at, p.Seqlen, pre, dec))
+					for _, b := range bad {
+						all = append(all, t.Name()+": "+b)
+						fail("%s", b)
+					}
+				})
+			}
+		}
+	}
+	return all
+}
+
+// bitwiseAgainstPrefill compares a chain's y with the kernel's own
+// one-pass prefill of the whole rows, bit for bit: "" where equal, else
+// how many elements differ and the first, by token and place in a chunk.
+func bitwiseAgainstPrefill(k *bridge.SSD, p *mamba2.Problem, y []float64) string {
+	own, err := k.Prefill(p)
+	if err != nil {
+		return "its own prefill: " + err.Error()
+	}
+	hp, Q := p.Heads*p.Headdim, max(p.Chunk, 1)
+	n, first := 0, -1
+	for i := range y {
+		if math.Float64bits(y[i]) != math.Float64bits(own.Y[i]) {
+			if first < 0 {
+				first = i
+			}
+			n++
+		}
+	}
+	if n == 0 {
+		return ""
+	}
+	tok := first / hp % p.Seqlen
+	return fmt.Sprintf("%d of %d elements of y differ from its own prefill's, the first at row %d, token %d (position %d of its chunk): %.9g against %.9g",
+		n, len(y), first/hp/p.Seqlen, tok, tok%Q, y[first], own.Y[first])
+}
+
+// TestMamba2DecodeChain: a request served as an engine serves it
+// (bridge.OpDecodeChain: its first k tokens prefilled, every later token
+// one decode step of all rows), for k at the first tokens, around the
+// first chunk boundary and at the last token, with and without initial
+// states, equals the longer prefill: within the error model, and bit for
+// bit the copy's own one-pass prefill where it declares so
+// (FeatureBitwisePrefill: Megatron-LM's batch-invariant decode). A wrong
+// decoded part is diagnosed by the state it continues from.
+func TestMamba2DecodeChain(t *testing.T) {
+	track(t)
+	decodeChain(t, kernel, []pair{pairs[0], pairs[1]}, true)
+}
+
+// TestMamba2DecodeChainCanFail: the numpy path whose decode starts from
+// the last chunk boundary's state without the chunk's tail fails, named
+// chain:state-from(boundary); the numpy path that claims bitwise equality
+// with its chunked prefill while it decodes step by step fails that claim.
+func TestMamba2DecodeChainCanFail(t *testing.T) {
+	track(t)
+	bad := decodeChain(t, slipKernel(t, "chain-no-tail"), []pair{pairs[0]}, false)
+	if !slices.ContainsFunc(bad, func(w string) bool { return strings.Contains(w, "[chain:state-from(64)]") }) {
+		t.Errorf("a decode that drops the chunk's tail: %q, want a chain diagnosed [chain:state-from(64)]", bad)
+	}
+	w, err := bridge.Start(bridge.Spec{Python: spec.Python, Adapter: "numpy_ssd", Args: []string{"claim=bitwise_prefill"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	bad = decodeChain(t, &bridge.SSD{W: w}, []pair{pairs[0]}, false)
+	if !slices.ContainsFunc(bad, func(w string) bool { return strings.Contains(w, "[chain:not-bitwise]") }) {
+		t.Errorf("a claim of bitwise equality the numpy path does not keep: %q, want [chain:not-bitwise]", bad)
 	}
 }

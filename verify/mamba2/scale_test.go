@@ -37,69 +37,13 @@ var scaleCases = []scaleCase{
 	{"mamba2-2.7b-64K-fused-views", 1, 1 << 16, 80, 64, 128, []int{0, 79}, true},
 }
 
-// headsOf is the problem p restricted to heads (one group's: they share
-// B and C), a problem of one group whose reference is those heads' alone.
-func headsOf(p *mamba2.Problem, heads []int) *mamba2.Problem {
-	B, L, H, P, G, N := p.Batch, p.Seqlen, p.Heads, p.Headdim, p.Groups, p.Dstate
-	g := mamba2.Group(heads[0], H, G)
-	q := *p
-	q.Heads, q.Groups = len(heads), 1
-	q.X, q.Dt, q.A, q.B, q.C, q.Z, q.D, q.DtBias, q.InitialStates = nil, nil, nil, nil, nil, nil, nil, nil, nil
-	for b := 0; b < B; b++ {
-		for t := 0; t < L; t++ {
-			for _, h := range heads {
-				i := (b*L+t)*H + h
-				q.X = append(q.X, p.X[i*P:(i+1)*P]...)
-				q.Dt = append(q.Dt, p.Dt[i])
-				if p.Z != nil {
-					q.Z = append(q.Z, p.Z[i*P:(i+1)*P]...)
-				}
-			}
-			j := ((b*L+t)*G + g) * N
-			q.B = append(q.B, p.B[j:j+N]...)
-			q.C = append(q.C, p.C[j:j+N]...)
-		}
-	}
-	for _, h := range heads {
-		q.A = append(q.A, p.A[h])
-		if p.D != nil {
-			q.D = append(q.D, p.D[h])
-		}
-		if p.DtBias != nil {
-			q.DtBias = append(q.DtBias, p.DtBias[h])
-		}
-	}
-	return &q
-}
-
-// outputOfHeads is the kernel's output restricted to heads, as headsOf
-// lays them out.
-func outputOfHeads(p *mamba2.Problem, out *mamba2.Output, heads []int) *mamba2.Output {
-	B, L, H, P, N := p.Batch, p.Seqlen, p.Heads, p.Headdim, p.Dstate
-	o := &mamba2.Output{}
-	for b := 0; b < B; b++ {
-		for t := 0; t < L; t++ {
-			for _, h := range heads {
-				i := ((b*L+t)*H + h) * P
-				o.Y = append(o.Y, out.Y[i:i+P]...)
-			}
-		}
-		for _, h := range heads {
-			i := (b*H + h) * P * N
-			o.FinalStates = append(o.FinalStates, out.FinalStates[i:i+P*N]...)
-		}
-	}
-	o.SeqStates = o.FinalStates
-	return o
-}
-
 // judgeHeads judges the kernel's output of p at heads against their
 // float64 reference: whether it passes, the worst ratio, and the first
 // failing token (−1: none).
 func judgeHeads(p *mamba2.Problem, out *mamba2.Output, heads []int) (bool, judge.Worst, int) {
-	q := headsOf(p, heads)
+	q := p.HeadsOf(heads)
 	want, sc := mamba2.Prefill(q)
-	c, ratios, err := judge.CompareArrays(judge.PrefillArrays(q, outputOfHeads(p, out, heads), want, sc))
+	c, ratios, err := judge.CompareArrays(judge.PrefillArrays(q, out.HeadsOf(p, heads), want, sc))
 	if err != nil {
 		return false, judge.Worst{Ratio: math.Inf(1), Array: err.Error()}, 0
 	}

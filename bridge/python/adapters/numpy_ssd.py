@@ -25,11 +25,11 @@ import numpy as np
 from ssmbridge import Unsupported, engines, set_args
 from ssmbridge.arrays import compute_dtype, from_float, get, to_float
 
-ARGS = {"mode": "chunked", "layout": "rows", "slip": "", "compile": "0"}
+ARGS = {"mode": "chunked", "layout": "rows", "slip": "", "compile": "0", "claim": ""}
 _COMPILED = set()
 SLIPS = ("drop-init", "no-reset", "group-repeat", "no-dt-limit", "state-bf16", "no-bias-decode", "softplus-log-exp", "seq-states-no-init",
          "padding-written", "last-state-stale", "bwd-da-no-delta", "bwd-dx-no-skip", "bwd-dinit-undecayed",
-         "nonfinite-leak", "cache-entering", "past-size", "spec-accepted-off-by-one", "steps-no-D")
+         "nonfinite-leak", "cache-entering", "past-size", "spec-accepted-off-by-one", "steps-no-D", "chain-no-tail")
 
 
 def open(args):
@@ -79,6 +79,9 @@ def capabilities():
         "ssd_step": {"dtypes": dts, "state_dtypes": ["same", "f32"],
                      "features": ["D", "z", "dt_bias", "softplus", "dt_limit", "state_batch_indices"]},
         "ssd_steps": {"dtypes": dts, "state_dtypes": ["same", "f32"], "features": ["D", "z", "dt_bias", "softplus"]},
+        "ssd_decode_chain": {"dtypes": dts, "state_dtypes": ["same", "f32"], "algorithm": ARGS["mode"], "chunk_sizes": [],
+                             "features": ["D", "z", "dt_bias", "softplus", "dt_limit", "initial_states"] +
+                             (["bitwise_prefill"] if ARGS["claim"] == "bitwise_prefill" else [])},
     }
 
 
@@ -458,6 +461,38 @@ def ssd_steps(arrays, params):
     return {"y": (tag, from_float(tag, y)), "state": (stag, from_float(stag, pool))}
 
 
+def ssd_decode_chain(arrays, params):
+    """A request as an engine serves it: each row's first prefill_tokens tokens prefilled (ssd_prefill), every
+    later token one ssd_step of all rows from the state the last call left. The slip chain-no-tail starts the
+    decode from the state at the last chunk boundary before prefill_tokens, the tokens after it never replayed,
+    as a replaying decode whose seed lost the unfinished chunk would."""
+    k, Q = int(params["prefill_tokens"]), int(params["chunk_size"])
+    L = arrays["x"][1].shape[1]
+    if not 1 <= k < L:
+        raise Unsupported(f"prefill_tokens {k}: want 1 <= k < {L}")
+    seq = ("x", "dt", "B", "C", "z")
+    first = lambda n: {name: (t, v[:, :n] if name in seq else v) for name, (t, v) in arrays.items()}
+    pre = ssd_prefill(first(k), params)
+    stag, state = pre["final_states"]
+    if ARGS["slip"] == "chain-no-tail":
+        if k // Q > 0:
+            stag, state = ssd_prefill(first(k // Q * Q), params)["final_states"]
+        elif "initial_states" in arrays:
+            stag, state = arrays["initial_states"]
+        else:
+            state = np.zeros_like(state)
+    tag = arrays["x"][0]
+    ys = [to_float(*pre["y"])]
+    for t in range(k, L):
+        step = {name: (tg, v[:, t] if name in seq else v) for name, (tg, v) in arrays.items() if name != "initial_states"}
+        step["state"] = (stag, state)
+        out = ssd_step(step, {"dt_softplus": params.get("dt_softplus", False), "dt_limit": params.get("dt_limit", [0.0, None])})
+        stag, state = out["state"]
+        ys.append(to_float(*out["y"])[:, None])
+    return {"y": (tag, from_float(tag, np.concatenate(ys, axis=1)))}
+
+
 def prepare(op, arrays, params):
-    fn = {"ssd_prefill": ssd_prefill, "ssd_bwd": ssd_bwd, "ssd_step": ssd_step, "ssd_steps": ssd_steps}[op]
+    fn = {"ssd_prefill": ssd_prefill, "ssd_bwd": ssd_bwd, "ssd_step": ssd_step, "ssd_steps": ssd_steps,
+          "ssd_decode_chain": ssd_decode_chain}[op]
     return lambda: fn({k: (t, v.copy()) for k, (t, v) in arrays.items()}, params)
