@@ -91,6 +91,21 @@ func Main(m *testing.M, pkg, defaultAdapter string, reportDir *string, start fun
 	os.Exit(code)
 }
 
+// Another starts a worker of its own for t, of the suite's adapter with
+// its arguments, closed when t ends: independent cases bound by latency
+// (thousands of decode steps, each a small launch and a round trip) run
+// side by side on workers of their own, where one worker would serialize
+// them.
+func (s *Suite) Another(t *testing.T) *bridge.Worker {
+	t.Helper()
+	w, err := bridge.Start(s.Spec)
+	if err != nil {
+		t.Fatalf("starting another worker of %s: %v", s.Spec.Adapter, err)
+	}
+	t.Cleanup(func() { w.Close() })
+	return w
+}
+
 // Track records a test's outcome in the report when it ends: undecided
 // where it skipped with a part left undecided (Report.Undecide).
 func (s *Suite) Track(t *testing.T) {

@@ -126,11 +126,17 @@ func (v driftVerdict) inherited() (report.Finding, bool) {
 // the worst ratio of y in windows of steps (1–10, 11–100, 101–1000,
 // 1001–10⁴) and of the last state is reported as a table, so that drift
 // shows before it fails (a 16-bit y hides less than its own rounding).
+//
+// Each state type's chain runs on a worker of its own, the five at once: a
+// chain is 10⁴ round trips of one small launch each, bound by latency, and
+// on one worker they would take five times as long (about 50 s a chain
+// through a Triton copy on the H200).
 func TestMamba2DecodeDrift(t *testing.T) {
 	track(t)
 	for _, dt := range pairs[:5] {
 		t.Run(dt.String(), func(t *testing.T) {
-			v := decodeDrift(t, kernel, dt, driftSteps, nil)
+			t.Parallel()
+			v := decodeDrift(t, &bridge.SSD{W: suite.Another(t)}, dt, driftSteps, nil)
 			if !v.judged {
 				return
 			}
