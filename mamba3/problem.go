@@ -167,3 +167,91 @@ func (p *Problem) Slice(from, to int) *Problem {
 	}
 	return &q
 }
+
+// HeadsOf is the problem p restricted to heads, all of one query/key
+// group (they share Q and K): a problem of one group whose reference is
+// those heads' alone (the layer's heads never mix). It panics if heads is
+// empty or names a head outside p or of another group than the first's.
+func (p *Problem) HeadsOf(heads []int) *Problem {
+	B, L, H, Hqk, N, P, A := p.Batch, p.Seqlen, p.Heads, p.HeadsQK, p.N, p.P, p.AngleDim
+	if len(heads) == 0 {
+		panic("mamba3: HeadsOf: heads is empty")
+	}
+	g := heads[0] / (H / Hqk)
+	for _, h := range heads {
+		if h < 0 || h >= H || h/(H/Hqk) != g {
+			panic(fmt.Sprintf("mamba3: HeadsOf: head %d: want heads of %d sharing head %d's query/key group %d", h, H, heads[0], g))
+		}
+	}
+	q := *p
+	nh := len(heads)
+	q.Heads, q.HeadsQK = nh, 1
+	q.Q, q.K = make([]float64, 0, B*L*N), make([]float64, 0, B*L*N)
+	q.V, q.Angles = make([]float64, 0, B*L*nh*P), make([]float64, 0, B*L*nh*A)
+	q.ADT, q.DT, q.Trap = make([]float64, 0, B*nh*L), make([]float64, 0, B*nh*L), make([]float64, 0, B*nh*L)
+	q.QBias, q.KBias, q.D, q.Z, q.State = nil, nil, nil, nil, nil
+	if p.Z != nil {
+		q.Z = make([]float64, 0, B*L*nh*P)
+	}
+	for b := 0; b < B; b++ {
+		for t := 0; t < L; t++ {
+			j := ((b*L+t)*Hqk + g) * N
+			q.Q, q.K = append(q.Q, p.Q[j:j+N]...), append(q.K, p.K[j:j+N]...)
+			for _, h := range heads {
+				i := (b*L+t)*H + h
+				q.V = append(q.V, p.V[i*P:(i+1)*P]...)
+				q.Angles = append(q.Angles, p.Angles[i*A:(i+1)*A]...)
+				if p.Z != nil {
+					q.Z = append(q.Z, p.Z[i*P:(i+1)*P]...)
+				}
+			}
+		}
+		for _, h := range heads {
+			i := (b*H + h) * L
+			q.ADT, q.DT, q.Trap = append(q.ADT, p.ADT[i:i+L]...), append(q.DT, p.DT[i:i+L]...), append(q.Trap, p.Trap[i:i+L]...)
+		}
+	}
+	for _, h := range heads {
+		q.QBias, q.KBias = append(q.QBias, p.QBias[h*N:(h+1)*N]...), append(q.KBias, p.KBias[h*N:(h+1)*N]...)
+		if p.D != nil {
+			q.D = append(q.D, p.D[h])
+		}
+	}
+	if p.State != nil {
+		q.State = p.State.HeadsOf(H, N, P, A, heads)
+	}
+	return &q
+}
+
+// HeadsOf is the state s of heads heads (of a layer of H heads, state
+// N, P, angles A) restricted to heads, for every sequence.
+func (s *State) HeadsOf(H, N, P, A int, heads []int) *State {
+	if s == nil {
+		return nil
+	}
+	S := len(s.V) / (H * P)
+	o := &State{}
+	for si := 0; si < S; si++ {
+		for _, h := range heads {
+			i := si*H + h
+			o.Angle = append(o.Angle, s.Angle[i*A:(i+1)*A]...)
+			o.SSM = append(o.SSM, s.SSM[i*P*N:(i+1)*P*N]...)
+			o.K = append(o.K, s.K[i*N:(i+1)*N]...)
+			o.V = append(o.V, s.V[i*P:(i+1)*P]...)
+		}
+	}
+	return o
+}
+
+// OutputHeadsOf is the output y ([Batch][Seqlen][Heads][P]) of p
+// restricted to heads, as HeadsOf lays them out.
+func (p *Problem) OutputHeadsOf(y []float64, heads []int) []float64 {
+	out := make([]float64, 0, p.Batch*p.Seqlen*len(heads)*p.P)
+	for bt := 0; bt < p.Batch*p.Seqlen; bt++ {
+		for _, h := range heads {
+			i := (bt*p.Heads + h) * p.P
+			out = append(out, y[i:i+p.P]...)
+		}
+	}
+	return out
+}

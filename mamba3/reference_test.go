@@ -1,6 +1,7 @@
 package mamba3
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -243,4 +244,36 @@ func logSlope(x, y []float64) float64 {
 	}
 	n := float64(len(x))
 	return (n*sxy - sx*sy) / (n*sxx - sx*sx)
+}
+
+// TestHeadsOf: the problem HeadsOf cuts out has, as its reference, the
+// whole problem's at those heads, bit for bit, y and the four-part final
+// state, with packed sequences, D, z and an initial state; heads of two
+// query/key groups are refused.
+func TestHeadsOf(t *testing.T) {
+	p := Generate(Options{Batch: 1, Seqlen: 50, HeadsQK: 2, Heads: 6, N: 8, P: 4, AngleDim: 2, D: true, Z: true, State: true,
+		CuSeqlens: []int{0, 20, 50}}, 3)
+	y, st := Forward(p)
+	heads := []int{3, 5}
+	sy, sst := Forward(p.HeadsOf(heads))
+	want, wst := p.OutputHeadsOf(y, heads), st.HeadsOf(p.Heads, p.N, p.P, p.AngleDim, heads)
+	for _, c := range []struct {
+		name string
+		a, b []float64
+	}{{"y", sy, want}, {"angle", sst.Angle, wst.Angle}, {"ssm", sst.SSM, wst.SSM}, {"k", sst.K, wst.K}, {"v", sst.V, wst.V}} {
+		if len(c.a) != len(c.b) || len(c.a) == 0 {
+			t.Fatalf("%s: %d elements, want %d", c.name, len(c.a), len(c.b))
+		}
+		for i := range c.a {
+			if math.Float64bits(c.a[i]) != math.Float64bits(c.b[i]) {
+				t.Fatalf("HeadsOf(%v): %s[%d] = %g, the whole problem's %g", heads, c.name, i, c.a[i], c.b[i])
+			}
+		}
+	}
+	defer func() {
+		if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "head 3") {
+			t.Errorf("HeadsOf([2 3]) across groups: recovered %v, want a panic naming head 3", r)
+		}
+	}()
+	p.HeadsOf([]int{2, 3})
 }

@@ -79,6 +79,12 @@
 #                                   2^31 elements, dstate 256, Mamba-2 2.7B's
 #                                   layer at 64K tokens, fused-projection
 #                                   views); tens of GiB of host memory
+#   scripts/gpu.sh scale3 CHECKOUT[@COMMIT]
+#                                   there: TestMamba3Scale against upstream's
+#                                   Mamba-3 kernels (a million tokens, V past
+#                                   2^31 elements, 64 heads with a state of 128
+#                                   at 64K tokens, a decode step whose state
+#                                   passes 2^31 elements), one case at a time
 #   scripts/gpu.sh mamba2-backward CHECKOUT [COMMIT]
 #                                   there: upstream's Mamba-2 backward
 #                                   (mamba_chunk_scan_combined under autograd),
@@ -581,6 +587,25 @@ scale() {
 	done
 }
 
+# scale3 CHECKOUT[@COMMIT]: TestMamba3Scale (SSMK_SCALE=1) against upstream's
+# Mamba-3 kernels, each case in a process of its own, one after another
+# (host memory); $OUT/scale3-CASE.log, a table last.
+scale3() {
+	[ $# -ge 1 ] || { echo "usage: scripts/gpu.sh scale3 CHECKOUT[@COMMIT]"; exit 2; }
+	[ -x carry/mamba3.test ] || { echo "gpu.sh: no carry/mamba3.test (run scripts/gpu.sh build bridged first)"; exit 1; }
+	local where=$1 at="" out=${OUT:-out/gpu} src c
+	[[ $where != *@* ]] || { at=${where##*@}; where=${where%@*}; }
+	[ -d "$where/mamba_ssm/ops/triton/mamba3" ] || { echo "gpu.sh scale3: $where holds no mamba_ssm/ops/triton/mamba3"; exit 2; }
+	src=$(cd "$where" && pwd)
+	mkdir -p "$out" && out=$(cd "$out" && pwd)
+	nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+	for c in '1M-tokens' 'v-past-2\^31-elements' '64-heads-state-128-64K' 'step-state-past-2\^31-elements'; do
+		(cd verify/mamba3 && SSMK_SCALE=1 SSMK_BRIDGE="mamba3_upstream checkout=$src commit=${at:-$(checkout_commit "$src")}" \
+			../../carry/mamba3.test -test.v -test.timeout=0 -test.run "TestMamba3Scale\$/^$c\$" >"$out/scale3-${c//[\\^]/}.log" 2>&1)
+	done
+	grep -hE '^    --- (PASS|FAIL|SKIP)|scale_test.go:[0-9]+: ' "$out"/scale3-*.log | cut -c1-220
+}
+
 # mamba2_backward CHECKOUT [COMMIT]: the backward's tests of verify/mamba2
 # against upstream's kernels, split four ways and run at once; each part's
 # summary, then a table.
@@ -772,6 +797,7 @@ mamba2-backward) shift; mamba2_backward "$@" ;;
 engine) shift; engine "$@" ;;
 crosscopy) shift; crosscopy "$@" ;;
 scale) shift; scale "$@" ;;
+scale3) shift; scale3 "$@" ;;
 mamba3) shift; bridged mamba3 mamba_ssm/ops/triton/mamba3 "$@" ;;
 ggml) shift; ggml "$@" ;;
 gate) shift; gate "$@" ;;

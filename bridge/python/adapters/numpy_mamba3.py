@@ -17,7 +17,8 @@ from ssmbridge.arrays import compute_dtype, from_float, get, to_float
 
 ARGS = {"slip": ""}
 SLIPS = ("no-previous", "lambda-fixed", "prev-key-current-angle", "rotate-halves", "gamma-no-dt", "angle-no-dt", "angle-stored-bf16",
-         "bwd-dtrap-no-sigmoid", "bwd-dadt-alpha-only", "bwd-dangle-sign", "bwd-dv-no-previous", "bwd-dd-double", "bwd-dqbias-first-head")
+         "bwd-dtrap-no-sigmoid", "bwd-dadt-alpha-only", "bwd-dangle-sign", "bwd-dv-no-previous", "bwd-dd-double", "bwd-dqbias-first-head",
+         "past-size")
 
 
 def open(args):
@@ -269,6 +270,11 @@ def _common(arrays, params, step):
         y[b, s0:s1] = yy
         for j in range(4):
             fin[j][i] = st[j]
+    if ARGS["slip"] == "past-size":  # the outputs of tokens from 512 on (of rows from 512 on, a step) corrupted
+        if step:
+            y[512:] += 1
+        else:
+            y[:, 512:] += 1
     if step:
         y = y[:, 0]
     wt = "f64" if tag == "f64" else "f32"
