@@ -10,6 +10,7 @@ import (
 	"ssmverify/judge"
 	"ssmverify/mamba2"
 	"ssmverify/report"
+	"ssmverify/verify/bridgetest"
 )
 
 // A scaleCase is a prefill at a deployment's size: its shape, the heads
@@ -214,14 +215,12 @@ func scaleCheck(t *testing.T, k *bridge.SSD, c scaleCase, strict bool) report.Fi
 		t.Logf("%s (%s): %s", c.name, elems(p), where)
 		return report.Finding{}
 	}
-	f := report.Finding{Tag: "scale:fails", Cause: "wrong at this size", Where: elems(p) + "; " + where}
-	if first >= 0 {
-		f.Where += fmt.Sprintf("; first failing token %d (its x offset %d)", first, first*p.Heads*p.Headdim)
-	}
-	half := scaleGenerate(c, c.seqlen/2)
-	if hok, hwhere, _ := run(half); hok {
-		f.Tag, f.Cause = "scale:past-size", fmt.Sprintf("wrong only past a size: passes at %s (%s), fails at %s", elems(half), hwhere, elems(p))
-	}
+	full := bridgetest.ScaleRun{Size: elems(p), Where: where, First: first, Offset: first * p.Heads * p.Headdim}
+	f := bridgetest.ScaleFinding(full, "x", func() (bridgetest.ScaleRun, bool) {
+		half := scaleGenerate(c, c.seqlen/2)
+		hok, hwhere, _ := run(half)
+		return bridgetest.ScaleRun{OK: hok, Size: elems(half), Where: hwhere}, true
+	})
 	rep.AddKernelDiagnosis(t.Name(), bridge.OpPrefill, p.DType, p.StateDType, f)
 	fail("%s: %s; diagnosis [%s] %s", c.name, where, f.Tag, f)
 	return f

@@ -12,6 +12,7 @@ import (
 	"ssmverify/mamba3"
 	"ssmverify/report"
 	"ssmverify/ssm"
+	"ssmverify/verify/bridgetest"
 )
 
 // A scaleCase is a Mamba-3 call at a deployment's size: the operation,
@@ -121,17 +122,18 @@ func scaleCheck(t *testing.T, k *bridge.Mamba3, c scaleCase, strict bool) report
 		t.Logf("%s (%s): %s", c.name, size(p), where)
 		return report.Finding{}
 	}
-	f := report.Finding{Tag: "scale:fails", Cause: "wrong at this size", Where: size(p) + "; " + where}
-	if first >= 0 {
-		f.Where += fmt.Sprintf("; first failing token %d (its V offset %d)", first, first*p.Heads*p.P)
-	}
-	hb, hl := c.batch, c.seqlen/2
-	if c.op == bridge.OpMamba3Step {
-		hb, hl = c.batch/2, c.seqlen
-	}
-	if half, hok, hwhere, _ := run(hb, hl); half != nil && hok {
-		f.Tag, f.Cause = "scale:past-size", fmt.Sprintf("wrong only past a size: passes at %s (%s), fails at %s", size(half), hwhere, size(p))
-	}
+	full := bridgetest.ScaleRun{Size: size(p), Where: where, First: first, Offset: first * p.Heads * p.P}
+	f := bridgetest.ScaleFinding(full, "V", func() (bridgetest.ScaleRun, bool) {
+		hb, hl := c.batch, c.seqlen/2
+		if c.op == bridge.OpMamba3Step {
+			hb, hl = c.batch/2, c.seqlen
+		}
+		half, hok, hwhere, _ := run(hb, hl)
+		if half == nil {
+			return bridgetest.ScaleRun{}, false
+		}
+		return bridgetest.ScaleRun{OK: hok, Size: size(half), Where: hwhere}, true
+	})
 	rep.AddKernelDiagnosis(t.Name(), c.op, p.DType, p.DType.Weight(), f)
 	fail("%s: %s; diagnosis [%s] %s", c.name, where, f.Tag, f)
 	return f
