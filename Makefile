@@ -78,11 +78,14 @@ sass-baseline:
 	scripts/scan-sass.sh $(BUILD)/cuda-check/libssmk_cuda_sm_90.so $(SASS_BASELINE) --update
 
 ## test: everything CI runs (builds the CPU library first), then the Mamba-2 prefill's properties on the numpy path
-## in the engines' varlen layout (layout=varlen: vLLM's and Megatron's calling convention, docs/engines.md)
+## in the engines' varlen layout (layout=varlen: vLLM's and Megatron's calling convention, docs/engines.md), and
+## Mamba-2's prefill and decode on the CPU library through the ABI (mamba2_ssmk: the way ggml's path is judged)
 test: lib
 	$(GO) test ./...
 	SSMK_BRIDGE="numpy_ssd layout=varlen" $(GO) test ./verify/mamba2 -count=1 \
 		-run 'TestMamba2(Prefill|Boundaries|SplitResume|PackedEqualsAlone|DecodeAfterPrefill|ChunkStates)$$'
+	SSMK_BRIDGE="mamba2_ssmk lib=$(abspath $(BUILD)/libssmk_cpu.so) name=the-CPU-build" $(GO) test ./verify/mamba2 -count=1 \
+		-run 'TestMamba2(Prefill|Decode|SplitResume|DecodeUntouchedSlots|DecodeChain)$$'
 
 ## lint: gofmt, go vet, staticcheck, and clang-format of the C, C++ and CUDA sources (what CI checks)
 lint: fmt-check vet

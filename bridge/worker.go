@@ -202,6 +202,9 @@ func Unsupported(err error) bool {
 	return errors.As(err, &k) && k.Kind == "unsupported"
 }
 
+// Spec is what the worker was started with.
+func (w *Worker) Spec() Spec { return w.spec }
+
 // Worker is one worker process, restarted after a crash.
 type Worker struct {
 	spec     Spec

@@ -62,13 +62,16 @@
 #                                   the suite of verify/mamba2, then the planted
 #                                   Triton mutants (MAMBA2_MUTANTS=0 leaves them
 #                                   out); $OUT/mamba2/summary.txt, a table last
-#   scripts/gpu.sh engine upstream|vllm|megatron CHECKOUT [COMMIT]
+#   scripts/gpu.sh engine upstream|vllm|megatron|ggml|ssmk CHECKOUT [COMMIT]
 #                                   there: verify/mamba2 (less the backward and
 #                                   the planted mutants) against a copy of
 #                                   Mamba-2's kernels from a checkout of
 #                                   state-spaces/mamba, vllm-project/vllm or
 #                                   NVIDIA/Megatron-LM (adapters/mamba2_COPY.py,
-#                                   docs/engines.md); $OUT/mamba2/summary.txt
+#                                   docs/engines.md), or (ggml, ssmk) a library
+#                                   of the ssmk ABI through mamba2_ssmk (ggml's:
+#                                   scripts/gpu.sh ggml GGML_SRC build);
+#                                   $OUT/mamba2/summary.txt
 #   scripts/gpu.sh crosscopy COPY=CHECKOUT[@COMMIT] ...
 #                                   there: engine for each copy at once, then
 #                                   one table of every case and copy
@@ -508,6 +511,7 @@ copy_adapter() {
 	upstream) echo "mamba2_upstream mamba_ssm/ops/triton" ;;
 	vllm) echo "mamba2_vllm vllm/model_executor/layers/mamba/ops" ;;
 	megatron) echo "mamba2_megatron megatron/core/ssm/ops/mamba2" ;;
+	ggml | ssmk) echo "mamba2_ssmk -" ;; # CHECKOUT is a library of the ssmk ABI (.so), not a folder
 	*) return 1 ;;
 	esac
 }
@@ -519,13 +523,22 @@ copy_adapter() {
 engine() {
 	local copy=${1:-} ad folder src commit out t0=$SECONDS rc=0
 	read -r ad folder <<<"$(copy_adapter "$copy")" || true
-	[ -n "$ad" ] && [ $# -ge 2 ] && [ -d "$2/$folder" ] || { echo "usage: scripts/gpu.sh engine upstream|vllm|megatron CHECKOUT [COMMIT] (CHECKOUT holds ${folder:-its ops folder})"; exit 2; }
-	[ -x carry/mamba2.test ] || { echo "gpu.sh: no carry/mamba2.test (run scripts/gpu.sh build bridged first)"; exit 1; }
-	src=$(cd "$2" && pwd)
-	commit=${3:-$(checkout_commit "$src")}
+	if [ "$ad" = mamba2_ssmk ]; then
+		[ $# -ge 2 ] && [ -f "$2" ] || { echo "usage: scripts/gpu.sh engine ggml|ssmk LIBRARY.so [COMMIT] (a library of the ssmk ABI; ggml's: scripts/gpu.sh ggml GGML_SRC build)"; exit 2; }
+		[ -x carry/mamba2.test ] || { echo "gpu.sh: no carry/mamba2.test (run scripts/gpu.sh build bridged first)"; exit 1; }
+		src=$(cd "$(dirname "$2")" && pwd)/$(basename "$2")
+		# ggml's Mamba-2 path: heads of 16 channels, the suite's headdim (SSMK_GGML_HEAD_DIM, adapters/ggml)
+		[ "$copy" != ggml ] || export SSMK_GGML_HEAD_DIM=${SSMK_GGML_HEAD_DIM:-16}
+		export SSMK_BRIDGE="mamba2_ssmk lib=$src name=$copy commit=${3:-unknown}"
+	else
+		[ -n "$ad" ] && [ $# -ge 2 ] && [ -d "$2/$folder" ] || { echo "usage: scripts/gpu.sh engine upstream|vllm|megatron|ggml|ssmk CHECKOUT [COMMIT] (CHECKOUT holds ${folder:-its ops folder}; ggml and ssmk: a library .so)"; exit 2; }
+		[ -x carry/mamba2.test ] || { echo "gpu.sh: no carry/mamba2.test (run scripts/gpu.sh build bridged first)"; exit 1; }
+		src=$(cd "$2" && pwd)
+		commit=${3:-$(checkout_commit "$src")}
+		export SSMK_BRIDGE="$ad checkout=$src commit=$commit"
+	fi
 	out=${OUT:-out/gpu/$copy}
 	mkdir -p "$out" && out=$(cd "$out" && pwd)
-	export SSMK_BRIDGE="$ad checkout=$src commit=$commit"
 	echo "$copy: SSMK_BRIDGE=$SSMK_BRIDGE"
 	(cd verify/mamba2 && ../../carry/mamba2.test -test.v -test.timeout=0 -test.skip 'TritonMutants|Backward' ${GPU_TEST_FLAGS:-} -report "$out/mamba2") >"$out/mamba2.log" 2>&1 || rc=$?
 	sed -n '1,/^$/p' "$out/mamba2/summary.txt" 2>/dev/null || tail -20 "$out/mamba2.log"
@@ -574,7 +587,7 @@ scale() {
 			../../carry/mamba2.test -test.v -test.timeout=0 -test.run "TestMamba2Scale\$/$4" >"$out/scale-$1-$3.log" 2>&1)
 	}
 	for a in "$@"; do
-		copy_adapter "${a%%=*}" >/dev/null || { echo "gpu.sh scale: unknown copy ${a%%=*} (upstream, vllm, megatron)"; exit 2; }
+		case ${a%%=*} in upstream | vllm | megatron) ;; *) echo "gpu.sh scale: copy ${a%%=*}: want upstream, vllm or megatron (a checkout each)"; exit 2 ;; esac
 		one "${a%%=*}" "${a#*=}" small '^(1M-tokens|dstate-256|mamba2-2.7b-64K|mamba2-2.7b-64K-fused-views)$' &
 		pids+=($!)
 	done

@@ -39,6 +39,7 @@ type driftVerdict struct {
 // with the sequential recurrence's error model (its scale grows with the
 // steps as the rounding does).
 func decodeDrift(t *testing.T, k *bridge.SSD, dt pair, n int, mod func(*mamba2.Options)) driftVerdict {
+	rk := repFor(k)
 	t.Helper()
 	o := base(dt)
 	o.Batch, o.Heads, o.Groups, o.Headdim, o.Dstate = 1, 2, 1, 4, 8
@@ -51,10 +52,14 @@ func decodeDrift(t *testing.T, k *bridge.SSD, dt pair, n int, mod func(*mamba2.O
 	p := mamba2.Generate(o, 77).Rounded()
 	head := p.Slice(0, pre, nil)
 	if why := k.Supports(head); why != "" {
-		rep.KernelUnsupported(t.Name(), bridge.OpPrefill, head.DType, head.StateDType, why)
+		rk.KernelUnsupported(t.Name(), bridge.OpPrefill, head.DType, head.StateDType, why)
 		return driftVerdict{}
 	}
 	h, err := k.Prefill(head)
+	if bridge.Unsupported(err) {
+		rk.KernelUnsupported(t.Name(), bridge.OpPrefill, head.DType, head.StateDType, err.Error())
+		return driftVerdict{}
+	}
 	if err != nil {
 		t.Errorf("prefill %s: %v", head.Shape(), err)
 		return driftVerdict{}
@@ -72,10 +77,14 @@ func decodeDrift(t *testing.T, k *bridge.SSD, dt pair, n int, mod func(*mamba2.O
 	for step := pre; step < p.Seqlen; step++ {
 		s := mamba2.StepAt(p, step, state)
 		if why := k.SupportsStep(s); why != "" {
-			rep.KernelUnsupported(t.Name(), bridge.OpStep, s.DType, s.StateDType, why)
+			rk.KernelUnsupported(t.Name(), bridge.OpStep, s.DType, s.StateDType, why)
 			return driftVerdict{}
 		}
 		out, err := k.Step(s)
+		if bridge.Unsupported(err) {
+			rk.KernelUnsupported(t.Name(), bridge.OpStep, s.DType, s.StateDType, err.Error())
+			return driftVerdict{}
+		}
 		if err != nil {
 			t.Errorf("decode step %d of %s: %v", step-pre+1, q.Shape(), err)
 			return driftVerdict{}

@@ -166,6 +166,7 @@ func engineKernel(t *testing.T, slip string) *bridge.SSD {
 // (the first n cases of each where n > 0); it returns the failures'
 // diagnoses (a Finding each, its Where the subtest and the snapshot).
 func chunkStates(t *testing.T, k *bridge.SSD, strict bool, dts []pair, n int) []report.Finding {
+	rk := repFor(k)
 	var failures []report.Finding
 	q0 := max(chunk(), 16)
 	rows, err := bridgetest.BoundaryRows(q0, 3*q0)
@@ -201,12 +202,16 @@ func chunkStates(t *testing.T, k *bridge.SSD, strict bool, dts []pair, n int) []
 					o.Chunk = chunkQ
 					p := mamba2.Generate(o, 61).Rounded()
 					if why := k.Supports(p); why != "" {
-						rep.KernelUnsupported(t.Name(), bridge.OpPrefill, p.DType, p.StateDType, why)
+						rk.KernelUnsupported(t.Name(), bridge.OpPrefill, p.DType, p.StateDType, why)
 						return
 					}
 					_, snaps, err := k.PrefillChunkStates(p)
+					if bridge.Unsupported(err) {
+						rk.KernelUnsupported(t.Name(), bridge.OpPrefill, p.DType, p.StateDType, err.Error())
+						t.Skip("not supported: " + err.Error())
+					}
 					if err != nil {
-						rep.AddKernelDiagnosis(t.Name(), bridge.OpPrefill, p.DType, p.StateDType, report.Finding{Tag: "raises", Cause: err.Error(), Where: p.Shape()})
+						rk.AddKernelDiagnosis(t.Name(), bridge.OpPrefill, p.DType, p.StateDType, report.Finding{Tag: "raises", Cause: err.Error(), Where: p.Shape()})
 						t.Fatalf("prefill with %s: %v", bridge.FeatureChunkStates, err)
 					}
 					// every chunk of the engine's grid: one per chunk of each sequence
@@ -240,7 +245,7 @@ func chunkStates(t *testing.T, k *bridge.SSD, strict bool, dts []pair, n int) []
 						if e := wrongBoundary(p, s.Row, s.End, s.State, ends); e > 0 {
 							f = report.Finding{Tag: "cache:wrong-boundary", Cause: fmt.Sprintf("the state after the chunk ending at token %d is the prefix's ending at token %d (%+d tokens): taken at the wrong boundary", s.End-1, e-1, e-s.End), Where: fmt.Sprintf("row %d", s.Row)}
 						}
-						rep.AddKernelDiagnosis(t.Name(), bridge.OpPrefill, p.DType, p.StateDType, f)
+						rk.AddKernelDiagnosis(t.Name(), bridge.OpPrefill, p.DType, p.StateDType, f)
 						report := t.Logf
 						if strict {
 							report = t.Errorf
@@ -249,7 +254,7 @@ func chunkStates(t *testing.T, k *bridge.SSD, strict bool, dts []pair, n int) []
 						f.Where = t.Name() + ": " + f.Where
 						failures = append(failures, f)
 					}
-					rep.AddKernel(t.Name(), bridge.OpPrefill, p.DType, p.StateDType, worst, worst <= judge.Threshold(p.DType), "chunk states")
+					rk.AddKernel(t.Name(), bridge.OpPrefill, p.DType, p.StateDType, worst, worst <= judge.Threshold(p.DType), "chunk states")
 				})
 			}
 		}
@@ -392,23 +397,28 @@ func stepsCause(k *bridge.SSD, s *mamba2.Steps, b int, bad []string) (report.Fin
 // num_accepted_tokens), which must equal k + 1 decode steps. It returns
 // the failures' words, each with its subtest, failing those where strict.
 func speculativeDecode(t *testing.T, k *bridge.SSD, dts []pair, strict bool) []string {
+	rk := repFor(k)
 	var all []string
 	const rows, tokens = 3, 4
 	for _, dt := range dts {
 		t.Run(dt.String(), func(t *testing.T) {
 			s := stepsRounded(speculative(dt, rows, tokens, 91))
 			if why := k.SupportsSteps(s); why != "" {
-				rep.KernelUnsupported(t.Name(), bridge.OpSteps, s.DType, s.StateDType, why)
+				rk.KernelUnsupported(t.Name(), bridge.OpSteps, s.DType, s.StateDType, why)
 				t.Skip(why)
 			}
 			out, err := k.Steps(s)
+			if bridge.Unsupported(err) {
+				rk.KernelUnsupported(t.Name(), bridge.OpSteps, s.DType, s.StateDType, err.Error())
+				t.Skip("not supported: " + err.Error())
+			}
 			if err != nil {
 				t.Fatalf("%s: %v", bridge.OpSteps, err)
 			}
 			bad := judgeSteps(s, out)
 			for b := 0; b < rows && len(bad) > 0; b++ {
 				if f, ok := stepsCause(k, s, b, bad); ok {
-					rep.AddKernelDiagnosis(t.Name(), bridge.OpSteps, s.DType, s.StateDType, f)
+					rk.AddKernelDiagnosis(t.Name(), bridge.OpSteps, s.DType, s.StateDType, f)
 					bad = append(bad, fmt.Sprintf("row %d: diagnosis [%s] %s", b, f.Tag, f))
 					break
 				}
@@ -448,7 +458,7 @@ func speculativeDecode(t *testing.T, k *bridge.SSD, dts []pair, strict bool) []s
 			if len(bad) > 0 {
 				worst = bad[0]
 			}
-			rep.AddKernel(t.Name(), bridge.OpSteps, s.DType, s.StateDType, 0, len(bad) == 0, worst)
+			rk.AddKernel(t.Name(), bridge.OpSteps, s.DType, s.StateDType, 0, len(bad) == 0, worst)
 			for _, b := range bad {
 				all = append(all, t.Name()+": "+b)
 				if strict {
@@ -591,11 +601,13 @@ func chainCause(p *mamba2.Problem, k int, y []float64, dec judge.Worst) report.F
 // decodeChain runs TestMamba2DecodeChain's checks against k and returns
 // the failures' words, failing the subtests where strict.
 func decodeChain(t *testing.T, k *bridge.SSD, dts []pair, strict bool) []string {
+	rk := repFor(k)
 	var all []string
 	for _, dt := range dts {
 		for _, init := range []bool{false, true} {
 			o := base(dt)
 			o.Seqlen, o.D, o.Z, o.DtBias, o.Softplus, o.InitialStates = 160, true, true, true, true, init
+			o.Chunk = chunkOf(k)
 			p := mamba2.Generate(o, 43).Rounded()
 			q0 := max(p.Chunk, 1)
 			ks := append([]int{1, q0 - 1}, bridgetest.SplitPoints(p.Chunk, p.Seqlen)...)
@@ -611,12 +623,12 @@ func decodeChain(t *testing.T, k *bridge.SSD, dts []pair, strict bool) []string 
 						fail = t.Errorf
 					}
 					if why := k.SupportsDecodeChain(p); why != "" {
-						rep.KernelUnsupported(t.Name(), bridge.OpDecodeChain, p.DType, p.StateDType, why)
+						rk.KernelUnsupported(t.Name(), bridge.OpDecodeChain, p.DType, p.StateDType, why)
 						t.Skip(why)
 					}
 					out, err := k.DecodeChain(p, at)
 					if bridge.Unsupported(err) {
-						rep.KernelUnsupported(t.Name(), bridge.OpDecodeChain, p.DType, p.StateDType, err.Error())
+						rk.KernelUnsupported(t.Name(), bridge.OpDecodeChain, p.DType, p.StateDType, err.Error())
 						t.Skip("not supported: " + err.Error())
 					}
 					if err != nil {
@@ -634,17 +646,17 @@ func decodeChain(t *testing.T, k *bridge.SSD, dts []pair, strict bool) []string 
 						if pre.Ratio > th {
 							f = report.Finding{Tag: "chain:prefill", Cause: "the chain's prefill part is wrong (TestMamba2Prefill diagnoses the prefill)", Where: pre.String()}
 						}
-						rep.AddKernelDiagnosis(t.Name(), bridge.OpDecodeChain, p.DType, p.StateDType, f)
+						rk.AddKernelDiagnosis(t.Name(), bridge.OpDecodeChain, p.DType, p.StateDType, f)
 						bad = append(bad, fmt.Sprintf("prefill of %d, then decode: prefill part %s; decoded part %s; diagnosis [%s] %s", at, pre, dec, f.Tag, f))
 					}
 					if c, _ := k.Cap(bridge.OpDecodeChain); c.Has(bridge.FeatureBitwisePrefill) {
 						if w := bitwiseAgainstPrefill(k, p, out.Y); w != "" {
 							f := report.Finding{Tag: "chain:not-bitwise", Cause: "the copy declares its decode equal to its prefill bit for bit, and it is not", Where: w}
-							rep.AddKernelDiagnosis(t.Name(), bridge.OpDecodeChain, p.DType, p.StateDType, f)
+							rk.AddKernelDiagnosis(t.Name(), bridge.OpDecodeChain, p.DType, p.StateDType, f)
 							bad = append(bad, fmt.Sprintf("prefill of %d, then decode: diagnosis [%s] %s: %s", at, f.Tag, f.Cause, w))
 						}
 					}
-					rep.AddKernel(t.Name(), bridge.OpDecodeChain, p.DType, p.StateDType, math.Max(pre.Ratio, dec.Ratio), len(bad) == 0,
+					rk.AddKernel(t.Name(), bridge.OpDecodeChain, p.DType, p.StateDType, math.Max(pre.Ratio, dec.Ratio), len(bad) == 0,
 						fmt.Sprintf("prefill of %d, decode to %d: prefill part %s; decoded part %s", at, p.Seqlen, pre, dec))
 					for _, b := range bad {
 						all = append(all, t.Name()+": "+b)

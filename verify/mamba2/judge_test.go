@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"testing"
 
 	"ssmverify/bridge"
@@ -26,8 +27,28 @@ var pairs = []pair{{ssm.F32, ssm.F32}, {ssm.BF16, ssm.F32}, {ssm.BF16, ssm.BF16}
 
 // chunk is the chunk size the kernel declares first (64 where it takes
 // any: small enough that the suite's problems cross chunks).
-func chunk() int {
-	c, ok := kernel.Cap(bridge.OpPrefill)
+func chunk() int { return chunkOf(kernel) }
+
+// repFor is the report a check of k writes to: the run's where k is the
+// kernel under test (the suite's worker, or another of its adapter and
+// arguments: bridgetest.Suite.Another), else a scratch report, so that
+// what the CanFail tests run — the numpy path with its planted slips —
+// never enters the table of the kernel under test.
+func repFor(k *bridge.SSD) *report.Report {
+	if k == kernel || (k.W != nil && sameSpec(k.W.Spec(), spec)) {
+		return rep
+	}
+	return report.NewKernel(report.LibraryInfo{Path: "scratch"}, nil)
+}
+
+func sameSpec(a, b bridge.Spec) bool {
+	return a.Adapter == b.Adapter && a.Python == b.Python && slices.Equal(a.Args, b.Args)
+}
+
+// chunkOf is the chunk size problems for k are drawn with: 0 for a
+// sequential kernel, else its first declared size, else 64.
+func chunkOf(k *bridge.SSD) int {
+	c, ok := k.Cap(bridge.OpPrefill)
 	if !ok {
 		return 64
 	}

@@ -97,6 +97,7 @@ func TestMamba2Scale(t *testing.T) {
 // slots alone, every other slot bit for bit unchanged. The pool is filled
 // by a pattern, not drawn: nothing but its size matters here.
 func poolCheck(t *testing.T, k *bridge.SSD, slots, heads, headdim, dstate int, rows []int, strict bool) report.Finding {
+	rk := repFor(k)
 	fail := t.Logf
 	if strict {
 		fail = t.Errorf
@@ -111,13 +112,17 @@ func poolCheck(t *testing.T, k *bridge.SSD, slots, heads, headdim, dstate int, r
 	}
 	s = s.Rounded()
 	if why := k.SupportsStep(s); why != "" {
-		rep.KernelUnsupported(t.Name(), bridge.OpStep, s.DType, s.StateDType, why)
+		rk.KernelUnsupported(t.Name(), bridge.OpStep, s.DType, s.StateDType, why)
 		t.Skip(why)
 	}
 	out, err := k.Step(s)
+	if bridge.Unsupported(err) {
+		rk.KernelUnsupported(t.Name(), bridge.OpStep, s.DType, s.StateDType, err.Error())
+		t.Skip("not supported: " + err.Error())
+	}
 	if err != nil {
 		f := report.Finding{Tag: "raises", Cause: err.Error(), Where: fmt.Sprintf("pool of %d elements", len(s.State))}
-		rep.AddKernelDiagnosis(t.Name(), bridge.OpStep, s.DType, s.StateDType, f)
+		rk.AddKernelDiagnosis(t.Name(), bridge.OpStep, s.DType, s.StateDType, f)
 		fail("step on a pool of %d elements: %v", len(s.State), err)
 		return f
 	}
@@ -164,7 +169,7 @@ func poolCheck(t *testing.T, k *bridge.SSD, slots, heads, headdim, dstate int, r
 		}
 	}
 	where := fmt.Sprintf("pool of %d slots, %d elements; slots %v: worst %s", slots, len(s.State), rows, c.Worst)
-	rep.AddKernel(t.Name(), bridge.OpStep, s.DType, s.StateDType, c.Worst.Ratio, ok && touched == 0, where)
+	rk.AddKernel(t.Name(), bridge.OpStep, s.DType, s.StateDType, c.Worst.Ratio, ok && touched == 0, where)
 	if ok && touched == 0 {
 		t.Logf("%s; every other slot unchanged", where)
 		return report.Finding{}
@@ -173,7 +178,7 @@ func poolCheck(t *testing.T, k *bridge.SSD, slots, heads, headdim, dstate int, r
 	if touched > 0 {
 		f.Cause = fmt.Sprintf("%d elements of slots no row names changed, the first in slot %d (its offset %d)", touched, firstTouched, firstTouched*n)
 	}
-	rep.AddKernelDiagnosis(t.Name(), bridge.OpStep, s.DType, s.StateDType, f)
+	rk.AddKernelDiagnosis(t.Name(), bridge.OpStep, s.DType, s.StateDType, f)
 	fail("%s; diagnosis [%s] %s", where, f.Tag, f)
 	return f
 }
@@ -181,6 +186,7 @@ func poolCheck(t *testing.T, k *bridge.SSD, slots, heads, headdim, dstate int, r
 // scaleCheck runs case c against k, failing t where strict; it returns
 // the finding of a failure (no Tag where it passed).
 func scaleCheck(t *testing.T, k *bridge.SSD, c scaleCase, strict bool) report.Finding {
+	rk := repFor(k)
 	p := scaleGenerate(c, c.seqlen)
 	fail := t.Logf
 	if strict {
@@ -189,13 +195,13 @@ func scaleCheck(t *testing.T, k *bridge.SSD, c scaleCase, strict bool) report.Fi
 	params := map[string]any{}
 	if c.fused {
 		if cp, ok := k.Cap(bridge.OpPrefill); !ok || !cp.Has(bridge.FeatureFusedProjection) {
-			rep.KernelUnsupported(t.Name(), bridge.OpPrefill, p.DType, p.StateDType, "the adapter declares no "+bridge.FeatureFusedProjection)
+			rk.KernelUnsupported(t.Name(), bridge.OpPrefill, p.DType, p.StateDType, "the adapter declares no "+bridge.FeatureFusedProjection)
 			t.Skip("not declared: " + bridge.FeatureFusedProjection)
 		}
 		params[bridge.FeatureFusedProjection] = true
 	}
 	if why := k.Supports(p); why != "" {
-		rep.KernelUnsupported(t.Name(), bridge.OpPrefill, p.DType, p.StateDType, why)
+		rk.KernelUnsupported(t.Name(), bridge.OpPrefill, p.DType, p.StateDType, why)
 		t.Skip(why)
 	}
 	elems := func(q *mamba2.Problem) string {
@@ -203,6 +209,10 @@ func scaleCheck(t *testing.T, k *bridge.SSD, c scaleCase, strict bool) report.Fi
 	}
 	run := func(q *mamba2.Problem) (bool, string, int) {
 		out, err := k.PrefillWith(q, params)
+		if bridge.Unsupported(err) {
+			rk.KernelUnsupported(t.Name(), bridge.OpPrefill, q.DType, q.StateDType, err.Error())
+			t.Skip("not supported: " + err.Error())
+		}
 		if err != nil {
 			return false, "the call: " + err.Error(), -1
 		}
@@ -210,7 +220,7 @@ func scaleCheck(t *testing.T, k *bridge.SSD, c scaleCase, strict bool) report.Fi
 		return ok, fmt.Sprintf("heads %v: worst %s", c.judged, w), first
 	}
 	ok, where, first := run(p)
-	rep.AddKernel(t.Name(), bridge.OpPrefill, p.DType, p.StateDType, 0, ok, where)
+	rk.AddKernel(t.Name(), bridge.OpPrefill, p.DType, p.StateDType, 0, ok, where)
 	if ok {
 		t.Logf("%s (%s): %s", c.name, elems(p), where)
 		return report.Finding{}
@@ -221,7 +231,7 @@ func scaleCheck(t *testing.T, k *bridge.SSD, c scaleCase, strict bool) report.Fi
 		hok, hwhere, _ := run(half)
 		return bridgetest.ScaleRun{OK: hok, Size: elems(half), Where: hwhere}, true
 	})
-	rep.AddKernelDiagnosis(t.Name(), bridge.OpPrefill, p.DType, p.StateDType, f)
+	rk.AddKernelDiagnosis(t.Name(), bridge.OpPrefill, p.DType, p.StateDType, f)
 	fail("%s: %s; diagnosis [%s] %s", c.name, where, f.Tag, f)
 	return f
 }

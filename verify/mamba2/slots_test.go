@@ -49,15 +49,20 @@ func TestMamba2DecodeUntouchedSlots(t *testing.T) {
 // and says how it broke the untouched slots ("" where it did not); judged
 // is false where k declares the step unsupported.
 func untouchedSlots(t *testing.T, k *bridge.SSD, dt pair, slots int, indices []int, seed uint64) (msg string, judged bool) {
+	rk := repFor(k)
 	t.Helper()
 	o := mamba2.StepOptions{Batch: len(indices), Slots: slots, Heads: 4, Headdim: 8, Groups: 2, Dstate: 16, D: true, DtBias: true, Softplus: true,
 		Indices: indices, DType: dt.in, StateDType: dt.state}
 	s := mamba2.GenerateStep(o, seed).Rounded()
 	if why := k.SupportsStep(s); why != "" {
-		rep.KernelUnsupported(t.Name(), bridge.OpStep, s.DType, s.StateDType, why)
+		rk.KernelUnsupported(t.Name(), bridge.OpStep, s.DType, s.StateDType, why)
 		return "", false
 	}
 	got, err := k.Step(s)
+	if bridge.Unsupported(err) {
+		rk.KernelUnsupported(t.Name(), bridge.OpStep, s.DType, s.StateDType, err.Error())
+		return "", false
+	}
 	if err != nil {
 		return fmt.Sprintf("step with slots %v of %d: %v", indices, slots, err), true
 	}

@@ -139,8 +139,8 @@ def ssd_prefill(arrays, params):
     b, L, H, P = x.shape
     G, N = B.shape[2], B.shape[3]
     Q = int(params["chunk_size"])
-    if ARGS["mode"] == "sequential":
-        Q = L
+    if ARGS["mode"] == "sequential" or Q <= 0:
+        Q = L  # chunk 0 (a problem drawn for a sequential kernel): the row is one chunk
     heads_group = np.arange(H) // (H // G)
     if ARGS["slip"] == "group-repeat":
         heads_group = np.arange(H) % G
@@ -468,6 +468,7 @@ def ssd_decode_chain(arrays, params):
     as a replaying decode whose seed lost the unfinished chunk would."""
     k, Q = int(params["prefill_tokens"]), int(params["chunk_size"])
     L = arrays["x"][1].shape[1]
+    Q = Q if Q > 0 else L
     if not 1 <= k < L:
         raise Unsupported(f"prefill_tokens {k}: want 1 <= k < {L}")
     seq = ("x", "dt", "B", "C", "z")

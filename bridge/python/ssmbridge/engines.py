@@ -69,6 +69,9 @@ def sequences(batch, seqlen, cu):
 def chunk_metadata(seqs, chunk_size):
     """cu_chunk_seqlens, last_chunk_indices and seq_idx (lists) of sequences
     of the given lengths laid end to end, chunks cut from each one's start."""
+    if chunk_size <= 0:
+        from . import Invalid
+        raise Invalid(f"chunk_size {chunk_size}: the engines' metadata cuts chunks of at least one token")
     cu, last, idx, pos = [0], [], [], 0
     for s, n in enumerate(seqs):
         if n <= 0:
