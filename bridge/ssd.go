@@ -380,20 +380,30 @@ func (k *SSD) Backward(p *mamba2.Problem, ct *mamba2.Cotangent) (*mamba2.Output,
 	return out, g, nil
 }
 
+// decodeArrays are the arrays of a decode on a pool of slots states,
+// the same for one step and for several: rows is the tokens' leading
+// axes ((b) for a step, (b, t) for several), x and z (rows…, h, p), dt
+// (rows…, h), B and C (rows…, g, n), the weights per head.
+func decodeArrays(state []float64, slots int, sdt, in ssm.DType, H, P, G, N int, rows []int, x, dt, A, B, C, D, z, dtBias []float64) []Array {
+	w := in.Weight()
+	shape := func(tail ...int) []int { return append(append([]int(nil), rows...), tail...) }
+	arrays := []Array{Floats("state", state, sdt, slots, H, P, N), Floats("x", x, in, shape(H, P)...), Floats("dt", dt, in, shape(H)...),
+		Floats("A", A, w, H), Floats("B", B, in, shape(G, N)...), Floats("C", C, in, shape(G, N)...)}
+	if D != nil {
+		arrays = append(arrays, Floats("D", D, w, H))
+	}
+	if z != nil {
+		arrays = append(arrays, Floats("z", z, in, shape(H, P)...))
+	}
+	if dtBias != nil {
+		arrays = append(arrays, Floats("dt_bias", dtBias, w, H))
+	}
+	return arrays
+}
+
 func stepMessage(s *mamba2.Step) (map[string]any, []Array) {
-	in, w := s.DType, s.DType.Weight()
 	B, H, P, G, N := s.Batch, s.Heads, s.Headdim, s.Groups, s.Dstate
-	arrays := []Array{Floats("state", s.State, s.StateDType, s.Slots, H, P, N), Floats("x", s.X, in, B, H, P), Floats("dt", s.Dt, in, B, H),
-		Floats("A", s.A, w, H), Floats("B", s.B, in, B, G, N), Floats("C", s.C, in, B, G, N)}
-	if s.D != nil {
-		arrays = append(arrays, Floats("D", s.D, w, H))
-	}
-	if s.Z != nil {
-		arrays = append(arrays, Floats("z", s.Z, in, B, H, P))
-	}
-	if s.DtBias != nil {
-		arrays = append(arrays, Floats("dt_bias", s.DtBias, w, H))
-	}
+	arrays := decodeArrays(s.State, s.Slots, s.StateDType, s.DType, H, P, G, N, []int{B}, s.X, s.Dt, s.A, s.B, s.C, s.D, s.Z, s.DtBias)
 	if s.Indices != nil {
 		arrays = append(arrays, Ints("state_batch_indices", s.Indices, B))
 	}
@@ -434,20 +444,9 @@ func (k *SSD) Steps(s *mamba2.Steps) (*mamba2.StepOutput, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
-	in, w := s.DType, s.DType.Weight()
 	B, T, H, P, G, N := s.Batch, s.Tokens, s.Heads, s.Headdim, s.Groups, s.Dstate
-	arrays := []Array{Floats("state", s.State, s.StateDType, s.Slots, H, P, N), Floats("x", s.X, in, B, T, H, P), Floats("dt", s.Dt, in, B, T, H),
-		Floats("A", s.A, w, H), Floats("B", s.B, in, B, T, G, N), Floats("C", s.C, in, B, T, G, N),
-		Ints("read_slots", s.ReadSlots, B, s.Reads), Ints("write_slots", s.WriteSlots, B, T)}
-	if s.D != nil {
-		arrays = append(arrays, Floats("D", s.D, w, H))
-	}
-	if s.Z != nil {
-		arrays = append(arrays, Floats("z", s.Z, in, B, T, H, P))
-	}
-	if s.DtBias != nil {
-		arrays = append(arrays, Floats("dt_bias", s.DtBias, w, H))
-	}
+	arrays := decodeArrays(s.State, s.Slots, s.StateDType, s.DType, H, P, G, N, []int{B, T}, s.X, s.Dt, s.A, s.B, s.C, s.D, s.Z, s.DtBias)
+	arrays = append(arrays, Ints("read_slots", s.ReadSlots, B, s.Reads), Ints("write_slots", s.WriteSlots, B, T))
 	if s.Accepted != nil {
 		arrays = append(arrays, Ints("accepted", s.Accepted, B))
 	}
