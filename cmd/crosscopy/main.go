@@ -189,11 +189,31 @@ func cells(tests []testrun.Test, rep *report.Report) map[string]string {
 			diag[d.Test] = d.Tag
 		}
 	}
+	// what the report's checkpoints say of the tests that ended (subtests
+	// included): a case whose process a time limit or a crash cut, while
+	// go test held its verdict back for its parent, ended all the same
+	ended := map[string]report.Outcome{}
+	for _, v := range rep.Tests {
+		ended[v.Name] = v.Outcome
+	}
 	out := map[string]string{}
 	for _, t := range tests {
 		if parent[t.Name] {
 			out[t.Name] = casesBelow
 			continue
+		}
+		if o, ok := ended[t.Name]; ok && (t.Result == testrun.Undecided || t.Result == testrun.Crashed) {
+			switch o {
+			case report.Passed:
+				out[t.Name] = "ok"
+				continue
+			case report.Failed:
+				out[t.Name] = strings.TrimSpace("FAIL " + bracket(diag[t.Name]))
+				continue
+			case report.Skipped:
+				out[t.Name] = "skip"
+				continue
+			}
 		}
 		switch t.Result {
 		case testrun.Pass:

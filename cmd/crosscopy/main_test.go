@@ -144,3 +144,42 @@ panic: test timed out after 8m30s
 		t.Errorf("want one vllm column:\n%s", sum)
 	}
 }
+
+// TestCrossCopyCheckpointedVerdicts: a run cut inside a test (go test
+// holds its subtests' verdicts back for the parent) takes the verdicts of
+// the subtests that ended from the report's checkpoint, the diagnosis
+// with them; the subtest the cut fell in stays undecided.
+func TestCrossCopyCheckpointedVerdicts(t *testing.T) {
+	dir := writeRun(t, `=== RUN   TestMamba2DecodeDrift
+=== RUN   TestMamba2DecodeDrift/fp32
+    drift_test.go:139: 10000 decode steps after a prefill
+=== RUN   TestMamba2DecodeDrift/bf16
+=== RUN   TestMamba2DecodeDrift/fp16
+panic: test timed out after 8m30s
+`, map[string]string{"TestMamba2DecodeDrift/fp32": "narrow:tf32"}, "7b743ba")
+	path := filepath.Join(dir, "mamba2", "report.json")
+	var rep report.Report
+	js, err := os.ReadFile(path)
+	if err == nil {
+		err = json.Unmarshal(js, &rep)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep.Tests = []report.TestVerdict{{Name: "TestMamba2DecodeDrift/fp32", Outcome: report.Failed}, {Name: "TestMamba2DecodeDrift/bf16", Outcome: report.Passed, Passed: true}}
+	js, _ = json.Marshal(&rep)
+	if err := os.WriteFile(path, js, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	if code := run([]string{"-out", out, "-all", "vllm=" + dir}); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	sum, _ := os.ReadFile(filepath.Join(out, "summary.txt"))
+	flat := strings.Join(strings.Fields(string(sum)), " ")
+	for _, want := range []string{"TestMamba2DecodeDrift/fp32 FAIL [narrow:tf32]", "TestMamba2DecodeDrift/bf16 ok", "TestMamba2DecodeDrift/fp16 undecided [time limit]"} {
+		if !strings.Contains(flat, want) {
+			t.Errorf("summary lacks %q:\n%s", want, sum)
+		}
+	}
+}

@@ -107,7 +107,11 @@ func (s *Suite) Another(t *testing.T) *bridge.Worker {
 }
 
 // Track records a test's outcome in the report when it ends: undecided
-// where it skipped with a part left undecided (Report.Undecide).
+// where it skipped with a part left undecided (Report.Undecide). A
+// subtest tracked is checkpointed too: go test reports a subtest's verdict
+// only with its parent's, so a run cut inside a long test (its -timeout,
+// the device's lease) keeps the verdicts of the subtests that ended in
+// report.json (cmd/crosscopy reads them).
 func (s *Suite) Track(t *testing.T) {
 	t.Cleanup(func() {
 		o := report.Passed
@@ -119,7 +123,11 @@ func (s *Suite) Track(t *testing.T) {
 		case t.Skipped():
 			o = report.Skipped
 		}
-		if err := s.Rep.TestEnded(t.Name(), o, s.dir); err != nil {
+		err := s.Rep.TestEnded(t.Name(), o, s.dir)
+		if err == nil && strings.Contains(t.Name(), "/") {
+			err = s.Rep.Checkpoint(s.dir)
+		}
+		if err != nil {
 			t.Logf("checkpointing the report: %v", err)
 		}
 	})

@@ -92,6 +92,7 @@ func TestMamba2SplitResume(t *testing.T) {
 				continue
 			}
 			t.Run(fmt.Sprintf("%v/k=%d", dt, k), func(t *testing.T) {
+				track(t)
 				head := p.Slice(0, k, nil)
 				h, ok := runPrefill(t, head)
 				if !ok {
@@ -132,6 +133,7 @@ func TestMamba2DecodeAfterPrefill(t *testing.T) {
 			{"negative_dt", func(o *mamba2.Options) { o.DtBias, o.D = true, true }},
 		} {
 			t.Run(dt.String()+"/"+c.name, func(t *testing.T) {
+				track(t)
 				o := base(dt)
 				o.Seqlen = 150
 				c.mod(&o)
@@ -204,6 +206,7 @@ func TestMamba2PackedEqualsAlone(t *testing.T) {
 	track(t)
 	for _, dt := range []pair{pairs[0], pairs[1]} {
 		t.Run(dt.String(), func(t *testing.T) {
+			track(t)
 			o := base(dt)
 			o.Batch, o.CuSeqlens, o.InitialStates, o.D, o.DtBias, o.Softplus = 1, []int{0, 50, 51, 180, 300}, true, true, true, true
 			p := mamba2.Generate(o, 51).Rounded()

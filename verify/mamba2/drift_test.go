@@ -144,6 +144,7 @@ func TestMamba2DecodeDrift(t *testing.T) {
 	track(t)
 	for _, dt := range pairs[:5] {
 		t.Run(dt.String(), func(t *testing.T) {
+			track(t)
 			t.Parallel()
 			v := decodeDrift(t, &bridge.SSD{W: suite.Another(t)}, dt, driftSteps, nil)
 			if !v.judged {

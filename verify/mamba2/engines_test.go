@@ -189,6 +189,7 @@ func chunkStates(t *testing.T, k *bridge.SSD, strict bool, dts []pair, n int) []
 			for _, init := range []bool{false, true} {
 				name := fmt.Sprintf("%v/%s/init=%v", dt, c.name, init)
 				t.Run(name, func(t *testing.T) {
+					track(t)
 					chunkQ := max(chunk(), 16)
 					if c, ok := k.Cap(bridge.OpPrefill); ok && c.Algorithm == "sequential" {
 						chunkQ = 0
@@ -402,6 +403,7 @@ func speculativeDecode(t *testing.T, k *bridge.SSD, dts []pair, strict bool) []s
 	const rows, tokens = 3, 4
 	for _, dt := range dts {
 		t.Run(dt.String(), func(t *testing.T) {
+			track(t)
 			s := stepsRounded(speculative(dt, rows, tokens, 91))
 			if why := k.SupportsSteps(s); why != "" {
 				rk.KernelUnsupported(t.Name(), bridge.OpSteps, s.DType, s.StateDType, why)
@@ -618,6 +620,7 @@ func decodeChain(t *testing.T, k *bridge.SSD, dts []pair, strict bool) []string 
 					continue
 				}
 				t.Run(fmt.Sprintf("%v/init=%v/k=%d", dt, init, at), func(t *testing.T) {
+					track(t)
 					fail := t.Logf
 					if strict {
 						fail = t.Errorf

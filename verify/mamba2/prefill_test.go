@@ -49,6 +49,7 @@ func TestMamba2Prefill(t *testing.T) {
 				continue
 			}
 			t.Run(dt.String()+"/"+c.name, func(t *testing.T) {
+				track(t)
 				judgePrefill(t, prefillCase(c.name, dt))
 			})
 		}
@@ -73,6 +74,7 @@ func TestMamba2Boundaries(t *testing.T) {
 		for i, r := range rows {
 			for _, init := range []bool{false, true} {
 				t.Run(fmt.Sprintf("%v/%s/initial_states=%t", dt, r.Name, init), func(t *testing.T) {
+					track(t)
 					q := o
 					q.CuSeqlens, q.InitialStates = r.CuSeqlens, init
 					judgePrefill(t, mamba2.Generate(q, uint64(500+i)).Rounded())
@@ -138,6 +140,7 @@ func TestMamba2Decode(t *testing.T) {
 	for _, dt := range pairs {
 		for _, c := range decodeCases {
 			t.Run(dt.String()+"/"+c.name, func(t *testing.T) {
+				track(t)
 				judgeStep(t, decodeCase(c.name, dt))
 			})
 		}

@@ -82,11 +82,15 @@ func TestMamba2Scale(t *testing.T) {
 		t.Skip("the deployment sizes run with SSMK_SCALE=1 (scripts/gpu.sh scale): tens of GiB")
 	}
 	for _, c := range scaleCases {
-		t.Run(c.name, func(t *testing.T) { scaleCheck(t, kernel, c, true) })
+		t.Run(c.name, func(t *testing.T) {
+			track(t)
+			scaleCheck(t, kernel, c, true)
+		})
 	}
 	// a pool of 2100 slots of 128 heads of 64 by 128: 2.2·10⁹ elements,
 	// slot 2048 the first past 2³¹ (a 32-bit offset of slot·stride wraps)
 	t.Run("decode-pool-past-2^31-elements", func(t *testing.T) {
+		track(t)
 		poolCheck(t, kernel, 2100, 128, 64, 128, []int{0, 1000, 2047, 2048, 2098, 2099, -1, 1500}, true)
 	})
 }

@@ -32,6 +32,7 @@ func TestMamba2DecodeUntouchedSlots(t *testing.T) {
 	for _, dt := range pairs[:3] {
 		for i, c := range untouchedSlotCases {
 			t.Run(dt.String()+"/"+c.name, func(t *testing.T) {
+				track(t)
 				msg, judged := untouchedSlots(t, kernel, dt, c.slots, c.indices, uint64(90+i))
 				if !judged {
 					return
