@@ -95,17 +95,21 @@ func TestMamba2Scale(t *testing.T) {
 	})
 }
 
-// poolCheck runs one decode step of rows naming slots (−1: padding) of a
-// pool of that many slots, bf16 inputs and states: the named slots' new
-// states and the rows' outputs judged against the float64 step of those
-// slots alone, every other slot bit for bit unchanged. The pool is filled
-// by a pattern, not drawn: nothing but its size matters here.
-func poolCheck(t *testing.T, k *bridge.SSD, slots, heads, headdim, dstate int, rows []int, strict bool) report.Finding {
-	rk := repFor(k)
-	fail := t.Logf
-	if strict {
-		fail = t.Errorf
-	}
+// A poolResult is one decode step on a pool judged: the named slots and
+// the rows' outputs against the float64 step of those slots alone, and
+// the elements of every other slot that changed.
+type poolResult struct {
+	ok                    bool
+	worst                 judge.Worst
+	touched, firstTouched int
+	elems                 int
+}
+
+// poolStep runs one decode step of rows naming slots (−1: padding) of a
+// pool of that many slots, bf16 inputs and states, and judges it. The
+// pool is filled by a pattern, not drawn: nothing but its size matters
+// here. The step, or why not (unsupported, or the kernel's error).
+func poolStep(k *bridge.SSD, slots, heads, headdim, dstate int, rows []int) (poolResult, *mamba2.Step, error) {
 	o := mamba2.StepOptions{Batch: len(rows), Slots: 1, Heads: heads, Headdim: headdim, Groups: 1, Dstate: dstate, D: true, DtBias: true,
 		Softplus: true, Indices: rows, DType: pairs[2].in, StateDType: pairs[2].state}
 	s := mamba2.GenerateStep(o, 83)
@@ -115,20 +119,13 @@ func poolCheck(t *testing.T, k *bridge.SSD, slots, heads, headdim, dstate int, r
 		s.State[i] = s.StateDType.Round(float64(uint32(i)*2654435761%2001)/1000 - 1)
 	}
 	s = s.Rounded()
+	res := poolResult{elems: len(s.State), firstTouched: -1}
 	if why := k.SupportsStep(s); why != "" {
-		rk.KernelUnsupported(t.Name(), bridge.OpStep, s.DType, s.StateDType, why)
-		t.Skip(why)
+		return res, s, &bridge.KernelError{Op: bridge.OpStep, Kind: "unsupported", Message: why}
 	}
 	out, err := k.Step(s)
-	if bridge.Unsupported(err) {
-		rk.KernelUnsupported(t.Name(), bridge.OpStep, s.DType, s.StateDType, err.Error())
-		t.Skip("not supported: " + err.Error())
-	}
 	if err != nil {
-		f := report.Finding{Tag: "raises", Cause: err.Error(), Where: fmt.Sprintf("pool of %d elements", len(s.State))}
-		rk.AddKernelDiagnosis(t.Name(), bridge.OpStep, s.DType, s.StateDType, f)
-		fail("step on a pool of %d elements: %v", len(s.State), err)
-		return f
+		return res, s, err
 	}
 	// the reference: a pool of the named slots alone
 	sub := *s
@@ -155,32 +152,67 @@ func poolCheck(t *testing.T, k *bridge.SSD, slots, heads, headdim, dstate int, r
 	}
 	c, _, err := judge.CompareArrays(judge.StepArrays(&sub, got, want, sc))
 	if err != nil {
-		t.Fatal(err)
+		return res, s, err
 	}
-	ok := c.NonFinite == 0 && c.Worst.Ratio <= judge.Threshold(s.DType)
-	touched, firstTouched := 0, -1
+	res.ok, res.worst = c.NonFinite == 0 && c.Worst.Ratio <= judge.Threshold(s.DType), c.Worst
 	for slot := 0; slot < slots; slot++ {
 		if _, isNamed := named[slot]; isNamed {
 			continue
 		}
 		for i := slot * n; i < (slot+1)*n; i++ {
 			if math.Float64bits(out.State[i]) != math.Float64bits(s.State[i]) {
-				touched++
-				if firstTouched < 0 {
-					firstTouched = slot
+				res.touched++
+				if res.firstTouched < 0 {
+					res.firstTouched = slot
 				}
 			}
 		}
 	}
-	where := fmt.Sprintf("pool of %d slots, %d elements; slots %v: worst %s", slots, len(s.State), rows, c.Worst)
-	rk.AddKernel(t.Name(), bridge.OpStep, s.DType, s.StateDType, c.Worst.Ratio, ok && touched == 0, where)
-	if ok && touched == 0 {
+	return res, s, nil
+}
+
+// poolCheck judges one decode step of rows on a pool of slots (poolStep),
+// failing t where strict. A failing pool is stepped again at half its
+// slots (the rows' slots taken modulo the half): a failure only past a
+// size is scale:past-size, with both sizes.
+func poolCheck(t *testing.T, k *bridge.SSD, slots, heads, headdim, dstate int, rows []int, strict bool) report.Finding {
+	rk := repFor(k)
+	fail := t.Logf
+	if strict {
+		fail = t.Errorf
+	}
+	res, s, err := poolStep(k, slots, heads, headdim, dstate, rows)
+	if bridge.Unsupported(err) {
+		rk.KernelUnsupported(t.Name(), bridge.OpStep, s.DType, s.StateDType, err.Error())
+		t.Skip("not supported: " + err.Error())
+	}
+	if err != nil {
+		f := report.Finding{Tag: "raises", Cause: err.Error(), Where: fmt.Sprintf("pool of %d elements", res.elems)}
+		rk.AddKernelDiagnosis(t.Name(), bridge.OpStep, s.DType, s.StateDType, f)
+		fail("step on a pool of %d elements: %v", res.elems, err)
+		return f
+	}
+	where := fmt.Sprintf("pool of %d slots, %d elements; slots %v: worst %s", slots, res.elems, rows, res.worst)
+	rk.AddKernel(t.Name(), bridge.OpStep, s.DType, s.StateDType, res.worst.Ratio, res.ok && res.touched == 0, where)
+	if res.ok && res.touched == 0 {
 		t.Logf("%s; every other slot unchanged", where)
 		return report.Finding{}
 	}
 	f := report.Finding{Tag: "scale:pool", Cause: "the named slots' states or the rows' outputs are wrong", Where: where}
-	if touched > 0 {
-		f.Cause = fmt.Sprintf("%d elements of slots no row names changed, the first in slot %d (its offset %d)", touched, firstTouched, firstTouched*n)
+	if res.touched > 0 {
+		n := heads * headdim * dstate
+		f.Cause = fmt.Sprintf("%d elements of slots no row names changed, the first in slot %d (its offset %d)", res.touched, res.firstTouched, res.firstTouched*n)
+	}
+	half := slots / 2
+	hrows, seen := make([]int, len(rows)), map[int]bool{}
+	for i, r := range rows {
+		hrows[i] = -1
+		if r >= 0 && !seen[r%half] {
+			hrows[i], seen[r%half] = r%half, true
+		}
+	}
+	if h, _, err := poolStep(k, half, heads, headdim, dstate, hrows); err == nil && h.ok && h.touched == 0 {
+		f.Tag, f.Cause = "scale:past-size", fmt.Sprintf("wrong only past a size: a pool of %d elements passes, one of %d fails: %s", h.elems, res.elems, f.Cause)
 	}
 	rk.AddKernelDiagnosis(t.Name(), bridge.OpStep, s.DType, s.StateDType, f)
 	fail("%s; diagnosis [%s] %s", where, f.Tag, f)
@@ -244,8 +276,9 @@ func scaleCheck(t *testing.T, k *bridge.SSD, c scaleCase, strict bool) report.Fi
 // shapes against the numpy path: a case that passes passes, and a kernel
 // wrong only past a size (the numpy path's slip past-size, which corrupts
 // the outputs of tokens past 512) is diagnosed scale:past-size with the
-// first failing token; the pool's judgement passes the numpy step and
-// fails the one that writes a padding row's slot.
+// first failing token; the pool's judgement passes the numpy step, fails
+// the one that writes a padding row's slot (scale:pool) and says of the
+// one wrong in slots from 512 on that it fails only past a size.
 func TestMamba2ScaleMachinery(t *testing.T) {
 	track(t)
 	small := scaleCase{"small", 1, 1024, 4, 8, 16, []int{0, 3}, false}
@@ -262,5 +295,9 @@ func TestMamba2ScaleMachinery(t *testing.T) {
 	}
 	if f := poolCheck(t, slipKernel(t, "padding-written"), 40, 2, 4, 8, []int{0, 39, -1, 20}, false); f.Tag != "scale:pool" {
 		t.Errorf("a step that writes a padding row's slot: [%s] %s, want scale:pool", f.Tag, f)
+	}
+	// a pool whose slots from 512 on are written wrong passes at half its slots
+	if f := poolCheck(t, slipKernel(t, "past-size"), 1024, 1, 2, 4, []int{0, 600, -1, 1023}, false); f.Tag != "scale:past-size" {
+		t.Errorf("a step wrong in slots past 512 diagnosed [%s] %s, want scale:past-size", f.Tag, f)
 	}
 }

@@ -412,7 +412,7 @@ def ssd_step(arrays, params):
             s = to_float("bf16", from_float("bf16", s)).astype(ct)
         yy = np.einsum("hpn,hn->hp", s.astype(ct), C[bb, g])
         if ARGS["slip"] != "last-state-stale":
-            state[slot] = s
+            state[slot] = s * (ct(1.5) if ARGS["slip"] == "past-size" and slot >= 512 else ct(1))  # past-size: slots from 512 on
         if D is not None:
             yy = yy + D[:, None] * x[bb]
         if z is not None:
