@@ -184,21 +184,22 @@ func Prefill(p *Problem) (*Output, *Scale) {
 	return out, sc
 }
 
-// parallelWork is the work of one channel (steps × states) from which a
+// ParallelWork is the work of one channel (steps × states) from which a
 // head's channels are run in parallel: below it the goroutines cost more
 // than they save, and the small problems of the tests stay sequential.
-const parallelWork = 1 << 16
+const ParallelWork = 1 << 16
 
-// forChannels calls f for each channel 0..P−1 with scratch of n states,
-// in parallel (up to GOMAXPROCS at once) where a channel's work is at
-// least parallelWork. The channels write disjoint elements, so the result
-// is the same either way, bit for bit.
-func forChannels(P, work, n int, f func(pp int, s []float64, rs []recurrences)) {
+// ForEachChannel calls f for each channel 0..P−1 of a head: in parallel
+// (up to GOMAXPROCS at once) where parallel, else in order. The float64
+// references of Mamba-2 and Mamba-3 and their error models run a head's
+// channels so: each is a recurrence of its own (its row of the state)
+// writing disjoint elements, so that the result is the same either way,
+// bit for bit.
+func ForEachChannel(P int, parallel bool, f func(pp int)) {
 	workers := min(P, runtime.GOMAXPROCS(0))
-	if work < parallelWork || workers < 2 {
-		s, rs := make([]float64, n), make([]recurrences, n)
+	if !parallel || workers < 2 {
 		for pp := 0; pp < P; pp++ {
-			f(pp, s, rs)
+			f(pp)
 		}
 		return
 	}
@@ -208,13 +209,18 @@ func forChannels(P, work, n int, f func(pp int, s []float64, rs []recurrences)) 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s, rs := make([]float64, n), make([]recurrences, n)
 			for pp := int(next.Add(1) - 1); pp < P; pp = int(next.Add(1) - 1) {
-				f(pp, s, rs)
+				f(pp)
 			}
 		}()
 	}
 	wg.Wait()
+}
+
+// forChannels is ForEachChannel for Prefill's channels, each with scratch
+// of n states, in parallel where a channel's work is at least ParallelWork.
+func forChannels(P, work, n int, f func(pp int, s []float64, rs []recurrences)) {
+	ForEachChannel(P, work >= ParallelWork, func(pp int) { f(pp, make([]float64, n), make([]recurrences, n)) })
 }
 
 // Decode returns the float64 reference of a decode step and its scale:

@@ -118,8 +118,8 @@ func TestPrefillParallelChannels(t *testing.T) {
 	o := Options{Batch: 1, Seqlen: 1400, Heads: 2, Headdim: 8, Groups: 1, Dstate: 64, Chunk: 64, D: true, Z: true, DtBias: true,
 		Softplus: true, InitialStates: true, CuSeqlens: []int{0, 300, 1400}, DType: ssm.BF16, StateDType: ssm.F32}
 	p := Generate(o, 5)
-	if (p.Seqlen-300)*p.Dstate < parallelWork {
-		t.Fatalf("the problem is too small to run in parallel: %d < %d", (p.Seqlen-300)*p.Dstate, parallelWork)
+	if (p.Seqlen-300)*p.Dstate < ParallelWork {
+		t.Fatalf("the problem is too small to run in parallel: %d < %d", (p.Seqlen-300)*p.Dstate, ParallelWork)
 	}
 	par, psc := Prefill(p)
 	prev := runtime.GOMAXPROCS(1)

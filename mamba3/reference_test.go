@@ -3,6 +3,7 @@ package mamba3
 import (
 	"fmt"
 	"math"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -276,4 +277,29 @@ func TestHeadsOf(t *testing.T) {
 		}
 	}()
 	p.HeadsOf([]int{2, 3})
+}
+
+// TestErrorScaleParallelChannels: a sequence long enough that the error
+// model runs a head's channels in parallel gives the scale of running
+// them one after another, bit for bit.
+func TestErrorScaleParallelChannels(t *testing.T) {
+	p := Generate(Options{Batch: 1, Seqlen: 2100, HeadsQK: 1, Heads: 2, N: 32, P: 4, AngleDim: 4, D: true, Z: true, State: true}, 4)
+	p.DType, p.Arithmetic = ssm.F32, Arithmetic{Chunk: 64, U: 0x1p-24}
+	if p.Seqlen*p.N < mamba2.ParallelWork {
+		t.Fatalf("too short to run in parallel: %d < %d", p.Seqlen*p.N, mamba2.ParallelWork)
+	}
+	par := ErrorScale(p)
+	prev := runtime.GOMAXPROCS(1)
+	seq := ErrorScale(p)
+	runtime.GOMAXPROCS(prev)
+	for _, c := range []struct {
+		name string
+		a, b []float64
+	}{{"y", par.Y, seq.Y}, {"ssm", par.SSM, seq.SSM}, {"k", par.K, seq.K}, {"angle", par.Angle, seq.Angle}} {
+		for i := range c.a {
+			if math.Float64bits(c.a[i]) != math.Float64bits(c.b[i]) {
+				t.Fatalf("%s[%d]: %g in parallel, %g in sequence", c.name, i, c.a[i], c.b[i])
+			}
+		}
+	}
 }

@@ -151,7 +151,9 @@ func ErrorScaleVariant(p *Problem, v Variant) *Scale {
 			for n := 0; n < N; n++ {
 				lastK[n] = pn(kp, n)
 			}
-			for pp := 0; pp < P; pp++ {
+			// each channel's bounds are a recurrence of their own: long
+			// sequences run them in parallel (bit for bit the same)
+			mamba2.ForEachChannel(P, (sq[2]-sq[1])*N >= mamba2.ParallelWork, func(pp int) {
 				terms := make([]*mamba2.Terms, N)
 				// per state element: Σ m·Φ_s, Σ m·s, Σ Δ_s·(…) for λ
 				rPhi, rPos, rLam, rKV := make([]float64, N), make([]float64, N), make([]float64, N), make([]float64, N)
@@ -215,7 +217,7 @@ func ErrorScaleVariant(p *Problem, v Variant) *Scale {
 						out.TinyAngle[(si*H+h)*A+i] = 1
 					}
 				}
-			}
+			})
 		}
 	}
 	return out
