@@ -47,6 +47,14 @@ func continuation(p *mamba2.Problem, k, chunk int, head *mamba2.Scale) (*mamba2.
 	refHead, _ := mamba2.Prefill(p.Slice(0, k, nil))
 	q := p.Slice(k, p.Seqlen, refHead.FinalStates)
 	q.Chunk = chunk
+	want, sc := continuationOf(q, head)
+	return q, want, sc
+}
+
+// continuationOf is q's reference and error scale as continuation judges
+// it: q's own scale plus what the handed state's error (head's final
+// states) propagates.
+func continuationOf(q *mamba2.Problem, head *mamba2.Scale) (*mamba2.Output, *mamba2.Scale) {
 	want, sc := mamba2.Prefill(q)
 	py, pf := propagated(q, head.FinalStates)
 	for i := range sc.Y {
@@ -55,7 +63,7 @@ func continuation(p *mamba2.Problem, k, chunk int, head *mamba2.Scale) (*mamba2.
 	for i := range sc.FinalStates {
 		sc.FinalStates[i] += pf[i]
 	}
-	return q, want, sc
+	return want, sc
 }
 
 func compare(t *testing.T, what string, q *mamba2.Problem, arrays []judge.Array, op string) bool {

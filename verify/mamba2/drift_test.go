@@ -26,10 +26,11 @@ type driftVerdict struct {
 	judged, passed bool
 	worst          judge.Worst
 	windows        string
-	// handed is the prefill's own verdict where the state it handed to
-	// the chain fails its model: the chain's error is then the prefill's,
-	// carried and forgotten step by step, and its diagnosis the cause.
-	handed *report.Finding
+	// handed diagnoses the prefill where the state it handed to the chain
+	// fails its model (nil where it passes): the chain's error is then the
+	// prefill's, carried and forgotten step by step, and its diagnosis the
+	// cause. Called only for a chain that fails (it calls the kernel again).
+	handed func() report.Finding
 	// handedRatio is the prefill's worst ratio.
 	handedRatio float64
 }
@@ -39,8 +40,8 @@ type driftVerdict struct {
 // with the sequential recurrence's error model (its scale grows with the
 // steps as the rounding does).
 func decodeDrift(t *testing.T, k *bridge.SSD, dt pair, n int, mod func(*mamba2.Options)) driftVerdict {
-	rk := repFor(k)
 	t.Helper()
+	rk := repFor(k)
 	o := base(dt)
 	o.Batch, o.Heads, o.Groups, o.Headdim, o.Dstate = 1, 2, 1, 4, 8
 	o.D, o.Z, o.DtBias, o.Softplus = true, true, true, true
@@ -67,8 +68,10 @@ func decodeDrift(t *testing.T, k *bridge.SSD, dt pair, n int, mod func(*mamba2.O
 	refHead, hsc := mamba2.Prefill(head)
 	v := driftVerdict{}
 	if hc, _, err := judge.CompareArrays(judge.PrefillArrays(head, h, refHead, hsc)); err == nil && (hc.NonFinite > 0 || hc.Worst.Ratio > judge.Threshold(head.DType)) {
-		f := diagnose.SSDPrefill(head, h, func(q *mamba2.Problem) (*mamba2.Output, error) { return k.Prefill(q) })
-		v.handed, v.handedRatio = &f, hc.Worst.Ratio
+		v.handed = func() report.Finding {
+			return diagnose.SSDPrefill(head, h, func(q *mamba2.Problem) (*mamba2.Output, error) { return k.Prefill(q) })
+		}
+		v.handedRatio = hc.Worst.Ratio
 	}
 	q, want, sc := continuation(p, pre, 0, hsc)
 	state := h.FinalStates
@@ -124,7 +127,7 @@ func (v driftVerdict) inherited() (report.Finding, bool) {
 	if v.handed == nil || v.worst.Ratio > v.handedRatio {
 		return report.Finding{}, false
 	}
-	f := *v.handed
+	f := v.handed()
 	f.Cause = fmt.Sprintf("the chain starts from the prefill's state, which fails its own model (ratio %.3g): %s", v.handedRatio, f.Cause)
 	f.Evidence = append(f.Evidence, "the decode chain by windows of steps: "+v.windows)
 	return f, true

@@ -207,10 +207,7 @@ func chunkStates(t *testing.T, k *bridge.SSD, strict bool, dts []pair, n int) []
 						return
 					}
 					_, snaps, err := k.PrefillChunkStates(p)
-					if bridge.Unsupported(err) {
-						rk.KernelUnsupported(t.Name(), bridge.OpPrefill, p.DType, p.StateDType, err.Error())
-						t.Skip("not supported: " + err.Error())
-					}
+					skipRefused(t, rk, bridge.OpPrefill, p.DType, p.StateDType, err)
 					if err != nil {
 						rk.AddKernelDiagnosis(t.Name(), bridge.OpPrefill, p.DType, p.StateDType, report.Finding{Tag: "raises", Cause: err.Error(), Where: p.Shape()})
 						t.Fatalf("prefill with %s: %v", bridge.FeatureChunkStates, err)
@@ -410,10 +407,7 @@ func speculativeDecode(t *testing.T, k *bridge.SSD, dts []pair, strict bool) []s
 				t.Skip(why)
 			}
 			out, err := k.Steps(s)
-			if bridge.Unsupported(err) {
-				rk.KernelUnsupported(t.Name(), bridge.OpSteps, s.DType, s.StateDType, err.Error())
-				t.Skip("not supported: " + err.Error())
-			}
+			skipRefused(t, rk, bridge.OpSteps, s.DType, s.StateDType, err)
 			if err != nil {
 				t.Fatalf("%s: %v", bridge.OpSteps, err)
 			}
@@ -536,7 +530,9 @@ func chainVerdict(p *mamba2.Problem, k int, y []float64) (pre, dec judge.Worst, 
 		return pre, dec, err
 	}
 	q, want, sc := continuation(p, k, 0, hsc)
-	_, _, scChunked := continuation(p, k, p.Chunk, hsc)
+	qc := *q
+	qc.Chunk = p.Chunk
+	_, scChunked := continuationOf(&qc, hsc)
 	for i := range sc.Y {
 		sc.Y[i], sc.TinyY[i] = math.Max(sc.Y[i], scChunked.Y[i]), math.Max(sc.TinyY[i], scChunked.TinyY[i])
 	}
@@ -631,10 +627,7 @@ func decodeChain(t *testing.T, k *bridge.SSD, dts []pair, strict bool, only ...i
 						t.Skip(why)
 					}
 					out, err := k.DecodeChain(p, at)
-					if bridge.Unsupported(err) {
-						rk.KernelUnsupported(t.Name(), bridge.OpDecodeChain, p.DType, p.StateDType, err.Error())
-						t.Skip("not supported: " + err.Error())
-					}
+					skipRefused(t, rk, bridge.OpDecodeChain, p.DType, p.StateDType, err)
 					if err != nil {
 						t.Fatalf("%s: %v", bridge.OpDecodeChain, err)
 					}

@@ -41,6 +41,16 @@ func repFor(k *bridge.SSD) *report.Report {
 	return report.NewKernel(report.LibraryInfo{Path: "scratch"}, nil)
 }
 
+// skipRefused ends t as not supported where err is the kernel's refusal
+// (bridge.Unsupported), recorded in rk: a refusal is never a failure.
+func skipRefused(t *testing.T, rk *report.Report, op string, dt, sdt ssm.DType, err error) {
+	t.Helper()
+	if bridge.Unsupported(err) {
+		rk.KernelUnsupported(t.Name(), op, dt, sdt, err.Error())
+		t.Skip("not supported: " + err.Error())
+	}
+}
+
 func sameSpec(a, b bridge.Spec) bool {
 	return a.Adapter == b.Adapter && a.Python == b.Python && slices.Equal(a.Args, b.Args)
 }

@@ -182,10 +182,7 @@ func poolCheck(t *testing.T, k *bridge.SSD, slots, heads, headdim, dstate int, r
 		fail = t.Errorf
 	}
 	res, s, err := poolStep(k, slots, heads, headdim, dstate, rows)
-	if bridge.Unsupported(err) {
-		rk.KernelUnsupported(t.Name(), bridge.OpStep, s.DType, s.StateDType, err.Error())
-		t.Skip("not supported: " + err.Error())
-	}
+	skipRefused(t, rk, bridge.OpStep, s.DType, s.StateDType, err)
 	if err != nil {
 		f := report.Finding{Tag: "raises", Cause: err.Error(), Where: fmt.Sprintf("pool of %d elements", res.elems)}
 		rk.AddKernelDiagnosis(t.Name(), bridge.OpStep, s.DType, s.StateDType, f)
@@ -245,10 +242,7 @@ func scaleCheck(t *testing.T, k *bridge.SSD, c scaleCase, strict bool) report.Fi
 	}
 	run := func(q *mamba2.Problem) (bool, string, int) {
 		out, err := k.PrefillWith(q, params)
-		if bridge.Unsupported(err) {
-			rk.KernelUnsupported(t.Name(), bridge.OpPrefill, q.DType, q.StateDType, err.Error())
-			t.Skip("not supported: " + err.Error())
-		}
+		skipRefused(t, rk, bridge.OpPrefill, q.DType, q.StateDType, err)
 		if err != nil {
 			return false, "the call: " + err.Error(), -1
 		}
