@@ -44,18 +44,20 @@ func count(shape []int) int {
 func Floats(name string, v []float64, dt ssm.DType, shape ...int) Array {
 	tag := Tag(dt)
 	a := Array{Name: name, Tag: tag, Shape: shape, Data: make([]byte, len(v)*tagSize[tag])}
-	for i, x := range v {
-		switch dt {
-		case ssm.F64:
-			binary.LittleEndian.PutUint64(a.Data[8*i:], math.Float64bits(x))
-		case ssm.F32:
-			binary.LittleEndian.PutUint32(a.Data[4*i:], math.Float32bits(float32(x)))
-		case ssm.F16:
-			binary.LittleEndian.PutUint16(a.Data[2*i:], ssm.Float16Bits(x))
-		case ssm.BF16:
-			binary.LittleEndian.PutUint16(a.Data[2*i:], ssm.BFloat16Bits(x))
+	ssm.ParallelBlocks(len(v), func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			switch x := v[i]; dt {
+			case ssm.F64:
+				binary.LittleEndian.PutUint64(a.Data[8*i:], math.Float64bits(x))
+			case ssm.F32:
+				binary.LittleEndian.PutUint32(a.Data[4*i:], math.Float32bits(float32(x)))
+			case ssm.F16:
+				binary.LittleEndian.PutUint16(a.Data[2*i:], ssm.Float16Bits(x))
+			case ssm.BF16:
+				binary.LittleEndian.PutUint16(a.Data[2*i:], ssm.BFloat16Bits(x))
+			}
 		}
-	}
+	})
 	return a
 }
 
@@ -87,21 +89,27 @@ func (a Array) Int32s() ([]int, error) {
 // Float64s widens a floating-point array exactly.
 func (a Array) Float64s() ([]float64, error) {
 	n := count(a.Shape)
-	out := make([]float64, n)
-	for i := range out {
-		switch a.Tag {
-		case "f64":
-			out[i] = math.Float64frombits(binary.LittleEndian.Uint64(a.Data[8*i:]))
-		case "f32":
-			out[i] = float64(math.Float32frombits(binary.LittleEndian.Uint32(a.Data[4*i:])))
-		case "f16":
-			out[i] = ssm.Float16FromBits(binary.LittleEndian.Uint16(a.Data[2*i:]))
-		case "bf16":
-			out[i] = ssm.BFloat16FromBits(binary.LittleEndian.Uint16(a.Data[2*i:]))
-		default:
-			return nil, fmt.Errorf("bridge: array %s has tag %s, want a floating-point one", a.Name, a.Tag)
-		}
+	if _, ok := DTypeOf(a.Tag); !ok {
+		return nil, fmt.Errorf("bridge: array %s has tag %s, want a floating-point one", a.Name, a.Tag)
 	}
+	if len(a.Data) < n*tagSize[a.Tag] {
+		return nil, fmt.Errorf("bridge: array %s has %d bytes for %d elements of %s", a.Name, len(a.Data), n, a.Tag)
+	}
+	out := make([]float64, n)
+	ssm.ParallelBlocks(n, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			switch a.Tag {
+			case "f64":
+				out[i] = math.Float64frombits(binary.LittleEndian.Uint64(a.Data[8*i:]))
+			case "f32":
+				out[i] = float64(math.Float32frombits(binary.LittleEndian.Uint32(a.Data[4*i:])))
+			case "f16":
+				out[i] = ssm.Float16FromBits(binary.LittleEndian.Uint16(a.Data[2*i:]))
+			case "bf16":
+				out[i] = ssm.BFloat16FromBits(binary.LittleEndian.Uint16(a.Data[2*i:]))
+			}
+		}
+	})
 	return out, nil
 }
 
@@ -129,10 +137,25 @@ func writeMessage(w io.Writer, h header, arrays []Array) error {
 	}
 	buf := binary.LittleEndian.AppendUint32(nil, uint32(len(js)))
 	buf = append(buf, js...)
+	// small arrays ride in the header's write; a large one is written
+	// where it lies (a copy of gigabytes would cost seconds and double the
+	// memory of the deployment sizes' calls)
 	for _, a := range arrays {
-		buf = append(buf, a.Data...)
+		if len(a.Data) < ssm.ParallelGrain {
+			buf = append(buf, a.Data...)
+			continue
+		}
+		if _, err := w.Write(buf); err != nil {
+			return err
+		}
+		if _, err := w.Write(a.Data); err != nil {
+			return err
+		}
+		buf = buf[:0]
 	}
-	_, err = w.Write(buf)
+	if len(buf) > 0 {
+		_, err = w.Write(buf)
+	}
 	return err
 }
 

@@ -22,18 +22,13 @@ type Options struct {
 // [0.001, 0.1] (log-uniform; with softplus and a bias, the bias is the
 // inverse softplus of a draw and dt a small perturbation, as in a trained
 // layer), A = −exp(U(0, log 16)), x, B, C, z, D and initial states
-// standard normal. The same seed gives the same problem.
+// standard normal (ssm.Normals: an array of billions of elements in
+// parallel blocks). The same seed gives the same problem.
 func Generate(o Options, seed uint64) *Problem {
 	rng := rand.New(rand.NewPCG(seed, 0x55d))
 	p := &Problem{Batch: o.Batch, Seqlen: o.Seqlen, Heads: o.Heads, Headdim: o.Headdim, Groups: o.Groups, Dstate: o.Dstate, Chunk: o.Chunk,
 		Softplus: o.Softplus, DtMin: o.DtMin, DtMax: o.DtMax, CuSeqlens: o.CuSeqlens, DType: o.DType, StateDType: o.StateDType}
-	normal := func(n int) []float64 {
-		v := make([]float64, n)
-		for i := range v {
-			v[i] = rng.NormFloat64()
-		}
-		return v
-	}
+	normal := func(n int) []float64 { return ssm.Normals(rng, n) }
 	logU := func() float64 { return math.Exp(math.Log(0.001) + rng.Float64()*(math.Log(0.1)-math.Log(0.001))) }
 	p.X, p.B, p.C = normal(p.XLen()), normal(p.BCLen()), normal(p.BCLen())
 	p.A = make([]float64, p.Heads)
@@ -171,7 +166,15 @@ func (p *Problem) Row(b, from, to int) *Problem {
 // B and C), a problem of one group whose reference is those heads' alone.
 // It panics if heads is empty or names a head outside p or of another
 // group than the first's.
-func (p *Problem) HeadsOf(heads []int) *Problem {
+func (p *Problem) HeadsOf(heads []int) *Problem { return p.ChannelsOf(heads, nil) }
+
+// ChannelsOf is HeadsOf keeping only the given channels of each head (nil:
+// all): the channels of a head are recurrences of their own (each its
+// row of the state), so the reference of the few is theirs in the whole,
+// bit for bit, at a fraction of the work (a million tokens judged at four
+// channels). It panics as HeadsOf does, and on a channel outside
+// [0, Headdim).
+func (p *Problem) ChannelsOf(heads, channels []int) *Problem {
 	B, L, H, P, G, N := p.Batch, p.Seqlen, p.Heads, p.Headdim, p.Groups, p.Dstate
 	if len(heads) == 0 {
 		panic("mamba2: HeadsOf: heads is empty")
@@ -182,10 +185,11 @@ func (p *Problem) HeadsOf(heads []int) *Problem {
 			panic(fmt.Sprintf("mamba2: HeadsOf: head %d: want heads of %d sharing head %d's group %d", h, H, heads[0], g))
 		}
 	}
+	ch := ssm.Channels("mamba2", P, channels)
 	q := *p
-	q.Heads, q.Groups = len(heads), 1
+	q.Heads, q.Groups, q.Headdim = len(heads), 1, len(ch)
 	q.X, q.Dt, q.A, q.B, q.C, q.Z, q.D, q.DtBias, q.InitialStates = nil, nil, nil, nil, nil, nil, nil, nil, nil
-	hp := len(heads) * P
+	hp := len(heads) * len(ch)
 	q.X, q.Dt = make([]float64, 0, B*L*hp), make([]float64, 0, B*L*len(heads))
 	q.B, q.C = make([]float64, 0, B*L*N), make([]float64, 0, B*L*N)
 	if p.Z != nil {
@@ -195,11 +199,13 @@ func (p *Problem) HeadsOf(heads []int) *Problem {
 		for t := 0; t < L; t++ {
 			for _, h := range heads {
 				i := (b*L+t)*H + h
-				q.X = append(q.X, p.X[i*P:(i+1)*P]...)
-				q.Dt = append(q.Dt, p.Dt[i])
-				if p.Z != nil {
-					q.Z = append(q.Z, p.Z[i*P:(i+1)*P]...)
+				for _, c := range ch {
+					q.X = append(q.X, p.X[i*P+c])
+					if p.Z != nil {
+						q.Z = append(q.Z, p.Z[i*P+c])
+					}
 				}
+				q.Dt = append(q.Dt, p.Dt[i])
 			}
 			j := ((b*L+t)*G + g) * N
 			q.B = append(q.B, p.B[j:j+N]...)
@@ -209,7 +215,9 @@ func (p *Problem) HeadsOf(heads []int) *Problem {
 	for _, h := range heads {
 		q.A = append(q.A, p.A[h])
 		if p.DPerChannel() {
-			q.D = append(q.D, p.D[h*P:(h+1)*P]...)
+			for _, c := range ch {
+				q.D = append(q.D, p.D[h*P+c])
+			}
 		} else if p.D != nil {
 			q.D = append(q.D, p.D[h])
 		}
@@ -220,8 +228,10 @@ func (p *Problem) HeadsOf(heads []int) *Problem {
 	if p.InitialStates != nil {
 		for b := 0; b < B; b++ {
 			for _, h := range heads {
-				i := (b*H + h) * P * N
-				q.InitialStates = append(q.InitialStates, p.InitialStates[i:i+P*N]...)
+				for _, c := range ch {
+					i := ((b*H+h)*P + c) * N
+					q.InitialStates = append(q.InitialStates, p.InitialStates[i:i+N]...)
+				}
 			}
 		}
 	}
@@ -230,19 +240,28 @@ func (p *Problem) HeadsOf(heads []int) *Problem {
 
 // HeadsOf is the output o of problem p restricted to heads, as
 // Problem.HeadsOf lays them out.
-func (out *Output) HeadsOf(p *Problem, heads []int) *Output {
+func (out *Output) HeadsOf(p *Problem, heads []int) *Output { return out.ChannelsOf(p, heads, nil) }
+
+// ChannelsOf is the output o of problem p restricted to heads and their
+// channels (nil: all), as Problem.ChannelsOf lays them out.
+func (out *Output) ChannelsOf(p *Problem, heads, channels []int) *Output {
 	B, L, H, P, N := p.Batch, p.Seqlen, p.Heads, p.Headdim, p.Dstate
-	o := &Output{}
+	ch := ssm.Channels("mamba2", P, channels)
+	o := &Output{Y: make([]float64, 0, B*L*len(heads)*len(ch))}
 	for b := 0; b < B; b++ {
 		for t := 0; t < L; t++ {
 			for _, h := range heads {
 				i := ((b*L+t)*H + h) * P
-				o.Y = append(o.Y, out.Y[i:i+P]...)
+				for _, c := range ch {
+					o.Y = append(o.Y, out.Y[i+c])
+				}
 			}
 		}
 		for _, h := range heads {
-			i := (b*H + h) * P * N
-			o.FinalStates = append(o.FinalStates, out.FinalStates[i:i+P*N]...)
+			for _, c := range ch {
+				i := ((b*H+h)*P + c) * N
+				o.FinalStates = append(o.FinalStates, out.FinalStates[i:i+N]...)
+			}
 		}
 	}
 	o.SeqStates = o.FinalStates
@@ -269,13 +288,7 @@ func (p *Problem) Unpack() []*Problem {
 // states too (nil without). The same seed gives the same cotangent.
 func GenerateCotangent(p *Problem, seed uint64, states bool) *Cotangent {
 	rng := rand.New(rand.NewPCG(seed, 7))
-	normal := func(n int) []float64 {
-		v := make([]float64, n)
-		for i := range v {
-			v[i] = rng.NormFloat64()
-		}
-		return v
-	}
+	normal := func(n int) []float64 { return ssm.Normals(rng, n) }
 	ct := &Cotangent{Y: normal(p.XLen())}
 	if states {
 		ct.FinalStates, ct.SeqStates = normal(p.StateLen()), normal(p.NumSeqs()*p.HeadStateLen())

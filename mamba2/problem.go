@@ -196,6 +196,20 @@ func (p *Problem) Rounded() *Problem {
 	return &q
 }
 
+// RoundInPlace is Rounded without the copies: p's own arrays rounded, p
+// returned. For the deployment sizes, whose x alone is tens of GiB.
+func (p *Problem) RoundInPlace() *Problem {
+	in, w := p.DType, p.DType.Weight()
+	for _, v := range [][]float64{p.X, p.Dt, p.B, p.C, p.Z} {
+		in.RoundInPlace(v)
+	}
+	for _, v := range [][]float64{p.A, p.D, p.DtBias, p.InitialStates} {
+		w.RoundInPlace(v)
+	}
+	p.StateDType.RoundInPlace(p.InitialStates)
+	return p
+}
+
 // Output is a prefill's result: Y like X; FinalStates
 // [Batch][Heads][Headdim][Dstate], each row's state after its last step;
 // SeqStates [NumSeqs][Heads][Headdim][Dstate], every sequence's final

@@ -3,9 +3,6 @@ package mamba2
 import (
 	"math"
 	"math/bits"
-	"runtime"
-	"sync"
-	"sync/atomic"
 
 	"ssmverify/ssm"
 )
@@ -196,25 +193,13 @@ const ParallelWork = 1 << 16
 // writing disjoint elements, so that the result is the same either way,
 // bit for bit.
 func ForEachChannel(P int, parallel bool, f func(pp int)) {
-	workers := min(P, runtime.GOMAXPROCS(0))
-	if !parallel || workers < 2 {
+	if !parallel {
 		for pp := 0; pp < P; pp++ {
 			f(pp)
 		}
 		return
 	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for pp := int(next.Add(1) - 1); pp < P; pp = int(next.Add(1) - 1) {
-				f(pp)
-			}
-		}()
-	}
-	wg.Wait()
+	ssm.ParallelFor(P, f)
 }
 
 // forChannels is ForEachChannel for Prefill's channels, each with scratch

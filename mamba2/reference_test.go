@@ -271,3 +271,40 @@ func TestValidateNamesTheField(t *testing.T) {
 		t.Errorf("repeated slot: Validate() = %v", err)
 	}
 }
+
+// TestChannelsOf: the problem ChannelsOf cuts out (some channels of some
+// heads, in the order named) has as reference and as error scale the
+// whole problem's at those channels, bit for bit, with D per channel, the
+// gate and initial states; a channel outside the head is refused.
+func TestChannelsOf(t *testing.T) {
+	o := Options{Batch: 2, Seqlen: 70, Heads: 4, Headdim: 3, Groups: 2, Dstate: 5, Chunk: 16, D: true, DPerChannel: true, Z: true,
+		DtBias: true, Softplus: true, InitialStates: true, DType: ssm.BF16, StateDType: ssm.F32}
+	p := Generate(o, 11).Rounded()
+	whole, wsc := Prefill(p)
+	heads, ch := []int{2, 3}, []int{2, 0}
+	q := p.ChannelsOf(heads, ch)
+	sub, ssc := Prefill(q)
+	part := whole.ChannelsOf(p, heads, ch)
+	partScale := (&Output{Y: wsc.Y, FinalStates: wsc.FinalStates}).ChannelsOf(p, heads, ch)
+	if q.Headdim != len(ch) || len(sub.Y) != len(part.Y) || len(sub.FinalStates) != len(part.FinalStates) {
+		t.Fatalf("ChannelsOf: headdim %d, %d and %d outputs, %d and %d final-state elements", q.Headdim, len(sub.Y), len(part.Y),
+			len(sub.FinalStates), len(part.FinalStates))
+	}
+	for _, c := range []struct {
+		name      string
+		got, want []float64
+	}{{"y", sub.Y, part.Y}, {"final state", sub.FinalStates, part.FinalStates}, {"y's error scale", ssc.Y, partScale.Y},
+		{"final state's error scale", ssc.FinalStates, partScale.FinalStates}} {
+		for i := range c.got {
+			if math.Float64bits(c.got[i]) != math.Float64bits(c.want[i]) {
+				t.Fatalf("ChannelsOf(%v, %v): %s[%d] = %g, the whole problem's %g", heads, ch, c.name, i, c.got[i], c.want[i])
+			}
+		}
+	}
+	defer func() {
+		if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "channel 3") {
+			t.Errorf("ChannelsOf(…, [3]) of a head of 3: recovered %v, want a panic naming channel 3", r)
+		}
+	}()
+	p.ChannelsOf(heads, []int{3})
+}

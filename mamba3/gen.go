@@ -16,17 +16,12 @@ type Options struct {
 
 // Generate draws a problem as a trained layer sees one: DT in
 // [0.001, 0.1] (log-uniform), A in [−16, −1], Trap, Angles, Q, K, V, Z,
-// the biases and D standard normal. The same seed gives the same problem.
+// the biases and D standard normal (ssm.Normals: an array of billions of
+// elements in parallel blocks). The same seed gives the same problem.
 func Generate(o Options, seed uint64) *Problem {
 	rng := rand.New(rand.NewPCG(seed, 0x3a3))
 	p := &Problem{Batch: o.Batch, Seqlen: o.Seqlen, HeadsQK: o.HeadsQK, Heads: o.Heads, N: o.N, P: o.P, AngleDim: o.AngleDim, CuSeqlens: o.CuSeqlens}
-	normal := func(n int) []float64 {
-		v := make([]float64, n)
-		for i := range v {
-			v[i] = rng.NormFloat64()
-		}
-		return v
-	}
+	normal := func(n int) []float64 { return ssm.Normals(rng, n) }
 	L, B, H := o.Seqlen, o.Batch, o.Heads
 	p.Q, p.K = normal(B*L*o.HeadsQK*o.N), normal(B*L*o.HeadsQK*o.N)
 	p.V = normal(B * L * H * o.P)

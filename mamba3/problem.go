@@ -52,6 +52,25 @@ func (p *Problem) Rounded() *Problem {
 	return &q
 }
 
+// RoundInPlace is Rounded without the copies: p's own arrays rounded, p
+// returned. For the deployment sizes, whose V alone is tens of GiB.
+func (p *Problem) RoundInPlace() *Problem {
+	in, w := p.DType, p.DType.Weight()
+	for _, v := range [][]float64{p.Q, p.K, p.V, p.Trap, p.Angles, p.Z} {
+		in.RoundInPlace(v)
+	}
+	for _, v := range [][]float64{p.ADT, p.DT, p.QBias, p.KBias, p.D} {
+		w.RoundInPlace(v)
+	}
+	if s := p.State; s != nil {
+		w.RoundInPlace(s.Angle)
+		w.RoundInPlace(s.SSM)
+		in.RoundInPlace(s.K)
+		in.RoundInPlace(s.V)
+	}
+	return p
+}
+
 // Arithmetic describes how a kernel evaluates the layer, for the error
 // model: the chunk length of its chunked algorithm (0: step by step), the
 // arithmetic's unit roundoff, the unit roundoff its matrix products'
@@ -172,7 +191,15 @@ func (p *Problem) Slice(from, to int) *Problem {
 // group (they share Q and K): a problem of one group whose reference is
 // those heads' alone (the layer's heads never mix). It panics if heads is
 // empty or names a head outside p or of another group than the first's.
-func (p *Problem) HeadsOf(heads []int) *Problem {
+func (p *Problem) HeadsOf(heads []int) *Problem { return p.ChannelsOf(heads, nil) }
+
+// ChannelsOf is HeadsOf keeping only the given channels of V (and of y,
+// z and the state's rows) in each head (nil: all P): a channel is a
+// recurrence of its own (its row of the SSM state, its entry of the
+// previous V), so the reference of the few is theirs in the whole, at a
+// fraction of the work. It panics as HeadsOf does, and on a channel
+// outside [0, P).
+func (p *Problem) ChannelsOf(heads, channels []int) *Problem {
 	B, L, H, Hqk, N, P, A := p.Batch, p.Seqlen, p.Heads, p.HeadsQK, p.N, p.P, p.AngleDim
 	if len(heads) == 0 {
 		panic("mamba3: HeadsOf: heads is empty")
@@ -183,15 +210,16 @@ func (p *Problem) HeadsOf(heads []int) *Problem {
 			panic(fmt.Sprintf("mamba3: HeadsOf: head %d: want heads of %d sharing head %d's query/key group %d", h, H, heads[0], g))
 		}
 	}
+	ch := ssm.Channels("mamba3", P, channels)
 	q := *p
-	nh := len(heads)
-	q.Heads, q.HeadsQK = nh, 1
+	nh, nc := len(heads), len(ch)
+	q.Heads, q.HeadsQK, q.P = nh, 1, nc
 	q.Q, q.K = make([]float64, 0, B*L*N), make([]float64, 0, B*L*N)
-	q.V, q.Angles = make([]float64, 0, B*L*nh*P), make([]float64, 0, B*L*nh*A)
+	q.V, q.Angles = make([]float64, 0, B*L*nh*nc), make([]float64, 0, B*L*nh*A)
 	q.ADT, q.DT, q.Trap = make([]float64, 0, B*nh*L), make([]float64, 0, B*nh*L), make([]float64, 0, B*nh*L)
 	q.QBias, q.KBias, q.D, q.Z, q.State = nil, nil, nil, nil, nil
 	if p.Z != nil {
-		q.Z = make([]float64, 0, B*L*nh*P)
+		q.Z = make([]float64, 0, B*L*nh*nc)
 	}
 	for b := 0; b < B; b++ {
 		for t := 0; t < L; t++ {
@@ -199,11 +227,13 @@ func (p *Problem) HeadsOf(heads []int) *Problem {
 			q.Q, q.K = append(q.Q, p.Q[j:j+N]...), append(q.K, p.K[j:j+N]...)
 			for _, h := range heads {
 				i := (b*L+t)*H + h
-				q.V = append(q.V, p.V[i*P:(i+1)*P]...)
-				q.Angles = append(q.Angles, p.Angles[i*A:(i+1)*A]...)
-				if p.Z != nil {
-					q.Z = append(q.Z, p.Z[i*P:(i+1)*P]...)
+				for _, c := range ch {
+					q.V = append(q.V, p.V[i*P+c])
+					if p.Z != nil {
+						q.Z = append(q.Z, p.Z[i*P+c])
+					}
 				}
+				q.Angles = append(q.Angles, p.Angles[i*A:(i+1)*A]...)
 			}
 		}
 		for _, h := range heads {
@@ -218,7 +248,7 @@ func (p *Problem) HeadsOf(heads []int) *Problem {
 		}
 	}
 	if p.State != nil {
-		q.State = p.State.HeadsOf(H, N, P, A, heads)
+		q.State = p.State.ChannelsOf(H, N, P, A, heads, ch)
 	}
 	return &q
 }
@@ -226,18 +256,27 @@ func (p *Problem) HeadsOf(heads []int) *Problem {
 // HeadsOf is the state s of heads heads (of a layer of H heads, state
 // N, P, angles A) restricted to heads, for every sequence.
 func (s *State) HeadsOf(H, N, P, A int, heads []int) *State {
+	return s.ChannelsOf(H, N, P, A, heads, nil)
+}
+
+// ChannelsOf is HeadsOf keeping the given channels (nil: all P): their
+// rows of the SSM state and entries of V; the angle and K whole.
+func (s *State) ChannelsOf(H, N, P, A int, heads, channels []int) *State {
 	if s == nil {
 		return nil
 	}
+	ch := ssm.Channels("mamba3", P, channels)
 	S := len(s.V) / (H * P)
 	o := &State{}
 	for si := 0; si < S; si++ {
 		for _, h := range heads {
 			i := si*H + h
 			o.Angle = append(o.Angle, s.Angle[i*A:(i+1)*A]...)
-			o.SSM = append(o.SSM, s.SSM[i*P*N:(i+1)*P*N]...)
+			for _, c := range ch {
+				o.SSM = append(o.SSM, s.SSM[(i*P+c)*N:(i*P+c+1)*N]...)
+				o.V = append(o.V, s.V[i*P+c])
+			}
 			o.K = append(o.K, s.K[i*N:(i+1)*N]...)
-			o.V = append(o.V, s.V[i*P:(i+1)*P]...)
 		}
 	}
 	return o
@@ -246,11 +285,20 @@ func (s *State) HeadsOf(H, N, P, A int, heads []int) *State {
 // OutputHeadsOf is the output y ([Batch][Seqlen][Heads][P]) of p
 // restricted to heads, as HeadsOf lays them out.
 func (p *Problem) OutputHeadsOf(y []float64, heads []int) []float64 {
-	out := make([]float64, 0, p.Batch*p.Seqlen*len(heads)*p.P)
+	return p.OutputChannelsOf(y, heads, nil)
+}
+
+// OutputChannelsOf is OutputHeadsOf keeping the given channels (nil: all),
+// as ChannelsOf lays them out.
+func (p *Problem) OutputChannelsOf(y []float64, heads, channels []int) []float64 {
+	ch := ssm.Channels("mamba3", p.P, channels)
+	out := make([]float64, 0, p.Batch*p.Seqlen*len(heads)*len(ch))
 	for bt := 0; bt < p.Batch*p.Seqlen; bt++ {
 		for _, h := range heads {
 			i := (bt*p.Heads + h) * p.P
-			out = append(out, y[i:i+p.P]...)
+			for _, c := range ch {
+				out = append(out, y[i+c])
+			}
 		}
 	}
 	return out

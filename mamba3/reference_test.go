@@ -303,3 +303,43 @@ func TestErrorScaleParallelChannels(t *testing.T) {
 		}
 	}
 }
+
+// TestChannelsOf: the problem ChannelsOf cuts out (some channels of some
+// heads, in the order named) has as reference and as error scale the
+// whole problem's at those channels, bit for bit, with states, D and the
+// gate; a channel outside the head is refused.
+func TestChannelsOf(t *testing.T) {
+	p := Generate(Options{Batch: 2, Seqlen: 40, HeadsQK: 1, Heads: 3, N: 4, P: 5, AngleDim: 2, D: true, Z: true, State: true}, 12)
+	p.DType = ssm.BF16
+	p.Arithmetic = Arithmetic{Chunk: 16, U: ssm.F32.Precision().UnitRoundoff()}
+	p = p.Rounded()
+	heads, ch := []int{2, 0}, []int{4, 1}
+	y, st := Forward(p)
+	sc := ErrorScale(p)
+	q := p.ChannelsOf(heads, ch)
+	sy, sst := Forward(q)
+	ssc := ErrorScale(q)
+	wst := st.ChannelsOf(p.Heads, p.N, p.P, p.AngleDim, heads, ch)
+	wsc := (&State{Angle: sc.Angle, SSM: sc.SSM, K: sc.K, V: sc.V}).ChannelsOf(p.Heads, p.N, p.P, p.AngleDim, heads, ch)
+	for _, c := range []struct {
+		name string
+		a, b []float64
+	}{{"y", sy, p.OutputChannelsOf(y, heads, ch)}, {"y's scale", ssc.Y, p.OutputChannelsOf(sc.Y, heads, ch)},
+		{"ssm", sst.SSM, wst.SSM}, {"v", sst.V, wst.V}, {"k", sst.K, wst.K}, {"angle", sst.Angle, wst.Angle},
+		{"ssm's scale", ssc.SSM, wsc.SSM}, {"v's scale", ssc.V, wsc.V}} {
+		if len(c.a) != len(c.b) || len(c.a) == 0 {
+			t.Fatalf("ChannelsOf(%v, %v): %s has %d elements, the whole problem's cut %d", heads, ch, c.name, len(c.a), len(c.b))
+		}
+		for i := range c.a {
+			if math.Float64bits(c.a[i]) != math.Float64bits(c.b[i]) {
+				t.Fatalf("ChannelsOf(%v, %v): %s[%d] = %g, the whole problem's %g", heads, ch, c.name, i, c.a[i], c.b[i])
+			}
+		}
+	}
+	defer func() {
+		if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "channel 5") {
+			t.Errorf("ChannelsOf(…, [5]) of a head of 5: recovered %v, want a panic naming channel 5", r)
+		}
+	}()
+	p.ChannelsOf(heads, []int{5})
+}

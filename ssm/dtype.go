@@ -158,10 +158,23 @@ func (d DType) RoundAll(v []float64) []float64 {
 		return nil
 	}
 	out := make([]float64, len(v))
-	for i, x := range v {
-		out[i] = d.Round(x)
-	}
+	ParallelBlocks(len(v), func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			out[i] = d.Round(v[i])
+		}
+	})
 	return out
+}
+
+// RoundInPlace rounds every element of v to d where it lies: RoundAll
+// without the copy, for the arrays of billions of elements whose copy
+// would not fit beside them.
+func (d DType) RoundInPlace(v []float64) {
+	ParallelBlocks(len(v), func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			v[i] = d.Round(v[i])
+		}
+	})
 }
 
 // Scaled returns a copy of v times k; nil for nil, as RoundAll keeps an

@@ -2,6 +2,8 @@ package bridgetest
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 
 	"ssmverify/report"
 )
@@ -15,18 +17,60 @@ type ScaleRun struct {
 	First, Offset int
 }
 
-// ScaleFinding is the finding of a scale case that failed at full size:
-// scale:fails, or scale:past-size where the same case at half the size
-// (half, which reports false where it could not run) passes — a failure
-// that appears only past a size, the mark of an offset that wraps — with
-// both sizes and the first failing token's offset in input.
-func ScaleFinding(full ScaleRun, input string, half func() (ScaleRun, bool)) report.Finding {
+// ScaleChannels are the channels of a head of P that the scale cases
+// judge: the first, second, a middle and the last (a head's edges, where
+// an index slips). Each is a recurrence of its own (its row of the
+// state), so a million tokens' float64 reference costs seconds at these,
+// where all of a head's would cost half an hour.
+func ScaleChannels(P int) []int {
+	var ch []int
+	for _, c := range []int{0, 1, P / 2, P - 1} {
+		if c >= 0 && c < P && !slices.Contains(ch, c) {
+			ch = append(ch, c)
+		}
+	}
+	return ch
+}
+
+// ScaleHalvings is how many times ScaleFinding halves a failing case
+// looking for a size that passes: 2³¹ elements of the largest array is
+// reached from the cases' sizes within three (a case's second array, its
+// chunk states, may lie past 2³¹ at half of its first's size).
+const ScaleHalvings = 3
+
+// ScaleFinding is the finding of a scale case that failed at full size
+// (a crash included): the case is run again at half the size, and half
+// again (smaller(k): the size halved k times; false where it could not
+// run), up to ScaleHalvings times, until a size passes. Where one does,
+// the failure appears only past a size — the mark of an offset that
+// wraps — and the finding is scale:past-size with the largest size that
+// passes and the smallest that fails; where none does, scale:fails with
+// every size tried. The full run's first failing token and its offset in
+// input go with either.
+func ScaleFinding(full ScaleRun, input string, smaller func(k int) (ScaleRun, bool)) report.Finding {
 	f := report.Finding{Tag: "scale:fails", Cause: "wrong at this size", Where: full.Size + "; " + full.Where}
 	if full.First >= 0 {
 		f.Where += fmt.Sprintf("; first failing token %d (its %s offset %d)", full.First, input, full.Offset)
 	}
-	if h, ran := half(); ran && h.OK {
-		f.Tag, f.Cause = "scale:past-size", fmt.Sprintf("wrong only past a size: passes at %s (%s), fails at %s", h.Size, h.Where, full.Size)
+	failing := full
+	var tried []string
+	for k := 1; k <= ScaleHalvings; k++ {
+		h, ran := smaller(k)
+		if !ran {
+			break
+		}
+		if h.OK {
+			f.Tag, f.Cause = "scale:past-size", fmt.Sprintf("wrong only past a size: passes at %s (%s), fails at %s", h.Size, h.Where, failing.Size)
+			if failing.Size != full.Size {
+				f.Cause += fmt.Sprintf(" (%s)", failing.Where)
+			}
+			return f
+		}
+		failing = h
+		tried = append(tried, fmt.Sprintf("%s (%s)", h.Size, h.Where))
+	}
+	if len(tried) > 0 {
+		f.Cause = "wrong at every size tried: at this one and at " + strings.Join(tried, ", ")
 	}
 	return f
 }

@@ -4,20 +4,24 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"strings"
 	"testing"
 
 	"ssmverify/bridge"
+	"ssmverify/diagnose"
 	"ssmverify/judge"
 	"ssmverify/mamba2"
 	"ssmverify/report"
+	"ssmverify/ssm"
 	"ssmverify/verify/bridgetest"
 )
 
 // A scaleCase is a prefill at a deployment's size: its shape, the heads
 // whose outputs are judged against the float64 reference of those heads
-// alone (the whole sequence of each, where the whole problem's reference
-// would not fit in memory), and whether the inputs come as strided views
-// of one fused projection (bridge.FeatureFusedProjection).
+// alone at a few of their channels (bridgetest.ScaleChannels), over the
+// whole sequence of each, where the whole problem's reference would not
+// fit in memory, and whether the inputs come as strided views of one
+// fused projection (bridge.FeatureFusedProjection).
 type scaleCase struct {
 	name                string
 	batch, seqlen       int
@@ -38,13 +42,14 @@ var scaleCases = []scaleCase{
 	{"mamba2-2.7b-64K-fused-views", 1, 1 << 16, 80, 64, 128, []int{0, 79}, true},
 }
 
-// judgeHeads judges the kernel's output of p at heads against their
-// float64 reference: whether it passes, the worst ratio, and the first
-// failing token (−1: none).
+// judgeHeads judges the kernel's output of p at heads (their channels
+// bridgetest.ScaleChannels) against their float64 reference: whether it
+// passes, the worst ratio, and the first failing token (−1: none).
 func judgeHeads(p *mamba2.Problem, out *mamba2.Output, heads []int) (bool, judge.Worst, int) {
-	q := p.HeadsOf(heads)
+	ch := bridgetest.ScaleChannels(p.Headdim)
+	q := p.ChannelsOf(heads, ch)
 	want, sc := mamba2.Prefill(q)
-	c, ratios, err := judge.CompareArrays(judge.PrefillArrays(q, out.HeadsOf(p, heads), want, sc))
+	c, ratios, err := judge.CompareArrays(judge.PrefillArrays(q, out.ChannelsOf(p, heads, ch), want, sc))
 	if err != nil {
 		return false, judge.Worst{Ratio: math.Inf(1), Array: err.Error()}, 0
 	}
@@ -65,7 +70,7 @@ func judgeHeads(p *mamba2.Problem, out *mamba2.Output, heads []int) (bool, judge
 func scaleGenerate(c scaleCase, seqlen int) *mamba2.Problem {
 	o := mamba2.Options{Batch: c.batch, Seqlen: seqlen, Heads: c.heads, Headdim: c.headdim, Groups: 1, Dstate: c.dst,
 		Chunk: chunk(), D: true, DtBias: true, Softplus: true, DType: pairs[1].in, StateDType: pairs[1].state}
-	return mamba2.Generate(o, 81).Rounded()
+	return mamba2.Generate(o, 81).RoundInPlace()
 }
 
 // TestMamba2Scale runs the prefill at the sizes the engines serve
@@ -73,7 +78,7 @@ func scaleGenerate(c scaleCase, seqlen int) *mamba2.Problem {
 // reference over the whole sequence. A case that fails is run again at
 // half its length: a failure that appears only past a size is said so,
 // with both sizes and the first failing token's element offset (the mark
-// of a 32-bit offset). Hours of CPU and tens of GiB: it runs only with
+// of a 32-bit offset). Minutes of CPU and tens of GiB: it runs only with
 // SSMK_SCALE=1 (scripts/gpu.sh scale), else it is skipped;
 // TestMamba2ScaleMachinery runs its judgement on small shapes everywhere.
 func TestMamba2Scale(t *testing.T) {
@@ -103,6 +108,8 @@ type poolResult struct {
 	worst                 judge.Worst
 	touched, firstTouched int
 	elems                 int
+	sub                   *mamba2.Step       // the named slots' step, for the diagnosis
+	got                   *mamba2.StepOutput // the kernel's outputs of it
 }
 
 // poolStep runs one decode step of rows naming slots (−1: padding) of a
@@ -112,13 +119,16 @@ type poolResult struct {
 func poolStep(k *bridge.SSD, slots, heads, headdim, dstate int, rows []int) (poolResult, *mamba2.Step, error) {
 	o := mamba2.StepOptions{Batch: len(rows), Slots: 1, Heads: heads, Headdim: headdim, Groups: 1, Dstate: dstate, D: true, DtBias: true,
 		Softplus: true, Indices: rows, DType: pairs[2].in, StateDType: pairs[2].state}
-	s := mamba2.GenerateStep(o, 83)
+	s := mamba2.GenerateStep(o, 83).Rounded()
 	n := heads * headdim * dstate
+	// filled after the rounding, rounded as it is filled: the pool's copies
+	// would not fit beside it
 	s.Slots, s.State = slots, make([]float64, slots*n)
-	for i := range s.State {
-		s.State[i] = s.StateDType.Round(float64(uint32(i)*2654435761%2001)/1000 - 1)
-	}
-	s = s.Rounded()
+	ssm.ParallelBlocks(len(s.State), func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			s.State[i] = s.StateDType.Round(float64(uint32(i)*2654435761%2001)/1000 - 1)
+		}
+	})
 	res := poolResult{elems: len(s.State), firstTouched: -1}
 	if why := k.SupportsStep(s); why != "" {
 		return res, s, &bridge.KernelError{Op: bridge.OpStep, Kind: "unsupported", Message: why}
@@ -154,7 +164,7 @@ func poolStep(k *bridge.SSD, slots, heads, headdim, dstate int, rows []int) (poo
 	if err != nil {
 		return res, s, err
 	}
-	res.ok, res.worst = c.NonFinite == 0 && c.Worst.Ratio <= judge.Threshold(s.DType), c.Worst
+	res.ok, res.worst, res.sub, res.got = c.NonFinite == 0 && c.Worst.Ratio <= judge.Threshold(s.DType), c.Worst, &sub, got
 	for slot := 0; slot < slots; slot++ {
 		if _, isNamed := named[slot]; isNamed {
 			continue
@@ -172,44 +182,70 @@ func poolStep(k *bridge.SSD, slots, heads, headdim, dstate int, rows []int) (poo
 }
 
 // poolCheck judges one decode step of rows on a pool of slots (poolStep),
-// failing t where strict. A failing pool is stepped again at half its
-// slots (the rows' slots taken modulo the half): a failure only past a
-// size is scale:past-size, with both sizes.
+// failing t where strict. A failing pool, a crash included, is stepped
+// again at half its slots and half again (the rows' slots taken modulo
+// the size; bridgetest.ScaleFinding): a failure only past a size is
+// scale:past-size, with the sizes. One at every size is scale:pool (slots
+// no row names changed, or the named ones wrong), or the step's own
+// diagnosis where it names a cause (diagnose.SSDStep on the named slots:
+// a property of the step, not of the pool's size).
 func poolCheck(t *testing.T, k *bridge.SSD, slots, heads, headdim, dstate int, rows []int, strict bool) report.Finding {
 	rk := repFor(k)
 	fail := t.Logf
 	if strict {
 		fail = t.Errorf
 	}
+	size := func(slots int) string {
+		return fmt.Sprintf("pool of %d slots, %d elements", slots, slots*heads*headdim*dstate)
+	}
+	// verdict is a step's judgement in words: the worst, the slots no row
+	// names that changed, or the kernel's error
+	verdict := func(res poolResult, err error) (bool, string) {
+		switch {
+		case err != nil:
+			return false, "the call: " + err.Error()
+		case res.touched > 0:
+			return false, fmt.Sprintf("%d elements of slots no row names changed, the first in slot %d (its offset %d)", res.touched, res.firstTouched,
+				res.firstTouched*heads*headdim*dstate)
+		}
+		return res.ok, "worst " + res.worst.String()
+	}
 	res, s, err := poolStep(k, slots, heads, headdim, dstate, rows)
 	skipRefused(t, rk, bridge.OpStep, s.DType, s.StateDType, err)
-	if err != nil {
-		f := report.Finding{Tag: "raises", Cause: err.Error(), Where: fmt.Sprintf("pool of %d elements", res.elems)}
-		rk.AddKernelDiagnosis(t.Name(), bridge.OpStep, s.DType, s.StateDType, f)
-		fail("step on a pool of %d elements: %v", res.elems, err)
-		return f
-	}
-	where := fmt.Sprintf("pool of %d slots, %d elements; slots %v: worst %s", slots, res.elems, rows, res.worst)
-	rk.AddKernel(t.Name(), bridge.OpStep, s.DType, s.StateDType, res.worst.Ratio, res.ok && res.touched == 0, where)
-	if res.ok && res.touched == 0 {
+	ok, why := verdict(res, err)
+	where := fmt.Sprintf("%s; slots %v: %s", size(slots), rows, why)
+	rk.AddKernel(t.Name(), bridge.OpStep, s.DType, s.StateDType, res.worst.Ratio, ok, where)
+	if ok {
 		t.Logf("%s; every other slot unchanged", where)
 		return report.Finding{}
 	}
-	f := report.Finding{Tag: "scale:pool", Cause: "the named slots' states or the rows' outputs are wrong", Where: where}
-	if res.touched > 0 {
-		n := heads * headdim * dstate
-		f.Cause = fmt.Sprintf("%d elements of slots no row names changed, the first in slot %d (its offset %d)", res.touched, res.firstTouched, res.firstTouched*n)
-	}
-	half := slots / 2
-	hrows, seen := make([]int, len(rows)), map[int]bool{}
-	for i, r := range rows {
-		hrows[i] = -1
-		if r >= 0 && !seen[r%half] {
-			hrows[i], seen[r%half] = r%half, true
+	f := bridgetest.ScaleFinding(bridgetest.ScaleRun{Size: size(slots), Where: why, First: -1}, "state", func(k2 int) (bridgetest.ScaleRun, bool) {
+		m := slots >> k2
+		if m < 1 {
+			return bridgetest.ScaleRun{}, false
 		}
-	}
-	if h, _, err := poolStep(k, half, heads, headdim, dstate, hrows); err == nil && h.ok && h.touched == 0 {
-		f.Tag, f.Cause = "scale:past-size", fmt.Sprintf("wrong only past a size: a pool of %d elements passes, one of %d fails: %s", h.elems, res.elems, f.Cause)
+		mrows, seen := make([]int, len(rows)), map[int]bool{}
+		for i, r := range rows {
+			mrows[i] = -1
+			if r >= 0 && !seen[r%m] {
+				mrows[i], seen[r%m] = r%m, true
+			}
+		}
+		h, _, herr := poolStep(k, m, heads, headdim, dstate, mrows)
+		hok, hwhy := verdict(h, herr)
+		return bridgetest.ScaleRun{OK: hok, Size: size(m), Where: hwhy}, true
+	})
+	if f.Tag == "scale:fails" {
+		f.Tag = "scale:pool"
+		if err != nil {
+			f.Tag = "raises" // at every size tried
+		}
+		if err == nil && res.touched == 0 && res.sub != nil {
+			if d := diagnose.SSDStep(res.sub, res.got); d.Tag != "" && d.Tag != "none" {
+				d.Where = where + "; " + d.Where
+				f = d
+			}
+		}
 	}
 	rk.AddKernelDiagnosis(t.Name(), bridge.OpStep, s.DType, s.StateDType, f)
 	fail("%s; diagnosis [%s] %s", where, f.Tag, f)
@@ -238,7 +274,10 @@ func scaleCheck(t *testing.T, k *bridge.SSD, c scaleCase, strict bool) report.Fi
 		t.Skip(why)
 	}
 	elems := func(q *mamba2.Problem) string {
-		return fmt.Sprintf("l=%d: x and y of %d elements, chunk states of %d", q.Seqlen, q.XLen(), q.Batch*q.Heads*q.Headdim*q.Dstate*((q.Seqlen+max(q.Chunk, 1)-1)/max(q.Chunk, 1)))
+		if q.Chunk < 1 { // a kernel without chunks (the ABI's scan)
+			return fmt.Sprintf("l=%d: x and y of %d elements", q.Seqlen, q.XLen())
+		}
+		return fmt.Sprintf("l=%d: x and y of %d elements, chunk states of %d", q.Seqlen, q.XLen(), q.Batch*q.Heads*q.Headdim*q.Dstate*((q.Seqlen+q.Chunk-1)/q.Chunk))
 	}
 	run := func(q *mamba2.Problem) (bool, string, int) {
 		out, err := k.PrefillWith(q, params)
@@ -247,7 +286,7 @@ func scaleCheck(t *testing.T, k *bridge.SSD, c scaleCase, strict bool) report.Fi
 			return false, "the call: " + err.Error(), -1
 		}
 		ok, w, first := judgeHeads(q, out, c.judged)
-		return ok, fmt.Sprintf("heads %v: worst %s", c.judged, w), first
+		return ok, fmt.Sprintf("heads %v, channels %v: worst %s", c.judged, bridgetest.ScaleChannels(q.Headdim), w), first
 	}
 	ok, where, first := run(p)
 	rk.AddKernel(t.Name(), bridge.OpPrefill, p.DType, p.StateDType, 0, ok, where)
@@ -256,12 +295,17 @@ func scaleCheck(t *testing.T, k *bridge.SSD, c scaleCase, strict bool) report.Fi
 		return report.Finding{}
 	}
 	full := bridgetest.ScaleRun{Size: elems(p), Where: where, First: first, Offset: first * p.Heads * p.Headdim}
-	f := bridgetest.ScaleFinding(full, "x", func() (bridgetest.ScaleRun, bool) {
-		half := scaleGenerate(c, c.seqlen/2)
-		hok, hwhere, _ := run(half)
-		return bridgetest.ScaleRun{OK: hok, Size: elems(half), Where: hwhere}, true
+	dt, sdt := p.DType, p.StateDType
+	p = nil // tens of GiB: the smaller sizes need the memory
+	f := bridgetest.ScaleFinding(full, "x", func(k int) (bridgetest.ScaleRun, bool) {
+		if c.seqlen>>k < 1 {
+			return bridgetest.ScaleRun{}, false
+		}
+		q := scaleGenerate(c, c.seqlen>>k)
+		qok, qwhere, _ := run(q)
+		return bridgetest.ScaleRun{OK: qok, Size: elems(q), Where: qwhere}, true
 	})
-	rk.AddKernelDiagnosis(t.Name(), bridge.OpPrefill, p.DType, p.StateDType, f)
+	rk.AddKernelDiagnosis(t.Name(), bridge.OpPrefill, dt, sdt, f)
 	fail("%s: %s; diagnosis [%s] %s", c.name, where, f.Tag, f)
 	return f
 }
@@ -271,7 +315,8 @@ func scaleCheck(t *testing.T, k *bridge.SSD, c scaleCase, strict bool) report.Fi
 // wrong only past a size (the numpy path's slip past-size, which corrupts
 // the outputs of tokens past 512) is diagnosed scale:past-size with the
 // first failing token; the pool's judgement passes the numpy step, fails
-// the one that writes a padding row's slot (scale:pool) and says of the
+// the one that writes a padding row's slot (scale:pool), names the cause
+// of one wrong at every size by the step's own diagnosis, and says of the
 // one wrong in slots from 512 on that it fails only past a size.
 func TestMamba2ScaleMachinery(t *testing.T) {
 	track(t)
@@ -289,6 +334,19 @@ func TestMamba2ScaleMachinery(t *testing.T) {
 	}
 	if f := poolCheck(t, slipKernel(t, "padding-written"), 40, 2, 4, 8, []int{0, 39, -1, 20}, false); f.Tag != "scale:pool" {
 		t.Errorf("a step that writes a padding row's slot: [%s] %s, want scale:pool", f.Tag, f)
+	}
+	// a crash past a size, in the prefill and in the step, is past-size too
+	if f := scaleCheck(t, slipKernel(t, "crash-past-size"), small, false); f.Tag != "scale:past-size" || !strings.Contains(f.Cause, "passes at l=512") {
+		t.Errorf("a prefill that crashes past 512 tokens diagnosed [%s] %s, want scale:past-size passing at l=512", f.Tag, f)
+	}
+	if f := poolCheck(t, slipKernel(t, "crash-past-size"), 2048, 1, 2, 4, []int{0, 600, -1, 2047}, false); f.Tag != "scale:past-size" ||
+		!strings.Contains(f.Cause, "passes at pool of 512 slots") || !strings.Contains(f.Cause, "fails at pool of 1024 slots, 8192 elements (the call:") {
+		t.Errorf("a step that crashes past 512 slots diagnosed [%s] %s, want scale:past-size between 512 and 1024 slots", f.Tag, f)
+	}
+	// wrong at every size for a cause of the step's own: the step's diagnosis
+	// names it (the engines' softplus, a bias left out), not the pool
+	if f := poolCheck(t, slipKernel(t, "no-bias-decode"), 40, 2, 4, 8, []int{0, 39, -1, 20}, false); f.Tag != "dt:no-bias" {
+		t.Errorf("a step without dt_bias on a pool: [%s] %s, want the step's own diagnosis dt:no-bias", f.Tag, f)
 	}
 	// a pool whose slots from 512 on are written wrong passes at half its slots
 	if f := poolCheck(t, slipKernel(t, "past-size"), 1024, 1, 2, 4, []int{0, 600, -1, 1023}, false); f.Tag != "scale:past-size" {

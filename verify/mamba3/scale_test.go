@@ -53,23 +53,24 @@ func scaleProblem(k *bridge.Mamba3, c scaleCase, batch, seqlen int) (*mamba3.Pro
 		return nil, err
 	}
 	p.Arithmetic = a
-	return p.Rounded(), nil
+	return p.RoundInPlace(), nil
 }
 
-// judgeHeads judges k's output of p at heads against their float64
-// reference: whether it passes, the worst, and the first failing token
+// judgeHeads judges k's output of p at heads (their channels
+// bridgetest.ScaleChannels) against their float64 reference: whether it passes, the worst, and the first failing token
 // (a step: row) of y (−1: none).
 func judgeHeads(p *mamba3.Problem, y []float64, st *mamba3.State, heads []int) (bool, judge.Worst, int) {
-	q := p.HeadsOf(heads)
+	ch := bridgetest.ScaleChannels(p.P)
+	q := p.ChannelsOf(heads, ch)
 	want, wst := mamba3.Forward(q)
-	gy, gst := p.OutputHeadsOf(y, heads), st.HeadsOf(p.Heads, p.N, p.P, p.AngleDim, heads)
+	gy, gst := p.OutputChannelsOf(y, heads, ch), st.ChannelsOf(p.Heads, p.N, p.P, p.AngleDim, heads, ch)
 	c, ratios, err := judge.CompareArrays(judge.Mamba3Arrays(q, gy, want, gst, wst, mamba3.ErrorScale(q)))
 	if err != nil {
 		return false, judge.Worst{Ratio: math.Inf(1), Array: err.Error()}, 0
 	}
 	th := judge.Threshold(p.DType)
 	first := -1
-	per := len(heads) * p.P
+	per := len(heads) * len(ch)
 	for i, r := range ratios["y"] {
 		if r > th || math.IsNaN(r) {
 			first = i / per // token index over batch × seqlen
@@ -111,7 +112,7 @@ func scaleCheck(t *testing.T, k *bridge.Mamba3, c scaleCase, strict bool) report
 			return p, false, "the call: " + err.Error(), -1
 		}
 		ok, w, first := judgeHeads(p, y, st, c.judged)
-		return p, ok, fmt.Sprintf("heads %v: worst %s", c.judged, w), first
+		return p, ok, fmt.Sprintf("heads %v, channels %v: worst %s", c.judged, bridgetest.ScaleChannels(p.P), w), first
 	}
 	p, ok, where, first := run(c.batch, c.seqlen)
 	if p == nil {
@@ -123,16 +124,19 @@ func scaleCheck(t *testing.T, k *bridge.Mamba3, c scaleCase, strict bool) report
 		return report.Finding{}
 	}
 	full := bridgetest.ScaleRun{Size: size(p), Where: where, First: first, Offset: first * p.Heads * p.P}
-	f := bridgetest.ScaleFinding(full, "V", func() (bridgetest.ScaleRun, bool) {
-		hb, hl := c.batch, c.seqlen/2
+	f := bridgetest.ScaleFinding(full, "V", func(k int) (bridgetest.ScaleRun, bool) {
+		hb, hl := c.batch, c.seqlen>>k
 		if c.op == bridge.OpMamba3Step {
-			hb, hl = c.batch/2, c.seqlen
+			hb, hl = c.batch>>k, c.seqlen
 		}
-		half, hok, hwhere, _ := run(hb, hl)
-		if half == nil {
+		if hb < 1 || hl < 1 {
 			return bridgetest.ScaleRun{}, false
 		}
-		return bridgetest.ScaleRun{OK: hok, Size: size(half), Where: hwhere}, true
+		q, qok, qwhere, _ := run(hb, hl)
+		if q == nil {
+			return bridgetest.ScaleRun{}, false
+		}
+		return bridgetest.ScaleRun{OK: qok, Size: size(q), Where: qwhere}, true
 	})
 	rep.AddKernelDiagnosis(t.Name(), c.op, p.DType, p.DType.Weight(), f)
 	fail("%s: %s; diagnosis [%s] %s", c.name, where, f.Tag, f)

@@ -29,7 +29,8 @@ ARGS = {"mode": "chunked", "layout": "rows", "slip": "", "compile": "0", "claim"
 _COMPILED = set()
 SLIPS = ("drop-init", "no-reset", "group-repeat", "no-dt-limit", "state-bf16", "no-bias-decode", "softplus-log-exp", "seq-states-no-init",
          "padding-written", "last-state-stale", "bwd-da-no-delta", "bwd-dx-no-skip", "bwd-dinit-undecayed",
-         "nonfinite-leak", "cache-entering", "past-size", "spec-accepted-off-by-one", "steps-no-D", "chain-no-tail")
+         "nonfinite-leak", "cache-entering", "past-size", "spec-accepted-off-by-one", "steps-no-D", "chain-no-tail",
+         "crash-past-size")
 
 
 def open(args):
@@ -131,8 +132,16 @@ def _prefill_inputs(arrays, params):
     return tag, ct, stag, x, dt, A, B, C, D, z, bias, init
 
 
+def _crash_past_size(n, what):
+    # crash-past-size: the kernel's error past a size (an offset that wraps, read as a fault)
+    if n > 512:
+        raise RuntimeError(f"planted crash-past-size: an illegal memory access with {n} {what} (more than 512)")
+
+
 def ssd_prefill(arrays, params):
     _first_use("ssd_prefill", arrays)
+    if ARGS["slip"] == "crash-past-size":
+        _crash_past_size(arrays["x"][1].shape[1], "tokens")
     if ARGS["layout"] == "varlen":
         return _prefill_varlen(arrays, params)
     tag, ct, stag, x, dt, A, B, C, D, z, bias, init = _prefill_inputs(arrays, params)
@@ -390,6 +399,8 @@ def ssd_step(arrays, params):
     stag, state = arrays["state"][0], get(arrays, "state", ct)
     if stag not in ("f32", "f64", tag):
         raise Unsupported(f"state dtype {stag} with inputs {tag}")
+    if ARGS["slip"] == "crash-past-size":
+        _crash_past_size(state.shape[0], "slots")
     x, A, B, C = get(arrays, "x", ct), get(arrays, "A", ct), get(arrays, "B", ct), get(arrays, "C", ct)
     D, z, bias = get(arrays, "D", ct, False), get(arrays, "z", ct, False), get(arrays, "dt_bias", ct, False)
     if ARGS["slip"] == "no-bias-decode":

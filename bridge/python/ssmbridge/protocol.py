@@ -16,13 +16,16 @@ DTYPES = {"f64": np.float64, "f32": np.float32, "f16": np.float16, "bf16": np.ui
 
 
 def _read_exact(f, n):
-    buf = bytearray()
-    while len(buf) < n:
-        chunk = f.read(n - len(buf))
-        if not chunk:
+    """Reads n bytes into a buffer of their own (an array of gigabytes is
+    read where it will lie, never copied)."""
+    buf = bytearray(n)
+    view, got = memoryview(buf), 0
+    while got < n:
+        k = f.readinto(view[got:])
+        if not k:
             raise EOFError("bridge: the suite closed the pipe")
-        buf += chunk
-    return bytes(buf)
+        got += k
+    return buf
 
 
 def read(f):
@@ -34,7 +37,7 @@ def read(f):
         dt = DTYPES[a["dtype"]]
         count = int(np.prod(a["shape"])) if a["shape"] else 1
         raw = _read_exact(f, count * np.dtype(dt).itemsize)
-        arrays[a["name"]] = (a["dtype"], np.frombuffer(raw, dtype=dt).reshape(a["shape"]).copy())
+        arrays[a["name"]] = (a["dtype"], np.frombuffer(raw, dtype=dt).reshape(a["shape"]))
     return header, arrays
 
 
@@ -47,7 +50,7 @@ def write(f, header, arrays=None):
     for name, (tag, v) in arrays.items():
         v = np.ascontiguousarray(v, dtype=DTYPES[tag])
         header["arrays"].append({"name": name, "dtype": tag, "shape": list(v.shape)})
-        payload.append(v.tobytes())
+        payload.append(v.reshape(-1).view(np.uint8))  # its bytes, not a copy
     h = json.dumps(header).encode()
     f.write(struct.pack("<I", len(h)) + h)
     for p in payload:
