@@ -578,7 +578,8 @@ crosscopy() {
 # scale COPY=CHECKOUT[@COMMIT] ...: TestMamba2Scale (SSMK_SCALE=1) against each copy:
 # the cases of a few GiB for every copy at once, then those of tens of GiB
 # (x past 2^31 elements, the pool past 2^31) one copy at a time, so that the
-# host's memory holds them; $OUT/scale-COPY-*.log, a table last.
+# host's memory holds them; each part's log and report in $OUT/COPY-PART,
+# the verdicts of every copy in one table ($OUT/crosscopy, cmd/crosscopy).
 scale() {
 	[ $# -ge 1 ] || { echo "usage: scripts/gpu.sh scale upstream=CHECKOUT vllm=CHECKOUT megatron=CHECKOUT"; exit 2; }
 	[ -x carry/mamba2.test ] || { echo "gpu.sh: no carry/mamba2.test (run scripts/gpu.sh build bridged first)"; exit 1; }
@@ -590,8 +591,9 @@ scale() {
 		[[ $where != *@* ]] || { at=${where##*@}; where=${where%@*}; }
 		read -r ad folder <<<"$(copy_adapter "$1")"
 		src=$(cd "$where" && pwd)
+		mkdir -p "$out/$1-$3"
 		(cd verify/mamba2 && SSMK_SCALE=1 SSMK_BRIDGE="$ad checkout=$src commit=${at:-$(checkout_commit "$src")}" \
-			../../carry/mamba2.test -test.v -test.timeout=0 -test.run "TestMamba2Scale\$/$4" >"$out/scale-$1-$3.log" 2>&1)
+			../../carry/mamba2.test -test.v -test.timeout=0 -test.run "TestMamba2Scale\$/$4" -report "$out/$1-$3/mamba2" >"$out/$1-$3/mamba2.log" 2>&1)
 	}
 	for a in "$@"; do
 		case ${a%%=*} in upstream | vllm | megatron) ;; *) echo "gpu.sh scale: copy ${a%%=*}: want upstream, vllm or megatron (a checkout each)"; exit 2 ;; esac
@@ -600,11 +602,14 @@ scale() {
 	done
 	wait "${pids[@]}"
 	for a in "$@"; do one "${a%%=*}" "${a#*=}" large '^(x-past-2\^31-elements|decode-pool-past-2\^31-elements)$'; done
+	local runs=()
 	for a in "$@"; do
 		for part in small large; do
-			grep -hE '^    --- (PASS|FAIL|SKIP)|scale_test.go:[0-9]+: ' "$out/scale-${a%%=*}-$part.log" | cut -c1-220 | sed "s/^/${a%%=*}: /"
+			runs+=("${a%%=*}=$out/${a%%=*}-$part")
+			grep -hE '^    --- (PASS|FAIL|SKIP)|scale_test.go:[0-9]+: ' "$out/${a%%=*}-$part/mamba2.log" | cut -c1-220 | sed "s/^/${a%%=*}: /"
 		done
 	done
+	[ ! -x carry/crosscopy ] || carry/crosscopy -all -out "$out/crosscopy" "${runs[@]}"
 }
 
 # scale3 CHECKOUT[@COMMIT]: TestMamba3Scale (SSMK_SCALE=1) against upstream's
