@@ -2,8 +2,9 @@
 // discretization methods with their names and orders, the kernel element
 // types (dtypes) with the arithmetic each computes in, the capability word a
 // library declares, and the selective-scan problem in the ABI's memory layout.
-// It holds declarations only; the mathematics lives in reference, the
-// judgement in judge, the binding to a kernel library in cudalib.
+// It holds declarations and the elementwise passes every family shares;
+// the mathematics lives in reference, the judgement in judge, the binding
+// to a kernel library in cudalib.
 //
 // # Methods
 //
@@ -38,4 +39,15 @@
 // ("×2" when Complex). The same Problem feeds the reference and, converted to
 // the kernel's dtype, the kernel under test, so that both see identical
 // inputs. Validate checks it and names the offending field.
+//
+// # Arrays of billions of elements
+//
+// The deployment sizes' arrays (x past 2³¹ elements, pools of thousands of
+// states) take minutes per pass on one core. ParallelBlocks spreads an
+// elementwise pass over the cores in blocks of ParallelGrain elements, each
+// written by one goroutine, so that its result never depends on the
+// schedule (RoundAll and RoundInPlace use it, the bridge's encoding and
+// decoding too); Normals draws an array of BigArray elements or more in
+// blocks of streams of its own, keyed by one draw of the caller's
+// generator, so that the same seed still gives the same problem.
 package ssm
