@@ -75,10 +75,11 @@ func scaleGenerate(c scaleCase, seqlen int) *mamba2.Problem {
 
 // TestMamba2Scale runs the prefill at the sizes the engines serve
 // (scaleCases), each judged at some heads against their float64
-// reference over the whole sequence. A case that fails is run again at
-// half its length: a failure that appears only past a size is said so,
-// with both sizes and the first failing token's element offset (the mark
-// of a 32-bit offset). Minutes of CPU and tens of GiB: it runs only with
+// reference over the whole sequence. A case that fails, a crash
+// included, is run again at half its length and half again
+// (bridgetest.ScaleFinding): a failure that appears only past a size is
+// said so, with the sizes and the first failing token's element offset
+// (the mark of a 32-bit offset). Minutes of CPU and tens of GiB: it runs only with
 // SSMK_SCALE=1 (scripts/gpu.sh scale), else it is skipped;
 // TestMamba2ScaleMachinery runs its judgement on small shapes everywhere.
 func TestMamba2Scale(t *testing.T) {

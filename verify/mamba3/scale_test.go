@@ -81,10 +81,11 @@ func judgeHeads(p *mamba3.Problem, y []float64, st *mamba3.State, heads []int) (
 }
 
 // scaleCheck runs case c against k, failing t where strict, and returns
-// the finding of a failure (no Tag where it passed). A case that fails is
-// run again at half its length (a step: half its rows): a failure that
-// appears only past a size is said so (scale:past-size), with both sizes
-// and the first failing token's element offset of V, a crash included.
+// the finding of a failure (no Tag where it passed). A case that fails, a
+// crash included, is run again at half its length (a step: half its rows)
+// and half again (bridgetest.ScaleFinding): a failure that appears only
+// past a size is said so (scale:past-size), with the sizes and the first
+// failing token's element offset of V.
 func scaleCheck(t *testing.T, k *bridge.Mamba3, c scaleCase, strict bool) report.Finding {
 	fail := t.Logf
 	if strict {
