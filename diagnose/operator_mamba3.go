@@ -55,6 +55,11 @@ const (
 	angleNegated                // R(−φ_t)
 	angleNone                   // not rotated
 	angleLagged                 // R(φ_{t−1}): the angle before the step's increment
+	// the angle accumulated from increments tanh(θ)·π·w(Δ) other than the
+	// contract's w = Δ: Δ missing, Δ twice, Δ divided for multiplied
+	angleNoDt
+	angleDtTwice
+	angleOverDt
 	numM3Angles
 )
 
@@ -116,6 +121,10 @@ func newMamba3Operator(q *mamba3.Problem, amp float64) *operator {
 		for h := 0; h < H; h++ {
 			d, a, lam := make([]float64, L), make([]float64, L), make([]float64, L)
 			phi, before := make([][]float64, L), make([][]float64, L)
+			var alt [numM3Angles][][]float64 // the increment variants' accumulated angles
+			for v := angleNoDt; v < numM3Angles; v++ {
+				alt[v] = make([][]float64, L)
+			}
 			for t := 0; t < L; t++ {
 				hl := (b*H+h)*L + t
 				d[t], a[t], lam[t] = q.DT[hl], q.ADT[hl], 1/(1+math.Exp(-q.Trap[hl]))
@@ -135,6 +144,23 @@ func newMamba3Operator(q *mamba3.Problem, amp float64) *operator {
 				for i := range phi[t] {
 					phi[t][i] = before[t][i] + math.Tanh(q.Angles[((b*L+t)*H+h)*A+i])*math.Pi*d[t]
 				}
+				for v := angleNoDt; v < numM3Angles; v++ {
+					prev := before[t]
+					if t > 0 && f.seqStart[t] != t {
+						prev = alt[v][t-1]
+					}
+					w := 1.0 // angleNoDt
+					switch v {
+					case angleDtTwice:
+						w = d[t] * d[t]
+					case angleOverDt:
+						w = 1 / d[t]
+					}
+					alt[v][t] = make([]float64, A)
+					for i := range alt[v][t] {
+						alt[v][t][i] = prev[i] + math.Tanh(q.Angles[((b*L+t)*H+h)*A+i])*math.Pi*w
+					}
+				}
 			}
 			op.delta, op.dA, f.lambda = append(op.delta, d), append(op.dA, a), append(f.lambda, lam)
 			f.phi, f.phiBefore = append(f.phi, phi), append(f.phiBefore, before)
@@ -149,6 +175,9 @@ func newMamba3Operator(q *mamba3.Problem, amp float64) *operator {
 						qv[n], kv[n] = q.Q[base+n]+q.QBias[h*N+n], q.K[base+n]+q.KBias[h*N+n]
 					}
 					ang := f.angles(v, phi[t], before[t])
+					if v >= angleNoDt {
+						ang = alt[v][t]
+					}
 					rotatePairs(qv, ang)
 					rotatePairs(kv, ang)
 					qr[v], kr[v] = append(qr[v], qv), append(kr[v], kv)
@@ -416,6 +445,9 @@ func (f *m3Family) relations() []opRelation {
 		knob("angle-negated(k)", "rotates k by −φ and q by φ (one rotation's sign flipped)", m3Knob{angleK: angleNegated}, xs),
 		knob("unrotated", "does not rotate q and k", m3Knob{angleQ: angleNone, angleK: angleNone}, kindAll),
 		knob("angle-lagged", "rotates by the angle before the step's increment (φ_{t−1}: an exclusive cumulative sum of the angles)", m3Knob{angleQ: angleLagged, angleK: angleLagged}, kindAll),
+		knob("angle-no-dt", "accumulates the angle's increments without Δ (φ_t = Σ tanh(θ_s)·π)", m3Knob{angleQ: angleNoDt, angleK: angleNoDt}, kindAll),
+		knob("angle-dt-twice", "accumulates the angle's increments with Δ twice (tanh(θ)·π·Δ²)", m3Knob{angleQ: angleDtTwice, angleK: angleDtTwice}, kindAll),
+		knob("angle-over-dt", "accumulates the angle's increments divided by Δ where they are multiplied (tanh(θ)·π/Δ)", m3Knob{angleQ: angleOverDt, angleK: angleOverDt}, kindAll),
 		knob("prev-key-next-angle", "rotates the previous input's key by the next step's angle, not its own", m3Knob{prevKeyNx: true}, xs),
 	}
 }

@@ -126,6 +126,9 @@ func TestMamba3OperatorRelations(t *testing.T) {
 		{"previous term dropped across chunks", m3OperatorKernel(m3Knob{noPrevious: true}, across...), "op:next-chunk+far:no-previous"},
 		{"Q and K swapped within a chunk", m3OperatorKernel(m3Knob{qkSwapped: true}, regionInChunk), "op:in-chunk:swapped(Q,K)"},
 		{"angle lagged by a step", m3OperatorKernel(m3Knob{angleQ: angleLagged, angleK: angleLagged}, append(offDiag, regionInit)...), "op:in-chunk+next-chunk+far+initial-state:angle-lagged"},
+		{"angle's increment without Δ", m3OperatorKernel(m3Knob{angleQ: angleNoDt, angleK: angleNoDt}, append(offDiag, regionInit)...), "op:in-chunk+next-chunk+far+initial-state:angle-no-dt"},
+		{"angle's increment with Δ twice", m3OperatorKernel(m3Knob{angleQ: angleDtTwice, angleK: angleDtTwice}, append(offDiag, regionInit)...), "op:in-chunk+next-chunk+far+initial-state:angle-dt-twice"},
+		{"angle's increment divided by Δ", m3OperatorKernel(m3Knob{angleQ: angleOverDt, angleK: angleOverDt}, append(offDiag, regionInit)...), "op:in-chunk+next-chunk+far+initial-state:angle-over-dt"},
 		{"previous weighed by its own step", m3OperatorKernel(m3Knob{prevOwnStep: true}, offDiag...), "op:in-chunk+next-chunk+far:previous-own-step"},
 		{"initial v_prev without its decay", m3OperatorKernel(m3Knob{prevUndecayed: true}, regionInitPrev), "op:initial-previous-input:previous-undecayed"},
 	} {

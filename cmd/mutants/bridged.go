@@ -253,7 +253,7 @@ type bridgedResult struct {
 // of the checkout's mamba_ssm judged through FAMILY_upstream; budget, if
 // positive, stops starting mutants once it has passed (those left are
 // recorded as not run), so that a population fits a GPU lease.
-func runBridgedGenerated(family string, from, n int, seed uint64, jobs int, suiteBin, checkout string, budget time.Duration) error {
+func runBridgedGenerated(family string, from, n int, seed uint64, jobs int, suiteBin, checkout string, budget time.Duration, lines *regexp.Regexp) error {
 	var cands []Generated
 	what := ""
 	if checkout != "" {
@@ -280,7 +280,7 @@ func runBridgedGenerated(family string, from, n int, seed uint64, jobs int, suit
 		}
 		cands, what = c, " "+src.file
 	}
-	ms := sampleFrom(cands, nil, from, n, seed)
+	ms := sampleFrom(cands, lines, from, n, seed)
 	if *only != "" {
 		// -only: the sample's mutants of these IDs alone (a part of a
 		// population judged again, say after the suite has grown)

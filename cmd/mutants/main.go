@@ -262,7 +262,7 @@ var (
 	checkoutF = flag.String("checkout", "", "-bridged: mutate upstream's Triton kernels in this checkout of state-spaces/mamba (mamba2: the chunked prefill's, mamba2-backward: its backward's, mamba3: the SISO forward's) and judge each through FAMILY_upstream on the GPU")
 	suiteRunF = flag.String("suite-run", "", "-bridged: the suite's -test.run selection for the unmutated kernel and each mutant (default: all of it; mamba2-backward: its backward tests)")
 	budgetF   = flag.Duration("budget", 0, "-bridged: start no mutant after this long (those left are recorded as not run), so that a population fits a lease")
-	genLine   = flag.String("generate-lines", "", "-generate: draw only from the mutations of source lines matching this regular expression (e.g. 'saved|starts|w\\.states|w\\.grads', the backward's saved states); -generate at least their number judges them all")
+	genLine   = flag.String("generate-lines", "", "-generate (-bridged too): draw only from the mutations of source lines matching this regular expression (e.g. 'saved|starts|w\\.states|w\\.grads', the backward's saved states); -generate at least their number judges them all")
 	regrade   = flag.String("regrade", "", "grade the diagnoses of a generated.json again (after a change of the regions' tags) and print its summary")
 	buildOnly = flag.Bool("build-only", false, "-cuda: build the unmutated library and the mutants (through the object cache) and stop: that every patch still compiles, checked with nvcc before a GPU's time is spent (make mutants-cuda-build)")
 	tree      = flag.Int("tree", 0, "write the sources of mutant K, a copy of kernels/ (and the ABI header) with its patch applied, into the folder given as the argument, and exit (the Makefile's mutant builds)")
@@ -294,6 +294,14 @@ func main() {
 	if *genLine != "" && *gen <= 0 {
 		fatal(fmt.Errorf("-generate-lines %q: needs -generate N, the number of its mutations to judge", *genLine))
 	}
+	var lines *regexp.Regexp // -generate-lines
+	if *genLine != "" {
+		re, err := regexp.Compile(*genLine)
+		if err != nil {
+			fatal(fmt.Errorf("-generate-lines %q: not a regular expression: %w", *genLine, err))
+		}
+		lines = re
+	}
 	if *gen > 0 && *bridgedF != "" {
 		bin := *suiteBin
 		if bin == "" {
@@ -306,7 +314,7 @@ func main() {
 		if j == 0 {
 			j = generatedJobs()
 		}
-		if err := runBridgedGenerated(*bridgedF, *genFrom, *gen, *seed, j, bin, *checkoutF, *budgetF); err != nil {
+		if err := runBridgedGenerated(*bridgedF, *genFrom, *gen, *seed, j, bin, *checkoutF, *budgetF, lines); err != nil {
 			fatal(err)
 		}
 		return
@@ -315,14 +323,6 @@ func main() {
 		j := *jobs
 		if j == 0 {
 			j = generatedJobs()
-		}
-		var lines *regexp.Regexp
-		if *genLine != "" {
-			re, err := regexp.Compile(*genLine)
-			if err != nil {
-				fatal(fmt.Errorf("-generate-lines %q: not a regular expression: %w", *genLine, err))
-			}
-			lines = re
 		}
 		if err := runGenerated(*gen, *seed, lines, j); err != nil {
 			fatal(err)

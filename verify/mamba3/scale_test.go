@@ -87,6 +87,7 @@ func judgeHeads(p *mamba3.Problem, y []float64, st *mamba3.State, heads []int) (
 // past a size is said so (scale:past-size), with the sizes and the first
 // failing token's element offset of V.
 func scaleCheck(t *testing.T, k *bridge.Mamba3, c scaleCase, strict bool) report.Finding {
+	rep := repFor(k)
 	fail := t.Logf
 	if strict {
 		fail = t.Errorf
