@@ -171,9 +171,9 @@ build() {
 	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go build -ldflags='-s -w' -o carry/crosscopy ./cmd/crosscopy || exit 1
 	if [ "$what" != abi ]; then
 		# The fuzzer's instrumentation only where asked for: its coverage
-		# counters are shared by every goroutine, and the float64 references'
-		# parallel loops run several times slower on 16 cores bouncing them
-		# (the deployment sizes' cases did not finish).
+		# counters are shared by every goroutine, and the parallel loops over
+		# the deployment sizes' arrays crawl on 16 cores bouncing them
+		# (docs/engines.md, Scale).
 		local fz=() how="through the bridge"
 		[ "$what" != bridged-fuzz ] || { fz=(-fuzz=.); how="through the bridge; with the fuzzer's instrumentation"; touch carry/fuzz-instrumented; }
 		for b in mamba2 mamba3; do
