@@ -199,11 +199,9 @@ func (p *Problem) ChannelsOf(heads, channels []int) *Problem {
 		for t := 0; t < L; t++ {
 			for _, h := range heads {
 				i := (b*L+t)*H + h
-				for _, c := range ch {
-					q.X = append(q.X, p.X[i*P+c])
-					if p.Z != nil {
-						q.Z = append(q.Z, p.Z[i*P+c])
-					}
+				q.X = ssm.AppendRows(q.X, p.X, i*P, 1, ch)
+				if p.Z != nil {
+					q.Z = ssm.AppendRows(q.Z, p.Z, i*P, 1, ch)
 				}
 				q.Dt = append(q.Dt, p.Dt[i])
 			}
@@ -215,9 +213,7 @@ func (p *Problem) ChannelsOf(heads, channels []int) *Problem {
 	for _, h := range heads {
 		q.A = append(q.A, p.A[h])
 		if p.DPerChannel() {
-			for _, c := range ch {
-				q.D = append(q.D, p.D[h*P+c])
-			}
+			q.D = ssm.AppendRows(q.D, p.D, h*P, 1, ch)
 		} else if p.D != nil {
 			q.D = append(q.D, p.D[h])
 		}
@@ -228,10 +224,7 @@ func (p *Problem) ChannelsOf(heads, channels []int) *Problem {
 	if p.InitialStates != nil {
 		for b := 0; b < B; b++ {
 			for _, h := range heads {
-				for _, c := range ch {
-					i := ((b*H+h)*P + c) * N
-					q.InitialStates = append(q.InitialStates, p.InitialStates[i:i+N]...)
-				}
+				q.InitialStates = ssm.AppendRows(q.InitialStates, p.InitialStates, (b*H+h)*P*N, N, ch)
 			}
 		}
 	}
@@ -252,16 +245,11 @@ func (out *Output) ChannelsOf(p *Problem, heads, channels []int) *Output {
 		for t := 0; t < L; t++ {
 			for _, h := range heads {
 				i := ((b*L+t)*H + h) * P
-				for _, c := range ch {
-					o.Y = append(o.Y, out.Y[i+c])
-				}
+				o.Y = ssm.AppendRows(o.Y, out.Y, i, 1, ch)
 			}
 		}
 		for _, h := range heads {
-			for _, c := range ch {
-				i := ((b*H+h)*P + c) * N
-				o.FinalStates = append(o.FinalStates, out.FinalStates[i:i+N]...)
-			}
+			o.FinalStates = ssm.AppendRows(o.FinalStates, out.FinalStates, (b*H+h)*P*N, N, ch)
 		}
 	}
 	o.SeqStates = o.FinalStates

@@ -227,11 +227,9 @@ func (p *Problem) ChannelsOf(heads, channels []int) *Problem {
 			q.Q, q.K = append(q.Q, p.Q[j:j+N]...), append(q.K, p.K[j:j+N]...)
 			for _, h := range heads {
 				i := (b*L+t)*H + h
-				for _, c := range ch {
-					q.V = append(q.V, p.V[i*P+c])
-					if p.Z != nil {
-						q.Z = append(q.Z, p.Z[i*P+c])
-					}
+				q.V = ssm.AppendRows(q.V, p.V, i*P, 1, ch)
+				if p.Z != nil {
+					q.Z = ssm.AppendRows(q.Z, p.Z, i*P, 1, ch)
 				}
 				q.Angles = append(q.Angles, p.Angles[i*A:(i+1)*A]...)
 			}
@@ -272,10 +270,8 @@ func (s *State) ChannelsOf(H, N, P, A int, heads, channels []int) *State {
 		for _, h := range heads {
 			i := si*H + h
 			o.Angle = append(o.Angle, s.Angle[i*A:(i+1)*A]...)
-			for _, c := range ch {
-				o.SSM = append(o.SSM, s.SSM[(i*P+c)*N:(i*P+c+1)*N]...)
-				o.V = append(o.V, s.V[i*P+c])
-			}
+			o.SSM = ssm.AppendRows(o.SSM, s.SSM, i*P*N, N, ch)
+			o.V = ssm.AppendRows(o.V, s.V, i*P, 1, ch)
 			o.K = append(o.K, s.K[i*N:(i+1)*N]...)
 		}
 	}
@@ -296,9 +292,7 @@ func (p *Problem) OutputChannelsOf(y []float64, heads, channels []int) []float64
 	for bt := 0; bt < p.Batch*p.Seqlen; bt++ {
 		for _, h := range heads {
 			i := (bt*p.Heads + h) * p.P
-			for _, c := range ch {
-				out = append(out, y[i+c])
-			}
+			out = ssm.AppendRows(out, y, i, 1, ch)
 		}
 	}
 	return out

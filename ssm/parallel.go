@@ -1,7 +1,6 @@
 package ssm
 
 import (
-	"fmt"
 	"math/rand/v2"
 	"runtime"
 	"sync"
@@ -82,23 +81,4 @@ func Normals(rng *rand.Rand, n int) []float64 {
 		}
 	})
 	return v
-}
-
-// Channels is channels checked against a head of P channels (nil: all P,
-// in order), for the cuts of a problem to some of its heads' channels
-// (mamba2's and mamba3's ChannelsOf); it panics, naming pkg, on a channel
-// outside [0, P).
-func Channels(pkg string, P int, channels []int) []int {
-	if channels == nil {
-		channels = make([]int, P)
-		for c := range channels {
-			channels[c] = c
-		}
-	}
-	for _, c := range channels {
-		if c < 0 || c >= P {
-			panic(fmt.Sprintf("%s: ChannelsOf: channel %d: want one of a head's %d", pkg, c, P))
-		}
-	}
-	return channels
 }

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 	"testing"
 
 	"ssmverify/bridge"
@@ -29,17 +28,9 @@ var pairs = []pair{{ssm.F32, ssm.F32}, {ssm.BF16, ssm.F32}, {ssm.BF16, ssm.BF16}
 // any: small enough that the suite's problems cross chunks).
 func chunk() int { return chunkOf(kernel) }
 
-// repFor is the report a check of k writes to: the run's where k is the
-// kernel under test (the suite's worker, or another of its adapter and
-// arguments: bridgetest.Suite.Another), else a scratch report, so that
-// what the CanFail tests run — the numpy path with its planted slips —
-// never enters the table of the kernel under test.
-func repFor(k *bridge.SSD) *report.Report {
-	if k == kernel || (k.W != nil && sameSpec(k.W.Spec(), spec)) {
-		return rep
-	}
-	return report.NewKernel(report.LibraryInfo{Path: "scratch"}, nil)
-}
+// repFor is the report a check of k writes to (Suite.ReportFor): the
+// run's for the kernel under test, else a scratch report.
+func repFor(k *bridge.SSD) *report.Report { return suite.ReportFor(k.W) }
 
 // skipRefused ends t as not supported where err is the kernel's refusal
 // (bridge.Unsupported), recorded in rk: a refusal is never a failure.
@@ -49,10 +40,6 @@ func skipRefused(t *testing.T, rk *report.Report, op string, dt, sdt ssm.DType, 
 		rk.KernelUnsupported(t.Name(), op, dt, sdt, err.Error())
 		t.Skip("not supported: " + err.Error())
 	}
-}
-
-func sameSpec(a, b bridge.Spec) bool {
-	return a.Adapter == b.Adapter && a.Python == b.Python && slices.Equal(a.Args, b.Args)
 }
 
 // chunkOf is the chunk size problems for k are drawn with: 0 for a

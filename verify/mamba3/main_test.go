@@ -8,7 +8,6 @@ package mamba3
 
 import (
 	"flag"
-	"slices"
 	"testing"
 
 	"ssmverify/bridge"
@@ -34,18 +33,6 @@ func TestMain(m *testing.M) {
 
 func track(t *testing.T) { suite.Track(t) }
 
-// repFor is the report a check of k writes to: the run's where k is the
-// kernel under test (the suite's worker, or another of its adapter and
-// arguments), else a scratch report, so that what the machinery's tests
-// run — the numpy path with its planted slips — never enters the table
-// of the kernel under test.
-func repFor(k *bridge.Mamba3) *report.Report {
-	if k == kernel || (k.W != nil && sameSpec(k.W.Spec(), spec)) {
-		return rep
-	}
-	return report.NewKernel(report.LibraryInfo{Path: "scratch"}, nil)
-}
-
-func sameSpec(a, b bridge.Spec) bool {
-	return a.Adapter == b.Adapter && a.Python == b.Python && slices.Equal(a.Args, b.Args)
-}
+// repFor is the report a check of k writes to (Suite.ReportFor): the
+// run's for the kernel under test, else a scratch report.
+func repFor(k *bridge.Mamba3) *report.Report { return suite.ReportFor(k.W) }
