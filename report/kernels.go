@@ -60,11 +60,16 @@ func (r *Report) addKernel(test, op string, dt, sdt ssm.DType, ratio float64, pa
 	return c
 }
 
-// KernelCrash records a call of a bridged kernel that ended its worker.
+// KernelCrash records a call of a bridged kernel that ended its worker
+// (a device fault, a signal): a failure whose cause is the kernel's own
+// end, so it is diagnosed as such ("crash", beside "raises" for the
+// kernel's own exception) and never left a failure without a cause.
 func (r *Report) KernelCrash(test, op string, dt, sdt ssm.DType, cause string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.addKernel(test, op, dt, sdt, math.Inf(1), false, "crash: "+cause).Crashes++
+	f := Finding{Tag: "crash", Cause: "the kernel's call ended its worker: " + cause}
+	r.Diagnoses = append(r.Diagnoses, Diagnosis{Test: test, Method: op, DType: dt.String(), Kind: "state-" + sdt.String(), Finding: f, Text: f.String()})
 }
 
 // KernelUnsupported records that the kernel does not declare a

@@ -27,6 +27,9 @@ func TestKernelCells(t *testing.T) {
 	if r.Passed {
 		t.Error("a crash left the report passed")
 	}
+	if len(r.Diagnoses) != 1 || r.Diagnoses[0].Finding.Tag != "crash" || r.Diagnoses[0].Test != "TestB" {
+		t.Errorf("a crash's diagnoses: %+v, want one [crash] for TestB", r.Diagnoses)
+	}
 	m := NewKernel(r.Library, nil)
 	if err := m.Merge(r); err != nil {
 		t.Fatal(err)

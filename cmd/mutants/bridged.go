@@ -69,10 +69,26 @@ var pyDef = regexp.MustCompile(`^def ([A-Za-z_]\w*)\(`)
 // ARGS["layout"]: the engines' stream of tokens) are not the algorithm: a mutation of their switch turns on a catalogued
 // slip or the other correct mode, and one inside a branch taken only
 // under a slip changes nothing. Both are left out of the population.
+// numpy_ssd asks for its slips by _slip("NAME") (several may be planted
+// at once), which reads as ARGS["slip"] == "NAME" here, and not
+// _slip("NAME") as ARGS["slip"] != "NAME".
 var (
-	pySlipTest   = regexp.MustCompile(`\(?ARGS\["(slip|mode|layout)"\] (==|!=) "[^"]*"\)?`)
+	pySlipTest   = regexp.MustCompile(`\(?ARGS\["(slip|mode|layout)"\] (==|!=) "[^"]*"\)?|(not )?_slip\("[^"]*"\)`)
 	pySlipBranch = regexp.MustCompile(`^(\s*)(if|elif) .*ARGS\["(slip|mode|layout)"\] == "[^"]*"[^:]*:\s*$`)
+	pySlipCall   = regexp.MustCompile(`(not )?_slip\(("[^"]*")\)`)
 )
+
+// slipsAsArgs writes a line's _slip calls as the ARGS["slip"] tests they
+// stand for, for pySlipBranch and the regions' patterns.
+func slipsAsArgs(line string) string {
+	return pySlipCall.ReplaceAllStringFunc(line, func(c string) string {
+		m := pySlipCall.FindStringSubmatch(c)
+		if m[1] != "" {
+			return `ARGS["slip"] != ` + m[2]
+		}
+		return `ARGS["slip"] == ` + m[2]
+	})
+}
 
 func indentOf(line string) int { return len(line) - len(strings.TrimLeft(line, " ")) }
 
@@ -104,7 +120,7 @@ func pyCandidates(root string, src pySource) ([]Generated, error) {
 				continue
 			}
 			skipBelow = -1
-			if m := pySlipBranch.FindStringSubmatch(line); m != nil {
+			if m := pySlipBranch.FindStringSubmatch(slipsAsArgs(line)); m != nil {
 				skipBelow = len(m[1])
 				continue
 			}
@@ -196,7 +212,7 @@ func bridgedGradeOf(family string, g Generated, tag string) (path string, correc
 		return tritonGradeOf(family, g, tag)
 	}
 	for _, r := range pyRegions[family] {
-		if r.line.MatchString(g.Before) {
+		if r.line.MatchString(slipsAsArgs(g.Before)) {
 			if g.Op == "accumulate-to-assign" {
 				return r.path + " (and what was accumulated before it)", r.tags.MatchString(tag) || strings.HasPrefix(tag, "op:")
 			}

@@ -9,10 +9,11 @@ import (
 )
 
 // A ScaleRun is one call of a scale case at one size: whether it passed,
-// the size and the verdict in words, the first failing token (−1: none)
-// and that token's element offset in the case's largest input.
+// whether the kernel crashed (raised: an illegal access, a refusal of the
+// size), the size and the verdict in words, the first failing token (−1:
+// none) and that token's element offset in the case's largest input.
 type ScaleRun struct {
-	OK            bool
+	OK, Crashed   bool
 	Size, Where   string
 	First, Offset int
 }
@@ -41,13 +42,17 @@ const ScaleHalvings = 3
 // ScaleFinding is the finding of a scale case that failed at full size
 // (a crash included): the case is run again at half the size, and half
 // again (smaller(k): the size halved k times; false where it could not
-// run), up to ScaleHalvings times, until a size passes. Where one does,
-// the failure appears only past a size — the mark of an offset that
-// wraps — and the finding is scale:past-size with the largest size that
-// passes and the smallest that fails; where none does, scale:fails with
-// every size tried. The full run's first failing token and its offset in
-// input go with either.
-func ScaleFinding(full ScaleRun, input string, smaller func(k int) (ScaleRun, bool)) report.Finding {
+// run), up to ScaleHalvings times, until a size passes — or, where the
+// full size crashed, until one runs at all. Where one does, the failure
+// appears only past a size — the mark of an offset that wraps — and the
+// finding is scale:past-size with the largest size that passes (or runs)
+// and the smallest that fails; where none does, scale:fails with every
+// size tried. The full run's first failing token and its offset in input
+// go with either. The second result is the k of the size that ended the
+// search (0: none did): where a crash past a size gave way to numbers
+// that are wrong, their cause is the caller's to diagnose at that size (a
+// property of every size, beside the crash of the large ones).
+func ScaleFinding(full ScaleRun, input string, smaller func(k int) (ScaleRun, bool)) (report.Finding, int) {
 	f := report.Finding{Tag: "scale:fails", Cause: "wrong at this size", Where: full.Size + "; " + full.Where}
 	if full.First >= 0 {
 		f.Where += fmt.Sprintf("; first failing token %d (its %s offset %d)", full.First, input, full.Offset)
@@ -59,18 +64,31 @@ func ScaleFinding(full ScaleRun, input string, smaller func(k int) (ScaleRun, bo
 		if !ran {
 			break
 		}
-		if h.OK {
-			f.Tag, f.Cause = "scale:past-size", fmt.Sprintf("wrong only past a size: passes at %s (%s), fails at %s", h.Size, h.Where, failing.Size)
-			if failing.Size != full.Size {
-				f.Cause += fmt.Sprintf(" (%s)", failing.Where)
+		fails := "fails at " + failing.Size
+		if failing.Size != full.Size {
+			fails += fmt.Sprintf(" (%s)", failing.Where)
+		}
+		switch {
+		case h.OK:
+			what := "wrong"
+			if full.Crashed {
+				what = "crashes"
 			}
-			return f
+			f.Tag, f.Cause = "scale:past-size", fmt.Sprintf("%s only past a size: passes at %s (%s), %s", what, h.Size, h.Where, fails)
+			return f, k
+		case full.Crashed && !h.Crashed: // every larger size crashed
+			f.Tag, f.Cause = "scale:past-size", fmt.Sprintf("crashes only past a size: runs at %s, though wrong there (%s); %s", h.Size, h.Where, fails)
+			return f, k
 		}
 		failing = h
 		tried = append(tried, fmt.Sprintf("%s (%s)", h.Size, h.Where))
 	}
 	if len(tried) > 0 {
-		f.Cause = "wrong at every size tried: at this one and at " + strings.Join(tried, ", ")
+		what := "wrong"
+		if full.Crashed { // and so every smaller size (a run would have ended the search)
+			what = "crashes"
+		}
+		f.Cause = what + " at every size tried: at this one and at " + strings.Join(tried, ", ")
 	}
-	return f
+	return f, 0
 }

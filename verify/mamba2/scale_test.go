@@ -189,7 +189,9 @@ func poolStep(k *bridge.SSD, slots, heads, headdim, dstate int, rows []int) (poo
 // scale:past-size, with the sizes. One at every size is scale:pool (slots
 // no row names changed, or the named ones wrong), or the step's own
 // diagnosis where it names a cause (diagnose.SSDStep on the named slots:
-// a property of the step, not of the pool's size).
+// a property of the step, not of the pool's size). A crash past a size
+// whose smaller pools compute wrong numbers is both: past-size, and the
+// step's own cause found at the largest pool that runs.
 func poolCheck(t *testing.T, k *bridge.SSD, slots, heads, headdim, dstate int, rows []int, strict bool) report.Finding {
 	rk := repFor(k)
 	fail := t.Logf
@@ -222,7 +224,8 @@ func poolCheck(t *testing.T, k *bridge.SSD, slots, heads, headdim, dstate int, r
 		t.Logf("%s; every other slot unchanged", where)
 		return report.Finding{}
 	}
-	f := bridgetest.ScaleFinding(bridgetest.ScaleRun{Size: size(slots), Where: why, First: -1}, "state", func(k2 int) (bridgetest.ScaleRun, bool) {
+	halves := map[int]poolResult{} // the smaller pools that ran, for their step's diagnosis
+	f, at := bridgetest.ScaleFinding(bridgetest.ScaleRun{Crashed: err != nil, Size: size(slots), Where: why, First: -1}, "state", func(k2 int) (bridgetest.ScaleRun, bool) {
 		m := slots >> k2
 		if m < 1 {
 			return bridgetest.ScaleRun{}, false
@@ -235,20 +238,34 @@ func poolCheck(t *testing.T, k *bridge.SSD, slots, heads, headdim, dstate int, r
 			}
 		}
 		h, _, herr := poolStep(k, m, heads, headdim, dstate, mrows)
+		if herr == nil {
+			halves[k2] = h
+		}
 		hok, hwhy := verdict(h, herr)
-		return bridgetest.ScaleRun{OK: hok, Size: size(m), Where: hwhy}, true
+		return bridgetest.ScaleRun{OK: hok, Crashed: herr != nil, Size: size(m), Where: hwhy}, true
 	})
-	if f.Tag == "scale:fails" {
+	// the step's own diagnosis of a wrong step: at full size where every
+	// size is wrong, or at the largest that runs where the larger crash
+	stepped, stepWhere := res, where
+	if h, ran := halves[at]; ran && f.Tag == "scale:past-size" {
+		stepped, stepWhere = h, size(slots>>at)
+	}
+	var d report.Finding
+	if !stepped.ok && stepped.touched == 0 && stepped.sub != nil && (err == nil || f.Tag == "scale:past-size") {
+		d = diagnose.SSDStep(stepped.sub, stepped.got)
+	}
+	switch named := d.Tag != "" && d.Tag != "none"; {
+	case f.Tag == "scale:fails" && named:
+		d.Where = stepWhere + "; " + d.Where
+		f = d
+	case f.Tag == "scale:fails" && err != nil:
+		f.Tag = "raises" // at every size tried
+	case f.Tag == "scale:fails":
 		f.Tag = "scale:pool"
-		if err != nil {
-			f.Tag = "raises" // at every size tried
-		}
-		if err == nil && res.touched == 0 && res.sub != nil {
-			if d := diagnose.SSDStep(res.sub, res.got); d.Tag != "" && d.Tag != "none" {
-				d.Where = where + "; " + d.Where
-				f = d
-			}
-		}
+	case named: // past-size: a crash past a size, the step wrong below it for a cause of its own
+		f.Tag += "+" + d.Tag
+		f.Cause += fmt.Sprintf("; and at %s the step's own cause: %s", stepWhere, d.Cause)
+		f.Evidence = append(f.Evidence, d.Evidence...)
 	}
 	rk.AddKernelDiagnosis(t.Name(), bridge.OpStep, dt, sdt, f)
 	fail("%s; diagnosis [%s] %s", where, f.Tag, f)
@@ -282,31 +299,31 @@ func scaleCheck(t *testing.T, k *bridge.SSD, c scaleCase, strict bool) report.Fi
 		}
 		return fmt.Sprintf("l=%d: x and y of %d elements, chunk states of %d", q.Seqlen, q.XLen(), q.Batch*q.Heads*q.Headdim*q.Dstate*((q.Seqlen+q.Chunk-1)/q.Chunk))
 	}
-	run := func(q *mamba2.Problem) (bool, string, int) {
+	run := func(q *mamba2.Problem) (bool, string, int, bool) {
 		out, err := k.PrefillWith(q, params)
 		skipRefused(t, rk, bridge.OpPrefill, q.DType, q.StateDType, err)
 		if err != nil {
-			return false, "the call: " + err.Error(), -1
+			return false, "the call: " + err.Error(), -1, true
 		}
 		ok, w, first := judgeHeads(q, out, c.judged)
-		return ok, fmt.Sprintf("heads %v, channels %v: worst %s", c.judged, bridgetest.ScaleChannels(q.Headdim), w), first
+		return ok, fmt.Sprintf("heads %v, channels %v: worst %s", c.judged, bridgetest.ScaleChannels(q.Headdim), w), first, false
 	}
-	ok, where, first := run(p)
+	ok, where, first, crashed := run(p)
 	rk.AddKernel(t.Name(), bridge.OpPrefill, p.DType, p.StateDType, 0, ok, where)
 	if ok {
 		t.Logf("%s (%s): %s", c.name, elems(p), where)
 		return report.Finding{}
 	}
-	full := bridgetest.ScaleRun{Size: elems(p), Where: where, First: first, Offset: first * p.Heads * p.Headdim}
+	full := bridgetest.ScaleRun{Crashed: crashed, Size: elems(p), Where: where, First: first, Offset: first * p.Heads * p.Headdim}
 	dt, sdt := p.DType, p.StateDType
 	p = nil // tens of GiB: the smaller sizes need the memory
-	f := bridgetest.ScaleFinding(full, "x", func(k int) (bridgetest.ScaleRun, bool) {
+	f, _ := bridgetest.ScaleFinding(full, "x", func(k int) (bridgetest.ScaleRun, bool) {
 		if c.seqlen>>k < 1 {
 			return bridgetest.ScaleRun{}, false
 		}
 		q := scaleGenerate(c, c.seqlen>>k)
-		qok, qwhere, _ := run(q)
-		return bridgetest.ScaleRun{OK: qok, Size: elems(q), Where: qwhere}, true
+		qok, qwhere, _, qcrashed := run(q)
+		return bridgetest.ScaleRun{OK: qok, Crashed: qcrashed, Size: elems(q), Where: qwhere}, true
 	})
 	rk.AddKernelDiagnosis(t.Name(), bridge.OpPrefill, dt, sdt, f)
 	fail("%s: %s; diagnosis [%s] %s", c.name, where, f.Tag, f)
@@ -350,6 +367,12 @@ func TestMamba2ScaleMachinery(t *testing.T) {
 	// names it (the engines' softplus, a bias left out), not the pool
 	if f := poolCheck(t, slipKernel(t, "no-bias-decode"), 40, 2, 4, 8, []int{0, 39, -1, 20}, false); f.Tag != "dt:no-bias" {
 		t.Errorf("a step without dt_bias on a pool: [%s] %s, want the step's own diagnosis dt:no-bias", f.Tag, f)
+	}
+	// a crash past 512 slots beside a step wrong at every size: both said,
+	// the step's cause found at the largest pool that runs
+	if f := poolCheck(t, slipKernel(t, "crash-past-size+no-bias-decode"), 2048, 1, 2, 4, []int{0, 600, -1, 2047}, false); f.Tag != "scale:past-size+dt:no-bias" ||
+		!strings.Contains(f.Cause, "crashes only past a size: runs at pool of 512 slots") || !strings.Contains(f.Cause, "at pool of 512 slots, 4096 elements the step's own cause") {
+		t.Errorf("a step crashing past 512 slots, without dt_bias below: [%s] %s, want scale:past-size+dt:no-bias", f.Tag, f)
 	}
 	// a pool whose slots from 512 on are written wrong passes at half its slots
 	if f := poolCheck(t, slipKernel(t, "past-size"), 1024, 1, 2, 4, []int{0, 600, -1, 1023}, false); f.Tag != "scale:past-size" {

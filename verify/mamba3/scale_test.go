@@ -96,10 +96,10 @@ func scaleCheck(t *testing.T, k *bridge.Mamba3, c scaleCase, strict bool) report
 		return fmt.Sprintf("%d×%d tokens: V and y of %d elements, the SSM state of %d", q.Batch, q.Seqlen, q.Batch*q.Seqlen*q.Heads*q.P,
 			q.NumSeqs()*q.Heads*q.P*q.N)
 	}
-	run := func(batch, seqlen int) (*mamba3.Problem, bool, string, int) {
+	run := func(batch, seqlen int) (*mamba3.Problem, bool, string, int, bool) {
 		p, err := scaleProblem(k, c, batch, seqlen)
 		if err != nil {
-			return nil, false, err.Error(), -1
+			return nil, false, err.Error(), -1, false
 		}
 		if why := k.Supports(c.op, p); why != "" {
 			rep.KernelUnsupported(t.Name(), c.op, p.DType, p.DType.Weight(), why)
@@ -111,12 +111,12 @@ func scaleCheck(t *testing.T, k *bridge.Mamba3, c scaleCase, strict bool) report
 			t.Skip("not supported: " + err.Error())
 		}
 		if err != nil {
-			return p, false, "the call: " + err.Error(), -1
+			return p, false, "the call: " + err.Error(), -1, true
 		}
 		ok, w, first := judgeHeads(p, y, st, c.judged)
-		return p, ok, fmt.Sprintf("heads %v, channels %v: worst %s", c.judged, bridgetest.ScaleChannels(p.P), w), first
+		return p, ok, fmt.Sprintf("heads %v, channels %v: worst %s", c.judged, bridgetest.ScaleChannels(p.P), w), first, false
 	}
-	p, ok, where, first := run(c.batch, c.seqlen)
+	p, ok, where, first, crashed := run(c.batch, c.seqlen)
 	if p == nil {
 		t.Fatalf("%s: %s", c.name, where)
 	}
@@ -125,8 +125,8 @@ func scaleCheck(t *testing.T, k *bridge.Mamba3, c scaleCase, strict bool) report
 		t.Logf("%s (%s): %s", c.name, size(p), where)
 		return report.Finding{}
 	}
-	full := bridgetest.ScaleRun{Size: size(p), Where: where, First: first, Offset: first * p.Heads * p.P}
-	f := bridgetest.ScaleFinding(full, "V", func(k int) (bridgetest.ScaleRun, bool) {
+	full := bridgetest.ScaleRun{Crashed: crashed, Size: size(p), Where: where, First: first, Offset: first * p.Heads * p.P}
+	f, _ := bridgetest.ScaleFinding(full, "V", func(k int) (bridgetest.ScaleRun, bool) {
 		hb, hl := c.batch, c.seqlen>>k
 		if c.op == bridge.OpMamba3Step {
 			hb, hl = c.batch>>k, c.seqlen
@@ -134,11 +134,11 @@ func scaleCheck(t *testing.T, k *bridge.Mamba3, c scaleCase, strict bool) report
 		if hb < 1 || hl < 1 {
 			return bridgetest.ScaleRun{}, false
 		}
-		q, qok, qwhere, _ := run(hb, hl)
+		q, qok, qwhere, _, qcrashed := run(hb, hl)
 		if q == nil {
 			return bridgetest.ScaleRun{}, false
 		}
-		return bridgetest.ScaleRun{OK: qok, Size: size(q), Where: qwhere}, true
+		return bridgetest.ScaleRun{OK: qok, Crashed: qcrashed, Size: size(q), Where: qwhere}, true
 	})
 	rep.AddKernelDiagnosis(t.Name(), c.op, p.DType, p.DType.Weight(), f)
 	fail("%s: %s; diagnosis [%s] %s", c.name, where, f.Tag, f)

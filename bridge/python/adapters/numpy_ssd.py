@@ -14,7 +14,7 @@ CPU path of the engines' adapters' mapping and of their properties); the backwar
 ("ssd_bwd": the recurrence's adjoint written out by hand, independent of the
 suite's Go adjoint, in the compute type); slip=NAME plants one of the chunked
 algebra's known bugs, for the suite's own tests of its diagnosis (the names
-starting "bwd-" are slips of the backward); compile=SECONDS makes the first
+starting "bwd-" are slips of the backward; NAME+NAME plants two at once); compile=SECONDS makes the first
 call of each operation and shape sleep that long, as a kernel that compiles on
 first use does (the fuzz harness' own test of its deadline).
 """
@@ -27,6 +27,7 @@ from ssmbridge.arrays import compute_dtype, from_float, get, to_float
 
 ARGS = {"mode": "chunked", "layout": "rows", "slip": "", "compile": "0", "claim": ""}
 _COMPILED = set()
+_PLANTED = frozenset()  # the slips slip=NAME[+NAME] plants
 SLIPS = ("drop-init", "no-reset", "group-repeat", "no-dt-limit", "state-bf16", "no-bias-decode", "softplus-log-exp", "seq-states-no-init",
          "padding-written", "last-state-stale", "bwd-da-no-delta", "bwd-dx-no-skip", "bwd-dinit-undecayed",
          "nonfinite-leak", "cache-entering", "past-size", "spec-accepted-off-by-one", "steps-no-D", "chain-no-tail",
@@ -39,14 +40,22 @@ def open(args):
         raise SystemExit(f"numpy_ssd: mode={ARGS['mode']!r}, want chunked or sequential")
     if ARGS["layout"] not in ("rows", "varlen") or (ARGS["layout"] == "varlen" and ARGS["mode"] != "chunked"):
         raise SystemExit(f"numpy_ssd: layout={ARGS['layout']!r}, want rows or varlen (varlen with mode=chunked)")
-    if ARGS["slip"] and ARGS["slip"] not in SLIPS:
-        raise SystemExit(f"numpy_ssd: slip={ARGS['slip']!r}, want one of {SLIPS}")
+    global _PLANTED
+    _PLANTED = frozenset(name for name in ARGS["slip"].split("+") if name)
+    for name in sorted(_PLANTED):
+        if name not in SLIPS:
+            raise SystemExit(f"numpy_ssd: slip={ARGS['slip']!r}: {name!r} is none of {SLIPS} (two at once: NAME+NAME)")
     try:
         ok = float(ARGS["compile"]) >= 0
     except ValueError:
         ok = False
     if not ok:
         raise SystemExit(f"numpy_ssd: compile={ARGS['compile']!r}, want seconds >= 0")
+
+
+def _slip(name):
+    """Whether slip=… plants name (alone or as one of NAME+NAME)."""
+    return name in _PLANTED
 
 
 def _first_use(op, arrays):
@@ -93,14 +102,14 @@ def _delta(dt, bias, softplus, lim, ct, chain=False):
     if bias is not None:
         v = v + bias.astype(ct)
     dsp = np.ones_like(v)
-    if softplus and ARGS["slip"] == "softplus-log-exp":
+    if softplus and _slip("softplus-log-exp"):
         v = np.where(v <= 20, np.log(np.exp(np.minimum(v, 20)) + ct(1)), v).astype(ct)
     elif softplus:
         dsp = np.where(v <= 20, 1 / (1 + np.exp(-np.minimum(v, 20))), 1).astype(ct)
         v = np.where(v <= 20, np.log1p(np.exp(np.minimum(v, 20))), v).astype(ct)
     lo, hi = lim
     clamped = (v < lo) | (v > hi)
-    if ARGS["slip"] != "no-dt-limit":
+    if not _slip("no-dt-limit"):
         v = np.minimum(np.maximum(v, ct(lo)), ct(hi))
     return (v, np.where(clamped, 0, dsp).astype(ct)) if chain else v
 
@@ -111,7 +120,7 @@ def _limits(params):
 
 
 def _state_round(v, tag):
-    if ARGS["slip"] == "state-bf16":
+    if _slip("state-bf16"):
         tag = "bf16"
     return to_float(tag, from_float(tag, v)).astype(v.dtype) if tag in ("bf16", "f16") else v
 
@@ -140,7 +149,7 @@ def _crash_past_size(n, what):
 
 def ssd_prefill(arrays, params):
     _first_use("ssd_prefill", arrays)
-    if ARGS["slip"] == "crash-past-size":
+    if _slip("crash-past-size"):
         _crash_past_size(arrays["x"][1].shape[1], "tokens")
     if ARGS["layout"] == "varlen":
         return _prefill_varlen(arrays, params)
@@ -151,7 +160,7 @@ def ssd_prefill(arrays, params):
     if ARGS["mode"] == "sequential" or Q <= 0:
         Q = L  # chunk 0 (a problem drawn for a sequential kernel): the row is one chunk
     heads_group = np.arange(H) // (H // G)
-    if ARGS["slip"] == "group-repeat":
+    if _slip("group-repeat"):
         heads_group = np.arange(H) % G
     Bh, Ch = B[:, :, heads_group], C[:, :, heads_group]  # (b, l, h, n)
     d = _delta(to_float(dt[0], dt[1]).astype(ct), bias, params.get("dt_softplus", False), _limits(params), ct)  # (b, l, h)
@@ -162,7 +171,7 @@ def ssd_prefill(arrays, params):
             seq[:, cu[i]:cu[i + 1]] = i
     nseq = 1 if cu is None else len(cu) - 1
     y = np.zeros((b, L, H, P), dtype=ct)
-    prev = np.zeros((b, H, P, N), dtype=ct) if init is None or ARGS["slip"] == "drop-init" else _state_round(init, stag)
+    prev = np.zeros((b, H, P, N), dtype=ct) if init is None or _slip("drop-init") else _state_round(init, stag)
     prev_seq = np.zeros(b, dtype=np.int64)
     seq_states = np.zeros((b * nseq if cu is None else nseq, H, P, N), dtype=ct)
     if ARGS["mode"] == "sequential":
@@ -173,10 +182,10 @@ def ssd_prefill(arrays, params):
         yc = np.zeros((b, c1 - c0, H, P), dtype=ct)
         # each sequence of the chunk from its own inputs (the others' zeroed: adding a zero changes no sum), so
         # that a non-finite input of one sequence reaches no other (the isolation property)
-        for sid in (np.unique(sq) if ARGS["slip"] != "no-reset" else [None]):
+        for sid in (np.unique(sq) if not _slip("no-reset") else [None]):
             own = np.ones_like(sq, dtype=bool) if sid is None else sq == sid  # (b, q)
             xs = np.where(own[:, :, None, None], x[:, c0:c1], 0)
-            if ARGS["slip"] == "nonfinite-leak":
+            if _slip("nonfinite-leak"):
                 xs = x[:, c0:c1]  # the others' x kept: right for finite inputs, 0·∞ = NaN across sequences
             ds = np.where(own[:, :, None], d[:, c0:c1], 0)
             Bs, Cs = np.where(own[:, :, None, None], Bh[:, c0:c1], 0), np.where(own[:, :, None, None], Ch[:, c0:c1], 0)
@@ -200,7 +209,7 @@ def ssd_prefill(arrays, params):
                         m = own[bb, :k + 1]
                         w = np.where(m[:, None], np.exp(cs[bb, k] - cs[bb, :k + 1]) * ds[bb, :k + 1], 0)  # (s, h)
                         st = np.einsum("sh,shn,shp->hpn", w, Bs[bb, :k + 1], xs[bb, :k + 1])
-                        skip = ARGS["slip"] == "seq-states-no-init" and c0 == 0
+                        skip = _slip("seq-states-no-init") and c0 == 0
                         if (s_id == prev_seq[bb] or sid is None) and not skip:
                             st = st + np.exp(cs[bb, k])[:, None, None] * prev[bb]
                         idx = s_id if cu is not None else bb
@@ -255,7 +264,7 @@ def _prefill_varlen(arrays, params):
     if packed:
         out["final_states"] = (stag, from_float(stag, pk.final_states(seq_states).astype(ct)))
     if params.get("chunk_states"):
-        if ARGS["slip"] != "cache-entering":
+        if not _slip("cache-entering"):
             snaps = chunk_states
         out["chunk_states"], out["chunk_ends"] = (stag, from_float(stag, snaps)), ("i32", pk.chunk_ends())
     return out
@@ -287,7 +296,7 @@ def _per_channel(D):
 
 
 def _finish(y, x, D, z, seq_states, packed, b, nseq, tag, stag, ct):
-    if ARGS["slip"] == "past-size":
+    if _slip("past-size"):
         y = y.copy()
         y[:, 512:] *= ct(1.5)  # wrong only past a size: the tokens after 512
     if D is not None:
@@ -351,7 +360,7 @@ def ssd_bwd(arrays, params):
             if D is not None:
                 dd = np.einsum("thp,thp->hp", dyt, x[bb, s0:s1])
                 g["dD"] += dd if D.ndim == 2 else dd.sum(axis=1)
-                if ARGS["slip"] != "bwd-dx-no-skip":
+                if not _slip("bwd-dx-no-skip"):
                     g["dx"][bb, s0:s1] += dyt * _per_channel(D)
             seq_states[si if cu is not None else bb] = hs[-1]
             hh = np.zeros((H, P, N), dtype=ct)
@@ -364,11 +373,11 @@ def ssd_bwd(arrays, params):
                 g["dC"][bb, t] += np.einsum("hp,hpn->hn", dyt[k], hs[k + 1])
                 hh = hh + dyt[k][:, :, None] * Ch[bb, t][:, None, :]
                 dec = np.einsum("hpn,hpn->h", hh, hs[k]) * a[k]  # ∂J/∂(Δ_t A)
-                g["dA"] += dec if ARGS["slip"] == "bwd-da-no-delta" else dec * d[bb, t]
+                g["dA"] += dec if _slip("bwd-da-no-delta") else dec * d[bb, t]
                 gdelta[bb, t] += dec * A + np.einsum("hpn,hp,hn->h", hh, x[bb, t], Bh[bb, t])
                 g["dB"][bb, t] += d[bb, t][:, None] * np.einsum("hpn,hp->hn", hh, x[bb, t])
                 g["dx"][bb, t] += d[bb, t][:, None] * np.einsum("hpn,hn->hp", hh, Bh[bb, t])
-                if not (ARGS["slip"] == "bwd-dinit-undecayed" and k == 0):
+                if not (_slip("bwd-dinit-undecayed") and k == 0):
                     hh = hh * a[k][:, None, None]
             if init is not None and si == 0:
                 g["dinitial_states"][bb] = hh
@@ -399,11 +408,11 @@ def ssd_step(arrays, params):
     stag, state = arrays["state"][0], get(arrays, "state", ct)
     if stag not in ("f32", "f64", tag):
         raise Unsupported(f"state dtype {stag} with inputs {tag}")
-    if ARGS["slip"] == "crash-past-size":
+    if _slip("crash-past-size"):
         _crash_past_size(state.shape[0], "slots")
     x, A, B, C = get(arrays, "x", ct), get(arrays, "A", ct), get(arrays, "B", ct), get(arrays, "C", ct)
     D, z, bias = get(arrays, "D", ct, False), get(arrays, "z", ct, False), get(arrays, "dt_bias", ct, False)
-    if ARGS["slip"] == "no-bias-decode":
+    if _slip("no-bias-decode"):
         bias = None
     d = _delta(get(arrays, "dt", ct), bias, params.get("dt_softplus", False), _limits(params), ct)  # (b, h)
     b, H, P = x.shape
@@ -414,16 +423,16 @@ def ssd_step(arrays, params):
     for bb in range(b):
         slot = bb if idx is None else int(idx[bb])
         if slot < 0:
-            if ARGS["slip"] == "padding-written":
+            if _slip("padding-written"):
                 state[slot] = 0
             continue
         a = np.exp(d[bb] * A).astype(ct)
         s = a[:, None, None] * state[slot] + d[bb][:, None, None] * x[bb][:, :, None] * B[bb, g][:, None, :]
-        if ARGS["slip"] == "state-bf16":
+        if _slip("state-bf16"):
             s = to_float("bf16", from_float("bf16", s)).astype(ct)
         yy = np.einsum("hpn,hn->hp", s.astype(ct), C[bb, g])
-        if ARGS["slip"] != "last-state-stale":
-            state[slot] = s * (ct(1.5) if ARGS["slip"] == "past-size" and slot >= 512 else ct(1))  # past-size: slots from 512 on
+        if not _slip("last-state-stale"):
+            state[slot] = s * (ct(1.5) if _slip("past-size") and slot >= 512 else ct(1))  # past-size: slots from 512 on
         if D is not None:
             yy = yy + D[:, None] * x[bb]
         if z is not None:
@@ -452,7 +461,7 @@ def ssd_steps(arrays, params):
     y = np.zeros((b, T, H, P), dtype=ct)
     for bb in range(b):
         k = 1 if acc is None else int(acc[bb])
-        if ARGS["slip"] == "spec-accepted-off-by-one":
+        if _slip("spec-accepted-off-by-one"):
             k = min(k + 1, reads.shape[1])  # the state after the first rejected token, not the last accepted
         slot = int(reads[bb, k - 1])
         if slot < 0:
@@ -462,7 +471,7 @@ def ssd_steps(arrays, params):
             a = np.exp(d[bb, i] * A).astype(ct)
             st = _state_round((a[:, None, None] * st + d[bb, i][:, None, None] * x[bb, i][:, :, None] * B[bb, i, g][:, None, :]).astype(ct), stag)
             yy = np.einsum("hpn,hn->hp", st, C[bb, i, g])
-            if D is not None and ARGS["slip"] != "steps-no-D":  # the slip: the multi-token path alone drops D
+            if D is not None and not _slip("steps-no-D"):  # the slip: the multi-token path alone drops D
                 yy = yy + D[:, None] * x[bb, i]
             if z is not None:
                 yy = yy * (z[bb, i] / (1 + np.exp(-z[bb, i])))
@@ -486,7 +495,7 @@ def ssd_decode_chain(arrays, params):
     first = lambda n: {name: (t, v[:, :n] if name in seq else v) for name, (t, v) in arrays.items()}
     pre = ssd_prefill(first(k), params)
     stag, state = pre["final_states"]
-    if ARGS["slip"] == "chain-no-tail":
+    if _slip("chain-no-tail"):
         if k // Q > 0:
             stag, state = ssd_prefill(first(k // Q * Q), params)["final_states"]
         elif "initial_states" in arrays:
