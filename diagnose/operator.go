@@ -422,8 +422,10 @@ type opRelation struct {
 	// predict, for a relation that is not a factor, gives the kernel's
 	// entry itself, with the scale of the reference's entry it stands for
 	predict func(op *operator, e opEntry) float64
-	fit     func(op *operator, es []opEntry) (c float64, ok bool)
-	c       float64 // the fitted constant
+	// predictC is predict for a fitted relation, of its constant c
+	predictC func(op *operator, e opEntry, c float64) float64
+	fit      func(op *operator, es []opEntry) (c float64, ok bool)
+	c        float64 // the fitted constant
 	// factorC is factor for a fitted relation, of its constant c
 	factorC func(op *operator, e opEntry, c float64) float64
 	// key, for a relation whose factor is fitted per output row (or per
@@ -678,8 +680,12 @@ func (op *operator) opRatios(rel opRelation, es []opEntry) []float64 {
 	got, want, scale, tiny := make([]float64, len(es)), make([]float64, len(es)), make([]float64, len(es)), make([]float64, len(es))
 	for i, e := range es {
 		got[i], tiny[i] = e.got, e.tiny
-		if rel.predict != nil {
+		switch {
+		case rel.predict != nil:
 			want[i], scale[i] = rel.predict(op, e), e.scale
+			continue
+		case rel.predictC != nil:
+			want[i], scale[i] = rel.predictC(op, e, rel.c), e.scale
 			continue
 		}
 		var f float64

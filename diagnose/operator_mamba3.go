@@ -1,7 +1,9 @@
 package diagnose
 
 import (
+	"cmp"
 	"math"
+	"slices"
 
 	"ssmverify/judge"
 	"ssmverify/mamba3"
@@ -45,6 +47,9 @@ type m3Family struct {
 	qr, kr          [numM3Angles][][][]float64
 	kNext           [][][]float64
 	seqStart, seqID []int
+	// the last m3QK variant computed, and its q̃ and k̃ (varied)
+	variant          m3QK
+	variedQ, variedK [][][]float64
 }
 
 // m3Angle is how a knob rotates q or k.
@@ -71,6 +76,18 @@ type m3Knob struct {
 	lambdaSwapped, lambdaRaw, prevOwnStep     bool
 	gammaNoDt, betaNoDt, qkSwapped, prevKeyNx bool
 	angleQ, angleK                            m3Angle
+	// qk, where set, rotates q and k otherwise than by an m3Angle: the
+	// accumulated angle wrapped with another period, the biases of q or
+	// k negated or left out (m3Family.varied)
+	qk *m3QK
+}
+
+// m3QK is a variant of the rotated q̃ and k̃: the accumulated angle
+// wrapped with the period wrap (0: not wrapped, the contract's rotation
+// being 2π-periodic) and the biases of Q and K scaled by qBias and kBias
+// (1: the contract's, −1 negated, 0 left out).
+type m3QK struct {
+	wrap, qBias, kBias float64
 }
 
 // m3ProbeProblem is the problem the operator is measured on, as
@@ -228,6 +245,132 @@ func rotatePairs(x, phi []float64) {
 	}
 }
 
+// varied returns q̃ and k̃ of every row, head and step as v computes them,
+// kept until another variant is asked for (a fit asks for one after
+// another, an evaluation for one many times), in buffers that the next
+// variant overwrites.
+func (f *m3Family) varied(v m3QK) (qr, kr [][][]float64) {
+	if f.variedQ != nil && f.variant == v {
+		return f.variedQ, f.variedK
+	}
+	q := f.p
+	L, H, Hqk, N := q.Seqlen, q.Heads, q.HeadsQK, q.N
+	if f.variedQ == nil {
+		f.variedQ, f.variedK = make([][][]float64, len(f.phi)), make([][][]float64, len(f.phi))
+		for bh := range f.phi {
+			f.variedQ[bh], f.variedK[bh] = make([][]float64, L), make([][]float64, L)
+			for t := 0; t < L; t++ {
+				f.variedQ[bh][t], f.variedK[bh][t] = make([]float64, N), make([]float64, N)
+			}
+		}
+	}
+	f.variant = v
+	var ang []float64
+	for bh := range f.phi {
+		b, h := bh/H, bh%H
+		g := h / (H / Hqk)
+		for t := 0; t < L; t++ {
+			base := ((b*L+t)*Hqk + g) * N
+			qv, kv := f.variedQ[bh][t], f.variedK[bh][t]
+			for n := 0; n < N; n++ {
+				qv[n], kv[n] = q.Q[base+n]+v.qBias*q.QBias[h*N+n], q.K[base+n]+v.kBias*q.KBias[h*N+n]
+			}
+			ang = append(ang[:0], f.phi[bh][t]...)
+			if v.wrap > 0 {
+				for i, a := range ang {
+					ang[i] = a - v.wrap*math.Floor(a/v.wrap)
+				}
+			}
+			rotatePairs(qv, ang)
+			rotatePairs(kv, ang)
+		}
+	}
+	return f.variedQ, f.variedK
+}
+
+// wrapPeriods are the periods fitWrap tries besides its grid: the
+// constants a slip of 2π gives (a factor dropped, divided for multiplied,
+// a digit off, degrees for radians).
+var wrapPeriods = []float64{math.Pi, 2, 1, 2 / math.Pi, 1 / math.Pi, 3 * math.Pi, 4 * math.Pi, math.Pi / 2, 2*math.Pi + 1, 2*math.Pi - 1, 360, 180, 1 / (2 * math.Pi)}
+
+// fitWrap fits the period P of an accumulated angle wrapped as φ mod P to
+// the failing entries es. The entries' error as a function of P is
+// smooth only within a step of k·δP ≲ 0.05 rad, k = ⌊φ/P⌋ the wraps of
+// the largest angle Φ, so P is scanned on a geometric grid of relative
+// step 0.05/Φ (at most 6000 periods, from 0.05 to 2Φ + 10, wrapPeriods
+// beside it) on a sample of the entries, and the three best are refined
+// by golden section within their step on all of them, to float64's
+// resolution (k·δP is judged at the problem's precision, float64's too). A multiple of 2π
+// is the contract's rotation (the rotation is 2π-periodic): no fit.
+func (f *m3Family) fitWrap(op *operator, es []opEntry) (float64, bool) {
+	if len(es) == 0 {
+		return 0, false
+	}
+	var phiMax float64
+	for _, rows := range f.phi {
+		for _, a := range rows {
+			for _, v := range a {
+				phiMax = math.Max(phiMax, math.Abs(v))
+			}
+		}
+	}
+	sample := es
+	if len(es) > 192 {
+		sample = nil
+		for i := 0; i < len(es); i += (len(es) + 191) / 192 {
+			sample = append(sample, es[i])
+		}
+	}
+	cost := func(P float64, on []opEntry) float64 {
+		var c float64
+		k := m3Knob{qk: &m3QK{wrap: P, qBias: 1, kBias: 1}}
+		for _, e := range on {
+			c += math.Min(math.Abs(e.got-f.entry(op, e, k))/(e.scale+e.tiny), 1e6)
+		}
+		return c
+	}
+	lo, hi := 0.05, 2*phiMax+10
+	step := math.Max(0.05/math.Max(phiMax, 1), math.Log(hi/lo)/6000)
+	type cand struct{ P, c float64 }
+	var best []cand
+	try := func(P float64) {
+		c := cost(P, sample)
+		best = append(best, cand{P, c})
+		slices.SortFunc(best, func(a, b cand) int { return cmp.Compare(a.c, b.c) })
+		if len(best) > 3 {
+			best = best[:3]
+		}
+	}
+	for _, P := range wrapPeriods {
+		try(P)
+	}
+	for P := lo; P <= hi; P *= math.Exp(step) {
+		try(P)
+	}
+	P, c := 0.0, math.Inf(1)
+	const g = 0.6180339887498949
+	for _, b0 := range best {
+		a, b := b0.P*math.Exp(-step), b0.P*math.Exp(step)
+		for i := 0; i < 90; i++ { // to float64's resolution: a wrap's k·δP must vanish
+			x, y := b-g*(b-a), a+g*(b-a)
+			if cost(x, es) < cost(y, es) {
+				b = y
+			} else {
+				a = x
+			}
+		}
+		for _, p := range []float64{b0.P, (a + b) / 2} {
+			if pc := cost(p, es); pc < c {
+				P, c = p, pc
+			}
+		}
+	}
+	if r := P / (2 * math.Pi); math.Abs(r-math.Round(r)) < 1e-6 {
+		return 0, false
+	}
+	return P, true
+}
+
 // measureMamba3Operator measures the operator of the kernel behind run on
 // p's Q, K, angles, DT, ADT, Trap, D and z (V and the initial state's S
 // and v_prev replaced by impulses; its angle and k_prev kept).
@@ -362,6 +505,10 @@ func (f *m3Family) entry(op *operator, e opEntry, k m3Knob) float64 {
 		}
 		return math.Exp(cum[t]-cum[s]) * v
 	}
+	qr, kr := f.qr[k.angleQ], f.kr[k.angleK]
+	if k.qk != nil {
+		qr, kr = f.varied(*k.qk)
+	}
 	gate := f.gate(op, e)
 	seq := f.seqID[e.t]
 	if q.CuSeqlens == nil {
@@ -398,11 +545,11 @@ func (f *m3Family) entry(op *operator, e opEntry, k m3Knob) float64 {
 	case regionUpper, regionCrossSeq, regionStateCross:
 		return 0
 	case regionStateInChunk, regionStatePassed:
-		return f.amp * term(e.t, e.s, unit(e.n), f.kr[k.angleK][bh][e.s])
+		return f.amp * term(e.t, e.s, unit(e.n), kr[bh][e.s])
 	case regionInit:
-		return f.amp * gate * math.Exp(cum[e.t]) * f.qr[k.angleQ][bh][e.t][e.s]
+		return f.amp * gate * math.Exp(cum[e.t]) * qr[bh][e.t][e.s]
 	case regionInitPrev:
-		return f.amp * gate * math.Exp(cum[e.t]) * dot(f.qr[k.angleQ][bh][e.t], kprev()) * prevStart()
+		return f.amp * gate * math.Exp(cum[e.t]) * dot(qr[bh][e.t], kprev()) * prevStart()
 	case regionStateInit:
 		if e.prev {
 			return f.amp * math.Exp(cum[e.t]) * kprev()[e.n] * prevStart()
@@ -412,9 +559,9 @@ func (f *m3Family) entry(op *operator, e opEntry, k m3Knob) float64 {
 		}
 		return f.amp * math.Exp(cum[e.t])
 	}
-	qv, kv := f.qr[k.angleQ][bh][e.t], f.kr[k.angleK][bh][e.s]
+	qv, kv := qr[bh][e.t], kr[bh][e.s]
 	if k.qkSwapped {
-		qv, kv = f.qr[k.angleQ][bh][e.s], f.kr[k.angleK][bh][e.t]
+		qv, kv = qr[bh][e.s], kr[bh][e.t]
 	}
 	v := term(e.t, e.s, qv, kv)
 	if e.t == e.s && q.D != nil {
@@ -449,5 +596,14 @@ func (f *m3Family) relations() []opRelation {
 		knob("angle-dt-twice", "accumulates the angle's increments with Δ twice (tanh(θ)·π·Δ²)", m3Knob{angleQ: angleDtTwice, angleK: angleDtTwice}, kindAll),
 		knob("angle-over-dt", "accumulates the angle's increments divided by Δ where they are multiplied (tanh(θ)·π/Δ)", m3Knob{angleQ: angleOverDt, angleK: angleOverDt}, kindAll),
 		knob("prev-key-next-angle", "rotates the previous input's key by the next step's angle, not its own", m3Knob{prevKeyNx: true}, xs),
+		knob("q-bias-negated", "adds the query's bias negated (Q − q_bias for Q + q_bias)", m3Knob{qk: &m3QK{qBias: -1, kBias: 1}}, kindXY|kindInitY),
+		knob("no-q-bias", "leaves the query's bias out", m3Knob{qk: &m3QK{qBias: 0, kBias: 1}}, kindXY|kindInitY),
+		knob("k-bias-negated", "adds the key's bias negated (K − k_bias for K + k_bias)", m3Knob{qk: &m3QK{qBias: 1, kBias: -1}}, xs),
+		knob("no-k-bias", "leaves the key's bias out", m3Knob{qk: &m3QK{qBias: 1, kBias: 0}}, xs),
+		{tag: "angle-wrap", words: "wraps the accumulated angle with the period %s, not 2π (φ mod P: a rotation's period is 2π)", kinds: kindAll,
+			fit: f.fitWrap,
+			predictC: func(op *operator, e opEntry, c float64) float64 {
+				return f.entry(op, e, m3Knob{qk: &m3QK{wrap: c, qBias: 1, kBias: 1}})
+			}},
 	}
 }

@@ -131,6 +131,10 @@ func TestMamba3OperatorRelations(t *testing.T) {
 		{"angle's increment divided by Δ", m3OperatorKernel(m3Knob{angleQ: angleOverDt, angleK: angleOverDt}, append(offDiag, regionInit)...), "op:in-chunk+next-chunk+far+initial-state:angle-over-dt"},
 		{"previous weighed by its own step", m3OperatorKernel(m3Knob{prevOwnStep: true}, offDiag...), "op:in-chunk+next-chunk+far:previous-own-step"},
 		{"initial v_prev without its decay", m3OperatorKernel(m3Knob{prevUndecayed: true}, regionInitPrev), "op:initial-previous-input:previous-undecayed"},
+		{"query's bias negated", m3OperatorKernel(m3Knob{qk: &m3QK{qBias: -1, kBias: 1}}, append(offDiag, regionDiagonal, regionInit, regionInitPrev)...), "op:diagonal+in-chunk+next-chunk+far+initial-state+initial-previous-input:q-bias-negated"},
+		{"key's bias left out", m3OperatorKernel(m3Knob{qk: &m3QK{qBias: 1, kBias: 0}}, offDiag...), "op:in-chunk+next-chunk+far:no-k-bias"},
+		{"angle wrapped with period 2/π", m3OperatorKernel(m3Knob{qk: &m3QK{wrap: 2 / math.Pi, qBias: 1, kBias: 1}}, append(offDiag, regionInit)...), "op:in-chunk+next-chunk+far+initial-state:angle-wrap(0.63662)"},
+		{"angle wrapped with period 0.9 (fitted, in no list)", m3OperatorKernel(m3Knob{qk: &m3QK{wrap: 0.9, qBias: 1, kBias: 1}}, append(offDiag, regionInit)...), "op:in-chunk+next-chunk+far+initial-state:angle-wrap(0.9)"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			op, err := measureMamba3Operator(p, c.run)

@@ -26,7 +26,9 @@ import (
 // gradient (Relate): zero, a constant factor, a path of the chain rule cut
 // or negated (mamba2.GradWithout), a factor of it left out
 // (mamba2.GradLacking), a shift by a step, another head's or group's
-// gradient, the right total in the wrong slots ("bwd:dA:lacks(Δ)"). One no
+// gradient, the right total in the wrong slots ("bwd:dA:lacks(Δ)"), the
+// reference times a function of one quantity of the element's own step
+// (factorOf: "bwd:dz:factor-of(z)", a factor's formula wrong). One no
 // relation explains is located where its failures are confined along the
 // layout's axes — the chunks, a chunk's steps, the heads or groups, the
 // rows: "bwd:dx:in(chunks(1 2),last-head)" (locateGradFailure) — and is
@@ -80,6 +82,10 @@ func diagnoseSSDBackward(p *mamba2.Problem, ct *mamba2.Cotangent, out *mamba2.Ou
 		th := judge.Threshold(a.Computed)
 		where = append(where, failingCounts(rs, th, a.Name)...)
 		rel, ok := Relate(a, cands(a.Name), th)
+		if !ok {
+			what, u, h0 := factorVariable(p, a.Name)
+			rel, ok = factorOf(a, what, u, h0, th)
+		}
 		if !ok {
 			if tag, words := locateGradFailure(p, a.Name, rs[a.Name], th); tag != "" {
 				if axes, why := offsetOf(strings.Split(tag, ",")); axes != "" {
@@ -211,6 +217,27 @@ func ssdCandidates(p *mamba2.Problem, name string, ref *mamba2.Grads, without ma
 		}
 	}
 	L, H, P, G, N, B := p.Seqlen, p.Heads, p.Headdim, p.Groups, p.Dstate, p.Batch
+	// the skip connection's term without D (dy·g for D·dy·g: D dropped
+	// from the backward's skip, or taken as 1): dx and dz by (head,
+	// channel), D per head or per channel
+	if cut := without[mamba2.PathSkip].ByName(name); (name == "dx" || name == "dz") && p.D != nil && !sameSlice(cut, full) {
+		want, ok := make([]float64, len(full)), true
+		for i := range full {
+			h, c := i/P%H, i%P
+			d := p.D[h]
+			if len(p.D) == H*P {
+				d = p.D[h*P+c]
+			}
+			if d == 0 {
+				ok = false
+				break
+			}
+			want[i] = cut[i] + (full[i]-cut[i])/d
+		}
+		if ok {
+			out = append(out, Candidate{Tag: "lacks(D):skip", Cause: "has its path through the skip connection without D (dy where D·dy)", Want: want})
+		}
+	}
 	// a shift by one step: rows of L steps, each step `inner` elements
 	rows, inner := 0, 0
 	switch name {

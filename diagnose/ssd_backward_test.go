@@ -1,9 +1,12 @@
 package diagnose
 
 import (
+	"math"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
+	"ssmverify/judge"
 	"ssmverify/mamba2"
 	"ssmverify/ssm"
 )
@@ -58,6 +61,30 @@ func TestSSDBackwardRelations(t *testing.T) {
 					copy(g.X[(b*L+s)*n:(b*L+s+1)*n], ref.X[(b*L+s-1)*n:(b*L+s)*n])
 				}
 				clear(g.X[b*L*n : (b*L+1)*n])
+			}
+			return g
+		}},
+		{"dx's skip without D", "bwd:dx:lacks(D):skip", func() *mamba2.Grads {
+			g := clone()
+			cut := mamba2.GradWithout(p, ct, mamba2.PathSkip).X
+			for i := range g.X {
+				g.X[i] = cut[i] + (ref.X[i]-cut[i])/p.D[i/P%H]
+			}
+			return g
+		}},
+		{"dz with the gate derivative's sign changed", "bwd:dz:factor-of(z)", func() *mamba2.Grads {
+			g := clone() // σ(1 − z(1 − σ)) for σ(1 + z(1 − σ))
+			for i, z := range p.Z {
+				sg := 1 / (1 + math.Exp(-z))
+				g.Z[i] = ref.Z[i] * (1 - z*(1-sg)) / (1 + z*(1-sg)) // ref's dz over g′(z), times the slip's
+			}
+			return g
+		}},
+		{"ddt with σ divided for multiplied", "bwd:ddt:factor-of(dt + dt_bias)", func() *mamba2.Grads {
+			g := clone()
+			for i := range g.Dt {
+				sg := 1 / (1 + math.Exp(-(p.Dt[i] + p.DtBias[i%H])))
+				g.Dt[i] = ref.Dt[i] / (sg * sg)
 			}
 			return g
 		}},
@@ -165,5 +192,50 @@ func TestSSDBackwardRecomputedForward(t *testing.T) {
 	prefill := func(q *mamba2.Problem) (*mamba2.Output, error) { o, _ := mamba2.Prefill(q); return o, nil }
 	if f := SSDBackward(p, ct, &bad, g, prefill); f.Tag != "fwd:recomputed+bwd:dD:factor(2)" {
 		t.Errorf("diagnosis [%s] %s", f.Tag, f)
+	}
+}
+
+// TestFactorOfNeedsAFunction: factorOf names a gradient whose own factor
+// is another function of its variable, and not one wrong by a factor that
+// is noise, nor one wrong at a few elements only, nor one scaled by a
+// quantity other than the variable.
+func TestFactorOfNeedsAFunction(t *testing.T) {
+	o := mamba2.Options{Batch: 2, Seqlen: 40, Heads: 4, Headdim: 4, Groups: 2, Dstate: 8, D: true, Z: true, DtBias: true, Softplus: true,
+		DType: ssm.F32, StateDType: ssm.F32}
+	p := mamba2.Generate(o, 92).Rounded()
+	ref := mamba2.Grad(p, mamba2.GenerateCotangent(p, 93, true))
+	what, u, h0 := factorVariable(p, "dz")
+	rng := rand.New(rand.NewPCG(94, 95))
+	for _, c := range []struct {
+		name string
+		f    func(i int) float64 // the factor on ref's dz at element i
+		want bool
+	}{
+		{"σ(z)·(2 + z(1 − σ)) for g′(z)", func(i int) float64 {
+			z := p.Z[i]
+			s := 1 / (1 + math.Exp(-z))
+			return s * (2 + z*(1-s)) / h0[i]
+		}, true},
+		{"noise", func(int) float64 { return 1 + 0.1*rng.NormFloat64() }, false},
+		{"a few elements", func(i int) float64 {
+			if i%97 == 0 {
+				return 3
+			}
+			return 1
+		}, false},
+		{"a factor of x, not z", func(i int) float64 { return 1 + 0.5*p.X[i] }, false},
+	} {
+		got := make([]float64, len(ref.Z))
+		for i, v := range ref.Z {
+			got[i] = v * c.f(i)
+		}
+		scale := make([]float64, len(ref.Z))
+		for i, v := range ref.Z {
+			scale[i] = math.Abs(v) + 1e-3
+		}
+		a := judge.Array{Name: "dz", Got: got, Want: ref.Z, Scale: scale, Tiny: make([]float64, len(got)), Stored: ssm.F32, Computed: ssm.F32}
+		if _, ok := factorOf(a, what, u, h0, judge.Threshold(ssm.F32)); ok != c.want {
+			t.Errorf("%s: factorOf %v, want %v", c.name, ok, c.want)
+		}
 	}
 }

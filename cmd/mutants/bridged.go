@@ -190,7 +190,7 @@ var pyRegions = map[string][]pyRegion{"mamba2": {
 		{regexp.MustCompile(`.`), regexp.MustCompile(`^fwd:|` + bwdParts(`[a-zA-Z_]+`)), "the rest of the backward"},
 	},
 	"mamba3": {
-		{regexp.MustCompile(`q = _rotate|kraw = |k = _rotate`), regexp.MustCompile(`^op:[^:]*:(angle|unrotated|swapped|times|row-factor|column-factor|zero)|^m3:(angle|rotate|prev-key)`), "the query and key"},
+		{regexp.MustCompile(`q = _rotate|kraw = |k = _rotate`), regexp.MustCompile(`^op:[^:]*:(angle|unrotated|swapped|times|row-factor|column-factor|zero|q-bias|k-bias|no-q-bias|no-k-bias)|^m3:(angle|rotate|prev-key)`), "the query and key"},
 		{regexp.MustCompile(`c, s = np\.cos|x0, x1 = x\[|x\[\.\.\., 0:2|_rotate\(|ang = |a = phi\.shape|x = x\.copy`), regexp.MustCompile(`^op:[^:]*:(angle|unrotated|swapped)|^m3:(angle|rotate|prev-key)`), "the rotation"},
 		{regexp.MustCompile(`inc = |phi = phi|two_pi`), regexp.MustCompile(`^op:[^:]*:(angle|unrotated)|^m3:angle`), "the accumulated angle"},
 		{regexp.MustCompile(`alpha = np\.exp`), regexp.MustCompile(`^op:[^:]*:(decay|exp|undecayed|entering|chunk-state|passed|exclusive|previous|times|zero)`), "the decay α"},
