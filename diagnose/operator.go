@@ -428,6 +428,9 @@ type opRelation struct {
 	c        float64 // the fitted constant
 	// factorC is factor for a fitted relation, of its constant c
 	factorC func(op *operator, e opEntry, c float64) float64
+	// constName, where set, says the fitted constant in words (else
+	// constantName)
+	constName func(c float64) string
 	// key, for a relation whose factor is fitted per output row (or per
 	// input column), groups the entries that share one factor
 	key    func(e opEntry) [5]int
@@ -851,7 +854,11 @@ search:
 	case strings.Contains(words, "%s") && best.rel.key != nil:
 		words = fmt.Sprintf(words, keyedRange(best.rel.keyFit))
 	case strings.Contains(words, "%s"):
-		words = fmt.Sprintf(words, constantName(best.rel.c))
+		name := constantName(best.rel.c)
+		if best.rel.constName != nil {
+			name = best.rel.constName(best.rel.c)
+		}
+		words = fmt.Sprintf(words, name)
 	}
 	tag := best.rel.tag
 	if best.rel.fit != nil {

@@ -2,8 +2,10 @@ package diagnose
 
 import (
 	"cmp"
+	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	"ssmverify/judge"
 	"ssmverify/mamba3"
@@ -50,6 +52,10 @@ type m3Family struct {
 	// the last m3QK variant computed, and its q̃ and k̃ (varied)
 	variant          m3QK
 	variedQ, variedK [][][]float64
+	// the last fitted period's alikes and the problem's largest angle
+	// (fitWrap, wrapName)
+	wrapAlike []float64
+	wrapPhi   float64
 }
 
 // m3Angle is how a knob rotates q or k.
@@ -368,7 +374,29 @@ func (f *m3Family) fitWrap(op *operator, es []opEntry) (float64, bool) {
 	if r := P / (2 * math.Pi); math.Abs(r-math.Round(r)) < 1e-6 {
 		return 0, false
 	}
+	// the periods that wrap this problem's angles alike (π and 3π where
+	// they lie in [−π, π)): the fit cannot tell them apart, and says so
+	f.wrapAlike = f.wrapAlike[:0]
+	for _, q := range wrapPeriods {
+		if math.Abs(q-P) > 1e-9*P && cost(q, es) <= c+1e-12*float64(len(es)) {
+			f.wrapAlike = append(f.wrapAlike, q)
+		}
+	}
+	f.wrapPhi = phiMax
 	return P, true
+}
+
+// wrapName says a fitted period in words, with those that fit alike.
+func (f *m3Family) wrapName(P float64) string {
+	s := fmt.Sprintf("%.6g", P)
+	if len(f.wrapAlike) > 0 {
+		var alike []string
+		for _, q := range f.wrapAlike {
+			alike = append(alike, fmt.Sprintf("%.6g", q))
+		}
+		s += fmt.Sprintf(" (or %s, which wrap this problem's angles, |φ| ≤ %.3g, alike)", strings.Join(alike, ", "), f.wrapPhi)
+	}
+	return s
 }
 
 // measureMamba3Operator measures the operator of the kernel behind run on
