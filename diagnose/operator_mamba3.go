@@ -52,9 +52,9 @@ type m3Family struct {
 	// the last m3QK variant computed, and its q̃ and k̃ (varied)
 	variant          m3QK
 	variedQ, variedK [][][]float64
-	// the last fitted period's alikes and the problem's largest angle
-	// (fitWrap, wrapName)
-	wrapAlike []float64
+	// the periods that fit alike, by fitted period, and the problem's
+	// largest angle (fitWrap, wrapName)
+	wrapAlike map[float64][]float64
 	wrapPhi   float64
 }
 
@@ -376,10 +376,13 @@ func (f *m3Family) fitWrap(op *operator, es []opEntry) (float64, bool) {
 	}
 	// the periods that wrap this problem's angles alike (π and 3π where
 	// they lie in [−π, π)): the fit cannot tell them apart, and says so
-	f.wrapAlike = f.wrapAlike[:0]
+	if f.wrapAlike == nil {
+		f.wrapAlike = map[float64][]float64{}
+	}
+	f.wrapAlike[P] = nil
 	for _, q := range wrapPeriods {
 		if math.Abs(q-P) > 1e-9*P && cost(q, es) <= c+1e-12*float64(len(es)) {
-			f.wrapAlike = append(f.wrapAlike, q)
+			f.wrapAlike[P] = append(f.wrapAlike[P], q)
 		}
 	}
 	f.wrapPhi = phiMax
@@ -389,9 +392,9 @@ func (f *m3Family) fitWrap(op *operator, es []opEntry) (float64, bool) {
 // wrapName says a fitted period in words, with those that fit alike.
 func (f *m3Family) wrapName(P float64) string {
 	s := fmt.Sprintf("%.6g", P)
-	if len(f.wrapAlike) > 0 {
+	if len(f.wrapAlike[P]) > 0 {
 		var alike []string
-		for _, q := range f.wrapAlike {
+		for _, q := range f.wrapAlike[P] {
 			alike = append(alike, fmt.Sprintf("%.6g", q))
 		}
 		s += fmt.Sprintf(" (or %s, which wrap this problem's angles, |φ| ≤ %.3g, alike)", strings.Join(alike, ", "), f.wrapPhi)
