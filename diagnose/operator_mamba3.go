@@ -56,6 +56,10 @@ type m3Family struct {
 	// largest angle (fitWrap, wrapName)
 	wrapAlike map[float64][]float64
 	wrapPhi   float64
+	wrapFit   *struct {
+		P  float64
+		ok bool
+	}
 }
 
 // m3Angle is how a knob rotates q or k.
@@ -300,7 +304,9 @@ func (f *m3Family) varied(v m3QK) (qr, kr [][][]float64) {
 var wrapPeriods = []float64{math.Pi, 2, 1, 2 / math.Pi, 1 / math.Pi, 3 * math.Pi, 4 * math.Pi, math.Pi / 2, 2*math.Pi + 1, 2*math.Pi - 1, 360, 180, 1 / (2 * math.Pi)}
 
 // fitWrap fits the period P of an accumulated angle wrapped as φ mod P to
-// the failing entries es. The entries' error as a function of P is
+// the failing entries es, once an operator: the first call's entries are
+// those of every failing region (the diagnosis tries them together
+// first), and a slip of the period has one period wherever it shows. The entries' error as a function of P is
 // smooth only within a step of k·δP ≲ 0.05 rad, k = ⌊φ/P⌋ the wraps of
 // the largest angle Φ, so P is scanned on a geometric grid of relative
 // step 0.05/Φ (at most 6000 periods, from 0.05 to 2Φ + 10, wrapPeriods
@@ -309,6 +315,19 @@ var wrapPeriods = []float64{math.Pi, 2, 1, 2 / math.Pi, 1 / math.Pi, 3 * math.Pi
 // resolution (k·δP is judged at the problem's precision, float64's too). A multiple of 2π
 // is the contract's rotation (the rotation is 2π-periodic): no fit.
 func (f *m3Family) fitWrap(op *operator, es []opEntry) (float64, bool) {
+	if f.wrapFit != nil {
+		return f.wrapFit.P, f.wrapFit.ok
+	}
+	P, ok := f.fitWrapOn(op, es)
+	f.wrapFit = &struct {
+		P  float64
+		ok bool
+	}{P, ok}
+	return P, ok
+}
+
+// fitWrapOn is fitWrap's search on es.
+func (f *m3Family) fitWrapOn(op *operator, es []opEntry) (float64, bool) {
 	if len(es) == 0 {
 		return 0, false
 	}
