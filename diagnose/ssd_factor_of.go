@@ -1,6 +1,7 @@
 package diagnose
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -68,7 +69,11 @@ func factorOf(a judge.Array, what string, u, h0 []float64, th float64) (Candidat
 		if w == 0 || math.IsNaN(g) || math.IsInf(g, 0) {
 			continue
 		}
-		e := th * unit * (a.Scale[i] + a.Tiny[i]) / math.Abs(w)
+		tiny := 0.0
+		if len(a.Tiny) == len(a.Got) {
+			tiny = a.Tiny[i]
+		}
+		e := th * unit * (a.Scale[i] + tiny) / math.Abs(w)
 		if !(e < 0.05) {
 			continue
 		}
@@ -81,15 +86,7 @@ func factorOf(a judge.Array, what string, u, h0 []float64, th float64) (Candidat
 	if len(pts) < 32 || 4*away < len(pts) {
 		return Candidate{}, false
 	}
-	slices.SortFunc(pts, func(x, y pt) int {
-		switch {
-		case x.u < y.u:
-			return -1
-		case x.u > y.u:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(pts, func(x, y pt) int { return cmp.Compare(x.u, y.u) })
 	bad := 0
 	for i := 1; i+1 < len(pts); i++ {
 		l, m, r := pts[i-1], pts[i], pts[i+1]

@@ -68,8 +68,7 @@ func (r *Report) KernelCrash(test, op string, dt, sdt ssm.DType, cause string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.addKernel(test, op, dt, sdt, math.Inf(1), false, "crash: "+cause).Crashes++
-	f := Finding{Tag: "crash", Cause: "the kernel's call ended its worker: " + cause}
-	r.Diagnoses = append(r.Diagnoses, Diagnosis{Test: test, Method: op, DType: dt.String(), Kind: "state-" + sdt.String(), Finding: f, Text: f.String()})
+	r.addKernelDiagnosis(test, op, dt, sdt, Finding{Tag: "crash", Cause: "the kernel's call ended its worker: " + cause})
 }
 
 // KernelUnsupported records that the kernel does not declare a
@@ -90,6 +89,10 @@ func (r *Report) KernelUnsupported(test, op string, dt, sdt ssm.DType, why strin
 func (r *Report) AddKernelDiagnosis(test, op string, dt, sdt ssm.DType, f Finding) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.addKernelDiagnosis(test, op, dt, sdt, f)
+}
+
+func (r *Report) addKernelDiagnosis(test, op string, dt, sdt ssm.DType, f Finding) {
 	r.Diagnoses = append(r.Diagnoses, Diagnosis{Test: test, Method: op, DType: dt.String(), Kind: "state-" + sdt.String(), Finding: f, Text: f.String()})
 }
 

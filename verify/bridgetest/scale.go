@@ -57,6 +57,10 @@ func ScaleFinding(full ScaleRun, input string, smaller func(k int) (ScaleRun, bo
 	if full.First >= 0 {
 		f.Where += fmt.Sprintf("; first failing token %d (its %s offset %d)", full.First, input, full.Offset)
 	}
+	what := "wrong" // the full size's failure, in words
+	if full.Crashed {
+		what = "crashes" // and, while the search goes on, every smaller size
+	}
 	failing := full
 	var tried []string
 	for k := 1; k <= ScaleHalvings; k++ {
@@ -70,10 +74,6 @@ func ScaleFinding(full ScaleRun, input string, smaller func(k int) (ScaleRun, bo
 		}
 		switch {
 		case h.OK:
-			what := "wrong"
-			if full.Crashed {
-				what = "crashes"
-			}
 			f.Tag, f.Cause = "scale:past-size", fmt.Sprintf("%s only past a size: passes at %s (%s), %s", what, h.Size, h.Where, fails)
 			return f, k
 		case full.Crashed && !h.Crashed: // every larger size crashed
@@ -84,10 +84,6 @@ func ScaleFinding(full ScaleRun, input string, smaller func(k int) (ScaleRun, bo
 		tried = append(tried, fmt.Sprintf("%s (%s)", h.Size, h.Where))
 	}
 	if len(tried) > 0 {
-		what := "wrong"
-		if full.Crashed { // and so every smaller size (a run would have ended the search)
-			what = "crashes"
-		}
 		f.Cause = what + " at every size tried: at this one and at " + strings.Join(tried, ", ")
 	}
 	return f, 0
