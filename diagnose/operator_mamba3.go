@@ -52,14 +52,12 @@ type m3Family struct {
 	// the last m3QK variant computed, and its q̃ and k̃ (varied)
 	variant          m3QK
 	variedQ, variedK [][][]float64
-	// the periods that fit alike, by fitted period, and the problem's
-	// largest angle (fitWrap, wrapName)
-	wrapAlike map[float64][]float64
-	wrapPhi   float64
-	wrapFit   *struct {
-		P  float64
-		ok bool
-	}
+	// the operator's one fit of a wrap period (fitWrap): whether made,
+	// the period and whether it fits, the periods that fit alike and the
+	// problem's largest angle (wrapName)
+	wrapFitted, wrapOK bool
+	wrapP, wrapPhi     float64
+	wrapAlike          []float64
 }
 
 // m3Angle is how a knob rotates q or k.
@@ -315,15 +313,11 @@ var wrapPeriods = []float64{math.Pi, 2, 1, 2 / math.Pi, 1 / math.Pi, 3 * math.Pi
 // resolution (k·δP is judged at the problem's precision, float64's too). A multiple of 2π
 // is the contract's rotation (the rotation is 2π-periodic): no fit.
 func (f *m3Family) fitWrap(op *operator, es []opEntry) (float64, bool) {
-	if f.wrapFit != nil {
-		return f.wrapFit.P, f.wrapFit.ok
+	if !f.wrapFitted {
+		f.wrapFitted = true
+		f.wrapP, f.wrapOK = f.fitWrapOn(op, es)
 	}
-	P, ok := f.fitWrapOn(op, es)
-	f.wrapFit = &struct {
-		P  float64
-		ok bool
-	}{P, ok}
-	return P, ok
+	return f.wrapP, f.wrapOK
 }
 
 // fitWrapOn is fitWrap's search on es.
@@ -395,25 +389,21 @@ func (f *m3Family) fitWrapOn(op *operator, es []opEntry) (float64, bool) {
 	}
 	// the periods that wrap this problem's angles alike (π and 3π where
 	// they lie in [−π, π)): the fit cannot tell them apart, and says so
-	if f.wrapAlike == nil {
-		f.wrapAlike = map[float64][]float64{}
-	}
-	f.wrapAlike[P] = nil
 	for _, q := range wrapPeriods {
 		if math.Abs(q-P) > 1e-9*P && cost(q, es) <= c+1e-12*float64(len(es)) {
-			f.wrapAlike[P] = append(f.wrapAlike[P], q)
+			f.wrapAlike = append(f.wrapAlike, q)
 		}
 	}
 	f.wrapPhi = phiMax
 	return P, true
 }
 
-// wrapName says a fitted period in words, with those that fit alike.
+// wrapName says the fitted period P in words, with those that fit alike.
 func (f *m3Family) wrapName(P float64) string {
 	s := fmt.Sprintf("%.6g", P)
-	if len(f.wrapAlike[P]) > 0 {
+	if len(f.wrapAlike) > 0 {
 		var alike []string
-		for _, q := range f.wrapAlike[P] {
+		for _, q := range f.wrapAlike {
 			alike = append(alike, fmt.Sprintf("%.6g", q))
 		}
 		s += fmt.Sprintf(" (or %s, which wrap this problem's angles, |φ| ≤ %.3g, alike)", strings.Join(alike, ", "), f.wrapPhi)
@@ -651,7 +641,7 @@ func (f *m3Family) relations() []opRelation {
 		knob("k-bias-negated", "adds the key's bias negated (K − k_bias for K + k_bias)", m3Knob{qk: &m3QK{qBias: 1, kBias: -1}}, xs),
 		knob("no-k-bias", "leaves the key's bias out", m3Knob{qk: &m3QK{qBias: 1, kBias: 0}}, xs),
 		{tag: "angle-wrap", words: "wraps the accumulated angle with the period %s, not 2π (φ mod P: a rotation's period is 2π)", kinds: kindAll,
-			fit: f.fitWrap,
+			fit: f.fitWrap, constName: f.wrapName,
 			predictC: func(op *operator, e opEntry, c float64) float64 {
 				return f.entry(op, e, m3Knob{qk: &m3QK{wrap: c, qBias: 1, kBias: 1}})
 			}},

@@ -2,6 +2,7 @@ package diagnose
 
 import (
 	"math"
+	"strings"
 	"testing"
 
 	"ssmverify/judge"
@@ -166,4 +167,24 @@ func TestMustBeZeroRegions(t *testing.T) {
 	if !ok || f.Tag != "op:state-cross-sequence:unrelated" {
 		t.Errorf("diagnosed [%s] %s, want op:state-cross-sequence:unrelated", f.Tag, f.Cause)
 	}
+}
+
+// TestAngleWrapAlike: where a problem's angles all lie in [−π, π), a wrap
+// with the period 3π rotates as one with π does; the fit names a period
+// and says which others fit alike.
+func TestAngleWrapAlike(t *testing.T) {
+	p := m3OperatorProblem()
+	p.State.Angle = make([]float64, len(p.State.Angle))
+	for i := range p.DT {
+		p.DT[i] *= 0.01 // φ = Σ tanh(θ)·π·Δ stays within (−π, π)
+	}
+	op, err := measureMamba3Operator(p, m3OperatorKernel(m3Knob{qk: &m3QK{wrap: 3 * math.Pi, qBias: 1, kBias: 1}}, regionInChunk, regionNextChunk, regionFar, regionInit))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, ok := op.diagnose(judge.Threshold(p.DType))
+	if !ok || !strings.Contains(f.Tag, ":angle-wrap(") || !strings.Contains(f.Cause, "which wrap this problem's angles") {
+		t.Fatalf("diagnosed [%s] %s, want angle-wrap with the periods that fit alike", f.Tag, f.Cause)
+	}
+	t.Logf("[%s] %s", f.Tag, f.Cause)
 }
