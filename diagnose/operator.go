@@ -3,6 +3,7 @@ package diagnose
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -223,6 +224,14 @@ func (op *operator) measure(pr opProbe) error {
 	if op.offsetFailing > 0 {
 		op.offset = zero.y.got
 	}
+	// every call's entries, counted first: a long probe holds millions,
+	// and growing the slice call by call copies them over and over
+	perColumn := L + len(pr.seqs)*N
+	want := B*H*L*perColumn + pr.initRows*H*N*perColumn
+	if pr.prevLen > 0 {
+		want += pr.prevLen * perColumn
+	}
+	op.entries = slices.Grow(op.entries[:0], want)
 	const (
 		fromX = iota
 		fromInit
@@ -748,6 +757,13 @@ func (f opFit) holds() bool { return f.total > 0 && 100*f.held >= 99*f.total }
 func (op *operator) diagnose(th float64) (f report.Finding, ok bool) {
 	byRegion := make([][]opEntry, numRegions)
 	failing := make([]int, numRegions)
+	var count [numRegions]int
+	for _, e := range op.entries {
+		count[e.region]++
+	}
+	for r := range byRegion {
+		byRegion[r] = make([]opEntry, 0, count[r])
+	}
 	for _, e := range op.entries {
 		byRegion[e.region] = append(byRegion[e.region], e)
 		if !(e.ratio <= th) {
@@ -772,7 +788,30 @@ func (op *operator) diagnose(th float64) (f report.Finding, ok bool) {
 		return report.Finding{}, false
 	}
 	f.Where = "the kernel's operator (" + fmt.Sprintf("%d calls, impulses", op.calls) + "): " + strings.Join(where, ", ")
-	evaluate := func(rel opRelation, regions []opRegion) opFit {
+	// the entries a region set is judged on (its regions' samples) and
+	// the failing ones among them: the same for every relation tried
+	type judged struct{ es, failed []opEntry }
+	sample := make([]judged, 1+len(bad))
+	entriesOf := func(k int, regions []opRegion) judged {
+		if sample[k].es != nil {
+			return sample[k]
+		}
+		var j judged
+		for _, r := range regions {
+			j.es = append(j.es, sampled(byRegion[r], th)...)
+		}
+		for _, e := range j.es {
+			if !(e.ratio <= th) {
+				j.failed = append(j.failed, e)
+			}
+		}
+		if j.es == nil {
+			j.es = []opEntry{}
+		}
+		sample[k] = j
+		return j
+	}
+	evaluate := func(rel opRelation, k int, regions []opRegion) opFit {
 		for _, r := range regions {
 			if !rel.of(r.kind()) {
 				return opFit{rel: rel, regions: regions}
@@ -784,15 +823,8 @@ func (op *operator) diagnose(th float64) (f report.Finding, ok bool) {
 				return opFit{rel: rel, regions: regions}
 			}
 		}
-		var es, failed []opEntry
-		for _, r := range regions {
-			es = append(es, sampled(byRegion[r], th)...)
-		}
-		for _, e := range es {
-			if !(e.ratio <= th) {
-				failed = append(failed, e)
-			}
-		}
+		j := entriesOf(k, regions)
+		es, failed := j.es, j.failed
 		if rel.fit != nil {
 			c, ok := rel.fit(op, failed)
 			if !ok {
@@ -824,7 +856,7 @@ func (op *operator) diagnose(th float64) (f report.Finding, ok bool) {
 search:
 	for k, regions := range append([][]opRegion{bad}, singles(bad)...) {
 		for _, rel := range op.opRelations() {
-			fit := evaluate(rel, regions)
+			fit := evaluate(rel, k, regions)
 			if fit.holds() && (!best.holds() || covered(fit, failing) > covered(best, failing)) {
 				best = fit
 				if k == 0 {

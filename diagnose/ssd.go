@@ -50,10 +50,14 @@ var ssdFeatures = []ssdFeature{
 // else the pairs that fit together (a slip applied to the problem, then
 // another), a formula with a formula before a formula with a precision.
 // A pair is one Slip whose tag joins both ("dt:no-bias+narrow:tf32").
-func prefillSlips(p *mamba2.Problem, got *mamba2.Output) []mamba2.Slip {
+func prefillSlips(p *mamba2.Problem, got *mamba2.Output, yRatios []float64) []mamba2.Slip {
 	all := mamba2.Slips()
+	scr, screened := newSlipScreen(p, got, yRatios)
 	fit := func(q *mamba2.Problem, s mamba2.Slip) bool {
 		if s.Prefill == nil {
+			return false
+		}
+		if screened && !scr.admits(q, s) {
 			return false
 		}
 		alt, asc := s.Prefill(q)
@@ -268,7 +272,7 @@ func diagnoseSSDPrefill(p *mamba2.Problem, got *mamba2.Output, run SSDRunner) re
 	}
 	th := judge.Threshold(arrays[0].Computed)
 	f := report.Finding{Where: ssdWhere(p, ratios, th)}
-	fits := prefillSlips(p, got)
+	fits := prefillSlips(p, got, ratios["y"])
 	// a slip in the final states alone: y right, the states wrong
 	if len(fits) == 0 && allPass(ratios["y"], th) {
 		f.Evidence = append(f.Evidence, "y is right; only the states are wrong")
