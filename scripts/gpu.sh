@@ -112,8 +112,12 @@
 #                                   copy of the checkout's mamba_ssm with one line
 #                                   mutated, judged by the whole suite verify/FAMILY
 #                                   (MUTANT_JOBS at once, default 4; BUDGET, a Go
-#                                   duration, stops the launches); the journal
-#                                   and summary in $OUT/generated
+#                                   duration, stops the launches; BASELINE, an
+#                                   earlier part's .jsonl journal, spares judging
+#                                   the unmutated kernel again, which otherwise
+#                                   runs in BASELINE_SHARDS processes, default 8,
+#                                   beside the first mutants); the journal and
+#                                   summary in $OUT/generated
 #   scripts/gpu.sh mutants [K,K,…]  there: the CUDA library's planted mutants
 #                                   (cmd/mutants -cuda: DeviceShared and
 #                                   CUDACatalogue), built in parallel through
@@ -684,7 +688,7 @@ generated() {
 	mkdir -p "$out/generated"
 	nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 	MAMBA_DETERMINISTIC=1 ./carry/mutants -bridged "$1" -checkout "$2" -generate "$3" -generate-from "${4:-0}" -seed "${SEED:-20261202}" \
-		-j "${MUTANT_JOBS:-4}" -budget "${BUDGET:-0}" -suite-bin "carry/$suite.test" -suite-run "${SUITE_RUN:-}" -out "$out/generated"
+		-j "${MUTANT_JOBS:-4}" -budget "${BUDGET:-0}" -suite-bin "carry/$suite.test" -suite-run "${SUITE_RUN:-}" ${BASELINE:+-baseline "$BASELINE"} -baseline-shards "${BASELINE_SHARDS:-8}" -out "$out/generated"
 }
 
 # fuzz-bridged FAMILY CHECKOUT [TIME]: the bridged fuzz targets of verify/FAMILY

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -324,15 +325,26 @@ func runBridgedGenerated(family string, from, n int, seed uint64, jobs int, suit
 	defer journal.Close()
 	head, _ := json.Marshal(map[string]any{"family": family, "seed": seed, "candidates": len(cands)})
 	fmt.Fprintf(journal, "%s\n", head)
+	// the unmutated kernel's verdicts: read from an earlier run's journal
+	// (-baseline), or judged first (in shards), which leaves Triton's
+	// cache warm for the mutants: each then compiles its mutated kernel
+	// alone
 	var base *baseline
 	if checkout != "" {
-		t0 := time.Now()
-		if base, err = judgeBaseline(family, dir, bin, checkout); err != nil {
-			return err
+		if *baselineF != "" {
+			if base, err = loadBaseline(*baselineF); err != nil {
+				return fmt.Errorf("-baseline %s: %w", *baselineF, err)
+			}
+			fmt.Printf("the unmutated kernel: %d subtests fail (read from %s)\n", len(base.failed), *baselineF)
+		} else {
+			t0 := time.Now()
+			if base, err = judgeBaseline(family, dir, bin, checkout, *baselineShards); err != nil {
+				return err
+			}
+			fmt.Printf("the unmutated kernel: %d subtests fail (%.0f s, %d shards); a mutant is killed by another, or by one of those diagnosed otherwise\n", len(base.failed), time.Since(t0).Seconds(), *baselineShards)
 		}
-		fmt.Printf("the unmutated kernel: %d subtests fail (%.0f s); a mutant is killed by another, or by one of those diagnosed otherwise\n", len(base.failed), time.Since(t0).Seconds())
-		b, _ := json.Marshal(map[string]any{"baseline_failing": base.failed})
-		fmt.Fprintf(journal, "%s\n", b)
+		line, _ := json.Marshal(map[string]any{"baseline_failing": base.failed})
+		fmt.Fprintf(journal, "%s\n", line)
 	}
 	results := make([]bridgedResult, len(ms))
 	start := time.Now()
@@ -364,6 +376,27 @@ func runBridgedGenerated(family string, from, n int, seed uint64, jobs int, suit
 	}
 	wg.Wait()
 	return summarizeBridged(family, results, len(cands), seed, filepath.Join(*out, name))
+}
+
+// loadBaseline reads the unmutated kernel's verdicts from an earlier run's
+// journal (generated-FAMILY.jsonl, its "baseline_failing" line), so that a
+// population judged in parts over several leases judges the unmutated
+// kernel once. The caller must pass a journal of the same family, checkout
+// and suite selection: the verdicts are taken as they are.
+func loadBaseline(path string) (*baseline, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		var rec struct {
+			Failing map[string]string `json:"baseline_failing"`
+		}
+		if json.Unmarshal([]byte(line), &rec) == nil && rec.Failing != nil {
+			return &baseline{failed: rec.Failing}, nil
+		}
+	}
+	return nil, fmt.Errorf("no baseline_failing line: want the .jsonl journal of a run with -checkout")
 }
 
 // baseline is the whole suite's verdict on the unmutated kernel: the
@@ -416,8 +449,33 @@ func (b *baseline) against(run map[string]string) map[string]string {
 	return own
 }
 
-// judgeBaseline runs the suite on the unmutated checkout.
-func judgeBaseline(family, dir, bin, checkout string) (*baseline, error) {
+// streamed runs cmd with its output written to path as it comes (a run
+// its lease cuts short leaves what it printed) and returns that output.
+func streamed(cmd *exec.Cmd, path string) ([]byte, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stdout, cmd.Stderr = f, f
+	runErr := cmd.Run()
+	f.Close()
+	log, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return log, runErr
+}
+
+// judgeBaseline runs the suite on the unmutated checkout, its top-level
+// tests dealt out among shards processes run at once (one where the
+// family's suite is a selection): every mutant's grade waits for it, and
+// on a cold Triton cache one process compiles every kernel's
+// specializations one after another (docs/mutants.md), where shards
+// compile theirs side by side and leave the cache warm for the mutants.
+// The shards' verdicts are the one run's: each top-level test runs in
+// exactly one of them, and the suite's tests do not depend on one
+// another's order.
+func judgeBaseline(family, dir, bin, checkout string, shards int) (*baseline, error) {
 	mdir := filepath.Join(dir, "baseline")
 	_ = os.RemoveAll(mdir)
 	if err := os.MkdirAll(mdir, 0o755); err != nil {
@@ -427,17 +485,81 @@ func judgeBaseline(family, dir, bin, checkout string) (*baseline, error) {
 	if err != nil {
 		return nil, err
 	}
-	rep := filepath.Join(mdir, "report")
-	cmd := exec.Command(bin, "-test.v", "-test.timeout", "900s", "-report", rep)
-	cmd.Dir = filepath.Join("verify", suiteOf(family))
-	cmd.Args = append(cmd.Args, suiteRun(family)...)
-	cmd.Env = append(os.Environ(), "SSMK_BRIDGE="+suiteOf(family)+"_upstream checkout="+abs+" commit=unmutated")
-	log, _ := cmd.CombinedOutput()
-	_ = os.WriteFile(filepath.Join(mdir, "suite.log"), log, 0o644)
-	if !regexp.MustCompile(`(?m)^(ok|FAIL|PASS)\b`).Match(log) {
-		return nil, fmt.Errorf("the unmutated kernel's suite did not finish (%s)", filepath.Join(mdir, "suite.log"))
+	suiteDir := filepath.Join("verify", suiteOf(family))
+	selections := [][]string{suiteRun(family)}
+	if shards > 1 && len(suiteRun(family)) == 0 {
+		names, err := listTests(bin, suiteDir)
+		if err != nil {
+			return nil, err
+		}
+		selections = nil
+		for _, part := range dealTests(names, shards) {
+			selections = append(selections, []string{"-test.run", "^(" + strings.Join(part, "|") + ")$"})
+		}
 	}
-	return &baseline{failed: verdicts(log, filepath.Join(rep, "report.json"))}, nil
+	type shard struct {
+		log []byte
+		rep string
+	}
+	runs := make([]shard, len(selections))
+	var wg sync.WaitGroup
+	for k, sel := range selections {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			name, rep := "suite.log", filepath.Join(mdir, "report")
+			if len(selections) > 1 {
+				name, rep = fmt.Sprintf("suite-%d.log", k), filepath.Join(mdir, fmt.Sprintf("report-%d", k))
+			}
+			cmd := exec.Command(bin, append([]string{"-test.v", "-test.timeout", "900s", "-report", rep}, sel...)...)
+			cmd.Dir = suiteDir
+			cmd.Env = append(os.Environ(), "SSMK_BRIDGE="+suiteOf(family)+"_upstream checkout="+abs+" commit=unmutated")
+			log, _ := streamed(cmd, filepath.Join(mdir, name))
+			runs[k] = shard{log, filepath.Join(rep, "report.json")}
+		}()
+	}
+	wg.Wait()
+	failed := map[string]string{}
+	for k, run := range runs {
+		if !regexp.MustCompile(`(?m)^(ok|FAIL|PASS)\b`).Match(run.log) {
+			return nil, fmt.Errorf("the unmutated kernel's suite did not finish (shard %d of %d, in %s)", k+1, len(runs), mdir)
+		}
+		maps.Copy(failed, verdicts(run.log, run.rep))
+	}
+	return &baseline{failed: failed}, nil
+}
+
+// listTests is the top-level tests and fuzz targets of the suite binary
+// bin (its -test.list), run in dir.
+func listTests(bin, dir string) ([]string, error) {
+	cmd := exec.Command(bin, "-test.list", ".")
+	cmd.Dir = dir
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("listing the suite's tests (%s -test.list .): %w", bin, err)
+	}
+	var names []string
+	for _, line := range strings.Fields(string(out)) {
+		if regexp.MustCompile(`^(Test|Fuzz|Example)\w*$`).MatchString(line) {
+			names = append(names, line)
+		}
+	}
+	if len(names) == 0 {
+		return nil, fmt.Errorf("%s -test.list . lists no tests", bin)
+	}
+	return names, nil
+}
+
+// dealTests deals names out among k parts in turn, none empty: the
+// listing keeps a file's tests together, and a file's tests are alike in
+// weight (the backward's, the engines'), so dealt in turn they spread.
+func dealTests(names []string, k int) [][]string {
+	k = max(1, min(k, len(names)))
+	parts := make([][]string, k)
+	for i, n := range names {
+		parts[i%k] = append(parts[i%k], n)
+	}
+	return parts
 }
 
 // judgeBridged writes g's copy of the adapter and runs the suite on it
@@ -490,8 +612,14 @@ func judgeBridged(family string, g Generated, dir, bin, checkout string, base *b
 		bridgeSpec = file
 	}
 	cmd.Env = append(os.Environ(), "SSMK_BRIDGE="+bridgeSpec, "OMP_NUM_THREADS=1", "OPENBLAS_NUM_THREADS=1", "MKL_NUM_THREADS=1")
-	log, err := cmd.CombinedOutput()
-	_ = os.WriteFile(filepath.Join(mdir, "suite.log"), log, 0o644)
+	log, err := streamed(cmd, filepath.Join(mdir, "suite.log"))
+	if checkout != "" && tritonRefused.Match(log) {
+		// Triton did not compile the kernel: not a program, as a file
+		// Python cannot parse is not
+		r.Outcome, r.Seconds = Stillborn, time.Since(t0).Seconds()
+		_ = os.RemoveAll(filepath.Join(mdir, "checkout"))
+		return r
+	}
 	failed := map[string]bool{}
 	var own map[string]string // the subtests that are the mutant's (nil: all)
 	if base != nil {
@@ -512,12 +640,6 @@ func judgeBridged(family string, g Generated, dir, bin, checkout string, base *b
 		err = nil // failing only where the unmutated kernel fails, as it does
 	}
 	r.Outcome, r.Seconds = classify(r.KilledBy, err, log), time.Since(t0).Seconds()
-	if checkout != "" && tritonRefused.Match(log) {
-		// Triton did not compile the kernel: not a program, as a file
-		// Python cannot parse is not
-		r.Outcome = Stillborn
-		return r
-	}
 	if checkout != "" {
 		_ = os.RemoveAll(filepath.Join(mdir, "checkout"))
 	}

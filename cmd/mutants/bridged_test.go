@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -124,5 +126,89 @@ func TestEveryPyCandidateHasARegion(t *testing.T) {
 				t.Errorf("%s %s:%d: no region for %q", family, g.File, g.Line, g.Before)
 			}
 		}
+	}
+}
+
+// A population judged in parts reads the unmutated kernel's verdicts from
+// the first part's journal, and refuses a journal without them.
+func TestLoadBaseline(t *testing.T) {
+	dir := t.TempDir()
+	ok := filepath.Join(dir, "generated-mamba2.jsonl")
+	journal := `{"candidates":1095,"family":"mamba2","seed":20261202}
+{"baseline_failing":{"TestMamba2Prefill/fp32/x":"narrow:tf32","TestMamba2Boundaries/y":""}}
+{"id":35,"outcome":"killed"}
+`
+	if err := os.WriteFile(ok, []byte(journal), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b, err := loadBaseline(ok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b.failed) != 2 || b.failed["TestMamba2Prefill/fp32/x"] != "narrow:tf32" {
+		t.Fatalf("baseline %v, want the journal's two subtests", b.failed)
+	}
+	own := b.against(map[string]string{"TestMamba2Prefill/fp32/x": "narrow:tf32", "TestMamba2Boundaries/y": "op:far:zero", "TestMamba2Step/z": ""})
+	if len(own) != 2 || own["TestMamba2Boundaries/y"] != "op:far:zero" {
+		t.Fatalf("the mutant's own subtests %v, want the changed diagnosis and the new failure", own)
+	}
+	bad := filepath.Join(dir, "part.jsonl")
+	if err := os.WriteFile(bad, []byte(`{"family":"mamba2"}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := loadBaseline(bad); err == nil || !strings.Contains(err.Error(), "baseline_failing") {
+		t.Fatalf("a journal without the baseline: error %v, want one naming baseline_failing", err)
+	}
+	if _, err := loadBaseline(filepath.Join(dir, "absent.jsonl")); err == nil {
+		t.Fatal("a missing journal: no error")
+	}
+}
+
+// The unmutated kernel judged in shards gives the one run's verdicts: each
+// top-level test runs in exactly one shard, and the failing leaves of every
+// shard are merged. A fake suite binary stands in for verify/mamba2's.
+func TestBaselineInShards(t *testing.T) {
+	root := t.TempDir()
+	ran := filepath.Join(root, "ran.txt")
+	bin := filepath.Join(root, "suite.test")
+	script := `#!/bin/sh
+case "$*" in *-test.list*) printf 'TestA\nTestB\nTestC\nFuzzD\nBenchmarkE\nok\n'; exit 0;; esac
+run=""
+while [ $# -gt 0 ]; do case "$1" in -test.run) run=$2; shift;; esac; shift; done
+for t in TestA TestB TestC FuzzD; do
+	if [ -z "$run" ] || echo "$t" | grep -Eq "$run"; then
+		echo "$t" >> ` + ran + `
+		case $t in
+		TestB) echo "--- FAIL: TestB (0.00s)"; echo "    --- FAIL: TestB/x (0.00s)";;
+		FuzzD) echo "--- FAIL: FuzzD (0.00s)"; echo "    --- FAIL: FuzzD/seed#0 (0.00s)";;
+		*) echo "--- PASS: $t (0.00s)";;
+		esac
+	fi
+done
+echo FAIL
+`
+	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(root, "verify", "mamba2"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(root)
+	for _, shards := range []int{1, 3, 8} {
+		_ = os.Remove(ran)
+		b, err := judgeBaseline("mamba2", filepath.Join(root, "out"), bin, root, shards)
+		if err != nil {
+			t.Fatalf("%d shards: %v", shards, err)
+		}
+		if len(b.failed) != 2 || b.failed["TestB/x"] != "" || b.failed["FuzzD/seed#0"] != "" {
+			t.Fatalf("%d shards: baseline %v, want TestB/x and FuzzD/seed#0", shards, b.failed)
+		}
+		log, _ := os.ReadFile(ran)
+		if got := strings.Fields(string(log)); len(got) != 4 {
+			t.Fatalf("%d shards: the tests ran %v, want each of the four once", shards, got)
+		}
+	}
+	if got := dealTests([]string{"a", "b", "c"}, 8); len(got) != 3 {
+		t.Fatalf("three tests dealt among 8 shards: %d parts, want 3 (none empty)", len(got))
 	}
 }
