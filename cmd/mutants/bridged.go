@@ -513,7 +513,7 @@ func judgeBaseline(family, dir, bin, checkout string, shards int) (*baseline, er
 			}
 			cmd := exec.Command(bin, append([]string{"-test.v", "-test.timeout", "900s", "-report", rep}, sel...)...)
 			cmd.Dir = suiteDir
-			cmd.Env = append(os.Environ(), "SSMK_BRIDGE="+suiteOf(family)+"_upstream checkout="+abs+" commit=unmutated")
+			cmd.Env = append(os.Environ(), "SSMK_BRIDGE="+strings.TrimSpace(suiteOf(family)+"_upstream checkout="+abs+" commit=unmutated "+*adapterArgs))
 			log, _ := streamed(cmd, filepath.Join(mdir, name))
 			runs[k] = shard{log, filepath.Join(rep, "report.json")}
 		}()
@@ -587,7 +587,7 @@ func judgeBridged(family string, g Generated, dir, bin, checkout string, base *b
 			return r
 		}
 		orig, file = filepath.Join(checkout, g.File), filepath.Join(copyDir, g.File)
-		bridgeSpec = suiteOf(family) + "_upstream checkout=" + copyDir + " commit=mutant-" + fmt.Sprint(g.ID)
+		bridgeSpec = strings.TrimSpace(suiteOf(family) + "_upstream checkout=" + copyDir + " commit=mutant-" + fmt.Sprint(g.ID) + " " + *adapterArgs)
 	}
 	b, err := os.ReadFile(orig)
 	if err != nil {

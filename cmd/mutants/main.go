@@ -263,6 +263,7 @@ var (
 	suiteRunF      = flag.String("suite-run", "", "-bridged: the suite's -test.run selection for the unmutated kernel and each mutant (default: all of it; mamba2-backward: its backward tests)")
 	baselineF      = flag.String("baseline", "", "-bridged -checkout: the unmutated kernel's verdicts from an earlier run's journal (OUT/generated-FAMILY*.jsonl) instead of judging it again (a population judged in parts over several leases)")
 	baselineShards = flag.Int("baseline-shards", 1, "-bridged -checkout: judge the unmutated kernel in this many processes at once, the suite's top-level tests dealt out among them (a cold Triton cache compiled side by side)")
+	adapterArgs    = flag.String("adapter-args", "", "-bridged -checkout: more key=value arguments of the upstream adapter, the unmutated kernel's and every mutant's (pin=1: one configuration an autotuner key, docs/mutants.md)")
 	budgetF        = flag.Duration("budget", 0, "-bridged: start no mutant after this long (those left are recorded as not run), so that a population fits a lease")
 	genLine        = flag.String("generate-lines", "", "-generate (-bridged too): draw only from the mutations of source lines matching this regular expression (e.g. 'saved|starts|w\\.states|w\\.grads', the backward's saved states); -generate at least their number judges them all")
 	regrade        = flag.String("regrade", "", "grade the diagnoses of a generated.json again (after a change of the regions' tags) and print its summary")

@@ -8,7 +8,10 @@ checkout of state-spaces/mamba (nothing of theirs is copied):
   ssd_step    -> mamba_ssm/ops/triton/selective_state_update.py: selective_state_update
 
 Arguments: checkout=PATH (required: the folder holding mamba_ssm/), commit=SHA
-(else the checkout's git HEAD), device=cuda:N (default cuda:0).
+(else the checkout's git HEAD), device=cuda:N (default cuda:0), pin=1 (each
+autotuner benchmarks only the first configuration its pruning keeps;
+ssmbridge.upstream.pin_autotuners; default 0, autotuned; MAMBA_DETERMINISTIC=1
+makes upstream list one configuration itself).
 
 The modules are loaded by path under empty parent packages, so that
 mamba_ssm/__init__.py (which imports the compiled CUDA extension) never runs.
@@ -26,7 +29,7 @@ import os
 from ssmbridge import Unsupported, upstream
 from ssmbridge.arrays import from_torch, torch_dtype
 
-ARGS = {"checkout": "", "commit": "", "device": "cuda:0"}
+ARGS = {"checkout": "", "commit": "", "device": "cuda:0", "pin": "0"}
 MODS = {}
 
 
@@ -38,6 +41,7 @@ def open(args):
 
 def describe():
     d = {"kernel": "state-spaces/mamba Triton SSD + selective_state_update", "checkout": ARGS["checkout"], "commit": ARGS["commit"]}
+    d["autotuners"] = upstream.autotuning()
     d.update(upstream.describe(ARGS["device"]))
     return d
 

@@ -11,7 +11,9 @@ user's checkout of vllm-project/vllm (or a fork; nothing of theirs is copied):
                  state after each token to dst_state_batch_indices
 
 Arguments: checkout=PATH (required: the folder holding vllm/), commit=SHA
-(else the checkout's git HEAD), device=cuda:N (default cuda:0).
+(else the checkout's git HEAD), device=cuda:N (default cuda:0), pin=1 (each
+autotuner benchmarks only the first configuration its pruning keeps: the
+chunk scan lists 23; ssmbridge.upstream.pin_autotuners; default 0).
 
 The ops folder is loaded by path under empty parent packages; the package
 utilities its files import are stubbed (ssmbridge.engines.stub), so that
@@ -41,7 +43,7 @@ import os
 from ssmbridge import Unsupported, engines, upstream
 from ssmbridge.arrays import from_torch
 
-ARGS = {"checkout": "", "commit": "", "device": "cuda:0"}
+ARGS = {"checkout": "", "commit": "", "device": "cuda:0", "pin": "0"}
 MODS = {}
 OPS = "vllm/model_executor/layers/mamba/ops"
 NULL = {"id": 0}
@@ -69,6 +71,7 @@ def open(args):
 def describe():
     d = {"kernel": "vLLM Mamba-2 (mamba_chunk_scan_combined_varlen + selective_state_update)",
          "checkout": ARGS["checkout"], "commit": ARGS["commit"], "null_block_id": NULL["id"]}
+    d["autotuners"] = upstream.autotuning()
     d.update(upstream.describe(ARGS["device"]))
     return d
 

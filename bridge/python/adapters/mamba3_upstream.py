@@ -7,7 +7,10 @@ user's checkout of state-spaces/mamba (nothing of theirs is copied):
                  torch.autograd.backward with the suite's cotangents of y and
                  of the final states; the leaves' .grad are the gradients
 
-Arguments: checkout=PATH (required), commit=SHA, device=cuda:N.
+Arguments: checkout=PATH (required), commit=SHA, device=cuda:N, pin=1 (each
+autotuner benchmarks only the first configuration its pruning keeps:
+upstream's Mamba-3 kernels list 27 to 54, each compiled for every new key;
+ssmbridge.upstream.pin_autotuners; default 0, autotuned).
 
 What the adapter declares is the kernels' contract as their code states it:
 the combined wrapper casts Q, K, V, Trap, Angles and Z to bf16 itself
@@ -21,7 +24,7 @@ and the angle dimension even (the wrapper's asserts).
 from ssmbridge import Unsupported, upstream
 from ssmbridge.arrays import from_torch
 
-ARGS = {"checkout": "", "commit": "", "device": "cuda:0"}
+ARGS = {"checkout": "", "commit": "", "device": "cuda:0", "pin": "0"}
 MODS = {}
 
 
@@ -34,6 +37,7 @@ def open(args):
 
 def describe():
     d = {"kernel": "state-spaces/mamba Triton mamba3_siso_combined + mamba3_siso_step", "checkout": ARGS["checkout"], "commit": ARGS["commit"]}
+    d["autotuners"] = upstream.autotuning()
     d.update(upstream.describe(ARGS["device"]))
     return d
 

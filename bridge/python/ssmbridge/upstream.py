@@ -23,7 +23,49 @@ def open_checkout(adapter, args, given, folder, packages, modules):
     args["checkout"] = root
     mods = load(root, packages, modules)
     args["commit"] = commit(root, args["commit"])
+    if args.get("pin", "0") not in ("0", "1"):
+        raise SystemExit(f"{adapter}: pin={args['pin']!r}: want 0 (autotuned) or 1 (one configuration a key)")
+    if args.get("pin") == "1":
+        PINNED.extend(pin_autotuners(packages[0]))
     return mods
+
+
+# the kernels pin=1 pinned (pin_autotuners), for describe()
+PINNED = []
+
+
+def pin_autotuners(prefix, autotuner=None):
+    """Pins every autotuner of the modules under prefix to one
+    configuration: the first that its own pruning keeps for a call's
+    arguments (Triton's Autotuner.prune_configs, which every version calls
+    before it benchmarks), so that each new key compiles and times one
+    configuration rather than every one listed (Mamba-3's kernels list 27
+    to 54: a mutation run compiles each anew). The kernels' numbers are
+    then that configuration's, which an autotuned run need not choose;
+    the computation is the same. Returns the names pinned. autotuner is
+    the class to look for (Triton's, unless a test gives its own)."""
+    if autotuner is None:
+        from triton.runtime.autotuner import Autotuner as autotuner
+    pinned = set()
+    for mname in list(sys.modules):
+        if not (mname == prefix or mname.startswith(prefix + ".")):
+            continue
+        for name, obj in list(vars(sys.modules[mname]).items()):
+            if not isinstance(obj, autotuner) or len(obj.configs) < 2:
+                continue
+            if not getattr(obj, "_ssmverify_pinned", False):
+                prune = obj.prune_configs
+                obj.prune_configs = lambda kwargs, prune=prune: list(prune(kwargs))[:1]
+                obj._ssmverify_pinned = True
+            pinned.add(name)
+    return sorted(pinned)
+
+
+def autotuning():
+    """What describe() says of the autotuners."""
+    if PINNED:
+        return f"pinned (pin=1): the first configuration each pruning keeps, {len(PINNED)} kernels"
+    return "autotuned (each key benchmarks every configuration listed)"
 
 
 def load(root, packages, modules):
