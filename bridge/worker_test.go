@@ -3,6 +3,7 @@ package bridge
 import (
 	"errors"
 	"math"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -141,5 +142,29 @@ func TestSpecFromEnv(t *testing.T) {
 	t.Setenv("SSMK_BRIDGE_TIMEOUT", "-1")
 	if _, _, err := SpecFromEnv(); err == nil || !strings.Contains(err.Error(), "SSMK_BRIDGE_TIMEOUT") {
 		t.Errorf("a negative timeout: err = %v", err)
+	}
+}
+
+// TestWorkerProfile: SSMK_BRIDGE_PROFILE=DIR leaves the worker's cProfile
+// statistics in DIR when it exits, naming the adapter's operation.
+func TestWorkerProfile(t *testing.T) {
+	needPython(t)
+	dir := t.TempDir()
+	w, err := Start(Spec{Adapter: "numpy_ssd", Env: []string{"SSMK_BRIDGE_PROFILE=" + dir}, Timeout: 60 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := &SSD{W: w}
+	if _, err := k.Prefill(smallProblem()); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	files, _ := filepath.Glob(filepath.Join(dir, "worker-*.prof"))
+	if len(files) != 1 {
+		t.Fatalf("profiles %v, want one worker-PID.prof", files)
+	}
+	out, err := exec.Command(FindPython(), "-c", "import pstats, sys; pstats.Stats(sys.argv[1]).print_stats('ssd_prefill')", files[0]).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "ssd_prefill") {
+		t.Fatalf("the profile does not name ssd_prefill: %v\n%s", err, out)
 	}
 }

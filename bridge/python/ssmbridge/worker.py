@@ -11,6 +11,8 @@ messages on stdin/stdout (``protocol``) until "exit" or end of input:
             CUDA events (perf_counter around a synchronous call on the CPU)
   exit
 
+SSMK_BRIDGE_PROFILE=DIR profiles the worker (main).
+
 A failure answers {"error", "kind"}: unsupported, invalid, error (the adapter
 raised) or fault (the device reported an error: the CUDA context may be
 poisoned, so the worker answers and exits; the suite starts a fresh one).
@@ -71,6 +73,24 @@ def timed(adapter, op, arrays, params):
 
 
 def main(argv):
+    """Serves the suite; with SSMK_BRIDGE_PROFILE=DIR the whole of it runs
+    under cProfile, its statistics written to DIR/worker-PID.prof at exit
+    (python3 -m pstats reads them): where an adapter spends a call's time."""
+    where = os.environ.get("SSMK_BRIDGE_PROFILE", "")
+    if not where:
+        return serve(argv)
+    import cProfile
+    prof = cProfile.Profile()
+    prof.enable()
+    try:
+        return serve(argv)
+    finally:
+        prof.disable()
+        os.makedirs(where, exist_ok=True)
+        prof.dump_stats(os.path.join(where, f"worker-{os.getpid()}.prof"))
+
+
+def serve(argv):
     if len(argv) < 1:
         raise SystemExit("usage: python3 -m ssmbridge.worker ADAPTER [key=value ...]")
     proto_out = os.fdopen(os.dup(1), "wb")
