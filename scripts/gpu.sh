@@ -118,8 +118,11 @@
 #                                   runs in BASELINE_SHARDS processes, default 8,
 #                                   before the mutants; ADAPTER_ARGS, the adapter's
 #                                   own, e.g. pin=1: one configuration an
-#                                   autotuner key); the journal and summary in
-#                                   $OUT/generated
+#                                   autotuner key; SKIP_JUDGED, earlier parts'
+#                                   journals, leaves out what they judged); the
+#                                   journal and summary in $OUT/generated
+#                                   (cmd/mutants -regrade J1,J2,… grades parts
+#                                   as one)
 #   scripts/gpu.sh mutants [K,K,…]  there: the CUDA library's planted mutants
 #                                   (cmd/mutants -cuda: DeviceShared and
 #                                   CUDACatalogue), built in parallel through
@@ -690,7 +693,7 @@ generated() {
 	mkdir -p "$out/generated"
 	nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 	MAMBA_DETERMINISTIC=1 ./carry/mutants -bridged "$1" -checkout "$2" -generate "$3" -generate-from "${4:-0}" -seed "${SEED:-20261202}" \
-		-j "${MUTANT_JOBS:-4}" -budget "${BUDGET:-0}" -suite-bin "carry/$suite.test" -suite-run "${SUITE_RUN:-}" ${BASELINE:+-baseline "$BASELINE"} -baseline-shards "${BASELINE_SHARDS:-8}" -adapter-args "${ADAPTER_ARGS:-}" -out "$out/generated"
+		-j "${MUTANT_JOBS:-4}" -budget "${BUDGET:-0}" -suite-bin "carry/$suite.test" -suite-run "${SUITE_RUN:-}" ${BASELINE:+-baseline "$BASELINE"} -baseline-shards "${BASELINE_SHARDS:-8}" -adapter-args "${ADAPTER_ARGS:-}" -skip-judged "${SKIP_JUDGED:-}" -out "$out/generated"
 }
 
 # fuzz-bridged FAMILY CHECKOUT [TIME]: the bridged fuzz targets of verify/FAMILY

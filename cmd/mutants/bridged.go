@@ -303,6 +303,13 @@ func runBridgedGenerated(family string, from, n int, seed uint64, jobs int, suit
 		// population judged again, say after the suite has grown)
 		ms = slices.DeleteFunc(ms, func(g Generated) bool { return !selected(g.ID) })
 	}
+	if *skipJudged != "" {
+		done, err := judgedIn(strings.Split(*skipJudged, ","))
+		if err != nil {
+			return fmt.Errorf("-skip-judged: %w", err)
+		}
+		ms = slices.DeleteFunc(ms, func(g Generated) bool { return done[g.ID] })
+	}
 	fmt.Printf("generated: %d candidate mutations of%s; sampling %d with seed %d (from the seeded order's %d on); each judged by the suite verify/%s%s\n", len(cands), what, len(ms), seed, from, suiteOf(family), strings.Join(append([]string{""}, suiteRun(family)...), " "))
 	dir, _ := filepath.Abs(filepath.Join(*out, "generated-"+family))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -801,6 +808,7 @@ func regradeBridged(b []byte, path string) error {
 		if err := json.Unmarshal([]byte(lines[0]), &saved); err != nil {
 			return fmt.Errorf("%s: line 1: %w", path, err)
 		}
+		byID := map[int]bridgedResult{}
 		for i, l := range lines[1:] {
 			var r bridgedResult
 			if err := json.Unmarshal([]byte(l), &r); err != nil {
@@ -809,6 +817,12 @@ func regradeBridged(b []byte, path string) error {
 			if r.ID == 0 {
 				continue // the baseline's line
 			}
+			if old, ok := byID[r.ID]; ok && r.Outcome == NotRun && old.Outcome != NotRun {
+				continue // a later part that did not judge it again
+			}
+			byID[r.ID] = r // a later part's judgement over an earlier's
+		}
+		for _, r := range byID {
 			saved.Mutants = append(saved.Mutants, r)
 		}
 		sort.Slice(saved.Mutants, func(i, j int) bool { return saved.Mutants[i].ID < saved.Mutants[j].ID })
@@ -824,6 +838,49 @@ func regradeBridged(b []byte, path string) error {
 		}
 	}
 	return summarizeBridged(saved.Family, saved.Mutants, saved.Candidates, saved.Seed, path)
+}
+
+// regradeParts grades the journals of a population judged in parts (over
+// several leases, each its own .jsonl) as one: the first journal's header,
+// every part's results, a mutant judged in two parts by the later's. The
+// summary goes to the first journal's name with -parts.json.
+func regradeParts(paths []string) error {
+	var all []string
+	for k, path := range paths {
+		if !strings.HasSuffix(path, ".jsonl") {
+			return fmt.Errorf("-regrade %s: the parts of a population are its .jsonl journals", path)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+		if k > 0 {
+			lines = lines[1:] // each part's header: the first's is the population's
+		}
+		all = append(all, lines...)
+	}
+	merged := strings.TrimSuffix(paths[0], ".jsonl") + "-parts.jsonl"
+	return regradeBridged([]byte(strings.Join(all, "\n")), merged)
+}
+
+// judgedIn is the IDs the journals hold a judgement of (not "not run"):
+// -skip-judged leaves them out of a part judged after them.
+func judgedIn(paths []string) (map[int]bool, error) {
+	out := map[int]bool{}
+	for _, path := range paths {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, err
+		}
+		for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			var r bridgedResult
+			if json.Unmarshal([]byte(l), &r) == nil && r.ID != 0 && r.Outcome != "" && r.Outcome != NotRun {
+				out[r.ID] = true
+			}
+		}
+	}
+	return out, nil
 }
 
 // namedOf is bridgedDiagnoses' choice among counted tags.

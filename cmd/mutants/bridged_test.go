@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -210,5 +211,59 @@ echo FAIL
 	}
 	if got := dealTests([]string{"a", "b", "c"}, 8); len(got) != 3 {
 		t.Fatalf("three tests dealt among 8 shards: %d parts, want 3 (none empty)", len(got))
+	}
+}
+
+// A population judged in parts: a later part leaves out what an earlier
+// judged (-skip-judged), and the parts are graded as one (-regrade
+// J1,J2), a mutant judged in both by the later part, one a part did not
+// reach by the part that did.
+func TestPopulationInParts(t *testing.T) {
+	dir := t.TempDir()
+	p1, p2 := filepath.Join(dir, "generated-mamba2.jsonl"), filepath.Join(dir, "part2.jsonl")
+	head := `{"candidates":1095,"family":"mamba2","seed":20261202}`
+	write := func(path string, lines ...string) {
+		if err := os.WriteFile(path, []byte(strings.Join(append([]string{head}, lines...), "\n")+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(p1, `{"baseline_failing":{"TestX/y":""}}`,
+		`{"id":11,"file":"f.py","line":3,"outcome":"survived","seconds":40}`,
+		`{"id":12,"file":"f.py","line":4,"outcome":"not run","seconds":0}`,
+		`{"id":13,"file":"f.py","line":5,"outcome":"stillborn","seconds":20}`)
+	write(p2, `{"id":12,"file":"f.py","line":4,"outcome":"stillborn","seconds":21}`,
+		`{"id":13,"file":"f.py","line":5,"outcome":"survived","seconds":30}`,
+		`{"id":11,"file":"f.py","line":3,"outcome":"not run","seconds":0}`)
+	done, err := judgedIn([]string{p1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(done) != 2 || !done[11] || !done[13] || done[12] {
+		t.Fatalf("judged in part 1: %v, want 11 and 13 (12 was not run)", done)
+	}
+	if err := regradeParts([]string{p1, p2}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "generated-mamba2-parts.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var merged struct {
+		Mutants []bridgedResult `json:"mutants"`
+	}
+	if err := json.Unmarshal(b, &merged); err != nil {
+		t.Fatal(err)
+	}
+	want := map[int]Outcome{11: Survived, 12: Stillborn, 13: Survived}
+	if len(merged.Mutants) != 3 {
+		t.Fatalf("merged %d mutants, want 3", len(merged.Mutants))
+	}
+	for _, r := range merged.Mutants {
+		if r.Outcome != want[r.ID] {
+			t.Errorf("mutant %d: %s, want %s", r.ID, r.Outcome, want[r.ID])
+		}
+	}
+	if err := regradeParts([]string{p1, filepath.Join(dir, "x.json")}); err == nil {
+		t.Error("a part that is not a .jsonl journal: no error")
 	}
 }

@@ -374,6 +374,9 @@ func (r *generatedResult) grade() {
 // today's regionTags, and prints its summary (the judgement itself is not
 // run again).
 func regradeGenerated(path string) error {
+	if parts := strings.Split(path, ","); len(parts) > 1 {
+		return regradeParts(parts)
+	}
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return err
