@@ -93,6 +93,11 @@ func diagnoseSSDBackward(p *mamba2.Problem, ct *mamba2.Cotangent, out *mamba2.Ou
 					causes = append(causes, a.Name+" is exact at the first index and wrong past it ("+words+"): "+why)
 					continue
 				}
+				if rel, ok := relateWhereFailing(a, cands(a.Name), rs[a.Name], th); ok {
+					tags = append(tags, "bwd:"+a.Name+":"+rel.Tag+"@in("+tag+")")
+					causes = append(causes, a.Name+" "+rel.Cause+" where it is wrong, "+words+"; it is right elsewhere")
+					continue
+				}
 				tags = append(tags, "bwd:"+a.Name+":in("+tag+")")
 				causes = append(causes, a.Name+": no relation to the reference fits; it is wrong only "+words)
 				continue
@@ -113,6 +118,45 @@ func diagnoseSSDBackward(p *mamba2.Problem, ct *mamba2.Cotangent, out *mamba2.Ou
 		causes = append(causes, "the gradients are right")
 	}
 	return report.Finding{Tag: strings.Join(tags, "+"), Cause: strings.Join(causes, "; "), Where: strings.Join(where, "; ")}
+}
+
+// minConfined is the fewest failing elements a relation confined to them
+// is fitted on: fewer fit a constant by chance.
+const minConfined = 16
+
+// relateWhereFailing is Relate on the elements of a that fail alone, the
+// candidates' values there: a relation that holds where a gradient is
+// wrong, the rest of it right — a path cut, a factor or zero in one chunk,
+// one head, past one step (an index or a mask wrong for part of a grid).
+// None where fewer than minConfined elements fail, or all do.
+func relateWhereFailing(a judge.Array, cands []Candidate, ratios []float64, th float64) (Candidate, bool) {
+	var idx []int
+	for i, r := range ratios {
+		if !(r <= th) {
+			idx = append(idx, i)
+		}
+	}
+	if len(idx) < minConfined || len(idx) == len(a.Got) || len(ratios) != len(a.Got) {
+		return Candidate{}, false
+	}
+	pick := func(v []float64) []float64 {
+		out := make([]float64, len(idx))
+		for k, i := range idx {
+			out[k] = v[i]
+		}
+		return out
+	}
+	b := a
+	b.Got, b.Want, b.Scale, b.Tiny = pick(a.Got), pick(a.Want), pick(a.Scale), pick(a.Tiny)
+	b.Index = func(k int) []int { return a.Index(idx[k]) }
+	var cs []Candidate
+	for _, c := range cands {
+		if len(c.Want) == len(a.Want) {
+			c.Want = pick(c.Want)
+			cs = append(cs, c)
+		}
+	}
+	return Relate(b, cs, th)
 }
 
 // gradCandidates returns the structural relations of each gradient

@@ -139,6 +139,37 @@ func TestSSDBackwardRelations(t *testing.T) {
 			t.Errorf("dx wrong %s diagnosed [%s] %s, want %s", c.name, f.Tag, f, c.want)
 		}
 	}
+	// a relation that holds where the gradient is wrong, the rest right,
+	// is said with the place; noise there stays a place alone (above)
+	decayCut := mamba2.GradWithout(&q, ct, mamba2.PathDecay)
+	for _, c := range []struct {
+		name, want string
+		set        func(g *mamba2.Grads)
+	}{
+		{"dx zero in the second chunk", "bwd:dx:zero@in(chunks(1))", func(g *mamba2.Grads) {
+			for b := 0; b < p.Batch; b++ {
+				clear(g.X[(b*L+16)*H*P : (b*L+32)*H*P])
+			}
+		}},
+		{"dx doubled in the last head", "bwd:dx:factor(2)@in(last-head)", func(g *mamba2.Grads) {
+			for i := range g.X {
+				if i/P%H == H-1 {
+					g.X[i] *= 2
+				}
+			}
+		}},
+		{"ddt without the decay in the second chunk", "bwd:ddt:no-path:decay@in(chunks(1))", func(g *mamba2.Grads) {
+			for b := 0; b < p.Batch; b++ {
+				copy(g.Dt[(b*L+16)*H:(b*L+32)*H], decayCut.Dt[(b*L+16)*H:(b*L+32)*H])
+			}
+		}},
+	} {
+		g := clone()
+		c.set(g)
+		if f := SSDBackward(&q, ct, out, g, nil); f.Tag != c.want {
+			t.Errorf("%s diagnosed [%s] %s, want %s", c.name, f.Tag, f, c.want)
+		}
+	}
 	if f := SSDBackward(p, ct, out, clone(), nil); f.Tag != "" {
 		t.Errorf("the reference's own gradients diagnosed [%s]", f.Tag)
 	}
