@@ -31,7 +31,9 @@ import (
 // (factorOf: "bwd:dz:factor-of(z)", a factor's formula wrong). One no
 // relation explains is located where its failures are confined along the
 // layout's axes — the chunks, a chunk's steps, the heads or groups, the
-// rows: "bwd:dx:in(chunks(1 2),last-head)" (locateGradFailure) — and is
+// rows: "bwd:dx:in(chunks(1 2),last-head)" (locateGradFailure), with the
+// relation where one holds on the failing elements alone
+// ("bwd:dx:zero@in(chunks(1))", relateWhereFailing) — and is
 // "bwd:dx:none" where they reach every index. Failures exact at an axis'
 // first index and wrong at every later one are an offset scaled wrong
 // along it, a relation of their own: "bwd:dx:offset(heads)" (offsetOf).
