@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -217,6 +218,7 @@ type Worker struct {
 	hello    *Hello
 	Restarts int // workers started after the first
 	Crashes  int
+	calls    atomic.Int64 // Call's, for Calls
 }
 
 // tail keeps the last bytes a worker wrote to stderr (and, with echo,
@@ -366,6 +368,7 @@ func (w *Worker) roundTrip(op string, h header, arrays []Array) (*reply, error) 
 // Call runs an operation of the adapter (kind "call") or times it
 // ("time"). After a crash the worker is restarted first.
 func (w *Worker) Call(kind, op string, params map[string]any, arrays []Array) (*reply, error) {
+	w.calls.Add(1)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	select {
@@ -377,6 +380,9 @@ func (w *Worker) Call(kind, op string, params map[string]any, arrays []Array) (*
 	}
 	return w.roundTrip(op, header{Kind: kind, Op: op, Params: params}, arrays)
 }
+
+// Calls is how many calls and timings the worker has been asked for.
+func (w *Worker) Calls() int64 { return w.calls.Load() }
 
 // Close ends the worker.
 func (w *Worker) Close() error {

@@ -223,6 +223,11 @@ type TestVerdict struct {
 	// command that runs it again against the same library and seed.
 	Output    []string `json:"output,omitempty"`
 	Reproduce string   `json:"reproduce,omitempty"`
+	// KernelCalls is how many calls of the kernel under test a bridged
+	// suite's top-level test made (nil where not counted): a test that
+	// made none — the suite's own checks on the numpy path, its CanFail
+	// tests — gives every kernel the same verdict.
+	KernelCalls *int64 `json:"kernel_calls,omitempty"`
 }
 
 // UndecidedPart is what a test could not decide, and why.
@@ -392,6 +397,19 @@ func (r *Report) RecordTest(name string, o Outcome) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.Tests = append(r.Tests, TestVerdict{Name: name, Passed: o != Failed, Outcome: o})
+}
+
+// RecordKernelCalls records that test made n calls of the kernel under
+// test (its verdict, recorded when it ends, gets the count).
+func (r *Report) RecordKernelCalls(test string, n int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i := len(r.Tests) - 1; i >= 0; i-- {
+		if r.Tests[i].Name == test {
+			r.Tests[i].KernelCalls = &n
+			return
+		}
+	}
 }
 
 // Undecide records that test could not decide part of what it decides (the

@@ -350,8 +350,11 @@ func runBridgedGenerated(family string, from, n int, seed uint64, jobs int, suit
 			}
 			fmt.Printf("the unmutated kernel: %d subtests fail (%.0f s, %d shards); a mutant is killed by another, or by one of those diagnosed otherwise\n", len(base.failed), time.Since(t0).Seconds(), *baselineShards)
 		}
-		line, _ := json.Marshal(map[string]any{"baseline_failing": base.failed})
+		line, _ := json.Marshal(map[string]any{"baseline_failing": base.failed, "baseline_idle": base.idle})
 		fmt.Fprintf(journal, "%s\n", line)
+		if len(base.idle) > 0 {
+			fmt.Printf("left out of each mutant's run: %d tests that launched no kernel unmutated (%s)\n", len(base.idle), strings.Join(base.idle, ", "))
+		}
 	}
 	results := make([]bridgedResult, len(ms))
 	start := time.Now()
@@ -398,9 +401,10 @@ func loadBaseline(path string) (*baseline, error) {
 	for _, line := range strings.Split(string(b), "\n") {
 		var rec struct {
 			Failing map[string]string `json:"baseline_failing"`
+			Idle    []string          `json:"baseline_idle"`
 		}
 		if json.Unmarshal([]byte(line), &rec) == nil && rec.Failing != nil {
-			return &baseline{failed: rec.Failing}, nil
+			return &baseline{failed: rec.Failing, idle: rec.Idle}, nil
 		}
 	}
 	return nil, fmt.Errorf("no baseline_failing line: want the .jsonl journal of a run with -checkout")
@@ -414,6 +418,34 @@ func loadBaseline(path string) (*baseline, error) {
 // diagnosis changes, and only those subtests' diagnoses are its own.
 type baseline struct {
 	failed map[string]string // subtest → its diagnosis tag ("" without one)
+	// idle are the top-level tests that made no call of the kernel (the
+	// report's kernel_calls 0: the suite's own checks on the numpy path):
+	// a mutant's run leaves them out, since they give every kernel the
+	// verdict they gave the unmutated one
+	idle []string
+}
+
+// idleTests is the top-level tests a report counts no kernel call for.
+func idleTests(reportJSON string) []string {
+	rp, err := report.Load(reportJSON)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, v := range rp.Tests {
+		if v.KernelCalls != nil && *v.KernelCalls == 0 && !strings.Contains(v.Name, "/") {
+			out = append(out, v.Name)
+		}
+	}
+	return out
+}
+
+// skipArgs is the go test flag that leaves the idle tests out of a run.
+func (b *baseline) skipArgs() []string {
+	if b == nil || len(b.idle) == 0 {
+		return nil
+	}
+	return []string{"-test.skip", "^(" + strings.Join(b.idle, "|") + ")$"}
 }
 
 var subtestFail = regexp.MustCompile(`(?m)^\s*--- FAIL: (\S+)`)
@@ -526,14 +558,16 @@ func judgeBaseline(family, dir, bin, checkout string, shards int) (*baseline, er
 		}()
 	}
 	wg.Wait()
-	failed := map[string]string{}
+	b := &baseline{failed: map[string]string{}}
 	for k, run := range runs {
 		if !regexp.MustCompile(`(?m)^(ok|FAIL|PASS)\b`).Match(run.log) {
 			return nil, fmt.Errorf("the unmutated kernel's suite did not finish (shard %d of %d, in %s)", k+1, len(runs), mdir)
 		}
-		maps.Copy(failed, verdicts(run.log, run.rep))
+		maps.Copy(b.failed, verdicts(run.log, run.rep))
+		b.idle = append(b.idle, idleTests(run.rep)...)
 	}
-	return &baseline{failed: failed}, nil
+	sort.Strings(b.idle)
+	return b, nil
 }
 
 // listTests is the top-level tests and fuzz targets of the suite binary
@@ -613,7 +647,8 @@ func judgeBridged(family string, g Generated, dir, bin, checkout string, base *b
 		return r
 	}
 	rep := filepath.Join(mdir, "report")
-	cmd := exec.Command(bin, append([]string{"-test.v", "-test.timeout", "900s", "-report", rep}, suiteRun(family)...)...)
+	args := append([]string{"-test.v", "-test.timeout", "900s", "-report", rep}, suiteRun(family)...)
+	cmd := exec.Command(bin, append(args, base.skipArgs()...)...)
 	cmd.Dir = filepath.Join("verify", suiteOf(family))
 	if bridgeSpec == "" {
 		bridgeSpec = file

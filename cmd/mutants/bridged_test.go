@@ -136,7 +136,7 @@ func TestLoadBaseline(t *testing.T) {
 	dir := t.TempDir()
 	ok := filepath.Join(dir, "generated-mamba2.jsonl")
 	journal := `{"candidates":1095,"family":"mamba2","seed":20261202}
-{"baseline_failing":{"TestMamba2Prefill/fp32/x":"narrow:tf32","TestMamba2Boundaries/y":""}}
+{"baseline_failing":{"TestMamba2Prefill/fp32/x":"narrow:tf32","TestMamba2Boundaries/y":""},"baseline_idle":["TestMamba2ScaleMachinery"]}
 {"id":35,"outcome":"killed"}
 `
 	if err := os.WriteFile(ok, []byte(journal), 0o644); err != nil {
@@ -148,6 +148,9 @@ func TestLoadBaseline(t *testing.T) {
 	}
 	if len(b.failed) != 2 || b.failed["TestMamba2Prefill/fp32/x"] != "narrow:tf32" {
 		t.Fatalf("baseline %v, want the journal's two subtests", b.failed)
+	}
+	if len(b.idle) != 1 || b.idle[0] != "TestMamba2ScaleMachinery" {
+		t.Fatalf("idle %v, want the journal's one", b.idle)
 	}
 	own := b.against(map[string]string{"TestMamba2Prefill/fp32/x": "narrow:tf32", "TestMamba2Boundaries/y": "op:far:zero", "TestMamba2Step/z": ""})
 	if len(own) != 2 || own["TestMamba2Boundaries/y"] != "op:far:zero" {
@@ -174,11 +177,14 @@ func TestBaselineInShards(t *testing.T) {
 	bin := filepath.Join(root, "suite.test")
 	script := `#!/bin/sh
 case "$*" in *-test.list*) printf 'TestA\nTestB\nTestC\nFuzzD\nBenchmarkE\nok\n'; exit 0;; esac
-run=""
-while [ $# -gt 0 ]; do case "$1" in -test.run) run=$2; shift;; esac; shift; done
+run="" rep=""
+while [ $# -gt 0 ]; do case "$1" in -test.run) run=$2; shift;; -report) rep=$2; shift;; esac; shift; done
+tests=""
 for t in TestA TestB TestC FuzzD; do
 	if [ -z "$run" ] || echo "$t" | grep -Eq "$run"; then
 		echo "$t" >> ` + ran + `
+		calls=5; [ $t = TestA ] && calls=0
+		tests="$tests${tests:+,}{\"name\":\"$t\",\"passed\":true,\"outcome\":\"pass\",\"kernel_calls\":$calls}"
 		case $t in
 		TestB) echo "--- FAIL: TestB (0.00s)"; echo "    --- FAIL: TestB/x (0.00s)";;
 		FuzzD) echo "--- FAIL: FuzzD (0.00s)"; echo "    --- FAIL: FuzzD/seed#0 (0.00s)";;
@@ -186,6 +192,7 @@ for t in TestA TestB TestC FuzzD; do
 		esac
 	fi
 done
+mkdir -p "$rep" && echo "{\"schema\":\"ssmverify.report/v2\",\"tests\":[$tests]}" > "$rep/report.json"
 echo FAIL
 `
 	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
@@ -207,6 +214,10 @@ echo FAIL
 		log, _ := os.ReadFile(ran)
 		if got := strings.Fields(string(log)); len(got) != 4 {
 			t.Fatalf("%d shards: the tests ran %v, want each of the four once", shards, got)
+		}
+		// TestA made no kernel call: every mutant's run leaves it out
+		if got := strings.Join(b.skipArgs(), " "); got != "-test.skip ^(TestA)$" {
+			t.Errorf("%d shards: the mutants' skip %q, want TestA's", shards, got)
 		}
 	}
 	if got := dealTests([]string{"a", "b", "c"}, 8); len(got) != 3 {

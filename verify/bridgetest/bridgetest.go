@@ -12,6 +12,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"ssmverify/bridge"
@@ -33,6 +34,24 @@ type Suite struct {
 	// Configs returns what the autotuners chose last (the suite's kernel
 	// wrapper keeps it).
 	Configs func() map[string]any
+	// others are the workers Another started: with W, every worker of
+	// the kernel under test, whose calls a top-level test's count sums
+	mu     sync.Mutex
+	others []*bridge.Worker
+}
+
+// kernelCalls is the calls made of the kernel under test so far.
+func (s *Suite) kernelCalls() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var n int64
+	if s.W != nil {
+		n = s.W.Calls()
+	}
+	for _, w := range s.others {
+		n += w.Calls()
+	}
+	return n
 }
 
 // Main runs a bridged suite: pkg is its package path (for the reasons),
@@ -103,6 +122,9 @@ func (s *Suite) Another(t *testing.T) *bridge.Worker {
 	if err != nil {
 		t.Fatalf("starting another worker of %s: %v", s.Spec.Adapter, err)
 	}
+	s.mu.Lock()
+	s.others = append(s.others, w)
+	s.mu.Unlock()
 	t.Cleanup(func() { w.Close() })
 	return w
 }
@@ -129,8 +151,20 @@ func sameSpec(a, b bridge.Spec) bool {
 // only with its parent's, so a run cut inside a long test (its -timeout,
 // the device's lease) keeps the verdicts of the subtests that ended in
 // report.json (cmd/crosscopy reads them).
+//
+// A top-level test's verdict carries the calls of the kernel under test it
+// made (report.TestVerdict.KernelCalls): one that made none — a check of
+// the suite itself on the numpy path — judges every kernel alike, and a
+// mutation run leaves it out (cmd/mutants). Top-level tests run one after
+// another, so the count over a test's run is its own; a parallel one's
+// window takes in others' calls, which errs only toward counting some.
 func (s *Suite) Track(t *testing.T) {
+	top := !strings.Contains(t.Name(), "/")
+	before := s.kernelCalls()
 	t.Cleanup(func() {
+		if top {
+			defer s.Rep.RecordKernelCalls(t.Name(), s.kernelCalls()-before)
+		}
 		o := report.Passed
 		switch {
 		case t.Failed():
