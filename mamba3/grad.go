@@ -107,6 +107,12 @@ type node int32
 
 const noNode node = -1
 
+// reserve makes room for n nodes.
+func (t *tape) reserve(n int) {
+	t.val, t.mag, t.lab = make([]float64, 0, n), make([]float64, 0, n), make([]Path, 0, n)
+	t.args, t.d, t.md = make([][2]int32, 0, n), make([][2]float64, 0, n), make([][2]float64, 0, n)
+}
+
 func (t *tape) leaf(v float64) node { return t.push(v, math.Abs(v), noNode, 0, 0, noNode, 0, 0) }
 
 func (t *tape) push(v, mag float64, a node, da, mda float64, b node, db, mdb float64) node {
@@ -219,7 +225,12 @@ type recorded struct {
 // record evaluates the forward of p on a tape, seeded with ct.
 func record(p *Problem, ct *Cotangent) *recorded {
 	L, H, Hqk, N, P, A := p.Seqlen, p.Heads, p.HeadsQK, p.N, p.P, p.AngleDim
+	// the nodes a step of a head records, counted over shapes: about
+	// 8·N·P for the state's update and the output's sum, 8·N + 5·P + 33
+	// for the rest; reserved with a margin, since growing six slices node
+	// by node copies the tape over and over (a diagnosis records many)
 	t := &tape{}
+	t.reserve(p.Batch*L*H*(10*N*P+10*N+10*P+40) + len(p.Q) + len(p.K) + len(p.V) + len(p.Angles) + 4*len(p.DT))
 	leaves := func(v []float64) []node {
 		if v == nil {
 			return nil
