@@ -570,6 +570,8 @@ func judgeBaseline(family, dir, bin, checkout string, shards int) (*baseline, er
 	return b, nil
 }
 
+var testName = regexp.MustCompile(`^(Test|Fuzz|Example)\w*$`)
+
 // listTests is the top-level tests and fuzz targets of the suite binary
 // bin (its -test.list), run in dir.
 func listTests(bin, dir string) ([]string, error) {
@@ -581,7 +583,7 @@ func listTests(bin, dir string) ([]string, error) {
 	}
 	var names []string
 	for _, line := range strings.Fields(string(out)) {
-		if regexp.MustCompile(`^(Test|Fuzz|Example)\w*$`).MatchString(line) {
+		if testName.MatchString(line) {
 			names = append(names, line)
 		}
 	}
