@@ -75,7 +75,7 @@ var pyDef = regexp.MustCompile(`^def ([A-Za-z_]\w*)\(`)
 // _slip("NAME") as ARGS["slip"] != "NAME".
 var (
 	pySlipTest   = regexp.MustCompile(`\(?ARGS\["(slip|mode|layout)"\] (==|!=) "[^"]*"\)?|(not )?_slip\("[^"]*"\)`)
-	pySlipBranch = regexp.MustCompile(`^(\s*)(if|elif) .*ARGS\["(slip|mode|layout)"\] == "[^"]*"[^:]*:\s*$`)
+	pySlipBranch = regexp.MustCompile(`^(\s*)(if|elif) .*ARGS\["(slip|mode|layout)"\] == "[^"]*"[^:]*:\s*(#.*)?$`)
 	pySlipCall   = regexp.MustCompile(`(not )?_slip\(("[^"]*")\)`)
 )
 

@@ -278,3 +278,39 @@ func TestPopulationInParts(t *testing.T) {
 		t.Error("a part that is not a .jsonl journal: no error")
 	}
 }
+
+// A planted slip's branch is left out of the population whole, a comment
+// after its colon included: its lines run only with the slip planted, so
+// a mutation there is equivalent (numpy_mamba3's past-size branch was
+// sampled once as mutant 139, 2026-12-04).
+func TestPySlipBranchSkipped(t *testing.T) {
+	dir := t.TempDir()
+	src := `def _common(y, step):
+    y = y + 1
+    if ARGS["slip"] == "past-size":  # the outputs from 512 on corrupted
+        if step:
+            y[512:] += 1
+    elif ARGS["mode"] == "sequential":
+        y = y * 2
+    return y - 1
+`
+	if err := os.WriteFile(filepath.Join(dir, "a.py"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cands, err := pyCandidates(dir, pySource{file: "a.py", funcs: []string{"_common"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := map[int]bool{}
+	for _, g := range cands {
+		lines[g.Line] = true
+	}
+	for _, n := range []int{3, 4, 5, 6, 7} {
+		if lines[n] {
+			t.Errorf("line %d, inside a planted slip's or mode's branch, is mutated", n)
+		}
+	}
+	if !lines[2] || !lines[8] {
+		t.Errorf("the lines outside the branches are not mutated (lines %v)", lines)
+	}
+}
