@@ -226,10 +226,16 @@ func (op *operator) measure(pr opProbe) error {
 	}
 	// every call's entries, counted first: a long probe holds millions,
 	// and growing the slice call by call copies them over and over
-	perColumn := L + len(pr.seqs)*N
-	want := B*H*L*perColumn + pr.initRows*H*N*perColumn
+	// (each column of a head's channel gives L outputs and N of each
+	// sequence's final state in every row: L columns of x, N of the
+	// initial states, P of the previous input)
+	perColumn := B * H * (L + len(pr.seqs)*N)
+	want := L * perColumn
+	if pr.initRows > 0 {
+		want += N * perColumn
+	}
 	if pr.prevLen > 0 {
-		want += pr.prevLen * perColumn
+		want += P * perColumn
 	}
 	op.entries = slices.Grow(op.entries[:0], want)
 	const (
