@@ -846,18 +846,8 @@ func regradeBridged(b []byte, path string) error {
 			return fmt.Errorf("%s: line 1: %w", path, err)
 		}
 		byID := map[int]bridgedResult{}
-		for i, l := range lines[1:] {
-			var r bridgedResult
-			if err := json.Unmarshal([]byte(l), &r); err != nil {
-				return fmt.Errorf("%s: line %d: %w", path, i+2, err)
-			}
-			if r.ID == 0 {
-				continue // the baseline's line
-			}
-			if old, ok := byID[r.ID]; ok && r.Outcome == NotRun && old.Outcome != NotRun {
-				continue // a later part that did not judge it again
-			}
-			byID[r.ID] = r // a later part's judgement over an earlier's
+		if err := journalResults(byID, lines[1:], path); err != nil {
+			return err
 		}
 		for _, r := range byID {
 			saved.Mutants = append(saved.Mutants, r)
@@ -901,20 +891,44 @@ func regradeParts(paths []string) error {
 	return regradeBridged([]byte(strings.Join(all, "\n")), merged)
 }
 
+// journalResults adds the result lines of a journal (after its header;
+// the baseline's line, of no ID, left out) to byID: a mutant a later line
+// judged again by that line, one a later part did not reach by the part
+// that judged it.
+func journalResults(byID map[int]bridgedResult, lines []string, path string) error {
+	for i, l := range lines {
+		var r bridgedResult
+		if err := json.Unmarshal([]byte(l), &r); err != nil {
+			return fmt.Errorf("%s: line %d: %w", path, i+2, err)
+		}
+		if r.ID == 0 {
+			continue // the baseline's line
+		}
+		if old, ok := byID[r.ID]; ok && r.Outcome == NotRun && old.Outcome != NotRun {
+			continue // a later part that did not judge it again
+		}
+		byID[r.ID] = r // a later part's judgement over an earlier's
+	}
+	return nil
+}
+
 // judgedIn is the IDs the journals hold a judgement of (not "not run"):
 // -skip-judged leaves them out of a part judged after them.
 func judgedIn(paths []string) (map[int]bool, error) {
-	out := map[int]bool{}
+	byID := map[int]bridgedResult{}
 	for _, path := range paths {
 		b, err := os.ReadFile(path)
 		if err != nil {
 			return nil, err
 		}
-		for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-			var r bridgedResult
-			if json.Unmarshal([]byte(l), &r) == nil && r.ID != 0 && r.Outcome != "" && r.Outcome != NotRun {
-				out[r.ID] = true
-			}
+		if err := journalResults(byID, strings.Split(strings.TrimSpace(string(b)), "\n")[1:], path); err != nil {
+			return nil, err
+		}
+	}
+	out := map[int]bool{}
+	for id, r := range byID {
+		if r.Outcome != "" && r.Outcome != NotRun {
+			out[id] = true
 		}
 	}
 	return out, nil
