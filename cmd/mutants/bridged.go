@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -350,7 +351,7 @@ func runBridgedGenerated(family string, from, n int, seed uint64, jobs int, suit
 			}
 			fmt.Printf("the unmutated kernel: %d subtests fail (%.0f s, %d shards); a mutant is killed by another, or by one of those diagnosed otherwise\n", len(base.failed), time.Since(t0).Seconds(), *baselineShards)
 		}
-		line, _ := json.Marshal(map[string]any{"baseline_failing": base.failed, "baseline_idle": base.idle})
+		line, _ := json.Marshal(map[string]any{"baseline_failing": base.failed, "baseline_idle": base.idle, "baseline_refusals": base.refusals})
 		fmt.Fprintf(journal, "%s\n", line)
 		if len(base.idle) > 0 {
 			fmt.Printf("left out of each mutant's run: %d tests that launched no kernel unmutated (%s)\n", len(base.idle), strings.Join(base.idle, ", "))
@@ -400,11 +401,12 @@ func loadBaseline(path string) (*baseline, error) {
 	}
 	for _, line := range strings.Split(string(b), "\n") {
 		var rec struct {
-			Failing map[string]string `json:"baseline_failing"`
-			Idle    []string          `json:"baseline_idle"`
+			Failing  map[string]string `json:"baseline_failing"`
+			Idle     []string          `json:"baseline_idle"`
+			Refusals []string          `json:"baseline_refusals"`
 		}
 		if json.Unmarshal([]byte(line), &rec) == nil && rec.Failing != nil {
-			return &baseline{failed: rec.Failing, idle: rec.Idle}, nil
+			return &baseline{failed: rec.Failing, idle: rec.Idle, refusals: rec.Refusals}, nil
 		}
 	}
 	return nil, fmt.Errorf("no baseline_failing line: want the .jsonl journal of a run with -checkout")
@@ -423,6 +425,9 @@ type baseline struct {
 	// a mutant's run leaves them out, since they give every kernel the
 	// verdict they gave the unmutated one
 	idle []string
+	// refusals is the compile errors the unmutated kernel raises
+	// (tritonRefusals), which make no mutant stillborn
+	refusals []string
 }
 
 // idleTests is the top-level tests a report counts no kernel call for.
@@ -565,8 +570,14 @@ func judgeBaseline(family, dir, bin, checkout string, shards int) (*baseline, er
 		}
 		maps.Copy(b.failed, verdicts(run.log, run.rep))
 		b.idle = append(b.idle, idleTests(run.rep)...)
+		for sig := range tritonRefusals(run.log) {
+			if !slices.Contains(b.refusals, sig) {
+				b.refusals = append(b.refusals, sig)
+			}
+		}
 	}
 	sort.Strings(b.idle)
+	sort.Strings(b.refusals)
 	return b, nil
 }
 
@@ -657,17 +668,31 @@ func judgeBridged(family string, g Generated, dir, bin, checkout string, base *b
 	}
 	cmd.Env = append(os.Environ(), "SSMK_BRIDGE="+bridgeSpec, "OMP_NUM_THREADS=1", "OPENBLAS_NUM_THREADS=1", "MKL_NUM_THREADS=1")
 	log, err := streamed(cmd, filepath.Join(mdir, "suite.log"))
-	if checkout != "" && tritonRefused.Match(log) {
+	if checkout != "" {
+		_ = os.RemoveAll(filepath.Join(mdir, "checkout"))
+	}
+	r = gradeRun(family, g, log, err != nil, filepath.Join(rep, "report.json"), checkout != "", base)
+	r.Seconds = time.Since(t0).Seconds()
+	return r
+}
+
+// gradeRun judges one mutant's finished suite run: its log, whether the
+// suite exited with an error, its report.json, and the unmutated kernel's
+// verdicts (base; nil where none was judged). Against a checkout, a
+// Triton compile error the unmutated kernel does not raise makes the
+// mutant stillborn (base.refusedBy).
+func gradeRun(family string, g Generated, log []byte, exitErr bool, reportJSON string, triton bool, base *baseline) bridgedResult {
+	r := bridgedResult{Generated: g}
+	if triton && base.refusedBy(log) {
 		// Triton did not compile the kernel: not a program, as a file
 		// Python cannot parse is not
-		r.Outcome, r.Seconds = Stillborn, time.Since(t0).Seconds()
-		_ = os.RemoveAll(filepath.Join(mdir, "checkout"))
+		r.Outcome = Stillborn
 		return r
 	}
 	failed := map[string]bool{}
 	var own map[string]string // the subtests that are the mutant's (nil: all)
 	if base != nil {
-		own = base.against(verdicts(log, filepath.Join(rep, "report.json")))
+		own = base.against(verdicts(log, reportJSON))
 		for t := range own {
 			failed[strings.SplitN(t, "/", 2)[0]] = true
 		}
@@ -680,22 +705,62 @@ func judgeBridged(family string, g Generated, dir, bin, checkout string, base *b
 		r.KilledBy = append(r.KilledBy, t)
 	}
 	sort.Strings(r.KilledBy)
+	var err error
+	if exitErr {
+		err = errors.New("the suite failed")
+	}
 	if base != nil && len(failed) == 0 && err != nil && regexp.MustCompile(`(?m)^FAIL\b`).Match(log) {
 		err = nil // failing only where the unmutated kernel fails, as it does
 	}
-	r.Outcome, r.Seconds = classify(r.KilledBy, err, log), time.Since(t0).Seconds()
-	if checkout != "" {
-		_ = os.RemoveAll(filepath.Join(mdir, "checkout"))
-	}
+	r.Outcome = classify(r.KilledBy, err, log)
 	if r.Outcome == Killed {
-		r.Tags, r.Tag = bridgedDiagnoses(filepath.Join(rep, "report.json"), own)
+		var failedBefore map[string]string
+		if base != nil {
+			failedBefore = base.failed
+		}
+		r.Tags, r.Tag = bridgedDiagnoses(reportJSON, own, failedBefore)
 		r.grade(family)
 	}
 	return r
 }
 
-// tritonRefused is what a kernel that does not compile raises.
-var tritonRefused = regexp.MustCompile(`CompilationError|triton\.compiler\.errors|at \d+:\d+:\n`)
+// tritonRefused is what a kernel that does not compile raises: Triton's
+// CompilationError names the place in the kernel's source ("at 142:16:"),
+// shows the lines above it with a caret under the place, then the error.
+var tritonRefused = regexp.MustCompile(`(?:CompilationError|triton\.compiler\.errors\.\w+):? at (\d+:\d+):\n((?:[^\n]*\n){0,40}?)[ \t]*\^[ \t]*\n[ \t]*([^\n]*)`)
+
+// tritonRefusals is the compile errors a suite's log holds, each as
+// "at LINE:COL: ERROR" (the kernel's line and column, the error's own
+// line): one signature for every case that raises the same error at the
+// same place. A mutant replaces one line, so the unmutated kernel's
+// errors keep their places in a mutant's copy.
+func tritonRefusals(log []byte) map[string]bool {
+	out := map[string]bool{}
+	for _, m := range tritonRefused.FindAllSubmatch(log, -1) {
+		out["at "+string(m[1])+": "+strings.TrimSpace(string(m[3]))] = true
+	}
+	if len(out) == 0 && bareRefusal.Match(log) {
+		out["a compile error without its place"] = true
+	}
+	return out
+}
+
+// bareRefusal is a compile error printed without the caret excerpt.
+var bareRefusal = regexp.MustCompile(`CompilationError|triton\.compiler\.errors`)
+
+// refusedBy reports whether log holds a Triton compile error that the
+// unmutated kernel does not raise (any, without a baseline): upstream's
+// kernels refuse some of the suite's shapes unmutated (a head dimension
+// of the rotation that rounds to an empty range), and a mutant whose run
+// meets those errors too is a program for every other case.
+func (b *baseline) refusedBy(log []byte) bool {
+	for sig := range tritonRefusals(log) {
+		if b == nil || !slices.Contains(b.refusals, sig) {
+			return true
+		}
+	}
+	return false
+}
 
 // bridgedDiagnoses counts a report's diagnosis tags and returns the most
 // frequent that names a cause (a run whose decode steps say "none" and
@@ -703,8 +768,10 @@ var tritonRefused = regexp.MustCompile(`CompilationError|triton\.compiler\.error
 // problems and computes wrong numbers on others is diagnosed by its
 // numbers), else the most frequent.
 //
-// With own (a baseline's), only the diagnoses of those subtests count.
-func bridgedDiagnoses(path string, own map[string]string) (map[string]int, string) {
+// With own (a baseline's), only the diagnoses of those subtests count,
+// each without the finding the unmutated kernel's diagnosis of the same
+// subtest (base) already led with (beyondBaseline).
+func bridgedDiagnoses(path string, own, base map[string]string) (map[string]int, string) {
 	rp, err := report.Load(path)
 	if err != nil {
 		return nil, ""
@@ -714,12 +781,29 @@ func bridgedDiagnoses(path string, own map[string]string) (map[string]int, strin
 		ds = nil
 		for _, d := range rp.Diagnoses {
 			if _, ok := own[d.Test]; ok {
+				d.Tag = beyondBaseline(d.Tag, base[d.Test])
 				ds = append(ds, d)
 			}
 		}
 	}
 	counts, best := mostFrequent(ds, func(d report.Diagnosis) string { return d.Tag })
 	return counts, namedOf(counts, best)
+}
+
+// beyondBaseline is a mutant's diagnosis of a subtest without the part the
+// unmutated kernel's diagnosis of it (was) already led with: a backward
+// judged past the forward's own finding ("fwd:m3:angle-stored-bf16+bwd:dK:
+// none", the unmutated kernel's "fwd:m3:angle-stored-bf16") is the
+// mutant's "bwd:dK:none", so that a property the kernel has without the
+// mutant is never graded as the mutant's cause. Only a backward's parts
+// are cut from the forward's finding so: "+" also joins an operator
+// diagnosis' regions ("op:in-chunk+next-chunk:…"), which stay whole, as
+// does a tag that does not extend was.
+func beyondBaseline(tag, was string) string {
+	if rest, ok := strings.CutPrefix(tag, was+"+"); ok && was != "" && strings.HasPrefix(rest, "bwd:") {
+		return rest
+	}
+	return tag
 }
 
 // namesCause reports whether a diagnosis tag names a cause.
@@ -1001,3 +1085,99 @@ func summarizeBridged(family string, rs []bridgedResult, candidates int, seed ui
 	fmt.Printf("matrix in %s\n", path)
 	return nil
 }
+
+// regradeRuns judges again, from what they left, the runs whose -out
+// folders are dirs (each a population's part: its generated-FAMILY.jsonl
+// journal, and for each mutant it judged generated-FAMILY/gID/suite.log
+// and report/report.json): the same suite output graded by the runner's
+// present rules (gradeRun), the device's time not spent again. A part
+// whose journal records no refusals of the unmutated kernel (a run before
+// they were recorded) takes them from its own baseline/ logs, else from
+// baseLogs (a folder of an earlier part's baseline/suite*.log: the same
+// checkout and suite). Each part's regraded journal is written beside
+// its own (-regraded.jsonl) and the parts are summarized as one
+// (regradeParts).
+func regradeRuns(dirs []string, baseLogs string) error {
+	var parts []string
+	for _, dir := range dirs {
+		js, _ := filepath.Glob(filepath.Join(dir, "generated-*.jsonl"))
+		js = slices.DeleteFunc(js, func(p string) bool {
+			return strings.HasSuffix(p, "-regraded.jsonl") || strings.HasSuffix(p, "-parts.jsonl")
+		})
+		if len(js) != 1 {
+			return fmt.Errorf("-regrade-runs %s: want one generated-FAMILY.jsonl journal there, found %d", dir, len(js))
+		}
+		b, err := os.ReadFile(js[0])
+		if err != nil {
+			return err
+		}
+		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+		var head struct {
+			Family string `json:"family"`
+		}
+		if err := json.Unmarshal([]byte(lines[0]), &head); err != nil || head.Family == "" {
+			return fmt.Errorf("%s: line 1: want the journal's header (its family)", js[0])
+		}
+		base, err := loadBaseline(js[0])
+		if err != nil {
+			return fmt.Errorf("%s: %w (a run against a checkout)", js[0], err)
+		}
+		runs := filepath.Join(dir, strings.TrimSuffix(filepath.Base(js[0]), ".jsonl"))
+		if len(base.refusals) == 0 {
+			logs, _ := filepath.Glob(filepath.Join(runs, "baseline", "suite*.log"))
+			if len(logs) == 0 && baseLogs != "" {
+				logs, _ = filepath.Glob(filepath.Join(baseLogs, "suite*.log"))
+			}
+			if len(logs) == 0 {
+				return fmt.Errorf("%s: no refusals of the unmutated kernel recorded, and no baseline/suite*.log under %s (-baseline-logs DIR names an earlier part's)", js[0], runs)
+			}
+			for _, l := range logs {
+				lb, err := os.ReadFile(l)
+				if err != nil {
+					return err
+				}
+				for sig := range tritonRefusals(lb) {
+					if !slices.Contains(base.refusals, sig) {
+						base.refusals = append(base.refusals, sig)
+					}
+				}
+			}
+			sort.Strings(base.refusals)
+		}
+		out := []string{lines[0]}
+		bl, _ := json.Marshal(map[string]any{"baseline_failing": base.failed, "baseline_idle": base.idle, "baseline_refusals": base.refusals})
+		out = append(out, string(bl))
+		changed := 0
+		for i, l := range lines[1:] {
+			var r bridgedResult
+			if err := json.Unmarshal([]byte(l), &r); err != nil {
+				return fmt.Errorf("%s: line %d: %w", js[0], i+2, err)
+			}
+			if r.ID == 0 {
+				continue // the baseline's line, written anew above
+			}
+			mdir := filepath.Join(runs, fmt.Sprintf("g%d", r.ID))
+			if log, err := os.ReadFile(filepath.Join(mdir, "suite.log")); err == nil && r.Outcome != NotRun {
+				n := gradeRun(head.Family, r.Generated, log, !suitePassed.Match(log), filepath.Join(mdir, "report", "report.json"), true, base)
+				n.Seconds = r.Seconds
+				if n.Outcome != r.Outcome || n.Tag != r.Tag {
+					changed++
+					fmt.Printf("[%4d] %-22s %s:%d %s -> %s %s\n", r.ID, r.Op, filepath.Base(r.File), r.Line, r.Outcome, n.Outcome, n.Tag)
+				}
+				r = n
+			}
+			nl, _ := json.Marshal(r)
+			out = append(out, string(nl))
+		}
+		path := strings.TrimSuffix(js[0], ".jsonl") + "-regraded.jsonl"
+		if err := os.WriteFile(path, []byte(strings.Join(out, "\n")+"\n"), 0o644); err != nil {
+			return err
+		}
+		fmt.Printf("%s: %d of %d judged anew differ; %s\n", js[0], changed, len(out)-2, path)
+		parts = append(parts, path)
+	}
+	return regradeParts(parts)
+}
+
+// suitePassed is the last line of a test binary's run that passed.
+var suitePassed = regexp.MustCompile(`(?m)^PASS$`)

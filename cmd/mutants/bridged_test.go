@@ -2,10 +2,15 @@ package main
 
 import (
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"ssmverify/report"
+	"ssmverify/ssm"
 )
 
 // TestPyCandidates: the adapter's mutations are of its algorithm: none
@@ -312,5 +317,167 @@ func TestPySlipBranchSkipped(t *testing.T) {
 	}
 	if !lines[2] || !lines[8] {
 		t.Errorf("the lines outside the branches are not mutated (lines %v)", lines)
+	}
+}
+
+// Triton's compile errors as a suite's log shows them (upstream e9594ce's
+// angle kernel refusing a head dimension without pairs to rotate, and a
+// mutant's pointer divided by a stride), each error's place and message
+// the signature the unmutated kernel's are matched by.
+const (
+	refusalOfTheKernel = `    forward_test.go:161: mamba3_fwd: bridge: mamba3_fwd: error: CompilationError: at 50:16:
+                seq_offset = 0
+        
+            dim_range = tl.arange(0, BLOCK_D)
+                        ^
+        arange's end argument must be greater than the start argument
+`
+	refusalOfTheMutant = `    prefill_test.go:88: ssd_prefill: bridge: ssd_prefill: error: CompilationError: at 17:4:
+            pid_h = tl.program_id(axis=2)
+            x_ptr += pid_b / stride_x_batch + pid_c * chunk_size * stride_x_seqlen + pid_h * stride_x_head
+            ^
+        IncompatibleTypeErrorImpl('invalid operands of type pointer<fp32> and triton.language.float32')
+`
+)
+
+func TestTritonRefusals(t *testing.T) {
+	for _, c := range []struct {
+		name, log string
+		want      []string
+	}{
+		{"the kernel's", "=== RUN   TestMamba3Forward\n" + refusalOfTheKernel + "--- FAIL: TestMamba3Forward\n",
+			[]string{"at 50:16: arange's end argument must be greater than the start argument"}},
+		{"twice, one signature", refusalOfTheKernel + refusalOfTheKernel,
+			[]string{"at 50:16: arange's end argument must be greater than the start argument"}},
+		{"two", refusalOfTheKernel + refusalOfTheMutant, []string{
+			"at 17:4: IncompatibleTypeErrorImpl('invalid operands of type pointer<fp32> and triton.language.float32')",
+			"at 50:16: arange's end argument must be greater than the start argument"}},
+		{"without its place", "error: triton.compiler.errors.CompileTimeAssertionFailure\n", []string{"a compile error without its place"}},
+		{"none", "--- FAIL: TestMamba2Prefill\n    ratio 3.2 at y[4]\n", nil},
+	} {
+		got := slices.Sorted(maps.Keys(tritonRefusals([]byte(c.log))))
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%s: refusals %q, want %q", c.name, got, c.want)
+		}
+	}
+}
+
+// A mutant is stillborn by a compile error the unmutated kernel does not
+// raise, never by one it does (upstream's Mamba-3 kernels refuse some of the
+// suite's shapes unmutated: a mutant that meets the same refusals and
+// computes wrong numbers elsewhere is killed, not stillborn), and a mutant's
+// diagnosis is graded without the finding the unmutated kernel's diagnosis
+// of the same subtest led with.
+func TestGradeRunAgainstBaseline(t *testing.T) {
+	dir := t.TempDir()
+	rep := filepath.Join(dir, "report.json")
+	r := report.New(report.LibraryInfo{})
+	r.AddKernelDiagnosis("TestMamba3Forward/bf16/no_rotation", "mamba3_fwd", ssm.BF16, ssm.BF16,
+		report.Finding{Tag: "raises", Cause: "the kernel raised"})
+	r.AddKernelDiagnosis("TestMamba3Backward/bf16/plain", "mamba3_bwd", ssm.BF16, ssm.BF16,
+		report.Finding{Tag: "fwd:m3:angle-stored-bf16+bwd:dK:none", Cause: "dK wrong, no relation"})
+	r.AddKernelDiagnosis("TestMamba3Boundaries/bf16/starts-at-last", "mamba3_fwd", ssm.BF16, ssm.BF16,
+		report.Finding{Tag: "op:state-in-chunk:passed-state-decayed-twice", Cause: "the passed state decayed twice"})
+	if err := r.Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	base := &baseline{
+		failed:   map[string]string{"TestMamba3Forward/bf16/no_rotation": "raises", "TestMamba3Backward/bf16/plain": "fwd:m3:angle-stored-bf16"},
+		refusals: slices.Sorted(maps.Keys(tritonRefusals([]byte(refusalOfTheKernel)))),
+	}
+	g := Generated{ID: 201, File: "mamba_ssm/ops/triton/mamba3/mamba3_siso_fwd.py", Line: 220, Op: "plus-to-minus", Func: "mamba3_siso_fwd_kernel"}
+	killed := "=== RUN   TestMamba3Forward/bf16/no_rotation\n" + refusalOfTheKernel +
+		"    --- FAIL: TestMamba3Forward/bf16/no_rotation (0.04s)\n" +
+		"    --- FAIL: TestMamba3Backward/bf16/plain (9.75s)\n" +
+		"    --- FAIL: TestMamba3Boundaries/bf16/starts-at-last (0.34s)\nFAIL\n"
+	got := gradeRun("mamba3", g, []byte(killed), true, rep, true, base)
+	if got.Outcome != Killed || !slices.Equal(got.KilledBy, []string{"TestMamba3Backward", "TestMamba3Boundaries"}) {
+		t.Fatalf("a mutant meeting the kernel's own refusal: %s by %v, want killed by the two tests it changed", got.Outcome, got.KilledBy)
+	}
+	if _, ok := got.Tags["fwd:m3:angle-stored-bf16+bwd:dK:none"]; ok || got.Tags["bwd:dK:none"] != 1 {
+		t.Fatalf("tags %v: want the backward's own part, without the unmutated kernel's forward finding", got.Tags)
+	}
+	if got.Tag != "op:state-in-chunk:passed-state-decayed-twice" {
+		t.Fatalf("diagnosis %q, want the one that names a cause", got.Tag)
+	}
+	if s := gradeRun("mamba3", g, []byte(killed+refusalOfTheMutant), true, rep, true, base); s.Outcome != Stillborn {
+		t.Fatalf("a compile error of the mutant's own: %s, want stillborn", s.Outcome)
+	}
+	if s := gradeRun("mamba3", g, []byte(killed), true, rep, true, nil); s.Outcome != Stillborn {
+		t.Fatalf("any compile error without a baseline: %s, want stillborn", s.Outcome)
+	}
+	if s := gradeRun("mamba3", g, []byte(killed), true, rep, false, base); s.Outcome == Stillborn {
+		t.Fatal("the numpy path (no Triton): stillborn by a compile error's text")
+	}
+	for _, c := range []struct{ tag, was, want string }{
+		{"fwd:narrow:tf32+bwd:dB:offset(steps)", "fwd:narrow:tf32", "bwd:dB:offset(steps)"},
+		{"fwd:narrow:tf32", "", "fwd:narrow:tf32"},
+		{"op:in-chunk+next-chunk:decay", "op:in-chunk", "op:in-chunk+next-chunk:decay"},
+		{"narrow:tf32+dt:no-limit", "narrow:tf32+dt", "narrow:tf32+dt:no-limit"},
+	} {
+		if got := beyondBaseline(c.tag, c.was); got != c.want {
+			t.Errorf("beyondBaseline(%q, %q) = %q, want %q", c.tag, c.was, got, c.want)
+		}
+	}
+}
+
+// A part judged before the unmutated kernel's refusals were recorded is
+// graded again from the logs it left: its baseline's refusals read from
+// its baseline/ logs (or -baseline-logs), the mutant once stillborn by the
+// kernel's own refusal then killed.
+func TestRegradeRuns(t *testing.T) {
+	dir := t.TempDir()
+	runs := filepath.Join(dir, "generated-mamba3")
+	g := Generated{ID: 201, File: "mamba_ssm/ops/triton/mamba3/mamba3_siso_fwd.py", Line: 220, Op: "plus-to-minus", Func: "mamba3_siso_fwd_kernel"}
+	old, _ := json.Marshal(bridgedResult{Generated: g, Outcome: Stillborn, Seconds: 68})
+	journal := `{"candidates":696,"family":"mamba3","seed":20261202}
+{"baseline_failing":{"TestMamba3Forward/bf16/no_rotation":"raises"},"baseline_idle":[]}
+` + string(old) + "\n"
+	r := report.New(report.LibraryInfo{})
+	r.AddKernelDiagnosis("TestMamba3Forward/bf16/no_rotation", "mamba3_fwd", ssm.BF16, ssm.BF16, report.Finding{Tag: "raises"})
+	r.AddKernelDiagnosis("TestMamba3Boundaries/bf16/starts-at-last", "mamba3_fwd", ssm.BF16, ssm.BF16,
+		report.Finding{Tag: "op:state-in-chunk:passed-state-decayed-twice"})
+	log := refusalOfTheKernel + "    --- FAIL: TestMamba3Forward/bf16/no_rotation (0.04s)\n    --- FAIL: TestMamba3Boundaries/bf16/starts-at-last (0.34s)\nFAIL\n"
+	for path, text := range map[string]string{
+		filepath.Join(dir, "generated-mamba3.jsonl"): journal,
+		filepath.Join(runs, "g201", "suite.log"):     log,
+	} {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := r.Write(filepath.Join(runs, "g201", "report")); err != nil {
+		t.Fatal(err)
+	}
+	if err := regradeRuns([]string{dir}, ""); err == nil || !strings.Contains(err.Error(), "-baseline-logs") {
+		t.Fatalf("no refusals recorded and no baseline logs: error %v, want one naming -baseline-logs", err)
+	}
+	base := filepath.Join(dir, "earlier-baseline")
+	if err := os.MkdirAll(base, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(base, "suite-2.log"), []byte(refusalOfTheKernel), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := regradeRuns([]string{dir}, base); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "generated-mamba3-regraded.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	var got bridgedResult
+	if len(lines) != 3 || json.Unmarshal([]byte(lines[2]), &got) != nil {
+		t.Fatalf("regraded journal:\n%s\nwant its header, the baseline and the one mutant", b)
+	}
+	if got.Outcome != Killed || got.Tag != "op:state-in-chunk:passed-state-decayed-twice" || got.Seconds != 68 {
+		t.Fatalf("regraded %+v: want killed, diagnosed by its own finding, its time kept", got)
+	}
+	if !strings.Contains(lines[1], `"baseline_refusals":["at 50:16:`) {
+		t.Fatalf("the regraded journal's baseline %s: want the refusals it was graded against", lines[1])
 	}
 }

@@ -267,6 +267,8 @@ var (
 	skipJudged     = flag.String("skip-judged", "", "-bridged: comma-separated .jsonl journals of earlier parts: the sample's mutants they judged are left out (a population judged over several leases; -regrade J1,J2,… grades the parts as one)")
 	budgetF        = flag.Duration("budget", 0, "-bridged: start no mutant after this long (those left are recorded as not run), so that a population fits a lease")
 	genLine        = flag.String("generate-lines", "", "-generate (-bridged too): draw only from the mutations of source lines matching this regular expression (e.g. 'saved|starts|w\\.states|w\\.grads', the backward's saved states); -generate at least their number judges them all")
+	regradeRunsF   = flag.String("regrade-runs", "", "-bridged: comma-separated -out folders of earlier runs (the parts of one population): each mutant graded again from its suite.log and report.json by the present rules, the parts summarized as one")
+	baselineLogs   = flag.String("baseline-logs", "", "-regrade-runs: a folder of an earlier part's baseline/suite*.log, for a part that read its baseline from a journal recording no compile errors")
 	regrade        = flag.String("regrade", "", "grade the diagnoses of a generated.json again (after a change of the regions' tags) and print its summary; comma-separated .jsonl journals: the parts of one population, graded as one")
 	buildOnly      = flag.Bool("build-only", false, "-cuda: build the unmutated library and the mutants (through the object cache) and stop: that every patch still compiles, checked with nvcc before a GPU's time is spent (make mutants-cuda-build)")
 	tree           = flag.Int("tree", 0, "write the sources of mutant K, a copy of kernels/ (and the ABI header) with its patch applied, into the folder given as the argument, and exit (the Makefile's mutant builds)")
@@ -285,6 +287,12 @@ func main() {
 	}
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		fatal(err)
+	}
+	if *regradeRunsF != "" {
+		if err := regradeRuns(strings.Split(*regradeRunsF, ","), *baselineLogs); err != nil {
+			fatal(err)
+		}
+		return
 	}
 	if *regrade != "" {
 		if err := regradeGenerated(*regrade); err != nil {
