@@ -31,9 +31,20 @@ const (
 	// "prefill_tokens" k; the copy prefills each row's first k tokens and
 	// decodes every later token with one decode step of all rows at once,
 	// its state kept as the copy keeps it between calls. It returns "y"
-	// (b, l, h, p): the prefill's for tokens below k, the steps' after.
+	// (b, l, h, p): the prefill's for tokens below k, the steps' after;
+	// and, optionally, "final_states" (b, h, p, n), the state after the
+	// last token (FeatureStepLoop's adapters return it).
 	OpDecodeChain = "ssd_decode_chain"
 )
+
+// FeatureStepLoop, declared for OpDecodeChain, is the adapter's word that
+// the chain's decode is its OpStep kernel launched once a token, all rows
+// at once, the state kept on the device between launches as an engine
+// keeps its pool (and returned as "final_states" after the last token):
+// the suite may then chain thousands of steps in one call
+// (TestMamba2DecodeDrift) rather than one round trip a token, whose
+// latency, not the kernel, bounds a chain on a shared GPU.
+const FeatureStepLoop = "step_loop"
 
 // FeatureBitwisePrefill, declared for OpDecodeChain, is the copy's claim
 // that the chain's y equals its own one-pass prefill of the whole rows
@@ -280,7 +291,9 @@ func (k *SSD) SupportsDecodeChain(p *mamba2.Problem) string { return k.SupportsO
 
 // DecodeChain runs OpDecodeChain: p's rows prefilled through their first
 // tokens tokens, decoded step by step after; the outputs' y is the whole
-// rows'. p must have no packed sequences and 1 ≤ tokens < p.Seqlen.
+// rows', FinalStates the state after the last token where the adapter
+// returns it (nil where not). p must have no packed sequences and
+// 1 ≤ tokens < p.Seqlen.
 func (k *SSD) DecodeChain(p *mamba2.Problem, tokens int) (*mamba2.Output, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -301,7 +314,14 @@ func (k *SSD) DecodeChain(p *mamba2.Problem, tokens int) (*mamba2.Output, error)
 	if err != nil {
 		return nil, err
 	}
-	return &mamba2.Output{Y: got["y"]}, nil
+	out := &mamba2.Output{Y: got["y"]}
+	if fs, ok := got["final_states"]; ok {
+		if len(fs) != p.StateLen() {
+			return nil, fmt.Errorf("bridge: %s returned final_states of %d elements, want %d", OpDecodeChain, len(fs), p.StateLen())
+		}
+		out.FinalStates = fs
+	}
+	return out, nil
 }
 
 // Backward runs the kernel's prefill and its backward on p (rounded to its

@@ -6,6 +6,8 @@ checkout of state-spaces/mamba (nothing of theirs is copied):
                  Triton backward kernels of ssd_chunk_state, ssd_state_passing,
                  ssd_chunk_scan and ssd_combined)
   ssd_step    -> mamba_ssm/ops/triton/selective_state_update.py: selective_state_update
+  ssd_decode_chain -> the prefill of a request's first tokens, then selective_state_update once a token on
+                 the state kept on the device, as the Mamba-2 layer serves it (step_loop: upstream.decode_chain)
 
 Arguments: checkout=PATH (required: the folder holding mamba_ssm/), commit=SHA
 (else the checkout's git HEAD), device=cuda:N (default cuda:0), pin=1 (each
@@ -60,6 +62,8 @@ def capabilities():
                                  "cu_seqlens"] + det},
         "ssd_step": {"dtypes": dts, "state_dtypes": ["same", "f32"],
                      "features": ["D", "z", "dt_bias", "softplus", "state_batch_indices"]},
+        "ssd_decode_chain": {"dtypes": dts, "state_dtypes": ["same", "f32"], "algorithm": "chunked", "chunk_sizes": [],
+                             "features": ["D", "z", "dt_bias", "softplus", "initial_states", "step_loop"]},
     }
 
 
@@ -142,6 +146,15 @@ def ssd_step(arrays, params):
     return upstream.step(_t, arrays, params, MODS["ssu"].selective_state_update)
 
 
+def ssd_decode_chain(arrays, params):
+    """The first prefill_tokens tokens through mamba_chunk_scan_combined, every later one through
+    selective_state_update on the state it left (upstream.decode_chain)."""
+    def prefill(head):
+        y, final = _prefill_call(head, params)[0]()[:2]
+        return y, final
+    return upstream.decode_chain(_t, arrays, params, prefill, MODS["ssu"].selective_state_update)
+
+
 def prepare(op, arrays, params):
     if op == "ssd_prefill":
         return _prefill_call(arrays, params)[0]
@@ -149,4 +162,6 @@ def prepare(op, arrays, params):
         return _step_call(arrays, params)[0]
     if op == "ssd_bwd":
         return lambda: ssd_bwd(arrays, params)
+    if op == "ssd_decode_chain":
+        return lambda: ssd_decode_chain(arrays, params)
     raise Unsupported(op)

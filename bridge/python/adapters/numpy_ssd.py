@@ -90,7 +90,7 @@ def capabilities():
                      "features": ["D", "z", "dt_bias", "softplus", "dt_limit", "state_batch_indices"]},
         "ssd_steps": {"dtypes": dts, "state_dtypes": ["same", "f32"], "features": ["D", "z", "dt_bias", "softplus"]},
         "ssd_decode_chain": {"dtypes": dts, "state_dtypes": ["same", "f32"], "algorithm": ARGS["mode"], "chunk_sizes": [],
-                             "features": ["D", "z", "dt_bias", "softplus", "dt_limit", "initial_states"] +
+                             "features": ["D", "z", "dt_bias", "softplus", "dt_limit", "initial_states", "step_loop"] +
                              (["bitwise_prefill"] if ARGS["claim"] == "bitwise_prefill" else [])},
     }
 
@@ -483,7 +483,8 @@ def ssd_steps(arrays, params):
 
 def ssd_decode_chain(arrays, params):
     """A request as an engine serves it: each row's first prefill_tokens tokens prefilled (ssd_prefill), every
-    later token one ssd_step of all rows from the state the last call left. The slip chain-no-tail starts the
+    later token one ssd_step of all rows from the state the last call left (step_loop: the state after the last
+    token is returned as final_states). The slip chain-no-tail starts the
     decode from the state at the last chunk boundary before prefill_tokens, the tokens after it never replayed,
     as a replaying decode whose seed lost the unfinished chunk would."""
     k, Q = int(params["prefill_tokens"]), int(params["chunk_size"])
@@ -510,7 +511,7 @@ def ssd_decode_chain(arrays, params):
         out = ssd_step(step, {"dt_softplus": params.get("dt_softplus", False), "dt_limit": params.get("dt_limit", [0.0, None])})
         stag, state = out["state"]
         ys.append(to_float(*out["y"])[:, None])
-    return {"y": (tag, from_float(tag, np.concatenate(ys, axis=1)))}
+    return {"y": (tag, from_float(tag, np.concatenate(ys, axis=1))), "final_states": (stag, state)}
 
 
 def prepare(op, arrays, params):

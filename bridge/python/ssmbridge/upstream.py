@@ -226,3 +226,37 @@ def step(tensor, arrays, params, update):
     call, state = step_call(tensor, arrays, params, update)
     y = call()
     return {"y": from_torch(y), "state": from_torch(state)}
+
+
+def decode_chain(tensor, arrays, params, prefill, update):
+    """ssd_decode_chain as upstream's layer serves a request (step_loop): each row's first prefill_tokens tokens
+    through prefill (given the arrays cut to them, it returns the y (b, k, h, p) and final-state tensors), then
+    every later token one update (selective_state_update) of all rows, called as step_call calls it, on the state
+    kept on the device between launches, which updates it in place. The arrays move to the device once and no
+    launch waits for another: a chain of thousands of tokens is one call of the suite, not one round trip a token.
+    Returns y (b, l, h, p) and final_states, the state after the last token."""
+    import torch
+    from einops import repeat
+    from . import Unsupported
+    from .arrays import from_torch
+    k, L = int(params["prefill_tokens"]), arrays["x"][1].shape[1]
+    if not 1 <= k < L:
+        raise Unsupported(f"prefill_tokens {k}: want 1 <= k < {L}")
+    if params.get("dt_limit", [0.0, None]) != [0.0, None]:
+        raise Unsupported("selective_state_update takes no dt_limit")
+    seq = ("x", "dt", "B", "C", "z")
+    y0, state = prefill({n: (t, v[:, :k] if n in seq else v) for n, (t, v) in arrays.items()})
+    # each token's inputs contiguous, as a layer's step receives them
+    x, dt, B, C = (tensor(arrays, n).transpose(0, 1).contiguous() for n in ("x", "dt", "B", "C"))
+    z = tensor(arrays, "z", False)
+    z = None if z is None else z.transpose(0, 1).contiguous()
+    A, D, bias = tensor(arrays, "A"), tensor(arrays, "D", False), tensor(arrays, "dt_bias", False)
+    P, N = x.shape[-1], B.shape[-1]
+    A, _, bias, D = tied_views(P, N, A, dt[0], bias, D)
+    state = state.contiguous()
+    ys = [y0]
+    for t in range(k, L):
+        y = update(state, x[t], repeat(dt[t], "... h -> ... h p", p=P), A, B[t], C[t], D=D,
+                   z=None if z is None else z[t], dt_bias=bias, dt_softplus=bool(params.get("dt_softplus")))
+        ys.append(y.unsqueeze(1))
+    return {"y": from_torch(torch.cat(ys, 1)), "final_states": from_torch(state)}
