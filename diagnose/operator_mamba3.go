@@ -73,6 +73,12 @@ const (
 	angleNoDt
 	angleDtTwice
 	angleOverDt
+	// the angle carried into each chunk negated: the chunked kernel's
+	// running angle, φ_c + the chunk's increments, stored as its negation
+	// at the chunk's end (a rotation is 2π-periodic, so its wrap mod 2π
+	// changes nothing); within a chunk the angles' differences stay, the
+	// rotation across chunks and of the initial state do not
+	angleCarryNegated
 	numM3Angles
 )
 
@@ -180,6 +186,17 @@ func newMamba3Operator(q *mamba3.Problem, amp float64) *operator {
 						w = d[t] * d[t]
 					case angleOverDt:
 						w = 1 / d[t]
+					case angleCarryNegated:
+						w = d[t]
+						// chunks count from the sequence's start, as
+						// the angle kernel's do
+						if c := q.Arithmetic.Chunk; c > 0 && t > 0 && f.seqStart[t] != t && (t-f.seqStart[t])%c == 0 {
+							neg := make([]float64, len(prev))
+							for i, a := range prev {
+								neg[i] = -a
+							}
+							prev = neg
+						}
 					}
 					alt[v][t] = make([]float64, A)
 					for i := range alt[v][t] {
@@ -635,6 +652,7 @@ func (f *m3Family) relations() []opRelation {
 		knob("angle-no-dt", "accumulates the angle's increments without Δ (φ_t = Σ tanh(θ_s)·π)", m3Knob{angleQ: angleNoDt, angleK: angleNoDt}, kindAll),
 		knob("angle-dt-twice", "accumulates the angle's increments with Δ twice (tanh(θ)·π·Δ²)", m3Knob{angleQ: angleDtTwice, angleK: angleDtTwice}, kindAll),
 		knob("angle-over-dt", "accumulates the angle's increments divided by Δ where they are multiplied (tanh(θ)·π/Δ)", m3Knob{angleQ: angleOverDt, angleK: angleOverDt}, kindAll),
+		knob("angle-carry-negated", "carries the accumulated angle into each chunk negated (the running angle's sign flipped at a chunk's end: −(φ mod 2π))", m3Knob{angleQ: angleCarryNegated, angleK: angleCarryNegated}, kindAll),
 		knob("prev-key-next-angle", "rotates the previous input's key by the next step's angle, not its own", m3Knob{prevKeyNx: true}, xs),
 		knob("q-bias-negated", "adds the query's bias negated (Q − q_bias for Q + q_bias)", m3Knob{qk: &m3QK{qBias: -1, kBias: 1}}, kindXY|kindInitY),
 		knob("no-q-bias", "leaves the query's bias out", m3Knob{qk: &m3QK{qBias: 0, kBias: 1}}, kindXY|kindInitY),

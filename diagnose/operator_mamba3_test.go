@@ -2,6 +2,7 @@ package diagnose
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -185,6 +186,44 @@ func TestAngleWrapAlike(t *testing.T) {
 	f, ok := op.diagnose(judge.Threshold(p.DType))
 	if !ok || !strings.Contains(f.Tag, ":angle-wrap(") || !strings.Contains(f.Cause, "which wrap this problem's angles") {
 		t.Fatalf("diagnosed [%s] %s, want angle-wrap with the periods that fit alike", f.Tag, f.Cause)
+	}
+	t.Logf("[%s] %s", f.Tag, f.Cause)
+}
+
+// TestMamba3OperatorAngleCarried: a chunked kernel that stores its
+// running angle negated at each chunk's end (generated mutant 685 of
+// upstream's angle_dt.py, 2026-12-04: `state = -(state - 2π·floor(state /
+// 2π))`), written here as the reference run chunk by chunk with each
+// chunk's final angle state negated for the next, not through the
+// operator's knob, is named by that relation where the operator differs:
+// across chunks and from the initial state, not within a chunk.
+func TestMamba3OperatorAngleCarried(t *testing.T) {
+	p := mamba3.Generate(mamba3.Options{Batch: 1, Seqlen: 64, HeadsQK: 1, Heads: 2, N: 8, P: 3, AngleDim: 2, D: true, Z: true, State: true}, 7)
+	p.DType, p.Arithmetic = ssm.F64, mamba3.Arithmetic{Chunk: 16, U: 0x1p-53}
+	carried := func(q *mamba3.Problem) ([]float64, *mamba3.State, error) {
+		C := q.Arithmetic.Chunk
+		st, y := q.State, []float64{}
+		for c := 0; c < q.Seqlen; c += C {
+			part := q.Slice(c, min(c+C, q.Seqlen))
+			part.State = st
+			yc, next := mamba3.Forward(part)
+			y = append(y, yc...)
+			next.Angle = slices.Clone(next.Angle)
+			for i := range next.Angle {
+				next.Angle[i] = -next.Angle[i]
+			}
+			st = next
+		}
+		return y, st, nil
+	}
+	op, err := measureMamba3Operator(p, carried)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, ok := op.diagnose(judge.Threshold(p.DType))
+	regions := strings.Split(strings.TrimSuffix(strings.TrimPrefix(f.Tag, "op:"), ":angle-carry-negated"), "+")
+	if !ok || !strings.HasSuffix(f.Tag, ":angle-carry-negated") || !slices.Contains(regions, "next-chunk") || slices.Contains(regions, "in-chunk") {
+		t.Fatalf("diagnosed [%s] %s (where %s), want the angle carried negated, across chunks and not within one", f.Tag, f.Cause, f.Where)
 	}
 	t.Logf("[%s] %s", f.Tag, f.Cause)
 }
