@@ -40,3 +40,37 @@ print("pinned")
 		t.Fatalf("pin_autotuners: %v\n%s", err, out)
 	}
 }
+
+// TestConfigs: configs reports the last configuration each autotuner
+// under the prefix chose, found again when a module is loaded after the
+// first call (stand-in classes, as TestPinAutotuners).
+func TestConfigs(t *testing.T) {
+	needPython(t)
+	script := `
+import sys, types
+sys.path.insert(0, "python")
+from ssmbridge.upstream import configs
+class Autotuner:
+    def __init__(self):
+        self.cache = {}
+kern = types.ModuleType("pkg.kern")
+kern.a, kern.idle, kern.n = Autotuner(), Autotuner(), 5
+other = types.ModuleType("pkgother")
+other.c = Autotuner()
+other.c.cache[(1,)] = "BLOCK: 8"
+sys.modules.update({"pkg": types.ModuleType("pkg"), "pkg.kern": kern, "pkgother": other})
+assert configs("pkg.", Autotuner) == {}, configs("pkg.", Autotuner)
+kern.a.cache[(1,)], kern.a.cache[(2,)] = "BLOCK: 16", "BLOCK: 32"
+assert configs("pkg.", Autotuner) == {"a": "BLOCK: 32"}, configs("pkg.", Autotuner)
+late = types.ModuleType("pkg.late")
+late.b = Autotuner()
+late.b.cache[(3,)] = "BLOCK: 64"
+sys.modules["pkg.late"] = late
+assert configs("pkg.", Autotuner) == {"a": "BLOCK: 32", "b": "BLOCK: 64"}, "a module loaded later not searched"
+print("configs")
+`
+	out, err := exec.Command(FindPython(), "-c", script).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "configs") {
+		t.Fatalf("configs: %v\n%s", err, out)
+	}
+}
