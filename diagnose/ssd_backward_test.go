@@ -270,3 +270,34 @@ func TestFactorOfNeedsAFunction(t *testing.T) {
 		}
 	}
 }
+
+// TestSSDBackwardChunkDecay: dx whose term through the state at its
+// chunk's end lacks the decay from the step to that end (upstream's
+// generated backward mutant 1469, 2026-12-03: dA_cumsum's chunk end
+// negated in _chunk_scan_chunk_state_bwd_dx_kernel, which the clamp
+// min(·, 0) makes e^0 = 1) is named by that relation, and dx without
+// that term at all (a chunk state masked off) by the path cut; the rows,
+// heads and chunks of a chunked problem with D, z and an initial state.
+func TestSSDBackwardChunkDecay(t *testing.T) {
+	o := mamba2.Options{Batch: 2, Seqlen: 40, Heads: 4, Headdim: 4, Groups: 2, Dstate: 8, D: true, Z: true, DtBias: true, Softplus: true,
+		InitialStates: true, Chunk: 16, DType: ssm.F32, StateDType: ssm.F32}
+	p := mamba2.Generate(o, 92).Rounded()
+	ct := mamba2.GenerateCotangent(p, 93, true)
+	ct.SeqStates = nil
+	out, _ := mamba2.Prefill(p)
+	g := mamba2.Grad(p, ct)
+	g.X = mamba2.GradLacking(p, ct, mamba2.FactorChunkDecay).X
+	f := SSDBackward(p, ct, out, g, nil)
+	if f.Tag != "bwd:dx:lacks(chunk-decay)" {
+		t.Fatalf("diagnosis [%s] %s, want bwd:dx:lacks(chunk-decay) alone", f.Tag, f)
+	}
+	g.X = mamba2.GradWithout(p, ct, mamba2.PathChunkState).X
+	if f := SSDBackward(p, ct, out, g, nil); f.Tag != "bwd:dx:no-path:chunk-state" {
+		t.Fatalf("dx without the chunk's state path: [%s] %s, want bwd:dx:no-path:chunk-state", f.Tag, f)
+	}
+	q := *p
+	q.Chunk = 0 // no chunks: no such relation to state
+	if f := SSDBackward(&q, ct, out, mamba2.Grad(&q, ct), nil); f.Tag != "" {
+		t.Fatalf("a right backward without chunks: [%s] %s", f.Tag, f)
+	}
+}

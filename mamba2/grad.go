@@ -83,6 +83,13 @@ const (
 	PathSeq
 	// PathOutput is y's cotangent (every term from it).
 	PathOutput
+	// PathChunkState is the cotangent of the state at each chunk's end
+	// (from the chunks after it, or the final and sequence states') taken
+	// into the chunk's steps, as a chunked backward reads it: cut, each
+	// chunk's gradients are its own outputs' alone (the cotangent carried
+	// on is exact). Cut where the row packs sequences, it is a masked
+	// chunk state (a sequence index read wrong).
+	PathChunkState
 	numPaths
 )
 
@@ -95,6 +102,7 @@ var pathNames = [numPaths][2]string{
 	{"final", "the final states' cotangent"},
 	{"seq", "the sequences' states' cotangents"},
 	{"output", "y's cotangent"},
+	{"chunk-state", "the cotangent of the state at each chunk's end taken into the chunk"},
 }
 
 // Tag is the path's short name ("decay"), String its description.
@@ -137,6 +145,15 @@ const (
 	FactorFirstDecay
 	// FactorCarryDecay is a_{t+1} in the carried cotangent a_{t+1}·ĥ_{t+1}.
 	FactorCarryDecay
+	// FactorChunkDecay is the decay from a step to its chunk's end,
+	// e^{cum_end − cum_t} = a_{t+1}⋯a_end, on the chunk's state path: a
+	// chunked backward takes the cotangent of the state at each chunk's
+	// end (from the chunks after it, or the final states') into the
+	// chunk's steps through that decay; without it, each step of the
+	// chunk takes that cotangent undecayed (what the carried part of ĥ_t
+	// would be were a = 1 within the chunk). The cotangent carried on is
+	// exact: only the gradients read the undecayed part.
+	FactorChunkDecay
 	numFactors
 )
 
@@ -145,6 +162,7 @@ var factorNames = [numFactors][2]string{
 	{"σ", "the softplus' derivative σ(dt + bias)"},
 	{"a₀", "the first step's decay a₀ (the initial state's cotangent undecayed)"},
 	{"a", "the decay a in the cotangent carried back a step (ĥ carried undecayed)"},
+	{"chunk-decay", "the decay from a step to its chunk's end on the chunk's state path (the state's cotangent at the chunk's end taken into its steps undecayed)"},
 }
 
 // Tag is the factor's symbol, String its description.
@@ -230,6 +248,12 @@ func adjoint(p *Problem, ct *Cotangent, v variant) *Grads {
 	dIn, dDec := make([]float64, L), make([]float64, L)    // ∂J/∂Δ_t through the input, ∂J/∂(Δ_t·A)
 	hs := make([]float64, (L+1)*N)                         // the states of one channel: hs[t+1] after step t
 	hh := make([]float64, N)
+	// FactorChunkDecay and PathChunkState: the part of ĥ that came from
+	// beyond the step's chunk, decayed as ĥ is (hbd) and as it was at the
+	// chunk's end (hbdEnd)
+	chunkDecayless := v.lacks(FactorChunkDecay) && p.Chunk > 0
+	chunkCut := v.cuts(PathChunkState) && p.Chunk > 0
+	hbd, hbdEnd := make([]float64, N), make([]float64, N)
 	for b := 0; b < p.Batch; b++ {
 		for h := 0; h < H; h++ {
 			grp := Group(h, H, G)
@@ -317,15 +341,28 @@ func adjoint(p *Problem, ct *Cotangent, v variant) *Grads {
 							g.X[i] += dy * d
 						}
 						a := math.Exp(delta[t] * p.A[h])
+						if (chunkDecayless || chunkCut) && (t == last || (t+1)%p.Chunk == 0) {
+							// the chunk's last step: what ĥ holds yet came from beyond the chunk
+							copy(hbdEnd, hh)
+							copy(hbd, hh)
+						}
 						var da, din float64
 						for n := 0; n < N; n++ {
 							bn, cn := v.abs(p.B[bt+n]), v.abs(p.C[bt+n])
 							g.C[bt+n] += dy * hs[(t+1)*N+n]
 							hh[n] += dy * cn
-							da += hh[n] * hs[t*N+n]
-							din += hh[n] * bn * x
-							g.B[bt+n] += hh[n] * delta[t] * x
-							g.X[i] += hh[n] * delta[t] * bn
+							used := hh[n] // ĥ as the gradients read it
+							switch {
+							case chunkDecayless:
+								used += hbdEnd[n] - hbd[n]
+							case chunkCut:
+								used -= hbd[n]
+							}
+							hbd[n] *= a
+							da += used * hs[t*N+n]
+							din += used * bn * x
+							g.B[bt+n] += used * delta[t] * x
+							g.X[i] += used * delta[t] * bn
 							switch {
 							case v.cuts(PathCarry):
 								hh[n] = 0 // each step's cotangent its own

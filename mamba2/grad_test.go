@@ -178,10 +178,11 @@ func TestMagnitudeAdjointBoundsTheGradient(t *testing.T) {
 
 // TestEveryPathCarriesGradient: cutting each path of the chain rule, or
 // leaving out each factor, changes some gradient of a problem with every
-// option on — none is dead, so each can be a diagnosis' candidate.
+// option on (chunks of 4, for the chunk's state path) — none is dead, so
+// each can be a diagnosis' candidate.
 func TestEveryPathCarriesGradient(t *testing.T) {
 	p := Generate(Options{Batch: 1, Seqlen: 12, Heads: 2, Headdim: 2, Groups: 1, Dstate: 3, D: true, Z: true, DtBias: true, Softplus: true,
-		InitialStates: true, CuSeqlens: []int{0, 5, 12}, DType: ssm.F64, StateDType: ssm.F64}, 13)
+		InitialStates: true, CuSeqlens: []int{0, 5, 12}, Chunk: 4, DType: ssm.F64, StateDType: ssm.F64}, 13)
 	ct := randomCotangent(p, 14)
 	full := Grad(p, ct)
 	changed := func(g *Grads) bool {
@@ -202,6 +203,58 @@ func TestEveryPathCarriesGradient(t *testing.T) {
 	for _, f := range Factors() {
 		if !changed(GradLacking(p, ct, f)) {
 			t.Errorf("leaving out %s changes no gradient", f)
+		}
+	}
+}
+
+// TestGradLackingChunkDecay holds FactorChunkDecay to the chunked
+// backward's own form, written out here: dx_s's term through the state
+// at its chunk's end e is Δ_s·Σ_n B_s[n]·e^{cum_e − cum_s}·Ŝ_e[n], Ŝ_e the
+// cotangent of that state from beyond the chunk (the later outputs' and
+// the final state's, summed directly: the row is one sequence, whose
+// state's cotangent is the final one's too); without the factor, that term
+// lacks e^{cum_e − cum_s} and every other term stays; with the chunk's
+// state path cut (PathChunkState), dx lacks that term.
+func TestGradLackingChunkDecay(t *testing.T) {
+	const Q = 4
+	p := Generate(Options{Batch: 1, Seqlen: 11, Heads: 2, Headdim: 2, Groups: 1, Dstate: 3, D: true, Chunk: Q,
+		DType: ssm.F64, StateDType: ssm.F64}, 21)
+	ct := randomCotangent(p, 22)
+	L, H, P, N := p.Seqlen, p.Heads, p.Headdim, p.Dstate
+	lo, hi := p.Limits()
+	full, got, cut := Grad(p, ct), GradLacking(p, ct, FactorChunkDecay), GradWithout(p, ct, PathChunkState)
+	for h := 0; h < H; h++ {
+		delta, cum := make([]float64, L), make([]float64, L)
+		for s := 0; s < L; s++ {
+			delta[s] = p.delta(p.Dt[s*H+h], 0, lo, hi)
+			cum[s] = delta[s] * p.A[h]
+			if s > 0 {
+				cum[s] += cum[s-1]
+			}
+		}
+		for pp := 0; pp < P; pp++ {
+			for s := 0; s < L; s++ {
+				e := min((s/Q+1)*Q, L) - 1 // the chunk's last step
+				var want, through float64
+				for n := 0; n < N; n++ {
+					// Ŝ_e[n]: ∂J/∂h after step e, from the steps after e and the
+					// final state (a row's one sequence: its state's cotangent too)
+					k := (h*P+pp)*N + n
+					sh := (ct.FinalStates[k] + ct.SeqStates[k]) * math.Exp(cum[L-1]-cum[e])
+					for t2 := e + 1; t2 < L; t2++ {
+						sh += ct.Y[(t2*H+h)*P+pp] * p.C[t2*N+n] * math.Exp(cum[t2]-cum[e])
+					}
+					want += delta[s] * p.B[s*N+n] * (1 - math.Exp(cum[e]-cum[s])) * sh
+					through += delta[s] * p.B[s*N+n] * math.Exp(cum[e]-cum[s]) * sh
+				}
+				i := (s*H+h)*P + pp
+				if d := full.X[i] - cut.X[i]; math.Abs(d-through) > 1e-12*(1+math.Abs(through)) {
+					t.Fatalf("dx[step %d, head %d, channel %d] through its chunk's end state: %.15g, want %.15g", s, h, pp, d, through)
+				}
+				if d := got.X[i] - full.X[i]; math.Abs(d-want) > 1e-12*(1+math.Abs(want)) {
+					t.Fatalf("dx[step %d, head %d, channel %d] lacking the chunk's decay: %.15g more than the reference's, want %.15g", s, h, pp, d, want)
+				}
+			}
 		}
 	}
 }
