@@ -220,8 +220,9 @@ echo FAIL
 		if got := strings.Fields(string(log)); len(got) != 4 {
 			t.Fatalf("%d shards: the tests ran %v, want each of the four once", shards, got)
 		}
-		// TestA made no kernel call: every mutant's run leaves it out
-		if got := strings.Join(b.skipArgs(), " "); got != "-test.skip ^(TestA)$" {
+		// TestA made no kernel call: every mutant's run leaves it out,
+		// as it leaves out the timing tests
+		if got := strings.Join(b.skipArgs(), " "); got != `-test.skip ^(Test\w*Timing|TestA)$` {
 			t.Errorf("%d shards: the mutants' skip %q, want TestA's", shards, got)
 		}
 	}
@@ -408,6 +409,17 @@ func TestGradeRunAgainstBaseline(t *testing.T) {
 	}
 	if s := gradeRun("mamba3", g, []byte(killed), true, rep, false, base); s.Outcome == Stillborn {
 		t.Fatal("the numpy path (no Triton): stillborn by a compile error's text")
+	}
+	// a mutant failing only a timing test computes the unmutated numbers:
+	// judged several at once on one GPU, its times are the others' too
+	slow := "=== RUN   TestMamba2Timing\n    timing_test.go:96: prefill, half the tokens takes 10.7× the full scan's time\n--- FAIL: TestMamba2Timing (1.52s)\nFAIL\n"
+	for _, b := range []*baseline{base, nil} {
+		if s := gradeRun("mamba2", g, []byte(slow), true, rep, true, b); s.Outcome != Survived || len(s.KilledBy) != 0 {
+			t.Errorf("baseline %v: failing TestMamba2Timing alone: %s by %v, want survived", b != nil, s.Outcome, s.KilledBy)
+		}
+	}
+	if s := gradeRun("mamba2", g, []byte(slow+"--- FAIL: TestMamba2Prefill (0.1s)\n"), true, rep, true, nil); s.Outcome != Killed || !slices.Equal(s.KilledBy, []string{"TestMamba2Prefill"}) {
+		t.Errorf("a timing test and a numeric one: %s by %v, want killed by the numeric one", s.Outcome, s.KilledBy)
 	}
 	for _, c := range []struct{ tag, was, want string }{
 		{"fwd:narrow:tf32+bwd:dB:offset(steps)", "fwd:narrow:tf32", "bwd:dB:offset(steps)"},

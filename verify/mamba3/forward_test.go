@@ -146,6 +146,10 @@ var forwardCases = []struct {
 	{"all_pairs_rotate", func(o *mamba3.Options) { o.AngleDim = o.N / 2 }},
 	{"seqlen_1", func(o *mamba3.Options) { o.Seqlen, o.State = 1, true }},
 	{"packed", func(o *mamba3.Options) { o.Batch, o.CuSeqlens, o.State = 1, []int{0, 70, 71, 200}, true }},
+	// head dimensions a kernel pads to its power-of-two blocks: a mask one
+	// element too wide is invisible on every other case (the blocks fit
+	// exactly) and here reads or writes the next row's first element
+	{"headdims_not_powers_of_two", func(o *mamba3.Options) { o.N, o.P, o.State = 48, 24, true }},
 }
 
 func TestMamba3Forward(t *testing.T) {
@@ -177,7 +181,10 @@ func TestMamba3Boundaries(t *testing.T) {
 			t.Fatal(err)
 		}
 		o := base(dt)
-		o.Batch, o.D = 1, true
+		// the gate too: Z's pointer is offset by each sequence's start
+		// like the inputs' (a copy that drops its sequence stride is
+		// right on every unpacked case)
+		o.Batch, o.D, o.Z = 1, true, true
 		o.Seqlen = max(o.Seqlen, 3*max(a.Chunk, 16))
 		rows, err := bridgetest.BoundaryRows(a.Chunk, o.Seqlen)
 		if err != nil {
