@@ -39,7 +39,16 @@
 // the diagonal, within a chunk, across chunk and sequence boundaries — by
 // a fitted relation (a factor lacking or extra, a decay off by a step, an
 // exponent scaled, B and C swapped, a path missing, an offset); see
-// operator.go and docs/diagnosis.md.
+// operator.go and docs/diagnosis.md. Mamba-3's operator likewise
+// (operator_mamba3.go); and where neither names the fault, its slices
+// (slices_mamba3.go): the layer is a separate computation per sequence and
+// head, so a kernel's failure that stays at its batch or head indices when
+// they are permuted, results that move with another slice's input, or with
+// what an earlier call left in memory, name an offset (a stride dropped, a
+// sign, a store the backward reads put at another head's place) whatever
+// values the kernel computes there. A property of the arithmetic (the
+// angles in bf16) is named as a failure's cause only where it produces
+// that failure's bulk.
 //
 // Each hypothesis has a test that plants it in a fake kernel and requires
 // its tag (diagnose_test.go); the planted mutants of cmd/mutants are the

@@ -21,14 +21,26 @@ import (
 // relations found ("bwd:dADT:no-path:beta"); a gradient no relation
 // explains is "bwd:dX:none" with where it fails.
 //
+// A gradient no relation explains is then judged by its slices (mamba3Slices, with runBwd): a failure that
+// stays at its batch or head indices when they are permuted
+// ("bwd:dK:head-index"), or that crosses between slices
+// ("bwd:dV:v-input-head-crossed"), or that depends on an earlier call
+// ("bwd:dK:head-stale": memory read and never written) — where an offset
+// of a store the forward keeps for the backward, or of the backward's own
+// indexing, shows.
+//
 // run (nil: none) runs the kernel's forward again, for the forward's
-// diagnosis (Mamba3's operator).
-func Mamba3Backward(p *mamba3.Problem, ct *mamba3.Cotangent, y []float64, st *mamba3.State, g *mamba3.Grads, run Mamba3Runner) (f report.Finding) {
+// diagnosis (Mamba3's operator); runBwd (nil: none) its backward.
+func Mamba3Backward(p *mamba3.Problem, ct *mamba3.Cotangent, y []float64, st *mamba3.State, g *mamba3.Grads, run Mamba3Runner, runBwd Mamba3BackwardRunner) (f report.Finding) {
 	defer contained(&f, "diagnose.Mamba3Backward", func() string { return mamba3Shape(p) })
-	return diagnoseMamba3Backward(p, ct, y, st, g, run)
+	return diagnoseMamba3Backward(p, ct, y, st, g, run, runBwd)
 }
 
-func diagnoseMamba3Backward(p *mamba3.Problem, ct *mamba3.Cotangent, y []float64, st *mamba3.State, g *mamba3.Grads, run Mamba3Runner) report.Finding {
+// Mamba3BackwardRunner runs a kernel's Mamba-3 forward and backward on a
+// problem for a cotangent, for the probes of the diagnosis.
+type Mamba3BackwardRunner func(p *mamba3.Problem, ct *mamba3.Cotangent) ([]float64, *mamba3.State, *mamba3.Grads, error)
+
+func diagnoseMamba3Backward(p *mamba3.Problem, ct *mamba3.Cotangent, y []float64, st *mamba3.State, g *mamba3.Grads, run Mamba3Runner, runBwd Mamba3BackwardRunner) report.Finding {
 	var tags, causes, where []string
 	want, wst := mamba3.Forward(p)
 	if !ssdPasses(judge.Mamba3Arrays(p, y, want, st, wst, mamba3.ErrorScale(p))) {
@@ -67,7 +79,41 @@ func diagnoseMamba3Backward(p *mamba3.Problem, ct *mamba3.Cotangent, y []float64
 	if len(tags) == 0 {
 		return report.Finding{Cause: "the failure did not reproduce on this problem"}
 	}
-	return report.Finding{Tag: strings.Join(tags, "+"), Cause: strings.Join(causes, "; "), Where: strings.Join(where, "; ")}
+	f := report.Finding{Tag: strings.Join(tags, "+"), Cause: strings.Join(causes, "; "), Where: strings.Join(where, "; ")}
+	// gradients no relation explains: their slices, whatever the forward
+	// (a forward wrong by a property of the kernel's arithmetic, its
+	// angles in bf16, leaves the gradients' slices to be judged)
+	if runBwd != nil && strings.Contains(f.Tag+"+", ":none+") {
+		probe := func(q *mamba3.Problem, qct *mamba3.Cotangent) ([]judge.Array, error) {
+			_, _, qg, err := runBwd(q, qct)
+			if err != nil {
+				return nil, err
+			}
+			return judge.Mamba3GradArrays(q, qg, mamba3.Grad(q, qct), mamba3.GradErrorScale(q, qct))
+		}
+		// with a group of Q and K per head, where the kernel fails so too:
+		// its dQ and dK then show one head's slice each
+		sp, sbase := p, arrays
+		if p.HeadsQK < p.Heads {
+			u := ungrouped(p)
+			if ua, err := probe(u, ct); err == nil && !ssdPasses(ua) {
+				sp, sbase = u, ua
+			}
+		}
+		if sf, ok := mamba3Slices(sp, ct, sbase, probe); ok {
+			for _, name := range sf.arrays {
+				for i, t := range tags {
+					if t == "bwd:"+name+":none" {
+						tags[i] = "bwd:" + name + ":" + sf.relationTag()
+						causes[i] = name + " " + sf.cause
+					}
+				}
+			}
+			f.Tag, f.Cause = strings.Join(tags, "+"), strings.Join(causes, "; ")
+			f.Evidence = append(f.Evidence, sf.evidence...)
+		}
+	}
+	return f
 }
 
 // Mamba3BackwardHidden looks, in a Mamba-3 backward whose forward and

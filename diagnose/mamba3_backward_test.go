@@ -64,7 +64,7 @@ func TestMamba3BackwardRelations(t *testing.T) {
 	for _, c := range cases {
 		g := mamba3.Grad(p, ct)
 		c.slip(g)
-		f := Mamba3Backward(p, ct, y, st, g, nil)
+		f := Mamba3Backward(p, ct, y, st, g, nil, nil)
 		if f.Tag != c.want {
 			t.Errorf("%s: diagnosis [%s] %s; want [%s]", c.name, f.Tag, f, c.want)
 		}
@@ -78,7 +78,7 @@ func TestMamba3BackwardRelations(t *testing.T) {
 	for i := range g.DT {
 		g.DT[i] = 2*cut.DT[i] - g.DT[i]
 	}
-	if f := Mamba3Backward(p, ct, y, st, g, nil); !strings.Contains(f.Tag, "bwd:dAngles:factor(-1)") || !strings.Contains(f.Tag, "bwd:dDT:negated-path:angle") {
+	if f := Mamba3Backward(p, ct, y, st, g, nil, nil); !strings.Contains(f.Tag, "bwd:dAngles:factor(-1)") || !strings.Contains(f.Tag, "bwd:dDT:negated-path:angle") {
 		t.Errorf("angle's path negated: diagnosis [%s] %s", f.Tag, f)
 	}
 }

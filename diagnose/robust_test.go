@@ -272,11 +272,18 @@ func TestMamba3BackwardTakesAnyResult(t *testing.T) {
 		ct := mamba3.GenerateCotangent(p, rapid.Bool().Draw(t, "dstate"), 3)
 		y, st := mamba3.Forward(p)
 		var g *mamba3.Grads
-		if !m.nothing() {
-			w := mamba3.Grad(p, ct)
-			g = &mamba3.Grads{Q: m.array(w.Q), K: m.array(w.K), V: m.array(w.V), ADT: m.array(w.ADT), DT: m.array(w.DT), Trap: m.array(w.Trap),
+		mangled := func(w *mamba3.Grads) *mamba3.Grads {
+			return &mamba3.Grads{Q: m.array(w.Q), K: m.array(w.K), V: m.array(w.V), ADT: m.array(w.ADT), DT: m.array(w.DT), Trap: m.array(w.Trap),
 				QBias: m.array(w.QBias), KBias: m.array(w.KBias), Angles: m.array(w.Angles), D: m.array(w.D), Z: m.array(w.Z), State: mangledState(m, w.State)}
 		}
-		noPanic(t, "Mamba3Backward", Mamba3Backward(p, ct, m.array(y), mangledState(m, st), g, nil))
+		if !m.nothing() {
+			g = mangled(mamba3.Grad(p, ct))
+		}
+		// the slices' probes get mangled gradients too
+		runBwd := func(q *mamba3.Problem, c *mamba3.Cotangent) ([]float64, *mamba3.State, *mamba3.Grads, error) {
+			y, st := mamba3.Forward(q)
+			return m.array(y), mangledState(m, st), mangled(mamba3.Grad(q, c)), nil
+		}
+		noPanic(t, "Mamba3Backward", Mamba3Backward(p, ct, m.array(y), mangledState(m, st), g, nil, runBwd))
 	})
 }

@@ -1,10 +1,12 @@
 package diagnose
 
 import (
+	"math"
 	"slices"
 	"strings"
 	"testing"
 
+	"ssmverify/judge"
 	"ssmverify/mamba2"
 	"ssmverify/mamba3"
 	"ssmverify/ssm"
@@ -159,4 +161,135 @@ func TestMamba3PrecisionNeedsItsValues(t *testing.T) {
 	if strings.Contains(f.Tag, "m3:angle") {
 		t.Errorf("float32 results of a float64 kernel: diagnosis [%s] %s", f.Tag, f)
 	}
+}
+
+// TestMamba3PrecisionBesideSmallFault: a kernel with the bf16-stored
+// angles of upstream's, on a problem where that property alone passes the
+// reference (2048 tokens: the error model's angle term has grown past
+// it), plus a fault that takes some elements just past the reference's
+// threshold and not past the wider one of the property's variant. The
+// residual after correcting for the property is the fault: the property
+// is not the cause (a mutant storing the backward's Scale at −head was
+// once named m3:angle-stored-bf16 so).
+func TestMamba3PrecisionBesideSmallFault(t *testing.T) {
+	p := mamba3.Generate(mamba3.Options{Batch: 1, Seqlen: 2048, HeadsQK: 2, Heads: 4, N: 32, P: 16, AngleDim: 8, D: true, Z: true}, 240)
+	p, v := upstreamBF16(p)
+	want, wst := mamba3.Forward(p)
+	y, st := mamba3.ForwardVariant(p, v)
+	sc := mamba3.ErrorScale(p)
+	th := judge.Threshold(p.DType)
+	if ok, _ := ssdJudged(judge.Mamba3Arrays(p, y, want, st, wst, sc)); !ok {
+		t.Fatal("the property alone fails the reference here: the case tests nothing")
+	}
+	ratio := func(y []float64) []float64 {
+		_, rs := ssdJudged(judge.Mamba3Arrays(p, y, want, st, wst, sc))
+		return rs["y"]
+	}
+	// one head's channel 0 over a stretch of tokens, each taken to 1.3
+	// times the threshold (past the output's rounding, the ratio is
+	// linear in a difference of one sign: two probes give its slope)
+	hp := p.Heads * p.P
+	var idx []int
+	for t := 1000; t < 1040; t++ {
+		idx = append(idx, t*hp+2*p.P)
+	}
+	probe := func(k float64) ([]float64, []float64) {
+		q := append([]float64(nil), y...)
+		for _, i := range idx {
+			q[i] += k * math.Copysign(0.05*math.Abs(want[i])+1e-3, y[i]-want[i])
+		}
+		return q, ratio(q)
+	}
+	q1, r1 := probe(1)
+	q2, r2 := probe(2)
+	got := append([]float64(nil), y...)
+	for _, i := range idx {
+		if !(r1[i] > 0 && r2[i] > r1[i]) {
+			t.Fatalf("element %d: ratios %g, %g of two probes: not past the output's rounding", i, r1[i], r2[i])
+		}
+		got[i] = q1[i] + (1.3*th-r1[i])*(q2[i]-q1[i])/(r2[i]-r1[i])
+	}
+	if r := ratio(got); worstRatio(map[string][]float64{"y": r}) > 1.4*th {
+		t.Fatalf("the fault reaches ratio %.3g, want about 1.3 thresholds", worstRatio(map[string][]float64{"y": r}))
+	}
+	_, rv := ssdJudged(judge.Mamba3Arrays(p, got, y, st, st, mamba3.ErrorScaleVariant(p, v)))
+	if w := worstRatio(rv); w > th {
+		t.Fatalf("the fault fails the property's variant too (ratio %.3g): the case is not the one meant", w)
+	}
+	f := Mamba3(p, got, st, nil)
+	if strings.HasPrefix(f.Tag, "m3:angle") {
+		t.Errorf("bf16 angles beside a fault of 1.3 thresholds on %d elements: diagnosis [%s] %s", len(idx), f.Tag, f)
+	}
+}
+
+// TestMamba3PrecisionWithMarginalElements: a kernel with the bf16-stored
+// angles whose other roundings take a share of the state's elements a
+// little past the threshold too (upstream's on a sequence of one token:
+// the angle state fails by thousands of thresholds, a tenth of the SSM
+// state by a few) is named by the property: those elements are not the
+// failure's bulk, and the property produces the bulk.
+func TestMamba3PrecisionWithMarginalElements(t *testing.T) {
+	p := mamba3.Generate(mamba3.Options{Batch: 2, Seqlen: 1, HeadsQK: 2, Heads: 4, N: 16, P: 8, AngleDim: 4, D: true, Z: true, State: true}, 31)
+	p, v := upstreamBF16(p)
+	want, wst := mamba3.Forward(p)
+	y, st := mamba3.ForwardVariant(p, v)
+	sc := mamba3.ErrorScale(p)
+	th := judge.Threshold(p.DType)
+	ssmRatio := func(x []float64) []float64 {
+		s := *st
+		s.SSM = x
+		_, rs := ssdJudged(judge.Mamba3Arrays(p, y, want, &s, wst, sc))
+		return rs["ssm_state"]
+	}
+	// every third element of the SSM state where the property leaves it
+	// within the model, taken to 1.5 thresholds the way it errs
+	r0 := ssmRatio(st.SSM)
+	q1, q2 := append([]float64(nil), st.SSM...), append([]float64(nil), st.SSM...)
+	var idx []int
+	for i := range st.SSM {
+		if i%3 == 0 && r0[i] <= th/2 {
+			d := math.Copysign(0.05*math.Abs(wst.SSM[i])+1e-3, st.SSM[i]-wst.SSM[i])
+			q1[i], q2[i] = st.SSM[i]+d, st.SSM[i]+2*d
+			idx = append(idx, i)
+		}
+	}
+	r1, r2 := ssmRatio(q1), ssmRatio(q2)
+	marginal := append([]float64(nil), st.SSM...)
+	for _, i := range idx {
+		if r2[i] > r1[i] && r1[i] > 0 {
+			marginal[i] = q1[i] + (1.5*th-r1[i])*(q2[i]-q1[i])/(r2[i]-r1[i])
+		}
+	}
+	got := *st
+	got.SSM = marginal
+	_, rs := ssdJudged(judge.Mamba3Arrays(p, y, want, &got, wst, sc))
+	failing, fails := failingSet(rs, th), 0
+	for e := range failing {
+		if e[0] == 2 {
+			fails++
+		}
+	}
+	if 10*fails < 2*len(failing) || worstRatio(rs) < 100*th {
+		t.Fatalf("the case is not the one meant: %d of %d failing elements in the SSM state, worst ratio %.3g", fails, len(failing), worstRatio(rs))
+	}
+	// one token: the angle kept in bf16 and the angle stored in it are
+	// the same values (upstream's unmutated kernel is named either)
+	if f := Mamba3(p, y, &got, nil); f.Tag != "m3:angle-stored-bf16" && f.Tag != "m3:angle-bf16" {
+		t.Errorf("bf16 angles with %d marginal SSM state elements of %d failing: diagnosis [%s] %s", fails, len(failing), f.Tag, f)
+	}
+}
+
+// upstreamBF16 is p in bf16 with the arithmetic upstream's Triton adapter
+// declares (chunks of 64, bf16 operands, approximate functions), and the
+// variant of its bf16-stored angles.
+func upstreamBF16(p *mamba3.Problem) (*mamba3.Problem, mamba3.Variant) {
+	p.DType = ssm.BF16
+	p.Arithmetic = mamba3.Arithmetic{Chunk: 64, Approx: true, U: ssm.BF16.Precision().UnitRoundoff(), OperandU: ssm.BF16.OutputRoundoff()}
+	var v mamba3.Variant
+	for _, s := range mamba3.Slips() {
+		if s.Tag == "m3:angle-stored-bf16" {
+			v = s.Variant
+		}
+	}
+	return p.Rounded(), v
 }

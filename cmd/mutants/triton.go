@@ -121,6 +121,19 @@ type tritonRegion struct {
 	path string
 }
 
+// axisPaths are the paths whose tags name a mutant only with the axis of
+// the index the mutation changed (mutatedAxis), where it changed one:
+// those of the stores the backward reads, known by their slices alone.
+var axisPaths = map[string]bool{"what the forward stores for the backward": true}
+
+// sliceTags are the tags of a slice relation (diagnose.mamba3Slices):
+// a failure kept to its batch or head indices, crossing between slices,
+// or on memory an earlier call left, in the forward ("op:slices:head-index", "op:trap-input:
+// batch-ignored") or in a gradient ("bwd:dK:head-index").
+const sliceTags = `-(index|crossed|ignored|stale)(\+|$)`
+
+var sliceTag = regexp.MustCompile(sliceTags)
+
 // bwdCarried are the gradients a state's cotangent reaches.
 var bwdCarried = bwdParts(`dinitial_states|dx|dB|ddt|dA|ddt_bias`)
 
@@ -157,6 +170,11 @@ var tritonRegions = map[string][]tritonRegion{
 		{"_chunk_cumsum_bwd_kernel", nil, regexp.MustCompile(bwdParts(`ddt|dA|ddt_bias`)), "dt, A and dt_bias from the decay's cotangent"},
 	},
 	"mamba3": {
+		// what the forward stores for the backward alone (DA_CS, Scale,
+		// Gamma, the q·k dot; Q and K, which the forward also reads back):
+		// a relation of the forward, or of a gradient, at the index the
+		// mutation changed
+		{"mamba3_siso_fwd_kernel", regexp.MustCompile(`(da_cs|da_cs_sum|q|k|qk|scale|gamma)_store_ptr|DA_CS(_SUM)?_Store\b`), regexp.MustCompile(`^op:|^m3:|(^|\+)bwd:[^:]+:`), "what the forward stores for the backward"},
 		{"angle_dt_fwd_kernel", nil, regexp.MustCompile(`^op:[^:]*:(angle|unrotated)|^m3:(angle|rotate)|^op:`), "the accumulated angle"},
 		{"mamba3_siso_fwd_kernel", regexp.MustCompile(`cos_|sin_|ko0|ko1|qo0|qo1|k0, k1|q0, q1|angle_block|angle_ptr|offs_hdr|tl\.join`), regexp.MustCompile(`^op:[^:]*:(angle|unrotated|swapped)|^m3:(angle|rotate|prev-key)`), "the rotation"},
 		{"mamba3_siso_fwd_kernel", regexp.MustCompile(`dt_shifted|trap_shifted|shifted_gamma|gamma = |scale = shifted|trap = |dt = tl\.load|k_pre_block \*= scale|gamma_store|scale_store`), regexp.MustCompile(`^op:[^:]*:(no-current|no-previous|previous|lambda|gamma|beta|times|column-factor|zero)|^m3:(no-previous|lambda|beta|gamma)`), "the trapezoid's weights γ and β"},
@@ -171,12 +189,84 @@ var tritonRegions = map[string][]tritonRegion{
 	},
 }
 
-// tritonGradeOf says whether tag names the path of g's line.
+// tritonGradeOf says whether tag names the path of g's line. An
+// accumulation made an assignment loses what was accumulated before it,
+// a path of another line: any relation of the operator's names it there,
+// as on the numpy paths (bridgedGradeOf).
 func tritonGradeOf(family string, g Generated, tag string) (path string, correct bool) {
 	for _, r := range tritonRegions[family] {
 		if r.fn == g.Func && (r.line == nil || r.line.MatchString(g.Before)) {
-			return r.path, r.tags.MatchString(tag)
+			ok := r.tags.MatchString(tag)
+			if ok && (axisPaths[r.path] || sliceTag.MatchString(tag)) {
+				ok = axisNamed(mutatedAxis(g), tag)
+			}
+			if g.Op == "accumulate-to-assign" {
+				return r.path + " (and what was accumulated before it)", ok || strings.HasPrefix(tag, "op:")
+			}
+			return r.path, ok
 		}
 	}
 	return "", false
+}
+
+// mutatedAxis is the axis of the index term a mutation changed: "batch"
+// (pid_batch, pid_b), "sequence" (seq_idx: a sequence's state), "head"
+// (pid_head, pid_h), "token" (a position: seq_offset, offs_seqlen,
+// chunk_offset), "" where it changed none. The term is the one the
+// changed characters lie in, between its + or - operators.
+func mutatedAxis(g Generated) string {
+	a, b := g.Before, g.After
+	i := 0
+	for i < len(a) && i < len(b) && a[i] == b[i] {
+		i++
+	}
+	j, k := len(a), len(b)
+	for j > i && k > i && a[j-1] == b[k-1] {
+		j, k = j-1, k-1
+	}
+	term := func(s string, lo, hi int) string {
+		hi = min(max(hi, lo+1), len(s))
+		if lo < len(s) && strings.ContainsRune("+-", rune(s[lo])) {
+			// the operator itself changed (+ to -): the term it leads
+			lo++
+			hi = max(hi, lo)
+		} else {
+			for lo > 0 && !strings.ContainsRune("+-,(=", rune(s[lo-1])) {
+				lo--
+			}
+		}
+		for hi < len(s) && !strings.ContainsRune("+-,)", rune(s[hi])) {
+			hi++
+		}
+		return s[lo:hi]
+	}
+	t := term(a, i, j) + " " + term(b, i, k)
+	switch {
+	case strings.Contains(t, "pid_batch"), strings.Contains(t, "pid_b "), strings.Contains(t, "_batch"):
+		return "batch"
+	case strings.Contains(t, "seq_idx"):
+		return "sequence"
+	case strings.Contains(t, "pid_head"), strings.Contains(t, "pid_h "), strings.Contains(t, "_head"):
+		return "head"
+	case strings.Contains(t, "seq_offset"), strings.Contains(t, "offs_seqlen"), strings.Contains(t, "chunk_offset"), strings.Contains(t, "_seqlen"):
+		return "token"
+	}
+	return ""
+}
+
+// axisNamed reports whether tag states a slice relation along axis,
+// where the mutation changed an index ("" none: any tag of the path): a
+// relation of values (a factor, a path cut) does not name an offset, and
+// no slice relation has a token axis. A batch row is the sequence of an
+// unpacked problem.
+func axisNamed(axis, tag string) bool {
+	switch axis {
+	case "":
+		return true
+	case "batch", "sequence":
+		return regexp.MustCompile(`(batch|sequence)` + sliceTags).MatchString(tag)
+	case "head":
+		return regexp.MustCompile(`head` + sliceTags).MatchString(tag)
+	}
+	return false
 }

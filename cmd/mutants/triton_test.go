@@ -98,6 +98,34 @@ func TestTritonGrading(t *testing.T) {
 	if _, ok := bridgedGradeOf("mamba2-backward", g, "bwd:dx:none+bwd:ddt:factor(2)"); !ok {
 		t.Error("a joined tag's second relation not read")
 	}
+	// a store the backward reads, at −head: named by a slice relation of
+	// a gradient along the head axis, not the batch's, not a factor
+	siso := "mamba_ssm/ops/triton/mamba3/mamba3_siso_fwd.py"
+	g = Generated{File: siso, Func: "mamba3_siso_fwd_kernel", Op: "plus-to-minus",
+		Before: "    scale_store_ptr = Scale_store + pid_batch * stride_scale_store_batch + pid_head * stride_scale_store_head + seq_offset * stride_scale_store_seqlen",
+		After:  "    scale_store_ptr = Scale_store + pid_batch * stride_scale_store_batch - pid_head * stride_scale_store_head + seq_offset * stride_scale_store_seqlen"}
+	for tag, want := range map[string]bool{"bwd:dK:head-index": true, "bwd:dQ:none+bwd:dK:v-input-head-crossed": true,
+		"bwd:dK:batch-index": false, "bwd:dK:factor(2)": false, "bwd:dK:none": false, "op:in-chunk:times(2)": false} {
+		if path, ok := bridgedGradeOf("mamba3", g, tag); path != "what the forward stores for the backward" || ok != want {
+			t.Errorf("Scale_store at −head, [%s]: graded %q %v, want %v", tag, path, ok, want)
+		}
+	}
+	// the sequence stride of the initial state dropped: the sequence (an
+	// unpacked problem's batch row) named, in the initial state's input
+	g = Generated{File: siso, Func: "mamba3_siso_fwd_kernel", Op: "drop-factor",
+		Before: "    init_v_state_ptr = Initial_V_State + seq_idx * stride_init_v_state_seq + pid_head * stride_init_v_state_head",
+		After:  "    init_v_state_ptr = Initial_V_State + seq_idx + pid_head * stride_init_v_state_head"}
+	for tag, want := range map[string]bool{"op:initial-v-state-input:batch-ignored": true, "op:initial-v-state-input:head-crossed": false, "op:slices:batch-index": false} {
+		if _, ok := bridgedGradeOf("mamba3", g, tag); ok != want {
+			t.Errorf("the initial V state without its sequence stride, [%s]: graded %v, want %v", tag, ok, want)
+		}
+	}
+	// an accumulation made an assignment: what it accumulated before
+	g = Generated{File: siso, Func: "mamba3_siso_fwd_kernel", Op: "accumulate-to-assign",
+		Before: "        acc_o += tl.dot(s_block.to(v_block.dtype), v_block)", After: "        acc_o = tl.dot(s_block.to(v_block.dtype), v_block)"}
+	if path, ok := bridgedGradeOf("mamba3", g, "op:initial-state:zero"); !ok || !strings.Contains(path, "accumulated before") {
+		t.Errorf("acc_o assigned: graded %q %v", path, ok)
+	}
 	if suiteOf("mamba2-backward") != "mamba2" || len(suiteRun("mamba2-backward")) == 0 || suiteRun("mamba2") != nil {
 		t.Error("the backward population is not judged by the Mamba-2 suite's backward tests")
 	}

@@ -128,7 +128,13 @@ func judgedBackward(k *bridge.Mamba3, p *mamba3.Problem, ct *mamba3.Cotangent, y
 	if k.Supports(bridge.OpMamba3Forward, p) == "" {
 		run = func(q *mamba3.Problem) ([]float64, *mamba3.State, error) { return k.Forward(bridge.OpMamba3Forward, q) }
 	}
-	v.finding = diagnose.Mamba3Backward(p, ct, y, st, g, run)
+	runBwd := func(q *mamba3.Problem, c *mamba3.Cotangent) ([]float64, *mamba3.State, *mamba3.Grads, error) {
+		if why := k.Supports(bridge.OpMamba3Backward, q); why != "" {
+			return nil, nil, nil, fmt.Errorf("%s", why)
+		}
+		return k.Backward(q, c)
+	}
+	v.finding = diagnose.Mamba3Backward(p, ct, y, st, g, run, runBwd)
 	return v
 }
 
