@@ -48,7 +48,8 @@
 // sign, a store the backward reads put at another head's place) whatever
 // values the kernel computes there. A property of the arithmetic (the
 // angles in bf16) is named as a failure's cause only where it produces
-// that failure's bulk.
+// that failure: its variant fails the problem alone, or brings the
+// failure's bulk halfway to the threshold.
 //
 // Each hypothesis has a test that plants it in a fake kernel and requires
 // its tag (diagnose_test.go); the planted mutants of cmd/mutants are the

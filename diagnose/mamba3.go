@@ -72,15 +72,15 @@ func diagnoseMamba3(p *mamba3.Problem, y []float64, st *mamba3.State, run Mamba3
 			// stored in float32) passes it too, and so does a small fault
 			// beside the property (past the reference's threshold, within
 			// the wider one): a precision is the cause only of a failure
-			// it produces — the variant's own values stray from the
-			// reference's at least halfway to the threshold (there an angle
-			// the kernel rounds the other way fails alike) at nine in ten
-			// of the failure's bulk (failingBulk: elements a little past
-			// the threshold by the property and the kernel's other
-			// roundings together are not its test) — and where the result
-			// lies nearer its values
+			// it produces — its variant fails this problem by itself, or
+			// its own values stray from the reference's at least halfway
+			// to the threshold (there an angle the kernel rounds the other
+			// way fails alike) at nine in ten of the failure's bulk
+			// (failingBulk: elements a little past the threshold by the
+			// property and the kernel's other roundings together are not
+			// its test) — and where the result lies nearer its values
 			produced = producedBy(p, want, wst, sc, failing, s.Variant, th)
-			if pass && (!closerToVariant(p, y, st, sc, ratios, s.Variant) || 10*producedBy(p, want, wst, sc, bulk, s.Variant, th) < 9*len(bulk)) {
+			if pass && (!closerToVariant(p, y, st, sc, ratios, s.Variant) || !showsAlone(p, want, wst, sc, s.Variant, th) && 10*producedBy(p, want, wst, sc, bulk, s.Variant, th) < 9*len(bulk)) {
 				pass = false
 			}
 		}
@@ -212,6 +212,14 @@ func failingBulk(ratios map[string][]float64, th float64) map[[2]int]bool {
 		cut = math.Max(th, worst/100)
 	}
 	return failingSet(ratios, cut)
+}
+
+// showsAlone reports whether the variant's own values fail the reference
+// (want, wst) on p: the property shows on this problem by itself.
+func showsAlone(p *mamba3.Problem, want []float64, wst *mamba3.State, sc *mamba3.Scale, v mamba3.Variant, th float64) bool {
+	vy, vst := mamba3.ForwardVariant(p, v)
+	ok, _ := ssdJudged(judge.Mamba3Arrays(p, vy, want, vst, wst, sc))
+	return !ok
 }
 
 // producedBy counts the failing elements where the variant's own values
