@@ -40,8 +40,10 @@
 // a fitted relation (a factor lacking or extra, a decay off by a step, an
 // exponent scaled, B and C swapped, a path missing, an offset); see
 // operator.go and docs/diagnosis.md. Mamba-3's operator likewise
-// (operator_mamba3.go); and where neither names the fault, its slices
-// (slices_mamba3.go): the layer is a separate computation per sequence and
+// (operator_mamba3.go); and where neither names the fault (in Mamba-3's
+// forward and backward, Mamba-2's backward), the problem's slices
+// (slices.go, with each family's layouts in slices_mamba3.go and
+// slices_ssd.go): the layer is a separate computation per sequence and
 // head, so a kernel's failure that stays at its batch or head indices when
 // they are permuted, results that move with another slice's input, or with
 // what an earlier call left in memory, name an offset (a stride dropped, a

@@ -21,8 +21,9 @@ import (
 // relations found ("bwd:dADT:no-path:beta"); a gradient no relation
 // explains is "bwd:dX:none" with where it fails.
 //
-// A gradient no relation explains is then judged by its slices (mamba3Slices, with runBwd): a failure that
-// stays at its batch or head indices when they are permuted
+// A gradient no relation explains is then judged by its slices
+// (measureSlices, with runBwd): a failure that stays at its batch or head
+// indices when they are permuted
 // ("bwd:dK:head-index"), or that crosses between slices
 // ("bwd:dV:v-input-head-crossed"), or that depends on an earlier call
 // ("bwd:dK:head-stale": memory read and never written) — where an offset
@@ -101,14 +102,7 @@ func diagnoseMamba3Backward(p *mamba3.Problem, ct *mamba3.Cotangent, y []float64
 			}
 		}
 		if sf, ok := mamba3Slices(sp, ct, sbase, probe); ok {
-			for _, name := range sf.arrays {
-				for i, t := range tags {
-					if t == "bwd:"+name+":none" {
-						tags[i] = "bwd:" + name + ":" + sf.relationTag()
-						causes[i] = name + " " + sf.cause
-					}
-				}
-			}
+			replaceUnrelated(tags, causes, sf)
 			f.Tag, f.Cause = strings.Join(tags, "+"), strings.Join(causes, "; ")
 			f.Evidence = append(f.Evidence, sf.evidence...)
 		}

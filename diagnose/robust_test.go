@@ -221,6 +221,30 @@ func TestSSDPrefillTakesAnyResult(t *testing.T) {
 	})
 }
 
+// TestSSDBackwardTakesAnyResult: a backward's diagnosis, its slices'
+// probes given mangled gradients too, never panics.
+func TestSSDBackwardTakesAnyResult(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		p := ssdDrawn(t)
+		m := newMangler(t)
+		ct := mamba2.GenerateCotangent(p, 3, rapid.Bool().Draw(t, "states"))
+		runBwd := func(q *mamba2.Problem, c *mamba2.Cotangent) (*mamba2.Output, *mamba2.Grads, error) {
+			if err := m.fails(); err != nil {
+				return nil, nil, err
+			}
+			out, _ := mamba2.Prefill(q)
+			w := mamba2.Grad(q, c)
+			return out, &mamba2.Grads{X: m.array(w.X), Dt: m.array(w.Dt), A: m.array(w.A), B: m.array(w.B), C: m.array(w.C), D: m.array(w.D),
+				Z: m.array(w.Z), DtBias: m.array(w.DtBias), InitialStates: m.array(w.InitialStates)}, nil
+		}
+		out, g, err := runBwd(p, ct)
+		if err != nil || g == nil {
+			return
+		}
+		noPanic(t, "SSDBackward", SSDBackward(p, ct, out, g, nil, runBwd))
+	})
+}
+
 func TestSSDStepTakesAnyResult(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		batch := rapid.IntRange(1, 3).Draw(t, "batch")

@@ -185,26 +185,24 @@ func TestMamba3BackwardSliceRelations(t *testing.T) {
 // Q and K per head.
 func TestM3SlicerPermutes(t *testing.T) {
 	p := slicedProblem()
-	sl := newM3Slicer(p)
+	sl := newM3Slices(p)
 	B, H, Hq := p.Batch, p.Heads, p.HeadsQK
-	ax := m3Axis{"head", true, H, func(b int) int { return B - 1 - b }, func(h int) int { return (h + H/Hq) % H }, func(k int) int { return (k + 1) % Hq }, ""}
-	back := m3Axis{"head", true, H, func(b int) int { return B - 1 - b }, func(h int) int { return (h + H - H/Hq) % H }, func(k int) int { return (k + Hq - 1) % Hq }, ""}
-	q, _ := sl.permutedProblem(nil, ax)
-	r, _ := newM3Slicer(q).permutedProblem(nil, back)
-	for _, in := range m3Inputs() {
-		a, b := in.field(p), in.field(r)
-		if a == nil || *a == nil {
+	ax := sliceAxis{"head", true, H, func(b int) int { return B - 1 - b }, func(h int) int { return (h + H/Hq) % H }, func(k int) int { return (k + 1) % Hq }, ""}
+	back := sliceAxis{"head", true, H, func(b int) int { return B - 1 - b }, func(h int) int { return (h + H - H/Hq) % H }, func(k int) int { return (k + Hq - 1) % Hq }, ""}
+	q := permutedProblem(sl, ax).(*m3Slices).p
+	r := permutedProblem(newM3Slices(q), back).(*m3Slices)
+	for _, in := range sl.inputs() {
+		a, b := sl.input(in.name), r.input(in.name)
+		if a == nil {
 			continue
 		}
-		for i := range *a {
-			if (*a)[i] != (*b)[i] {
-				t.Fatalf("%s: element %d moved and back is %g, was %g", in.name, i, (*b)[i], (*a)[i])
-			}
+		if !slices.Equal(a, b) {
+			t.Fatalf("%s: moved and moved back is not itself", in.name)
 		}
 	}
 	y, _ := mamba3.Forward(p)
 	yq, _ := mamba3.Forward(q)
-	if moved := sl.permuted(y, layTokenHead, ax.bmap, ax.hmap, ax.qmap); !slices.Equal(moved, yq) {
+	if moved := sl.dims().permuted(y, layTokenHead, ax); !slices.Equal(moved, yq) {
 		t.Error("the reference's y of the permuted problem is not its y permuted")
 	}
 	if yu, _ := mamba3.Forward(ungrouped(p)); !slices.Equal(y, yu) {
@@ -214,7 +212,8 @@ func TestM3SlicerPermutes(t *testing.T) {
 
 // TestMamba3StaleRelation: a backward whose dV of head 2 is the slot an
 // earlier call left (its store went elsewhere) depends on that call: the
-// relation is stale, in head 2; a backward without memory has none.
+// relation is stale, in head 2; a backward without memory has none, nor
+// one whose NaN stays where it was.
 func TestMamba3StaleRelation(t *testing.T) {
 	p := slicedProblem()
 	ct := mamba3.GenerateCotangent(p, true, 5)
@@ -243,7 +242,11 @@ func TestMamba3StaleRelation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := m3StaleRelation(p, ct, newM3Slicer(p), base, probe, judge.Threshold(p.DType))
+	sp := newM3Slices(p)
+	sprobe := func(q sliceProblem, c any) ([]judge.Array, error) {
+		return probe(q.(*m3Slices).p, c.(*mamba3.Cotangent))
+	}
+	f := staleRelation(sp, ct, base, sprobe, judge.Threshold(p.DType))
 	if f == nil || f.relation != "head-stale" || !strings.Contains(f.cause, "heads [2] of 4") {
 		t.Fatalf("dV of head 2 from the earlier call: %+v", f)
 	}
@@ -251,7 +254,25 @@ func TestMamba3StaleRelation(t *testing.T) {
 		return judge.Mamba3GradArrays(q, mamba3.Grad(q, qct), mamba3.Grad(q, qct), mamba3.GradErrorScale(q, qct))
 	}
 	base, _ = fresh(p, ct)
-	if f := m3StaleRelation(p, ct, newM3Slicer(p), base, fresh, judge.Threshold(p.DType)); f != nil {
+	sfresh := func(q sliceProblem, c any) ([]judge.Array, error) {
+		return fresh(q.(*m3Slices).p, c.(*mamba3.Cotangent))
+	}
+	if f := staleRelation(sp, ct, base, sfresh, judge.Threshold(p.DType)); f != nil {
 		t.Errorf("a backward without memory: %+v", f)
+	}
+	// NaN in head 2 every time (a NaN's ratio is no number): not stale
+	nan := func(q sliceProblem, c any) ([]judge.Array, error) {
+		r, rc := q.(*m3Slices).p, c.(*mamba3.Cotangent)
+		g := mamba3.Grad(r, rc)
+		for i := range g.V {
+			if (i/P)%r.Heads == 2 {
+				g.V[i] = math.NaN()
+			}
+		}
+		return judge.Mamba3GradArrays(r, g, mamba3.Grad(r, rc), mamba3.GradErrorScale(r, rc))
+	}
+	base, _ = nan(sp, ct)
+	if f := staleRelation(sp, ct, base, nan, judge.Threshold(p.DType)); f != nil {
+		t.Errorf("a backward with NaN in one head, the same each call: %+v", f)
 	}
 }

@@ -38,13 +38,26 @@ import (
 // first index and wrong at every later one are an offset scaled wrong
 // along it, a relation of their own: "bwd:dx:offset(heads)" (offsetOf).
 //
-// run (nil: none) runs the kernel's prefill, for the forward's diagnosis.
-func SSDBackward(p *mamba2.Problem, ct *mamba2.Cotangent, out *mamba2.Output, g *mamba2.Grads, run SSDRunner) (f report.Finding) {
+// A gradient that names no relation (none, or a location alone) is then
+// judged by its slices (measureSlices, with runBwd, on the layer with a
+// group of B and C per head where the kernel fails so too): a failure that
+// stays at its batch or head indices when they are permuted
+// ("bwd:dB:head-index"), that crosses between slices, or that depends on
+// an earlier call ("bwd:dinitial_states:batch-stale").
+//
+// run (nil: none) runs the kernel's prefill, for the forward's diagnosis;
+// runBwd (nil: none) its backward.
+func SSDBackward(p *mamba2.Problem, ct *mamba2.Cotangent, out *mamba2.Output, g *mamba2.Grads, run SSDRunner, runBwd SSDBackwardRunner) (f report.Finding) {
 	defer contained(&f, "diagnose.SSDBackward", p.Shape)
-	return diagnoseSSDBackward(p, ct, out, g, run)
+	return diagnoseSSDBackward(p, ct, out, g, run, runBwd)
 }
 
-func diagnoseSSDBackward(p *mamba2.Problem, ct *mamba2.Cotangent, out *mamba2.Output, g *mamba2.Grads, run SSDRunner) report.Finding {
+// SSDBackwardRunner runs a kernel's Mamba-2 backward (its prefill under
+// autograd, then the backward) on a problem for a cotangent, for the
+// probes of the diagnosis.
+type SSDBackwardRunner func(p *mamba2.Problem, ct *mamba2.Cotangent) (*mamba2.Output, *mamba2.Grads, error)
+
+func diagnoseSSDBackward(p *mamba2.Problem, ct *mamba2.Cotangent, out *mamba2.Output, g *mamba2.Grads, run SSDRunner, runBwd SSDBackwardRunner) report.Finding {
 	want, sc := mamba2.Prefill(p)
 	var tags, causes, where []string
 	model := p // the arithmetic the gradients are judged in
@@ -111,6 +124,33 @@ func diagnoseSSDBackward(p *mamba2.Problem, ct *mamba2.Cotangent, out *mamba2.Ou
 		tags = append(tags, "bwd:"+a.Name+":"+rel.Tag)
 		causes = append(causes, a.Name+" "+rel.Cause)
 	}
+	var evidence []string
+	if runBwd != nil && unrelatedPart(tags[fwdTags:]) {
+		narrow := model != p
+		probe := func(q *mamba2.Problem, qct *mamba2.Cotangent) ([]judge.Array, error) {
+			_, qg, err := runBwd(q, qct)
+			if err != nil {
+				return nil, err
+			}
+			m := q
+			if narrow {
+				m = mamba2.WithOperands(q, mamba2.TF32Roundoff)
+			}
+			return judge.Mamba2GradArrays(q, qg, mamba2.Grad(q, qct), mamba2.GradErrorScale(m, qct))
+		}
+		// with a group of B and C per head, where the kernel fails so too:
+		// its dB and dC then show one head's slice each
+		sp, sbase := p, arrays
+		if p.Groups < p.Heads {
+			u := ssdUngrouped(p)
+			if ua, err := probe(u, ct); err == nil && !ssdPasses(ua) {
+				sp, sbase = u, ua
+			}
+		}
+		if sf, ok := ssdSlicesOf(sp, ct, sbase, probe); ok && replaceUnrelated(tags[fwdTags:], causes[fwdTags:], sf) {
+			evidence = sf.evidence
+		}
+	}
 	switch {
 	case len(tags) == 0:
 		return report.Finding{Cause: "the failure did not reproduce on this problem"}
@@ -119,7 +159,18 @@ func diagnoseSSDBackward(p *mamba2.Problem, ct *mamba2.Cotangent, out *mamba2.Ou
 	case len(tags) == fwdTags:
 		causes = append(causes, "the gradients are right")
 	}
-	return report.Finding{Tag: strings.Join(tags, "+"), Cause: strings.Join(causes, "; "), Where: strings.Join(where, "; ")}
+	return report.Finding{Tag: strings.Join(tags, "+"), Cause: strings.Join(causes, "; "), Where: strings.Join(where, "; "), Evidence: evidence}
+}
+
+// unrelatedPart reports whether a backward's gradient parts hold one that
+// names no relation: "bwd:dX:none" or a location alone "bwd:dX:in(…)".
+func unrelatedPart(tags []string) bool {
+	for _, t := range tags {
+		if strings.HasSuffix(t, ":none") || strings.Contains(t, ":in(") && !strings.Contains(t, "@in(") {
+			return true
+		}
+	}
+	return false
 }
 
 // minConfined is the fewest failing elements a relation confined to them

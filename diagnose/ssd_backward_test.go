@@ -17,12 +17,7 @@ import (
 // named for a gradient made so from the float64 adjoint, with the forward
 // right and every other gradient exact.
 func TestSSDBackwardRelations(t *testing.T) {
-	o := mamba2.Options{Batch: 2, Seqlen: 40, Heads: 4, Headdim: 4, Groups: 2, Dstate: 8, D: true, Z: true, DtBias: true, Softplus: true,
-		InitialStates: true, DType: ssm.F32, StateDType: ssm.F32}
-	p := mamba2.Generate(o, 90).Rounded()
-	ct := mamba2.GenerateCotangent(p, 91, true)
-	ct.SeqStates = nil
-	out, _ := mamba2.Prefill(p)
+	p, ct, out := ssdBackwardCase()
 	ref := mamba2.Grad(p, ct)
 	clone := func() *mamba2.Grads {
 		c := func(v []float64) []float64 { return append([]float64(nil), v...) }
@@ -99,7 +94,7 @@ func TestSSDBackwardRelations(t *testing.T) {
 		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			f := SSDBackward(p, ct, out, c.make(), nil)
+			f := SSDBackward(p, ct, out, c.make(), nil, nil)
 			if !strings.Contains(f.Tag, c.want) || strings.Count(f.Tag, "bwd:") != 1 {
 				t.Errorf("diagnosis [%s] %s, want %s alone", f.Tag, f, c.want)
 			}
@@ -135,7 +130,7 @@ func TestSSDBackwardRelations(t *testing.T) {
 				}
 			}
 		}
-		if f := SSDBackward(&q, ct, out, g, nil); f.Tag != c.want {
+		if f := SSDBackward(&q, ct, out, g, nil, nil); f.Tag != c.want {
 			t.Errorf("dx wrong %s diagnosed [%s] %s, want %s", c.name, f.Tag, f, c.want)
 		}
 	}
@@ -166,17 +161,17 @@ func TestSSDBackwardRelations(t *testing.T) {
 	} {
 		g := clone()
 		c.set(g)
-		if f := SSDBackward(&q, ct, out, g, nil); f.Tag != c.want {
+		if f := SSDBackward(&q, ct, out, g, nil, nil); f.Tag != c.want {
 			t.Errorf("%s diagnosed [%s] %s, want %s", c.name, f.Tag, f, c.want)
 		}
 	}
-	if f := SSDBackward(p, ct, out, clone(), nil); f.Tag != "" {
+	if f := SSDBackward(p, ct, out, clone(), nil, nil); f.Tag != "" {
 		t.Errorf("the reference's own gradients diagnosed [%s]", f.Tag)
 	}
 	// a wrong forward is the forward's finding, not the backward's
 	bad := *out
 	bad.Y = ssm.Scaled(out.Y, 2)
-	if f := SSDBackward(p, ct, &bad, clone(), nil); !strings.HasPrefix(f.Tag, "fwd:") || strings.Contains(f.Tag, "bwd:") {
+	if f := SSDBackward(p, ct, &bad, clone(), nil, nil); !strings.HasPrefix(f.Tag, "fwd:") || strings.Contains(f.Tag, "bwd:") {
 		t.Errorf("a doubled y diagnosed [%s]", f.Tag)
 	}
 }
@@ -195,14 +190,14 @@ func TestSSDBackwardPastUnreachedStates(t *testing.T) {
 	bad.SeqStates = ssm.Scaled(out.SeqStates, 3)
 	g := mamba2.Grad(p, ct)
 	clear(g.D)
-	f := SSDBackward(p, ct, &bad, g, nil)
+	f := SSDBackward(p, ct, &bad, g, nil, nil)
 	if !strings.HasPrefix(f.Tag, "fwd:") || !strings.Contains(f.Tag, "+bwd:dD:zero") {
 		t.Errorf("diagnosis [%s] %s, want the forward's then bwd:dD:zero", f.Tag, f)
 	}
 	// with the sequences' states in the cotangent the gradients depend on
 	// them: the forward's finding alone
 	ct2 := mamba2.GenerateCotangent(p, 93, true)
-	if f := SSDBackward(p, ct2, &bad, g, nil); strings.Contains(f.Tag, "bwd:") {
+	if f := SSDBackward(p, ct2, &bad, g, nil, nil); strings.Contains(f.Tag, "bwd:") {
 		t.Errorf("with d_seq_states: diagnosis [%s]", f.Tag)
 	}
 }
@@ -221,7 +216,7 @@ func TestSSDBackwardRecomputedForward(t *testing.T) {
 	g := mamba2.Grad(p, ct)
 	g.D = ssm.Scaled(g.D, 2)
 	prefill := func(q *mamba2.Problem) (*mamba2.Output, error) { o, _ := mamba2.Prefill(q); return o, nil }
-	if f := SSDBackward(p, ct, &bad, g, prefill); f.Tag != "fwd:recomputed+bwd:dD:factor(2)" {
+	if f := SSDBackward(p, ct, &bad, g, prefill, nil); f.Tag != "fwd:recomputed+bwd:dD:factor(2)" {
 		t.Errorf("diagnosis [%s] %s", f.Tag, f)
 	}
 }
@@ -287,17 +282,30 @@ func TestSSDBackwardChunkDecay(t *testing.T) {
 	out, _ := mamba2.Prefill(p)
 	g := mamba2.Grad(p, ct)
 	g.X = mamba2.GradLacking(p, ct, mamba2.FactorChunkDecay).X
-	f := SSDBackward(p, ct, out, g, nil)
+	f := SSDBackward(p, ct, out, g, nil, nil)
 	if f.Tag != "bwd:dx:lacks(chunk-decay)" {
 		t.Fatalf("diagnosis [%s] %s, want bwd:dx:lacks(chunk-decay) alone", f.Tag, f)
 	}
 	g.X = mamba2.GradWithout(p, ct, mamba2.PathChunkState).X
-	if f := SSDBackward(p, ct, out, g, nil); f.Tag != "bwd:dx:no-path:chunk-state" {
+	if f := SSDBackward(p, ct, out, g, nil, nil); f.Tag != "bwd:dx:no-path:chunk-state" {
 		t.Fatalf("dx without the chunk's state path: [%s] %s, want bwd:dx:no-path:chunk-state", f.Tag, f)
 	}
 	q := *p
 	q.Chunk = 0 // no chunks: no such relation to state
-	if f := SSDBackward(&q, ct, out, mamba2.Grad(&q, ct), nil); f.Tag != "" {
+	if f := SSDBackward(&q, ct, out, mamba2.Grad(&q, ct), nil, nil); f.Tag != "" {
 		t.Fatalf("a right backward without chunks: [%s] %s", f.Tag, f)
 	}
+}
+
+// ssdBackwardCase is a backward's problem with every feature (two rows,
+// two groups of two heads, initial states), a cotangent of y and the
+// final states, and the exact prefill.
+func ssdBackwardCase() (*mamba2.Problem, *mamba2.Cotangent, *mamba2.Output) {
+	o := mamba2.Options{Batch: 2, Seqlen: 40, Heads: 4, Headdim: 4, Groups: 2, Dstate: 8, D: true, Z: true, DtBias: true, Softplus: true,
+		InitialStates: true, DType: ssm.F32, StateDType: ssm.F32}
+	p := mamba2.Generate(o, 90).Rounded()
+	ct := mamba2.GenerateCotangent(p, 91, true)
+	ct.SeqStates = nil
+	out, _ := mamba2.Prefill(p)
+	return p, ct, out
 }

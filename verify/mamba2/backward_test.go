@@ -119,10 +119,10 @@ type backwardVerdict struct {
 // forward it ran and every gradient against the float64 adjoint
 // (mamba2.Grad) with the gradients' error model (mamba2.GradErrorScale),
 // a failure diagnosed by diagnose.SSDBackward with run (the kernel's
-// prefill; nil: none); a pass is failed where a gradient follows a
+// prefill; nil: none) and runBwd (its backward, for the slices' probes); a pass is failed where a gradient follows a
 // structural relation within the model (diagnose.SSDBackwardHidden). The one judgement of the backward's tests, its fuzz
 // target and the planted Triton mutants.
-func judgedBackward(p *mamba2.Problem, ct *mamba2.Cotangent, out *mamba2.Output, g *mamba2.Grads, run diagnose.SSDRunner) backwardVerdict {
+func judgedBackward(p *mamba2.Problem, ct *mamba2.Cotangent, out *mamba2.Output, g *mamba2.Grads, run diagnose.SSDRunner, runBwd diagnose.SSDBackwardRunner) backwardVerdict {
 	v := backwardVerdict{out: out, g: g, judged: true, ratio: math.Inf(1)}
 	want, sc := mamba2.Prefill(p)
 	fc, _, err := judge.CompareArrays(judge.PrefillArrays(p, out, want, sc))
@@ -152,7 +152,7 @@ func judgedBackward(p *mamba2.Problem, ct *mamba2.Cotangent, out *mamba2.Output,
 	}
 	v.ratio, v.passed = v.worst.Ratio, fwdOK && gradOK
 	if !v.passed {
-		v.finding = diagnose.SSDBackward(p, ct, out, g, run)
+		v.finding = diagnose.SSDBackward(p, ct, out, g, run, runBwd)
 		return v
 	}
 	// within the model, a gradient may still follow a wrong formula the
@@ -225,7 +225,7 @@ func judgeBackward(t *testing.T, k *bridge.SSD, p *mamba2.Problem, ct *mamba2.Co
 	if !ok {
 		return backwardVerdict{ratio: math.Inf(1)}
 	}
-	v := judgedBackward(p, ct, out, g, prefillRunner(k, p))
+	v := judgedBackward(p, ct, out, g, prefillRunner(k, p), k.Backward)
 	if v.each != "" {
 		t.Log(v.each)
 	}
@@ -327,7 +327,7 @@ func TestMamba2BackwardHiddenRelation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v := judgedBackward(p, ct, out, g, nil)
+	v := judgedBackward(p, ct, out, g, nil, nil)
 	switch {
 	case v.ratio > judge.Threshold(p.DType):
 		t.Fatalf("the slip is beyond the model (ratio %.3g): no test of the hidden relation", v.ratio)

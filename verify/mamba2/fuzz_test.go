@@ -499,7 +499,7 @@ func backwardCheck(k *bridge.SSD, data []byte) string {
 	case err != nil:
 		return fmt.Sprintf("ssd_bwd %s: diagnosis [raises] %v", p.Shape(), err)
 	}
-	v := judgedBackward(p, ct, out, g, prefillRunner(k, p))
+	v := judgedBackward(p, ct, out, g, prefillRunner(k, p), k.Backward)
 	if v.passed {
 		return ""
 	}

@@ -62,7 +62,7 @@ func TestMamba2TritonMutants(t *testing.T) {
 				r.Killed, r.Finding = true, report.Finding{Tag: "crash", Cause: err.Error()}
 				return nil
 			}
-			v := judgedBackward(p, ct, out, g, k.Prefill)
+			v := judgedBackward(p, ct, out, g, k.Prefill, k.Backward)
 			r.Ratio, r.Killed, r.Finding = v.ratio, !v.passed, v.finding
 			return nil
 		case "prefill":
