@@ -53,13 +53,13 @@ const (
 
 // sliceCoord is an element's slice: its sequence (-1: the array has none,
 // or a packed row's padding) and head (its group's index for
-// layTokenGroup).
-type sliceCoord struct{ seq, head int }
+// layTokenGroup), and its token's position in its sequence (-1: none).
+type sliceCoord struct{ seq, head, tok int }
 
 // sliceDims are a problem's extents, to read its layouts with.
 type sliceDims struct {
 	batch, seqlen, heads, groups int
-	seqOf                        []int // per batch row and token: the sequence, -1 padding
+	seqOf, posOf                 []int // per batch row and token: the sequence (-1 padding), the position in it
 	nSeq                         int
 	packed                       bool
 }
@@ -67,13 +67,13 @@ type sliceDims struct {
 // newSliceDims has seqs the [row, start, end) of each sequence.
 func newSliceDims(batch, seqlen, heads, groups int, seqs [][3]int, packed bool) *sliceDims {
 	d := &sliceDims{batch: batch, seqlen: seqlen, heads: heads, groups: groups, packed: packed, nSeq: len(seqs)}
-	d.seqOf = make([]int, batch*seqlen)
+	d.seqOf, d.posOf = make([]int, batch*seqlen), make([]int, batch*seqlen)
 	for i := range d.seqOf {
-		d.seqOf[i] = -1
+		d.seqOf[i], d.posOf[i] = -1, -1
 	}
 	for si, sq := range seqs {
 		for t := sq[1]; t < sq[2] && sq[0]*seqlen+t < len(d.seqOf); t++ {
-			d.seqOf[sq[0]*seqlen+t] = si
+			d.seqOf[sq[0]*seqlen+t], d.posOf[sq[0]*seqlen+t] = si, t-sq[1]
 		}
 	}
 	return d
@@ -107,7 +107,7 @@ func (d *sliceDims) width(l sliceLayout, n int) int {
 func (d *sliceDims) coord(l sliceLayout, n, i int) sliceCoord {
 	w := d.width(l, n)
 	if w == 0 || len(d.seqOf) == 0 {
-		return sliceCoord{-1, -1}
+		return sliceCoord{-1, -1, -1}
 	}
 	switch l {
 	case layTokenHead, layTokenGroup:
@@ -115,15 +115,16 @@ func (d *sliceDims) coord(l sliceLayout, n, i int) sliceCoord {
 		if l == layTokenGroup {
 			hh = d.groups
 		}
-		row := i / (w * hh)
-		return sliceCoord{d.seqOf[row%len(d.seqOf)], (i / w) % hh}
+		row := (i / (w * hh)) % len(d.seqOf)
+		return sliceCoord{d.seqOf[row], (i / w) % hh, d.posOf[row]}
 	case layHeadToken:
 		b, h, t := i/(d.heads*d.seqlen), (i/d.seqlen)%d.heads, i%d.seqlen
-		return sliceCoord{d.seqOf[(b*d.seqlen+t)%len(d.seqOf)], h}
+		row := (b*d.seqlen + t) % len(d.seqOf)
+		return sliceCoord{d.seqOf[row], h, d.posOf[row]}
 	case layHead:
-		return sliceCoord{-1, i / w}
+		return sliceCoord{-1, i / w, -1}
 	default:
-		return sliceCoord{i / (w * d.heads), (i / w) % d.heads}
+		return sliceCoord{i / (w * d.heads), (i / w) % d.heads, -1}
 	}
 }
 
@@ -577,7 +578,8 @@ func inputRelation(p sliceProblem, ct any, base []judge.Array, failing map[strin
 // most that), they depend on the earlier call — on memory this call read
 // and never wrote (a store at another offset, the slots it should have
 // filled left as the allocator gave them). The slices those elements lie
-// in name the axis where they are a part of it ("head-stale"), else
+// in name the axis where they are a part of it ("head-stale"; a part of
+// the tokens' positions in every sequence and head, "token-stale"), else
 // none ("stale").
 func staleRelation(p sliceProblem, ct any, base []judge.Array, probe sliceProbe, th float64) *sliceFinding {
 	d := p.dims()
@@ -599,8 +601,9 @@ func staleRelation(p sliceProblem, ct any, base []judge.Array, probe sliceProbe,
 		return nil
 	}
 	var moved, arrays []string
-	// the heads of the arrays per head, and of those per group
-	seqs, heads, groupHeads := map[int]bool{}, map[int]bool{}, map[int]bool{}
+	// the heads of the arrays per head, and of those per group; the
+	// tokens' positions
+	seqs, heads, groupHeads, toks := map[int]bool{}, map[int]bool{}, map[int]bool{}, map[int]bool{}
 	nh := d.heads
 	for k, a := range base {
 		b := again[k]
@@ -617,6 +620,7 @@ func staleRelation(p sliceProblem, ct any, base []judge.Array, probe sliceProbe,
 			if ok {
 				c := d.coord(lay, len(a.Got), i)
 				seqs[c.seq] = true
+				toks[c.tok] = true
 				if lay == layTokenGroup {
 					groupHeads[c.head] = true
 				} else {
@@ -644,6 +648,8 @@ func staleRelation(p sliceProblem, ct any, base []judge.Array, probe sliceProbe,
 		}
 	case len(hs) > 0 && len(hs) < nh && !heads[-1]:
 		axis, where = "head", fmt.Sprintf(" in heads %v of %d", hs, nh)
+	case len(sortedIndices(toks)) > 0 && len(sortedIndices(toks)) < positions(d) && !toks[-1]:
+		axis, where = "token", " at positions "+spans(sortedIndices(toks))+" of each sequence"
 	}
 	rel := "stale"
 	if axis != "" {
@@ -659,6 +665,33 @@ func staleRelation(p sliceProblem, ct any, base []judge.Array, probe sliceProbe,
 // ratio is no number), or within lim on the error scale (r).
 func unmoved(x, y, r, lim float64) bool {
 	return x == y || math.IsNaN(x) && math.IsNaN(y) || r <= lim
+}
+
+// positions is the number of token positions a problem's sequences have
+// (the longest's length).
+func positions(d *sliceDims) int {
+	n := 0
+	for _, p := range d.posOf {
+		n = max(n, p+1)
+	}
+	return n
+}
+
+// spans writes sorted indices as ranges: "[0, 3) [5, 6)".
+func spans(idx []int) string {
+	var b strings.Builder
+	for i := 0; i < len(idx); {
+		j := i
+		for j+1 < len(idx) && idx[j+1] == idx[j]+1 {
+			j++
+		}
+		if b.Len() > 0 {
+			b.WriteString(" ")
+		}
+		fmt.Fprintf(&b, "[%d, %d)", idx[i], idx[j]+1)
+		i = j + 1
+	}
+	return b.String()
 }
 
 // names are the array names leading "name: …" entries.

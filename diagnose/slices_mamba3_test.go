@@ -260,6 +260,29 @@ func TestMamba3StaleRelation(t *testing.T) {
 	if f := staleRelation(sp, ct, base, sfresh, judge.Threshold(p.DType)); f != nil {
 		t.Errorf("a backward without memory: %+v", f)
 	}
+	// dK of the last three tokens of each sequence left by the earlier
+	// call (a store at −token: the chunk's last positions never written)
+	var leftK []float64
+	tokens := func(q sliceProblem, c any) ([]judge.Array, error) {
+		r, rc := q.(*m3Slices).p, c.(*mamba3.Cotangent)
+		g := mamba3.Grad(r, rc)
+		was := leftK
+		leftK = append([]float64(nil), g.K...)
+		w := r.HeadsQK * r.N
+		for i := range g.K {
+			if (i/w)%r.Seqlen >= r.Seqlen-3 {
+				g.K[i] = 0
+				if was != nil {
+					g.K[i] = was[i]
+				}
+			}
+		}
+		return judge.Mamba3GradArrays(r, g, mamba3.Grad(r, rc), mamba3.GradErrorScale(r, rc))
+	}
+	base, _ = tokens(sp, ct)
+	if f := staleRelation(sp, ct, base, tokens, judge.Threshold(p.DType)); f == nil || f.relation != "token-stale" || !strings.Contains(f.cause, "positions [37, 40) of each sequence") {
+		t.Errorf("dK of the last three tokens from the earlier call: %+v", f)
+	}
 	// NaN in head 2 every time (a NaN's ratio is no number): not stale
 	nan := func(q sliceProblem, c any) ([]judge.Array, error) {
 		r, rc := q.(*m3Slices).p, c.(*mamba3.Cotangent)

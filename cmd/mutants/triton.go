@@ -256,9 +256,9 @@ func mutatedAxis(g Generated) string {
 
 // axisNamed reports whether tag states a slice relation along axis,
 // where the mutation changed an index ("" none: any tag of the path): a
-// relation of values (a factor, a path cut) does not name an offset, and
-// no slice relation has a token axis. A batch row is the sequence of an
-// unpacked problem.
+// relation of values (a factor, a path cut) does not name an offset; a
+// token's offset is named only by memory left at some positions
+// ("token-stale"). A batch row is the sequence of an unpacked problem.
 func axisNamed(axis, tag string) bool {
 	switch axis {
 	case "":
@@ -267,6 +267,8 @@ func axisNamed(axis, tag string) bool {
 		return regexp.MustCompile(`(batch|sequence)` + sliceTags).MatchString(tag)
 	case "head":
 		return regexp.MustCompile(`head` + sliceTags).MatchString(tag)
+	case "token":
+		return regexp.MustCompile(`token` + sliceTags).MatchString(tag)
 	}
 	return false
 }

@@ -110,6 +110,14 @@ func TestTritonGrading(t *testing.T) {
 			t.Errorf("Scale_store at −head, [%s]: graded %q %v, want %v", tag, path, ok, want)
 		}
 	}
+	// the stores at −token: memory left at some positions names it
+	g.Op, g.Before, g.After = "plus-to-minus", "        tl.store(scale_store_ptr + offs_seqlen * stride_scale_store_seqlen, scale, mask=offs_seqlen < seqlen)",
+		"        tl.store(scale_store_ptr - offs_seqlen * stride_scale_store_seqlen, scale, mask=offs_seqlen < seqlen)"
+	for tag, want := range map[string]bool{"bwd:dK:token-stale": true, "bwd:dK:dt-input-batch-crossed": false, "bwd:dK:head-index": false} {
+		if _, ok := bridgedGradeOf("mamba3", g, tag); ok != want {
+			t.Errorf("Scale stored at −token, [%s]: graded %v, want %v", tag, ok, want)
+		}
+	}
 	// the sequence stride of the initial state dropped: the sequence (an
 	// unpacked problem's batch row) named, in the initial state's input
 	g = Generated{File: siso, Func: "mamba3_siso_fwd_kernel", Op: "drop-factor",
