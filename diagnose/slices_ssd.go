@@ -8,7 +8,8 @@ import (
 // ssdSlices is a Mamba-2 prefill problem as its slices see it (slices.go):
 // B and C per group of heads, Δ per token and head, A, D and dt_bias per
 // head, the initial state per batch row. The batch rows are its sequences
-// (a packed row's sequences share its initial state and are one slice).
+// (a packed row's sequences are one slice: its initial state is its first
+// sequence's).
 type ssdSlices struct {
 	p *mamba2.Problem
 	d *sliceDims
