@@ -79,8 +79,9 @@ func diagnoseMamba3(p *mamba3.Problem, y []float64, st *mamba3.State, run Mamba3
 			// (failingBulk: elements a little past the threshold by the
 			// property and the kernel's other roundings together are not
 			// its test) — and where the result lies nearer its values
-			produced = producedBy(p, want, wst, sc, failing, s.Variant, th)
-			if pass && (!closerToVariant(p, y, st, sc, ratios, s.Variant) || !showsAlone(p, want, wst, sc, s.Variant, th) && 10*producedBy(p, want, wst, sc, bulk, s.Variant, th) < 9*len(bulk)) {
+			alone, stray := variantStray(p, want, wst, sc, s.Variant)
+			produced = producedBy(stray, failing, th)
+			if pass && (!closerToVariant(p, y, st, sc, ratios, s.Variant) || !alone && 10*producedBy(stray, bulk, th) < 9*len(bulk)) {
 				pass = false
 			}
 		}
@@ -137,6 +138,11 @@ func diagnoseMamba3(p *mamba3.Problem, y []float64, st *mamba3.State, run Mamba3
 			}
 		}
 	}
+	// a pair with a precision: the precision produces the bulk
+	producesBulk := func(v mamba3.Variant) bool {
+		_, stray := variantStray(p, want, wst, sc, v)
+		return 10*producedBy(stray, bulk, th) >= 9*len(bulk)
+	}
 	for i := range slips {
 		for j := i + 1; j < len(slips); j++ {
 			v, ok := mamba3.Merge(slips[i].Variant, slips[j].Variant)
@@ -144,7 +150,7 @@ func diagnoseMamba3(p *mamba3.Problem, y []float64, st *mamba3.State, run Mamba3
 				continue
 			}
 			precision := slips[i].Precision || slips[j].Precision
-			if pass, _ := judgeVariant(v); pass && (!precision || closerToVariant(p, y, st, sc, ratios, v) && 10*producedBy(p, want, wst, sc, bulk, v, th) >= 9*len(bulk)) {
+			if pass, _ := judgeVariant(v); pass && (!precision || closerToVariant(p, y, st, sc, ratios, v) && producesBulk(v)) {
 				f.Tag = slips[i].Tag + "+" + slips[j].Tag
 				f.Cause = slips[i].Cause + "; and " + slips[j].Cause
 				return f
@@ -214,28 +220,27 @@ func failingBulk(ratios map[string][]float64, th float64) map[[2]int]bool {
 	return failingSet(ratios, cut)
 }
 
-// showsAlone reports whether the variant's own values fail the reference
-// (want, wst) on p: the property shows on this problem by itself.
-func showsAlone(p *mamba3.Problem, want []float64, wst *mamba3.State, sc *mamba3.Scale, v mamba3.Variant, th float64) bool {
+// variantStray judges the variant's own values against the reference's
+// (want, wst) on the reference's error scale sc: whether they fail p by
+// themselves (the property shows on this problem alone), and their ratios.
+func variantStray(p *mamba3.Problem, want []float64, wst *mamba3.State, sc *mamba3.Scale, v mamba3.Variant) (alone bool, ratios map[string][]float64) {
 	vy, vst := mamba3.ForwardVariant(p, v)
-	ok, _ := ssdJudged(judge.Mamba3Arrays(p, vy, want, vst, wst, sc))
-	return !ok
+	ok, rs := ssdJudged(judge.Mamba3Arrays(p, vy, want, vst, wst, sc))
+	return !ok, rs
 }
 
 // producedBy counts the failing elements where the variant's own values
-// stray from the reference's (want, wst) at least halfway to the
-// threshold on the reference's error scale sc: the elements a precision
-// would make fail by itself. A kernel with the property fails where the
-// variant strays, an angle rounded the other way by a hair included (both
-// lie about half a unit from the reference there); a fault beside a
-// property the problem does not bring out (2048 tokens: the error model's
-// angle term has grown past it) fails where the variant does not.
-func producedBy(p *mamba3.Problem, want []float64, wst *mamba3.State, sc *mamba3.Scale, failing map[[2]int]bool, v mamba3.Variant, th float64) int {
-	vy, vst := mamba3.ForwardVariant(p, v)
-	_, rs := ssdJudged(judge.Mamba3Arrays(p, vy, want, vst, wst, sc))
+// stray from the reference's at least halfway to the threshold (stray:
+// variantStray's ratios): the elements a precision would make fail by
+// itself. A kernel with the property fails where the variant strays, an
+// angle rounded the other way by a hair included (both lie about half a
+// unit from the reference there); a fault beside a property the problem
+// does not bring out (2048 tokens: the error model's angle term has grown
+// past it) fails where the variant does not.
+func producedBy(stray map[string][]float64, failing map[[2]int]bool, th float64) int {
 	n := 0
 	for e := range failing {
-		if r := rs[mamba3Arrays[e[0]]]; e[1] < len(r) && !(r[e[1]] <= th/2) {
+		if r := stray[mamba3Arrays[e[0]]]; e[1] < len(r) && !(r[e[1]] <= th/2) {
 			n++
 		}
 	}
