@@ -212,12 +212,17 @@ func closerToVariant(p *mamba3.Problem, y []float64, st *mamba3.State, sc *mamba
 // not finite): where the failure lies, without the elements a little past
 // the threshold that any fault's ordinary roundings add.
 func failingBulk(ratios map[string][]float64, th float64) map[[2]int]bool {
-	worst := worstRatio(ratios)
-	cut := th
-	if !math.IsInf(worst, 0) && !math.IsNaN(worst) {
-		cut = math.Max(th, worst/100)
+	return failingSet(ratios, bulkCut(worstRatio(ratios), th))
+}
+
+// bulkCut is the ratio past which a failing element is of the failure's
+// bulk: within two orders of magnitude of the worst, or the threshold
+// where the worst is not finite.
+func bulkCut(worst, th float64) float64 {
+	if math.IsInf(worst, 0) || math.IsNaN(worst) {
+		return th
 	}
-	return failingSet(ratios, cut)
+	return math.Max(th, worst/100)
 }
 
 // variantStray judges the variant's own values against the reference's

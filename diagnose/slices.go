@@ -274,20 +274,10 @@ func measureSlices(p sliceProblem, ct any, base []judge.Array, probe sliceProbe)
 	// thousand lies
 	worst := 0.0
 	for _, a := range base {
-		if _, rs := ssdJudged([]judge.Array{a}); rs != nil {
-			for _, r := range rs[a.Name] {
-				if math.IsNaN(r) || math.IsInf(r, 0) {
-					worst = math.Inf(1)
-				} else {
-					worst = math.Max(worst, r)
-				}
-			}
-		}
+		_, rs := ssdJudged([]judge.Array{a})
+		worst = math.Max(worst, worstRatio(rs)) // a NaN stays NaN
 	}
-	bulk := th
-	if !math.IsInf(worst, 0) {
-		bulk = math.Max(th, worst/100)
-	}
+	bulk := bulkCut(worst, th)
 	failing := failingSlices(p, base, bulk)
 	if len(failing) == 0 {
 		return sliceFinding{}, false
