@@ -196,6 +196,68 @@ type sliceInput struct {
 	change func(x float64) float64
 }
 
+// sliceField is one input of a family's problem type P and where it
+// lives there (nil: an absent part, Mamba-3's state without one).
+type sliceField[P any] struct {
+	in    sliceInput
+	field func(p *P) *[]float64
+}
+
+// sliceFields are a family's inputs: its sliceProblem's inputs, input and
+// with are read from them.
+type sliceFields[P any] []sliceField[P]
+
+func (fs sliceFields[P]) inputs() []sliceInput {
+	out := make([]sliceInput, len(fs))
+	for i, f := range fs {
+		out[i] = f.in
+	}
+	return out
+}
+
+// layout is the named input's layout.
+func (fs sliceFields[P]) layout(name string) (sliceLayout, bool) {
+	for _, f := range fs {
+		if f.in.name == name {
+			return f.in.layout, true
+		}
+	}
+	return 0, false
+}
+
+// get is the named input's values in p (nil: absent).
+func (fs sliceFields[P]) get(p *P, name string) []float64 {
+	for _, f := range fs {
+		if f.in.name == name {
+			if v := f.field(p); v != nil {
+				return *v
+			}
+		}
+	}
+	return nil
+}
+
+// replace puts into q the inputs x names, each rounded to what the kernel
+// reads (round: the family's rounding of a whole problem), the other
+// inputs as they were.
+func (fs sliceFields[P]) replace(q *P, x map[string][]float64, round func(*P) *P) {
+	for _, f := range fs {
+		if v, ok := x[f.in.name]; ok {
+			if fp := f.field(q); fp != nil {
+				*fp = v
+			}
+		}
+	}
+	r := round(q)
+	for _, f := range fs {
+		if _, ok := x[f.in.name]; ok {
+			if fp := f.field(q); fp != nil {
+				*fp = *f.field(r)
+			}
+		}
+	}
+}
+
 var (
 	flipped = func(x float64) float64 { return 0.5 - x }
 	grown   = func(x float64) float64 { return 1.5 * x }

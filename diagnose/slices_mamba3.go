@@ -25,10 +25,8 @@ func (s *m3Slices) threshold() float64 { return judge.Threshold(s.p.DType) }
 // layoutOf knows the inputs' names, the forward's outputs (mamba3Arrays)
 // and the gradients (Grads.Fields).
 func (s *m3Slices) layoutOf(name string) (sliceLayout, bool) {
-	for _, f := range m3Fields {
-		if f.in.name == name {
-			return f.in.layout, true
-		}
+	if l, ok := m3Fields.layout(name); ok {
+		return l, true
 	}
 	switch strings.TrimPrefix(name, "d") {
 	case "Q", "K":
@@ -47,10 +45,7 @@ func (s *m3Slices) layoutOf(name string) (sliceLayout, bool) {
 }
 
 // m3Fields are the inputs with where they live in a problem.
-var m3Fields = []struct {
-	in    sliceInput
-	field func(p *mamba3.Problem) *[]float64
-}{
+var m3Fields = sliceFields[mamba3.Problem]{
 	{sliceInput{"q", layTokenGroup, flipped}, func(p *mamba3.Problem) *[]float64 { return &p.Q }},
 	{sliceInput{"k", layTokenGroup, flipped}, func(p *mamba3.Problem) *[]float64 { return &p.K }},
 	{sliceInput{"v", layTokenHead, flipped}, func(p *mamba3.Problem) *[]float64 { return &p.V }},
@@ -77,43 +72,12 @@ func m3State(f func(s *mamba3.State) *[]float64) func(p *mamba3.Problem) *[]floa
 	}
 }
 
-func (s *m3Slices) inputs() []sliceInput {
-	out := make([]sliceInput, len(m3Fields))
-	for i, f := range m3Fields {
-		out[i] = f.in
-	}
-	return out
-}
-
-func (s *m3Slices) input(name string) []float64 {
-	for _, f := range m3Fields {
-		if f.in.name == name {
-			if v := f.field(s.p); v != nil {
-				return *v
-			}
-		}
-	}
-	return nil
-}
+func (s *m3Slices) inputs() []sliceInput        { return m3Fields.inputs() }
+func (s *m3Slices) input(name string) []float64 { return m3Fields.get(s.p, name) }
 
 func (s *m3Slices) with(x map[string][]float64) sliceProblem {
 	q := copyProblem(s.p)
-	for _, f := range m3Fields {
-		if v, ok := x[f.in.name]; ok {
-			if fp := f.field(q); fp != nil {
-				*fp = v
-			}
-		}
-	}
-	// rounded to what the kernel reads, the other inputs as they were
-	r := q.Rounded()
-	for _, f := range m3Fields {
-		if _, ok := x[f.in.name]; ok {
-			if fp := f.field(q); fp != nil {
-				*fp = *f.field(r)
-			}
-		}
-	}
+	m3Fields.replace(q, x, (*mamba3.Problem).Rounded)
 	return newM3Slices(q)
 }
 

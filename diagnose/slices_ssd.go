@@ -28,10 +28,7 @@ func (s *ssdSlices) threshold() float64 { return judge.Threshold(s.p.DType) }
 
 // ssdFields are the inputs with where they live in a problem. Δ and A
 // grow (a Δ without softplus stays positive, A negative); the rest flip.
-var ssdFields = []struct {
-	in    sliceInput
-	field func(p *mamba2.Problem) *[]float64
-}{
+var ssdFields = sliceFields[mamba2.Problem]{
 	{sliceInput{"x", layTokenHead, flipped}, func(p *mamba2.Problem) *[]float64 { return &p.X }},
 	{sliceInput{"dt", layTokenHead, grown}, func(p *mamba2.Problem) *[]float64 { return &p.Dt }},
 	{sliceInput{"b", layTokenGroup, flipped}, func(p *mamba2.Problem) *[]float64 { return &p.B }},
@@ -46,10 +43,8 @@ var ssdFields = []struct {
 // layoutOf knows the inputs' names, the prefill's outputs and the
 // gradients (Grads.Fields).
 func (s *ssdSlices) layoutOf(name string) (sliceLayout, bool) {
-	for _, f := range ssdFields {
-		if f.in.name == name {
-			return f.in.layout, true
-		}
+	if l, ok := ssdFields.layout(name); ok {
+		return l, true
 	}
 	switch name {
 	case "y", "dx", "dz", "ddt":
@@ -64,37 +59,12 @@ func (s *ssdSlices) layoutOf(name string) (sliceLayout, bool) {
 	return 0, false
 }
 
-func (s *ssdSlices) inputs() []sliceInput {
-	out := make([]sliceInput, len(ssdFields))
-	for i, f := range ssdFields {
-		out[i] = f.in
-	}
-	return out
-}
-
-func (s *ssdSlices) input(name string) []float64 {
-	for _, f := range ssdFields {
-		if f.in.name == name {
-			return *f.field(s.p)
-		}
-	}
-	return nil
-}
+func (s *ssdSlices) inputs() []sliceInput        { return ssdFields.inputs() }
+func (s *ssdSlices) input(name string) []float64 { return ssdFields.get(s.p, name) }
 
 func (s *ssdSlices) with(x map[string][]float64) sliceProblem {
 	q := *s.p
-	for _, f := range ssdFields {
-		if v, ok := x[f.in.name]; ok {
-			*f.field(&q) = v
-		}
-	}
-	// rounded to what the kernel reads, the other inputs as they were
-	r := q.Rounded()
-	for _, f := range ssdFields {
-		if _, ok := x[f.in.name]; ok {
-			*f.field(&q) = *f.field(r)
-		}
-	}
+	ssdFields.replace(&q, x, (*mamba2.Problem).Rounded)
 	return newSSDSlices(&q)
 }
 
