@@ -92,16 +92,7 @@ func diagnoseMamba3Backward(p *mamba3.Problem, ct *mamba3.Cotangent, y []float64
 			}
 			return judge.Mamba3GradArrays(q, qg, mamba3.Grad(q, qct), mamba3.GradErrorScale(q, qct))
 		}
-		// with a group of Q and K per head, where the kernel fails so too:
-		// its dQ and dK then show one head's slice each
-		sp, sbase := p, arrays
-		if p.HeadsQK < p.Heads {
-			u := ungrouped(p)
-			if ua, err := probe(u, ct); err == nil && !ssdPasses(ua) {
-				sp, sbase = u, ua
-			}
-		}
-		if sf, ok := mamba3Slices(sp, ct, sbase, probe); ok {
+		if sf, ok := mamba3Slices(p, ct, arrays, probe); ok {
 			replaceUnrelated(tags, causes, sf)
 			f.Tag, f.Cause = strings.Join(tags, "+"), strings.Join(causes, "; ")
 			f.Evidence = append(f.Evidence, sf.evidence...)

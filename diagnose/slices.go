@@ -379,6 +379,16 @@ func measureSlices(p sliceProblem, ct any, base []judge.Array, probe sliceProbe)
 	return sliceFinding{}, false
 }
 
+// ungroupedWhereFailing is u (the layer of p with a group per head, where a
+// group's gradient is one head's) and the kernel's arrays on it where the
+// kernel fails there too, else p and base.
+func ungroupedWhereFailing(p, u sliceProblem, ct any, base []judge.Array, probe sliceProbe) (sliceProblem, []judge.Array) {
+	if ua, err := probe(u, ct); err == nil && len(ua) > 0 && !ssdPasses(ua) {
+		return u, ua
+	}
+	return p, base
+}
+
 // failingSlices is, per array of a judged result, the set of slices
 // holding an element beyond the threshold.
 func failingSlices(p sliceProblem, arrays []judge.Array, th float64) map[string]map[sliceCoord]bool {

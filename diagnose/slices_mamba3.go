@@ -106,7 +106,9 @@ func copyProblem(p *mamba3.Problem) *mamba3.Problem {
 }
 
 // mamba3Slices measures a Mamba-3 result's slice relations (measureSlices)
-// with run, a forward's (ct nil) or a backward's.
+// with run, a forward's (ct nil) or a backward's; a backward's on the layer
+// with a group of Q and K per head where the kernel fails so too, so that
+// dQ and dK show one head's slice each.
 func mamba3Slices(p *mamba3.Problem, ct *mamba3.Cotangent, base []judge.Array, run func(q *mamba3.Problem, ct *mamba3.Cotangent) ([]judge.Array, error)) (sliceFinding, bool) {
 	if run == nil {
 		return sliceFinding{}, false
@@ -115,11 +117,11 @@ func mamba3Slices(p *mamba3.Problem, ct *mamba3.Cotangent, base []judge.Array, r
 		qc, _ := c.(*mamba3.Cotangent)
 		return run(q.(*m3Slices).p, qc)
 	}
-	var c any
-	if ct != nil {
-		c = ct
+	var sp sliceProblem = newM3Slices(p)
+	if ct != nil && p.HeadsQK < p.Heads {
+		sp, base = ungroupedWhereFailing(sp, newM3Slices(ungrouped(p)), ct, base, probe)
 	}
-	return measureSlices(newM3Slices(p), c, base, probe)
+	return measureSlices(sp, ct, base, probe)
 }
 
 // ungrouped is p with a group of Q and K per head (each head's copy of its

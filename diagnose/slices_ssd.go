@@ -82,13 +82,19 @@ func (s *ssdSlices) permutedCotangent(ct any, ax sliceAxis) any {
 }
 
 // ssdSlicesOf measures a Mamba-2 backward's slice relations
-// (measureSlices) with run.
+// (measureSlices) with run, on the layer with a group of B and C per head
+// where the kernel fails so too, so that dB and dC show one head's slice
+// each.
 func ssdSlicesOf(p *mamba2.Problem, ct *mamba2.Cotangent, base []judge.Array, run func(q *mamba2.Problem, ct *mamba2.Cotangent) ([]judge.Array, error)) (sliceFinding, bool) {
 	probe := func(q sliceProblem, c any) ([]judge.Array, error) {
 		qc, _ := c.(*mamba2.Cotangent)
 		return run(q.(*ssdSlices).p, qc)
 	}
-	return measureSlices(newSSDSlices(p), ct, base, probe)
+	var sp sliceProblem = newSSDSlices(p)
+	if p.Groups < p.Heads {
+		sp, base = ungroupedWhereFailing(sp, newSSDSlices(ssdUngrouped(p)), ct, base, probe)
+	}
+	return measureSlices(sp, ct, base, probe)
 }
 
 // ssdUngrouped is p with a group of B and C per head (each head's copy of

@@ -138,16 +138,7 @@ func diagnoseSSDBackward(p *mamba2.Problem, ct *mamba2.Cotangent, out *mamba2.Ou
 			}
 			return judge.Mamba2GradArrays(q, qg, mamba2.Grad(q, qct), mamba2.GradErrorScale(m, qct))
 		}
-		// with a group of B and C per head, where the kernel fails so too:
-		// its dB and dC then show one head's slice each
-		sp, sbase := p, arrays
-		if p.Groups < p.Heads {
-			u := ssdUngrouped(p)
-			if ua, err := probe(u, ct); err == nil && !ssdPasses(ua) {
-				sp, sbase = u, ua
-			}
-		}
-		if sf, ok := ssdSlicesOf(sp, ct, sbase, probe); ok && replaceUnrelated(tags[fwdTags:], causes[fwdTags:], sf) {
+		if sf, ok := ssdSlicesOf(p, ct, arrays, probe); ok && replaceUnrelated(tags[fwdTags:], causes[fwdTags:], sf) {
 			evidence = sf.evidence
 		}
 	}
