@@ -126,13 +126,23 @@ type tritonRegion struct {
 // those of the stores the backward reads, known by their slices alone.
 var axisPaths = map[string]bool{"what the forward stores for the backward": true}
 
-// sliceTags are the tags of a slice relation (diagnose.mamba3Slices):
-// a failure kept to its batch or head indices, crossing between slices,
-// or on memory an earlier call left, in the forward ("op:slices:head-index", "op:trap-input:
-// batch-ignored") or in a gradient ("bwd:dK:head-index").
+// sliceTags are the tags of a slice relation (diagnose.measureSlices): a
+// failure kept to its batch or head indices, crossing between slices, or
+// on memory an earlier call left, in the forward ("op:slices:head-index",
+// "op:trap-input:batch-ignored") or in a gradient ("bwd:dK:head-index").
 const sliceTags = `-(index|crossed|ignored|stale)(\+|$)`
 
-var sliceTag = regexp.MustCompile(sliceTags)
+var (
+	sliceTag = regexp.MustCompile(sliceTags)
+	// axisTags are the slice relations along each axis a mutation's
+	// index term names (a batch row is an unpacked problem's sequence)
+	axisTags = map[string]*regexp.Regexp{
+		"batch":    regexp.MustCompile(`(batch|sequence)` + sliceTags),
+		"sequence": regexp.MustCompile(`(batch|sequence)` + sliceTags),
+		"head":     regexp.MustCompile(`head` + sliceTags),
+		"token":    regexp.MustCompile(`token` + sliceTags),
+	}
+)
 
 // bwdCarried are the gradients a state's cotangent reaches.
 var bwdCarried = bwdParts(`dinitial_states|dx|dB|ddt|dA|ddt_bias`)
@@ -260,15 +270,9 @@ func mutatedAxis(g Generated) string {
 // token's offset is named only by memory left at some positions
 // ("token-stale"). A batch row is the sequence of an unpacked problem.
 func axisNamed(axis, tag string) bool {
-	switch axis {
-	case "":
+	if axis == "" {
 		return true
-	case "batch", "sequence":
-		return regexp.MustCompile(`(batch|sequence)` + sliceTags).MatchString(tag)
-	case "head":
-		return regexp.MustCompile(`head` + sliceTags).MatchString(tag)
-	case "token":
-		return regexp.MustCompile(`token` + sliceTags).MatchString(tag)
 	}
-	return false
+	re, ok := axisTags[axis]
+	return ok && re.MatchString(tag)
 }
