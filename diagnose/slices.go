@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"ssmverify/judge"
+	"ssmverify/ssm"
 )
 
 // The slices of a chunked layer's problem (Mamba-2's, Mamba-3's). The
@@ -129,16 +130,27 @@ func (d *sliceDims) coord(l sliceLayout, n, i int) sliceCoord {
 }
 
 // own reports whether element c of an array in layout l belongs to the
-// slice last of the axis (for an array of groups on the head axis: the
-// last group).
-func (d *sliceDims) own(c sliceCoord, l sliceLayout, head bool, last int) bool {
-	switch {
-	case !head:
-		return c.seq == last
-	case l == layTokenGroup:
-		return c.head == d.groups-1
+// slice k of the axis that was changed in an input laid out as in: the
+// sequence k, or on the head axis the head k (the group k for an input
+// per group) — for an array per group, the group that head lies in; for
+// an array per head, the heads of that group.
+func (d *sliceDims) own(c sliceCoord, l sliceLayout, head bool, in sliceLayout, k int) bool {
+	if !head {
+		return c.seq == k
 	}
-	return c.head == last
+	per := 1 // heads a group has
+	if d.groups > 0 && d.heads%d.groups == 0 {
+		per = d.heads / d.groups
+	}
+	switch {
+	case l == layTokenGroup && in == layTokenGroup:
+		return c.head == k
+	case l == layTokenGroup:
+		return c.head == k/per
+	case in == layTokenGroup:
+		return c.head/per == k
+	}
+	return c.head == k
 }
 
 // permuted returns x (layout l) with its batch rows, heads and groups
@@ -194,6 +206,27 @@ type sliceInput struct {
 	name   string
 	layout sliceLayout
 	change func(x float64) float64
+}
+
+// cotangentInput is one part of a backward's cotangent (the output's,
+// a final state's) as an input of the probes: its values, and the
+// cotangent with them replaced (rounded to the type the kernel reads).
+type cotangentInput struct {
+	in     sliceInput
+	values []float64
+	with   func(v []float64) any
+}
+
+// roundChanged is v with the elements that differ from was rounded to dt:
+// a cotangent the suite did not round keeps its other slices bit for bit.
+func roundChanged(dt ssm.DType, was, v []float64) []float64 {
+	out := append([]float64(nil), v...)
+	for i := range out {
+		if i < len(was) && out[i] != was[i] {
+			out[i] = dt.Round(out[i])
+		}
+	}
+	return out
 }
 
 // sliceField is one input of a family's problem type P and where it
@@ -278,6 +311,10 @@ type sliceProblem interface {
 	// permutedCotangent is a backward's cotangent (nil for a forward)
 	// with its slices moved as ax moves the problem's.
 	permutedCotangent(ct any, ax sliceAxis) any
+	// cotangentInputs are a backward's cotangent's parts as inputs of
+	// the probes (none for a forward): a read of another slice's
+	// cotangent crosses slices as a read of its input does.
+	cotangentInputs(ct any) []cotangentInput
 	threshold() float64
 }
 
@@ -296,15 +333,25 @@ type sliceFinding struct {
 	arrays                []string
 	cause                 string
 	evidence              []string
+	moved                 int // a crossed relation's elements moved
+	// a crossed relation's input per array (where several inputs
+	// cross), and the elements that input moved there
+	inputOf, causeOf map[string]string
+	count            map[string]int
 }
 
-// relationTag is the relation as a tag's last part: "batch-index",
-// "trap-input-batch-ignored".
-func (f sliceFinding) relationTag() string {
-	if f.input == "" {
+// relationTagOf is the relation as array a's tag's last part:
+// "batch-index", "trap-input-batch-ignored" — a crossed relation by the
+// input that crossed a, where a has one of its own.
+func (f sliceFinding) relationTagOf(a string) string {
+	in := f.input
+	if v := f.inputOf[a]; v != "" {
+		in = v
+	}
+	if in == "" {
 		return f.relation
 	}
-	return f.input + "-input-" + f.relation
+	return in + "-input-" + f.relation
 }
 
 // forwardTag is the relation as a forward's operator tag: the region its
@@ -370,11 +417,18 @@ func measureSlices(p sliceProblem, ct any, base []judge.Array, probe sliceProbe)
 	}
 	// a slice's results moved by another's input alone: no fault alike
 	// in every slice does that (an input not followed, alone, may be one
-	// read in no slice)
+	// read in no slice). Where slices cross along both axes, the axis
+	// that moves more: an offset along one crosses the other only at its
+	// ends (a head's offset negated reads the row before's last head at
+	// a row's first token)
+	var most *sliceFinding
 	for _, a := range []string{"batch", "sequence", "head"} {
-		if f := crossed[a]; f != nil {
-			return *f, true
+		if f := crossed[a]; f != nil && (most == nil || f.moved > most.moved) {
+			most = f
 		}
+	}
+	if most != nil {
+		return *most, true
 	}
 	return sliceFinding{}, false
 }
@@ -519,16 +573,19 @@ func indexRelation(p sliceProblem, ct any, failing map[string]map[sliceCoord]boo
 	return sliceFinding{}, false
 }
 
-// inputRelation changes one input at a time in one slice (the last
-// sequence's; the last head's, the last group's for an input per group)
-// and compares what the kernel's results did with what the reference's
-// did: another slice's elements that moved beyond twice the threshold
-// (two results each within the model differ by at most that) where the
-// reference's stayed bit for bit are crossed; the changed slice's
-// elements whose reference moved beyond ten thresholds while the kernel's
-// stayed within one, nine in ten of them, ignored. It returns by axis the
-// first input found crossed, and the input found ignored where it is the
-// only one.
+// inputRelation changes one input at a time in one slice (the first
+// sequence's, then the last's; the first head's, then the last's, the
+// group's for an input per group) — a backward's cotangent's parts
+// among the inputs — and compares what the kernel's results did with
+// what the reference's did: another slice's elements that moved beyond
+// twice the threshold (two results each within the model differ by at
+// most that) where the reference's stayed bit for bit are crossed; the
+// changed slice's elements whose reference moved beyond ten thresholds
+// while the kernel's stayed within one, nine in ten of them, ignored.
+// Both ends, because an offset by the index negated or too large reads a
+// slice below or above its own: only a change of that slice shows it.
+// It returns by axis the first input found crossed, and the input found
+// ignored where it is the only one.
 func inputRelation(p sliceProblem, ct any, base []judge.Array, failing map[string]map[sliceCoord]bool, probe sliceProbe, th float64) (crossed, ignored map[string]*sliceFinding) {
 	d := p.dims()
 	type axis struct {
@@ -538,7 +595,7 @@ func inputRelation(p sliceProblem, ct any, base []judge.Array, failing map[strin
 	}
 	var axes []axis
 	crossed, ignored = map[string]*sliceFinding{}, map[string]*sliceFinding{}
-	nIgnored := map[string]int{}
+	nIgnored := map[string]map[string]bool{}
 	if d.nSeq >= 2 {
 		name := "batch"
 		if d.packed {
@@ -549,89 +606,189 @@ func inputRelation(p sliceProblem, ct any, base []judge.Array, failing map[strin
 	if d.heads >= 2 {
 		axes = append(axes, axis{"head", true, d.heads})
 	}
+	// the problem's inputs, then the cotangent's parts: each run with
+	// its values replaced
+	type changeable struct {
+		in     sliceInput
+		values []float64
+		run    func(v []float64) ([]judge.Array, error)
+	}
+	var all []changeable
+	for _, in := range p.inputs() {
+		name := in.name
+		all = append(all, changeable{in, p.input(name), func(v []float64) ([]judge.Array, error) {
+			return probe(p.with(map[string][]float64{name: v}), ct)
+		}})
+	}
+	for _, c := range p.cotangentInputs(ct) {
+		with := c.with
+		all = append(all, changeable{c.in, c.values, func(v []float64) ([]judge.Array, error) { return probe(p, with(v)) }})
+	}
 	for _, ax := range axes {
-		for _, in := range p.inputs() {
-			v := p.input(in.name)
+		for _, ch := range all {
+			in, v := ch.in, ch.values
 			if v == nil || (!ax.head && in.layout == layHead) {
 				continue
 			}
-			last := ax.n - 1
+			n := ax.n
 			if ax.head && in.layout == layTokenGroup {
 				if d.groups < 2 {
 					continue
 				}
-				last = d.groups - 1
+				n = d.groups
 			}
-			x := append([]float64(nil), v...)
-			changed := 0
-			for i := range x {
-				c := d.coord(in.layout, len(x), i)
-				if (ax.head && c.head == last) || (!ax.head && c.seq == last) {
-					x[i] = in.change(x[i])
-					changed++
+			for _, k := range []int{n - 1, 0} {
+				which := fmt.Sprintf("the %s %s's %s", endName(k), ax.name, in.name)
+				if ax.head && in.layout == layTokenGroup {
+					which = fmt.Sprintf("the %s group's %s", endName(k), in.name)
 				}
-			}
-			if changed == 0 {
-				continue
-			}
-			got, err := probe(p.with(map[string][]float64{in.name: x}), ct)
-			if err != nil || len(got) != len(base) {
-				continue
-			}
-			var moved, notFollowed []string
-			for k, a := range base {
-				b := got[k]
-				if b.Name != a.Name || len(b.Got) != len(a.Got) || len(b.Want) != len(a.Want) || len(a.Got) != len(a.Want) {
-					continue
+				moved, nMoved, notFollowed := changedSlice(p, base, failing, ch.run, v, in, ax.head, k, th)
+				if len(moved) > 0 {
+					f := &sliceFinding{axis: ax.name, relation: ax.name + "-crossed", input: in.name, arrays: names(moved),
+						cause:    fmt.Sprintf("results of other %ss change when %s alone changes (the reference's stay bit for bit): a read or a write at another %s's offset", ax.name, which, ax.name),
+						evidence: []string{fmt.Sprintf("%s changed: %s moved beyond twice the threshold", which, strings.Join(moved, "; "))}, moved: nMoved}
+					crossed[ax.name] = mergeCrossed(crossed[ax.name], f, movedCounts(moved))
 				}
-				kc := changeRatios(a, a.Got, b.Got)
-				rc := changeRatios(a, a.Want, b.Want)
-				lay, _ := p.layoutOf(a.Name)
-				nc, follow, still := 0, 0, 0
-				for i := range a.Want {
-					own := d.own(d.coord(lay, len(a.Want), i), lay, ax.head, last)
-					switch {
-					case b.Want[i] == a.Want[i] && !own && !unmoved(a.Got[i], b.Got[i], kc[i], 2*th):
-						nc++
-					case own && rc[i] > 10*th && !math.IsNaN(rc[i]):
-						follow++
-						if unmoved(a.Got[i], b.Got[i], kc[i], th) {
-							still++
-						}
+				if len(notFollowed) > 0 {
+					if nIgnored[ax.name] == nil {
+						nIgnored[ax.name] = map[string]bool{}
 					}
+					nIgnored[ax.name][in.name] = true
+					ignored[ax.name] = &sliceFinding{axis: ax.name, relation: ax.name + "-ignored", input: in.name, arrays: names(notFollowed),
+						cause:    fmt.Sprintf("the %s's results do not follow a change of %s that moves the reference's beyond ten thresholds: that %s's %s is read at another offset", ax.name, which, ax.name, in.name),
+						evidence: []string{fmt.Sprintf("%s changed: %s stayed within the threshold", which, strings.Join(notFollowed, "; "))}}
 				}
-				if nc > 0 {
-					moved = append(moved, fmt.Sprintf("%s: %d elements", a.Name, nc))
+				if n == 1 {
+					break
 				}
-				if follow > 0 && 10*still >= 9*follow && failing[a.Name] != nil {
-					notFollowed = append(notFollowed, fmt.Sprintf("%s: %d of the %d elements its change moves", a.Name, still, follow))
-				}
-			}
-			which := fmt.Sprintf("the last %s's %s", ax.name, in.name)
-			if ax.head && in.layout == layTokenGroup {
-				which = fmt.Sprintf("the last group's %s", in.name)
-			}
-			if len(moved) > 0 && crossed[ax.name] == nil {
-				crossed[ax.name] = &sliceFinding{axis: ax.name, relation: ax.name + "-crossed", input: in.name, arrays: names(moved),
-					cause:    fmt.Sprintf("results of other %ss change when %s alone changes (the reference's stay bit for bit): a read or a write at another %s's offset", ax.name, which, ax.name),
-					evidence: []string{fmt.Sprintf("%s changed: %s moved beyond twice the threshold", which, strings.Join(moved, "; "))}}
-			}
-			if len(notFollowed) > 0 {
-				nIgnored[ax.name]++
-				ignored[ax.name] = &sliceFinding{axis: ax.name, relation: ax.name + "-ignored", input: in.name, arrays: names(notFollowed),
-					cause:    fmt.Sprintf("the %s's results do not follow a change of %s that moves the reference's beyond ten thresholds: that %s's %s is read at another offset", ax.name, which, ax.name, in.name),
-					evidence: []string{fmt.Sprintf("%s changed: %s stayed within the threshold", which, strings.Join(notFollowed, "; "))}}
 			}
 		}
 	}
-	for a, n := range nIgnored {
-		if n > 1 {
+	for a, ins := range nIgnored {
+		if len(ins) > 1 {
 			// a slice that follows none of several inputs computes
 			// from none of them: no one input is read at another offset
 			delete(ignored, a)
 		}
 	}
 	return crossed, ignored
+}
+
+// mergeCrossed adds crossing g (counts: its elements moved per array) to
+// the axis' finding f so far: each array is put down to the input whose
+// change moved the most of its elements (inputOf), the finding's own
+// input, cause and first evidence those of the crossing that moved the
+// most in all. Two inputs may each cross (a head's group read wrong
+// crosses dx by B and dB by x): each gradient is named by its own.
+func mergeCrossed(f, g *sliceFinding, counts map[string]int) *sliceFinding {
+	for _, a := range g.arrays {
+		g.setInput(a, g.input, g.cause, counts[a])
+	}
+	if f == nil {
+		return g
+	}
+	for _, a := range g.arrays {
+		if counts[a] > f.count[a] {
+			if f.inputOf[a] == "" {
+				f.arrays = append(f.arrays, a)
+			}
+			f.setInput(a, g.input, g.cause, counts[a])
+		}
+	}
+	if g.moved > f.moved {
+		f.input, f.cause, f.moved = g.input, g.cause, g.moved
+		f.evidence = append(g.evidence, f.evidence...)
+	} else {
+		f.evidence = append(f.evidence, g.evidence...)
+	}
+	sort.Strings(f.arrays)
+	return f
+}
+
+// setInput puts array a down to input in (its words: cause), n of its
+// elements moved.
+func (f *sliceFinding) setInput(a, in, cause string, n int) {
+	if f.inputOf == nil {
+		f.inputOf, f.causeOf, f.count = map[string]string{}, map[string]string{}, map[string]int{}
+	}
+	f.inputOf[a], f.causeOf[a], f.count[a] = in, cause, n
+}
+
+// movedCounts reads changedSlice's "name: N elements" entries.
+func movedCounts(entries []string) map[string]int {
+	out := map[string]int{}
+	for _, e := range entries {
+		name, rest, _ := strings.Cut(e, ": ")
+		var n int
+		fmt.Sscanf(rest, "%d", &n)
+		out[name] = n
+	}
+	return out
+}
+
+// endName names the slice k an input was changed in: the first or the
+// last of its axis.
+func endName(k int) string {
+	if k == 0 {
+		return "first"
+	}
+	return "last"
+}
+
+// changedSlice runs the kernel (run) with input in's slice k of one axis
+// (the head axis where head) changed, and returns the arrays whose other
+// slices moved where the reference's stayed bit for bit (moved), and the
+// failing arrays whose slice k did not follow a change the reference's
+// did (notFollowed), each as "name: what", and the number of elements
+// moved.
+func changedSlice(p sliceProblem, base []judge.Array, failing map[string]map[sliceCoord]bool, run func(v []float64) ([]judge.Array, error), v []float64, in sliceInput, head bool, k int, th float64) (moved []string, nMoved int, notFollowed []string) {
+	d := p.dims()
+	x := append([]float64(nil), v...)
+	changed := 0
+	for i := range x {
+		c := d.coord(in.layout, len(x), i)
+		if (head && c.head == k) || (!head && c.seq == k) {
+			x[i] = in.change(x[i])
+			changed++
+		}
+	}
+	if changed == 0 {
+		return nil, 0, nil
+	}
+	got, err := run(x)
+	if err != nil || len(got) != len(base) {
+		return nil, 0, nil
+	}
+	for j, a := range base {
+		b := got[j]
+		if b.Name != a.Name || len(b.Got) != len(a.Got) || len(b.Want) != len(a.Want) || len(a.Got) != len(a.Want) {
+			continue
+		}
+		kc := changeRatios(a, a.Got, b.Got)
+		rc := changeRatios(a, a.Want, b.Want)
+		lay, _ := p.layoutOf(a.Name)
+		nc, follow, still := 0, 0, 0
+		for i := range a.Want {
+			own := d.own(d.coord(lay, len(a.Want), i), lay, head, in.layout, k)
+			switch {
+			case b.Want[i] == a.Want[i] && !own && !unmoved(a.Got[i], b.Got[i], kc[i], 2*th):
+				nc++
+			case own && rc[i] > 10*th && !math.IsNaN(rc[i]):
+				follow++
+				if unmoved(a.Got[i], b.Got[i], kc[i], th) {
+					still++
+				}
+			}
+		}
+		if nc > 0 {
+			moved = append(moved, fmt.Sprintf("%s: %d elements", a.Name, nc))
+			nMoved += nc
+		}
+		if follow > 0 && 10*still >= 9*follow && failing[a.Name] != nil {
+			notFollowed = append(notFollowed, fmt.Sprintf("%s: %d of the %d elements its change moves", a.Name, still, follow))
+		}
+	}
+	return moved, nMoved, notFollowed
 }
 
 // staleRelation runs the kernel on other data of the same shapes (every
@@ -797,8 +954,12 @@ func replaceUnrelated(tags, causes []string, f sliceFinding) bool {
 			if rest != "none" {
 				was = " (wrong only " + strings.TrimSuffix(strings.TrimPrefix(rest, "in("), ")") + ")"
 			}
-			tags[i] = "bwd:" + name + ":" + f.relationTag()
-			causes[i] = name + " " + f.cause + was
+			cause := f.cause
+			if c := f.causeOf[name]; c != "" {
+				cause = c
+			}
+			tags[i] = "bwd:" + name + ":" + f.relationTagOf(name)
+			causes[i] = name + " " + cause + was
 			done = true
 		}
 	}

@@ -5,6 +5,7 @@ import (
 
 	"ssmverify/judge"
 	"ssmverify/mamba3"
+	"ssmverify/ssm"
 )
 
 // m3Slices is a Mamba-3 problem as its slices see it (slices.go): Q and K
@@ -145,4 +146,43 @@ func ungrouped(p *mamba3.Problem) *mamba3.Problem {
 	}
 	q.Q, q.K, q.HeadsQK = rep(p.Q), rep(p.K), H
 	return q
+}
+
+// cotangentInputs are y's cotangent and each final state part's, each
+// rounded as mamba3.GenerateCotangent draws it.
+func (s *m3Slices) cotangentInputs(ct any) []cotangentInput {
+	c, ok := ct.(*mamba3.Cotangent)
+	if !ok || c == nil {
+		return nil
+	}
+	in, w := s.p.DType, s.p.DType.Weight()
+	var out []cotangentInput
+	if c.Y != nil {
+		out = append(out, cotangentInput{sliceInput{"dy", layTokenHead, flipped}, c.Y, func(v []float64) any {
+			return &mamba3.Cotangent{Y: roundChanged(in, c.Y, v), State: c.State}
+		}})
+	}
+	if c.State == nil {
+		return out
+	}
+	parts := []struct {
+		name string
+		dt   ssm.DType
+		of   func(st *mamba3.State) *[]float64
+	}{
+		{"dfinal-angle-state", w, func(st *mamba3.State) *[]float64 { return &st.Angle }},
+		{"dfinal-ssm-state", w, func(st *mamba3.State) *[]float64 { return &st.SSM }},
+		{"dfinal-k-state", in, func(st *mamba3.State) *[]float64 { return &st.K }},
+		{"dfinal-v-state", in, func(st *mamba3.State) *[]float64 { return &st.V }},
+	}
+	for _, pt := range parts {
+		if v := *pt.of(c.State); v != nil {
+			out = append(out, cotangentInput{sliceInput{pt.name, laySeqHead, flipped}, v, func(v []float64) any {
+				st := *c.State
+				*pt.of(&st) = roundChanged(pt.dt, *pt.of(c.State), v)
+				return &mamba3.Cotangent{Y: c.Y, State: &st}
+			}})
+		}
+	}
+	return out
 }

@@ -51,8 +51,10 @@ func TestMamba3SliceRelations(t *testing.T) {
 			}
 			q.Trap = tr
 		}},
-		// the sequence stride dropped: sequence s reads from element s
-		{"initial v state without its sequence stride", "op:initial-v-state-input:batch-ignored", func(q *mamba3.Problem) {
+		// the sequence stride dropped: sequence s reads from element s,
+		// the first sequence's state but one element (a change of that
+		// state moves the others')
+		{"initial v state without its sequence stride", "op:initial-v-state-input:batch-crossed", func(q *mamba3.Problem) {
 			B, H, P := q.NumSeqs(), q.Heads, q.P
 			s := *q.State
 			v := append([]float64(nil), s.V...)
@@ -112,7 +114,7 @@ func TestMamba3SliceRelations(t *testing.T) {
 		return y, st, nil
 	}
 	y, st, _ := bf16Angles(q)
-	if f := Mamba3(q, y, st, bf16Angles); f.Tag != "op:initial-ssm-state-input:batch-ignored" {
+	if f := Mamba3(q, y, st, bf16Angles); f.Tag != "op:initial-ssm-state-input:batch-crossed" {
 		t.Errorf("the initial SSM state's sequence stride dropped beside bf16 angles: diagnosis [%s] %s", f.Tag, f)
 	}
 
@@ -141,6 +143,7 @@ func TestMamba3BackwardSliceRelations(t *testing.T) {
 	ct := mamba3.GenerateCotangent(p, true, 5)
 	y, st := mamba3.Forward(p)
 	P, N := p.P, p.N
+	var ctUsed *mamba3.Cotangent // the cotangent the fake backward runs with
 	cases := []struct {
 		name, want string
 		slip       func(q *mamba3.Problem, g *mamba3.Grads)
@@ -161,11 +164,22 @@ func TestMamba3BackwardSliceRelations(t *testing.T) {
 				}
 			}
 		}},
+		// dV from the cotangent of the batch row before its own (a
+		// pointer into dy with its batch offset one row short): only a
+		// change of the first row's dy shows it
+		{"dV from the row before's dy", "bwd:dV:dy-input-batch-crossed", func(q *mamba3.Problem, g *mamba3.Grads) {
+			c := *ctUsed
+			w := q.Seqlen * q.Heads * q.P
+			c.Y = make([]float64, len(ctUsed.Y))
+			copy(c.Y[w:], ctUsed.Y)
+			g.V = mamba3.Grad(q, &c).V
+		}},
 	}
 	for _, c := range cases {
 		runBwd := func(q *mamba3.Problem, qct *mamba3.Cotangent) ([]float64, *mamba3.State, *mamba3.Grads, error) {
 			yq, sq := mamba3.Forward(q)
 			g := mamba3.Grad(q, qct)
+			ctUsed = qct
 			c.slip(q, g)
 			return yq, sq, g, nil
 		}

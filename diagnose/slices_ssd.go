@@ -118,3 +118,28 @@ func ssdUngrouped(p *mamba2.Problem) *mamba2.Problem {
 	q.B, q.C, q.Groups = rep(p.B), rep(p.C), H
 	return &q
 }
+
+// cotangentInputs are y's cotangent and the final states' (a packed row's
+// sequences' states, one slice per row here, are left out).
+func (s *ssdSlices) cotangentInputs(ct any) []cotangentInput {
+	c, ok := ct.(*mamba2.Cotangent)
+	if !ok || c == nil {
+		return nil
+	}
+	var out []cotangentInput
+	if c.Y != nil {
+		out = append(out, cotangentInput{sliceInput{"dy", layTokenHead, flipped}, c.Y, func(v []float64) any {
+			q := *c
+			q.Y = roundChanged(s.p.DType, c.Y, v)
+			return &q
+		}})
+	}
+	if c.FinalStates != nil {
+		out = append(out, cotangentInput{sliceInput{"dfinal-states", laySeqHead, flipped}, c.FinalStates, func(v []float64) any {
+			q := *c
+			q.FinalStates = roundChanged(s.p.StateDType, c.FinalStates, v)
+			return &q
+		}})
+	}
+	return out
+}
