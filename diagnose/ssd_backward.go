@@ -28,7 +28,10 @@ import (
 // (mamba2.GradLacking), a shift by a step, another head's or group's
 // gradient, the right total in the wrong slots ("bwd:dA:lacks(Δ)"), the
 // reference times a function of one quantity of the element's own step
-// (factorOf: "bwd:dz:factor-of(z)", a factor's formula wrong). One no
+// (factorOf: "bwd:dz:factor-of(z)", a factor's formula wrong), the
+// chunk-state path's part rescaled by e^{α·cum_end + β·cum_t}, α and β
+// fitted (pathDecay: "bwd:dx:decay(chunk-state,-2·end,0)", an exponent of
+// the decay to the chunk's end read wrong). One no
 // relation explains is located where its failures are confined along the
 // layout's axes — the chunks, a chunk's steps, the heads or groups, the
 // rows: "bwd:dx:in(chunks(1 2),last-head)" (locateGradFailure), with the
@@ -85,6 +88,7 @@ func diagnoseSSDBackward(p *mamba2.Problem, ct *mamba2.Cotangent, out *mamba2.Ou
 	}
 	fwdTags := len(tags)
 	cands := gradCandidates(p, ct, ref)
+	var chunkCut *mamba2.Grads // the gradients without the chunk-state path, for pathDecay
 	for _, a := range arrays {
 		ok, rs := ssdJudged([]judge.Array{a})
 		if ok {
@@ -100,6 +104,12 @@ func diagnoseSSDBackward(p *mamba2.Problem, ct *mamba2.Cotangent, out *mamba2.Ou
 		if !ok {
 			what, u, h0 := factorVariable(p, a.Name)
 			rel, ok = factorOf(a, what, u, h0, th)
+		}
+		if !ok {
+			if chunkCut == nil {
+				chunkCut = mamba2.GradWithout(p, ct, mamba2.PathChunkState)
+			}
+			rel, ok = pathDecay(p, a, ref.ByName(a.Name), chunkCut.ByName(a.Name), th)
 		}
 		if !ok {
 			if tag, words := locateGradFailure(p, a.Name, rs[a.Name], th); tag != "" {
