@@ -119,7 +119,9 @@
 #                                   before the mutants; ADAPTER_ARGS, the adapter's
 #                                   own, e.g. pin=1: one configuration an
 #                                   autotuner key; SKIP_JUDGED, earlier parts'
-#                                   journals, leaves out what they judged); the
+#                                   journals, leaves out what they judged; ONLY,
+#                                   comma-separated IDs of the sample, judges
+#                                   those alone: a population judged again); the
 #                                   journal and summary in $OUT/generated
 #                                   (cmd/mutants -regrade J1,J2,… grades parts
 #                                   as one)
@@ -693,7 +695,7 @@ generated() {
 	mkdir -p "$out/generated"
 	nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 	MAMBA_DETERMINISTIC=1 ./carry/mutants -bridged "$1" -checkout "$2" -generate "$3" -generate-from "${4:-0}" -seed "${SEED:-20261202}" \
-		-j "${MUTANT_JOBS:-4}" -budget "${BUDGET:-0}" -suite-bin "carry/$suite.test" -suite-run "${SUITE_RUN:-}" ${BASELINE:+-baseline "$BASELINE"} -baseline-shards "${BASELINE_SHARDS:-8}" -adapter-args "${ADAPTER_ARGS:-}" -skip-judged "${SKIP_JUDGED:-}" -out "$out/generated"
+		-j "${MUTANT_JOBS:-4}" -budget "${BUDGET:-0}" -suite-bin "carry/$suite.test" -suite-run "${SUITE_RUN:-}" ${BASELINE:+-baseline "$BASELINE"} -baseline-shards "${BASELINE_SHARDS:-8}" -adapter-args "${ADAPTER_ARGS:-}" -skip-judged "${SKIP_JUDGED:-}" -only "${ONLY:-}" -out "$out/generated"
 }
 
 # fuzz-bridged FAMILY CHECKOUT [TIME]: the bridged fuzz targets of verify/FAMILY
