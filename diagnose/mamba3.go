@@ -3,6 +3,7 @@ package diagnose
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"ssmverify/judge"
@@ -117,6 +118,22 @@ func diagnoseMamba3(p *mamba3.Problem, y []float64, st *mamba3.State, run Mamba3
 	if f.Tag != "" {
 		return f
 	}
+	// namedBeside names the slip that explains the most failing elements,
+	// what it leaves said as a second fault
+	namedBeside := func() report.Finding {
+		g := f
+		g.Evidence = slices.Clone(f.Evidence)
+		s, total := slips[best], len(failing)
+		g.Tag = s.Tag
+		g.Cause = s.Cause
+		if bestExplained < total {
+			g.Cause += fmt.Sprintf(" — it explains %d of the %d failing elements, not all: a second fault remains", bestExplained, total)
+			g.Where = "unexplained by " + s.Tag + ": " + strings.Join(failingCounts(bestRatios, th, mamba3Arrays...), "; ")
+		}
+		g.Evidence = append(g.Evidence, fmt.Sprintf("failing against the reference: %d elements; against %s: %d", total, s.Tag, total-bestExplained+newlyFailing(failing, bestRatios, th)))
+		g.Evidence = append(g.Evidence, property...)
+		return g
+	}
 	// the operator, measured: a relation that holds on every failing
 	// region is the cause; one on some of them waits for the catalogue
 	var opFinding *report.Finding
@@ -130,6 +147,15 @@ func diagnoseMamba3(p *mamba3.Problem, y []float64, st *mamba3.State, run Mamba3
 				of.Where += "; " + f.Where
 				of.Evidence = append(of.Evidence, property...)
 				if !strings.HasSuffix(of.Tag, ":unrelated") && !strings.Contains(of.Cause, "a second fault") {
+					// a slip of the catalogue that explains nine in ten of
+					// the failing elements and whose own operator the
+					// kernel's is: the relation is that slip's (a free
+					// factor per column fits β without Δ, and a second
+					// fault beside it, as well)
+					if named, ok := slipOfOperator(p, op, th, best, bestExplained, len(failing), namedBeside); ok {
+						named.Evidence = append(named.Evidence, "the operator alone: ["+of.Tag+"] "+of.Cause)
+						return named
+					}
 					return of
 				}
 				opFinding = &of
@@ -159,13 +185,7 @@ func diagnoseMamba3(p *mamba3.Problem, y []float64, st *mamba3.State, run Mamba3
 	}
 	total := len(failing)
 	if best >= 0 && 10*bestExplained >= 9*total {
-		s := slips[best]
-		f.Tag = s.Tag
-		f.Cause = s.Cause + fmt.Sprintf(" — it explains %d of the %d failing elements, not all: a second fault remains", bestExplained, total)
-		f.Where = "unexplained by " + s.Tag + ": " + strings.Join(failingCounts(bestRatios, th, mamba3Arrays...), "; ")
-		f.Evidence = append(f.Evidence, fmt.Sprintf("failing against the reference: %d elements; against %s: %d", total, s.Tag, total-bestExplained+newlyFailing(failing, bestRatios, th)))
-		f.Evidence = append(f.Evidence, property...)
-		return f
+		return namedBeside()
 	}
 	// the slices, measured: a failure that stays at its batch or head
 	// indices, or that crosses between slices
@@ -324,4 +344,30 @@ func newlyFailing(failing map[[2]int]bool, rs map[string][]float64, th float64) 
 		}
 	}
 	return n
+}
+
+// slipOfOperator names slip best (explaining bestExplained of total
+// failing elements) as the operator's relation where the slip explains
+// nine in ten of the failing elements and its own operator — its variant
+// of the reference, measured by the same impulses — gives nine in ten of
+// the kernel's operator's entries that differ from the reference's.
+func slipOfOperator(p *mamba3.Problem, op *operator, th float64, best, bestExplained, total int, named func() report.Finding) (report.Finding, bool) {
+	if best < 0 || 10*bestExplained < 9*total {
+		return report.Finding{}, false
+	}
+	v := mamba3.Slips()[best].Variant
+	vop, err := measureMamba3OperatorScaled(p, func(q *mamba3.Problem) ([]float64, *mamba3.State, error) {
+		y, st := mamba3.ForwardVariant(q, v)
+		return y, st, nil
+	}, func(q *mamba3.Problem) *mamba3.Scale { return mamba3.ErrorScaleVariant(q, v) })
+	if err != nil {
+		return report.Finding{}, false
+	}
+	held, failing := op.agreement(vop, th)
+	if failing == 0 || 10*held < 9*failing {
+		return report.Finding{}, false
+	}
+	f := named()
+	f.Evidence = append(f.Evidence, fmt.Sprintf("the kernel's operator is the slip's: it gives %d of the %d entries where the kernel's differs from the reference's (%d calls, impulses)", held, failing, op.calls))
+	return f, true
 }

@@ -726,6 +726,12 @@ func (op *operator) opRatios(rel opRelation, es []opEntry) []float64 {
 			want[i] = math.NaN()
 		}
 	}
+	return op.judgeEntries(es, got, want, scale, tiny)
+}
+
+// judgeEntries is the ratio of each entry's got to want within scale, in
+// the arithmetic the operator's problem is judged in; NaN where want is.
+func (op *operator) judgeEntries(es []opEntry, got, want, scale, tiny []float64) []float64 {
 	stored, computed := op.dtype, op.dtype
 	if computed.Narrow() {
 		computed = ssm.F32
@@ -741,6 +747,44 @@ func (op *operator) opRatios(rel opRelation, es []opEntry) []float64 {
 		}
 	}
 	return ratios["M"]
+}
+
+// agreement counts the entries where the kernel's operator differs from
+// the reference's (failing) and, of those, the ones other gives within
+// the error model (held): other is an operator measured by the same
+// impulses on the same problem (a slip's variant of the reference), its
+// entries' error scales its own (a slip that multiplies a term by 1/Δ
+// multiplies its rounding too), the larger of the two taken. An operator
+// measured on other entries agrees nowhere.
+func (op *operator) agreement(other *operator, th float64) (held, failing int) {
+	var es []opEntry
+	var got, want, scale, tiny []float64
+	aligned := len(other.entries) == len(op.entries)
+	for i, e := range op.entries {
+		if e.ratio <= th {
+			continue
+		}
+		failing++
+		if !aligned {
+			continue
+		}
+		o := other.entries[i]
+		if o.b != e.b || o.h != e.h || o.p != e.p || o.t != e.t || o.s != e.s || o.n != e.n || o.prev != e.prev {
+			aligned = false
+			continue
+		}
+		es = append(es, e)
+		got, want, scale, tiny = append(got, e.got), append(want, o.got), append(scale, math.Max(e.scale, o.scale)), append(tiny, math.Max(e.tiny, o.tiny))
+	}
+	if !aligned || len(es) == 0 {
+		return 0, failing
+	}
+	for _, r := range op.judgeEntries(es, got, want, scale, tiny) {
+		if r <= th {
+			held++
+		}
+	}
+	return held, failing
 }
 
 // opFit is a relation found on a set of regions.

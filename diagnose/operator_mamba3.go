@@ -432,6 +432,13 @@ func (f *m3Family) wrapName(P float64) string {
 // p's Q, K, angles, DT, ADT, Trap, D and z (V and the initial state's S
 // and v_prev replaced by impulses; its angle and k_prev kept).
 func measureMamba3Operator(p *mamba3.Problem, run Mamba3Runner) (*operator, error) {
+	return measureMamba3OperatorScaled(p, run, mamba3.ErrorScale)
+}
+
+// measureMamba3OperatorScaled is measureMamba3Operator with the entries'
+// error scales from errorScale (a slip's variant has its own: β without
+// Δ grows the state by 1/Δ and its rounding with it).
+func measureMamba3OperatorScaled(p *mamba3.Problem, run Mamba3Runner, errorScale func(*mamba3.Problem) *mamba3.Scale) (*operator, error) {
 	q := m3ProbeProblem(p)
 	op := newMamba3Operator(q, 1)
 	S, H, P, N := q.NumSeqs(), q.Heads, q.P, q.N
@@ -454,7 +461,7 @@ func measureMamba3Operator(p *mamba3.Problem, run Mamba3Runner) (*operator, erro
 			return opResponse{}, err
 		}
 		want, wst := mamba3.Forward(&r)
-		sc := mamba3.ErrorScale(&r)
+		sc := errorScale(&r)
 		arrays := judge.Mamba3Arrays(&r, y, want, st, wst, sc)
 		if e := ssdShape(arrays); e != nil {
 			return opResponse{}, e

@@ -227,3 +227,81 @@ func TestMamba3OperatorAngleCarried(t *testing.T) {
 	}
 	t.Logf("[%s] %s", f.Tag, f.Cause)
 }
+
+// betaWithSecondFault is a float32 kernel with β without Δ (mamba3's
+// slip) and a second fault beside it: the last key's term added to the
+// final state with a small weight (upstream's mutated line also weighs
+// the sequence's last key where the next step's Δ is masked to 0), and a
+// relative rounding of 1e-5 on every output, that of a kernel computing
+// the slip's larger terms in float32.
+func betaWithSecondFault(p *mamba3.Problem) ([]float64, *mamba3.State, error) {
+	y, st := mamba3.ForwardVariant(p, mamba3.Variant{BetaNoDt: true})
+	sign := func(i, k int) float64 { return float64((i*k)%7-3) / 3 }
+	for i := range y {
+		y[i] = float64(float32(y[i] * (1 + 1e-5*sign(i, 2654435761))))
+	}
+	L, H, P, N, Hqk := p.Seqlen, p.Heads, p.P, p.N, p.HeadsQK
+	for b := 0; b < p.Batch; b++ {
+		for h := 0; h < H; h++ {
+			for pp := 0; pp < P; pp++ {
+				for n := 0; n < N; n++ {
+					i := ((b*H+h)*P+pp)*N + n
+					st.SSM[i] += 0.002 * p.V[((b*L+L-1)*H+h)*P+pp] * p.K[((b*L+L-1)*Hqk+h/(H/Hqk))*N+n]
+					st.SSM[i] = float64(float32(st.SSM[i] * (1 + 1e-5*sign(i, 2246822519))))
+				}
+			}
+		}
+	}
+	return y, st, nil
+}
+
+// TestMamba3SlipIsTheOperatorsRelation: a slip of the catalogue beside a
+// second fault, whose rounding makes a free factor per column the
+// operator's simplest relation (upstream's β without Δ on the GPU), is
+// named as the slip where the slip's own operator is the kernel's; the
+// agreement that decides it fails for another slip's operator and for
+// one measured on other entries.
+func TestMamba3SlipIsTheOperatorsRelation(t *testing.T) {
+	p := mamba3.Generate(mamba3.Options{Batch: 2, Seqlen: 200, HeadsQK: 2, Heads: 4, N: 32, P: 16, AngleDim: 8}, 100)
+	p.DType, p.Arithmetic = ssm.F32, mamba3.Arithmetic{Chunk: 64, U: 0x1p-24}
+	p = p.Rounded()
+	y, st, _ := betaWithSecondFault(p)
+	op, err := measureMamba3Operator(p, betaWithSecondFault)
+	if err != nil {
+		t.Fatal(err)
+	}
+	th := judge.Threshold(p.DType)
+	if of, ok := op.diagnose(th); !ok || !strings.HasSuffix(of.Tag, ":column-factor") {
+		t.Fatalf("the operator alone: [%s] %s, want a column factor (the case this test is about)", of.Tag, of.Cause)
+	}
+	f := Mamba3(p, y, st, betaWithSecondFault)
+	ev := strings.Join(f.Evidence, "; ")
+	if f.Tag != "m3:beta-no-dt" || !strings.Contains(f.Cause, "a second fault") || !strings.Contains(ev, "the kernel's operator is the slip's") || !strings.Contains(ev, ":column-factor]") {
+		t.Errorf("diagnosis [%s] %s; evidence %s", f.Tag, f.Cause, ev)
+	}
+	variantOp := func(v mamba3.Variant, q *mamba3.Problem) *operator {
+		o, err := measureMamba3OperatorScaled(q, variantRunner(v), func(r *mamba3.Problem) *mamba3.Scale { return mamba3.ErrorScaleVariant(r, v) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return o
+	}
+	if held, failing := op.agreement(variantOp(mamba3.Variant{BetaNoDt: true}, p), th); 10*held < 9*failing {
+		t.Errorf("β without Δ's operator gives %d of the %d failing entries, want nine in ten", held, failing)
+	}
+	if held, failing := op.agreement(variantOp(mamba3.Variant{GammaNoDt: true}, p), th); failing == 0 || 10*held >= 9*failing {
+		t.Errorf("γ without Δ's operator gives %d of the %d failing entries, want fewer than nine in ten", held, failing)
+	}
+	short := *p
+	short.Seqlen, short.Batch = 100, 1
+	short.Q, short.K, short.V, short.Angles = p.Q[:100*2*32], p.K[:100*2*32], p.V[:100*4*16], p.Angles[:100*4*8]
+	short.ADT, short.DT, short.Trap = nil, nil, nil
+	for h := 0; h < 4; h++ {
+		short.ADT = append(short.ADT, p.ADT[h*200:h*200+100]...)
+		short.DT = append(short.DT, p.DT[h*200:h*200+100]...)
+		short.Trap = append(short.Trap, p.Trap[h*200:h*200+100]...)
+	}
+	if held, _ := op.agreement(variantOp(mamba3.Variant{BetaNoDt: true}, &short), th); held != 0 {
+		t.Errorf("an operator of other entries gives %d entries, want none", held)
+	}
+}
