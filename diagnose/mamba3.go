@@ -23,7 +23,9 @@ var mamba3Arrays = []string{"y", "angle_state", "ssm_state", "k_state", "v_state
 //     listed in Also;
 //   - with run (nil: skipped), the kernel's operator measured by
 //     impulses and related to the reference's by region (the relation
-//     that holds on every failing region: measureMamba3Operator);
+//     that holds on every failing region: measureMamba3Operator), unless
+//     the slip that explains nine in ten of the failing elements has
+//     that operator itself (slipOfOperator): then that slip, as below;
 //   - two slips together (their variants merged), named "a+b";
 //   - the slip of a formula that explains the most of the failing
 //     elements, if it explains at least nine in ten of them: named, with

@@ -262,8 +262,9 @@ func betaWithSecondFault(p *mamba3.Problem) ([]float64, *mamba3.State, error) {
 // agreement that decides it fails for another slip's operator and for
 // one measured on other entries.
 func TestMamba3SlipIsTheOperatorsRelation(t *testing.T) {
-	p := mamba3.Generate(mamba3.Options{Batch: 2, Seqlen: 200, HeadsQK: 2, Heads: 4, N: 32, P: 16, AngleDim: 8}, 100)
-	p.DType, p.Arithmetic = ssm.F32, mamba3.Arithmetic{Chunk: 64, U: 0x1p-24}
+	const B, L, Hqk, H, N, P, A = 1, 128, 1, 2, 16, 8, 4
+	p := mamba3.Generate(mamba3.Options{Batch: B, Seqlen: L, HeadsQK: Hqk, Heads: H, N: N, P: P, AngleDim: A}, 100)
+	p.DType, p.Arithmetic = ssm.F32, mamba3.Arithmetic{Chunk: 32, U: 0x1p-24}
 	p = p.Rounded()
 	y, st, _ := betaWithSecondFault(p)
 	op, err := measureMamba3Operator(p, betaWithSecondFault)
@@ -292,14 +293,15 @@ func TestMamba3SlipIsTheOperatorsRelation(t *testing.T) {
 	if held, failing := op.agreement(variantOp(mamba3.Variant{GammaNoDt: true}, p), th); failing == 0 || 10*held >= 9*failing {
 		t.Errorf("γ without Δ's operator gives %d of the %d failing entries, want fewer than nine in ten", held, failing)
 	}
+	const l = L / 2
 	short := *p
-	short.Seqlen, short.Batch = 100, 1
-	short.Q, short.K, short.V, short.Angles = p.Q[:100*2*32], p.K[:100*2*32], p.V[:100*4*16], p.Angles[:100*4*8]
+	short.Seqlen = l
+	short.Q, short.K, short.V, short.Angles = p.Q[:l*Hqk*N], p.K[:l*Hqk*N], p.V[:l*H*P], p.Angles[:l*H*A]
 	short.ADT, short.DT, short.Trap = nil, nil, nil
-	for h := 0; h < 4; h++ {
-		short.ADT = append(short.ADT, p.ADT[h*200:h*200+100]...)
-		short.DT = append(short.DT, p.DT[h*200:h*200+100]...)
-		short.Trap = append(short.Trap, p.Trap[h*200:h*200+100]...)
+	for h := 0; h < H; h++ {
+		short.ADT = append(short.ADT, p.ADT[h*L:h*L+l]...)
+		short.DT = append(short.DT, p.DT[h*L:h*L+l]...)
+		short.Trap = append(short.Trap, p.Trap[h*L:h*L+l]...)
 	}
 	if held, _ := op.agreement(variantOp(mamba3.Variant{BetaNoDt: true}, &short), th); held != 0 {
 		t.Errorf("an operator of other entries gives %d entries, want none", held)
