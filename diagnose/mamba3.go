@@ -3,7 +3,6 @@ package diagnose
 import (
 	"fmt"
 	"math"
-	"slices"
 	"strings"
 
 	"ssmverify/judge"
@@ -25,7 +24,7 @@ var mamba3Arrays = []string{"y", "angle_state", "ssm_state", "k_state", "v_state
 //     impulses and related to the reference's by region (the relation
 //     that holds on every failing region: measureMamba3Operator), unless
 //     the slip that explains nine in ten of the failing elements has
-//     that operator itself (slipOfOperator): then that slip, as below;
+//     that operator itself (slipOperatorAgrees): then that slip, as below;
 //   - two slips together (their variants merged), named "a+b";
 //   - the slip of a formula that explains the most of the failing
 //     elements, if it explains at least nine in ten of them: named, with
@@ -120,18 +119,15 @@ func diagnoseMamba3(p *mamba3.Problem, y []float64, st *mamba3.State, run Mamba3
 	if f.Tag != "" {
 		return f
 	}
-	// namedBeside names the slip that explains the most failing elements,
-	// what it leaves said as a second fault
+	// the slip that explains nine in ten of the failing elements, named
+	// with what it leaves said as a second fault
+	partial := best >= 0 && 10*bestExplained >= 9*len(failing)
 	namedBeside := func() report.Finding {
 		g := f
-		g.Evidence = slices.Clone(f.Evidence)
 		s, total := slips[best], len(failing)
 		g.Tag = s.Tag
-		g.Cause = s.Cause
-		if bestExplained < total {
-			g.Cause += fmt.Sprintf(" — it explains %d of the %d failing elements, not all: a second fault remains", bestExplained, total)
-			g.Where = "unexplained by " + s.Tag + ": " + strings.Join(failingCounts(bestRatios, th, mamba3Arrays...), "; ")
-		}
+		g.Cause = s.Cause + fmt.Sprintf(" — it explains %d of the %d failing elements, not all: a second fault remains", bestExplained, total)
+		g.Where = "unexplained by " + s.Tag + ": " + strings.Join(failingCounts(bestRatios, th, mamba3Arrays...), "; ")
 		g.Evidence = append(g.Evidence, fmt.Sprintf("failing against the reference: %d elements; against %s: %d", total, s.Tag, total-bestExplained+newlyFailing(failing, bestRatios, th)))
 		g.Evidence = append(g.Evidence, property...)
 		return g
@@ -154,9 +150,14 @@ func diagnoseMamba3(p *mamba3.Problem, y []float64, st *mamba3.State, run Mamba3
 					// kernel's is: the relation is that slip's (a free
 					// factor per column fits β without Δ, and a second
 					// fault beside it, as well)
-					if named, ok := slipOfOperator(p, op, th, best, bestExplained, len(failing), namedBeside); ok {
-						named.Evidence = append(named.Evidence, "the operator alone: ["+of.Tag+"] "+of.Cause)
-						return named
+					if partial {
+						if held, differ, ok := slipOperatorAgrees(p, op, slips[best].Variant, th); ok {
+							g := namedBeside()
+							g.Evidence = append(g.Evidence,
+								fmt.Sprintf("the kernel's operator is the slip's: it gives %d of the %d entries where the kernel's differs from the reference's (%d calls, impulses)", held, differ, op.calls),
+								"the operator alone: ["+of.Tag+"] "+of.Cause)
+							return g
+						}
 					}
 					return of
 				}
@@ -186,7 +187,7 @@ func diagnoseMamba3(p *mamba3.Problem, y []float64, st *mamba3.State, run Mamba3
 		}
 	}
 	total := len(failing)
-	if best >= 0 && 10*bestExplained >= 9*total {
+	if partial {
 		return namedBeside()
 	}
 	// the slices, measured: a failure that stays at its batch or head
@@ -348,28 +349,23 @@ func newlyFailing(failing map[[2]int]bool, rs map[string][]float64, th float64) 
 	return n
 }
 
-// slipOfOperator names slip best (explaining bestExplained of total
-// failing elements) as the operator's relation where the slip explains
-// nine in ten of the failing elements and its own operator — its variant
-// of the reference, measured by the same impulses — gives nine in ten of
-// the kernel's operator's entries that differ from the reference's.
-func slipOfOperator(p *mamba3.Problem, op *operator, th float64, best, bestExplained, total int, named func() report.Finding) (report.Finding, bool) {
-	if best < 0 || 10*bestExplained < 9*total {
-		return report.Finding{}, false
-	}
-	v := mamba3.Slips()[best].Variant
-	vop, err := measureMamba3OperatorScaled(p, func(q *mamba3.Problem) ([]float64, *mamba3.State, error) {
-		y, st := mamba3.ForwardVariant(q, v)
-		return y, st, nil
-	}, func(q *mamba3.Problem) *mamba3.Scale { return mamba3.ErrorScaleVariant(q, v) })
+// slipOperatorAgrees reports whether slip v's own operator — its
+// variant of the reference, measured by the same impulses with the
+// variant's error scale — gives nine in ten of the kernel's operator's
+// entries that differ from the reference's (held of differ).
+func slipOperatorAgrees(p *mamba3.Problem, op *operator, v mamba3.Variant, th float64) (held, differ int, ok bool) {
+	vop, err := measureMamba3OperatorScaled(p, variantRunner(v), func(q *mamba3.Problem) *mamba3.Scale { return mamba3.ErrorScaleVariant(q, v) })
 	if err != nil {
-		return report.Finding{}, false
+		return 0, 0, false
 	}
-	held, failing := op.agreement(vop, th)
-	if failing == 0 || 10*held < 9*failing {
-		return report.Finding{}, false
+	held, differ = op.agreement(vop, th)
+	return held, differ, differ > 0 && 10*held >= 9*differ
+}
+
+// variantRunner is the float64 reference with slip v, as a kernel.
+func variantRunner(v mamba3.Variant) Mamba3Runner {
+	return func(p *mamba3.Problem) ([]float64, *mamba3.State, error) {
+		y, st := mamba3.ForwardVariant(p, v)
+		return y, st, nil
 	}
-	f := named()
-	f.Evidence = append(f.Evidence, fmt.Sprintf("the kernel's operator is the slip's: it gives %d of the %d entries where the kernel's differs from the reference's (%d calls, impulses)", held, failing, op.calls))
-	return f, true
 }
